@@ -1,0 +1,11 @@
+//! wirebench's vocabulary: human units, parameters and grids, the results schema and the
+//! clock. No I/O lives here, so every layer above can depend on it.
+
+pub mod clock;
+pub mod param;
+pub mod results;
+pub mod units;
+
+pub use param::{Axis, Grid, Kind, ParamValue, Point, Value};
+pub use results::{HostFacts, Metric, Record, Status};
+pub use units::{format_duration, format_seconds, parse_count, parse_duration, Bytes, Rate};
