@@ -1,14 +1,10 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Drivers: sockets, the reference server and the control client. Protocol logic lives in
+//! `wirebench-proto`; this crate only moves its bytes.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod client;
+pub mod server;
+pub mod sock;
+pub mod timing;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use client::{ControlClient, NetError};
+pub use server::{Server, ServerConfig, ServerHandle, PROTOCOLS};

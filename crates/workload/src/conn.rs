@@ -1,0 +1,168 @@
+//! A client data connection: connect, read the server's HELLO, send frames while draining
+//! replies, and receive frames, all with shutdown and stall checks.
+
+use crate::{Ctx, WorkloadError, TICK};
+use std::io::IoSlice;
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use wirebench_model::clock::monotonic_ns;
+use wirebench_net::sock;
+use wirebench_proto::raw::{self, Decoder, Frame, Pattern};
+
+/// Bytes per `recv`.
+const READ_BUF: usize = 256 * 1024;
+
+/// Connection set-up timings, nanoseconds from the start of `connect()`.
+pub struct Setup {
+    /// `connect()` returned (TCP handshake done, as the client sees it).
+    pub handshake_ns: u64,
+    /// The server's first byte (HELLO) arrived.
+    pub first_byte_ns: u64,
+}
+
+pub struct Conn<'a, 'p> {
+    pub stream: TcpStream,
+    fd: RawFd,
+    dec: Decoder<'p>,
+    buf: Vec<u8>,
+    ctx: &'a Ctx<'a>,
+    stall: Duration,
+    last_progress: Instant,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+/// Whether a receive may block.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    Block,
+    NoWait,
+}
+
+impl<'a, 'p> Conn<'a, 'p> {
+    /// Connects and waits for the server's HELLO frame.
+    pub fn open(
+        ip: IpAddr,
+        port: u16,
+        max_payload: u32,
+        pattern: Option<&'p Pattern>,
+        ctx: &'a Ctx<'a>,
+        stall: Duration,
+    ) -> Result<(Conn<'a, 'p>, Setup), WorkloadError> {
+        let addr = SocketAddr::new(ip, port);
+        let start = monotonic_ns();
+        let stream = TcpStream::connect_timeout(&addr, ctx.connect_timeout)
+            .map_err(|source| WorkloadError::Connect { addr: addr.to_string(), source })?;
+        let handshake_ns = monotonic_ns() - start;
+        sock::tune_data_socket(&stream, TICK).map_err(|source| WorkloadError::Io { during: "connecting", source })?;
+        let fd = stream.as_raw_fd();
+        let mut conn = Conn {
+            stream,
+            fd,
+            dec: Decoder::new(max_payload, pattern),
+            buf: vec![0u8; READ_BUF],
+            ctx,
+            stall,
+            last_progress: Instant::now(),
+            bytes_in: 0,
+            bytes_out: 0,
+        };
+        let mut hello: Option<(Frame, u64)> = None;
+        while hello.is_none() {
+            if !conn.recv(Wait::Block, "waiting for the server's greeting", &mut |f, t| hello = Some((f, t)))? {
+                return Err(WorkloadError::Closed { during: "waiting for the server's greeting" });
+            }
+        }
+        let (frame, at) = hello.unwrap_or_else(|| unreachable!());
+        if frame.header.kind != raw::Kind::Hello {
+            return Err(WorkloadError::Server("data connection did not start with HELLO".into()));
+        }
+        Ok((conn, Setup { handshake_ns, first_byte_ns: at - start }))
+    }
+
+    /// Fails if the user interrupted or nothing has happened for too long.
+    fn check(&self, during: &'static str) -> Result<(), WorkloadError> {
+        if self.ctx.shutdown.load(Ordering::Relaxed) {
+            return Err(WorkloadError::Interrupted);
+        }
+        if self.last_progress.elapsed() > self.stall {
+            return Err(WorkloadError::Stalled { secs: self.stall.as_secs(), during });
+        }
+        Ok(())
+    }
+
+    /// One receive. Calls `on_frame(frame, arrival_ns)` for every frame it completes.
+    /// Returns `false` at end of stream.
+    pub fn recv(
+        &mut self,
+        wait: Wait,
+        during: &'static str,
+        on_frame: &mut impl FnMut(Frame, u64),
+    ) -> Result<bool, WorkloadError> {
+        let flags = if wait == Wait::NoWait { libc::MSG_DONTWAIT } else { 0 };
+        loop {
+            match sock::recv(self.fd, &mut self.buf, flags) {
+                Ok(0) => return Ok(false),
+                Ok(n) => {
+                    let now = monotonic_ns();
+                    self.bytes_in += n as u64;
+                    self.last_progress = Instant::now();
+                    self.dec.feed(&self.buf[..n], |f| on_frame(f, now))?;
+                    return Ok(true);
+                }
+                Err(e) if sock::would_block(&e) => {
+                    self.check(during)?;
+                    if wait == Wait::NoWait {
+                        return Ok(true);
+                    }
+                }
+                Err(source) => return Err(WorkloadError::Io { during, source }),
+            }
+        }
+    }
+
+    /// Sends `iov` completely. With `drain`, never blocks in the send: whenever the socket
+    /// is full it reads replies instead (so a large echoed frame cannot deadlock both ends).
+    pub fn send(
+        &mut self,
+        iov: &mut [IoSlice<'_>],
+        drain: bool,
+        on_frame: &mut impl FnMut(Frame, u64),
+    ) -> Result<(), WorkloadError> {
+        const DURING: &str = "sending";
+        let mut slices = iov;
+        let flags = if drain { libc::MSG_DONTWAIT } else { 0 };
+        while !slices.is_empty() {
+            match sock::sendmsg(self.fd, slices, flags) {
+                Ok(n) => {
+                    self.bytes_out += n as u64;
+                    self.last_progress = Instant::now();
+                    IoSlice::advance_slices(&mut slices, n);
+                }
+                Err(e) if sock::would_block(&e) => {
+                    self.check(DURING)?;
+                    if drain {
+                        let ev = sock::poll(self.fd, libc::POLLIN | libc::POLLOUT, TICK)
+                            .map_err(|source| WorkloadError::Io { during: DURING, source })?;
+                        if ev & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0
+                            && !self.recv(Wait::NoWait, DURING, on_frame)?
+                        {
+                            return Err(WorkloadError::Closed { during: DURING });
+                        }
+                    }
+                }
+                Err(source) => return Err(WorkloadError::Io { during: DURING, source }),
+            }
+        }
+        Ok(())
+    }
+
+    /// Signals the end of our messages (TCP FIN) so the server can finish its account.
+    pub fn finish_sending(&self) -> Result<(), WorkloadError> {
+        self.stream
+            .shutdown(std::net::Shutdown::Write)
+            .map_err(|source| WorkloadError::Io { during: "closing", source })
+    }
+}

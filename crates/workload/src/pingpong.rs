@@ -1,0 +1,141 @@
+//! Ping-pong (seed 000's latency test): send one message, wait for its echo, repeat.
+//!
+//! Metrics: `connect.handshake`, `connect.time` (connect to first byte), `rtt.first`,
+//! `rtt.second`, `rtt.stable` (median of rounds after the first two), `rtt.min`,
+//! `rtt.mean`, `rtt.p50/p90/p99/p999`, `rtt.max`, and message accounting. The server's
+//! think time is subtracted from every round, so all `rtt.*` exclude it.
+
+use crate::conn::{Conn, Wait};
+use crate::stats::{mean, median, percentile};
+use crate::{Ctx, Outcome, WorkloadError};
+use hdrhistogram::Histogram;
+use std::io::IoSlice;
+use std::time::Duration;
+use wirebench_model::clock::monotonic_ns;
+use wirebench_net::ControlClient;
+use wirebench_proto::control::{Behaviour, Open};
+use wirebench_proto::raw::{Header, Kind, Pattern};
+use wirebench_proto::tally::Tally;
+
+#[derive(Debug, Clone)]
+pub struct PingPong {
+    pub protocol: String,
+    pub payload: u32,
+    pub rounds: u64,
+    pub think: Duration,
+    pub seed: u64,
+}
+
+pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+    let (session, port) = ctl.open(Open {
+        protocol: p.protocol.clone(),
+        behaviour: Behaviour::Echo,
+        max_payload: p.payload,
+        think_ns: p.think.as_nanos() as u64,
+        seed: p.seed,
+        verify: false,
+    })?;
+    let pattern = Pattern::new(p.seed, p.payload as usize);
+    // A think time longer than the stall limit is not a stall.
+    let stall = ctx.stall_timeout + p.think;
+    let (mut conn, setup) = Conn::open(ctl.peer_ip()?, port, p.payload, Some(&pattern), ctx, stall)?;
+
+    let think_ns = p.think.as_nanos() as u64;
+    let mut rtts: Vec<u64> = Vec::with_capacity(p.rounds.min(10_000_000) as usize);
+    let mut tally = Tally::new();
+    let answered = std::cell::Cell::new(false);
+    let mut on_frame = |f: wirebench_proto::raw::Frame, _at: u64| {
+        tally.observe(f.header.seq, f.corrupt);
+        answered.set(true);
+    };
+    for seq in 0..p.rounds {
+        let sent_ns = monotonic_ns();
+        let header = Header { kind: Kind::Data, seq, sent_ns, payload_len: p.payload }.encode();
+        let mut iov = [IoSlice::new(&header), IoSlice::new(pattern.payload(seq, p.payload as usize))];
+        conn.send(&mut iov, true, &mut on_frame)?;
+        while !answered.get() {
+            if !conn.recv(Wait::Block, "waiting for a reply", &mut on_frame)? {
+                return Err(WorkloadError::Closed { during: "waiting for a reply" });
+            }
+        }
+        // The clock is read right after the recv that completed the frame; reading it
+        // here adds only the decoder's work on the last chunk (tens of ns).
+        let rtt = monotonic_ns().saturating_sub(sent_ns).saturating_sub(think_ns);
+        answered.set(false);
+        rtts.push(rtt);
+        if seq % 64 == 0 {
+            (ctx.progress)(seq + 1, p.rounds);
+        }
+    }
+    (ctx.progress)(p.rounds, p.rounds);
+    conn.finish_sending()?;
+    let server = ctl.result(session)?;
+    if let Some(e) = server.error {
+        return Err(WorkloadError::Server(e));
+    }
+    tally.finish(p.rounds);
+
+    let mut out = Outcome::default();
+    out.push("connect.handshake", secs(setup.handshake_ns), "s");
+    out.push("connect.time", secs(setup.first_byte_ns), "s");
+    if let Some(first) = rtts.first() {
+        out.push("rtt.first", secs(*first), "s");
+    }
+    if let Some(second) = rtts.get(1) {
+        out.push("rtt.second", secs(*second), "s");
+    }
+    let mut sorted = rtts.clone();
+    sorted.sort_unstable();
+    if rtts.len() > 2 {
+        let mut stable = rtts[2..].to_vec();
+        stable.sort_unstable();
+        if let Some(m) = median(&stable) {
+            out.push("rtt.stable", m / 1e9, "s");
+        }
+    }
+    if let (Some(min), Some(max), Some(mean)) = (sorted.first(), sorted.last(), mean(&sorted)) {
+        out.push("rtt.min", secs(*min), "s");
+        out.push("rtt.mean", mean / 1e9, "s");
+        for (name, q) in [("rtt.p50", 50.0), ("rtt.p90", 90.0), ("rtt.p99", 99.0), ("rtt.p999", 99.9)] {
+            if let Some(v) = percentile(&sorted, q) {
+                out.push(name, secs(v), "s");
+            }
+        }
+        out.push("rtt.max", secs(*max), "s");
+    }
+    push_counts(&mut out, p.rounds, &tally);
+    out.push("bytes.sent", conn.bytes_out as f64, "B");
+    out.push("bytes.received", conn.bytes_in as f64, "B");
+    out.histograms.push(("rtt".into(), histogram(&rtts)));
+    out.rounds = Some(rtts);
+    if think_ns > 0 {
+        out.notes.push(format!(
+            "rtt.* exclude the responder's think time of {} per round",
+            wirebench_model::format_seconds(p.think.as_secs_f64())
+        ));
+    }
+    Ok(out)
+}
+
+pub(crate) fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+pub(crate) fn push_counts(out: &mut Outcome, sent: u64, tally: &Tally) {
+    let c = &tally.counts;
+    out.push("messages.sent", sent as f64, "count");
+    out.push("messages.received", c.received as f64, "count");
+    out.push("messages.lost", c.lost as f64, "count");
+    out.push("messages.duplicated", c.duplicated as f64, "count");
+    out.push("messages.reordered", c.reordered as f64, "count");
+    out.push("messages.corrupt", c.corrupt as f64, "count");
+}
+
+/// HdrHistogram of nanosecond samples, 3 significant digits, auto-resizing.
+pub(crate) fn histogram(samples: &[u64]) -> Histogram<u64> {
+    let mut h = Histogram::<u64>::new(3).unwrap_or_else(|_| unreachable!("3 digits is valid"));
+    for s in samples {
+        h.saturating_record((*s).max(1));
+    }
+    h
+}

@@ -1,0 +1,142 @@
+//! Stream: `count` messages of `payload` bytes sent back to back.
+//!
+//! - `oneway`: the server counts and verifies; throughput is timed from our first send to
+//!   the server's last received byte. On one kernel both read the same CLOCK_MONOTONIC, so
+//!   the interval is exact; otherwise the server's first-to-last-byte interval is used and
+//!   a note says so.
+//! - `echo`: the server returns every message; throughput is timed from our first send to
+//!   our receipt of the last echo, and each message's round trip under load is kept.
+//!
+//! `throughput.bits_per_s` counts payload bits delivered (each message once, also in
+//! echo mode); `throughput.frame_bits_per_s` adds the 21-byte headers.
+
+use crate::conn::{Conn, Wait};
+use crate::pingpong::{histogram, push_counts, secs};
+use crate::stats::{mean, percentile};
+use crate::{Ctx, Outcome, WorkloadError};
+use std::io::IoSlice;
+use wirebench_model::clock::monotonic_ns;
+use wirebench_net::ControlClient;
+use wirebench_proto::control::{Behaviour, Open};
+use wirebench_proto::raw::{Frame, Header, Kind, Pattern, HEADER_LEN};
+use wirebench_proto::tally::Tally;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    OneWay,
+    Echo,
+}
+
+#[derive(Debug, Clone)]
+pub struct Stream {
+    pub protocol: String,
+    pub mode: Mode,
+    pub payload: u32,
+    pub count: u64,
+    pub seed: u64,
+}
+
+/// Messages between progress callbacks and shutdown checks on the send path.
+const PROGRESS_EVERY: u64 = 4096;
+
+pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+    let (session, port) = ctl.open(Open {
+        protocol: s.protocol.clone(),
+        behaviour: if s.mode == Mode::Echo { Behaviour::Echo } else { Behaviour::Sink },
+        max_payload: s.payload,
+        think_ns: 0,
+        seed: s.seed,
+        verify: s.mode == Mode::OneWay,
+    })?;
+    let pattern = Pattern::new(s.seed, s.payload as usize);
+    let verify = (s.mode == Mode::Echo).then_some(&pattern);
+    let (mut conn, setup) = Conn::open(ctl.peer_ip()?, port, s.payload, verify, ctx, ctx.stall_timeout)?;
+
+    let mut tally = Tally::new();
+    let mut rtts: Vec<u64> = Vec::new();
+    let mut last_arrival = 0u64;
+    let received = std::cell::Cell::new(0u64);
+    let mut on_frame = |f: Frame, at: u64| {
+        received.set(received.get() + 1);
+        tally.observe(f.header.seq, f.corrupt);
+        rtts.push(at.saturating_sub(f.header.sent_ns));
+        last_arrival = at;
+    };
+    let echo = s.mode == Mode::Echo;
+    let start_ns = monotonic_ns();
+    for seq in 0..s.count {
+        let header = Header { kind: Kind::Data, seq, sent_ns: monotonic_ns(), payload_len: s.payload }.encode();
+        let mut iov = [IoSlice::new(&header), IoSlice::new(pattern.payload(seq, s.payload as usize))];
+        conn.send(&mut iov, echo, &mut on_frame)?;
+        if seq % PROGRESS_EVERY == 0 {
+            if ctx.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(WorkloadError::Interrupted);
+            }
+            (ctx.progress)(seq, s.count);
+        }
+    }
+    if echo {
+        while received.get() < s.count {
+            if !conn.recv(Wait::Block, "waiting for echoes", &mut on_frame)? {
+                return Err(WorkloadError::Closed { during: "waiting for echoes" });
+            }
+        }
+    }
+    (ctx.progress)(s.count, s.count);
+    conn.finish_sending()?;
+    let server = ctl.result(session)?;
+    if let Some(e) = &server.error {
+        return Err(WorkloadError::Server(e.clone()));
+    }
+
+    let mut out = Outcome::default();
+    out.push("connect.handshake", secs(setup.handshake_ns), "s");
+    out.push("connect.time", secs(setup.first_byte_ns), "s");
+    let (elapsed_ns, delivered, payload_bytes) = if echo {
+        tally.finish(s.count);
+        push_counts(&mut out, s.count, &tally);
+        let n = tally.counts.received;
+        (last_arrival.saturating_sub(start_ns), n, n * s.payload as u64)
+    } else {
+        let mut counts = Tally::new();
+        counts.counts = server.counts.clone();
+        counts.counts.lost = s.count.saturating_sub(server.counts.received);
+        push_counts(&mut out, s.count, &counts);
+        let elapsed = if ctl.shared_clock && server.last_rx_ns > start_ns {
+            server.last_rx_ns - start_ns
+        } else {
+            out.notes.push(
+                "server and client do not share a clock: throughput is timed from the server's \
+                 first to last received byte"
+                    .into(),
+            );
+            server.last_rx_ns.saturating_sub(server.first_rx_ns)
+        };
+        (elapsed, server.counts.received, server.payload_bytes)
+    };
+    if elapsed_ns > 0 {
+        let t = secs(elapsed_ns);
+        out.push("throughput.duration", t, "s");
+        out.push("throughput.bits_per_s", payload_bytes as f64 * 8.0 / t, "bit/s");
+        let frame_bytes = payload_bytes + delivered * HEADER_LEN as u64;
+        out.push("throughput.frame_bits_per_s", frame_bytes as f64 * 8.0 / t, "bit/s");
+        out.push("throughput.messages_per_s", delivered as f64 / t, "msg/s");
+    }
+    out.push("bytes.payload", payload_bytes as f64, "B");
+    out.push("bytes.sent", conn.bytes_out as f64, "B");
+    if echo && !rtts.is_empty() {
+        let mut sorted = rtts.clone();
+        sorted.sort_unstable();
+        if let Some(m) = mean(&sorted) {
+            out.push("rtt.mean", m / 1e9, "s");
+        }
+        for (name, q) in [("rtt.p50", 50.0), ("rtt.p90", 90.0), ("rtt.p99", 99.0), ("rtt.max", 100.0)] {
+            if let Some(v) = percentile(&sorted, q) {
+                out.push(name, secs(v), "s");
+            }
+        }
+        out.histograms.push(("rtt".into(), histogram(&rtts)));
+        out.notes.push("echo stream rtt.* are per-message round trips under full load (queueing included)".into());
+    }
+    Ok(out)
+}
