@@ -59,6 +59,9 @@ pub struct Record {
     /// Histogram files beside results.jsonl, by metric family (e.g. `rtt`).
     #[serde(default)]
     pub histograms: Map<String, serde_json::Value>,
+    /// Remarks needed to read the numbers right (e.g. how a throughput was timed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     pub seed: u64,
     /// RFC 3339 UTC start time of the case.
     pub started: String,

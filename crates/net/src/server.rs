@@ -416,7 +416,7 @@ fn run_session(shared: &Shared, stream: TcpStream, open: &Open) -> SessionReport
         last_input: Instant::now(),
     };
     let hello = raw::Header { kind: raw::Kind::Hello, seq: 0, sent_ns: monotonic_ns(), payload_len: 0 };
-    let result = sock::tune_data_socket(&s.stream, TICK)
+    let result = sock::tune_data_socket(&s.stream, open.nodelay, TICK)
         .map_err(|e| format!("cannot configure data socket: {e}"))
         .and_then(|_| s.write_all(&hello.encode()))
         .and_then(|_| match open.behaviour {

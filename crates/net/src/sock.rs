@@ -58,10 +58,11 @@ pub fn would_block(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
 }
 
-/// Socket options every data connection gets: no Nagle (messages leave when written),
+/// Socket options every data connection gets: Nagle off unless asked (messages leave
+/// when written),
 /// and short blocking timeouts so loops can notice a shutdown request.
-pub fn tune_data_socket(s: &TcpStream, tick: Duration) -> io::Result<()> {
-    s.set_nodelay(true)?;
+pub fn tune_data_socket(s: &TcpStream, nodelay: bool, tick: Duration) -> io::Result<()> {
+    s.set_nodelay(nodelay)?;
     s.set_read_timeout(Some(tick))?;
     s.set_write_timeout(Some(tick))?;
     Ok(())

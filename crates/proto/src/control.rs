@@ -36,6 +36,9 @@ pub struct Open {
     /// Verify payload bytes on the server (sink); echo servers leave that to the client.
     #[serde(default = "yes")]
     pub verify: bool,
+    /// TCP_NODELAY on the server's end of the data connection.
+    #[serde(default = "yes")]
+    pub nodelay: bool,
 }
 
 fn yes() -> bool {
@@ -159,11 +162,12 @@ mod tests {
             think_ns: 0,
             seed: 1,
             verify: false,
+            nodelay: true,
         });
         let line = String::from_utf8(r.to_line()).unwrap();
         assert_eq!(
             line,
-            "{\"op\":\"open\",\"protocol\":\"raw\",\"behaviour\":\"echo\",\"max_payload\":100,\"think_ns\":0,\"seed\":1,\"verify\":false}\n"
+            "{\"op\":\"open\",\"protocol\":\"raw\",\"behaviour\":\"echo\",\"max_payload\":100,\"think_ns\":0,\"seed\":1,\"verify\":false,\"nodelay\":true}\n"
         );
         assert_eq!(parse_request(&line).unwrap(), r);
     }

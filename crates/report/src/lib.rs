@@ -1,14 +1,11 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Results files and renderings, all derived from [`Record`]s:
+//! `results.jsonl` (the source of truth), `results.csv` (Soap-Stone-style pivot tables),
+//! HdrHistogram interval logs, per-round series, and the terminal summary.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod csv;
+pub mod files;
+pub mod summary;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use csv::{pivot, PivotOptions};
+pub use files::{atomic_write, ResultsDir};
+pub use summary::summary_table;

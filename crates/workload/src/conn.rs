@@ -48,6 +48,7 @@ impl<'a, 'p> Conn<'a, 'p> {
         port: u16,
         max_payload: u32,
         pattern: Option<&'p Pattern>,
+        nodelay: bool,
         ctx: &'a Ctx<'a>,
         stall: Duration,
     ) -> Result<(Conn<'a, 'p>, Setup), WorkloadError> {
@@ -56,7 +57,7 @@ impl<'a, 'p> Conn<'a, 'p> {
         let stream = TcpStream::connect_timeout(&addr, ctx.connect_timeout)
             .map_err(|source| WorkloadError::Connect { addr: addr.to_string(), source })?;
         let handshake_ns = monotonic_ns() - start;
-        sock::tune_data_socket(&stream, TICK).map_err(|source| WorkloadError::Io { during: "connecting", source })?;
+        sock::tune_data_socket(&stream, nodelay, TICK).map_err(|source| WorkloadError::Io { during: "connecting", source })?;
         let fd = stream.as_raw_fd();
         let mut conn = Conn {
             stream,

@@ -6,6 +6,7 @@ use wirebench_model::Kind;
 pub const WORKLOADS: &[&str] = &["pingpong", "stream"];
 pub const PROTOCOLS: &[&str] = wirebench_net::PROTOCOLS;
 pub const MODES: &[&str] = &["oneway", "echo"];
+pub const ON_OFF: &[&str] = &["on", "off"];
 
 #[derive(Debug, Clone, Copy)]
 pub struct ParamSpec {
@@ -59,6 +60,13 @@ pub const PARAMS: &[ParamSpec] = &[
         default: "0",
         workloads: &["pingpong"],
         help: "responder's wait before answering (excluded from the RTT)",
+    },
+    ParamSpec {
+        name: "nodelay",
+        kind: Kind::Choice(ON_OFF),
+        default: "on",
+        workloads: WORKLOADS,
+        help: "TCP_NODELAY on both ends: on sends each message at once; off lets Nagle coalesce",
     },
     ParamSpec {
         name: "count",

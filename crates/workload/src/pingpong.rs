@@ -24,6 +24,7 @@ pub struct PingPong {
     pub rounds: u64,
     pub think: Duration,
     pub seed: u64,
+    pub nodelay: bool,
 }
 
 pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
@@ -34,11 +35,12 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
         think_ns: p.think.as_nanos() as u64,
         seed: p.seed,
         verify: false,
+        nodelay: p.nodelay,
     })?;
     let pattern = Pattern::new(p.seed, p.payload as usize);
     // A think time longer than the stall limit is not a stall.
     let stall = ctx.stall_timeout + p.think;
-    let (mut conn, setup) = Conn::open(ctl.peer_ip()?, port, p.payload, Some(&pattern), ctx, stall)?;
+    let (mut conn, setup) = Conn::open(ctl.peer_ip()?, port, p.payload, Some(&pattern), p.nodelay, ctx, stall)?;
 
     let think_ns = p.think.as_nanos() as u64;
     let mut rtts: Vec<u64> = Vec::with_capacity(p.rounds.min(10_000_000) as usize);

@@ -34,6 +34,7 @@ pub struct Stream {
     pub payload: u32,
     pub count: u64,
     pub seed: u64,
+    pub nodelay: bool,
 }
 
 /// Messages between progress callbacks and shutdown checks on the send path.
@@ -47,10 +48,11 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
         think_ns: 0,
         seed: s.seed,
         verify: s.mode == Mode::OneWay,
+        nodelay: s.nodelay,
     })?;
     let pattern = Pattern::new(s.seed, s.payload as usize);
     let verify = (s.mode == Mode::Echo).then_some(&pattern);
-    let (mut conn, setup) = Conn::open(ctl.peer_ip()?, port, s.payload, verify, ctx, ctx.stall_timeout)?;
+    let (mut conn, setup) = Conn::open(ctl.peer_ip()?, port, s.payload, verify, s.nodelay, ctx, ctx.stall_timeout)?;
 
     let mut tally = Tally::new();
     let mut rtts: Vec<u64> = Vec::new();

@@ -27,7 +27,7 @@ fn pingpong_counts_every_round_and_orders_statistics() {
     let mut ctl = ControlClient::connect(&server.addr().to_string(), Duration::from_secs(5)).unwrap();
     assert!(ctl.shared_clock);
     for payload in [0u32, 2, 1500, 1 << 20] {
-        let p = PingPong { protocol: "raw".into(), payload, rounds: 50, think: Duration::ZERO, seed: 7 };
+        let p = PingPong { protocol: "raw".into(), payload, rounds: 50, think: Duration::ZERO, seed: 7, nodelay: true };
         let o = pingpong::run(&mut ctl, &p, &ctx(&flag)).unwrap();
         assert_eq!(metric(&o, "messages.received"), 50.0, "payload {payload}");
         assert_eq!(metric(&o, "messages.lost") + metric(&o, "messages.corrupt"), 0.0);
@@ -46,7 +46,7 @@ fn think_time_is_waited_and_excluded() {
     let server = Server::bind("127.0.0.1:0", ServerConfig::default()).unwrap().spawn().unwrap();
     let flag = AtomicBool::new(false);
     let mut ctl = ControlClient::connect(&server.addr().to_string(), Duration::from_secs(5)).unwrap();
-    let p = PingPong { protocol: "raw".into(), payload: 10, rounds: 5, think: Duration::from_millis(50), seed: 1 };
+    let p = PingPong { protocol: "raw".into(), payload: 10, rounds: 5, think: Duration::from_millis(50), seed: 1, nodelay: true };
     let started = std::time::Instant::now();
     let o = pingpong::run(&mut ctl, &p, &ctx(&flag)).unwrap();
     assert!(started.elapsed() >= Duration::from_millis(250), "the server must really wait");
@@ -61,7 +61,7 @@ fn streams_deliver_everything_both_modes() {
     let mut ctl = ControlClient::connect(&server.addr().to_string(), Duration::from_secs(5)).unwrap();
     for mode in [Mode::OneWay, Mode::Echo] {
         for (payload, count) in [(1u32, 5000u64), (100, 20000), (300_000, 40)] {
-            let s = Stream { protocol: "raw".into(), mode, payload, count, seed: 3 };
+            let s = Stream { protocol: "raw".into(), mode, payload, count, seed: 3, nodelay: true };
             let o = stream::run(&mut ctl, &s, &ctx(&flag)).unwrap();
             assert_eq!(metric(&o, "messages.received"), count as f64, "{mode:?} {payload}");
             assert_eq!(metric(&o, "messages.corrupt"), 0.0);

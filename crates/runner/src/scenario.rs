@@ -1,0 +1,415 @@
+//! Scenario files (TOML) and command-line overrides, both producing a [`Scenario`].
+//!
+//! ```toml
+//! name = "payload-sweep"
+//! description = "..."
+//! [params]            # any value may be a list: it becomes an axis, in the order written
+//! mode = ["oneway", "echo"]
+//! payload = [100, "10KiB", "1MiB"]
+//! [run]
+//! repeat = 3
+//! seed = 1
+//! [output]
+//! tables = ["mode"]
+//! columns = ["throughput.*"]
+//! ```
+//!
+//! Every error names the file, line and key (`file.toml:7: params.payload: ...`), and an
+//! unknown key lists the valid ones. The format is documented in `docs/scenarios.md`.
+
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+use toml_edit::{Document, Item, Table, Value};
+use wirebench_model::{parse_duration, Grid, ParamValue};
+use wirebench_workload::params::{self, spec, PARAMS};
+
+/// Built-in scenarios, by name.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("default", include_str!("../../../scenarios/default.toml")),
+    ("latency", include_str!("../../../scenarios/latency.toml")),
+    ("payload-sweep", include_str!("../../../scenarios/payload-sweep.toml")),
+];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    pub grid: Grid,
+    pub repeat: u32,
+    pub seed: u64,
+    /// A case with no progress for this long fails.
+    pub stall_timeout: Duration,
+    pub tables: Option<Vec<String>>,
+    pub columns: Option<Vec<String>>,
+}
+
+/// A scenario mistake, located.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// File name, or `command line`.
+    pub origin: String,
+    pub line: Option<usize>,
+    /// Dotted key (`params.payload`), if the problem belongs to one.
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if let Some(k) = &self.key {
+            write!(f, ": {k}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// Suggests the closest valid name, if any is close.
+fn did_you_mean(word: &str, valid: &[&str]) -> String {
+    let best = valid
+        .iter()
+        .map(|v| (strsim::levenshtein(word, v), *v))
+        .min()
+        .filter(|(d, _)| *d <= 2);
+    match best {
+        Some((_, v)) => format!(" (did you mean `{v}`?)"),
+        None => String::new(),
+    }
+}
+
+struct Ctx<'a> {
+    origin: &'a str,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn line_of(&self, span: Option<std::ops::Range<usize>>) -> Option<usize> {
+        span.map(|s| self.text[..s.start.min(self.text.len())].matches('\n').count() + 1)
+    }
+    fn err(&self, span: Option<std::ops::Range<usize>>, key: &str, msg: impl Into<String>) -> ScenarioError {
+        ScenarioError {
+            origin: self.origin.to_string(),
+            line: self.line_of(span),
+            key: (!key.is_empty()).then(|| key.to_string()),
+            message: msg.into(),
+        }
+    }
+}
+
+fn item_span(item: &Item) -> Option<std::ops::Range<usize>> {
+    item.span().or_else(|| item.as_table().and_then(|t| t.span()))
+}
+
+impl Scenario {
+    /// Parameter defaults only: one case per workload default.
+    pub fn empty(name: &str) -> Scenario {
+        Scenario {
+            name: name.to_string(),
+            description: String::new(),
+            grid: Grid::default(),
+            repeat: 1,
+            seed: 1,
+            stall_timeout: Duration::from_secs(30),
+            tables: None,
+            columns: None,
+        }
+    }
+
+    pub fn builtin(name: &str) -> Option<Scenario> {
+        BUILTIN.iter().find(|(n, _)| *n == name).map(|(n, text)| {
+            Scenario::parse(text, &format!("built-in scenario {n}"))
+                .unwrap_or_else(|e| panic!("built-in scenario {n} is invalid: {e}"))
+        })
+    }
+
+    pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            origin: origin.clone(),
+            line: None,
+            key: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        Scenario::parse(&text, &origin)
+    }
+
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        let cx = Ctx { origin, text };
+        let doc = Document::parse(text).map_err(|e| {
+            let msg = e.message().trim().to_string();
+            cx.err(e.span(), "", format!("not valid TOML: {msg}"))
+        })?;
+        let root = doc.as_table();
+        let default_name = Path::new(origin).file_stem().and_then(|s| s.to_str()).unwrap_or("scenario");
+        let mut sc = Scenario::empty(default_name);
+        for (key, item) in root.iter() {
+            let span = item_span(item).or_else(|| root.key(key).and_then(|k| k.span()));
+            match key {
+                "name" => sc.name = string(&cx, item, key)?,
+                "description" => sc.description = string(&cx, item, key)?,
+                "params" => parse_params(&cx, table(&cx, item, key)?, &mut sc)?,
+                "run" => parse_run(&cx, table(&cx, item, key)?, &mut sc)?,
+                "output" => parse_output(&cx, table(&cx, item, key)?, &mut sc)?,
+                other => {
+                    let valid = ["name", "description", "params", "run", "output"];
+                    let hint = if spec(other).is_some() {
+                        format!(" (parameters go under [params]: `[params]` then `{other} = ...`)")
+                    } else {
+                        did_you_mean(other, &valid)
+                    };
+                    return Err(cx.err(span, other, format!("unknown key{hint}; valid keys: {}", valid.join(", "))));
+                }
+            }
+        }
+        Ok(sc)
+    }
+
+    /// Sets a parameter from command-line text: a comma-separated list of values.
+    pub fn set_param(&mut self, name: &str, text: &str) -> Result<(), ScenarioError> {
+        let cx = Ctx { origin: "command line", text: "" };
+        let key = format!("--{name}");
+        let spec = spec(name).ok_or_else(|| {
+            cx.err(None, &key, format!("unknown parameter; parameters: {}", params::names().join(", ")))
+        })?;
+        let mut values = Vec::new();
+        for part in text.split(',') {
+            if part.trim().is_empty() {
+                return Err(cx.err(None, &key, format!("empty value in list {text:?}")));
+            }
+            values.push(ParamValue::parse(spec.kind, part).map_err(|e| cx.err(None, &key, e.to_string()))?);
+        }
+        self.grid.set(name, values);
+        Ok(())
+    }
+
+    /// Every parameter the workloads need, defaults filled in after the given ones, in
+    /// registry order.
+    pub fn complete_grid(&self) -> Grid {
+        let mut g = self.grid.clone();
+        for p in PARAMS {
+            if g.get(p.name).is_none() {
+                let v = ParamValue::parse(p.kind, p.default).unwrap_or_else(|e| panic!("default of {}: {e}", p.name));
+                g.set(p.name, vec![v]);
+            }
+        }
+        g
+    }
+}
+
+fn string(cx: &Ctx, item: &Item, key: &str) -> Result<String, ScenarioError> {
+    item.as_str()
+        .map(str::to_string)
+        .ok_or_else(|| cx.err(item_span(item), key, "expected a string in quotes"))
+}
+
+fn table<'a>(cx: &Ctx, item: &'a Item, key: &str) -> Result<&'a Table, ScenarioError> {
+    item.as_table().ok_or_else(|| cx.err(item_span(item), key, format!("expected a table: [{key}]")))
+}
+
+/// One scalar as the text a user would type: integers as digits, strings as is, booleans
+/// as on/off. Floats are refused for sizes and counts (is 0.5 bytes or seconds?).
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.value().to_string()),
+        Value::Integer(i) => Some(i.value().to_string()),
+        Value::Boolean(b) => Some(if *b.value() { "on" } else { "off" }.to_string()),
+        Value::Float(f) => Some(f.value().to_string()),
+        _ => None,
+    }
+}
+
+fn parse_params(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioError> {
+    for (name, item) in t.iter() {
+        let key = format!("params.{name}");
+        let span = item_span(item);
+        let spec = spec(name).ok_or_else(|| {
+            cx.err(
+                span.clone(),
+                &key,
+                format!(
+                    "unknown parameter{}; parameters: {}",
+                    did_you_mean(name, &params::names()),
+                    params::names().join(", ")
+                ),
+            )
+        })?;
+        let value = item.as_value().ok_or_else(|| cx.err(span.clone(), &key, "expected a value or a list of values"))?;
+        let scalars: Vec<&Value> = match value {
+            Value::Array(a) => a.iter().collect(),
+            v => vec![v],
+        };
+        if scalars.is_empty() {
+            return Err(cx.err(span, &key, "an empty list would make zero cases"));
+        }
+        let mut values = Vec::new();
+        for v in scalars {
+            let vspan = v.span().or(span.clone());
+            let text = scalar_text(v).ok_or_else(|| cx.err(vspan.clone(), &key, "expected a number, a string or a list of them"))?;
+            if matches!(v, Value::Float(_)) && !matches!(spec.kind, wirebench_model::Kind::Rate) {
+                return Err(cx.err(vspan, &key, format!("{text} needs a unit, written as a string (e.g. \"{text}s\" or \"{text}KiB\")")));
+            }
+            values.push(ParamValue::parse(spec.kind, &text).map_err(|e| cx.err(vspan, &key, e.to_string()))?);
+        }
+        sc.grid.set(name, values);
+    }
+    Ok(())
+}
+
+fn positive_int(cx: &Ctx, item: &Item, key: &str) -> Result<u64, ScenarioError> {
+    match item.as_integer() {
+        Some(i) if i >= 0 => Ok(i as u64),
+        _ => Err(cx.err(item_span(item), key, "expected a whole number >= 0")),
+    }
+}
+
+fn parse_run(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioError> {
+    for (name, item) in t.iter() {
+        let key = format!("run.{name}");
+        match name {
+            "repeat" => {
+                let n = positive_int(cx, item, &key)?;
+                if n == 0 || n > 1_000_000 {
+                    return Err(cx.err(item_span(item), &key, "must be between 1 and 1000000"));
+                }
+                sc.repeat = n as u32;
+            }
+            "seed" => sc.seed = positive_int(cx, item, &key)?,
+            "timeout" => {
+                let s = string(cx, item, &key)?;
+                sc.stall_timeout = parse_duration(&s).map_err(|e| cx.err(item_span(item), &key, e.to_string()))?;
+            }
+            other => {
+                let valid = ["repeat", "seed", "timeout"];
+                return Err(cx.err(
+                    item_span(item),
+                    &key,
+                    format!("unknown key{}; valid keys: {}", did_you_mean(other, &valid), valid.join(", ")),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn string_list(cx: &Ctx, item: &Item, key: &str) -> Result<Vec<String>, ScenarioError> {
+    let arr = item
+        .as_array()
+        .ok_or_else(|| cx.err(item_span(item), key, "expected a list of strings, e.g. [\"mode\"]"))?;
+    arr.iter()
+        .map(|v| {
+            v.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| cx.err(v.span(), key, "expected a list of strings"))
+        })
+        .collect()
+}
+
+fn parse_output(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioError> {
+    for (name, item) in t.iter() {
+        let key = format!("output.{name}");
+        match name {
+            "tables" => {
+                let list = string_list(cx, item, &key)?;
+                for p in &list {
+                    if spec(p).is_none() {
+                        return Err(cx.err(
+                            item_span(item),
+                            &key,
+                            format!("{p:?} is not a parameter; parameters: {}", params::names().join(", ")),
+                        ));
+                    }
+                }
+                sc.tables = Some(list);
+            }
+            "columns" => sc.columns = Some(string_list(cx, item, &key)?),
+            other => {
+                let valid = ["tables", "columns"];
+                return Err(cx.err(
+                    item_span(item),
+                    &key,
+                    format!("unknown key{}; valid keys: {}", did_you_mean(other, &valid), valid.join(", ")),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse() {
+        for (name, _) in BUILTIN {
+            let s = Scenario::builtin(name).unwrap();
+            assert_eq!(&s.name, name);
+            assert!(!s.description.is_empty());
+        }
+    }
+
+    #[test]
+    fn full_file() {
+        let s = Scenario::parse(
+            "name = \"x\"\n[params]\nmode = [\"oneway\", \"echo\"]\npayload = [100, \"1.5KiB\"]\nthink = \"5ms\"\nnodelay = false\n[run]\nrepeat = 3\nseed = 9\ntimeout = \"10s\"\n[output]\ntables = [\"mode\"]\ncolumns = [\"rtt.*\"]\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(s.repeat, 3);
+        assert_eq!(s.seed, 9);
+        assert_eq!(s.stall_timeout, Duration::from_secs(10));
+        assert_eq!(s.grid.varying(), ["mode", "payload"]);
+        assert_eq!(s.grid.get("payload").unwrap().values[1].value.as_bytes(), Some(1536));
+        assert_eq!(s.grid.get("nodelay").unwrap().values[0].label, "off");
+        assert_eq!(s.tables, Some(vec!["mode".to_string()]));
+    }
+
+    fn err(text: &str) -> String {
+        Scenario::parse(text, "bad.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        assert_eq!(
+            err("name = \"x\"\n[params]\npayload = [100, \"10XB\"]\n"),
+            "bad.toml:3: params.payload: \"10XB\" is not a valid byte size: unknown unit \"XB\" (examples: 100, 1500B, 1.5KiB, 10KiB, 1MiB, 64kB)"
+        );
+        let e = err("[params]\n\npayloda = 3\n");
+        assert!(e.starts_with("bad.toml:3: params.payloda: unknown parameter (did you mean `payload`?)"), "{e}");
+        let e = err("[params]\nworkload = \"flood\"\n");
+        assert!(e.starts_with("bad.toml:2: params.workload:") && e.contains("pingpong, stream"), "{e}");
+        let e = err("payload = 3\n");
+        assert!(e.starts_with("bad.toml:1: payload: unknown key (parameters go under [params]"), "{e}");
+        let e = err("[run]\nrepeat = 0\n");
+        assert!(e.starts_with("bad.toml:2: run.repeat:"), "{e}");
+        let e = err("[params]\nthink = 0.5\n");
+        assert!(e.contains("needs a unit"), "{e}");
+        let e = err("[params]\npayload = []\n");
+        assert!(e.contains("zero cases"), "{e}");
+        let e = err("[output]\ntables = [\"colour\"]\n");
+        assert!(e.starts_with("bad.toml:2: output.tables:"), "{e}");
+    }
+
+    #[test]
+    fn syntax_errors_have_a_line() {
+        let e = err("name = \"x\"\n[params\npayload = 1\n");
+        assert!(e.starts_with("bad.toml:2: not valid TOML"), "{e}");
+    }
+
+    #[test]
+    fn command_line_overrides_keep_order_and_validate() {
+        let mut s = Scenario::builtin("default").unwrap();
+        s.set_param("payload", "2,100,1500,10KiB,1MiB").unwrap();
+        assert_eq!(s.grid.get("payload").unwrap().values.len(), 5);
+        let e = s.set_param("payload", "2,,3").unwrap_err().to_string();
+        assert!(e.starts_with("command line: --payload: empty value"), "{e}");
+        let e = s.set_param("protocol", "smtp").unwrap_err().to_string();
+        assert!(e.contains("raw"), "{e}");
+    }
+}
