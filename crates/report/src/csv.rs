@@ -72,6 +72,11 @@ fn first_appearance<T: PartialEq + Clone>(items: impl Iterator<Item = T>) -> Vec
     out
 }
 
+/// True if the records that have parameter `p` do not all share one value.
+fn varies(records: &[&Record], p: &str) -> bool {
+    records.iter().filter(|r| r.params.contains_key(p)).map(|r| label(r, p)).collect::<BTreeSet<_>>().len() > 1
+}
+
 /// Renders the pivot of the successful records.
 pub fn pivot(records: &[Record], opts: &PivotOptions) -> String {
     let ok: Vec<&Record> = records.iter().filter(|r| r.status == Status::Ok).collect();
@@ -81,26 +86,29 @@ pub fn pivot(records: &[Record], opts: &PivotOptions) -> String {
         return out;
     }
     let params: Vec<String> = first_appearance(ok.iter().flat_map(|r| r.params.keys().cloned()));
-    let varying: Vec<String> = params
-        .iter()
-        .filter(|p| ok.iter().map(|r| label(r, p)).collect::<BTreeSet<_>>().len() > 1)
-        .cloned()
-        .collect();
+    let varying: Vec<String> = params.iter().filter(|p| varies(&ok, p)).cloned().collect();
     let constant: Vec<String> = params.iter().filter(|p| !varying.contains(p)).cloned().collect();
     if !constant.is_empty() {
         let mut cells = vec!["constant".to_string()];
-        cells.extend(combo(ok[0], &constant));
+        for p in &constant {
+            if let Some(r) = ok.iter().find(|r| r.params.contains_key(p.as_str())) {
+                cells.push(format!("{p}={}", label(r, p)));
+            }
+        }
         out.push_str(&row(&cells));
     }
     let table_params: Vec<String> = match &opts.tables {
         Some(t) => t.iter().filter(|p| varying.contains(p)).cloned().collect(),
         None => varying.iter().take(varying.len().saturating_sub(1)).cloned().collect(),
     };
-    let column_params: Vec<String> = varying.iter().filter(|p| !table_params.contains(p)).cloned().collect();
     let repeated = ok.iter().any(|r| r.repeat > 1);
 
     for table in first_appearance(ok.iter().map(|r| combo(r, &table_params))) {
-        let in_table: Vec<&&Record> = ok.iter().filter(|r| combo(r, &table_params) == table).collect();
+        let in_table: Vec<&Record> = ok.iter().copied().filter(|r| combo(r, &table_params) == table).collect();
+        // Columns: what still varies inside this table (a parameter that only some
+        // workloads use is constant within each workload's table).
+        let column_params: Vec<String> =
+            varying.iter().filter(|p| !table_params.contains(p) && varies(&in_table, p)).cloned().collect();
         out.push('\n');
         let mut head = vec!["table".to_string()];
         head.extend(if table.is_empty() { vec!["all".to_string()] } else { table.clone() });

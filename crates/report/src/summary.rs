@@ -52,7 +52,7 @@ pub fn summary_table(records: &[Record]) -> String {
             }
         }
         seen.into_iter()
-            .filter(|p| records.iter().map(|r| label(r, p)).collect::<BTreeSet<_>>().len() > 1)
+            .filter(|p| records.iter().filter(|r| r.params.contains_key(p.as_str())).map(|r| label(r, p)).collect::<BTreeSet<_>>().len() > 1)
             .collect()
     };
     let shown: Vec<&(&str, &str)> =

@@ -1,3 +1,356 @@
-fn main() {
-    println!("Hello, world!");
+//! The `wirebench` command: parses arguments into a scenario, hands it to the runner, and
+//! renders what comes back. No measurement logic lives here.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wirebench_model::{parse_duration, Bytes, Record, Status};
+use wirebench_net::{Server, ServerConfig};
+use wirebench_report::summary::human;
+use wirebench_runner::{Case, Observer, RunOptions, Scenario, BUILTIN};
+
+/// Default control port of `wirebench serve`.
+const DEFAULT_PORT: u16 = 7420;
+
+#[derive(Parser)]
+#[command(
+    name = "wirebench",
+    version,
+    about = "A lab for messaging and transport protocols: latency, throughput and set-up, measured.",
+    long_about = "A lab for messaging and transport protocols: latency, throughput and set-up, measured.\n\n\
+        `wirebench run` with no arguments runs the built-in default scenario (raw TCP ping-pong and \
+        stream at three payload sizes) against an embedded reference server on loopback and writes \
+        results.jsonl, results.csv and HdrHistogram logs to a fresh directory under wirebench-runs/.",
+    after_help = "Examples:\n  \
+        wirebench run\n  \
+        wirebench run --workload pingpong --payload 2,100,1500 --rounds 10k\n  \
+        wirebench run --workload stream --mode oneway,echo --payload 100,10KiB,1MiB --repeat 3\n  \
+        wirebench run payload-sweep --tables mode --columns 'throughput.*'\n  \
+        wirebench serve --listen 127.0.0.1:7420   # then: wirebench run --server 127.0.0.1:7420\n\n\
+        Docs: docs/scenarios.md (scenario files), docs/results.md (metrics), docs/protocols/."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario (a file, a built-in name, or the default) and record the results.
+    Run(RunArgs),
+    /// Run the reference server: a control port that opens data listeners on request.
+    Serve(ServeArgs),
+    /// List the built-in scenarios.
+    Scenarios,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Scenario file (TOML) or built-in scenario name; default: the built-in `default`.
+    /// Parameter flags below override the scenario's values.
+    scenario: Option<String>,
+
+    /// Wire protocol [raw].
+    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    protocol: Option<String>,
+    /// pingpong (latency, one message in flight) or stream (throughput).
+    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    workload: Option<String>,
+    /// Stream direction: oneway (server counts) or echo (server returns every message).
+    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    mode: Option<String>,
+    /// Payload per message after the 21-byte header, e.g. 2,100,1500,10KiB,1MiB.
+    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    payload: Option<String>,
+    /// Ping-pong round trips per case, e.g. 1000 or 10k.
+    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    rounds: Option<String>,
+    /// Responder's wait before each answer, excluded from the RTT, e.g. 0,5s,10s.
+    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    think: Option<String>,
+    /// Messages per stream case, e.g. 100k.
+    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    count: Option<String>,
+    /// TCP_NODELAY on both ends: on (default) or off (let Nagle coalesce small writes).
+    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    nodelay: Option<String>,
+
+    /// Run every case N times (CSV shows mean, min and max).
+    #[arg(long, value_name = "N")]
+    repeat: Option<u32>,
+    /// Seed for payload patterns and anything random; recorded in the results.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Fail a case after this long without progress.
+    #[arg(long, value_name = "DURATION")]
+    timeout: Option<String>,
+    /// Use a running `wirebench serve` at HOST[:PORT] instead of the embedded server.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    server: Option<String>,
+    /// Results directory (default: wirebench-runs/<timestamp>-<scenario>).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Parameters that split results.csv into tables (empty: one table).
+    #[arg(long, value_name = "P1,P2")]
+    tables: Option<String>,
+    /// Metrics kept in results.csv; `rtt.*` matches a prefix.
+    #[arg(long, value_name = "M1,M2")]
+    columns: Option<String>,
+    /// Print each case's record as a JSON line on stdout instead of the summary table.
+    #[arg(long)]
+    json: bool,
+    /// No progress bars.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// Control address to listen on. Data listeners open on the same IP, ephemeral ports.
+    #[arg(long, default_value_t = format!("127.0.0.1:{DEFAULT_PORT}"), value_name = "ADDR")]
+    listen: String,
+    /// Largest payload a client may ask for.
+    #[arg(long, default_value = "16MiB", value_name = "SIZE")]
+    max_payload: String,
+    /// Do not log connections and errors.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Serve(args) => serve(args),
+        Command::Scenarios => {
+            for (name, _) in BUILTIN {
+                if let Some(s) = Scenario::builtin(name) {
+                    println!("{name:<16} {}", s.description);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("wirebench: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn load_scenario(arg: Option<&str>) -> Result<Scenario> {
+    let Some(arg) = arg else {
+        return Ok(Scenario::builtin("default").expect("built-in default exists"));
+    };
+    let path = Path::new(arg);
+    if path.exists() {
+        return Ok(Scenario::from_file(path)?);
+    }
+    if let Some(s) = Scenario::builtin(arg) {
+        return Ok(s);
+    }
+    let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+    bail!("no scenario file or built-in scenario named {arg:?}; built-in scenarios: {}", names.join(", "))
+}
+
+fn with_port(addr: &str) -> String {
+    let has_port = addr.rsplit_once(':').is_some_and(|(h, p)| p.parse::<u16>().is_ok() && !h.ends_with(':'));
+    if has_port {
+        addr.to_string()
+    } else {
+        format!("{addr}:{DEFAULT_PORT}")
+    }
+}
+
+fn run(args: RunArgs) -> Result<ExitCode> {
+    let mut scenario = load_scenario(args.scenario.as_deref())?;
+    let overrides = [
+        ("protocol", &args.protocol),
+        ("workload", &args.workload),
+        ("mode", &args.mode),
+        ("payload", &args.payload),
+        ("rounds", &args.rounds),
+        ("think", &args.think),
+        ("count", &args.count),
+        ("nodelay", &args.nodelay),
+    ];
+    for (name, value) in overrides {
+        if let Some(v) = value {
+            scenario.set_param(name, v)?;
+        }
+    }
+    if let Some(r) = args.repeat {
+        if r == 0 {
+            bail!("--repeat must be at least 1");
+        }
+        scenario.repeat = r;
+    }
+    if let Some(s) = args.seed {
+        scenario.seed = s;
+    }
+    if let Some(t) = &args.timeout {
+        scenario.stall_timeout = parse_duration(t).context("--timeout")?;
+    }
+    let list = |s: &str| -> Vec<String> {
+        s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()
+    };
+    if let Some(t) = &args.tables {
+        let tables = list(t);
+        for p in &tables {
+            if wirebench_workload::params::spec(p).is_none() {
+                bail!(
+                    "--tables: {p:?} is not a parameter; parameters: {}",
+                    wirebench_workload::params::names().join(", ")
+                );
+            }
+        }
+        scenario.tables = Some(tables);
+    }
+    if let Some(c) = &args.columns {
+        scenario.columns = Some(list(c));
+    }
+    let out = args.out.clone().unwrap_or_else(|| wirebench_runner::default_out_dir(&scenario.name));
+    let opts = RunOptions {
+        server: args.server.as_deref().map(with_port),
+        out: out.clone(),
+        connect_timeout: Duration::from_secs(5),
+        command: std::env::args().collect(),
+    };
+
+    let shutdown = Arc::new(AtomicBool::new(false));
+    {
+        let flag = shutdown.clone();
+        let presses = AtomicUsize::new(0);
+        ctrlc::set_handler(move || {
+            if presses.fetch_add(1, Ordering::SeqCst) == 0 {
+                eprintln!("\nwirebench: stopping; finished cases are kept (Ctrl-C again to quit at once)");
+                flag.store(true, Ordering::SeqCst);
+            } else {
+                std::process::exit(130);
+            }
+        })
+        .context("cannot install the Ctrl-C handler")?;
+    }
+    let show_bars = !args.quiet && std::io::stderr().is_terminal();
+    let observer = Terminal::new(&scenario, show_bars, args.json);
+    let summary = wirebench_runner::run(&scenario, &opts, &shutdown, &observer)?;
+
+    if !args.json {
+        println!("{}", wirebench_report::summary_table(&summary.records));
+    }
+    let failed: Vec<&Record> = summary.records.iter().filter(|r| r.status == Status::Failed).collect();
+    for r in &failed {
+        eprintln!("wirebench: case {} failed: {}", r.case, r.error.as_deref().unwrap_or("?"));
+    }
+    eprintln!("results: {}", out.display());
+    Ok(if summary.interrupted {
+        ExitCode::from(130)
+    } else if summary.all_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Progress bars on a terminal, one line per finished case otherwise.
+struct Terminal {
+    bar: Mutex<Option<ProgressBar>>,
+    show_bars: bool,
+    json: bool,
+    total: AtomicUsize,
+    repeat: AtomicUsize,
+    varying: Vec<String>,
+}
+
+impl Terminal {
+    fn new(scenario: &Scenario, show_bars: bool, json: bool) -> Terminal {
+        let mut varying: Vec<String> = scenario.grid.varying().into_iter().map(str::to_string).collect();
+        if !varying.iter().any(|v| v == "workload") {
+            varying.insert(0, "workload".into());
+        }
+        Terminal {
+            bar: Mutex::new(None),
+            show_bars,
+            json,
+            total: AtomicUsize::new(0),
+            repeat: AtomicUsize::new(1),
+            varying,
+        }
+    }
+
+    fn title(&self, case: &Case, repeat: u32) -> String {
+        let only: Vec<&str> = self.varying.iter().map(String::as_str).collect();
+        let reps = self.repeat.load(Ordering::Relaxed);
+        let rep = if reps > 1 { format!(" (run {repeat}/{reps})") } else { String::new() };
+        format!("[{}/{}] {}{rep}", case.index, self.total.load(Ordering::Relaxed), case.describe(&only))
+    }
+}
+
+impl Observer for Terminal {
+    fn run_started(&self, cases: usize, repeat: u32, server: &str) {
+        self.total.store(cases, Ordering::Relaxed);
+        self.repeat.store(repeat as usize, Ordering::Relaxed);
+        eprintln!("wirebench: {cases} case(s) x {repeat} against {server}");
+    }
+
+    fn case_started(&self, case: &Case, repeat: u32) {
+        if !self.show_bars {
+            return;
+        }
+        let bar = ProgressBar::new(1);
+        bar.set_style(
+            ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_message(self.title(case, repeat));
+        *self.bar.lock().unwrap_or_else(|p| p.into_inner()) = Some(bar);
+    }
+
+    fn progress(&self, done: u64, total: u64) {
+        if let Some(bar) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+    }
+
+    fn case_finished(&self, case: &Case, record: &Record) {
+        if let Some(bar) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            bar.finish_and_clear();
+        }
+        let headline = match (record.metric("rtt.stable").or(record.metric("rtt.p50")), record.metric("throughput.bits_per_s")) {
+            (_, Some(t)) => format!("{}", human(t.value, &t.unit)),
+            (Some(r), None) => format!("RTT {}", human(r.value, &r.unit)),
+            _ => String::new(),
+        };
+        let status = match record.status {
+            Status::Ok => "ok".to_string(),
+            Status::Failed => format!("FAILED: {}", record.error.as_deref().unwrap_or("")),
+            Status::Interrupted => "interrupted".to_string(),
+        };
+        eprintln!("{}  {status}  {headline}", self.title(case, record.repeat));
+        if self.json {
+            if let Ok(line) = serde_json::to_string(record) {
+                println!("{line}");
+            }
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> Result<ExitCode> {
+    let max = Bytes::parse(&args.max_payload).context("--max-payload")?;
+    let max_payload = u32::try_from(max.0).context("--max-payload must be below 4GiB")?;
+    let cfg = ServerConfig { max_payload, log: !args.quiet, ..Default::default() };
+    let listen = with_port(&args.listen);
+    let server = Server::bind(listen.as_str(), cfg).with_context(|| format!("cannot listen on {listen}"))?;
+    eprintln!("wirebench serve: listening on {} (Ctrl-C to stop)", server.local_addr());
+    server.run();
+    Ok(ExitCode::SUCCESS)
 }
