@@ -12,7 +12,9 @@
 #      vs. wirebench stream oneway --payload 128KiB.
 #      ratio = wirebench bit/s / iperf3 bit/s          target >= 0.95
 #   3. 100-byte messages: sockperf throughput -m 100
-#      vs. wirebench stream oneway --payload 79 (79 + 21 = 100 B).
+#      vs. wirebench stream oneway --payload 79 --nodelay off (79 + 21 = 100 B).
+#      sockperf's throughput mode leaves Nagle on, so wirebench runs with
+#      TCP_NODELAY off too: both let the kernel coalesce small writes.
 #      ratio = wirebench msg/s / sockperf msg/s        target >= 0.90
 #      (iperf3 -l 100 printed for reference only)
 #
@@ -262,7 +264,7 @@ wb_run() {
     local tag=$1
     shift
     local out=$LOG_DIR/wirebench-$tag.jsonl
-    run_fg "$out" "$LOG_DIR/wirebench-$tag.err" "$WB" run --json "$@" "${WB_EXTRA_ARR[@]}" ||
+    run_fg "$out" "$LOG_DIR/wirebench-$tag.err" "$WB" run --json --quiet --out "$LOG_DIR/wirebench-$tag" "$@" "${WB_EXTRA_ARR[@]}" ||
         die "wirebench failed; see $out and $LOG_DIR/wirebench-$tag.err"
     WB_REC=$(jq -Rc 'fromjson? | select(type == "object" and has("metrics"))' "$out" | tail -n 1)
     [[ -n $WB_REC ]] || die "no JSON record with metrics in wirebench output; see $out"
@@ -306,7 +308,7 @@ show_cmd iperf3 -s -1 -B "$HOST" -p PORT
 show_cmd iperf3 -c "$HOST" -p PORT -l 128K -t "$SECONDS_PER_TEST" -J
 ((PEERS_ONLY)) || wbcmd --workload stream --mode oneway --payload 128KiB --count "$COUNT_LARGE"
 show_cmd sockperf throughput --tcp -i "$HOST" -p "$SOCKPERF_PORT" -m 100 -t "$SECONDS_PER_TEST"
-((PEERS_ONLY)) || wbcmd --workload stream --mode oneway --payload $((100 - HEADER_BYTES)) --count "$COUNT_SMALL"
+((PEERS_ONLY)) || wbcmd --workload stream --mode oneway --payload $((100 - HEADER_BYTES)) --count "$COUNT_SMALL" --nodelay off
 show_cmd iperf3 -c "$HOST" -p PORT -l 100 -t "$SECONDS_PER_TEST" -J
 log ""
 
@@ -364,7 +366,7 @@ small_peer() {
 }
 small_wb() {
     ((PEERS_ONLY)) && return 0
-    wb_run "stream100-$1" --workload stream --mode oneway --payload $((100 - HEADER_BYTES)) --count "$COUNT_SMALL"
+    wb_run "stream100-$1" --workload stream --mode oneway --payload $((100 - HEADER_BYTES)) --count "$COUNT_SMALL" --nodelay off
     local mps bps
     mps=$(wb_metric throughput.messages_per_s msg/s)
     bps=$(wb_metric throughput.bits_per_s bit/s)

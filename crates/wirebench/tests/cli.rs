@@ -1,0 +1,249 @@
+//! The `wirebench` binary end to end on loopback: serve + run, results files, and the
+//! bad-input cases a user can hit.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn wirebench() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_wirebench"))
+}
+
+fn run_ok(args: &[&str]) -> Output {
+    let out = wirebench().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "wirebench {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    out
+}
+
+/// `wirebench serve` on an ephemeral port; killed on drop.
+struct Served {
+    child: Child,
+    addr: String,
+}
+
+impl Served {
+    fn start() -> Served {
+        let mut child = wirebench()
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        let addr = first
+            .split_whitespace()
+            .find(|w| w.starts_with("127.0.0.1:"))
+            .unwrap_or_else(|| panic!("no address in {first:?}"))
+            .to_string();
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Served { child, addr }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn records(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn serve_and_run_a_grid_end_to_end() {
+    let server = Served::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = run_ok(&[
+        "run",
+        "--server",
+        &server.addr,
+        "--out",
+        out.to_str().unwrap(),
+        "--workload",
+        "pingpong,stream",
+        "--mode",
+        "oneway,echo",
+        "--payload",
+        "2,1500",
+        "--rounds",
+        "20",
+        "--count",
+        "500",
+        "--repeat",
+        "2",
+        "--json",
+    ]);
+    // pingpong: 2 payloads; stream: 2 modes x 2 payloads; each twice.
+    let recs = records(&out);
+    assert_eq!(recs.len(), 12);
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 12, "--json prints one record per case run");
+    for r in &recs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["schema"], 1);
+        assert!(r["host"]["cpus"].as_u64().unwrap() >= 1);
+        assert!(r["command"].as_array().unwrap().len() > 3);
+        let m = &r["metrics"];
+        assert_eq!(m["messages.lost"]["value"], 0.0);
+        assert_eq!(m["messages.corrupt"]["value"], 0.0);
+        assert_eq!(m["messages.received"]["value"], m["messages.sent"]["value"]);
+        match r["params"]["workload"].as_str().unwrap() {
+            "pingpong" => {
+                assert!(r["params"].get("mode").is_none(), "mode does not apply to pingpong");
+                assert_eq!(m["rtt.p50"]["unit"], "s");
+                for k in ["rtt.first", "rtt.stable", "rtt.p90", "rtt.p99", "rtt.max", "connect.time"] {
+                    assert!(m[k]["value"].as_f64().unwrap() > 0.0, "{k} in {r}");
+                }
+                let hlog = out.join(r["histograms"]["rtt"].as_str().unwrap());
+                let text = std::fs::read_to_string(hlog).unwrap();
+                assert!(text.contains("#[StartTime:"), "HdrHistogram interval log header");
+            }
+            _ => {
+                assert_eq!(m["throughput.bits_per_s"]["unit"], "bit/s");
+                assert!(m["throughput.messages_per_s"]["value"].as_f64().unwrap() > 0.0);
+            }
+        }
+    }
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(csv.contains("rtt.p50 [min],s,"), "repeats give min/max rows:\n{csv}");
+}
+
+#[test]
+fn default_run_uses_the_embedded_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    // The default scenario with small counts so the test stays quick.
+    let o = run_ok(&["run", "--rounds", "50", "--count", "200", "--out", out.to_str().unwrap()]);
+    let table = String::from_utf8(o.stdout).unwrap();
+    assert!(table.contains("stable RTT") && table.contains("throughput"), "{table}");
+    assert_eq!(records(&out).len(), 6);
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(csv.contains("table,workload=pingpong\nmetric,unit,payload=64,payload=1500,payload=64KiB\n"), "{csv}");
+}
+
+#[test]
+fn malformed_scenario_names_file_line_and_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("bad.toml");
+    std::fs::write(&file, "name = \"bad\"\n\n[params]\nworkload = \"pingpong\"\npayload = [2, \"10XB\"]\n").unwrap();
+    let o = wirebench().args(["run", file.to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains(&format!("{}:5: params.payload:", file.display())), "{err}");
+    assert!(err.contains("10XB"), "{err}");
+}
+
+#[test]
+fn unknown_workload_and_protocol_list_the_valid_ones() {
+    let o = wirebench().args(["run", "--workload", "flood"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains("--workload") && err.contains("pingpong, stream"), "{err}");
+    let o = wirebench().args(["run", "--protocol", "smtp"]).output().unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains("--protocol") && err.contains("raw"), "{err}");
+    let o = wirebench().args(["run", "no-such-scenario"]).output().unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains("built-in scenarios: default"), "{err}");
+}
+
+#[test]
+fn unreachable_server_fails_fast_naming_the_address() {
+    // A port nobody listens on: refused at once.
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let t = Instant::now();
+    let o = wirebench().args(["run", "--server", &addr]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(t.elapsed() < Duration::from_secs(6));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains(&addr) && err.contains("cannot reach"), "{err}");
+
+    // Something that accepts but never answers: the hello times out within 5 s.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let t = Instant::now();
+    let o = wirebench().args(["run", "--server", &addr]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(t.elapsed() < Duration::from_secs(8), "took {:?}", t.elapsed());
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains(&addr) && err.contains("did not answer"), "{err}");
+}
+
+#[test]
+fn garbage_on_the_control_port_closes_only_that_connection() {
+    let server = Served::start();
+    let mut bad = TcpStream::connect(&server.addr).unwrap();
+    let mut good = TcpStream::connect(&server.addr).unwrap();
+    bad.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    bad.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut reply = String::new();
+    bad.read_to_string(&mut reply).unwrap(); // returns only once the server closed it
+    assert!(reply.contains("\"ok\":false") && reply.contains("bad control request"), "{reply}");
+
+    // An over-long line without a newline is refused too.
+    let mut long = TcpStream::connect(&server.addr).unwrap();
+    let _ = long.write_all(&vec![b'x'; 70 * 1024]);
+    long.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut reply = String::new();
+    let _ = long.read_to_string(&mut reply);
+    assert!(reply.contains("longer than"), "{reply}");
+
+    // The connection opened before the garbage still works, and so do new runs.
+    good.write_all(b"{\"op\":\"hello\",\"version\":1,\"client\":\"test\"}\n").unwrap();
+    let mut line = String::new();
+    BufReader::new(&good).read_line(&mut line).unwrap();
+    assert!(line.contains("\"ok\":true"), "{line}");
+    let tmp = tempfile::tempdir().unwrap();
+    run_ok(&[
+        "run", "--server", &server.addr, "--workload", "pingpong", "--payload", "10", "--rounds", "10",
+        "--out", tmp.path().join("o").to_str().unwrap(),
+    ]);
+}
+
+#[test]
+fn interrupt_keeps_finished_cases() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    // Three quick cases, then three that take 10 s each: SIGINT lands in the fourth.
+    let file = tmp.path().join("slow.toml");
+    std::fs::write(&file, "[params]\nworkload = \"pingpong\"\nthink = [\"0\", \"1s\"]\npayload = [1, 2, 3]\nrounds = 10\n").unwrap();
+    let mut child = wirebench()
+        .args(["run", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !out.join("results.jsonl").exists() || records(&out).len() < 3 {
+        assert!(Instant::now() < deadline, "first cases never finished");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let recs = records(&out);
+    assert!(recs.len() >= 4, "{recs:?}");
+    assert!(recs[..3].iter().all(|r| r["status"] == "ok"));
+    assert_eq!(recs.last().unwrap()["status"], "interrupted");
+    assert!(recs.iter().filter(|r| r["status"] == "ok").count() < 6, "the run stopped early");
+}
