@@ -8,4 +8,4 @@ pub mod units;
 
 pub use param::{Axis, Grid, Kind, ParamValue, Point, Value};
 pub use results::{HostFacts, Metric, Record, Status};
-pub use units::{format_duration, format_seconds, parse_count, parse_duration, Bytes, Rate};
+pub use units::{Bytes, Rate, format_duration, format_seconds, parse_count, parse_duration};

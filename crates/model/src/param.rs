@@ -4,7 +4,7 @@
 //! value becomes an *axis*; cases are the cartesian product of the axes with the
 //! right-most axis varying fastest (Soap-Stone's convention, which the CSV pivot relies on).
 
-use crate::units::{format_duration, parse_count, parse_duration, Bytes, Rate, UnitError};
+use crate::units::{Bytes, Rate, UnitError, format_duration, parse_count, parse_duration};
 use std::fmt;
 use std::time::Duration;
 
@@ -74,7 +74,10 @@ pub enum ValueError {
     #[error(transparent)]
     Unit(#[from] UnitError),
     #[error("{input:?} is not one of: {}", choices.join(", "))]
-    NotAChoice { input: String, choices: &'static [&'static str] },
+    NotAChoice {
+        input: String,
+        choices: &'static [&'static str],
+    },
 }
 
 impl Kind {
@@ -85,7 +88,10 @@ impl Kind {
                 if let Some(c) = choices.iter().find(|c| c.eq_ignore_ascii_case(text)) {
                     Value::Word(c.to_string())
                 } else {
-                    return Err(ValueError::NotAChoice { input: text.to_string(), choices });
+                    return Err(ValueError::NotAChoice {
+                        input: text.to_string(),
+                        choices,
+                    });
                 }
             }
             Kind::Bytes => Value::Bytes(Bytes::parse(text)?),
@@ -105,7 +111,10 @@ pub struct ParamValue {
 
 impl ParamValue {
     pub fn parse(kind: Kind, text: &str) -> Result<ParamValue, ValueError> {
-        Ok(ParamValue { label: text.trim().to_string(), value: kind.parse(text)? })
+        Ok(ParamValue {
+            label: text.trim().to_string(),
+            value: kind.parse(text)?,
+        })
     }
     /// A value built in code (a default), labelled the way a user would type it.
     pub fn from_value(value: Value) -> ParamValue {
@@ -154,13 +163,20 @@ impl Grid {
         if let Some(a) = self.axes.iter_mut().find(|a| a.name == name) {
             a.values = values;
         } else {
-            self.axes.push(Axis { name: name.to_string(), values });
+            self.axes.push(Axis {
+                name: name.to_string(),
+                values,
+            });
         }
     }
 
     /// Names of the parameters that take more than one value.
     pub fn varying(&self) -> Vec<&str> {
-        self.axes.iter().filter(|a| a.values.len() > 1).map(|a| a.name.as_str()).collect()
+        self.axes
+            .iter()
+            .filter(|a| a.values.len() > 1)
+            .map(|a| a.name.as_str())
+            .collect()
     }
 
     /// The cartesian product, right-most axis fastest. An axis with no values yields no
@@ -190,7 +206,10 @@ mod tests {
     fn axis(name: &str, kind: Kind, vals: &[&str]) -> Axis {
         Axis {
             name: name.into(),
-            values: vals.iter().map(|v| ParamValue::parse(kind, v).unwrap()).collect(),
+            values: vals
+                .iter()
+                .map(|v| ParamValue::parse(kind, v).unwrap())
+                .collect(),
         }
     }
 
@@ -198,18 +217,34 @@ mod tests {
     fn expansion_order_is_right_most_fastest() {
         let g = Grid {
             axes: vec![
-                axis("mode", Kind::Choice(&["oneway", "echo"]), &["oneway", "echo"]),
+                axis(
+                    "mode",
+                    Kind::Choice(&["oneway", "echo"]),
+                    &["oneway", "echo"],
+                ),
                 axis("payload", Kind::Bytes, &["2", "100", "1KiB"]),
             ],
         };
         let labels: Vec<String> = g
             .expand()
             .iter()
-            .map(|p| p.iter().map(|(_, v)| v.label.clone()).collect::<Vec<_>>().join("/"))
+            .map(|p| {
+                p.iter()
+                    .map(|(_, v)| v.label.clone())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
             .collect();
         assert_eq!(
             labels,
-            ["oneway/2", "oneway/100", "oneway/1KiB", "echo/2", "echo/100", "echo/1KiB"]
+            [
+                "oneway/2",
+                "oneway/100",
+                "oneway/1KiB",
+                "echo/2",
+                "echo/100",
+                "echo/1KiB"
+            ]
         );
         assert_eq!(g.varying(), ["mode", "payload"]);
     }
@@ -217,7 +252,10 @@ mod tests {
     #[test]
     fn set_keeps_position() {
         let mut g = Grid {
-            axes: vec![axis("a", Kind::Count, &["1"]), axis("b", Kind::Count, &["2"])],
+            axes: vec![
+                axis("a", Kind::Count, &["1"]),
+                axis("b", Kind::Count, &["2"]),
+            ],
         };
         g.set("a", vec![ParamValue::parse(Kind::Count, "5").unwrap()]);
         g.set("c", vec![ParamValue::parse(Kind::Count, "7").unwrap()]);

@@ -16,7 +16,10 @@ pub struct Metric {
 
 impl Metric {
     pub fn new(value: f64, unit: &str) -> Metric {
-        Metric { value, unit: unit.to_string() }
+        Metric {
+            value,
+            unit: unit.to_string(),
+        }
     }
 }
 
@@ -72,9 +75,14 @@ pub struct Record {
 
 impl Record {
     pub fn metric(&self, name: &str) -> Option<Metric> {
-        self.metrics.get(name).and_then(|v| serde_json::from_value(v.clone()).ok())
+        self.metrics
+            .get(name)
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
     }
     pub fn set_metric(&mut self, name: &str, m: Metric) {
-        self.metrics.insert(name.to_string(), serde_json::to_value(m).unwrap_or_default());
+        self.metrics.insert(
+            name.to_string(),
+            serde_json::to_value(m).unwrap_or_default(),
+        );
     }
 }

@@ -17,7 +17,12 @@ pub struct UnitError {
     pub examples: &'static str,
 }
 
-fn err(input: &str, kind: &'static str, reason: impl Into<String>, examples: &'static str) -> UnitError {
+fn err(
+    input: &str,
+    kind: &'static str,
+    reason: impl Into<String>,
+    examples: &'static str,
+) -> UnitError {
     UnitError {
         input: input.to_string(),
         kind,
@@ -54,7 +59,8 @@ const BYTES_EXAMPLES: &str = "100, 1500B, 1.5KiB, 10KiB, 1MiB, 64kB";
 
 impl Bytes {
     pub fn parse(s: &str) -> Result<Bytes, UnitError> {
-        let (n, unit) = split_number(s).ok_or_else(|| err(s, "byte size", "expected a number", BYTES_EXAMPLES))?;
+        let (n, unit) = split_number(s)
+            .ok_or_else(|| err(s, "byte size", "expected a number", BYTES_EXAMPLES))?;
         let mult: f64 = match unit {
             "" | "B" => 1.0,
             "KiB" | "K" | "k" => 1024.0,
@@ -63,11 +69,23 @@ impl Bytes {
             "kB" | "KB" => 1e3,
             "MB" => 1e6,
             "GB" => 1e9,
-            _ => return Err(err(s, "byte size", format!("unknown unit {unit:?}"), BYTES_EXAMPLES)),
+            _ => {
+                return Err(err(
+                    s,
+                    "byte size",
+                    format!("unknown unit {unit:?}"),
+                    BYTES_EXAMPLES,
+                ));
+            }
         };
         let v = n * mult;
         if v.fract() != 0.0 {
-            return Err(err(s, "byte size", "not a whole number of bytes", BYTES_EXAMPLES));
+            return Err(err(
+                s,
+                "byte size",
+                "not a whole number of bytes",
+                BYTES_EXAMPLES,
+            ));
         }
         if v > u64::MAX as f64 / 2.0 {
             return Err(err(s, "byte size", "too large", BYTES_EXAMPLES));
@@ -98,17 +116,28 @@ const RATE_EXAMPLES: &str = "2400bit, 19.2kbit, 10Mbit, 1Gbit, 1Gbit/s";
 
 impl Rate {
     pub fn parse(s: &str) -> Result<Rate, UnitError> {
-        let (n, unit) = split_number(s).ok_or_else(|| err(s, "bit rate", "expected a number", RATE_EXAMPLES))?;
+        let (n, unit) = split_number(s)
+            .ok_or_else(|| err(s, "bit rate", "expected a number", RATE_EXAMPLES))?;
         let unit = unit.strip_suffix("/s").unwrap_or(unit);
         // "Mbps" is common shorthand for "Mbit/s".
-        let unit = unit.strip_suffix("bps").map(|u| format!("{u}bit")).unwrap_or_else(|| unit.to_string());
+        let unit = unit
+            .strip_suffix("bps")
+            .map(|u| format!("{u}bit"))
+            .unwrap_or_else(|| unit.to_string());
         let mult = match unit.as_str() {
             "bit" | "b" => 1.0,
             "kbit" | "Kbit" | "kb" => 1e3,
             "Mbit" | "mbit" | "Mb" => 1e6,
             "Gbit" | "gbit" | "Gb" => 1e9,
             "" => return Err(err(s, "bit rate", "a rate needs a unit", RATE_EXAMPLES)),
-            other => return Err(err(s, "bit rate", format!("unknown unit {other:?}"), RATE_EXAMPLES)),
+            other => {
+                return Err(err(
+                    s,
+                    "bit rate",
+                    format!("unknown unit {other:?}"),
+                    RATE_EXAMPLES,
+                ));
+            }
         };
         // Round away the binary noise of e.g. 19.2 * 1e3.
         let v = (n * mult * 1e6).round() / 1e6;
@@ -140,17 +169,32 @@ const DURATION_EXAMPLES: &str = "0, 250us, 500ms, 1s, 1.5s, 2m";
 /// Parses a duration such as `500ms`. A bare `0` is accepted; any other bare number is
 /// refused because `5` could mean seconds or milliseconds.
 pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
-    let (n, unit) = split_number(s).ok_or_else(|| err(s, "duration", "expected a number", DURATION_EXAMPLES))?;
+    let (n, unit) = split_number(s)
+        .ok_or_else(|| err(s, "duration", "expected a number", DURATION_EXAMPLES))?;
     let secs = match unit {
         "" if n == 0.0 => 0.0,
-        "" => return Err(err(s, "duration", "a duration needs a unit", DURATION_EXAMPLES)),
+        "" => {
+            return Err(err(
+                s,
+                "duration",
+                "a duration needs a unit",
+                DURATION_EXAMPLES,
+            ));
+        }
         "ns" => n * 1e-9,
         "us" | "µs" => n * 1e-6,
         "ms" => n * 1e-3,
         "s" => n,
         "m" | "min" => n * 60.0,
         "h" => n * 3600.0,
-        other => return Err(err(s, "duration", format!("unknown unit {other:?}"), DURATION_EXAMPLES)),
+        other => {
+            return Err(err(
+                s,
+                "duration",
+                format!("unknown unit {other:?}"),
+                DURATION_EXAMPLES,
+            ));
+        }
     };
     if secs > 1e9 {
         return Err(err(s, "duration", "too long", DURATION_EXAMPLES));
@@ -183,17 +227,30 @@ const COUNT_EXAMPLES: &str = "1000, 10k, 2.5M";
 
 /// Parses a count with an optional decimal multiplier: `10k` = 10 000, `1M` = 1 000 000.
 pub fn parse_count(s: &str) -> Result<u64, UnitError> {
-    let (n, unit) = split_number(s).ok_or_else(|| err(s, "count", "expected a number", COUNT_EXAMPLES))?;
+    let (n, unit) =
+        split_number(s).ok_or_else(|| err(s, "count", "expected a number", COUNT_EXAMPLES))?;
     let mult = match unit {
         "" => 1.0,
         "k" | "K" => 1e3,
         "M" => 1e6,
         "G" => 1e9,
-        other => return Err(err(s, "count", format!("unknown multiplier {other:?}"), COUNT_EXAMPLES)),
+        other => {
+            return Err(err(
+                s,
+                "count",
+                format!("unknown multiplier {other:?}"),
+                COUNT_EXAMPLES,
+            ));
+        }
     };
     let v = n * mult;
     if v.fract() != 0.0 || v > 1e15 {
-        return Err(err(s, "count", "not a whole number in range", COUNT_EXAMPLES));
+        return Err(err(
+            s,
+            "count",
+            "not a whole number in range",
+            COUNT_EXAMPLES,
+        ));
     }
     Ok(v as u64)
 }
@@ -267,7 +324,12 @@ mod tests {
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("5").unwrap_err().to_string().contains("needs a unit"));
+        assert!(
+            parse_duration("5")
+                .unwrap_err()
+                .to_string()
+                .contains("needs a unit")
+        );
         assert_eq!(format_duration(Duration::from_millis(500)), "500ms");
         assert_eq!(format_seconds(52.3e-6), "52.3µs");
         assert_eq!(format_seconds(36.3), "36.3s");

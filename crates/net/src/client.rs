@@ -29,7 +29,10 @@ pub enum NetError {
 pub fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, NetError> {
     let addrs: Vec<SocketAddr> = addr
         .to_socket_addrs()
-        .map_err(|source| NetError::Resolve { addr: addr.to_string(), source })?
+        .map_err(|source| NetError::Resolve {
+            addr: addr.to_string(),
+            source,
+        })?
         .collect();
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no addresses");
     for a in &addrs {
@@ -38,7 +41,10 @@ pub fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, NetError> {
             Err(e) => last = e,
         }
     }
-    Err(NetError::Unreachable { addr: addr.to_string(), source: last })
+    Err(NetError::Unreachable {
+        addr: addr.to_string(),
+        source: last,
+    })
 }
 
 /// An open control connection after a successful hello.
@@ -58,7 +64,10 @@ impl ControlClient {
     /// Connects and says hello, failing within about `timeout` if nothing answers.
     pub fn connect(addr: &str, timeout: Duration) -> Result<ControlClient, NetError> {
         let stream = connect(addr, timeout)?;
-        let io = |source| NetError::Io { addr: addr.to_string(), source };
+        let io = |source| NetError::Io {
+            addr: addr.to_string(),
+            source,
+        };
         stream.set_nodelay(true).map_err(io)?;
         stream.set_read_timeout(Some(timeout)).map_err(io)?;
         stream.set_write_timeout(Some(timeout)).map_err(io)?;
@@ -86,7 +95,10 @@ impl ControlClient {
         self.stream
             .peer_addr()
             .map(|a| a.ip())
-            .map_err(|source| NetError::Io { addr: self.addr.clone(), source })
+            .map_err(|source| NetError::Io {
+                addr: self.addr.clone(),
+                source,
+            })
     }
 
     /// Asks for a data listener; returns (session, port).
@@ -102,23 +114,38 @@ impl ControlClient {
     pub fn result(&mut self, session: u64) -> Result<SessionReport, NetError> {
         // The server bounds its own wait; give it that long plus our usual margin.
         let wait = Duration::from_secs(60) + self.timeout;
-        let io = |source| NetError::Io { addr: self.addr.clone(), source };
+        let io = |source| NetError::Io {
+            addr: self.addr.clone(),
+            source,
+        };
         self.stream.set_read_timeout(Some(wait)).map_err(io)?;
         let r = self.call(&Request::Result { session });
-        let io = |source| NetError::Io { addr: self.addr.clone(), source };
-        self.stream.set_read_timeout(Some(self.timeout)).map_err(io)?;
-        r?.report.ok_or_else(|| self.garbled("result reply without a report"))
+        let io = |source| NetError::Io {
+            addr: self.addr.clone(),
+            source,
+        };
+        self.stream
+            .set_read_timeout(Some(self.timeout))
+            .map_err(io)?;
+        r?.report
+            .ok_or_else(|| self.garbled("result reply without a report"))
     }
 
     fn garbled(&self, detail: &str) -> NetError {
-        NetError::Garbled { addr: self.addr.clone(), detail: detail.into() }
+        NetError::Garbled {
+            addr: self.addr.clone(),
+            detail: detail.into(),
+        }
     }
 
     fn call(&mut self, req: &Request) -> Result<Reply, NetError> {
         let addr = self.addr.clone();
         self.stream
             .write_all(&req.to_line())
-            .map_err(|source| NetError::Io { addr: addr.clone(), source })?;
+            .map_err(|source| NetError::Io {
+                addr: addr.clone(),
+                source,
+            })?;
         let started = Instant::now();
         let mut buf = [0u8; 4096];
         loop {
@@ -139,7 +166,10 @@ impl ControlClient {
                 Ok(0) => return Err(NetError::Closed { addr }),
                 Ok(n) => self.lines.push(&buf[..n]),
                 Err(e) if crate::sock::would_block(&e) => {
-                    return Err(NetError::NoAnswer { addr, secs: started.elapsed().as_secs().max(1) })
+                    return Err(NetError::NoAnswer {
+                        addr,
+                        secs: started.elapsed().as_secs().max(1),
+                    });
                 }
                 Err(source) => return Err(NetError::Io { addr, source }),
             }

@@ -7,4 +7,4 @@ pub mod sock;
 pub mod timing;
 
 pub use client::{ControlClient, NetError};
-pub use server::{Server, ServerConfig, ServerHandle, PROTOCOLS};
+pub use server::{PROTOCOLS, Server, ServerConfig, ServerHandle};

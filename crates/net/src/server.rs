@@ -29,7 +29,7 @@ pub const PROTOCOLS: &[&str] = &["raw"];
 /// How often blocked calls wake to check for shutdown and idleness.
 const TICK: Duration = Duration::from_millis(200);
 /// Bytes read per `recv` on data connections (as large as iperf3's default).
-const READ_BUF: usize = 256 * 1024;
+const READ_BUF: usize = 64 * 1024;
 
 /// Limits that bound what one client can make the server hold.
 #[derive(Debug, Clone)]
@@ -111,12 +111,15 @@ impl Server {
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("bound listener has an address")
+        self.listener
+            .local_addr()
+            .expect("bound listener has an address")
     }
 
     /// Serves until [`ServerHandle::stop`] (or forever).
     pub fn run(&self) {
-        self.shared.log(format!("control port listening on {}", self.local_addr()));
+        self.shared
+            .log(format!("control port listening on {}", self.local_addr()));
         for conn in self.listener.incoming() {
             if self.shared.stopping() {
                 break;
@@ -135,16 +138,23 @@ impl Server {
             if n >= shared.cfg.max_control {
                 shared.control_open.fetch_sub(1, Ordering::SeqCst);
                 let mut s = stream;
-                let _ = s.write_all(&Reply::error("too many control connections; try again later").to_line());
+                let _ = s.write_all(
+                    &Reply::error("too many control connections; try again later").to_line(),
+                );
                 continue;
             }
-            let spawned = std::thread::Builder::new().name("wb-control".into()).spawn(move || {
-                let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-                if let Err(why) = handle_control(&shared, stream) {
-                    shared.log(format!("control connection from {peer} closed: {why}"));
-                }
-                shared.control_open.fetch_sub(1, Ordering::SeqCst);
-            });
+            let spawned = std::thread::Builder::new()
+                .name("wb-control".into())
+                .spawn(move || {
+                    let peer = stream
+                        .peer_addr()
+                        .map(|a| a.to_string())
+                        .unwrap_or_default();
+                    if let Err(why) = handle_control(&shared, stream) {
+                        shared.log(format!("control connection from {peer} closed: {why}"));
+                    }
+                    shared.control_open.fetch_sub(1, Ordering::SeqCst);
+                });
             if let Err(e) = spawned {
                 self.shared.log(format!("cannot start a thread: {e}"));
                 self.shared.control_open.fetch_sub(1, Ordering::SeqCst);
@@ -156,8 +166,14 @@ impl Server {
     pub fn spawn(self) -> io::Result<ServerHandle> {
         let addr = self.local_addr();
         let shared = self.shared.clone();
-        let thread = std::thread::Builder::new().name("wb-server".into()).spawn(move || self.run())?;
-        Ok(ServerHandle { addr, shared, thread: Some(thread) })
+        let thread = std::thread::Builder::new()
+            .name("wb-server".into())
+            .spawn(move || self.run())?;
+        Ok(ServerHandle {
+            addr,
+            shared,
+            thread: Some(thread),
+        })
     }
 }
 
@@ -193,7 +209,9 @@ impl Drop for ServerHandle {
 /// Serves one control connection. Returns why it ended, for the log.
 fn handle_control(shared: &Arc<Shared>, mut stream: TcpStream) -> Result<(), String> {
     stream.set_nodelay(true).map_err(|e| e.to_string())?;
-    stream.set_read_timeout(Some(TICK)).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(TICK))
+        .map_err(|e| e.to_string())?;
     let mut lines = LineBuffer::default();
     let mut buf = [0u8; 4096];
     let mut last_input = Instant::now();
@@ -218,7 +236,9 @@ fn handle_control(shared: &Arc<Shared>, mut stream: TcpStream) -> Result<(), Str
                 }
             };
             let reply = dispatch(shared, &stream, req);
-            stream.write_all(&reply.to_line()).map_err(|e| e.to_string())?;
+            stream
+                .write_all(&reply.to_line())
+                .map_err(|e| e.to_string())?;
         }
         match stream.read(&mut buf) {
             Ok(0) => return Ok(()),
@@ -281,11 +301,20 @@ fn open_session(shared: &Arc<Shared>, control: &TcpStream, open: Open) -> Reply 
     {
         let mut sessions = shared.sessions.lock().unwrap_or_else(|p| p.into_inner());
         // Forget results nobody collected.
-        sessions.retain(|_, s| s.finished.is_none_or(|t| t.elapsed() < Duration::from_secs(600)));
+        sessions.retain(|_, s| {
+            s.finished
+                .is_none_or(|t| t.elapsed() < Duration::from_secs(600))
+        });
         if sessions.len() >= shared.cfg.max_sessions {
             return Reply::error("too many open sessions; collect results or try again later");
         }
-        sessions.insert(id, Slot { report: None, finished: None });
+        sessions.insert(
+            id,
+            Slot {
+                report: None,
+                finished: None,
+            },
+        );
     }
     // Listen on the address the client reached us at, so the data path is the same path.
     let ip = match control.local_addr() {
@@ -298,28 +327,38 @@ fn open_session(shared: &Arc<Shared>, control: &TcpStream, open: Open) -> Reply 
     };
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let sh = shared.clone();
-    let spawned = std::thread::Builder::new().name(format!("wb-data-{id}")).spawn(move || {
-        let report = match accept_timeout(&listener, sh.cfg.accept_timeout) {
-            Ok(stream) => {
-                drop(listener);
-                run_session(&sh, stream, &open)
+    let spawned = std::thread::Builder::new()
+        .name(format!("wb-data-{id}"))
+        .spawn(move || {
+            let report = match accept_timeout(&listener, sh.cfg.accept_timeout) {
+                Ok(stream) => {
+                    drop(listener);
+                    run_session(&sh, stream, &open)
+                }
+                Err(e) => SessionReport {
+                    error: Some(e),
+                    ..Default::default()
+                },
+            };
+            if let Some(e) = &report.error {
+                sh.log(format!("session {id}: {e}"));
             }
-            Err(e) => SessionReport { error: Some(e), ..Default::default() },
-        };
-        if let Some(e) = &report.error {
-            sh.log(format!("session {id}: {e}"));
-        }
-        let mut sessions = sh.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(slot) = sessions.get_mut(&id) {
-            slot.report = Some(report);
-            slot.finished = Some(Instant::now());
-        }
-        sh.session_done.notify_all();
-    });
+            let mut sessions = sh.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(slot) = sessions.get_mut(&id) {
+                slot.report = Some(report);
+                slot.finished = Some(Instant::now());
+            }
+            sh.session_done.notify_all();
+        });
     if let Err(e) = spawned {
         return Reply::error(format!("cannot start a session thread: {e}"));
     }
-    Reply { ok: true, session: Some(id), port: Some(port), ..Default::default() }
+    Reply {
+        ok: true,
+        session: Some(id),
+        port: Some(port),
+        ..Default::default()
+    }
 }
 
 fn wait_result(shared: &Arc<Shared>, session: u64) -> Reply {
@@ -328,9 +367,16 @@ fn wait_result(shared: &Arc<Shared>, session: u64) -> Reply {
     loop {
         match sessions.get(&session) {
             None => return Reply::error(format!("no session {session} on this server")),
-            Some(Slot { report: Some(_), .. }) => {
+            Some(Slot {
+                report: Some(_), ..
+            }) => {
                 let report = sessions.remove(&session).and_then(|s| s.report);
-                return Reply { ok: true, session: Some(session), report, ..Default::default() };
+                return Reply {
+                    ok: true,
+                    session: Some(session),
+                    report,
+                    ..Default::default()
+                };
             }
             Some(_) => {}
         }
@@ -347,11 +393,18 @@ fn wait_result(shared: &Arc<Shared>, session: u64) -> Reply {
 }
 
 fn accept_timeout(listener: &TcpListener, timeout: Duration) -> Result<TcpStream, String> {
-    let revents = sock::poll(listener.as_raw_fd(), libc::POLLIN, timeout).map_err(|e| e.to_string())?;
+    let revents =
+        sock::poll(listener.as_raw_fd(), libc::POLLIN, timeout).map_err(|e| e.to_string())?;
     if revents == 0 {
-        return Err(format!("no data connection arrived within {}s", timeout.as_secs()));
+        return Err(format!(
+            "no data connection arrived within {}s",
+            timeout.as_secs()
+        ));
     }
-    listener.accept().map(|(s, _)| s).map_err(|e| format!("accept failed: {e}"))
+    listener
+        .accept()
+        .map(|(s, _)| s)
+        .map_err(|e| format!("accept failed: {e}"))
 }
 
 /// What a data connection tracks, whatever its behaviour.
@@ -401,7 +454,10 @@ impl Session<'_> {
             return Err("server stopping".into());
         }
         if self.last_input.elapsed() > self.shared.cfg.idle_timeout {
-            return Err(format!("no data for {}s", self.shared.cfg.idle_timeout.as_secs()));
+            return Err(format!(
+                "no data for {}s",
+                self.shared.cfg.idle_timeout.as_secs()
+            ));
         }
         Ok(())
     }
@@ -415,7 +471,12 @@ fn run_session(shared: &Shared, stream: TcpStream, open: &Open) -> SessionReport
         tally: Tally::new(),
         last_input: Instant::now(),
     };
-    let hello = raw::Header { kind: raw::Kind::Hello, seq: 0, sent_ns: monotonic_ns(), payload_len: 0 };
+    let hello = raw::Header {
+        kind: raw::Kind::Hello,
+        seq: 0,
+        sent_ns: monotonic_ns(),
+        payload_len: 0,
+    };
     let result = sock::tune_data_socket(&s.stream, open.nodelay, TICK)
         .map_err(|e| format!("cannot configure data socket: {e}"))
         .and_then(|_| s.write_all(&hello.encode()))
@@ -464,7 +525,9 @@ fn echo(s: &mut Session, open: &Open) -> Result<(), String> {
 
 /// Counts and verifies frames; the client collects the report over the control channel.
 fn sink(s: &mut Session, open: &Open) -> Result<(), String> {
-    let pattern = open.verify.then(|| Pattern::new(open.seed, open.max_payload as usize));
+    let pattern = open
+        .verify
+        .then(|| Pattern::new(open.seed, open.max_payload as usize));
     let mut buf = vec![0u8; READ_BUF];
     let mut dec = Decoder::new(open.max_payload, pattern.as_ref());
     while let Some(n) = s.read(&mut buf)? {

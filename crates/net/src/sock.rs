@@ -30,6 +30,21 @@ pub fn sendmsg(fd: RawFd, iov: &[IoSlice<'_>], flags: i32) -> io::Result<usize> 
     cvt(r)
 }
 
+/// `send` of one buffer with flags (plus `MSG_NOSIGNAL`). Cheaper than `sendmsg` for
+/// small messages, where the kernel's iovec handling is a visible share of the cost.
+pub fn send(fd: RawFd, buf: &[u8], flags: i32) -> io::Result<usize> {
+    // SAFETY: buf is valid for reads of buf.len() bytes.
+    let r = unsafe {
+        libc::send(
+            fd,
+            buf.as_ptr() as *const libc::c_void,
+            buf.len(),
+            flags | libc::MSG_NOSIGNAL,
+        )
+    };
+    cvt(r)
+}
+
 /// `recv` with flags.
 pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<usize> {
     // SAFETY: buf is valid for writes of buf.len() bytes.
@@ -39,7 +54,11 @@ pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<usize> {
 
 /// Waits up to `timeout` for `events` (POLLIN / POLLOUT); returns the revents.
 pub fn poll(fd: RawFd, events: i16, timeout: Duration) -> io::Result<i16> {
-    let mut p = libc::pollfd { fd, events, revents: 0 };
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
     let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
     // SAFETY: one valid pollfd.
     let r = unsafe { libc::poll(&mut p, 1, ms) };
@@ -55,7 +74,10 @@ pub fn poll(fd: RawFd, events: i16, timeout: Duration) -> io::Result<i16> {
 
 /// True for the errors a timed-out or non-blocking call returns.
 pub fn would_block(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 /// Socket options every data connection gets: Nagle off unless asked (messages leave
@@ -94,6 +116,9 @@ mod tests {
         // Nothing more: a non-blocking recv would block.
         let e = recv(fd(&b), &mut buf, libc::MSG_DONTWAIT).unwrap_err();
         assert!(would_block(&e));
-        assert_eq!(poll(fd(&b), libc::POLLIN, Duration::from_millis(1)).unwrap(), 0);
+        assert_eq!(
+            poll(fd(&b), libc::POLLIN, Duration::from_millis(1)).unwrap(),
+            0
+        );
     }
 }

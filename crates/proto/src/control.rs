@@ -48,11 +48,16 @@ fn yes() -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "lowercase")]
 pub enum Request {
-    Hello { version: u32, client: String },
+    Hello {
+        version: u32,
+        client: String,
+    },
     Open(Open),
     /// Wait (bounded by the server) for the session's data connection to end and return
     /// its counts.
-    Result { session: u64 },
+    Result {
+        session: u64,
+    },
 }
 
 /// The server's account of a finished session.
@@ -94,7 +99,11 @@ pub struct Reply {
 
 impl Reply {
     pub fn error(msg: impl Into<String>) -> Reply {
-        Reply { ok: false, error: Some(msg.into()), ..Default::default() }
+        Reply {
+            ok: false,
+            error: Some(msg.into()),
+            ..Default::default()
+        }
     }
     pub fn to_line(&self) -> Vec<u8> {
         let mut v = serde_json::to_vec(self).unwrap_or_else(|_| b"{\"ok\":false}".to_vec());
@@ -135,7 +144,9 @@ impl LineBuffer {
         match self.buf.iter().position(|b| *b == b'\n') {
             Some(i) if i < MAX_LINE => {
                 let line: Vec<u8> = self.buf.drain(..=i).take(i).collect();
-                String::from_utf8(line).map(Some).map_err(|_| LineError::NotUtf8)
+                String::from_utf8(line)
+                    .map(Some)
+                    .map_err(|_| LineError::NotUtf8)
             }
             Some(_) => Err(LineError::TooLong),
             None if self.buf.len() >= MAX_LINE => Err(LineError::TooLong),
@@ -174,7 +185,11 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error_naming_the_problem() {
-        assert!(parse_request("hello there").unwrap_err().contains("bad control request"));
+        assert!(
+            parse_request("hello there")
+                .unwrap_err()
+                .contains("bad control request")
+        );
         assert!(parse_request("{\"op\":\"format-disk\"}").is_err());
     }
 

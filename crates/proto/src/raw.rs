@@ -174,7 +174,11 @@ impl<'p> Decoder<'p> {
     }
 
     /// Consumes all of `input`, calling `on_frame` for each frame completed by it.
-    pub fn feed(&mut self, mut input: &[u8], mut on_frame: impl FnMut(Frame)) -> Result<(), FrameError> {
+    pub fn feed(
+        &mut self,
+        mut input: &[u8],
+        mut on_frame: impl FnMut(Frame),
+    ) -> Result<(), FrameError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
@@ -197,7 +201,10 @@ impl<'p> Decoder<'p> {
                         }
                     };
                     if h.payload_len == 0 {
-                        on_frame(Frame { header: h, corrupt: false });
+                        on_frame(Frame {
+                            header: h,
+                            corrupt: false,
+                        });
                     } else {
                         self.current = Some(h);
                         self.done = 0;
@@ -216,7 +223,10 @@ impl<'p> Decoder<'p> {
                     input = &input[take..];
                     if self.done == h.payload_len {
                         self.current = None;
-                        on_frame(Frame { header: h, corrupt: self.corrupt });
+                        on_frame(Frame {
+                            header: h,
+                            corrupt: self.corrupt,
+                        });
                     }
                 }
             }
@@ -232,12 +242,20 @@ impl<'p> Decoder<'p> {
         }
         let payload_len = len - LEN_COVERED;
         if payload_len > self.max_payload {
-            return Err(FrameError::TooLarge { len: payload_len, max: self.max_payload });
+            return Err(FrameError::TooLarge {
+                len: payload_len,
+                max: self.max_payload,
+            });
         }
         let kind = Kind::from_u8(b[4]).ok_or(FrameError::UnknownKind(b[4]))?;
         let seq = u64::from_be_bytes(b[5..13].try_into().unwrap_or_default());
         let sent_ns = u64::from_be_bytes(b[13..21].try_into().unwrap_or_default());
-        Ok(Header { kind, seq, sent_ns, payload_len })
+        Ok(Header {
+            kind,
+            seq,
+            sent_ns,
+            payload_len,
+        })
     }
 }
 
@@ -247,7 +265,12 @@ mod tests {
     use proptest::prelude::*;
 
     fn frame(p: &Pattern, seq: u64, len: usize) -> Vec<u8> {
-        let h = Header { kind: Kind::Data, seq, sent_ns: 1000 + seq, payload_len: len as u32 };
+        let h = Header {
+            kind: Kind::Data,
+            seq,
+            sent_ns: 1000 + seq,
+            payload_len: len as u32,
+        };
         let mut v = h.encode().to_vec();
         v.extend_from_slice(p.payload(seq, len));
         v
@@ -255,7 +278,12 @@ mod tests {
 
     #[test]
     fn header_round_trip_and_layout() {
-        let h = Header { kind: Kind::Hello, seq: 7, sent_ns: 0x0102030405060708, payload_len: 3 };
+        let h = Header {
+            kind: Kind::Hello,
+            seq: 7,
+            sent_ns: 0x0102030405060708,
+            payload_len: 3,
+        };
         let b = h.encode();
         assert_eq!(&b[0..4], &20u32.to_be_bytes());
         assert_eq!(b[4], 1);
@@ -301,13 +329,28 @@ mod tests {
     #[test]
     fn invalid_headers_are_errors_not_waits() {
         let mut d = Decoder::new(10, None);
-        let h = Header { kind: Kind::Data, seq: 0, sent_ns: 0, payload_len: 11 }.encode();
-        assert_eq!(d.feed(&h, |_| {}), Err(FrameError::TooLarge { len: 11, max: 10 }));
+        let h = Header {
+            kind: Kind::Data,
+            seq: 0,
+            sent_ns: 0,
+            payload_len: 11,
+        }
+        .encode();
+        assert_eq!(
+            d.feed(&h, |_| {}),
+            Err(FrameError::TooLarge { len: 11, max: 10 })
+        );
         // The decoder stays failed.
         assert!(d.feed(&[0], |_| {}).is_err());
 
         let mut d = Decoder::new(10, None);
-        let mut h = Header { kind: Kind::Data, seq: 0, sent_ns: 0, payload_len: 1 }.encode();
+        let mut h = Header {
+            kind: Kind::Data,
+            seq: 0,
+            sent_ns: 0,
+            payload_len: 1,
+        }
+        .encode();
         h[4] = 9;
         assert_eq!(d.feed(&h, |_| {}), Err(FrameError::UnknownKind(9)));
 

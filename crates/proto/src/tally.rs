@@ -86,7 +86,13 @@ mod tests {
             t.observe(s, false);
         }
         t.finish(10);
-        assert_eq!(t.counts, Counts { received: 10, ..Default::default() });
+        assert_eq!(
+            t.counts,
+            Counts {
+                received: 10,
+                ..Default::default()
+            }
+        );
     }
 
     #[test]
@@ -98,7 +104,13 @@ mod tests {
         t.finish(9);
         assert_eq!(
             t.counts,
-            Counts { received: 6, lost: 1 + 2, duplicated: 1, reordered: 1, corrupt: 1 }
+            Counts {
+                received: 6,
+                lost: 1 + 2,
+                duplicated: 1,
+                reordered: 1,
+                corrupt: 1
+            }
         );
     }
 

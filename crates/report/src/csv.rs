@@ -59,7 +59,10 @@ fn row(cells: &[String]) -> String {
 }
 
 fn combo(r: &Record, params: &[String]) -> Vec<String> {
-    params.iter().map(|p| format!("{p}={}", label(r, p))).collect()
+    params
+        .iter()
+        .map(|p| format!("{p}={}", label(r, p)))
+        .collect()
 }
 
 fn first_appearance<T: PartialEq + Clone>(items: impl Iterator<Item = T>) -> Vec<T> {
@@ -74,7 +77,13 @@ fn first_appearance<T: PartialEq + Clone>(items: impl Iterator<Item = T>) -> Vec
 
 /// True if the records that have parameter `p` do not all share one value.
 fn varies(records: &[&Record], p: &str) -> bool {
-    records.iter().filter(|r| r.params.contains_key(p)).map(|r| label(r, p)).collect::<BTreeSet<_>>().len() > 1
+    records
+        .iter()
+        .filter(|r| r.params.contains_key(p))
+        .map(|r| label(r, p))
+        .collect::<BTreeSet<_>>()
+        .len()
+        > 1
 }
 
 /// Renders the pivot of the successful records.
@@ -87,7 +96,11 @@ pub fn pivot(records: &[Record], opts: &PivotOptions) -> String {
     }
     let params: Vec<String> = first_appearance(ok.iter().flat_map(|r| r.params.keys().cloned()));
     let varying: Vec<String> = params.iter().filter(|p| varies(&ok, p)).cloned().collect();
-    let constant: Vec<String> = params.iter().filter(|p| !varying.contains(p)).cloned().collect();
+    let constant: Vec<String> = params
+        .iter()
+        .filter(|p| !varying.contains(p))
+        .cloned()
+        .collect();
     if !constant.is_empty() {
         let mut cells = vec!["constant".to_string()];
         for p in &constant {
@@ -99,29 +112,57 @@ pub fn pivot(records: &[Record], opts: &PivotOptions) -> String {
     }
     let table_params: Vec<String> = match &opts.tables {
         Some(t) => t.iter().filter(|p| varying.contains(p)).cloned().collect(),
-        None => varying.iter().take(varying.len().saturating_sub(1)).cloned().collect(),
+        None => varying
+            .iter()
+            .take(varying.len().saturating_sub(1))
+            .cloned()
+            .collect(),
     };
     let repeated = ok.iter().any(|r| r.repeat > 1);
 
     for table in first_appearance(ok.iter().map(|r| combo(r, &table_params))) {
-        let in_table: Vec<&Record> = ok.iter().copied().filter(|r| combo(r, &table_params) == table).collect();
+        let in_table: Vec<&Record> = ok
+            .iter()
+            .copied()
+            .filter(|r| combo(r, &table_params) == table)
+            .collect();
         // Columns: what still varies inside this table (a parameter that only some
         // workloads use is constant within each workload's table).
-        let column_params: Vec<String> =
-            varying.iter().filter(|p| !table_params.contains(p) && varies(&in_table, p)).cloned().collect();
+        let column_params: Vec<String> = varying
+            .iter()
+            .filter(|p| !table_params.contains(p) && varies(&in_table, p))
+            .cloned()
+            .collect();
         out.push('\n');
         let mut head = vec!["table".to_string()];
-        head.extend(if table.is_empty() { vec!["all".to_string()] } else { table.clone() });
+        head.extend(if table.is_empty() {
+            vec!["all".to_string()]
+        } else {
+            table.clone()
+        });
         out.push_str(&row(&head));
         let columns = first_appearance(in_table.iter().map(|r| combo(r, &column_params)));
         let mut header = vec!["metric".to_string(), "unit".to_string()];
-        header.extend(columns.iter().map(|c| if c.is_empty() { "value".to_string() } else { c.join(" ") }));
+        header.extend(columns.iter().map(|c| {
+            if c.is_empty() {
+                "value".to_string()
+            } else {
+                c.join(" ")
+            }
+        }));
         out.push_str(&row(&header));
         let metrics = first_appearance(
-            in_table.iter().flat_map(|r| r.metrics.keys().cloned()).filter(|m| wanted(m, &opts.metrics)),
+            in_table
+                .iter()
+                .flat_map(|r| r.metrics.keys().cloned())
+                .filter(|m| wanted(m, &opts.metrics)),
         );
         for m in metrics {
-            let unit = in_table.iter().find_map(|r| r.metric(&m)).map(|x| x.unit).unwrap_or_default();
+            let unit = in_table
+                .iter()
+                .find_map(|r| r.metric(&m))
+                .map(|x| x.unit)
+                .unwrap_or_default();
             let per_column: Vec<Vec<f64>> = columns
                 .iter()
                 .map(|c| {
@@ -133,7 +174,16 @@ pub fn pivot(records: &[Record], opts: &PivotOptions) -> String {
                 })
                 .collect();
             let stat = |f: &dyn Fn(&[f64]) -> f64| -> Vec<String> {
-                per_column.iter().map(|v| if v.is_empty() { String::new() } else { format!("{}", f(v)) }).collect()
+                per_column
+                    .iter()
+                    .map(|v| {
+                        if v.is_empty() {
+                            String::new()
+                        } else {
+                            format!("{}", f(v))
+                        }
+                    })
+                    .collect()
             };
             let mut cells = vec![m.clone(), unit.clone()];
             cells.extend(stat(&|v| v.iter().sum::<f64>() / v.len() as f64));
@@ -143,7 +193,9 @@ pub fn pivot(records: &[Record], opts: &PivotOptions) -> String {
                 cells.extend(stat(&|v| v.iter().cloned().fold(f64::INFINITY, f64::min)));
                 out.push_str(&row(&cells));
                 let mut cells = vec![format!("{m} [max]"), unit];
-                cells.extend(stat(&|v| v.iter().cloned().fold(f64::NEG_INFINITY, f64::max)));
+                cells.extend(stat(&|v| {
+                    v.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
+                }));
                 out.push_str(&row(&cells));
             }
         }
@@ -154,10 +206,15 @@ pub fn pivot(records: &[Record], opts: &PivotOptions) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Map};
+    use serde_json::{Map, json};
     use wirebench_model::{HostFacts, Metric};
 
-    fn rec(case: usize, repeat: u32, params: &[(&str, serde_json::Value)], metrics: &[(&str, f64)]) -> Record {
+    fn rec(
+        case: usize,
+        repeat: u32,
+        params: &[(&str, serde_json::Value)],
+        metrics: &[(&str, f64)],
+    ) -> Record {
         let mut p = Map::new();
         for (k, v) in params {
             p.insert(k.to_string(), v.clone());
@@ -197,8 +254,16 @@ mod tests {
                     v.push(rec(
                         case,
                         1,
-                        &[("protocol", json!(proto)), ("echo", json!(echo)), ("payload", json!(payload)), ("k", json!(1))],
-                        &[("rtt.p50", case as f64), ("throughput.bits_per_s", 10.0 * case as f64)],
+                        &[
+                            ("protocol", json!(proto)),
+                            ("echo", json!(echo)),
+                            ("payload", json!(payload)),
+                            ("k", json!(1)),
+                        ],
+                        &[
+                            ("rtt.p50", case as f64),
+                            ("throughput.bits_per_s", 10.0 * case as f64),
+                        ],
                     ));
                 }
             }
@@ -217,12 +282,21 @@ mod tests {
 
     #[test]
     fn tables_option_pushes_other_parameters_into_columns() {
-        let opts = PivotOptions { tables: Some(vec!["protocol".into()]), metrics: Some(vec!["rtt.*".into()]) };
+        let opts = PivotOptions {
+            tables: Some(vec!["protocol".into()]),
+            metrics: Some(vec!["rtt.*".into()]),
+        };
         let csv = pivot(&grid(), &opts);
         assert_eq!(csv.matches("\ntable,").count(), 2, "{csv}");
         assert!(csv.contains("metric,unit,echo=false payload=100,echo=false payload=1000,echo=false payload=10000,echo=true payload=100"), "{csv}");
         assert!(!csv.contains("throughput"), "{csv}");
-        let one = pivot(&grid(), &PivotOptions { tables: Some(vec![]), metrics: None });
+        let one = pivot(
+            &grid(),
+            &PivotOptions {
+                tables: Some(vec![]),
+                metrics: None,
+            },
+        );
         assert_eq!(one.matches("\ntable,").count(), 1);
         assert!(one.contains("table,all\n"));
     }

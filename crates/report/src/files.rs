@@ -2,10 +2,10 @@
 //! fsync, rename), so a crash or Ctrl-C leaves the previous complete version, never a
 //! torn one; and both tables are rewritten after each case, so finished cases survive.
 
-use crate::csv::{pivot, PivotOptions};
-use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
-use hdrhistogram::serialization::V2DeflateSerializer;
+use crate::csv::{PivotOptions, pivot};
 use hdrhistogram::Histogram;
+use hdrhistogram::serialization::V2DeflateSerializer;
+use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -43,11 +43,18 @@ impl ResultsDir {
         if path.join("results.jsonl").exists() {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
-                format!("{} already holds results; choose another --out directory", path.display()),
+                format!(
+                    "{} already holds results; choose another --out directory",
+                    path.display()
+                ),
             ));
         }
         fs::create_dir_all(path)?;
-        Ok(ResultsDir { path: path.to_path_buf(), records: Vec::new(), pivot })
+        Ok(ResultsDir {
+            path: path.to_path_buf(),
+            records: Vec::new(),
+            pivot,
+        })
     }
 
     /// Adds a record and rewrites `results.jsonl` and `results.csv`.
@@ -59,7 +66,10 @@ impl ResultsDir {
             jsonl.push(b'\n');
         }
         atomic_write(&self.path.join("results.jsonl"), &jsonl)?;
-        atomic_write(&self.path.join("results.csv"), pivot(&self.records, &self.pivot).as_bytes())
+        atomic_write(
+            &self.path.join("results.csv"),
+            pivot(&self.records, &self.pivot).as_bytes(),
+        )
     }
 
     /// Writes an HdrHistogram interval log (V2, deflate) of nanosecond samples, values
@@ -77,7 +87,10 @@ impl ResultsDir {
         let mut serializer = V2DeflateSerializer::new();
         {
             let mut w = IntervalLogWriterBuilder::new()
-                .add_comment(&format!("wirebench {} {family} histogram, values in ns", env!("CARGO_PKG_VERSION")))
+                .add_comment(&format!(
+                    "wirebench {} {family} histogram, values in ns",
+                    env!("CARGO_PKG_VERSION")
+                ))
                 .with_start_time(started)
                 .with_base_time(started)
                 .with_max_value_divisor(1e6)
@@ -116,7 +129,13 @@ mod tests {
             h.record(v).unwrap();
         }
         let name = rd
-            .write_histogram("case-0001", "rtt", &h, SystemTime::now(), Duration::from_secs(1))
+            .write_histogram(
+                "case-0001",
+                "rtt",
+                &h,
+                SystemTime::now(),
+                Duration::from_secs(1),
+            )
             .unwrap();
         let data = fs::read(dir.path().join(name)).unwrap();
         let intervals: Vec<_> = IntervalLogIterator::new(&data)
@@ -127,7 +146,9 @@ mod tests {
             .collect();
         assert_eq!(intervals.len(), 1);
         use base64::Engine;
-        let bytes = base64::engine::general_purpose::STANDARD.decode(&intervals[0]).unwrap();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&intervals[0])
+            .unwrap();
         let mut d = hdrhistogram::serialization::Deserializer::new();
         let back: Histogram<u64> = d.deserialize(&mut &bytes[..]).unwrap();
         assert_eq!(back.len(), 4);
@@ -145,7 +166,13 @@ mod tests {
         assert_eq!(fs::read_to_string(&p).unwrap(), "two");
         let leftovers: Vec<_> = fs::read_dir(dir.path())
             .unwrap()
-            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".tmp-"))
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .contains(".tmp-")
+            })
             .collect();
         assert!(leftovers.is_empty());
     }

@@ -6,6 +6,6 @@ pub mod csv;
 pub mod files;
 pub mod summary;
 
-pub use csv::{pivot, PivotOptions};
-pub use files::{atomic_write, ResultsDir};
+pub use csv::{PivotOptions, pivot};
+pub use files::{ResultsDir, atomic_write};
 pub use summary::summary_table;

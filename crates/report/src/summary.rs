@@ -1,9 +1,9 @@
 //! The table printed at the end of a run: one row per case (repeats averaged), the
 //! parameters that vary, and the headline metrics in human units.
 
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use std::collections::BTreeSet;
-use wirebench_model::{format_seconds, Rate, Record, Status};
+use wirebench_model::{Rate, Record, Status, format_seconds};
 
 /// Headline metrics, in display order, with their column titles.
 const HEADLINE: &[(&str, &str)] = &[
@@ -52,13 +52,24 @@ pub fn summary_table(records: &[Record]) -> String {
             }
         }
         seen.into_iter()
-            .filter(|p| records.iter().filter(|r| r.params.contains_key(p.as_str())).map(|r| label(r, p)).collect::<BTreeSet<_>>().len() > 1)
+            .filter(|p| {
+                records
+                    .iter()
+                    .filter(|r| r.params.contains_key(p.as_str()))
+                    .map(|r| label(r, p))
+                    .collect::<BTreeSet<_>>()
+                    .len()
+                    > 1
+            })
             .collect()
     };
-    let shown: Vec<&(&str, &str)> =
-        HEADLINE.iter().filter(|(m, _)| records.iter().any(|r| r.metrics.contains_key(*m))).collect();
+    let shown: Vec<&(&str, &str)> = HEADLINE
+        .iter()
+        .filter(|(m, _)| records.iter().any(|r| r.metrics.contains_key(*m)))
+        .collect();
     let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    t.load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
     let mut header = vec![Cell::new("case")];
     header.extend(params.iter().map(Cell::new));
     header.extend(shown.iter().map(|(_, title)| Cell::new(title)));
@@ -66,14 +77,23 @@ pub fn summary_table(records: &[Record]) -> String {
     header.push(Cell::new("status"));
     t.set_header(header);
 
-    let cases: Vec<usize> = records.iter().map(|r| r.case).collect::<BTreeSet<_>>().into_iter().collect();
+    let cases: Vec<usize> = records
+        .iter()
+        .map(|r| r.case)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     for case in cases {
         let reps: Vec<&Record> = records.iter().filter(|r| r.case == case).collect();
         let ok: Vec<&&Record> = reps.iter().filter(|r| r.status == Status::Ok).collect();
         let mut cells = vec![Cell::new(case)];
         cells.extend(params.iter().map(|p| Cell::new(label(reps[0], p))));
         for (m, _) in &shown {
-            let vals: Vec<(f64, String)> = ok.iter().filter_map(|r| r.metric(m)).map(|x| (x.value, x.unit)).collect();
+            let vals: Vec<(f64, String)> = ok
+                .iter()
+                .filter_map(|r| r.metric(m))
+                .map(|x| (x.value, x.unit))
+                .collect();
             let text = if vals.is_empty() {
                 String::new()
             } else {
@@ -88,9 +108,20 @@ pub fn summary_table(records: &[Record]) -> String {
             .flatten()
             .map(|m| m.value)
             .sum();
-        cells.push(Cell::new(if ok.is_empty() { String::new() } else { format!("{bad}") }).set_alignment(CellAlignment::Right));
+        cells.push(
+            Cell::new(if ok.is_empty() {
+                String::new()
+            } else {
+                format!("{bad}")
+            })
+            .set_alignment(CellAlignment::Right),
+        );
         let status = if ok.len() == reps.len() {
-            if reps.len() > 1 { format!("ok x{}", reps.len()) } else { "ok".into() }
+            if reps.len() > 1 {
+                format!("ok x{}", reps.len())
+            } else {
+                "ok".into()
+            }
         } else {
             let failed: Vec<String> = reps
                 .iter()

@@ -7,11 +7,18 @@ pub fn facts() -> HostFacts {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let os = read("/etc/os-release")
         .lines()
-        .find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string()))
+        .find_map(|l| {
+            l.strip_prefix("PRETTY_NAME=")
+                .map(|v| v.trim_matches('"').to_string())
+        })
         .unwrap_or_default();
     let cpu = read("/proc/cpuinfo")
         .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split(':').nth(1)).map(|v| v.trim().to_string()))
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split(':').nth(1))
+                .map(|v| v.trim().to_string())
+        })
         .unwrap_or_default();
     let memory_bytes = read("/proc/meminfo")
         .lines()
@@ -24,7 +31,9 @@ pub fn facts() -> HostFacts {
         os,
         kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
         cpu,
-        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
         memory_bytes,
     }
 }

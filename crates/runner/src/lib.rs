@@ -5,12 +5,12 @@
 pub mod host;
 pub mod scenario;
 
-pub use scenario::{Scenario, ScenarioError, BUILTIN};
+pub use scenario::{BUILTIN, Scenario, ScenarioError};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
-use wirebench_model::{results::SCHEMA, HostFacts, Point, Record, Status};
+use wirebench_model::{HostFacts, Point, Record, Status, results::SCHEMA};
 use wirebench_net::{ControlClient, NetError, Server, ServerConfig, ServerHandle};
 use wirebench_report::{PivotOptions, ResultsDir};
 use wirebench_workload::params::applies;
@@ -28,11 +28,16 @@ pub struct Case {
 
 impl Case {
     pub fn get(&self, name: &str) -> Option<&wirebench_model::Value> {
-        self.point.iter().find(|(n, _)| n == name).map(|(_, v)| &v.value)
+        self.point
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| &v.value)
     }
 
     pub fn workload(&self) -> &str {
-        self.get("workload").and_then(|v| v.as_word()).unwrap_or("pingpong")
+        self.get("workload")
+            .and_then(|v| v.as_word())
+            .unwrap_or("pingpong")
     }
 
     /// `workload=pingpong payload=64` for progress lines.
@@ -56,9 +61,15 @@ pub fn plan(scenario: &Scenario) -> Vec<Case> {
             .find(|(n, _)| n == "workload")
             .and_then(|(_, v)| v.value.as_word().map(str::to_string))
             .unwrap_or_default();
-        let kept: Point = point.into_iter().filter(|(n, _)| applies(n, &workload)).collect();
+        let kept: Point = point
+            .into_iter()
+            .filter(|(n, _)| applies(n, &workload))
+            .collect();
         if !cases.iter().any(|c| c.point == kept) {
-            cases.push(Case { index: cases.len() + 1, point: kept });
+            cases.push(Case {
+                index: cases.len() + 1,
+                point: kept,
+            });
         }
     }
     cases
@@ -89,7 +100,10 @@ pub enum RunError {
     #[error("cannot start the embedded server: {0}")]
     EmbeddedServer(std::io::Error),
     #[error("cannot write results to {path}: {source}")]
-    Results { path: String, source: std::io::Error },
+    Results {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 /// What a run did.
@@ -125,8 +139,14 @@ pub fn run(
     };
     // Fail fast, before creating any file, if the server cannot be reached.
     let mut control = Some(ControlClient::connect(&addr, opts.connect_timeout)?);
-    let results_err = |source| RunError::Results { path: opts.out.display().to_string(), source };
-    let pivot = PivotOptions { tables: scenario.tables.clone(), metrics: scenario.columns.clone() };
+    let results_err = |source| RunError::Results {
+        path: opts.out.display().to_string(),
+        source,
+    };
+    let pivot = PivotOptions {
+        tables: scenario.tables.clone(),
+        metrics: scenario.columns.clone(),
+    };
     let mut dir = ResultsDir::create(&opts.out, pivot).map_err(results_err)?;
     let host = host::facts();
     observer.run_started(cases.len(), scenario.repeat, &addr);
@@ -162,11 +182,15 @@ pub fn run(
             });
             let elapsed = t0.elapsed();
             let mut record = base_record(scenario, case, repeat, started, &opts.command, &host);
-            record.set_metric("case.duration", wirebench_model::Metric::new(elapsed.as_secs_f64(), "s"));
+            record.set_metric(
+                "case.duration",
+                wirebench_model::Metric::new(elapsed.as_secs_f64(), "s"),
+            );
             match result {
                 Ok(outcome) => {
                     let stem = format!("case-{:04}-r{}", case.index, repeat);
-                    attach(&dir, &mut record, &stem, outcome, started, elapsed).map_err(results_err)?;
+                    attach(&dir, &mut record, &stem, outcome, started, elapsed)
+                        .map_err(results_err)?;
                 }
                 Err(WorkloadError::Interrupted) => {
                     record.status = Status::Interrupted;
@@ -185,11 +209,24 @@ pub fn run(
             }
         }
     }
-    Ok(RunSummary { records: dir.records, interrupted })
+    Ok(RunSummary {
+        records: dir.records,
+        interrupted,
+    })
 }
 
-fn run_case(ctl: &mut ControlClient, case: &Case, seed: u64, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
-    let word = |n: &str| case.get(n).and_then(|v| v.as_word()).unwrap_or("").to_string();
+fn run_case(
+    ctl: &mut ControlClient,
+    case: &Case,
+    seed: u64,
+    ctx: &Ctx,
+) -> Result<Outcome, WorkloadError> {
+    let word = |n: &str| {
+        case.get(n)
+            .and_then(|v| v.as_word())
+            .unwrap_or("")
+            .to_string()
+    };
     let payload = case.get("payload").and_then(|v| v.as_bytes()).unwrap_or(0);
     let payload = u32::try_from(payload)
         .map_err(|_| WorkloadError::Server(format!("payload of {payload} bytes is too large")))?;
@@ -199,7 +236,11 @@ fn run_case(ctl: &mut ControlClient, case: &Case, seed: u64, ctx: &Ctx) -> Resul
             ctl,
             &Stream {
                 protocol: word("protocol"),
-                mode: if word("mode") == "echo" { Mode::Echo } else { Mode::OneWay },
+                mode: if word("mode") == "echo" {
+                    Mode::Echo
+                } else {
+                    Mode::OneWay
+                },
                 payload,
                 count: case.get("count").and_then(|v| v.as_count()).unwrap_or(0),
                 seed,
@@ -213,7 +254,10 @@ fn run_case(ctl: &mut ControlClient, case: &Case, seed: u64, ctx: &Ctx) -> Resul
                 protocol: word("protocol"),
                 payload,
                 rounds: case.get("rounds").and_then(|v| v.as_count()).unwrap_or(0),
-                think: case.get("think").and_then(|v| v.as_duration()).unwrap_or_default(),
+                think: case
+                    .get("think")
+                    .and_then(|v| v.as_duration())
+                    .unwrap_or_default(),
                 seed,
                 nodelay,
             },
@@ -283,7 +327,10 @@ fn attach(
 /// A fresh output directory name: `wirebench-runs/20261121-110000-default`.
 pub fn default_out_dir(scenario: &str) -> PathBuf {
     let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let compact: String = stamp.chars().filter(|c| c.is_ascii_digit() || *c == 'T').collect();
+    let compact: String = stamp
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == 'T')
+        .collect();
     let compact = compact.replace('T', "-");
     let base = PathBuf::from("wirebench-runs");
     let mut dir = base.join(format!("{compact}-{scenario}"));
@@ -310,7 +357,11 @@ mod tests {
         assert_eq!(cases.len(), 6);
         let stream: Vec<_> = cases.iter().filter(|c| c.workload() == "stream").collect();
         assert_eq!(stream.len(), 2);
-        assert!(stream.iter().all(|c| c.get("rounds").is_none() && c.get("count").is_some()));
+        assert!(
+            stream
+                .iter()
+                .all(|c| c.get("rounds").is_none() && c.get("count").is_some())
+        );
         let idx: Vec<usize> = cases.iter().map(|c| c.index).collect();
         assert_eq!(idx, [1, 2, 3, 4, 5, 6]);
     }
@@ -320,6 +371,9 @@ mod tests {
         let s = Scenario::builtin("default").unwrap();
         let cases = plan(&s);
         assert_eq!(cases.len(), 6);
-        assert_eq!(cases[0].describe(&["workload", "payload"]), "workload=pingpong payload=64");
+        assert_eq!(
+            cases[0].describe(&["workload", "payload"]),
+            "workload=pingpong payload=64"
+        );
     }
 }

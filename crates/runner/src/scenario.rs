@@ -21,14 +21,17 @@ use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 use toml_edit::{Document, Item, Table, Value};
-use wirebench_model::{parse_duration, Grid, ParamValue};
-use wirebench_workload::params::{self, spec, PARAMS};
+use wirebench_model::{Grid, ParamValue, parse_duration};
+use wirebench_workload::params::{self, PARAMS, spec};
 
 /// Built-in scenarios, by name.
 pub const BUILTIN: &[(&str, &str)] = &[
     ("default", include_str!("../../../scenarios/default.toml")),
     ("latency", include_str!("../../../scenarios/latency.toml")),
-    ("payload-sweep", include_str!("../../../scenarios/payload-sweep.toml")),
+    (
+        "payload-sweep",
+        include_str!("../../../scenarios/payload-sweep.toml"),
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq)]
@@ -90,9 +93,19 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn line_of(&self, span: Option<std::ops::Range<usize>>) -> Option<usize> {
-        span.map(|s| self.text[..s.start.min(self.text.len())].matches('\n').count() + 1)
+        span.map(|s| {
+            self.text[..s.start.min(self.text.len())]
+                .matches('\n')
+                .count()
+                + 1
+        })
     }
-    fn err(&self, span: Option<std::ops::Range<usize>>, key: &str, msg: impl Into<String>) -> ScenarioError {
+    fn err(
+        &self,
+        span: Option<std::ops::Range<usize>>,
+        key: &str,
+        msg: impl Into<String>,
+    ) -> ScenarioError {
         ScenarioError {
             origin: self.origin.to_string(),
             line: self.line_of(span),
@@ -103,7 +116,8 @@ impl Ctx<'_> {
 }
 
 fn item_span(item: &Item) -> Option<std::ops::Range<usize>> {
-    item.span().or_else(|| item.as_table().and_then(|t| t.span()))
+    item.span()
+        .or_else(|| item.as_table().and_then(|t| t.span()))
 }
 
 impl Scenario {
@@ -146,7 +160,10 @@ impl Scenario {
             cx.err(e.span(), "", format!("not valid TOML: {msg}"))
         })?;
         let root = doc.as_table();
-        let default_name = Path::new(origin).file_stem().and_then(|s| s.to_str()).unwrap_or("scenario");
+        let default_name = Path::new(origin)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("scenario");
         let mut sc = Scenario::empty(default_name);
         for (key, item) in root.iter() {
             let span = item_span(item).or_else(|| root.key(key).and_then(|k| k.span()));
@@ -163,7 +180,11 @@ impl Scenario {
                     } else {
                         did_you_mean(other, &valid)
                     };
-                    return Err(cx.err(span, other, format!("unknown key{hint}; valid keys: {}", valid.join(", "))));
+                    return Err(cx.err(
+                        span,
+                        other,
+                        format!("unknown key{hint}; valid keys: {}", valid.join(", ")),
+                    ));
                 }
             }
         }
@@ -172,17 +193,30 @@ impl Scenario {
 
     /// Sets a parameter from command-line text: a comma-separated list of values.
     pub fn set_param(&mut self, name: &str, text: &str) -> Result<(), ScenarioError> {
-        let cx = Ctx { origin: "command line", text: "" };
+        let cx = Ctx {
+            origin: "command line",
+            text: "",
+        };
         let key = format!("--{name}");
         let spec = spec(name).ok_or_else(|| {
-            cx.err(None, &key, format!("unknown parameter; parameters: {}", params::names().join(", ")))
+            cx.err(
+                None,
+                &key,
+                format!(
+                    "unknown parameter; parameters: {}",
+                    params::names().join(", ")
+                ),
+            )
         })?;
         let mut values = Vec::new();
         for part in text.split(',') {
             if part.trim().is_empty() {
                 return Err(cx.err(None, &key, format!("empty value in list {text:?}")));
             }
-            values.push(ParamValue::parse(spec.kind, part).map_err(|e| cx.err(None, &key, e.to_string()))?);
+            values.push(
+                ParamValue::parse(spec.kind, part)
+                    .map_err(|e| cx.err(None, &key, e.to_string()))?,
+            );
         }
         self.grid.set(name, values);
         Ok(())
@@ -194,7 +228,8 @@ impl Scenario {
         let mut g = self.grid.clone();
         for p in PARAMS {
             if g.get(p.name).is_none() {
-                let v = ParamValue::parse(p.kind, p.default).unwrap_or_else(|e| panic!("default of {}: {e}", p.name));
+                let v = ParamValue::parse(p.kind, p.default)
+                    .unwrap_or_else(|e| panic!("default of {}: {e}", p.name));
                 g.set(p.name, vec![v]);
             }
         }
@@ -209,7 +244,8 @@ fn string(cx: &Ctx, item: &Item, key: &str) -> Result<String, ScenarioError> {
 }
 
 fn table<'a>(cx: &Ctx, item: &'a Item, key: &str) -> Result<&'a Table, ScenarioError> {
-    item.as_table().ok_or_else(|| cx.err(item_span(item), key, format!("expected a table: [{key}]")))
+    item.as_table()
+        .ok_or_else(|| cx.err(item_span(item), key, format!("expected a table: [{key}]")))
 }
 
 /// One scalar as the text a user would type: integers as digits, strings as is, booleans
@@ -239,7 +275,9 @@ fn parse_params(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioEr
                 ),
             )
         })?;
-        let value = item.as_value().ok_or_else(|| cx.err(span.clone(), &key, "expected a value or a list of values"))?;
+        let value = item
+            .as_value()
+            .ok_or_else(|| cx.err(span.clone(), &key, "expected a value or a list of values"))?;
         let scalars: Vec<&Value> = match value {
             Value::Array(a) => a.iter().collect(),
             v => vec![v],
@@ -250,11 +288,20 @@ fn parse_params(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioEr
         let mut values = Vec::new();
         for v in scalars {
             let vspan = v.span().or(span.clone());
-            let text = scalar_text(v).ok_or_else(|| cx.err(vspan.clone(), &key, "expected a number, a string or a list of them"))?;
+            let text = scalar_text(v).ok_or_else(|| {
+                cx.err(
+                    vspan.clone(),
+                    &key,
+                    "expected a number, a string or a list of them",
+                )
+            })?;
             if matches!(v, Value::Float(_)) && !matches!(spec.kind, wirebench_model::Kind::Rate) {
                 return Err(cx.err(vspan, &key, format!("{text} needs a unit, written as a string (e.g. \"{text}s\" or \"{text}KiB\")")));
             }
-            values.push(ParamValue::parse(spec.kind, &text).map_err(|e| cx.err(vspan, &key, e.to_string()))?);
+            values.push(
+                ParamValue::parse(spec.kind, &text)
+                    .map_err(|e| cx.err(vspan, &key, e.to_string()))?,
+            );
         }
         sc.grid.set(name, values);
     }
@@ -282,14 +329,19 @@ fn parse_run(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioError
             "seed" => sc.seed = positive_int(cx, item, &key)?,
             "timeout" => {
                 let s = string(cx, item, &key)?;
-                sc.stall_timeout = parse_duration(&s).map_err(|e| cx.err(item_span(item), &key, e.to_string()))?;
+                sc.stall_timeout =
+                    parse_duration(&s).map_err(|e| cx.err(item_span(item), &key, e.to_string()))?;
             }
             other => {
                 let valid = ["repeat", "seed", "timeout"];
                 return Err(cx.err(
                     item_span(item),
                     &key,
-                    format!("unknown key{}; valid keys: {}", did_you_mean(other, &valid), valid.join(", ")),
+                    format!(
+                        "unknown key{}; valid keys: {}",
+                        did_you_mean(other, &valid),
+                        valid.join(", ")
+                    ),
                 ));
             }
         }
@@ -298,9 +350,13 @@ fn parse_run(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioError
 }
 
 fn string_list(cx: &Ctx, item: &Item, key: &str) -> Result<Vec<String>, ScenarioError> {
-    let arr = item
-        .as_array()
-        .ok_or_else(|| cx.err(item_span(item), key, "expected a list of strings, e.g. [\"mode\"]"))?;
+    let arr = item.as_array().ok_or_else(|| {
+        cx.err(
+            item_span(item),
+            key,
+            "expected a list of strings, e.g. [\"mode\"]",
+        )
+    })?;
     arr.iter()
         .map(|v| {
             v.as_str()
@@ -321,7 +377,10 @@ fn parse_output(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioEr
                         return Err(cx.err(
                             item_span(item),
                             &key,
-                            format!("{p:?} is not a parameter; parameters: {}", params::names().join(", ")),
+                            format!(
+                                "{p:?} is not a parameter; parameters: {}",
+                                params::names().join(", ")
+                            ),
                         ));
                     }
                 }
@@ -333,7 +392,11 @@ fn parse_output(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioEr
                 return Err(cx.err(
                     item_span(item),
                     &key,
-                    format!("unknown key{}; valid keys: {}", did_you_mean(other, &valid), valid.join(", ")),
+                    format!(
+                        "unknown key{}; valid keys: {}",
+                        did_you_mean(other, &valid),
+                        valid.join(", ")
+                    ),
                 ));
             }
         }
@@ -365,7 +428,10 @@ mod tests {
         assert_eq!(s.seed, 9);
         assert_eq!(s.stall_timeout, Duration::from_secs(10));
         assert_eq!(s.grid.varying(), ["mode", "payload"]);
-        assert_eq!(s.grid.get("payload").unwrap().values[1].value.as_bytes(), Some(1536));
+        assert_eq!(
+            s.grid.get("payload").unwrap().values[1].value.as_bytes(),
+            Some(1536)
+        );
         assert_eq!(s.grid.get("nodelay").unwrap().values[0].label, "off");
         assert_eq!(s.tables, Some(vec!["mode".to_string()]));
     }
@@ -381,11 +447,22 @@ mod tests {
             "bad.toml:3: params.payload: \"10XB\" is not a valid byte size: unknown unit \"XB\" (examples: 100, 1500B, 1.5KiB, 10KiB, 1MiB, 64kB)"
         );
         let e = err("[params]\n\npayloda = 3\n");
-        assert!(e.starts_with("bad.toml:3: params.payloda: unknown parameter (did you mean `payload`?)"), "{e}");
+        assert!(
+            e.starts_with(
+                "bad.toml:3: params.payloda: unknown parameter (did you mean `payload`?)"
+            ),
+            "{e}"
+        );
         let e = err("[params]\nworkload = \"flood\"\n");
-        assert!(e.starts_with("bad.toml:2: params.workload:") && e.contains("pingpong, stream"), "{e}");
+        assert!(
+            e.starts_with("bad.toml:2: params.workload:") && e.contains("pingpong, stream"),
+            "{e}"
+        );
         let e = err("payload = 3\n");
-        assert!(e.starts_with("bad.toml:1: payload: unknown key (parameters go under [params]"), "{e}");
+        assert!(
+            e.starts_with("bad.toml:1: payload: unknown key (parameters go under [params]"),
+            "{e}"
+        );
         let e = err("[run]\nrepeat = 0\n");
         assert!(e.starts_with("bad.toml:2: run.repeat:"), "{e}");
         let e = err("[params]\nthink = 0.5\n");

@@ -1,7 +1,7 @@
 //! The `wirebench` command: parses arguments into a scenario, hands it to the runner, and
 //! renders what comes back. No measurement logic lives here.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -10,10 +10,10 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wirebench_model::{parse_duration, Bytes, Record, Status};
+use wirebench_model::{Bytes, Record, Status, parse_duration};
 use wirebench_net::{Server, ServerConfig};
 use wirebench_report::summary::human;
-use wirebench_runner::{Case, Observer, RunOptions, Scenario, BUILTIN};
+use wirebench_runner::{BUILTIN, Case, Observer, RunOptions, Scenario};
 
 /// Default control port of `wirebench serve`.
 const DEFAULT_PORT: u16 = 7420;
@@ -43,7 +43,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a scenario (a file, a built-in name, or the default) and record the results.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Run the reference server: a control port that opens data listeners on request.
     Serve(ServeArgs),
     /// List the built-in scenarios.
@@ -57,28 +57,60 @@ struct RunArgs {
     scenario: Option<String>,
 
     /// Wire protocol [raw].
-    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
     protocol: Option<String>,
     /// pingpong (latency, one message in flight) or stream (throughput).
-    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
     workload: Option<String>,
     /// Stream direction: oneway (server counts) or echo (server returns every message).
-    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
     mode: Option<String>,
     /// Payload per message after the 21-byte header, e.g. 2,100,1500,10KiB,1MiB.
-    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
     payload: Option<String>,
     /// Ping-pong round trips per case, e.g. 1000 or 10k.
-    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
     rounds: Option<String>,
     /// Responder's wait before each answer, excluded from the RTT, e.g. 0,5s,10s.
-    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
     think: Option<String>,
     /// Messages per stream case, e.g. 100k.
-    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
     count: Option<String>,
     /// TCP_NODELAY on both ends: on (default) or off (let Nagle coalesce small writes).
-    #[arg(long, value_name = "LIST", help_heading = "Parameters (comma-separated lists become grid axes)")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
     nodelay: Option<String>,
 
     /// Run every case N times (CSV shows mean, min and max).
@@ -126,7 +158,7 @@ struct ServeArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Serve(args) => serve(args),
         Command::Scenarios => {
             for (name, _) in BUILTIN {
@@ -158,11 +190,16 @@ fn load_scenario(arg: Option<&str>) -> Result<Scenario> {
         return Ok(s);
     }
     let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
-    bail!("no scenario file or built-in scenario named {arg:?}; built-in scenarios: {}", names.join(", "))
+    bail!(
+        "no scenario file or built-in scenario named {arg:?}; built-in scenarios: {}",
+        names.join(", ")
+    )
 }
 
 fn with_port(addr: &str) -> String {
-    let has_port = addr.rsplit_once(':').is_some_and(|(h, p)| p.parse::<u16>().is_ok() && !h.ends_with(':'));
+    let has_port = addr
+        .rsplit_once(':')
+        .is_some_and(|(h, p)| p.parse::<u16>().is_ok() && !h.ends_with(':'));
     if has_port {
         addr.to_string()
     } else {
@@ -200,7 +237,11 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         scenario.stall_timeout = parse_duration(t).context("--timeout")?;
     }
     let list = |s: &str| -> Vec<String> {
-        s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()
+        s.split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(str::to_string)
+            .collect()
     };
     if let Some(t) = &args.tables {
         let tables = list(t);
@@ -217,7 +258,10 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(c) = &args.columns {
         scenario.columns = Some(list(c));
     }
-    let out = args.out.clone().unwrap_or_else(|| wirebench_runner::default_out_dir(&scenario.name));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| wirebench_runner::default_out_dir(&scenario.name));
     let opts = RunOptions {
         server: args.server.as_deref().map(with_port),
         out: out.clone(),
@@ -231,7 +275,9 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         let presses = AtomicUsize::new(0);
         ctrlc::set_handler(move || {
             if presses.fetch_add(1, Ordering::SeqCst) == 0 {
-                eprintln!("\nwirebench: stopping; finished cases are kept (Ctrl-C again to quit at once)");
+                eprintln!(
+                    "\nwirebench: stopping; finished cases are kept (Ctrl-C again to quit at once)"
+                );
                 flag.store(true, Ordering::SeqCst);
             } else {
                 std::process::exit(130);
@@ -246,9 +292,17 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     if !args.json {
         println!("{}", wirebench_report::summary_table(&summary.records));
     }
-    let failed: Vec<&Record> = summary.records.iter().filter(|r| r.status == Status::Failed).collect();
+    let failed: Vec<&Record> = summary
+        .records
+        .iter()
+        .filter(|r| r.status == Status::Failed)
+        .collect();
     for r in &failed {
-        eprintln!("wirebench: case {} failed: {}", r.case, r.error.as_deref().unwrap_or("?"));
+        eprintln!(
+            "wirebench: case {} failed: {}",
+            r.case,
+            r.error.as_deref().unwrap_or("?")
+        );
     }
     eprintln!("results: {}", out.display());
     Ok(if summary.interrupted {
@@ -272,7 +326,12 @@ struct Terminal {
 
 impl Terminal {
     fn new(scenario: &Scenario, show_bars: bool, json: bool) -> Terminal {
-        let mut varying: Vec<String> = scenario.grid.varying().into_iter().map(str::to_string).collect();
+        let mut varying: Vec<String> = scenario
+            .grid
+            .varying()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         if !varying.iter().any(|v| v == "workload") {
             varying.insert(0, "workload".into());
         }
@@ -289,8 +348,17 @@ impl Terminal {
     fn title(&self, case: &Case, repeat: u32) -> String {
         let only: Vec<&str> = self.varying.iter().map(String::as_str).collect();
         let reps = self.repeat.load(Ordering::Relaxed);
-        let rep = if reps > 1 { format!(" (run {repeat}/{reps})") } else { String::new() };
-        format!("[{}/{}] {}{rep}", case.index, self.total.load(Ordering::Relaxed), case.describe(&only))
+        let rep = if reps > 1 {
+            format!(" (run {repeat}/{reps})")
+        } else {
+            String::new()
+        };
+        format!(
+            "[{}/{}] {}{rep}",
+            case.index,
+            self.total.load(Ordering::Relaxed),
+            case.describe(&only)
+        )
     }
 }
 
@@ -325,8 +393,11 @@ impl Observer for Terminal {
         if let Some(bar) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).take() {
             bar.finish_and_clear();
         }
-        let headline = match (record.metric("rtt.stable").or(record.metric("rtt.p50")), record.metric("throughput.bits_per_s")) {
-            (_, Some(t)) => format!("{}", human(t.value, &t.unit)),
+        let headline = match (
+            record.metric("rtt.stable").or(record.metric("rtt.p50")),
+            record.metric("throughput.bits_per_s"),
+        ) {
+            (_, Some(t)) => human(t.value, &t.unit),
             (Some(r), None) => format!("RTT {}", human(r.value, &r.unit)),
             _ => String::new(),
         };
@@ -347,10 +418,18 @@ impl Observer for Terminal {
 fn serve(args: ServeArgs) -> Result<ExitCode> {
     let max = Bytes::parse(&args.max_payload).context("--max-payload")?;
     let max_payload = u32::try_from(max.0).context("--max-payload must be below 4GiB")?;
-    let cfg = ServerConfig { max_payload, log: !args.quiet, ..Default::default() };
+    let cfg = ServerConfig {
+        max_payload,
+        log: !args.quiet,
+        ..Default::default()
+    };
     let listen = with_port(&args.listen);
-    let server = Server::bind(listen.as_str(), cfg).with_context(|| format!("cannot listen on {listen}"))?;
-    eprintln!("wirebench serve: listening on {} (Ctrl-C to stop)", server.local_addr());
+    let server =
+        Server::bind(listen.as_str(), cfg).with_context(|| format!("cannot listen on {listen}"))?;
+    eprintln!(
+        "wirebench serve: listening on {} (Ctrl-C to stop)",
+        server.local_addr()
+    );
     server.run();
     Ok(ExitCode::SUCCESS)
 }

@@ -92,7 +92,11 @@ fn serve_and_run_a_grid_end_to_end() {
     let recs = records(&out);
     assert_eq!(recs.len(), 12);
     let stdout = String::from_utf8(o.stdout).unwrap();
-    assert_eq!(stdout.lines().count(), 12, "--json prints one record per case run");
+    assert_eq!(
+        stdout.lines().count(),
+        12,
+        "--json prints one record per case run"
+    );
     for r in &recs {
         assert_eq!(r["status"], "ok", "{r}");
         assert_eq!(r["schema"], 1);
@@ -104,14 +108,27 @@ fn serve_and_run_a_grid_end_to_end() {
         assert_eq!(m["messages.received"]["value"], m["messages.sent"]["value"]);
         match r["params"]["workload"].as_str().unwrap() {
             "pingpong" => {
-                assert!(r["params"].get("mode").is_none(), "mode does not apply to pingpong");
+                assert!(
+                    r["params"].get("mode").is_none(),
+                    "mode does not apply to pingpong"
+                );
                 assert_eq!(m["rtt.p50"]["unit"], "s");
-                for k in ["rtt.first", "rtt.stable", "rtt.p90", "rtt.p99", "rtt.max", "connect.time"] {
+                for k in [
+                    "rtt.first",
+                    "rtt.stable",
+                    "rtt.p90",
+                    "rtt.p99",
+                    "rtt.max",
+                    "connect.time",
+                ] {
                     assert!(m[k]["value"].as_f64().unwrap() > 0.0, "{k} in {r}");
                 }
                 let hlog = out.join(r["histograms"]["rtt"].as_str().unwrap());
                 let text = std::fs::read_to_string(hlog).unwrap();
-                assert!(text.contains("#[StartTime:"), "HdrHistogram interval log header");
+                assert!(
+                    text.contains("#[StartTime:"),
+                    "HdrHistogram interval log header"
+                );
             }
             _ => {
                 assert_eq!(m["throughput.bits_per_s"]["unit"], "bit/s");
@@ -120,7 +137,10 @@ fn serve_and_run_a_grid_end_to_end() {
         }
     }
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
-    assert!(csv.contains("rtt.p50 [min],s,"), "repeats give min/max rows:\n{csv}");
+    assert!(
+        csv.contains("rtt.p50 [min],s,"),
+        "repeats give min/max rows:\n{csv}"
+    );
 }
 
 #[test]
@@ -128,36 +148,74 @@ fn default_run_uses_the_embedded_server() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
     // The default scenario with small counts so the test stays quick.
-    let o = run_ok(&["run", "--rounds", "50", "--count", "200", "--out", out.to_str().unwrap()]);
+    let o = run_ok(&[
+        "run",
+        "--rounds",
+        "50",
+        "--count",
+        "200",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let table = String::from_utf8(o.stdout).unwrap();
-    assert!(table.contains("stable RTT") && table.contains("throughput"), "{table}");
+    assert!(
+        table.contains("stable RTT") && table.contains("throughput"),
+        "{table}"
+    );
     assert_eq!(records(&out).len(), 6);
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
-    assert!(csv.contains("table,workload=pingpong\nmetric,unit,payload=64,payload=1500,payload=64KiB\n"), "{csv}");
+    assert!(
+        csv.contains(
+            "table,workload=pingpong\nmetric,unit,payload=64,payload=1500,payload=64KiB\n"
+        ),
+        "{csv}"
+    );
 }
 
 #[test]
 fn malformed_scenario_names_file_line_and_key() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("bad.toml");
-    std::fs::write(&file, "name = \"bad\"\n\n[params]\nworkload = \"pingpong\"\npayload = [2, \"10XB\"]\n").unwrap();
-    let o = wirebench().args(["run", file.to_str().unwrap()]).output().unwrap();
+    std::fs::write(
+        &file,
+        "name = \"bad\"\n\n[params]\nworkload = \"pingpong\"\npayload = [2, \"10XB\"]\n",
+    )
+    .unwrap();
+    let o = wirebench()
+        .args(["run", file.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8(o.stderr).unwrap();
-    assert!(err.contains(&format!("{}:5: params.payload:", file.display())), "{err}");
+    assert!(
+        err.contains(&format!("{}:5: params.payload:", file.display())),
+        "{err}"
+    );
     assert!(err.contains("10XB"), "{err}");
 }
 
 #[test]
 fn unknown_workload_and_protocol_list_the_valid_ones() {
-    let o = wirebench().args(["run", "--workload", "flood"]).output().unwrap();
+    let o = wirebench()
+        .args(["run", "--workload", "flood"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8(o.stderr).unwrap();
-    assert!(err.contains("--workload") && err.contains("pingpong, stream"), "{err}");
-    let o = wirebench().args(["run", "--protocol", "smtp"]).output().unwrap();
+    assert!(
+        err.contains("--workload") && err.contains("pingpong, stream"),
+        "{err}"
+    );
+    let o = wirebench()
+        .args(["run", "--protocol", "smtp"])
+        .output()
+        .unwrap();
     let err = String::from_utf8(o.stderr).unwrap();
     assert!(err.contains("--protocol") && err.contains("raw"), "{err}");
-    let o = wirebench().args(["run", "no-such-scenario"]).output().unwrap();
+    let o = wirebench()
+        .args(["run", "no-such-scenario"])
+        .output()
+        .unwrap();
     let err = String::from_utf8(o.stderr).unwrap();
     assert!(err.contains("built-in scenarios: default"), "{err}");
 }
@@ -171,7 +229,10 @@ fn unreachable_server_fails_fast_naming_the_address() {
     };
     let addr = format!("127.0.0.1:{port}");
     let t = Instant::now();
-    let o = wirebench().args(["run", "--server", &addr]).output().unwrap();
+    let o = wirebench()
+        .args(["run", "--server", &addr])
+        .output()
+        .unwrap();
     assert!(!o.status.success());
     assert!(t.elapsed() < Duration::from_secs(6));
     let err = String::from_utf8(o.stderr).unwrap();
@@ -181,11 +242,21 @@ fn unreachable_server_fails_fast_naming_the_address() {
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = silent.local_addr().unwrap().to_string();
     let t = Instant::now();
-    let o = wirebench().args(["run", "--server", &addr]).output().unwrap();
+    let o = wirebench()
+        .args(["run", "--server", &addr])
+        .output()
+        .unwrap();
     assert!(!o.status.success());
-    assert!(t.elapsed() < Duration::from_secs(8), "took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        t.elapsed()
+    );
     let err = String::from_utf8(o.stderr).unwrap();
-    assert!(err.contains(&addr) && err.contains("did not answer"), "{err}");
+    assert!(
+        err.contains(&addr) && err.contains("did not answer"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -197,7 +268,10 @@ fn garbage_on_the_control_port_closes_only_that_connection() {
     bad.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut reply = String::new();
     bad.read_to_string(&mut reply).unwrap(); // returns only once the server closed it
-    assert!(reply.contains("\"ok\":false") && reply.contains("bad control request"), "{reply}");
+    assert!(
+        reply.contains("\"ok\":false") && reply.contains("bad control request"),
+        "{reply}"
+    );
 
     // An over-long line without a newline is refused too.
     let mut long = TcpStream::connect(&server.addr).unwrap();
@@ -208,14 +282,24 @@ fn garbage_on_the_control_port_closes_only_that_connection() {
     assert!(reply.contains("longer than"), "{reply}");
 
     // The connection opened before the garbage still works, and so do new runs.
-    good.write_all(b"{\"op\":\"hello\",\"version\":1,\"client\":\"test\"}\n").unwrap();
+    good.write_all(b"{\"op\":\"hello\",\"version\":1,\"client\":\"test\"}\n")
+        .unwrap();
     let mut line = String::new();
     BufReader::new(&good).read_line(&mut line).unwrap();
     assert!(line.contains("\"ok\":true"), "{line}");
     let tmp = tempfile::tempdir().unwrap();
     run_ok(&[
-        "run", "--server", &server.addr, "--workload", "pingpong", "--payload", "10", "--rounds", "10",
-        "--out", tmp.path().join("o").to_str().unwrap(),
+        "run",
+        "--server",
+        &server.addr,
+        "--workload",
+        "pingpong",
+        "--payload",
+        "10",
+        "--rounds",
+        "10",
+        "--out",
+        tmp.path().join("o").to_str().unwrap(),
     ]);
 }
 
@@ -227,7 +311,13 @@ fn interrupt_keeps_finished_cases() {
     let file = tmp.path().join("slow.toml");
     std::fs::write(&file, "[params]\nworkload = \"pingpong\"\nthink = [\"0\", \"1s\"]\npayload = [1, 2, 3]\nrounds = 10\n").unwrap();
     let mut child = wirebench()
-        .args(["run", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -245,5 +335,8 @@ fn interrupt_keeps_finished_cases() {
     assert!(recs.len() >= 4, "{recs:?}");
     assert!(recs[..3].iter().all(|r| r["status"] == "ok"));
     assert_eq!(recs.last().unwrap()["status"], "interrupted");
-    assert!(recs.iter().filter(|r| r["status"] == "ok").count() < 6, "the run stopped early");
+    assert!(
+        recs.iter().filter(|r| r["status"] == "ok").count() < 6,
+        "the run stopped early"
+    );
 }

@@ -1,7 +1,7 @@
 //! A client data connection: connect, read the server's HELLO, send frames while draining
 //! replies, and receive frames, all with shutdown and stall checks.
 
-use crate::{Ctx, WorkloadError, TICK};
+use crate::{Ctx, TICK, WorkloadError};
 use std::io::IoSlice;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
@@ -13,6 +13,9 @@ use wirebench_proto::raw::{self, Decoder, Frame, Pattern};
 
 /// Bytes per `recv`.
 const READ_BUF: usize = 256 * 1024;
+/// Messages up to this size are copied into one buffer and sent with `send`; larger
+/// ones go out with `sendmsg` straight from the pattern (no copy).
+const COPY_MAX: usize = 16 * 1024;
 
 /// Connection set-up timings, nanoseconds from the start of `connect()`.
 pub struct Setup {
@@ -27,9 +30,12 @@ pub struct Conn<'a, 'p> {
     fd: RawFd,
     dec: Decoder<'p>,
     buf: Vec<u8>,
+    scratch: Vec<u8>,
     ctx: &'a Ctx<'a>,
     stall: Duration,
-    last_progress: Instant,
+    /// Bytes moved (in + out) when progress was last seen, and when. Updated only on the
+    /// slow path (a call that would block), so the fast path reads no clock for it.
+    progress_mark: std::cell::Cell<(u64, Instant)>,
     pub bytes_in: u64,
     pub bytes_out: u64,
 }
@@ -54,33 +60,55 @@ impl<'a, 'p> Conn<'a, 'p> {
     ) -> Result<(Conn<'a, 'p>, Setup), WorkloadError> {
         let addr = SocketAddr::new(ip, port);
         let start = monotonic_ns();
-        let stream = TcpStream::connect_timeout(&addr, ctx.connect_timeout)
-            .map_err(|source| WorkloadError::Connect { addr: addr.to_string(), source })?;
+        let stream = TcpStream::connect_timeout(&addr, ctx.connect_timeout).map_err(|source| {
+            WorkloadError::Connect {
+                addr: addr.to_string(),
+                source,
+            }
+        })?;
         let handshake_ns = monotonic_ns() - start;
-        sock::tune_data_socket(&stream, nodelay, TICK).map_err(|source| WorkloadError::Io { during: "connecting", source })?;
+        sock::tune_data_socket(&stream, nodelay, TICK).map_err(|source| WorkloadError::Io {
+            during: "connecting",
+            source,
+        })?;
         let fd = stream.as_raw_fd();
         let mut conn = Conn {
             stream,
             fd,
             dec: Decoder::new(max_payload, pattern),
             buf: vec![0u8; READ_BUF],
+            scratch: Vec::with_capacity(COPY_MAX),
             ctx,
             stall,
-            last_progress: Instant::now(),
+            progress_mark: std::cell::Cell::new((0, Instant::now())),
             bytes_in: 0,
             bytes_out: 0,
         };
         let mut hello: Option<(Frame, u64)> = None;
         while hello.is_none() {
-            if !conn.recv(Wait::Block, "waiting for the server's greeting", &mut |f, t| hello = Some((f, t)))? {
-                return Err(WorkloadError::Closed { during: "waiting for the server's greeting" });
+            if !conn.recv(
+                Wait::Block,
+                "waiting for the server's greeting",
+                &mut |f, t| hello = Some((f, t)),
+            )? {
+                return Err(WorkloadError::Closed {
+                    during: "waiting for the server's greeting",
+                });
             }
         }
         let (frame, at) = hello.unwrap_or_else(|| unreachable!());
         if frame.header.kind != raw::Kind::Hello {
-            return Err(WorkloadError::Server("data connection did not start with HELLO".into()));
+            return Err(WorkloadError::Server(
+                "data connection did not start with HELLO".into(),
+            ));
         }
-        Ok((conn, Setup { handshake_ns, first_byte_ns: at - start }))
+        Ok((
+            conn,
+            Setup {
+                handshake_ns,
+                first_byte_ns: at - start,
+            },
+        ))
     }
 
     /// Fails if the user interrupted or nothing has happened for too long.
@@ -88,8 +116,15 @@ impl<'a, 'p> Conn<'a, 'p> {
         if self.ctx.shutdown.load(Ordering::Relaxed) {
             return Err(WorkloadError::Interrupted);
         }
-        if self.last_progress.elapsed() > self.stall {
-            return Err(WorkloadError::Stalled { secs: self.stall.as_secs(), during });
+        let moved = self.bytes_in + self.bytes_out;
+        let (mark, since) = self.progress_mark.get();
+        if moved != mark {
+            self.progress_mark.set((moved, Instant::now()));
+        } else if since.elapsed() > self.stall {
+            return Err(WorkloadError::Stalled {
+                secs: self.stall.as_secs(),
+                during,
+            });
         }
         Ok(())
     }
@@ -102,14 +137,17 @@ impl<'a, 'p> Conn<'a, 'p> {
         during: &'static str,
         on_frame: &mut impl FnMut(Frame, u64),
     ) -> Result<bool, WorkloadError> {
-        let flags = if wait == Wait::NoWait { libc::MSG_DONTWAIT } else { 0 };
+        let flags = if wait == Wait::NoWait {
+            libc::MSG_DONTWAIT
+        } else {
+            0
+        };
         loop {
             match sock::recv(self.fd, &mut self.buf, flags) {
                 Ok(0) => return Ok(false),
                 Ok(n) => {
                     let now = monotonic_ns();
                     self.bytes_in += n as u64;
-                    self.last_progress = Instant::now();
                     self.dec.feed(&self.buf[..n], |f| on_frame(f, now))?;
                     return Ok(true);
                 }
@@ -132,21 +170,53 @@ impl<'a, 'p> Conn<'a, 'p> {
         drain: bool,
         on_frame: &mut impl FnMut(Frame, u64),
     ) -> Result<(), WorkloadError> {
-        const DURING: &str = "sending";
-        let mut slices = iov;
+        let total: usize = iov.iter().map(|s| s.len()).sum();
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let copied = total <= COPY_MAX;
+        if copied {
+            scratch.clear();
+            for s in iov.iter() {
+                scratch.extend_from_slice(s);
+            }
+        }
         let flags = if drain { libc::MSG_DONTWAIT } else { 0 };
+        let result = if copied {
+            self.send_slices(&mut [IoSlice::new(&scratch)], flags, drain, on_frame)
+        } else {
+            self.send_slices(iov, flags, drain, on_frame)
+        };
+        self.scratch = scratch;
+        result
+    }
+
+    fn send_slices(
+        &mut self,
+        mut slices: &mut [IoSlice<'_>],
+        flags: i32,
+        drain: bool,
+        on_frame: &mut impl FnMut(Frame, u64),
+    ) -> Result<(), WorkloadError> {
+        const DURING: &str = "sending";
         while !slices.is_empty() {
-            match sock::sendmsg(self.fd, slices, flags) {
+            let sent = if slices.len() == 1 {
+                sock::send(self.fd, &slices[0], flags)
+            } else {
+                sock::sendmsg(self.fd, slices, flags)
+            };
+            match sent {
                 Ok(n) => {
                     self.bytes_out += n as u64;
-                    self.last_progress = Instant::now();
                     IoSlice::advance_slices(&mut slices, n);
                 }
                 Err(e) if sock::would_block(&e) => {
                     self.check(DURING)?;
                     if drain {
-                        let ev = sock::poll(self.fd, libc::POLLIN | libc::POLLOUT, TICK)
-                            .map_err(|source| WorkloadError::Io { during: DURING, source })?;
+                        let ev = sock::poll(self.fd, libc::POLLIN | libc::POLLOUT, TICK).map_err(
+                            |source| WorkloadError::Io {
+                                during: DURING,
+                                source,
+                            },
+                        )?;
                         if ev & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0
                             && !self.recv(Wait::NoWait, DURING, on_frame)?
                         {
@@ -154,7 +224,12 @@ impl<'a, 'p> Conn<'a, 'p> {
                         }
                     }
                 }
-                Err(source) => return Err(WorkloadError::Io { during: DURING, source }),
+                Err(source) => {
+                    return Err(WorkloadError::Io {
+                        during: DURING,
+                        source,
+                    });
+                }
             }
         }
         Ok(())
@@ -164,6 +239,9 @@ impl<'a, 'p> Conn<'a, 'p> {
     pub fn finish_sending(&self) -> Result<(), WorkloadError> {
         self.stream
             .shutdown(std::net::Shutdown::Write)
-            .map_err(|source| WorkloadError::Io { during: "closing", source })
+            .map_err(|source| WorkloadError::Io {
+                during: "closing",
+                source,
+            })
     }
 }

@@ -14,7 +14,7 @@ pub mod pingpong;
 pub mod stats;
 pub mod stream;
 
-pub use params::{ParamSpec, PARAMS, WORKLOADS};
+pub use params::{PARAMS, ParamSpec, WORKLOADS};
 
 use hdrhistogram::Histogram;
 use std::sync::atomic::AtomicBool;
@@ -49,7 +49,8 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn push(&mut self, name: &str, value: f64, unit: &str) {
-        self.metrics.push((name.to_string(), Metric::new(value, unit)));
+        self.metrics
+            .push((name.to_string(), Metric::new(value, unit)));
     }
 }
 
@@ -58,7 +59,10 @@ pub enum WorkloadError {
     #[error(transparent)]
     Net(#[from] NetError),
     #[error("cannot open the data connection to {addr}: {source}")]
-    Connect { addr: String, source: std::io::Error },
+    Connect {
+        addr: String,
+        source: std::io::Error,
+    },
     #[error("interrupted")]
     Interrupted,
     #[error("no progress for {secs}s while {during}")]
@@ -66,7 +70,10 @@ pub enum WorkloadError {
     #[error("the server closed the data connection while {during}")]
     Closed { during: &'static str },
     #[error("data connection failed while {during}: {source}")]
-    Io { during: &'static str, source: std::io::Error },
+    Io {
+        during: &'static str,
+        source: std::io::Error,
+    },
     #[error("the server sent an invalid frame: {0}")]
     Invalid(#[from] wirebench_proto::raw::FrameError),
     #[error("the server reported a failed session: {0}")]

@@ -40,7 +40,15 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
     let pattern = Pattern::new(p.seed, p.payload as usize);
     // A think time longer than the stall limit is not a stall.
     let stall = ctx.stall_timeout + p.think;
-    let (mut conn, setup) = Conn::open(ctl.peer_ip()?, port, p.payload, Some(&pattern), p.nodelay, ctx, stall)?;
+    let (mut conn, setup) = Conn::open(
+        ctl.peer_ip()?,
+        port,
+        p.payload,
+        Some(&pattern),
+        p.nodelay,
+        ctx,
+        stall,
+    )?;
 
     let think_ns = p.think.as_nanos() as u64;
     let mut rtts: Vec<u64> = Vec::with_capacity(p.rounds.min(10_000_000) as usize);
@@ -52,17 +60,30 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
     };
     for seq in 0..p.rounds {
         let sent_ns = monotonic_ns();
-        let header = Header { kind: Kind::Data, seq, sent_ns, payload_len: p.payload }.encode();
-        let mut iov = [IoSlice::new(&header), IoSlice::new(pattern.payload(seq, p.payload as usize))];
+        let header = Header {
+            kind: Kind::Data,
+            seq,
+            sent_ns,
+            payload_len: p.payload,
+        }
+        .encode();
+        let mut iov = [
+            IoSlice::new(&header),
+            IoSlice::new(pattern.payload(seq, p.payload as usize)),
+        ];
         conn.send(&mut iov, true, &mut on_frame)?;
         while !answered.get() {
             if !conn.recv(Wait::Block, "waiting for a reply", &mut on_frame)? {
-                return Err(WorkloadError::Closed { during: "waiting for a reply" });
+                return Err(WorkloadError::Closed {
+                    during: "waiting for a reply",
+                });
             }
         }
         // The clock is read right after the recv that completed the frame; reading it
         // here adds only the decoder's work on the last chunk (tens of ns).
-        let rtt = monotonic_ns().saturating_sub(sent_ns).saturating_sub(think_ns);
+        let rtt = monotonic_ns()
+            .saturating_sub(sent_ns)
+            .saturating_sub(think_ns);
         answered.set(false);
         rtts.push(rtt);
         if seq % 64 == 0 {
@@ -98,7 +119,12 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
     if let (Some(min), Some(max), Some(mean)) = (sorted.first(), sorted.last(), mean(&sorted)) {
         out.push("rtt.min", secs(*min), "s");
         out.push("rtt.mean", mean / 1e9, "s");
-        for (name, q) in [("rtt.p50", 50.0), ("rtt.p90", 90.0), ("rtt.p99", 99.0), ("rtt.p999", 99.9)] {
+        for (name, q) in [
+            ("rtt.p50", 50.0),
+            ("rtt.p90", 90.0),
+            ("rtt.p99", 99.0),
+            ("rtt.p999", 99.9),
+        ] {
             if let Some(v) = percentile(&sorted, q) {
                 out.push(name, secs(v), "s");
             }

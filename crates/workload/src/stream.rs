@@ -18,7 +18,7 @@ use std::io::IoSlice;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_net::ControlClient;
 use wirebench_proto::control::{Behaviour, Open};
-use wirebench_proto::raw::{Frame, Header, Kind, Pattern, HEADER_LEN};
+use wirebench_proto::raw::{Frame, HEADER_LEN, Header, Kind, Pattern};
 use wirebench_proto::tally::Tally;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +43,11 @@ const PROGRESS_EVERY: u64 = 4096;
 pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     let (session, port) = ctl.open(Open {
         protocol: s.protocol.clone(),
-        behaviour: if s.mode == Mode::Echo { Behaviour::Echo } else { Behaviour::Sink },
+        behaviour: if s.mode == Mode::Echo {
+            Behaviour::Echo
+        } else {
+            Behaviour::Sink
+        },
         max_payload: s.payload,
         think_ns: 0,
         seed: s.seed,
@@ -52,7 +56,15 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
     })?;
     let pattern = Pattern::new(s.seed, s.payload as usize);
     let verify = (s.mode == Mode::Echo).then_some(&pattern);
-    let (mut conn, setup) = Conn::open(ctl.peer_ip()?, port, s.payload, verify, s.nodelay, ctx, ctx.stall_timeout)?;
+    let (mut conn, setup) = Conn::open(
+        ctl.peer_ip()?,
+        port,
+        s.payload,
+        verify,
+        s.nodelay,
+        ctx,
+        ctx.stall_timeout,
+    )?;
 
     let mut tally = Tally::new();
     let mut rtts: Vec<u64> = Vec::new();
@@ -67,8 +79,17 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
     let echo = s.mode == Mode::Echo;
     let start_ns = monotonic_ns();
     for seq in 0..s.count {
-        let header = Header { kind: Kind::Data, seq, sent_ns: monotonic_ns(), payload_len: s.payload }.encode();
-        let mut iov = [IoSlice::new(&header), IoSlice::new(pattern.payload(seq, s.payload as usize))];
+        let header = Header {
+            kind: Kind::Data,
+            seq,
+            sent_ns: monotonic_ns(),
+            payload_len: s.payload,
+        }
+        .encode();
+        let mut iov = [
+            IoSlice::new(&header),
+            IoSlice::new(pattern.payload(seq, s.payload as usize)),
+        ];
         conn.send(&mut iov, echo, &mut on_frame)?;
         if seq % PROGRESS_EVERY == 0 {
             if ctx.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
@@ -80,7 +101,9 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
     if echo {
         while received.get() < s.count {
             if !conn.recv(Wait::Block, "waiting for echoes", &mut on_frame)? {
-                return Err(WorkloadError::Closed { during: "waiting for echoes" });
+                return Err(WorkloadError::Closed {
+                    during: "waiting for echoes",
+                });
             }
         }
     }
@@ -98,7 +121,11 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
         tally.finish(s.count);
         push_counts(&mut out, s.count, &tally);
         let n = tally.counts.received;
-        (last_arrival.saturating_sub(start_ns), n, n * s.payload as u64)
+        (
+            last_arrival.saturating_sub(start_ns),
+            n,
+            n * s.payload as u64,
+        )
     } else {
         let mut counts = Tally::new();
         counts.counts = server.counts.clone();
@@ -119,9 +146,17 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
     if elapsed_ns > 0 {
         let t = secs(elapsed_ns);
         out.push("throughput.duration", t, "s");
-        out.push("throughput.bits_per_s", payload_bytes as f64 * 8.0 / t, "bit/s");
+        out.push(
+            "throughput.bits_per_s",
+            payload_bytes as f64 * 8.0 / t,
+            "bit/s",
+        );
         let frame_bytes = payload_bytes + delivered * HEADER_LEN as u64;
-        out.push("throughput.frame_bits_per_s", frame_bytes as f64 * 8.0 / t, "bit/s");
+        out.push(
+            "throughput.frame_bits_per_s",
+            frame_bytes as f64 * 8.0 / t,
+            "bit/s",
+        );
         out.push("throughput.messages_per_s", delivered as f64 / t, "msg/s");
     }
     out.push("bytes.payload", payload_bytes as f64, "B");
@@ -132,13 +167,21 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
         if let Some(m) = mean(&sorted) {
             out.push("rtt.mean", m / 1e9, "s");
         }
-        for (name, q) in [("rtt.p50", 50.0), ("rtt.p90", 90.0), ("rtt.p99", 99.0), ("rtt.max", 100.0)] {
+        for (name, q) in [
+            ("rtt.p50", 50.0),
+            ("rtt.p90", 90.0),
+            ("rtt.p99", 99.0),
+            ("rtt.max", 100.0),
+        ] {
             if let Some(v) = percentile(&sorted, q) {
                 out.push(name, secs(v), "s");
             }
         }
         out.histograms.push(("rtt".into(), histogram(&rtts)));
-        out.notes.push("echo stream rtt.* are per-message round trips under full load (queueing included)".into());
+        out.notes.push(
+            "echo stream rtt.* are per-message round trips under full load (queueing included)"
+                .into(),
+        );
     }
     Ok(out)
 }
