@@ -162,16 +162,19 @@ impl Server {
         }
     }
 
-    /// Runs the server on a background thread.
+    /// Runs the server on a background thread. The server's threads inherit the calling
+    /// thread's network namespace.
     pub fn spawn(self) -> io::Result<ServerHandle> {
         let addr = self.local_addr();
         let shared = self.shared.clone();
+        let listener_fd = self.listener.as_raw_fd();
         let thread = std::thread::Builder::new()
             .name("wb-server".into())
             .spawn(move || self.run())?;
         Ok(ServerHandle {
             addr,
             shared,
+            listener_fd,
             thread: Some(thread),
         })
     }
@@ -181,6 +184,8 @@ impl Server {
 pub struct ServerHandle {
     addr: SocketAddr,
     shared: Arc<Shared>,
+    /// The listening socket, owned by the server thread.
+    listener_fd: std::os::fd::RawFd,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -192,9 +197,12 @@ impl ServerHandle {
     /// Stops accepting and asks every connection thread to end at its next tick.
     pub fn stop(&mut self) {
         self.shared.shutdown.store(true, Ordering::SeqCst);
-        // Wake the blocked accept.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
         if let Some(t) = self.thread.take() {
+            // Wake the blocked accept. shutdown(2) on a listening socket makes accept
+            // fail at once, and works from any thread or namespace, unlike connecting
+            // to it.
+            // SAFETY: the server thread owns the socket until it ends, after this call.
+            unsafe { libc::shutdown(self.listener_fd, libc::SHUT_RDWR) };
             let _ = t.join();
         }
     }
