@@ -9,7 +9,7 @@ use std::fmt;
 use std::time::Duration;
 
 /// The type of a parameter, which decides how its text is parsed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Kind {
     /// One of a fixed set of words.
     Choice(&'static [&'static str]),
@@ -17,6 +17,11 @@ pub enum Kind {
     Duration,
     Count,
     Rate,
+    /// Text checked by a function of a higher layer (e.g. a link spec); kept as a word.
+    Custom {
+        what: &'static str,
+        check: fn(&str) -> Result<(), String>,
+    },
 }
 
 /// A parsed parameter value.
@@ -78,6 +83,12 @@ pub enum ValueError {
         input: String,
         choices: &'static [&'static str],
     },
+    #[error("{input:?} is not a valid {what}: {reason}")]
+    Custom {
+        input: String,
+        what: &'static str,
+        reason: String,
+    },
 }
 
 impl Kind {
@@ -98,6 +109,14 @@ impl Kind {
             Kind::Duration => Value::Duration(parse_duration(text)?),
             Kind::Count => Value::Count(parse_count(text)?),
             Kind::Rate => Value::Rate(Rate::parse(text)?),
+            Kind::Custom { what, check } => {
+                check(text).map_err(|reason| ValueError::Custom {
+                    input: text.to_string(),
+                    what,
+                    reason,
+                })?;
+                Value::Word(text.to_string())
+            }
         })
     }
 }

@@ -3,13 +3,16 @@
 //! record per case to the results directory as soon as the case ends.
 
 pub mod host;
+pub mod link;
 pub mod scenario;
 
 pub use scenario::{BUILTIN, Scenario, ScenarioError};
 
+use link::CaseLink;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
+use wirebench_lab::{Lab, SERVER_ADDR};
 use wirebench_model::{HostFacts, Point, Record, Status, results::SCHEMA};
 use wirebench_net::{ControlClient, NetError, Server, ServerConfig, ServerHandle};
 use wirebench_report::{PivotOptions, ResultsDir};
@@ -82,6 +85,8 @@ pub struct RunOptions {
     pub out: PathBuf,
     pub connect_timeout: Duration,
     pub command: Vec<String>,
+    /// Capture what crosses the emulated link to this pcap file.
+    pub pcap: Option<PathBuf>,
 }
 
 /// Callbacks for a front end (progress bars, JSON lines).
@@ -99,6 +104,12 @@ pub enum RunError {
     Net(#[from] NetError),
     #[error("cannot start the embedded server: {0}")]
     EmbeddedServer(std::io::Error),
+    #[error(transparent)]
+    Lab(#[from] wirebench_lab::LabError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Link(#[from] link::CaseLinkError),
     #[error("cannot write results to {path}: {source}")]
     Results {
         path: String,
@@ -126,10 +137,53 @@ pub fn run(
     observer: &(dyn Observer + Sync),
 ) -> Result<RunSummary, RunError> {
     let cases = plan(scenario);
+    let links: Vec<Option<CaseLink>> = cases
+        .iter()
+        .map(link::case_link)
+        .collect::<Result<_, _>>()?;
+    let needs_lab = links.iter().any(Option::is_some);
+    if needs_lab && opts.server.is_some() {
+        return Err(RunError::Usage(
+            "--server cannot be combined with an emulated link: the lab runs its own server in \
+             its server host (use `wirebench shell --link ...` to put your own program behind a link)"
+                .into(),
+        ));
+    }
+    if !needs_lab && opts.pcap.is_some() {
+        return Err(RunError::Usage(
+            "--pcap needs an emulated link (--link ...): on loopback there is no link to capture"
+                .into(),
+        ));
+    }
+    let lab = if needs_lab {
+        let first = links.iter().flatten().next().cloned().unwrap_or_default();
+        Some(Lab::create(
+            first.up.to_params(),
+            first.down.to_params(),
+            scenario.seed,
+            opts.pcap.as_deref(),
+        )?)
+    } else {
+        None
+    };
     // Keep the embedded server alive for the whole run; dropping it stops it.
-    let (_embedded, addr): (Option<ServerHandle>, String) = match &opts.server {
-        Some(a) => (None, a.clone()),
-        None => {
+    let (_embedded, addr): (Option<ServerHandle>, String) = match (&opts.server, &lab) {
+        (Some(a), _) => (None, a.clone()),
+        (None, Some(lab)) => {
+            let h = std::thread::scope(|s| {
+                s.spawn(|| -> Result<ServerHandle, RunError> {
+                    lab.server().enter()?;
+                    Server::bind((SERVER_ADDR, 7420), ServerConfig::default())
+                        .and_then(|s| s.spawn())
+                        .map_err(RunError::EmbeddedServer)
+                })
+                .join()
+                .unwrap_or_else(|_| Err(RunError::Usage("server start-up panicked".into())))
+            })?;
+            let a = h.addr().to_string();
+            (Some(h), a)
+        }
+        (None, None) => {
             let h = Server::bind("127.0.0.1:0", ServerConfig::default())
                 .and_then(|s| s.spawn())
                 .map_err(RunError::EmbeddedServer)?;
@@ -137,82 +191,154 @@ pub fn run(
             (Some(h), a)
         }
     };
-    // Fail fast, before creating any file, if the server cannot be reached.
-    let mut control = Some(ControlClient::connect(&addr, opts.connect_timeout)?);
-    let results_err = |source| RunError::Results {
-        path: opts.out.display().to_string(),
-        source,
+    let job = Job {
+        scenario,
+        opts,
+        shutdown,
+        observer,
+        cases: &cases,
+        links: &links,
+        lab: lab.as_ref(),
+        addr: &addr,
     };
-    let pivot = PivotOptions {
-        tables: scenario.tables.clone(),
-        metrics: scenario.columns.clone(),
-    };
-    let mut dir = ResultsDir::create(&opts.out, pivot).map_err(results_err)?;
-    let host = host::facts();
-    observer.run_started(cases.len(), scenario.repeat, &addr);
+    match &lab {
+        // The client side runs in the lab's client host: every socket it opens is there.
+        Some(lab) => std::thread::scope(|s| {
+            s.spawn(|| -> Result<RunSummary, RunError> {
+                lab.client().enter()?;
+                job.run()
+            })
+            .join()
+            .unwrap_or_else(|_| Err(RunError::Usage("the measuring thread panicked".into())))
+        }),
+        None => job.run(),
+    }
+}
 
-    let mut interrupted = false;
-    'cases: for case in &cases {
-        for repeat in 1..=scenario.repeat {
-            if shutdown.load(Ordering::SeqCst) {
-                interrupted = true;
-                break 'cases;
-            }
-            observer.case_started(case, repeat);
-            let started = SystemTime::now();
-            let t0 = Instant::now();
-            let ctl = match control.take() {
-                Some(c) => Ok(c),
-                // A failed case may have left the control connection unusable.
-                None => ControlClient::connect(&addr, opts.connect_timeout),
-            };
-            let result = ctl.map_err(WorkloadError::from).and_then(|mut c| {
-                let progress = |d: u64, t: u64| observer.progress(d, t);
-                let ctx = Ctx {
-                    shutdown,
-                    progress: &progress,
-                    stall_timeout: scenario.stall_timeout,
-                    connect_timeout: opts.connect_timeout,
-                };
-                let r = run_case(&mut c, case, scenario.seed, &ctx);
-                if r.is_ok() {
-                    control = Some(c);
-                }
-                r
-            });
-            let elapsed = t0.elapsed();
-            let mut record = base_record(scenario, case, repeat, started, &opts.command, &host);
-            record.set_metric(
-                "case.duration",
-                wirebench_model::Metric::new(elapsed.as_secs_f64(), "s"),
-            );
-            match result {
-                Ok(outcome) => {
-                    let stem = format!("case-{:04}-r{}", case.index, repeat);
-                    attach(&dir, &mut record, &stem, outcome, started, elapsed)
-                        .map_err(results_err)?;
-                }
-                Err(WorkloadError::Interrupted) => {
-                    record.status = Status::Interrupted;
-                    record.error = Some("interrupted before the case finished".into());
+/// Everything the case loop needs, so it can run on whichever thread sits in the right
+/// network namespace.
+struct Job<'a> {
+    scenario: &'a Scenario,
+    opts: &'a RunOptions,
+    shutdown: &'a AtomicBool,
+    observer: &'a (dyn Observer + Sync),
+    cases: &'a [Case],
+    links: &'a [Option<CaseLink>],
+    lab: Option<&'a Lab>,
+    addr: &'a str,
+}
+
+impl Job<'_> {
+    fn run(&self) -> Result<RunSummary, RunError> {
+        let (scenario, opts, shutdown, observer) =
+            (self.scenario, self.opts, self.shutdown, self.observer);
+        // Over a slow emulated link a TCP handshake alone can take seconds.
+        let connect_timeout = if self.lab.is_some() {
+            opts.connect_timeout.max(Duration::from_secs(60))
+        } else {
+            opts.connect_timeout
+        };
+        // Fail fast, before creating any file, if the server cannot be reached.
+        let mut control = Some(ControlClient::connect(self.addr, connect_timeout)?);
+        let results_err = |source| RunError::Results {
+            path: opts.out.display().to_string(),
+            source,
+        };
+        let pivot = PivotOptions {
+            tables: scenario.tables.clone(),
+            metrics: scenario.columns.clone(),
+        };
+        let mut dir = ResultsDir::create(&opts.out, pivot).map_err(results_err)?;
+        let host = host::facts();
+        observer.run_started(self.cases.len(), scenario.repeat, self.addr);
+
+        let mut interrupted = false;
+        'cases: for (case, link) in self.cases.iter().zip(self.links) {
+            for repeat in 1..=scenario.repeat {
+                if shutdown.load(Ordering::SeqCst) {
                     interrupted = true;
+                    break 'cases;
                 }
-                Err(e) => {
-                    record.status = Status::Failed;
-                    record.error = Some(e.to_string());
+                observer.case_started(case, repeat);
+                let mut record = base_record(
+                    scenario,
+                    case,
+                    repeat,
+                    SystemTime::now(),
+                    &opts.command,
+                    &host,
+                );
+                let before = match (self.lab, link) {
+                    (Some(lab), Some(l)) => {
+                        lab.configure(l.up.to_params(), l.down.to_params(), scenario.seed)?;
+                        record
+                            .notes
+                            .push(format!("link up: {}; link down: {}", l.up, l.down));
+                        Some(lab.counters())
+                    }
+                    _ => None,
+                };
+                let started = SystemTime::now();
+                let t0 = Instant::now();
+                let ctl = match control.take() {
+                    Some(c) => Ok(c),
+                    // A failed case may have left the control connection unusable.
+                    None => ControlClient::connect(self.addr, connect_timeout),
+                };
+                let result = ctl.map_err(WorkloadError::from).and_then(|mut c| {
+                    let progress = |d: u64, t: u64| observer.progress(d, t);
+                    let ctx = Ctx {
+                        shutdown,
+                        progress: &progress,
+                        stall_timeout: scenario.stall_timeout,
+                        connect_timeout,
+                    };
+                    let r = run_case(&mut c, case, scenario.seed, &ctx);
+                    if r.is_ok() {
+                        control = Some(c);
+                    }
+                    r
+                });
+                let elapsed = t0.elapsed();
+                record.set_metric(
+                    "case.duration",
+                    wirebench_model::Metric::new(elapsed.as_secs_f64(), "s"),
+                );
+                match result {
+                    Ok(mut outcome) => {
+                        if let (Some(lab), Some(before), Some(l)) = (self.lab, &before, link) {
+                            link::add_wire_metrics(&mut outcome, case, l, before, &lab.counters());
+                        }
+                        let stem = format!("case-{:04}-r{}", case.index, repeat);
+                        attach(&dir, &mut record, &stem, outcome, started, elapsed)
+                            .map_err(results_err)?;
+                    }
+                    Err(WorkloadError::Interrupted) => {
+                        record.status = Status::Interrupted;
+                        record.error = Some("interrupted before the case finished".into());
+                        interrupted = true;
+                    }
+                    Err(e) => {
+                        record.status = Status::Failed;
+                        let mut msg = e.to_string();
+                        if let Some(why) = self.lab.and_then(|l| l.emulator_error()) {
+                            msg.push_str(&format!(" (link emulator stopped: {why})"));
+                        }
+                        record.error = Some(msg);
+                    }
                 }
-            }
-            dir.append(record.clone()).map_err(results_err)?;
-            observer.case_finished(case, &record);
-            if interrupted {
-                break 'cases;
+                dir.append(record.clone()).map_err(results_err)?;
+                observer.case_finished(case, &record);
+                if interrupted {
+                    break 'cases;
+                }
             }
         }
+        Ok(RunSummary {
+            records: dir.records,
+            interrupted,
+        })
     }
-    Ok(RunSummary {
-        records: dir.records,
-        interrupted,
-    })
 }
 
 fn run_case(
@@ -320,7 +446,7 @@ fn attach(
         let file = dir.write_rounds(stem, "rtt", rounds)?;
         record.histograms.insert("rtt.rounds".into(), file.into());
     }
-    record.notes = outcome.notes;
+    record.notes.extend(outcome.notes);
     Ok(())
 }
 

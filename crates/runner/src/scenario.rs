@@ -227,7 +227,7 @@ impl Scenario {
     pub fn complete_grid(&self) -> Grid {
         let mut g = self.grid.clone();
         for p in PARAMS {
-            if g.get(p.name).is_none() {
+            if g.get(p.name).is_none() && !p.default.is_empty() {
                 let v = ParamValue::parse(p.kind, p.default)
                     .unwrap_or_else(|e| panic!("default of {}: {e}", p.name));
                 g.set(p.name, vec![v]);

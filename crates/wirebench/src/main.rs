@@ -48,6 +48,52 @@ enum Command {
     Serve(ServeArgs),
     /// List the built-in scenarios.
     Scenarios,
+    /// Run any command in a host whose traffic to this machine crosses an emulated link.
+    ///
+    /// The command runs in a fresh network namespace as 198.18.0.2; this machine's root
+    /// namespace is reachable from it as 198.18.0.1, through the link. Nothing else is
+    /// reachable. Example: put a client behind a satcom link to a server listening here:
+    ///   wirebench shell --link 2400bit/500ms -- curl http://198.18.0.1:8080/
+    Shell(ShellArgs),
+    /// Manage lab leftovers.
+    Lab {
+        #[command(subcommand)]
+        command: LabCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum LabCommand {
+    /// Delete network namespaces (wb-<pid>-*) left by runs that were killed.
+    Clean {
+        /// Also delete those of runs still alive.
+        #[arg(long)]
+        all: bool,
+    },
+    /// List lab namespaces.
+    List,
+}
+
+#[derive(Args)]
+struct ShellArgs {
+    /// Link, both directions: RATE/DELAY (2400bit/500ms) or rate=..,delay=..,loss=..
+    #[arg(long, value_name = "SPEC")]
+    link: Option<String>,
+    /// The host's uplink (host to this machine), replacing --link for that direction.
+    #[arg(long, value_name = "SPEC")]
+    uplink: Option<String>,
+    /// The host's downlink, replacing --link for that direction.
+    #[arg(long, value_name = "SPEC")]
+    downlink: Option<String>,
+    /// Capture what crosses the link.
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
+    /// Seed for loss and jitter.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The command and its arguments (after --).
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<String>,
 }
 
 #[derive(Args)]
@@ -113,6 +159,77 @@ struct RunArgs {
     )]
     nodelay: Option<String>,
 
+    /// Link, both directions: RATE/DELAY (2400bit/500ms) or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    link: Option<String>,
+    /// Client-to-server direction, replacing --link for that direction.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    uplink: Option<String>,
+    /// Server-to-client direction, replacing --link for that direction.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    downlink: Option<String>,
+    /// Link rate (both directions), e.g. 2400bit,19.2kbit.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    link_rate: Option<String>,
+    /// One-way delay (both directions), e.g. 0,500ms,1s.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    link_delay: Option<String>,
+    /// Extra delay per packet, uniform in [0, JITTER].
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    link_jitter: Option<String>,
+    /// Random loss: 1%, 0.01, or Gilbert-Elliott ge:P_GB/P_BG/LOSS_GOOD/LOSS_BAD.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    link_loss: Option<String>,
+    /// Drop-tail queue bound in bytes (default: 1000 packets).
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    link_queue: Option<String>,
+    /// Link MTU in bytes (default 1500).
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    link_mtu: Option<String>,
+    /// Write every packet that crosses the link to this pcap file (tshark/Wireshark).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pcap: Option<PathBuf>,
+
     /// Run every case N times (CSV shows mean, min and max).
     #[arg(long, value_name = "N")]
     repeat: Option<u32>,
@@ -160,6 +277,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(*args),
         Command::Serve(args) => serve(args),
+        Command::Shell(args) => shell(args),
+        Command::Lab { command } => lab(command),
         Command::Scenarios => {
             for (name, _) in BUILTIN {
                 if let Some(s) = Scenario::builtin(name) {
@@ -218,6 +337,15 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         ("think", &args.think),
         ("count", &args.count),
         ("nodelay", &args.nodelay),
+        ("link", &args.link),
+        ("uplink", &args.uplink),
+        ("downlink", &args.downlink),
+        ("link.rate", &args.link_rate),
+        ("link.delay", &args.link_delay),
+        ("link.jitter", &args.link_jitter),
+        ("link.loss", &args.link_loss),
+        ("link.queue", &args.link_queue),
+        ("link.mtu", &args.link_mtu),
     ];
     for (name, value) in overrides {
         if let Some(v) = value {
@@ -267,6 +395,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         out: out.clone(),
         connect_timeout: Duration::from_secs(5),
         command: std::env::args().collect(),
+        pcap: args.pcap.clone(),
     };
 
     let shutdown = Arc::new(AtomicBool::new(false));
@@ -280,6 +409,8 @@ fn run(args: RunArgs) -> Result<ExitCode> {
                 );
                 flag.store(true, Ordering::SeqCst);
             } else {
+                // Drop will not run: remove the lab's namespaces here.
+                wirebench_lab::netns::cleanup_registered();
                 std::process::exit(130);
             }
         })
@@ -432,4 +563,84 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
     );
     server.run();
     Ok(ExitCode::SUCCESS)
+}
+
+fn lab(cmd: LabCommand) -> Result<ExitCode> {
+    match cmd {
+        LabCommand::List => {
+            for (name, pid) in wirebench_lab::netns::list() {
+                let state = match pid {
+                    Some(p) if Path::new(&format!("/proc/{p}")).exists() => {
+                        format!("run {p} alive")
+                    }
+                    Some(p) => format!("run {p} gone"),
+                    None => "unknown owner".into(),
+                };
+                println!("{name}  ({state})");
+            }
+        }
+        LabCommand::Clean { all } => {
+            let deleted = wirebench_lab::netns::clean(all)?;
+            if deleted.is_empty() {
+                eprintln!("nothing to clean");
+            }
+            for n in deleted {
+                println!("deleted {n}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn shell(args: ShellArgs) -> Result<ExitCode> {
+    use wirebench_link::LinkSpec;
+    let parse = |flag: &str, s: &Option<String>| -> Result<Option<LinkSpec>> {
+        s.as_deref()
+            .map(|t| LinkSpec::parse(t).with_context(|| format!("--{flag}")))
+            .transpose()
+    };
+    let both = parse("link", &args.link)?;
+    let up = parse("uplink", &args.uplink)?.or_else(|| both.clone());
+    let down = parse("downlink", &args.downlink)?.or(both);
+    let (Some(up), Some(down)) = (up, down) else {
+        bail!(
+            "describe the link with --link (or both --uplink and --downlink), e.g. --link 2400bit/500ms"
+        );
+    };
+    let lab = wirebench_lab::Lab::shell(
+        up.to_params(),
+        down.to_params(),
+        args.seed,
+        args.pcap.as_deref(),
+    )?;
+    ctrlc::set_handler(|| {
+        // The child gets the same SIGINT and ends; we wait for it and clean up.
+    })
+    .context("cannot install the Ctrl-C handler")?;
+    eprintln!(
+        "wirebench shell: {} in {} (198.18.0.2); this machine is 198.18.0.1; uplink {up}, downlink {down}",
+        args.command[0],
+        lab.client().name()
+    );
+    let status = std::process::Command::new("ip")
+        .args(["netns", "exec", lab.client().name()])
+        .args(&args.command)
+        .status()
+        .context("cannot run the command (ip netns exec)")?;
+    let c = lab.counters();
+    eprintln!(
+        "wirebench shell: uplink {} packets / {} B (dropped {}), downlink {} packets / {} B (dropped {})",
+        c.up.delivered_packets,
+        c.up.delivered_bytes,
+        c.up.dropped(),
+        c.down.delivered_packets,
+        c.down.delivered_bytes,
+        c.down.dropped()
+    );
+    drop(lab);
+    Ok(match status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(c) => ExitCode::from(c.clamp(1, 255) as u8),
+        None => ExitCode::from(128 + 2),
+    })
 }

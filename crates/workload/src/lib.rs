@@ -45,6 +45,8 @@ pub struct Outcome {
     pub rounds: Option<Vec<u64>>,
     /// Remarks a reader needs to interpret the numbers.
     pub notes: Vec<String>,
+    /// Local port of the data connection, to find its packets in link counters.
+    pub local_port: Option<u16>,
 }
 
 impl Outcome {

@@ -1,6 +1,7 @@
 //! The parameters a scenario can set, their types, defaults and which workloads use them.
 //! `docs/scenarios.md` documents the same list for users.
 
+use wirebench_link::LinkSpec;
 use wirebench_model::Kind;
 
 pub const WORKLOADS: &[&str] = &["pingpong", "stream"];
@@ -12,6 +13,7 @@ pub const ON_OFF: &[&str] = &["on", "off"];
 pub struct ParamSpec {
     pub name: &'static str,
     pub kind: Kind,
+    /// Empty: no default, the parameter is absent unless given.
     pub default: &'static str,
     /// Workloads this parameter affects; a case of another workload ignores it.
     pub workloads: &'static [&'static str],
@@ -77,8 +79,98 @@ pub const PARAMS: &[ParamSpec] = &[
     },
 ];
 
+fn check_link(s: &str) -> Result<(), String> {
+    LinkSpec::parse(s).map(|_| ()).map_err(|e| e.to_string())
+}
+
+fn check_loss(s: &str) -> Result<(), String> {
+    LinkSpec::parse(&format!("loss={s}"))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+const LINK: Kind = Kind::Custom {
+    what: "link spec",
+    check: check_link,
+};
+
+/// Parameters of the emulated link; any of them puts the case in a lab.
+pub const LINK_PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "link",
+        kind: LINK,
+        default: "",
+        workloads: WORKLOADS,
+        help: "emulated link, both directions: 2400bit/500ms or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..",
+    },
+    ParamSpec {
+        name: "uplink",
+        kind: LINK,
+        default: "",
+        workloads: WORKLOADS,
+        help: "client-to-server direction (replaces link)",
+    },
+    ParamSpec {
+        name: "downlink",
+        kind: LINK,
+        default: "",
+        workloads: WORKLOADS,
+        help: "server-to-client direction (replaces link)",
+    },
+    ParamSpec {
+        name: "link.rate",
+        kind: Kind::Rate,
+        default: "",
+        workloads: WORKLOADS,
+        help: "link rate, both directions",
+    },
+    ParamSpec {
+        name: "link.delay",
+        kind: Kind::Duration,
+        default: "",
+        workloads: WORKLOADS,
+        help: "one-way delay, both directions",
+    },
+    ParamSpec {
+        name: "link.jitter",
+        kind: Kind::Duration,
+        default: "",
+        workloads: WORKLOADS,
+        help: "extra delay drawn uniformly from [0, jitter]",
+    },
+    ParamSpec {
+        name: "link.loss",
+        kind: Kind::Custom {
+            what: "loss",
+            check: check_loss,
+        },
+        default: "",
+        workloads: WORKLOADS,
+        help: "random loss: 1%, 0.01 or ge:p_gb/p_bg/loss_good/loss_bad",
+    },
+    ParamSpec {
+        name: "link.queue",
+        kind: Kind::Bytes,
+        default: "",
+        workloads: WORKLOADS,
+        help: "drop-tail queue bound in bytes",
+    },
+    ParamSpec {
+        name: "link.mtu",
+        kind: Kind::Count,
+        default: "",
+        workloads: WORKLOADS,
+        help: "link MTU in bytes",
+    },
+];
+
 pub fn spec(name: &str) -> Option<&'static ParamSpec> {
-    PARAMS.iter().find(|p| p.name == name)
+    PARAMS.iter().chain(LINK_PARAMS).find(|p| p.name == name)
+}
+
+/// Whether a parameter describes the emulated link.
+pub fn is_link(name: &str) -> bool {
+    LINK_PARAMS.iter().any(|p| p.name == name)
 }
 
 /// Whether `param` matters to `workload`.
@@ -87,5 +179,5 @@ pub fn applies(param: &str, workload: &str) -> bool {
 }
 
 pub fn names() -> Vec<&'static str> {
-    PARAMS.iter().map(|p| p.name).collect()
+    PARAMS.iter().chain(LINK_PARAMS).map(|p| p.name).collect()
 }

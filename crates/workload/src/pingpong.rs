@@ -98,7 +98,10 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
     }
     tally.finish(p.rounds);
 
-    let mut out = Outcome::default();
+    let mut out = Outcome {
+        local_port: conn.stream.local_addr().ok().map(|a| a.port()),
+        ..Default::default()
+    };
     out.push("connect.handshake", secs(setup.handshake_ns), "s");
     out.push("connect.time", secs(setup.first_byte_ns), "s");
     if let Some(first) = rtts.first() {
@@ -163,7 +166,8 @@ pub(crate) fn push_counts(out: &mut Outcome, sent: u64, tally: &Tally) {
 pub(crate) fn histogram(samples: &[u64]) -> Histogram<u64> {
     let mut h = Histogram::<u64>::new(3).unwrap_or_else(|_| unreachable!("3 digits is valid"));
     for s in samples {
-        h.saturating_record((*s).max(1));
+        // `record` resizes the histogram; `saturating_record` would clamp to its range.
+        let _ = h.record((*s).max(1));
     }
     h
 }

@@ -114,7 +114,10 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
         return Err(WorkloadError::Server(e.clone()));
     }
 
-    let mut out = Outcome::default();
+    let mut out = Outcome {
+        local_port: conn.stream.local_addr().ok().map(|a| a.port()),
+        ..Default::default()
+    };
     out.push("connect.handshake", secs(setup.handshake_ns), "s");
     out.push("connect.time", secs(setup.first_byte_ns), "s");
     let (elapsed_ns, delivered, payload_bytes) = if echo {

@@ -62,6 +62,14 @@ fn pingpong_counts_every_round_and_orders_statistics() {
             "{min} {p50} {p99} {max}"
         );
         assert!(metric(&o, "connect.time") >= metric(&o, "connect.handshake"));
+        // The histogram holds every round at 3 significant digits.
+        let h = &o.histograms[0].1;
+        assert_eq!(h.len(), 50);
+        let hmax = h.max() as f64 / 1e9;
+        assert!(
+            (hmax - max).abs() <= max * 0.002,
+            "histogram max {hmax} vs {max}"
+        );
         // Generous sanity bound: loopback rounds are far below a second.
         assert!(p50 < 1.0);
     }

@@ -1,0 +1,441 @@
+//! The emulator: moves IP packets between two TUN devices through the link model, one
+//! model per direction, on a dedicated thread.
+//!
+//! Timing: the thread sleeps in `ppoll` (nanosecond timeout) until a packet arrives or
+//! until [`SPIN_NS`] before the next packet is due, then spins, so packets leave within
+//! microseconds of their due time instead of a timer tick later. Every packet's release
+//! error (actual minus due time) is recorded, so the claim can be checked per run.
+
+use crate::pcap::PcapWriter;
+use crate::tun::Tun;
+use hdrhistogram::Histogram;
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{SystemTime, UNIX_EPOCH};
+use wirebench_link::{DropCause, Link, LinkParams};
+use wirebench_model::clock::monotonic_ns;
+
+/// Below this much time to the next due packet, spin instead of sleeping: a timed sleep
+/// overshoots by up to several hundred microseconds on a virtual machine.
+const SPIN_NS: u64 = 1_000_000;
+/// Keep polling the TUN devices without sleeping for this long after any packet moved:
+/// replies usually follow within microseconds, and noticing them at once keeps the
+/// wake-up latency of a sleeping thread out of their arrival times (NAPI-style busy
+/// polling, bounded so an idle link costs no CPU).
+const BUSY_NS: u64 = 2_000_000;
+/// Longest sleep when nothing is held, so reconfiguration and stop are noticed.
+const IDLE_NS: u64 = 10_000_000;
+/// Distinct flows counted before the rest are lumped together.
+const MAX_FLOWS: usize = 4096;
+
+/// A TCP/UDP 5-tuple (IPv4), or the lump for anything else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowKey {
+    pub proto: u8,
+    pub src: [u8; 4],
+    pub sport: u16,
+    pub dst: [u8; 4],
+    pub dport: u16,
+}
+
+impl FlowKey {
+    fn parse(pkt: &[u8]) -> FlowKey {
+        let mut k = FlowKey {
+            proto: 0,
+            src: [0; 4],
+            sport: 0,
+            dst: [0; 4],
+            dport: 0,
+        };
+        if pkt.len() < 20 || pkt[0] >> 4 != 4 {
+            return k;
+        }
+        let ihl = ((pkt[0] & 0x0f) as usize) * 4;
+        k.proto = pkt[9];
+        k.src.copy_from_slice(&pkt[12..16]);
+        k.dst.copy_from_slice(&pkt[16..20]);
+        if (k.proto == 6 || k.proto == 17) && pkt.len() >= ihl + 4 {
+            k.sport = u16::from_be_bytes([pkt[ihl], pkt[ihl + 1]]);
+            k.dport = u16::from_be_bytes([pkt[ihl + 2], pkt[ihl + 3]]);
+        }
+        k
+    }
+}
+
+/// Counters of one direction.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DirCounters {
+    /// Packets and IP bytes the sending host handed to its TUN device.
+    pub offered_packets: u64,
+    pub offered_bytes: u64,
+    /// Packets and IP bytes delivered to the other host.
+    pub delivered_packets: u64,
+    pub delivered_bytes: u64,
+    pub dropped_queue: u64,
+    pub dropped_loss: u64,
+    pub dropped_mtu: u64,
+    /// The receiving TUN device refused a packet.
+    pub dropped_tx: u64,
+    /// Packets discarded when the link was reconfigured while holding them.
+    pub dropped_reset: u64,
+    pub flows: HashMap<FlowKey, (u64, u64)>,
+}
+
+impl DirCounters {
+    pub fn dropped(&self) -> u64 {
+        self.dropped_queue
+            + self.dropped_loss
+            + self.dropped_mtu
+            + self.dropped_tx
+            + self.dropped_reset
+    }
+
+    /// `self - earlier`, for per-case figures (flows are not subtracted).
+    pub fn since(&self, earlier: &DirCounters) -> DirCounters {
+        DirCounters {
+            offered_packets: self.offered_packets - earlier.offered_packets,
+            offered_bytes: self.offered_bytes - earlier.offered_bytes,
+            delivered_packets: self.delivered_packets - earlier.delivered_packets,
+            delivered_bytes: self.delivered_bytes - earlier.delivered_bytes,
+            dropped_queue: self.dropped_queue - earlier.dropped_queue,
+            dropped_loss: self.dropped_loss - earlier.dropped_loss,
+            dropped_mtu: self.dropped_mtu - earlier.dropped_mtu,
+            dropped_tx: self.dropped_tx - earlier.dropped_tx,
+            dropped_reset: self.dropped_reset - earlier.dropped_reset,
+            flows: HashMap::new(),
+        }
+    }
+}
+
+/// Both directions: `up` is A -> B (client to server), `down` is B -> A.
+#[derive(Debug, Clone, Default)]
+pub struct Counters {
+    pub up: DirCounters,
+    pub down: DirCounters,
+    /// Release error (ns late) of delivered packets since the last reset.
+    pub release_error: Option<Histogram<u64>>,
+}
+
+struct Shared {
+    stop: AtomicBool,
+    pending: Mutex<Option<(LinkParams, LinkParams, u64)>>,
+    counters: Mutex<Counters>,
+    error: Mutex<Option<String>>,
+}
+
+pub struct Emulator {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Emulator {
+    /// Starts forwarding between `a` and `b`.
+    pub fn start(
+        a: Tun,
+        b: Tun,
+        up: LinkParams,
+        down: LinkParams,
+        seed: u64,
+        pcap: Option<PcapWriter>,
+    ) -> io::Result<Emulator> {
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            pending: Mutex::new(None),
+            counters: Mutex::new(Counters {
+                release_error: new_hist(),
+                ..Default::default()
+            }),
+            error: Mutex::new(None),
+        });
+        let sh = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("wb-emulator".into())
+            .spawn(move || {
+                let mut w = Worker::new(a, b, up, down, seed, pcap, sh.clone());
+                if let Err(e) = w.run() {
+                    *sh.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                }
+            })?;
+        Ok(Emulator {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Replaces both directions' models (between cases). Held packets are discarded
+    /// and counted as `dropped_reset`.
+    ///
+    /// Returns once the emulator has switched (within one idle period, 10 ms), so a case
+    /// started afterwards never runs on the previous case's link.
+    pub fn configure(&self, up: LinkParams, down: LinkParams, seed: u64) -> io::Result<()> {
+        *self
+            .shared
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some((up, down, seed));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while self
+            .shared
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+        {
+            if std::time::Instant::now() > deadline
+                || self.thread.as_ref().is_none_or(|t| t.is_finished())
+            {
+                return Err(io::Error::other(
+                    self.error()
+                        .unwrap_or_else(|| "the emulator thread is not running".into()),
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        Ok(())
+    }
+
+    pub fn counters(&self) -> Counters {
+        self.shared
+            .counters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Clears the release-error histogram (per case).
+    pub fn reset_release_error(&self) {
+        self.shared
+            .counters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .release_error = new_hist();
+    }
+
+    /// Why the emulator thread stopped, if it failed.
+    pub fn error(&self) -> Option<String> {
+        self.shared
+            .error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn stop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn new_hist() -> Option<Histogram<u64>> {
+    Histogram::new(3).ok()
+}
+
+struct Worker {
+    tuns: [Tun; 2],
+    links: [Link<Vec<u8>>; 2],
+    pcap: Option<PcapWriter>,
+    shared: Arc<Shared>,
+    /// Unix time minus CLOCK_MONOTONIC, for pcap timestamps.
+    unix_offset_ns: u64,
+}
+
+impl Worker {
+    fn new(
+        a: Tun,
+        b: Tun,
+        up: LinkParams,
+        down: LinkParams,
+        seed: u64,
+        pcap: Option<PcapWriter>,
+        shared: Arc<Shared>,
+    ) -> Worker {
+        let unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        Worker {
+            tuns: [a, b],
+            links: [Link::new(up, seed), Link::new(down, seed ^ 0x5bd1_e995)],
+            pcap,
+            shared,
+            unix_offset_ns: unix.saturating_sub(monotonic_ns()),
+        }
+    }
+
+    fn run(&mut self) -> io::Result<()> {
+        // Timed sleeps end as close to their deadline as the kernel can manage.
+        // SAFETY: PR_SET_TIMERSLACK only affects the calling thread.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+        let mut buf = vec![0u8; 65_536];
+        let mut last_activity = 0u64;
+        while !self.shared.stop.load(Ordering::Relaxed) {
+            self.apply_pending();
+            let moved = self.ingest(&mut buf)? + self.release()?;
+            let now = monotonic_ns();
+            if moved > 0 {
+                last_activity = now;
+            }
+            if now.saturating_sub(last_activity) < BUSY_NS {
+                // Yield, not spin: a host thread woken by the packet we just delivered
+                // is often placed on this CPU, and must not wait for our time slice.
+                std::thread::yield_now();
+                continue;
+            }
+            let next = [self.links[0].next_wakeup(), self.links[1].next_wakeup()]
+                .into_iter()
+                .flatten()
+                .min();
+            let wait = match next {
+                Some(t) if t <= now + SPIN_NS => {
+                    std::thread::yield_now();
+                    continue;
+                }
+                Some(t) => t - now - SPIN_NS,
+                None => IDLE_NS,
+            };
+            self.wait(wait)?;
+        }
+        if let Some(p) = &mut self.pcap {
+            p.flush()?;
+        }
+        Ok(())
+    }
+
+    fn apply_pending(&mut self) {
+        let Some((up, down, seed)) = self
+            .shared
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        else {
+            return;
+        };
+        let mut c = self
+            .shared
+            .counters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for (i, params) in [up, down].into_iter().enumerate() {
+            // Whatever the old model still holds is lost with it.
+            let mut held = 0;
+            while self.links[i].dequeue_ready(u64::MAX).is_some() {
+                held += 1;
+            }
+            let dir = if i == 0 { &mut c.up } else { &mut c.down };
+            dir.dropped_reset += held;
+            self.links[i] = Link::new(params, if i == 0 { seed } else { seed ^ 0x5bd1_e995 });
+        }
+    }
+
+    /// Reads every waiting packet into the models; returns how many.
+    fn ingest(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut moved = 0;
+        for i in 0..2 {
+            while let Some(n) = self.tuns[i].recv(buf)? {
+                moved += 1;
+                let now = monotonic_ns();
+                let pkt = buf[..n].to_vec();
+                let key = FlowKey::parse(&pkt);
+                let verdict = self.links[i].enqueue(pkt, now);
+                let mut c = self
+                    .shared
+                    .counters
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                let dir = if i == 0 { &mut c.up } else { &mut c.down };
+                dir.offered_packets += 1;
+                dir.offered_bytes += n as u64;
+                match verdict {
+                    Ok(()) => {}
+                    Err(DropCause::Queue) => dir.dropped_queue += 1,
+                    Err(DropCause::Loss) => dir.dropped_loss += 1,
+                    Err(DropCause::Mtu) => dir.dropped_mtu += 1,
+                }
+                if dir.flows.len() < MAX_FLOWS || dir.flows.contains_key(&key) {
+                    let f = dir.flows.entry(key).or_default();
+                    f.0 += 1;
+                    f.1 += n as u64;
+                }
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Delivers every due packet; returns how many.
+    fn release(&mut self) -> io::Result<usize> {
+        let mut moved = 0;
+        for i in 0..2 {
+            let now = monotonic_ns();
+            while let Some(r) = self.links[i].dequeue_ready(now) {
+                moved += 1;
+                let out = &self.tuns[1 - i];
+                // The release error is how late we start handing the packet over; the
+                // TUN write itself is the "wire" into the host, like a NIC's DMA.
+                let late = monotonic_ns().saturating_sub(r.due_ns);
+                let sent = out.send(&r.packet);
+                let at = monotonic_ns();
+                if let Some(p) = &mut self.pcap {
+                    p.write(at + self.unix_offset_ns, &r.packet)?;
+                }
+                let mut c = self
+                    .shared
+                    .counters
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                if let Some(h) = &mut c.release_error {
+                    let _ = h.record(late.max(1));
+                }
+                let dir = if i == 0 { &mut c.up } else { &mut c.down };
+                match sent {
+                    Ok(()) => {
+                        dir.delivered_packets += 1;
+                        dir.delivered_bytes += r.packet.len() as u64;
+                    }
+                    Err(_) => dir.dropped_tx += 1,
+                }
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Sleeps up to `ns`, returning early when either TUN device has a packet.
+    fn wait(&self, ns: u64) -> io::Result<()> {
+        let mut fds = [
+            libc::pollfd {
+                fd: self.tuns[0].fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.tuns[1].fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let ts = libc::timespec {
+            tv_sec: (ns / 1_000_000_000) as _,
+            tv_nsec: (ns % 1_000_000_000) as _,
+        };
+        // SAFETY: two valid pollfds, a valid timespec, no signal mask change.
+        let r = unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,166 @@
+//! A lab: two hosts (network namespaces) whose only connection is the emulated link.
+//!
+//! ```text
+//!   host "client" (wb-<pid>-a)                         host "server" (wb-<pid>-b)
+//!   198.18.0.1 wbtun0 ──fd──> [emulator: up model] ──fd──> wbtun0 198.18.0.2
+//!                     <──fd── [emulator: down model] <──fd──
+//! ```
+//!
+//! Addresses come from 198.18.0.0/15, the range RFC 2544 reserves for benchmarking, so
+//! they can never be mistaken for (or routed to) a real network. The hosts run real
+//! kernel TCP; the emulator sees every IP packet they exchange.
+
+use crate::emulator::{Counters, Emulator};
+use crate::netns::{LabError, Netns};
+use crate::pcap::PcapWriter;
+use crate::tun::Tun;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+use wirebench_link::LinkParams;
+
+pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+
+/// Field order matters: the emulator (holding the TUN devices) stops before the
+/// namespaces are deleted.
+pub struct Lab {
+    emulator: Emulator,
+    /// `[client, server]` for a lab pair, `[shell host]` for `wirebench shell`.
+    hosts: Vec<Netns>,
+    /// Interfaces whose MTU follows the link's: (namespace or None for the root, name).
+    interfaces: Vec<(Option<String>, String)>,
+    mtu: AtomicU32,
+}
+
+impl Lab {
+    /// Creates both hosts and starts the emulator with `up` (client to server) and
+    /// `down` models.
+    pub fn create(
+        up: LinkParams,
+        down: LinkParams,
+        seed: u64,
+        pcap: Option<&Path>,
+    ) -> Result<Lab, LabError> {
+        let client = Netns::create("a")?;
+        let server = Netns::create("b")?;
+        let mtu = up.mtu.max(down.mtu);
+        let ta = Tun::create(&client, &CLIENT_ADDR.to_string(), 24, mtu)?;
+        let tb = Tun::create(&server, &SERVER_ADDR.to_string(), 24, mtu)?;
+        let pcap = open_pcap(pcap)?;
+        let emulator =
+            Emulator::start(ta, tb, up, down, seed, pcap).map_err(|source| LabError::Io {
+                what: "cannot start the emulator thread".into(),
+                source,
+            })?;
+        let interfaces = vec![
+            (
+                Some(client.name().to_string()),
+                crate::tun::IFNAME.to_string(),
+            ),
+            (
+                Some(server.name().to_string()),
+                crate::tun::IFNAME.to_string(),
+            ),
+        ];
+        Ok(Lab {
+            emulator,
+            hosts: vec![client, server],
+            interfaces,
+            mtu: AtomicU32::new(mtu),
+        })
+    }
+
+    /// `wirebench shell`: one host (198.18.0.2) whose only route to the root namespace
+    /// (198.18.0.1, a TUN device `wb<pid>` there) crosses the link. `up` is the host's
+    /// uplink (host to root). No default route: nothing else is reachable from the host.
+    pub fn shell(
+        up: LinkParams,
+        down: LinkParams,
+        seed: u64,
+        pcap: Option<&Path>,
+    ) -> Result<Lab, LabError> {
+        let host = Netns::create("shell")?;
+        let mtu = up.mtu.max(down.mtu);
+        let th = Tun::create(&host, &SERVER_ADDR.to_string(), 24, mtu)?;
+        let root_name = format!("wb{}", std::process::id());
+        let tr = Tun::create_root(&root_name, &CLIENT_ADDR.to_string(), 24, mtu)?;
+        let pcap = open_pcap(pcap)?;
+        let emulator =
+            Emulator::start(th, tr, up, down, seed, pcap).map_err(|source| LabError::Io {
+                what: "cannot start the emulator thread".into(),
+                source,
+            })?;
+        let interfaces = vec![
+            (
+                Some(host.name().to_string()),
+                crate::tun::IFNAME.to_string(),
+            ),
+            (None, root_name),
+        ];
+        Ok(Lab {
+            emulator,
+            hosts: vec![host],
+            interfaces,
+            mtu: AtomicU32::new(mtu),
+        })
+    }
+
+    /// The client host of a pair, or the shell host.
+    pub fn client(&self) -> &Netns {
+        &self.hosts[0]
+    }
+
+    /// The server host of a pair.
+    pub fn server(&self) -> &Netns {
+        &self.hosts[self.hosts.len() - 1]
+    }
+
+    /// New link models for the next case; also resizes the hosts' MTU if it changed.
+    pub fn configure(&self, up: LinkParams, down: LinkParams, seed: u64) -> Result<(), LabError> {
+        let mtu = up.mtu.max(down.mtu);
+        if mtu != self.mtu.load(Ordering::SeqCst) {
+            let m = mtu.to_string();
+            for (ns, ifname) in &self.interfaces {
+                let mut args: Vec<&str> = Vec::new();
+                if let Some(ns) = ns {
+                    args.extend(["-n", ns.as_str()]);
+                }
+                args.extend(["link", "set", ifname.as_str(), "mtu", &m]);
+                crate::netns::run("ip", &args)?;
+            }
+            self.mtu.store(mtu, Ordering::SeqCst);
+        }
+        self.emulator
+            .configure(up, down, seed)
+            .map_err(|source| LabError::Io {
+                what: "cannot reconfigure the link".into(),
+                source,
+            })?;
+        self.emulator.reset_release_error();
+        Ok(())
+    }
+
+    pub fn counters(&self) -> Counters {
+        self.emulator.counters()
+    }
+
+    pub fn reset_release_error(&self) {
+        self.emulator.reset_release_error();
+    }
+
+    /// Why the emulator stopped, if it did.
+    pub fn emulator_error(&self) -> Option<String> {
+        self.emulator.error()
+    }
+}
+
+fn open_pcap(path: Option<&Path>) -> Result<Option<PcapWriter>, LabError> {
+    path.map(|p| {
+        PcapWriter::create(p).map_err(|source| LabError::Io {
+            what: format!("cannot create {}", p.display()),
+            source,
+        })
+    })
+    .transpose()
+}

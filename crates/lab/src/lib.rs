@@ -1,0 +1,19 @@
+//! The lab: hosts in Linux network namespaces joined by an emulated link.
+//!
+//! - [`netns`]: namespaces (`wb-<pid>-<role>`), entering them, cleaning leftovers.
+//! - [`tun`]: TUN devices, the hosts' interfaces.
+//! - [`emulator`]: the thread that carries packets through `wirebench-link`'s model.
+//! - [`lab`]: a client host and a server host joined by the emulator.
+//! - [`pcap`]: captures of what crossed the link.
+//!
+//! Needs root (CAP_NET_ADMIN + CAP_SYS_ADMIN) and `/dev/net/tun`.
+
+pub mod emulator;
+pub mod lab;
+pub mod netns;
+pub mod pcap;
+pub mod tun;
+
+pub use emulator::{Counters, DirCounters};
+pub use lab::{CLIENT_ADDR, Lab, SERVER_ADDR};
+pub use netns::{LabError, Netns};

@@ -1,0 +1,210 @@
+//! Network namespaces: the lab's hosts.
+//!
+//! Namespaces are created and deleted with iproute2 (`ip netns add/del`), which also
+//! bind-mounts them under `/run/netns/NAME` so they outlive their creator and can be
+//! entered by any thread with `setns(2)`. A thread that has entered a namespace opens
+//! sockets there; a socket keeps its namespace for life, whatever thread uses it later.
+//!
+//! Every name starts with `wb-<pid>-` so leftovers of a killed run are easy to find and
+//! [`clean`] can tell a live run's namespaces from a dead one's.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// Prefix of every namespace wirebench creates.
+pub const PREFIX: &str = "wb-";
+
+/// Namespaces created by this process and not yet deleted: an emergency exit (second
+/// Ctrl-C) deletes them through [`cleanup_registered`].
+static REGISTERED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error(
+        "network namespaces need root (or CAP_NET_ADMIN and CAP_SYS_ADMIN); \
+         run as root, or drop the link parameters to measure on loopback"
+    )]
+    NotRoot,
+    #[error("`{command}` failed: {detail}")]
+    Command { command: String, detail: String },
+    #[error("{what}: {source}")]
+    Io { what: String, source: io::Error },
+}
+
+/// Runs a command, turning a non-zero exit into an error carrying its stderr.
+pub fn run(program: &str, args: &[&str]) -> Result<String, LabError> {
+    let command = format!("{program} {}", args.join(" "));
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| LabError::Command {
+            command: command.clone(),
+            detail: if e.kind() == io::ErrorKind::NotFound {
+                format!("{program} is not installed (Debian: apt-get install iproute2)")
+            } else {
+                e.to_string()
+            },
+        })?;
+    if !out.status.success() {
+        return Err(LabError::Command {
+            command,
+            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Fails early, with a message a user can act on, when namespaces cannot be made.
+pub fn check_privileges() -> Result<(), LabError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(LabError::NotRoot);
+    }
+    Ok(())
+}
+
+/// A network namespace that is deleted when dropped.
+#[derive(Debug)]
+pub struct Netns {
+    name: String,
+}
+
+impl Netns {
+    /// Creates `wb-<pid>-<role>`.
+    pub fn create(role: &str) -> Result<Netns, LabError> {
+        check_privileges()?;
+        let name = format!("{PREFIX}{}-{role}", std::process::id());
+        // A namespace of ours with this name can only be a leftover of this very
+        // process (same pid): replace it.
+        if exists(&name) {
+            let _ = run("ip", &["netns", "del", &name]);
+        }
+        run("ip", &["netns", "add", &name])?;
+        REGISTERED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(name.clone());
+        let ns = Netns { name };
+        ns.ip(&["link", "set", "lo", "up"])?;
+        // IPv6 autoconfiguration would send router solicitations and MLD reports over
+        // the link at random times: at 2400 bit/s each costs 160 ms of airtime. The lab
+        // speaks IPv4 only.
+        run(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                &ns.name,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ],
+        )?;
+        Ok(ns)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `ip -n NAME ARGS...`
+    pub fn ip(&self, args: &[&str]) -> Result<String, LabError> {
+        let mut full = vec!["-n", self.name.as_str()];
+        full.extend_from_slice(args);
+        run("ip", &full)
+    }
+
+    /// Moves the calling thread into this namespace (for the rest of its life).
+    pub fn enter(&self) -> Result<(), LabError> {
+        enter(&self.name)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = run("ip", &["netns", "del", &self.name]);
+        REGISTERED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|n| n != &self.name);
+    }
+}
+
+/// Moves the calling thread into the named namespace.
+pub fn enter(name: &str) -> Result<(), LabError> {
+    let path = format!("/run/netns/{name}");
+    let f = File::open(&path).map_err(|source| LabError::Io {
+        what: format!("cannot open {path}"),
+        source,
+    })?;
+    // SAFETY: f is an open namespace file; setns affects only the calling thread.
+    let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+    if r != 0 {
+        return Err(LabError::Io {
+            what: format!("setns into {name}"),
+            source: io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+fn exists(name: &str) -> bool {
+    std::path::Path::new(&format!("/run/netns/{name}")).exists()
+}
+
+/// The namespaces that look like ours: `wb-<pid>-<role>`, with the pid.
+pub fn list() -> Vec<(String, Option<u32>)> {
+    let names: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names
+        .into_iter()
+        .filter(|n| n.starts_with(PREFIX))
+        .map(|n| {
+            let pid = n[PREFIX.len()..]
+                .split('-')
+                .next()
+                .and_then(|p| p.parse().ok());
+            (n, pid)
+        })
+        .collect()
+}
+
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Deletes lab namespaces whose creating process is gone (or all of them with `all`).
+/// Returns the names deleted.
+pub fn clean(all: bool) -> Result<Vec<String>, LabError> {
+    check_privileges()?;
+    let mut deleted = Vec::new();
+    for (name, pid) in list() {
+        let orphan = match pid {
+            Some(p) => !alive(p) || p == std::process::id(),
+            None => true,
+        };
+        if all || orphan {
+            run("ip", &["netns", "del", &name])?;
+            deleted.push(name);
+        }
+    }
+    Ok(deleted)
+}
+
+/// Deletes every namespace this process created. For emergency exits, where `Drop`
+/// will not run.
+pub fn cleanup_registered() {
+    let names = std::mem::take(&mut *REGISTERED.lock().unwrap_or_else(|p| p.into_inner()));
+    for n in names {
+        let _ = run("ip", &["netns", "del", &n]);
+    }
+}

@@ -1,0 +1,805 @@
+//! The link model's laws, checked in virtual time.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use crate::sim::simulate;
+use crate::*;
+
+const MS: u64 = 1_000_000;
+const S: u64 = 1_000_000_000;
+
+static ZEROS: [u8; 65_536] = [0; 65_536];
+
+/// A test packet: an identity and a length, without allocating the bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pkt {
+    id: u32,
+    len: usize,
+}
+
+impl AsRef<[u8]> for Pkt {
+    fn as_ref(&self) -> &[u8] {
+        &ZEROS[..self.len]
+    }
+}
+
+fn pkt(id: u32, len: usize) -> Pkt {
+    Pkt { id, len }
+}
+
+fn rate(bps: u64) -> LinkParams {
+    LinkParams {
+        rate_bps: Some(bps),
+        queue_packets: None,
+        ..LinkParams::default()
+    }
+}
+
+fn drain<P: AsRef<[u8]>>(link: &mut Link<P>) -> Vec<Released<P>> {
+    let mut out = Vec::new();
+    while let Some(t) = link.next_wakeup() {
+        while let Some(r) = link.dequeue_ready(t) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+fn ceil_div(a: u128, b: u128) -> u64 {
+    a.div_ceil(b) as u64
+}
+
+// ---- rate and delay ----
+
+#[test]
+fn back_to_back_packets_depart_exactly_bytes_times_8_over_rate_apart() {
+    let mut link = Link::new(rate(1_000_000_000), 1);
+    for i in 0..100 {
+        link.enqueue(pkt(i, 1500), 0).unwrap();
+    }
+    let dues: Vec<u64> = drain(&mut link).iter().map(|r| r.due_ns).collect();
+    let expected: Vec<u64> = (1..=100).map(|i| i * 12_000).collect();
+    assert_eq!(dues, expected);
+
+    // 100 B at 2400 bit/s is 333,333,333.33 ns: each departure is the exact cumulative
+    // time rounded up, never a rounded step added up.
+    let mut link = Link::new(rate(2400), 1);
+    for i in 0..10 {
+        link.enqueue(pkt(i, 100), 0).unwrap();
+    }
+    let dues: Vec<u64> = drain(&mut link).iter().map(|r| r.due_ns).collect();
+    let expected: Vec<u64> = (1..=10u128)
+        .map(|i| ceil_div(i * 100 * 8 * 1_000_000_000, 2400))
+        .collect();
+    assert_eq!(dues, expected);
+    assert_eq!(dues[2], S);
+}
+
+#[test]
+fn delay_is_added_after_serialization_and_an_idle_link_starts_at_arrival() {
+    let mut p = rate(2400);
+    p.delay_ns = 500 * MS;
+    let mut link = Link::new(p, 1);
+    link.enqueue(pkt(0, 300), 7).unwrap();
+    assert_eq!(link.next_wakeup(), Some(7 + S + 500 * MS));
+    // Arrives after the first has left: its own serialization starts at arrival.
+    link.enqueue(pkt(1, 30), 10 * S).unwrap();
+    let dues: Vec<u64> = drain(&mut link).iter().map(|r| r.due_ns).collect();
+    assert_eq!(dues, [7 + S + 500 * MS, 10 * S + 100 * MS + 500 * MS]);
+    assert_eq!(serialization_ns(300, 2400), S);
+    assert_eq!(serialization_ns(1, 3), 2_666_666_667);
+    assert_eq!(serialization_ns(1, 0), u64::MAX);
+}
+
+#[test]
+fn unlimited_rate_only_delays() {
+    let p = LinkParams {
+        delay_ns: 10 * MS,
+        ..LinkParams::default()
+    };
+    let mut link = Link::new(p, 1);
+    for i in 0..5 {
+        link.enqueue(pkt(i, 1500), 3).unwrap();
+        assert_eq!(link.queued_bytes(3), 0);
+    }
+    assert!(drain(&mut link).iter().all(|r| r.due_ns == 3 + 10 * MS));
+}
+
+#[test]
+fn a_million_full_packets_at_2400_bits_end_exactly_on_time() {
+    let mut link = Link::new(rate(2400), 1);
+    for i in 0..1_000_000u32 {
+        link.enqueue(pkt(i, 1500), 0).unwrap();
+    }
+    let out = drain(&mut link);
+    assert_eq!(out.len(), 1_000_000);
+    assert_eq!(out[out.len() - 1].due_ns, 1_000_000 * 1500 * 8 / 2400 * S);
+}
+
+#[test]
+fn no_drift_when_the_rate_does_not_divide_the_packet_time() {
+    // 1 byte at 2400 bit/s is 3,333,333.33 ns; every departure must be the exact
+    // cumulative time rounded up, the millionth included.
+    let mut link = Link::new(rate(2400), 1);
+    for i in 0..1_000_000u32 {
+        link.enqueue(pkt(i, 1), 0).unwrap();
+    }
+    for (i, r) in (1..).zip(drain(&mut link)) {
+        assert_eq!(
+            r.due_ns,
+            ceil_div(i * 8 * 1_000_000_000, 2400),
+            "packet {i}"
+        );
+    }
+    assert_eq!(link.stats().delivered.packets, 1_000_000);
+}
+
+// ---- jitter and order ----
+
+#[test]
+fn jitter_without_reorder_keeps_order_and_never_shortens_the_delay() {
+    let p = LinkParams {
+        rate_bps: Some(1_000_000),
+        delay_ns: 10 * MS,
+        jitter_ns: 50 * MS,
+        queue_packets: None,
+        ..LinkParams::default()
+    };
+    let arrivals = (0..2000u32).map(|i| (u64::from(i) * MS, pkt(i, 100)));
+    let out = simulate(p, 9, arrivals).unwrap();
+    assert_eq!(out.delivered.len(), 2000);
+    for (i, d) in out.delivered.iter().enumerate() {
+        assert_eq!(d.index, i);
+        // 100 B at 1 Mbit/s is 0.8 ms, always done before the next arrival.
+        assert!(d.due_ns >= i as u64 * MS + 800_000 + 10 * MS);
+    }
+    // Jitter did vary the delay.
+    let spread: Vec<u64> = out
+        .delivered
+        .iter()
+        .map(|d| d.due_ns - d.index as u64 * MS)
+        .collect();
+    assert!(spread.iter().max() > spread.iter().min());
+}
+
+#[test]
+fn jitter_with_reorder_can_reorder_and_stays_within_its_bounds() {
+    let p = LinkParams {
+        delay_ns: 10 * MS,
+        jitter_ns: 50 * MS,
+        reorder: true,
+        ..LinkParams::default()
+    };
+    let arrivals = (0..2000u32).map(|i| (u64::from(i) * MS, pkt(i, 100)));
+    let out = simulate(p, 9, arrivals).unwrap();
+    let inversions = out
+        .delivered
+        .windows(2)
+        .filter(|w| w[1].index < w[0].index)
+        .count();
+    assert!(inversions > 100, "{inversions}");
+    for d in &out.delivered {
+        let sent = d.index as u64 * MS;
+        assert!((sent + 10 * MS..=sent + 60 * MS).contains(&d.due_ns));
+    }
+    assert!(out.delivered.windows(2).all(|w| w[0].due_ns <= w[1].due_ns));
+}
+
+#[test]
+fn jitter_is_uniform_over_its_closed_range() {
+    let p = LinkParams {
+        jitter_ns: 3,
+        reorder: true,
+        ..LinkParams::default()
+    };
+    let out = simulate(p, 5, (0..4000u32).map(|i| (u64::from(i) * 10, pkt(i, 1)))).unwrap();
+    let mut counts = [0; 4];
+    for d in &out.delivered {
+        counts[(d.due_ns - d.index as u64 * 10) as usize] += 1;
+    }
+    assert!(
+        counts.iter().all(|&c| (850..1150).contains(&c)),
+        "{counts:?}"
+    );
+}
+
+// ---- queue ----
+
+#[test]
+fn packet_bound_drops_the_tail_and_frees_as_packets_finish() {
+    // 8000 bit/s: 100 B take 100 ms.
+    let p = LinkParams {
+        rate_bps: Some(8000),
+        queue_packets: Some(3),
+        ..LinkParams::default()
+    };
+    let mut link = Link::new(p, 1);
+    let results: Vec<_> = (0..10).map(|i| link.enqueue(pkt(i, 100), 0)).collect();
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 3);
+    assert!(results[3..].iter().all(|r| *r == Err(DropCause::Queue)));
+    assert_eq!(link.queued_packets(0), 3);
+    assert_eq!(link.queued_bytes(0), 300);
+    // The first finishes at exactly 100 ms, making room for one.
+    assert_eq!(link.queued_packets(100 * MS - 1), 3);
+    assert_eq!(link.queued_bytes(100 * MS), 200);
+    assert_eq!(link.enqueue(pkt(10, 100), 100 * MS), Ok(()));
+    assert_eq!(link.enqueue(pkt(11, 100), 100 * MS), Err(DropCause::Queue));
+    let s = link.stats();
+    assert_eq!(
+        s.dropped_queue,
+        Counter {
+            packets: 8,
+            bytes: 800
+        }
+    );
+    assert_eq!(s.max_queue_packets, 3);
+    assert_eq!(s.max_queue_bytes, 300);
+    assert!(s.is_conserved());
+    let dues: Vec<u64> = drain(&mut link).iter().map(|r| r.due_ns).collect();
+    assert_eq!(dues, [100 * MS, 200 * MS, 300 * MS, 400 * MS]);
+}
+
+#[test]
+fn byte_bound_counts_the_packet_being_offered() {
+    let p = LinkParams {
+        rate_bps: Some(8000),
+        queue_bytes: Some(250),
+        queue_packets: None,
+        ..LinkParams::default()
+    };
+    let mut link = Link::new(p, 1);
+    assert_eq!(link.enqueue(pkt(0, 100), 0), Ok(()));
+    assert_eq!(link.enqueue(pkt(1, 100), 0), Ok(()));
+    assert_eq!(link.enqueue(pkt(2, 100), 0), Err(DropCause::Queue));
+    // A smaller one still fits.
+    assert_eq!(link.enqueue(pkt(3, 50), 0), Ok(()));
+    assert_eq!(link.queued_bytes(0), 250);
+    assert_eq!(link.stats().max_queue_bytes, 250);
+    assert_eq!(link.stats().dropped_by(DropCause::Queue).packets, 1);
+}
+
+#[test]
+fn packets_in_propagation_do_not_fill_the_queue() {
+    let p = LinkParams {
+        rate_bps: Some(8000),
+        delay_ns: 10 * S,
+        queue_packets: Some(1),
+        ..LinkParams::default()
+    };
+    let mut link = Link::new(p, 1);
+    for i in 0..50 {
+        assert_eq!(link.enqueue(pkt(i, 100), u64::from(i) * 100 * MS), Ok(()));
+    }
+    assert_eq!(link.held_packets(), 50);
+}
+
+// ---- loss ----
+
+fn loss_pattern(loss: Loss, seed: u64, n: u32) -> Vec<bool> {
+    let p = LinkParams {
+        loss,
+        ..LinkParams::default()
+    };
+    let mut link = Link::new(p, seed);
+    (0..n)
+        .map(|i| {
+            let lost = link.enqueue(pkt(i, 100), 0) == Err(DropCause::Loss);
+            while link.dequeue_ready(0).is_some() {}
+            lost
+        })
+        .collect()
+}
+
+#[test]
+fn bernoulli_loss_rate_is_within_statistical_bounds() {
+    let n = 100_000;
+    for (p, seed) in [(0.01, 1), (0.1, 2), (0.5, 3)] {
+        let lost = loss_pattern(Loss::Bernoulli { p }, seed, n)
+            .iter()
+            .filter(|&&l| l)
+            .count() as f64;
+        let sigma = (p * (1.0 - p) / f64::from(n)).sqrt();
+        let rate = lost / f64::from(n);
+        assert!((rate - p).abs() < 5.0 * sigma, "p={p} measured {rate}");
+    }
+    assert!(
+        loss_pattern(Loss::Bernoulli { p: 0.0 }, 1, 1000)
+            .iter()
+            .all(|l| !l)
+    );
+    assert!(
+        loss_pattern(Loss::Bernoulli { p: 1.0 }, 1, 1000)
+            .iter()
+            .all(|l| *l)
+    );
+}
+
+#[test]
+fn loss_is_reproducible_from_the_seed() {
+    let loss = Loss::Bernoulli { p: 0.2 };
+    assert_eq!(
+        loss_pattern(loss, 42, 100_000),
+        loss_pattern(loss, 42, 100_000)
+    );
+    assert_ne!(
+        loss_pattern(loss, 42, 100_000),
+        loss_pattern(loss, 43, 100_000)
+    );
+    // Jitter draws from its own generator, so it leaves the loss sequence alone.
+    let with_jitter = LinkParams {
+        loss,
+        jitter_ns: 5 * MS,
+        ..LinkParams::default()
+    };
+    let mut link = Link::new(with_jitter, 42);
+    let lost: Vec<bool> = (0..1000)
+        .map(|i| link.enqueue(pkt(i, 100), 0) == Err(DropCause::Loss))
+        .collect();
+    assert_eq!(lost, loss_pattern(loss, 42, 1000));
+}
+
+#[test]
+fn the_loss_sequence_of_a_seed_never_changes() {
+    // Golden bits: a changed generator or seeding would silently change every
+    // recorded run's losses. An independent transcription (Python, from the reference
+    // C code) gives the same bits.
+    let bits: String = loss_pattern(Loss::Bernoulli { p: 0.5 }, 42, 64)
+        .iter()
+        .map(|&l| if l { '1' } else { '0' })
+        .collect();
+    assert_eq!(bits, GOLDEN_SEED_42);
+}
+
+const GOLDEN_SEED_42: &str = "1100000000010100000011101110011000000110000001000001101100000010";
+
+#[test]
+fn gilbert_elliott_average_loss_matches_the_stationary_formula() {
+    let cases = [
+        (0.01, 0.3, 0.0, 0.5),
+        (0.05, 0.5, 0.01, 0.9),
+        (0.1, 0.1, 0.0, 1.0),
+    ];
+    let n = 1_000_000;
+    for (i, &(p_gb, p_bg, loss_good, loss_bad)) in cases.iter().enumerate() {
+        let loss = Loss::GilbertElliott {
+            p_gb,
+            p_bg,
+            loss_good,
+            loss_bad,
+        };
+        let expected = loss.mean_loss();
+        let bad = p_gb / (p_gb + p_bg);
+        assert!((expected - ((1.0 - bad) * loss_good + bad * loss_bad)).abs() < 1e-15);
+        let pattern = loss_pattern(loss, i as u64, n);
+        let rate = pattern.iter().filter(|&&l| l).count() as f64 / f64::from(n);
+        // Bursty losses vary more than independent ones; 10 % is still many sigmas.
+        assert!(
+            (rate - expected).abs() < 0.1 * expected,
+            "{loss:?}: expected {expected}, measured {rate}"
+        );
+    }
+    // Bursts: with no loss in Good, losses cluster, so a loss follows a loss far more
+    // often than the average rate.
+    let loss = Loss::GilbertElliott {
+        p_gb: 0.01,
+        p_bg: 0.3,
+        loss_good: 0.0,
+        loss_bad: 0.5,
+    };
+    let pattern = loss_pattern(loss, 7, n);
+    let after_loss = pattern.windows(2).filter(|w| w[0]).count() as f64;
+    let both = pattern.windows(2).filter(|w| w[0] && w[1]).count() as f64;
+    assert!(both / after_loss > 5.0 * loss.mean_loss());
+}
+
+// ---- MTU ----
+
+#[test]
+fn packets_above_the_mtu_are_dropped_and_counted() {
+    let p = LinkParams {
+        mtu: 1500,
+        loss: Loss::Bernoulli { p: 1.0 },
+        ..LinkParams::default()
+    };
+    let mut link = Link::new(p, 1);
+    assert_eq!(link.enqueue(pkt(0, 1501), 0), Err(DropCause::Mtu));
+    // The MTU check comes before loss.
+    assert_eq!(link.enqueue(pkt(1, 1500), 0), Err(DropCause::Loss));
+    let s = link.stats();
+    assert_eq!(
+        s.dropped_mtu,
+        Counter {
+            packets: 1,
+            bytes: 1501
+        }
+    );
+    assert_eq!(
+        s.offered,
+        Counter {
+            packets: 2,
+            bytes: 3001
+        }
+    );
+    assert!(s.is_conserved());
+}
+
+// ---- traces ----
+
+fn trace_params(ms: &[u64]) -> LinkParams {
+    LinkParams {
+        trace: Some(Arc::new(Trace::from_millis(ms).unwrap())),
+        // Ignored when a trace is set.
+        rate_bps: Some(1),
+        queue_packets: None,
+        mtu: 9000,
+        ..LinkParams::default()
+    }
+}
+
+#[test]
+fn trace_delivery_times_on_a_hand_computed_trace() {
+    // Opportunities at 1, 3, 3, 5 ms, then every 5 ms again: 6, 8, 8, 10, 11, ...
+    let mut p = trace_params(&[1, 3, 3, 5]);
+    p.delay_ns = 10 * MS;
+    let arrivals = vec![
+        // Idle: the first opportunity after 0, at 1 ms, carries all 1500 B.
+        (0, pkt(0, 1500)),
+        // Queued behind A, which left nothing at 1 ms: next opportunity, 3 ms; leaves
+        // 1400 B of it.
+        (MS / 2, pkt(1, 100)),
+        // Queued (2 < 3 ms): 1400 B at 3 ms, the other 100 B from the second 3 ms one.
+        (2 * MS, pkt(2, 1500)),
+        // Arrives exactly at 3 ms: those opportunities are gone (Mahimahi burns them
+        // before enqueueing), so 5 ms.
+        (3 * MS, pkt(3, 100)),
+        // Idle at 5.5 ms: 1500 B at 6 ms, 1500 B at 8 ms.
+        (5 * MS + MS / 2, pkt(4, 3000)),
+        // Queued behind it with nothing left: the second 8 ms opportunity.
+        (7 * MS, pkt(5, 1)),
+        // Idle at 9 ms: 10 ms; several small packets share one opportunity.
+        (9 * MS, pkt(6, 700)),
+        (9 * MS, pkt(7, 800)),
+        (9 * MS, pkt(8, 1)),
+    ];
+    let out = simulate(p, 1, arrivals).unwrap();
+    let got: Vec<(usize, u64)> = out
+        .delivered
+        .iter()
+        .map(|d| (d.index, d.due_ns - 10 * MS))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0, MS),
+            (1, 3 * MS),
+            (2, 3 * MS),
+            (3, 5 * MS),
+            (4, 8 * MS),
+            (5, 8 * MS),
+            (6, 10 * MS),
+            (7, 10 * MS),
+            (8, 11 * MS),
+        ]
+    );
+}
+
+#[test]
+fn trace_origin_shifts_the_schedule_and_queue_counts_unfinished_packets() {
+    let p = trace_params(&[10]);
+    let mut link = Link::new(p, 1).with_origin(1_000 * MS);
+    link.enqueue(pkt(0, 1500), 995 * MS).unwrap();
+    link.enqueue(pkt(1, 1500), 995 * MS).unwrap();
+    assert_eq!(link.queued_packets(995 * MS), 2);
+    assert_eq!(link.next_wakeup(), Some(1_010 * MS));
+    assert_eq!(link.queued_bytes(1_010 * MS), 1500);
+    let dues: Vec<u64> = drain(&mut link).iter().map(|r| r.due_ns).collect();
+    assert_eq!(dues, [1_010 * MS, 1_020 * MS]);
+}
+
+/// A line-by-line port of Mahimahi's `LinkQueue::rationalize` and `read_packet`
+/// (opportunities of 1500 bytes), returning each packet's departure time.
+fn mahimahi_departures(trace_ms: &[u64], arrivals: &[(u64, usize)]) -> Vec<u64> {
+    let n = trace_ms.len();
+    let period = trace_ms[n - 1] * MS;
+    let mut next = 0;
+    let mut base = 0;
+    let mut queue: VecDeque<(usize, i64)> = VecDeque::new();
+    let mut in_transit: Option<(usize, i64)> = None;
+    let mut out = vec![u64::MAX; arrivals.len()];
+    let mut rationalize = |now: u64,
+                           next: &mut usize,
+                           base: &mut u64,
+                           queue: &mut VecDeque<(usize, i64)>,
+                           in_transit: &mut Option<(usize, i64)>| {
+        while *base + trace_ms[*next] * MS <= now {
+            let this_delivery = *base + trace_ms[*next] * MS;
+            let mut left = 1500i64;
+            *next = (*next + 1) % n;
+            if *next == 0 {
+                *base += period;
+            }
+            while left > 0 {
+                if in_transit.is_none() {
+                    *in_transit = queue.pop_front();
+                    if in_transit.is_none() {
+                        break;
+                    }
+                }
+                let Some((id, bytes)) = in_transit.as_mut() else {
+                    break;
+                };
+                *bytes -= left;
+                left = 0;
+                if *bytes <= 0 {
+                    left += -*bytes;
+                    out[*id] = this_delivery;
+                    *in_transit = None;
+                }
+            }
+        }
+    };
+    for (i, &(at, len)) in arrivals.iter().enumerate() {
+        rationalize(at, &mut next, &mut base, &mut queue, &mut in_transit);
+        queue.push_back((i, len as i64));
+    }
+    while !queue.is_empty() || in_transit.is_some() {
+        let t = base + trace_ms[next] * MS;
+        rationalize(t, &mut next, &mut base, &mut queue, &mut in_transit);
+    }
+    out
+}
+
+fn trace_strategy() -> impl Strategy<Value = Vec<u64>> {
+    prop::collection::vec(0u64..20, 1..12).prop_map(|mut v| {
+        v.sort_unstable();
+        if let Some(last) = v.last_mut() {
+            *last = (*last).max(1);
+        }
+        v
+    })
+}
+
+proptest! {
+    #[test]
+    fn trace_departures_match_mahimahi(
+        trace_ms in trace_strategy(),
+        gaps in prop::collection::vec((0u64..4 * MS, 0usize..4000), 1..60),
+    ) {
+        let mut t = 0;
+        let arrivals: Vec<(u64, usize)> = gaps
+            .iter()
+            .map(|&(gap, len)| {
+                // Some arrivals land exactly on millisecond opportunity times.
+                t += if gap % 3 == 0 { gap / MS * MS } else { gap };
+                (t, len)
+            })
+            .collect();
+        let expected = mahimahi_departures(&trace_ms, &arrivals);
+        let out = simulate(
+            trace_params(&trace_ms),
+            1,
+            arrivals.iter().enumerate().map(|(i, &(at, len))| (at, pkt(i as u32, len))),
+        )
+        .unwrap();
+        let mut got = vec![u64::MAX; arrivals.len()];
+        for d in &out.delivered {
+            got[d.index] = d.due_ns;
+        }
+        prop_assert_eq!(got, expected);
+    }
+}
+
+// ---- conservation, next_wakeup, queue bound under arbitrary use ----
+
+#[derive(Debug, Clone)]
+enum Op {
+    Enqueue { after: u64, len: usize },
+    Dequeue { after: u64 },
+    Wakeup,
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0u64..20 * MS, 0usize..3000).prop_map(|(after, len)| Op::Enqueue { after, len }),
+        2 => (0u64..50 * MS).prop_map(|after| Op::Dequeue { after }),
+        1 => Just(Op::Wakeup),
+    ]
+}
+
+fn params_strategy() -> impl Strategy<Value = LinkParams> {
+    let loss = prop_oneof![
+        Just(Loss::None),
+        (0.0..=1.0f64).prop_map(|p| Loss::Bernoulli { p }),
+        (0.0..=1.0f64, 0.0..=1.0f64, 0.0..=1.0f64, 0.0..=1.0f64).prop_map(
+            |(p_gb, p_bg, loss_good, loss_bad)| Loss::GilbertElliott {
+                p_gb,
+                p_bg,
+                loss_good,
+                loss_bad
+            }
+        ),
+    ];
+    (
+        prop::option::of(1u64..100_000_000),
+        0u64..100 * MS,
+        prop_oneof![Just(0u64), 0u64..100 * MS],
+        any::<bool>(),
+        loss,
+        prop::option::of(1u64..20_000),
+        prop::option::of(1usize..20),
+        1u32..3000,
+        prop::option::of(trace_strategy()),
+    )
+        .prop_map(
+            |(rate_bps, delay_ns, jitter_ns, reorder, loss, qb, qp, mtu, trace)| LinkParams {
+                rate_bps,
+                delay_ns,
+                jitter_ns,
+                reorder,
+                loss,
+                queue_bytes: qb,
+                queue_packets: qp,
+                mtu,
+                trace: trace.map(|t| Arc::new(Trace::from_millis(&t).unwrap())),
+            },
+        )
+}
+
+proptest! {
+    #[test]
+    fn conservation_queue_bound_and_next_wakeup_hold_under_any_use(
+        params in params_strategy(),
+        seed in any::<u64>(),
+        ops in prop::collection::vec(op_strategy(), 0..200),
+    ) {
+        let mut link = Link::new(params.clone(), seed);
+        let mut now = 0u64;
+        let mut released_seq: Vec<u32> = Vec::new();
+        let mut id = 0;
+        let mut last_release = 0;
+        for op in ops {
+            match op {
+                Op::Enqueue { after, len } => {
+                    now += after;
+                    let _ = link.enqueue(pkt(id, len), now);
+                    id += 1;
+                }
+                Op::Dequeue { after } => {
+                    now += after;
+                    while let Some(r) = link.dequeue_ready(now) {
+                        prop_assert!(r.due_ns <= now);
+                        prop_assert!(r.due_ns >= last_release);
+                        last_release = r.due_ns;
+                        released_seq.push(r.packet.id);
+                    }
+                    // Nothing due is left behind.
+                    prop_assert!(link.next_wakeup().is_none_or(|w| w > now));
+                }
+                Op::Wakeup => {
+                    if let Some(w) = link.next_wakeup() {
+                        // Nothing is due before the wake-up time...
+                        let mut probe = link.clone();
+                        if w > 0 {
+                            prop_assert!(probe.dequeue_ready(w - 1).is_none());
+                        }
+                        // ... and something is at it.
+                        let r = probe.dequeue_ready(w);
+                        prop_assert_eq!(r.map(|r| r.due_ns), Some(w));
+                    }
+                }
+            }
+            let s = link.stats();
+            prop_assert!(s.is_conserved(), "{:?}", s);
+            prop_assert_eq!(s.held.packets, link.held_packets() as u64);
+            if let Some(b) = params.queue_bytes {
+                prop_assert!(link.queued_bytes(now) <= b);
+                prop_assert!(s.max_queue_bytes <= b);
+            }
+            if let Some(p) = params.queue_packets {
+                prop_assert!(link.queued_packets(now) <= p as u64);
+                prop_assert!(s.max_queue_packets <= p as u64);
+            }
+        }
+        for r in drain(&mut link) {
+            released_seq.push(r.packet.id);
+        }
+        let s = link.stats();
+        prop_assert!(s.is_conserved());
+        prop_assert_eq!(s.held, Counter::default());
+        prop_assert_eq!(s.offered.packets, u64::from(id));
+        if !params.reorder {
+            prop_assert!(released_seq.windows(2).all(|w| w[0] < w[1]), "{:?}", released_seq);
+        }
+    }
+
+    #[test]
+    fn same_seed_same_run(params in params_strategy(), seed in any::<u64>()) {
+        let arrivals: Vec<(u64, Pkt)> =
+            (0..300u32).map(|i| (u64::from(i) * MS / 3, pkt(i, 40 + (i as usize * 37) % 1500))).collect();
+        let a = simulate(params.clone(), seed, arrivals.clone()).unwrap();
+        let b = simulate(params, seed, arrivals).unwrap();
+        prop_assert_eq!(a, b);
+    }
+
+    #[test]
+    fn rate_law_for_any_rate_and_lengths(
+        bps in 1u64..10_000_000_000,
+        lens in prop::collection::vec(0usize..9000, 1..50),
+        delay in 0u64..S,
+    ) {
+        let p = LinkParams { rate_bps: Some(bps), delay_ns: delay, mtu: 9000, queue_packets: None, ..LinkParams::default() };
+        let out = simulate(p, 0, lens.iter().enumerate().map(|(i, &l)| (0, pkt(i as u32, l)))).unwrap();
+        let mut bits = 0u128;
+        for (d, &len) in out.delivered.iter().zip(&lens) {
+            bits += len as u128 * 8;
+            prop_assert_eq!(d.due_ns, ceil_div(bits * 1_000_000_000, u128::from(bps)) + delay);
+        }
+    }
+}
+
+// ---- odds and ends ----
+
+#[test]
+fn time_never_goes_backwards() {
+    let mut link = Link::new(rate(8000), 1);
+    link.enqueue(pkt(0, 100), 10 * S).unwrap();
+    // An earlier time is taken as the latest seen.
+    link.enqueue(pkt(1, 100), S).unwrap();
+    assert_eq!(link.queued_packets(0), 2);
+    // But asking for an earlier time releases nothing due later.
+    assert!(link.dequeue_ready(S).is_none());
+    let dues: Vec<u64> = drain(&mut link).iter().map(|r| r.due_ns).collect();
+    assert_eq!(dues, [10 * S + 100 * MS, 10 * S + 200 * MS]);
+}
+
+#[test]
+fn invalid_params_are_rejected() {
+    let bad = |f: fn(&mut LinkParams)| {
+        let mut p = LinkParams::default();
+        f(&mut p);
+        Link::<Pkt>::try_new(p, 0).err()
+    };
+    assert_eq!(bad(|p| p.rate_bps = Some(0)), Some(ParamsError::ZeroRate));
+    assert_eq!(bad(|p| p.mtu = 0), Some(ParamsError::ZeroMtu));
+    assert!(matches!(
+        bad(|p| p.loss = Loss::Bernoulli { p: 1.5 }),
+        Some(ParamsError::Probability { .. })
+    ));
+    assert!(matches!(
+        bad(|p| p.loss = Loss::Bernoulli { p: f64::NAN }),
+        Some(ParamsError::Probability { .. })
+    ));
+    assert!(matches!(
+        bad(|p| p.queue_packets = Some(0)),
+        Some(ParamsError::ZeroQueue { .. })
+    ));
+    assert!(bad(|_| {}).is_none());
+    assert_eq!(LinkSpec::default().to_params(), LinkParams::default());
+}
+
+#[test]
+fn simulate_returns_delivery_pairs() {
+    let p = LinkSpec::parse("2400bit/500ms").unwrap().to_params();
+    let out = simulate(p, 1, vec![(0, vec![0u8; 300]), (0, vec![1u8; 300])]).unwrap();
+    assert!(out.dropped.is_empty());
+    assert_eq!(
+        out.pairs(),
+        [
+            (S + 500 * MS, vec![0u8; 300]),
+            (2 * S + 500 * MS, vec![1u8; 300])
+        ]
+    );
+    let p = LinkSpec::parse("2400bit,mtu=100").unwrap().to_params();
+    let out = simulate(p, 1, vec![(5, vec![0u8; 101])]).unwrap();
+    assert_eq!(
+        out.dropped,
+        [sim::Dropped {
+            index: 0,
+            at_ns: 5,
+            cause: DropCause::Mtu
+        }]
+    );
+}

@@ -1,0 +1,248 @@
+//! From a case's link parameters to the two directions' link specs, and from the
+//! emulator's counters to the case's wire metrics and the model's expectations.
+//!
+//! Precedence: `link` sets both directions; `uplink` / `downlink` replace one direction;
+//! `link.rate`, `link.delay`, ... then override that field in both directions, so a grid
+//! axis over `link.delay` varies the delay of whatever link was described.
+
+use crate::Case;
+use wirebench_lab::{CLIENT_ADDR, Counters, DirCounters};
+use wirebench_link::{LinkSpec, Loss, serialization_ns};
+use wirebench_model::{Metric, Value};
+use wirebench_workload::Outcome;
+use wirebench_workload::params::is_link;
+
+/// IPv4 (20) + TCP (20) + timestamp option (12): what Linux puts in front of every data
+/// segment of a connection between two Linux hosts.
+pub const TCP_IPV4_OVERHEAD: u64 = 52;
+/// The raw protocol's frame header.
+const FRAME_HEADER: u64 = 21;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CaseLink {
+    pub up: LinkSpec,
+    pub down: LinkSpec,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("case {case}: {msg}")]
+pub struct CaseLinkError {
+    case: usize,
+    msg: String,
+}
+
+/// The link of a case, or `None` if it has no link parameter (plain loopback).
+pub fn case_link(case: &Case) -> Result<Option<CaseLink>, CaseLinkError> {
+    if !case.point.iter().any(|(n, _)| is_link(n)) {
+        return Ok(None);
+    }
+    let err = |msg: String| CaseLinkError {
+        case: case.index,
+        msg,
+    };
+    let spec = |name: &str| -> Result<Option<LinkSpec>, CaseLinkError> {
+        match case.get(name).and_then(Value::as_word) {
+            Some(text) => LinkSpec::parse(text)
+                .map(Some)
+                .map_err(|e| err(format!("{name}: {e}"))),
+            None => Ok(None),
+        }
+    };
+    let both = spec("link")?.unwrap_or_default();
+    let mut up = spec("uplink")?.unwrap_or_else(|| both.clone());
+    let mut down = spec("downlink")?.unwrap_or(both);
+    for (name, v) in &case.point {
+        for dir in [&mut up, &mut down] {
+            match (name.as_str(), &v.value) {
+                ("link.rate", Value::Rate(r)) => dir.rate_bps = Some(r.0.round() as u64),
+                ("link.delay", Value::Duration(d)) => dir.delay_ns = d.as_nanos() as u64,
+                ("link.jitter", Value::Duration(d)) => dir.jitter_ns = d.as_nanos() as u64,
+                ("link.queue", Value::Bytes(b)) => dir.queue_bytes = Some(b.0),
+                ("link.mtu", Value::Count(m)) => {
+                    dir.mtu =
+                        u32::try_from(*m).map_err(|_| err(format!("link.mtu {m} is too large")))?
+                }
+                ("link.loss", Value::Word(w)) => {
+                    dir.loss = LinkSpec::parse(&format!("loss={w}"))
+                        .map_err(|e| err(format!("link.loss: {e}")))?
+                        .loss
+                }
+                _ => {}
+            }
+        }
+    }
+    // Validate the combination (e.g. an MTU out of range) before any lab is built.
+    for (which, dir) in [("uplink", &up), ("downlink", &down)] {
+        LinkSpec::parse(&dir.to_string()).map_err(|e| err(format!("{which} {dir}: {e}")))?;
+    }
+    Ok(Some(CaseLink { up, down }))
+}
+
+/// The data connection's packets in one direction (its flow in the emulator's counters).
+fn flow(dir: &DirCounters, local_port: u16, outgoing: bool) -> (u64, u64) {
+    let client = CLIENT_ADDR.octets();
+    dir.flows
+        .iter()
+        .filter(|(k, _)| {
+            k.proto == 6
+                && if outgoing {
+                    k.src == client && k.sport == local_port
+                } else {
+                    k.dst == client && k.dport == local_port
+                }
+        })
+        .fold((0, 0), |acc, (_, v)| (acc.0 + v.0, acc.1 + v.1))
+}
+
+/// One-way time of a message of `frame` bytes over `spec`: serialization of its
+/// segments (pipelined: the last bit leaves after all bytes) plus propagation.
+fn one_way_ns(frame: u64, spec: &LinkSpec) -> u64 {
+    let mss = (spec.mtu as u64).saturating_sub(TCP_IPV4_OVERHEAD).max(1);
+    let segments = frame.div_ceil(mss).max(1);
+    let bytes = frame + segments * TCP_IPV4_OVERHEAD;
+    spec.rate_bps
+        .map(|r| serialization_ns(bytes, r))
+        .unwrap_or(0)
+        + spec.delay_ns
+}
+
+pub fn add_wire_metrics(
+    out: &mut Outcome,
+    case: &Case,
+    link: &CaseLink,
+    before: &Counters,
+    after: &Counters,
+) {
+    let metric = |name: &str, value: f64, unit: &str| (name.to_string(), Metric::new(value, unit));
+    let mut m = Vec::new();
+    let sent = out
+        .metrics
+        .iter()
+        .find(|(n, _)| n == "messages.sent")
+        .map(|(_, v)| v.value)
+        .unwrap_or(0.0);
+    let workload = case.workload();
+    let echoed =
+        workload == "pingpong" || case.get("mode").and_then(Value::as_word) == Some("echo");
+    let crossings = if echoed { 2.0 * sent } else { sent };
+    let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0);
+    if let Some(port) = out.local_port {
+        let (up_p, up_b) = flow(&after.up, port, true);
+        let (down_p, down_b) = flow(&after.down, port, false);
+        m.push(metric("wire.up.packets", up_p as f64, "count"));
+        m.push(metric("wire.up.bytes", up_b as f64, "B"));
+        m.push(metric("wire.down.packets", down_p as f64, "count"));
+        m.push(metric("wire.down.bytes", down_b as f64, "B"));
+        m.push(metric("wire.bytes", (up_b + down_b) as f64, "B"));
+        m.push(metric("wire.packets", (up_p + down_p) as f64, "count"));
+        if crossings > 0.0 {
+            let per = (up_b + down_b) as f64 / crossings;
+            m.push(metric("wire.bytes_per_message", per, "B"));
+            m.push(metric(
+                "wire.overhead_per_message",
+                per - payload as f64,
+                "B",
+            ));
+        }
+    }
+    let up = after.up.since(&before.up);
+    let down = after.down.since(&before.down);
+    m.push(metric(
+        "link.dropped.queue",
+        (up.dropped_queue + down.dropped_queue) as f64,
+        "count",
+    ));
+    m.push(metric(
+        "link.dropped.loss",
+        (up.dropped_loss + down.dropped_loss) as f64,
+        "count",
+    ));
+    m.push(metric(
+        "link.dropped.mtu",
+        (up.dropped_mtu + down.dropped_mtu) as f64,
+        "count",
+    ));
+    m.push(metric(
+        "link.dropped.other",
+        (up.dropped_tx + up.dropped_reset + down.dropped_tx + down.dropped_reset) as f64,
+        "count",
+    ));
+    if let Some(h) = &after.release_error {
+        if !h.is_empty() {
+            m.push(metric(
+                "link.release_error.p50",
+                h.value_at_quantile(0.5) as f64 / 1e9,
+                "s",
+            ));
+            m.push(metric(
+                "link.release_error.p99",
+                h.value_at_quantile(0.99) as f64 / 1e9,
+                "s",
+            ));
+            m.push(metric("link.release_error.max", h.max() as f64 / 1e9, "s"));
+        }
+    }
+    if workload == "pingpong" {
+        let frame = payload + FRAME_HEADER;
+        let model = one_way_ns(frame, &link.up) + one_way_ns(frame, &link.down);
+        m.push(metric("rtt.model", model as f64 / 1e9, "s"));
+        if let (Some(ru), Some(rd)) = (link.up.rate_bps, link.down.rate_bps) {
+            let theory = serialization_ns(payload, ru) + serialization_ns(payload, rd);
+            m.push(metric("rtt.theory_payload", theory as f64 / 1e9, "s"));
+        }
+        if !matches!(link.up.loss, Loss::None) || link.up.jitter_ns > 0 {
+            out.notes
+                .push("rtt.model assumes no loss and no jitter".into());
+        }
+    }
+    out.metrics.extend(m);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Scenario, plan};
+
+    fn link_of(args: &[(&str, &str)]) -> CaseLink {
+        let mut s = Scenario::empty("t");
+        for (k, v) in args {
+            s.set_param(k, v).unwrap();
+        }
+        case_link(&plan(&s)[0]).unwrap().unwrap()
+    }
+
+    #[test]
+    fn no_link_parameters_no_lab() {
+        let s = Scenario::empty("t");
+        assert_eq!(case_link(&plan(&s)[0]).unwrap(), None);
+    }
+
+    #[test]
+    fn precedence_link_then_direction_then_fields() {
+        let l = link_of(&[
+            ("link", "2400bit/500ms"),
+            ("downlink", "19.2kbit/1s"),
+            ("link.delay", "250ms"),
+        ]);
+        assert_eq!(l.up.rate_bps, Some(2400));
+        assert_eq!(l.down.rate_bps, Some(19200));
+        assert_eq!(l.up.delay_ns, 250_000_000);
+        assert_eq!(l.down.delay_ns, 250_000_000);
+        let l = link_of(&[("link.rate", "1Gbit"), ("link.loss", "1%")]);
+        assert_eq!(l.up.rate_bps, Some(1_000_000_000));
+        assert!(matches!(l.down.loss, Loss::Bernoulli { .. }));
+    }
+
+    #[test]
+    fn model_rtt_at_2400_bits() {
+        // 2-byte payload: 23-byte frame + 52 bytes of headers = 75 B = 250 ms per way.
+        let spec = LinkSpec::parse("2400bit/500ms").unwrap();
+        assert_eq!(one_way_ns(23, &spec), 250_000_000 + 500_000_000);
+        // A frame larger than one MSS pays the headers of every segment.
+        let spec = LinkSpec::parse("rate=8kbit,mtu=552").unwrap();
+        assert_eq!(
+            one_way_ns(1000, &spec),
+            serialization_ns(1000 + 2 * 52, 8000)
+        );
+    }
+}
