@@ -26,6 +26,8 @@ const SPIN_NS: u64 = 1_000_000;
 /// wake-up latency of a sleeping thread out of their arrival times (NAPI-style busy
 /// polling, bounded so an idle link costs no CPU).
 const BUSY_NS: u64 = 2_000_000;
+/// Within this much of a due time, spin without yielding.
+const TIGHT_NS: u64 = 20_000;
 /// Longest sleep when nothing is held, so reconfiguration and stop are noticed.
 const IDLE_NS: u64 = 10_000_000;
 /// Distinct flows counted before the rest are lumped together.
@@ -121,6 +123,8 @@ pub struct Counters {
 
 struct Shared {
     stop: AtomicBool,
+    /// Kernel thread id of the emulator thread, for its CPU time.
+    tid: std::sync::atomic::AtomicI64,
     pending: Mutex<Option<(LinkParams, LinkParams, u64)>>,
     counters: Mutex<Counters>,
     error: Mutex<Option<String>>,
@@ -143,6 +147,7 @@ impl Emulator {
     ) -> io::Result<Emulator> {
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
+            tid: std::sync::atomic::AtomicI64::new(0),
             pending: Mutex::new(None),
             counters: Mutex::new(Counters {
                 release_error: new_hist(),
@@ -154,6 +159,9 @@ impl Emulator {
         let thread = std::thread::Builder::new()
             .name("wb-emulator".into())
             .spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                sh.tid
+                    .store(unsafe { libc::gettid() } as i64, Ordering::SeqCst);
                 let mut w = Worker::new(a, b, up, down, seed, pcap, sh.clone());
                 if let Err(e) = w.run() {
                     *sh.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
@@ -212,6 +220,13 @@ impl Emulator {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .release_error = new_hist();
+    }
+
+    /// CPU time the emulator thread has used, from the kernel's scheduler statistics.
+    pub fn cpu_ns(&self) -> Option<u64> {
+        let tid = self.shared.tid.load(Ordering::SeqCst);
+        let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+        text.split_whitespace().next()?.parse().ok()
     }
 
     /// Why the emulator thread stopped, if it failed.
@@ -298,7 +313,13 @@ impl Worker {
                 .min();
             let wait = match next {
                 Some(t) if t <= now + SPIN_NS => {
-                    std::thread::yield_now();
+                    // Close to the deadline, spin; further out, let co-located host
+                    // threads run (a yield costs a few microseconds when they do).
+                    if t > now + TIGHT_NS {
+                        std::thread::yield_now();
+                    } else {
+                        std::hint::spin_loop();
+                    }
                     continue;
                 }
                 Some(t) => t - now - SPIN_NS,

@@ -141,6 +141,11 @@ impl Lab {
         Ok(())
     }
 
+    /// CPU time used by the emulator thread so far.
+    pub fn emulator_cpu_ns(&self) -> Option<u64> {
+        self.emulator.cpu_ns()
+    }
+
     pub fn counters(&self) -> Counters {
         self.emulator.counters()
     }

@@ -274,7 +274,7 @@ impl Job<'_> {
                         record
                             .notes
                             .push(format!("link up: {}; link down: {}", l.up, l.down));
-                        Some(lab.counters())
+                        Some((lab.counters(), lab.emulator_cpu_ns()))
                     }
                     _ => None,
                 };
@@ -306,8 +306,15 @@ impl Job<'_> {
                 );
                 match result {
                     Ok(mut outcome) => {
-                        if let (Some(lab), Some(before), Some(l)) = (self.lab, &before, link) {
+                        if let (Some(lab), Some((before, cpu0)), Some(l)) =
+                            (self.lab, &before, link)
+                        {
                             link::add_wire_metrics(&mut outcome, case, l, before, &lab.counters());
+                            if let (Some(c0), Some(c1)) = (cpu0, lab.emulator_cpu_ns()) {
+                                let share = c1.saturating_sub(*c0) as f64
+                                    / elapsed.as_nanos().max(1) as f64;
+                                outcome.push("link.emulator_cpu", share, "cores");
+                            }
                         }
                         let stem = format!("case-{:04}-r{}", case.index, repeat);
                         attach(&dir, &mut record, &stem, outcome, started, elapsed)

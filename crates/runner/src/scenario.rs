@@ -209,7 +209,11 @@ impl Scenario {
             )
         })?;
         let mut values = Vec::new();
-        for part in text.split(',') {
+        for part in split_list(
+            text,
+            matches!(spec.kind, wirebench_model::Kind::Custom { .. }),
+        ) {
+            let part = part.as_str();
             if part.trim().is_empty() {
                 return Err(cx.err(None, &key, format!("empty value in list {text:?}")));
             }
@@ -235,6 +239,29 @@ impl Scenario {
         }
         g
     }
+}
+
+/// Splits a command-line list. Link specs contain commas of their own
+/// (`rate=2400bit,delay=500ms`), so for them a `key=value` part continues the previous
+/// item, and `;` separates items when given.
+fn split_list(text: &str, spec_syntax: bool) -> Vec<String> {
+    if !spec_syntax {
+        return text.split(',').map(str::to_string).collect();
+    }
+    if text.contains(';') {
+        return text.split(';').map(str::to_string).collect();
+    }
+    let mut items: Vec<String> = Vec::new();
+    for part in text.split(',') {
+        match items.last_mut() {
+            Some(last) if part.contains('=') => {
+                last.push(',');
+                last.push_str(part);
+            }
+            _ => items.push(part.to_string()),
+        }
+    }
+    items
 }
 
 fn string(cx: &Ctx, item: &Item, key: &str) -> Result<String, ScenarioError> {
@@ -477,6 +504,32 @@ mod tests {
     fn syntax_errors_have_a_line() {
         let e = err("name = \"x\"\n[params\npayload = 1\n");
         assert!(e.starts_with("bad.toml:2: not valid TOML"), "{e}");
+    }
+
+    #[test]
+    fn link_specs_keep_their_commas() {
+        assert_eq!(
+            split_list("rate=1Gbit,delay=10ms,queue=4MiB", true),
+            ["rate=1Gbit,delay=10ms,queue=4MiB"]
+        );
+        assert_eq!(
+            split_list("2400bit/500ms,9600bit/1s,loss=1%", true),
+            ["2400bit/500ms", "9600bit/1s,loss=1%"]
+        );
+        assert_eq!(
+            split_list("rate=1Gbit,delay=1ms;rate=2Gbit", true),
+            ["rate=1Gbit,delay=1ms", "rate=2Gbit"]
+        );
+        assert_eq!(split_list("1,2", false), ["1", "2"]);
+        let mut s = Scenario::empty("t");
+        s.set_param(
+            "link",
+            "rate=2400bit,delay=500ms,jitter=10ms,loss=1%,queue=64KiB,mtu=1500",
+        )
+        .unwrap();
+        assert_eq!(s.grid.get("link").unwrap().values.len(), 1);
+        let e = s.set_param("link", "rate=fast").unwrap_err().to_string();
+        assert!(e.starts_with("command line: --link:"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,248 @@
+//! The emulated-link lab end to end: real kernel TCP between two network namespaces
+//! through the emulator. Needs root (CI runs as root; these tests are not skipped).
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn wirebench() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_wirebench"))
+}
+
+fn records(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("results.jsonl"))
+        .map(|t| {
+            t.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn m(r: &serde_json::Value, name: &str) -> f64 {
+    r["metrics"][name]["value"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {name} in {r}"))
+}
+
+/// Lab namespaces created by process `pid`.
+fn namespaces_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("wb-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn rtt_at_2400_bits_follows_the_link_law() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let mut child = wirebench()
+        .args([
+            "run",
+            "--workload",
+            "pingpong",
+            "--payload",
+            "2",
+            "--rounds",
+            "5",
+        ])
+        .args([
+            "--link-rate",
+            "2400bit",
+            "--link-delay",
+            "0,500ms",
+            "--quiet",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "{err}");
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "namespaces left behind: {:?}",
+        namespaces_of(pid)
+    );
+
+    let recs = records(&out);
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        assert_eq!(r["status"], "ok");
+        // 2-byte payload: 23-byte frame + 52 bytes of TCP/IP = 75 B = 250 ms per way.
+        let (stable, model) = (m(r, "rtt.stable"), m(r, "rtt.model"));
+        assert!(
+            (stable - model).abs() < 0.02,
+            "stable {stable} vs model {model}"
+        );
+        assert!(m(r, "wire.up.packets") >= 5.0);
+        assert_eq!(m(r, "link.dropped.queue") + m(r, "link.dropped.loss"), 0.0);
+        // The first round includes nothing extra on raw TCP, but is never faster.
+        assert!(m(r, "rtt.first") >= model - 0.001);
+    }
+    // The stable RTT grows by twice the one-way delay.
+    let growth = m(&recs[1], "rtt.stable") - m(&recs[0], "rtt.stable");
+    assert!((growth - 1.0).abs() < 0.02, "growth {growth}");
+    assert!((m(&recs[0], "rtt.model") - 0.5).abs() < 1e-9);
+}
+
+#[test]
+fn killed_run_leaves_namespaces_that_lab_clean_removes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = wirebench()
+        .args([
+            "run",
+            "--workload",
+            "pingpong",
+            "--rounds",
+            "1000",
+            "--link",
+            "2400bit/1s",
+            "--quiet",
+        ])
+        .args(["--out", tmp.path().join("r").to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while namespaces_of(pid).len() < 2 {
+        assert!(Instant::now() < deadline, "lab never came up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    assert_eq!(namespaces_of(pid).len(), 2, "a killed run cannot clean up");
+    let out = wirebench().args(["lab", "clean"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("wb-{pid}-a")));
+    assert!(namespaces_of(pid).is_empty());
+}
+
+#[test]
+fn ctrl_c_tears_the_lab_down_and_keeps_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let mut child = wirebench()
+        .args([
+            "run",
+            "--workload",
+            "pingpong",
+            "--rounds",
+            "3,1000",
+            "--link",
+            "10Mbit/100ms",
+            "--quiet",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while records(&out).is_empty() {
+        assert!(Instant::now() < deadline, "first case never finished");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "left: {:?}",
+        namespaces_of(pid)
+    );
+    let recs = records(&out);
+    assert_eq!(recs[0]["status"], "ok");
+    assert_eq!(recs.last().unwrap()["status"], "interrupted");
+}
+
+#[test]
+fn shell_puts_a_command_behind_the_link() {
+    use std::io::{BufRead, BufReader, Write};
+    // A listener in the root namespace; the shell's host reaches it as 198.18.0.1.
+    let listener = TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (s, peer) = listener.accept().unwrap();
+        let mut line = String::new();
+        BufReader::new(&s).read_line(&mut line).unwrap();
+        (&s).write_all(b"pong\n").unwrap();
+        (line, peer)
+    });
+    let t = Instant::now();
+    // The command waits for the answer: when it exits, its host and whatever is still
+    // in flight on the link are gone.
+    let script = format!(
+        "exec 3<>/dev/tcp/198.18.0.1/{port}; echo ping >&3; read -r reply <&3; echo \"$reply\""
+    );
+    let out = wirebench()
+        .args([
+            "shell",
+            "--link",
+            "1Mbit/200ms",
+            "--",
+            "bash",
+            "-c",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (line, peer) = server.join().unwrap();
+    assert_eq!(line, "ping\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "pong\n");
+    assert_eq!(peer.ip().to_string(), "198.18.0.2");
+    // Handshake and one exchange: at least two round trips of 400 ms.
+    assert!(
+        t.elapsed() >= Duration::from_millis(800),
+        "{:?}",
+        t.elapsed()
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("uplink") && err.contains("packets"), "{err}");
+}
+
+#[test]
+fn link_and_server_flags_conflict_clearly() {
+    let out = wirebench()
+        .args(["run", "--link", "1Mbit", "--server", "127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--server cannot be combined"));
+    let out = wirebench()
+        .args(["run", "--link", "2400bit/fast"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--link"), "{err}");
+}
