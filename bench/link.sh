@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Accuracy and speed of wirebench's link emulator (needs root: it builds network
+# namespaces). Traffic stays inside namespaces this script's runs create.
+#
+#   bench/link.sh [--quick]
+#
+# 1. 2400 bit/s ping-pong (2-byte payload), delay 0 / 0.5 / 1 s: measured stable RTT
+#    against the model's expectation (rtt.model: one 75-byte segment each way plus
+#    delay), and the growth of the stable RTT against 2 x delay.
+#    Targets: |stable - model| <= 1 ms; growth = 2 x delay.
+# 2. 1 Gbit/s + 10 ms, queue 4 MiB (> one bandwidth-delay product of 2.5 MB): one TCP
+#    flow's rate on the wire and its goodput; the emulator's release error and CPU.
+#    Targets: wire rate >= 95% of 1 Gbit/s; release error p99 <= 50 us; CPU <= 1 core.
+# 3. Long-run rate: 20 s saturating 10 Mbit/s; IP bits delivered / time vs the rate.
+#    Target: error < 0.1%.
+#
+# There is no reference emulator in the same run: Mahimahi is not packaged for this
+# Debian, and the kernel has no netem. The reference is the link model itself (exact
+# integer arithmetic, unit-tested in crates/link), so the figures below are the
+# emulator's departures from theory. Results: docs/performance.md.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+QUICK=0
+[[ ${1:-} == --quick ]] && QUICK=1
+WB=${WB:-$REPO/target/release/wirebench}
+OUT=${OUT:-$(mktemp -d /tmp/wirebench-link.XXXXXX)}
+
+[[ $(id -u) == 0 ]] || { echo "bench/link.sh: needs root (network namespaces)" >&2; exit 2; }
+command -v jq >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q jq >/dev/null
+if [[ ! -x $WB ]]; then (cd "$REPO" && cargo build --release -p wirebench); fi
+
+ROUNDS=10 COUNT_G=5000 COUNT_R=200 REPEAT=3
+((QUICK)) && ROUNDS=4 COUNT_G=2000 COUNT_R=40 REPEAT=1
+
+run() { # run NAME ARGS...: one wirebench run, JSON lines kept in $OUT/NAME.jsonl
+    local name=$1
+    shift
+    echo "  \$ wirebench run $*" >&2
+    "$WB" run --json --quiet --out "$OUT/$name" "$@" >"$OUT/$name.jsonl" 2>"$OUT/$name.err" ||
+        { echo "wirebench failed, see $OUT/$name.err" >&2; exit 1; }
+}
+
+echo "== wirebench link emulator accuracy ($(date -u +%FT%TZ), $(uname -r), $(nproc) cpus)"
+echo "raw outputs: $OUT"
+
+echo "-- 1. 2400 bit/s ping-pong, 2-byte payload"
+run rtt2400 --workload pingpong --payload 2 --rounds "$ROUNDS" --link-rate 2400bit --link-delay 0,500ms,1s
+jq -r '"  delay \(.labels["link.delay"])  stable \(.metrics["rtt.stable"].value*1000 | .*1000|round/1000) ms  model \(.metrics["rtt.model"].value*1000) ms  diff \((.metrics["rtt.stable"].value - .metrics["rtt.model"].value)*1000 | .*1000|round/1000) ms  p99 \(.metrics["rtt.p99"].value*1000 | .*1000|round/1000) ms  first \(.metrics["rtt.first"].value*1000 | .*1000|round/1000) ms"' "$OUT/rtt2400.jsonl"
+jq -rs '
+  (.[0].metrics["rtt.stable"].value) as $s0 |
+  .[1:][] | "  growth at delay \(.labels["link.delay"]): \((.metrics["rtt.stable"].value - $s0)*1000 | .*1000|round/1000) ms (2 x delay = \(.params["link.delay"]*2000) ms)"' "$OUT/rtt2400.jsonl"
+worst=$(jq -s 'map((.metrics["rtt.stable"].value - .metrics["rtt.model"].value) | fabs) | max * 1000' "$OUT/rtt2400.jsonl")
+echo "  worst |stable - model| = $(printf %.3f "$worst") ms (target <= 1 ms)"
+
+echo "-- 2. 1 Gbit/s + 10 ms, queue 4 MiB, one TCP flow (128 KiB writes)"
+run gig --workload stream --payload 128KiB --count "$COUNT_G" --repeat "$REPEAT" --link "rate=1Gbit,delay=10ms,queue=4MiB"
+jq -r '"  run \(.repeat): wire \((.metrics["wire.up.bytes"].value*8/.metrics["throughput.duration"].value/1e6)|round) Mbit/s (\((.metrics["wire.up.bytes"].value*8/.metrics["throughput.duration"].value/1e7)|.*100|round/100)% of rate), goodput \((.metrics["throughput.bits_per_s"].value/1e6)|round) Mbit/s, release error p50 \(.metrics["link.release_error.p50"].value*1e6|.*10|round/10) us p99 \(.metrics["link.release_error.p99"].value*1e6|.*10|round/10) us max \(.metrics["link.release_error.max"].value*1e6|round) us, emulator \(.metrics["link.emulator_cpu"].value|.*100|round/100) cores, queue drops \(.metrics["link.dropped.queue"].value)"' "$OUT/gig.jsonl"
+
+echo "-- 3. long-run rate: 10 Mbit/s saturated"
+run rate --workload stream --payload 128KiB --count "$COUNT_R" --link 10Mbit
+jq -r '(.metrics["wire.up.bytes"].value*8/.metrics["throughput.duration"].value) as $r |
+  "  \(.metrics["throughput.duration"].value|.*100|round/100) s: wire rate \($r) bit/s, error \((($r-1e7)/1e7*100)|.*10000|round/10000)% (queue drops \(.metrics["link.dropped.queue"].value), counted by the emulator)"' "$OUT/rate.jsonl"
+echo "  (the timed interval runs from the first write to the last byte received, so it"
+echo "   also holds the first packet's serialization: a bias of one packet per run)"
