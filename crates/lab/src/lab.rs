@@ -141,6 +141,28 @@ impl Lab {
         Ok(())
     }
 
+    /// Packets the hosts' kernels dropped on their TUN devices before the emulator saw
+    /// them (`tx_dropped`; the txqueuelen of 20000 should keep this at zero).
+    pub fn tun_drops(&self) -> u64 {
+        self.interfaces
+            .iter()
+            .filter_map(|(ns, ifname)| {
+                let mut args: Vec<&str> = Vec::new();
+                if let Some(ns) = ns {
+                    args.extend(["-n", ns.as_str()]);
+                }
+                args.extend(["-s", "-j", "link", "show", ifname.as_str()]);
+                let json = crate::netns::run("ip", &args).ok()?;
+                // `"tx":{...,"dropped":N,...}` in the stats64 object.
+                let tx = &json[json.find("\"tx\":")?..];
+                let d = &tx[tx.find("\"dropped\":")? + 10..];
+                d[..d.find(|c: char| !c.is_ascii_digit())?]
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum()
+    }
+
     /// CPU time used by the emulator thread so far.
     pub fn emulator_cpu_ns(&self) -> Option<u64> {
         self.emulator.cpu_ns()

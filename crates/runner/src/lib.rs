@@ -158,8 +158,8 @@ pub fn run(
     let lab = if needs_lab {
         let first = links.iter().flatten().next().cloned().unwrap_or_default();
         Some(Lab::create(
-            first.up.to_params(),
-            first.down.to_params(),
+            first.up_params(),
+            first.down_params(),
             scenario.seed,
             opts.pcap.as_deref(),
         )?)
@@ -270,11 +270,11 @@ impl Job<'_> {
                 );
                 let before = match (self.lab, link) {
                     (Some(lab), Some(l)) => {
-                        lab.configure(l.up.to_params(), l.down.to_params(), scenario.seed)?;
+                        lab.configure(l.up_params(), l.down_params(), scenario.seed)?;
                         record
                             .notes
                             .push(format!("link up: {}; link down: {}", l.up, l.down));
-                        Some((lab.counters(), lab.emulator_cpu_ns()))
+                        Some((lab.counters(), lab.emulator_cpu_ns(), lab.tun_drops()))
                     }
                     _ => None,
                 };
@@ -306,10 +306,12 @@ impl Job<'_> {
                 );
                 match result {
                     Ok(mut outcome) => {
-                        if let (Some(lab), Some((before, cpu0)), Some(l)) =
+                        if let (Some(lab), Some((before, cpu0, tun0)), Some(l)) =
                             (self.lab, &before, link)
                         {
                             link::add_wire_metrics(&mut outcome, case, l, before, &lab.counters());
+                            let tun = lab.tun_drops().saturating_sub(*tun0);
+                            outcome.push("link.dropped.tun", tun as f64, "count");
                             if let (Some(c0), Some(c1)) = (cpu0, lab.emulator_cpu_ns()) {
                                 let share = c1.saturating_sub(*c0) as f64
                                     / elapsed.as_nanos().max(1) as f64;

@@ -7,7 +7,7 @@
 
 use crate::Case;
 use wirebench_lab::{CLIENT_ADDR, Counters, DirCounters};
-use wirebench_link::{LinkSpec, Loss, serialization_ns};
+use wirebench_link::{LinkParams, LinkSpec, Loss, Trace, serialization_ns};
 use wirebench_model::{Metric, Value};
 use wirebench_workload::Outcome;
 use wirebench_workload::params::is_link;
@@ -22,6 +22,23 @@ const FRAME_HEADER: u64 = 21;
 pub struct CaseLink {
     pub up: LinkSpec,
     pub down: LinkSpec,
+    /// A Mahimahi trace replacing the rate in both directions.
+    pub trace: Option<std::sync::Arc<Trace>>,
+}
+
+impl CaseLink {
+    pub fn up_params(&self) -> LinkParams {
+        LinkParams {
+            trace: self.trace.clone(),
+            ..self.up.to_params()
+        }
+    }
+    pub fn down_params(&self) -> LinkParams {
+        LinkParams {
+            trace: self.trace.clone(),
+            ..self.down.to_params()
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +92,17 @@ pub fn case_link(case: &Case) -> Result<Option<CaseLink>, CaseLinkError> {
     for (which, dir) in [("uplink", &up), ("downlink", &down)] {
         LinkSpec::parse(&dir.to_string()).map_err(|e| err(format!("{which} {dir}: {e}")))?;
     }
-    Ok(Some(CaseLink { up, down }))
+    let trace = match case.get("link.trace").and_then(Value::as_word) {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| err(format!("link.trace: cannot read {path}: {e}")))?;
+            Some(std::sync::Arc::new(
+                Trace::parse(&text).map_err(|e| err(format!("link.trace: {path}: {e}")))?,
+            ))
+        }
+        None => None,
+    };
+    Ok(Some(CaseLink { up, down, trace }))
 }
 
 /// The data connection's packets in one direction (its flow in the emulator's counters).
@@ -182,7 +209,8 @@ pub fn add_wire_metrics(
             m.push(metric("link.release_error.max", h.max() as f64 / 1e9, "s"));
         }
     }
-    if workload == "pingpong" {
+    // With a trace the rate varies in time; the closed form below does not apply.
+    if workload == "pingpong" && link.trace.is_none() {
         let frame = payload + FRAME_HEADER;
         let model = one_way_ns(frame, &link.up) + one_way_ns(frame, &link.down);
         m.push(metric("rtt.model", model as f64 / 1e9, "s"));
@@ -231,6 +259,23 @@ mod tests {
         let l = link_of(&[("link.rate", "1Gbit"), ("link.loss", "1%")]);
         assert_eq!(l.up.rate_bps, Some(1_000_000_000));
         assert!(matches!(l.down.loss, Loss::Bernoulli { .. }));
+    }
+
+    #[test]
+    fn trace_files_are_loaded_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.trace");
+        std::fs::write(&good, "0\n5\n10\n").unwrap();
+        let l = link_of(&[("link.trace", good.to_str().unwrap())]);
+        assert_eq!(l.up_params().trace.unwrap().len(), 3);
+        let bad = dir.path().join("bad.trace");
+        std::fs::write(&bad, "0\n5\nfast\n").unwrap();
+        let mut s = Scenario::empty("t");
+        let e = s
+            .set_param("link.trace", bad.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--link-trace") && e.contains("line 3"), "{e}");
     }
 
     #[test]

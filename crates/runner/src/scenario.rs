@@ -197,7 +197,7 @@ impl Scenario {
             origin: "command line",
             text: "",
         };
-        let key = format!("--{name}");
+        let key = format!("--{}", name.replace('.', "-"));
         let spec = spec(name).ok_or_else(|| {
             cx.err(
                 None,

@@ -222,6 +222,13 @@ struct RunArgs {
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     link_mtu: Option<String>,
+    /// Mahimahi trace file: one 1500-byte delivery opportunity per line (ms); replaces the rate.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    link_trace: Option<String>,
     /// Write every packet that crosses the link to this pcap file (tshark/Wireshark).
     #[arg(
         long,
@@ -346,6 +353,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         ("link.loss", &args.link_loss),
         ("link.queue", &args.link_queue),
         ("link.mtu", &args.link_mtu),
+        ("link.trace", &args.link_trace),
     ];
     for (name, value) in overrides {
         if let Some(v) = value {

@@ -89,6 +89,13 @@ fn check_loss(s: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+fn check_trace(path: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    wirebench_link::Trace::parse(&text)
+        .map(|_| ())
+        .map_err(|e| format!("{path}: {e}"))
+}
+
 const LINK: Kind = Kind::Custom {
     what: "link spec",
     check: check_link,
@@ -161,6 +168,16 @@ pub const LINK_PARAMS: &[ParamSpec] = &[
         default: "",
         workloads: WORKLOADS,
         help: "link MTU in bytes",
+    },
+    ParamSpec {
+        name: "link.trace",
+        kind: Kind::Custom {
+            what: "Mahimahi trace file",
+            check: check_trace,
+        },
+        default: "",
+        workloads: WORKLOADS,
+        help: "Mahimahi trace file (one 1500-byte delivery opportunity per line, in ms); replaces the rate",
     },
 ];
 
