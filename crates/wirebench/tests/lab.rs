@@ -246,3 +246,23 @@ fn link_and_server_flags_conflict_clearly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--link"), "{err}");
 }
+
+#[test]
+fn without_root_a_link_run_says_what_is_needed() {
+    // Run as `nobody` (setpriv is part of util-linux, present on Debian), from a copy
+    // of the binary that nobody may execute wherever the checkout lives.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("wirebench");
+    std::fs::copy(env!("CARGO_BIN_EXE_wirebench"), &bin).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", bin.to_str().unwrap()])
+        .args(["run", "--link", "1Mbit", "--workload", "pingpong", "--rounds", "1"])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("need root"), "{err}");
+}
