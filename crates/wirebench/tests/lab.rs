@@ -257,8 +257,21 @@ fn without_root_a_link_run_says_what_is_needed() {
     let bin = dir.path().join("wirebench");
     std::fs::copy(env!("CARGO_BIN_EXE_wirebench"), &bin).unwrap();
     let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", bin.to_str().unwrap()])
-        .args(["run", "--link", "1Mbit", "--workload", "pingpong", "--rounds", "1"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            bin.to_str().unwrap(),
+        ])
+        .args([
+            "run",
+            "--link",
+            "1Mbit",
+            "--workload",
+            "pingpong",
+            "--rounds",
+            "1",
+        ])
         .current_dir(std::env::temp_dir())
         .output()
         .unwrap();
