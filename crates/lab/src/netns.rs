@@ -118,6 +118,23 @@ impl Netns {
         run("ip", &full)
     }
 
+    /// Writes `/etc/netns/<name>/hosts`, which `ip netns exec` bind-mounts over
+    /// `/etc/hosts` for programs started in this host (e.g. servers that must find
+    /// their peers by name). Removed with the namespace.
+    pub fn set_hosts(&self, entries: &[(std::net::IpAddr, &str)]) -> Result<(), LabError> {
+        let dir = format!("/etc/netns/{}", self.name);
+        let mut text = String::from("127.0.0.1 localhost\n");
+        for (ip, name) in entries {
+            text.push_str(&format!("{ip} {name}\n"));
+        }
+        std::fs::create_dir_all(&dir)
+            .and_then(|_| std::fs::write(format!("{dir}/hosts"), text))
+            .map_err(|source| LabError::Io {
+                what: format!("cannot write {dir}/hosts"),
+                source,
+            })
+    }
+
     /// Moves the calling thread into this namespace (for the rest of its life).
     pub fn enter(&self) -> Result<(), LabError> {
         enter(&self.name)
@@ -127,6 +144,7 @@ impl Netns {
 impl Drop for Netns {
     fn drop(&mut self) {
         let _ = run("ip", &["netns", "del", &self.name]);
+        let _ = std::fs::remove_dir_all(format!("/etc/netns/{}", self.name));
         REGISTERED
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -194,6 +212,7 @@ pub fn clean(all: bool) -> Result<Vec<String>, LabError> {
         };
         if all || orphan {
             run("ip", &["netns", "del", &name])?;
+            let _ = std::fs::remove_dir_all(format!("/etc/netns/{name}"));
             deleted.push(name);
         }
     }
@@ -206,5 +225,6 @@ pub fn cleanup_registered() {
     let names = std::mem::take(&mut *REGISTERED.lock().unwrap_or_else(|p| p.into_inner()));
     for n in names {
         let _ = run("ip", &["netns", "del", &n]);
+        let _ = std::fs::remove_dir_all(format!("/etc/netns/{n}"));
     }
 }

@@ -5,6 +5,7 @@ pub mod client;
 pub mod server;
 pub mod sock;
 pub mod timing;
+pub mod xmpp;
 
 pub use client::{ControlClient, NetError};
 pub use server::{PROTOCOLS, Server, ServerConfig, ServerHandle};
