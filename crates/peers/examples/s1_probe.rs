@@ -22,9 +22,14 @@ fn login(ns: &str, addr: IpAddr, jid: &str) -> (XmppSession, Duration) {
         let mut cfg = ClientConfig::new(&jid, "secret");
         cfg.tls = TlsMode::Never;
         let t = Instant::now();
-        let s = XmppSession::login(SocketAddr::new(addr, 5222), cfg, 1, Duration::from_secs(600))
-            .unwrap_or_else(|e| panic!("{jid}: {e}"))
-            .0;
+        let s = XmppSession::login(
+            SocketAddr::new(addr, 5222),
+            cfg,
+            1,
+            Duration::from_secs(600),
+        )
+        .unwrap_or_else(|e| panic!("{jid}: {e}"))
+        .0;
         (s, t.elapsed())
     })
     .join()
@@ -42,10 +47,14 @@ fn wait_message(s: &mut XmppSession) -> Instant {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let spec = LinkSpec::parse(args.get(1).map(String::as_str).unwrap_or("2400bit/0ms")).expect("link spec");
+    let spec = LinkSpec::parse(args.get(1).map(String::as_str).unwrap_or("2400bit/0ms"))
+        .expect("link spec");
     let rounds: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(10);
     let lab = Lab::create(spec.to_params(), spec.to_params(), 1, None).expect("lab");
-    let hosts = [(IpAddr::V4(CLIENT_ADDR), "a.test"), (IpAddr::V4(SERVER_ADDR), "b.test")];
+    let hosts = [
+        (IpAddr::V4(CLIENT_ADDR), "a.test"),
+        (IpAddr::V4(SERVER_ADDR), "b.test"),
+    ];
     lab.client().set_hosts(&hosts).expect("hosts");
     lab.server().set_hosts(&hosts).expect("hosts");
     let tmp = std::env::temp_dir().join(format!("wb-s1-probe-{}", std::process::id()));
@@ -57,14 +66,21 @@ fn main() {
     let _pb = Prosody::start(cb, &tmp.join("b"), Some(lab.server().name())).expect("prosody b");
     let (mut alice, la) = login(lab.client().name(), IpAddr::V4(CLIENT_ADDR), "alice@a.test");
     let (mut bob, lb) = login(lab.server().name(), IpAddr::V4(SERVER_ADDR), "bob@b.test");
-    println!("link {spec}: login alice {:.3}s, bob {:.3}s (c2s only, not across the link)", la.as_secs_f64(), lb.as_secs_f64());
+    println!(
+        "link {spec}: login alice {:.3}s, bob {:.3}s (c2s only, not across the link)",
+        la.as_secs_f64(),
+        lb.as_secs_f64()
+    );
     let before = lab.counters();
     let mut rtts = Vec::new();
     for i in 0..rounds {
         let t = Instant::now();
-        alice.send_message("bob@b.test", "xq", &format!("p{i}")).expect("send");
+        alice
+            .send_message("bob@b.test", "xq", &format!("p{i}"))
+            .expect("send");
         wait_message(&mut bob);
-        bob.send_message("alice@a.test", "zk", &format!("r{i}")).expect("send");
+        bob.send_message("alice@a.test", "zk", &format!("r{i}"))
+            .expect("send");
         let back = wait_message(&mut alice);
         rtts.push(back.duration_since(t).as_secs_f64());
         println!("round {:>3}: {:.3}s", i + 1, rtts[i]);

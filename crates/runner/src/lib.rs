@@ -12,13 +12,14 @@ use link::CaseLink;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
-use wirebench_lab::{Lab, SERVER_ADDR};
+use wirebench_lab::{CLIENT_ADDR, Lab, SERVER_ADDR};
 use wirebench_model::{HostFacts, Point, Record, Status, results::SCHEMA};
 use wirebench_net::{ControlClient, NetError, Server, ServerConfig, ServerHandle};
 use wirebench_report::{PivotOptions, ResultsDir};
 use wirebench_workload::params::applies;
 use wirebench_workload::pingpong::{self, PingPong};
 use wirebench_workload::stream::{self, Mode, Stream};
+use wirebench_workload::xmpp::{Topology, XmppRun};
 use wirebench_workload::{Ctx, Outcome, WorkloadError};
 
 /// One point of the grid, with only the parameters its workload uses.
@@ -35,6 +36,12 @@ impl Case {
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| &v.value)
+    }
+
+    pub fn protocol(&self) -> &str {
+        self.get("protocol")
+            .and_then(|v| v.as_word())
+            .unwrap_or("raw")
     }
 
     pub fn workload(&self) -> &str {
@@ -141,6 +148,14 @@ pub fn run(
         .iter()
         .map(link::case_link)
         .collect::<Result<_, _>>()?;
+    let xmpp = cases.iter().any(|c| c.protocol() == "xmpp");
+    // XMPP servers find each other by name in lab hosts, so XMPP always runs in a lab
+    // (over an unlimited link unless one is given).
+    let links: Vec<Option<CaseLink>> = links
+        .into_iter()
+        .zip(&cases)
+        .map(|(l, c)| l.or_else(|| (c.protocol() == "xmpp").then(CaseLink::default)))
+        .collect();
     let needs_lab = links.iter().any(Option::is_some);
     if needs_lab && opts.server.is_some() {
         return Err(RunError::Usage(
@@ -166,6 +181,14 @@ pub fn run(
     } else {
         None
     };
+    if let (Some(lab), true) = (&lab, xmpp) {
+        let hosts = [
+            (CLIENT_ADDR.into(), "a.test"),
+            (SERVER_ADDR.into(), "b.test"),
+        ];
+        lab.client().set_hosts(&hosts)?;
+        lab.server().set_hosts(&hosts)?;
+    }
     // Keep the embedded server alive for the whole run; dropping it stops it.
     let (_embedded, addr): (Option<ServerHandle>, String) = match (&opts.server, &lab) {
         (Some(a), _) => (None, a.clone()),
@@ -280,25 +303,29 @@ impl Job<'_> {
                 };
                 let started = SystemTime::now();
                 let t0 = Instant::now();
-                let ctl = match control.take() {
-                    Some(c) => Ok(c),
-                    // A failed case may have left the control connection unusable.
-                    None => ControlClient::connect(self.addr, connect_timeout),
+                let progress = |d: u64, t: u64| observer.progress(d, t);
+                let ctx = Ctx {
+                    shutdown,
+                    progress: &progress,
+                    stall_timeout: scenario.stall_timeout,
+                    connect_timeout,
                 };
-                let result = ctl.map_err(WorkloadError::from).and_then(|mut c| {
-                    let progress = |d: u64, t: u64| observer.progress(d, t);
-                    let ctx = Ctx {
-                        shutdown,
-                        progress: &progress,
-                        stall_timeout: scenario.stall_timeout,
-                        connect_timeout,
+                let result = if case.protocol() == "xmpp" {
+                    self.run_xmpp(case, repeat, &ctx)
+                } else {
+                    let ctl = match control.take() {
+                        Some(c) => Ok(c),
+                        // A failed case may have left the control connection unusable.
+                        None => ControlClient::connect(self.addr, connect_timeout),
                     };
-                    let r = run_case(&mut c, case, scenario.seed, &ctx);
-                    if r.is_ok() {
-                        control = Some(c);
-                    }
-                    r
-                });
+                    ctl.map_err(WorkloadError::from).and_then(|mut c| {
+                        let r = run_case(&mut c, case, scenario.seed, &ctx);
+                        if r.is_ok() {
+                            control = Some(c);
+                        }
+                        r
+                    })
+                };
                 let elapsed = t0.elapsed();
                 record.set_metric(
                     "case.duration",
@@ -349,6 +376,59 @@ impl Job<'_> {
         })
     }
 }
+
+impl Job<'_> {
+    /// An XMPP case in study S1's topology: fresh Prosody servers (so the first round
+    /// includes server-to-server set-up), client1 here (client host), client2 in the
+    /// server host. Server logs are kept under `peers/` in the results directory.
+    fn run_xmpp(&self, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+        use wirebench_peers::prosody::{Prosody, ProsodyConfig};
+        let lab = self
+            .lab
+            .ok_or_else(|| WorkloadError::Server("XMPP cases need the lab".into()))?;
+        let dir = self
+            .opts
+            .out
+            .join("peers")
+            .join(format!("case-{:04}-r{repeat}", case.index));
+        let start = |domain: &str, user: &str, addr: std::net::Ipv4Addr, ns: &str, sub: &str| {
+            let mut cfg = ProsodyConfig::new(domain, addr.into());
+            cfg.users.push((user.into(), XMPP_PASSWORD.into()));
+            Prosody::start(cfg, &dir.join(sub), Some(ns))
+                .map_err(|e| WorkloadError::Server(e.to_string()))
+        };
+        let _a = start("a.test", "alice", CLIENT_ADDR, lab.client().name(), "a")?;
+        let _b = start("b.test", "bob", SERVER_ADDR, lab.server().name(), "b")?;
+        let stream = case.workload() == "stream";
+        let count = if stream {
+            case.get("count")
+        } else {
+            case.get("rounds")
+        };
+        let run = XmppRun {
+            topology: Topology {
+                a_jid: "alice@a.test".into(),
+                b_jid: "bob@b.test".into(),
+                password: XMPP_PASSWORD.into(),
+                a_server: CLIENT_ADDR.into(),
+                b_server: SERVER_ADDR.into(),
+                b_netns: lab.server().name().to_string(),
+            },
+            payload: case.get("payload").and_then(|v| v.as_bytes()).unwrap_or(0) as usize,
+            count: count.and_then(|v| v.as_count()).unwrap_or(0),
+            think: case
+                .get("think")
+                .and_then(|v| v.as_duration())
+                .unwrap_or_default(),
+            seed: self.scenario.seed,
+            stream,
+        };
+        wirebench_workload::xmpp::run(&run, ctx)
+    }
+}
+
+/// Password of the lab's XMPP users (they exist only inside a run's private servers).
+const XMPP_PASSWORD: &str = "wirebench";
 
 fn run_case(
     ctl: &mut ControlClient,

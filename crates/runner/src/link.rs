@@ -153,6 +153,51 @@ pub fn add_wire_metrics(
         workload == "pingpong" || case.get("mode").and_then(Value::as_word) == Some("echo");
     let crossings = if echoed { 2.0 * sent } else { sent };
     let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0);
+    if out.local_port.is_none() {
+        // No data connection of ours crosses the link (XMPP: the servers' s2s traffic
+        // does): count everything the link carried during the case.
+        let up = after.up.since(&before.up);
+        let down = after.down.since(&before.down);
+        m.push(metric(
+            "wire.up.packets",
+            up.delivered_packets as f64,
+            "count",
+        ));
+        m.push(metric("wire.up.bytes", up.delivered_bytes as f64, "B"));
+        m.push(metric(
+            "wire.down.packets",
+            down.delivered_packets as f64,
+            "count",
+        ));
+        m.push(metric("wire.down.bytes", down.delivered_bytes as f64, "B"));
+        m.push(metric(
+            "wire.bytes",
+            (up.delivered_bytes + down.delivered_bytes) as f64,
+            "B",
+        ));
+        if crossings > 0.0 {
+            let per = (up.delivered_bytes + down.delivered_bytes) as f64 / crossings;
+            m.push(metric("wire.bytes_per_message", per, "B"));
+            m.push(metric(
+                "wire.overhead_per_message",
+                per - payload as f64,
+                "B",
+            ));
+        }
+        let duration = out
+            .metrics
+            .iter()
+            .find(|(n, _)| n == "throughput.duration")
+            .map(|(_, v)| v.value);
+        if let (Some(t), Some(rate)) = (duration, link.up.rate_bps) {
+            let bits = payload as f64 * 8.0 * sent;
+            m.push(metric(
+                "link.utilization",
+                bits / (rate as f64 * t),
+                "ratio",
+            ));
+        }
+    }
     if let Some(port) = out.local_port {
         let (up_p, up_b) = flow(&after.up, port, true);
         let (down_p, down_b) = flow(&after.down, port, false);
@@ -210,7 +255,12 @@ pub fn add_wire_metrics(
         }
     }
     // With a trace the rate varies in time; the closed form below does not apply.
-    if workload == "pingpong" && link.trace.is_none() {
+    let raw = case
+        .get("protocol")
+        .and_then(Value::as_word)
+        .unwrap_or("raw")
+        == "raw";
+    if workload == "pingpong" && raw && link.trace.is_none() {
         let frame = payload + FRAME_HEADER;
         let model = one_way_ns(frame, &link.up) + one_way_ns(frame, &link.down);
         m.push(metric("rtt.model", model as f64 / 1e9, "s"));

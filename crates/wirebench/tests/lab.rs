@@ -279,3 +279,50 @@ fn without_root_a_link_run_says_what_is_needed() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("need root"), "{err}");
 }
+
+#[test]
+fn xmpp_ping_pong_between_two_prosody_servers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = wirebench()
+        .args([
+            "run",
+            "--protocol",
+            "xmpp",
+            "--workload",
+            "pingpong,stream",
+            "--payload",
+            "100",
+        ])
+        .args([
+            "--rounds",
+            "4",
+            "--count",
+            "50",
+            "--link",
+            "10Mbit/20ms",
+            "--quiet",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let recs = records(&out);
+    assert_eq!(recs.len(), 2);
+    let ping = &recs[0];
+    assert_eq!(ping["params"]["protocol"], "xmpp");
+    // Fresh servers: the first round sets up the server-to-server link (dialback).
+    assert!(m(ping, "rtt.first") > m(ping, "rtt.stable"), "{ping}");
+    // Every round crosses the 20 ms link twice.
+    assert!(m(ping, "rtt.stable") >= 0.040, "{ping}");
+    assert_eq!(m(ping, "messages.received"), 4.0);
+    assert!(m(ping, "wire.bytes") > 0.0);
+    let stream = &recs[1];
+    assert_eq!(m(stream, "messages.received"), 50.0);
+    assert!(
+        m(stream, "link.utilization") > 0.0 && m(stream, "link.utilization") <= 1.0,
+        "{stream}"
+    );
+    // The servers' logs are kept with the results.
+    assert!(out.join("peers/case-0001-r1/a/prosody.cfg.lua").exists());
+}

@@ -13,6 +13,7 @@ pub mod params;
 pub mod pingpong;
 pub mod stats;
 pub mod stream;
+pub mod xmpp;
 
 pub use params::{PARAMS, ParamSpec, WORKLOADS};
 

@@ -5,7 +5,9 @@ use wirebench_link::LinkSpec;
 use wirebench_model::Kind;
 
 pub const WORKLOADS: &[&str] = &["pingpong", "stream"];
-pub const PROTOCOLS: &[&str] = wirebench_net::PROTOCOLS;
+/// `raw` is served by wirebench's own server; `xmpp` runs between two Prosody servers
+/// in a lab (study S1's topology).
+pub const PROTOCOLS: &[&str] = &["raw", "xmpp"];
 pub const MODES: &[&str] = &["oneway", "echo"];
 pub const ON_OFF: &[&str] = &["on", "off"];
 

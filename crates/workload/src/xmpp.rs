@@ -1,0 +1,313 @@
+//! XMPP workloads in study S1's topology (seed 000): client1 (`alice@a.test`, in the
+//! client host, on server A) and client2 (`bob@b.test`, in the server host, on server B);
+//! only the servers' server-to-server traffic crosses the link.
+//!
+//! - ping-pong: client1 sends a `<message>` whose body is exactly `payload` random
+//!   characters (letters and digits: they compress poorly); client2 answers with a body of
+//!   the same size after `think`. Round 1 on fresh servers includes the server-to-server
+//!   connection set-up (`rtt.first`); `rtt.stable` is the median after the first two.
+//! - stream: client1 sends `count` messages back to back; client2 counts them. Throughput
+//!   is timed until client2 has the last one; `link.utilization` is payload bits
+//!   delivered over link capacity in the same time.
+//!
+//! Messages are RFC 6121 `<message type='chat'>` stanzas; the engine is `wirebench-xmpp`.
+
+use crate::pingpong::{histogram, push_counts, secs};
+use crate::stats::{mean, median, percentile};
+use crate::{Ctx, Outcome, WorkloadError};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use wirebench_net::xmpp::{XmppDriveError, XmppSession};
+use wirebench_proto::tally::Tally;
+use wirebench_xmpp::{ClientConfig, Event, TlsMode};
+
+/// Where the two clients log in.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    pub a_jid: String,
+    pub b_jid: String,
+    pub password: String,
+    pub a_server: IpAddr,
+    pub b_server: IpAddr,
+    /// Network namespace of client2 (client1 runs in the calling thread's).
+    pub b_netns: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct XmppRun {
+    pub topology: Topology,
+    pub payload: usize,
+    /// Ping-pong rounds, or stream messages.
+    pub count: u64,
+    pub think: Duration,
+    pub seed: u64,
+    pub stream: bool,
+}
+
+impl From<XmppDriveError> for WorkloadError {
+    fn from(e: XmppDriveError) -> Self {
+        WorkloadError::Server(e.to_string())
+    }
+}
+
+/// Letters and digits from a seeded xorshift generator.
+pub fn random_text(state: &mut u64, len: usize) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    (0..len)
+        .map(|_| {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            ALPHABET[(*state % ALPHABET.len() as u64) as usize] as char
+        })
+        .collect()
+}
+
+fn login(
+    jid: &str,
+    password: &str,
+    server: IpAddr,
+    seed: u64,
+    timeout: Duration,
+) -> Result<(XmppSession, Duration), WorkloadError> {
+    let mut cfg = ClientConfig::new(jid, password);
+    cfg.tls = TlsMode::Never;
+    let t = Instant::now();
+    let (s, _) = XmppSession::login(SocketAddr::new(server, 5222), cfg, seed, timeout)?;
+    Ok((s, t.elapsed()))
+}
+
+/// Client2: answers (ping-pong) or counts (stream) until told to stop.
+struct Responder {
+    stop: Arc<AtomicBool>,
+    received: Arc<AtomicU64>,
+    /// CLOCK_MONOTONIC of the last message received.
+    last_ns: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
+}
+
+impl Responder {
+    fn start(run: &XmppRun, timeout: Duration) -> Result<Responder, WorkloadError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let received = Arc::new(AtomicU64::new(0));
+        let last_ns = Arc::new(AtomicU64::new(0));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+        let (r, st, rc, ln) = (run.clone(), stop.clone(), received.clone(), last_ns.clone());
+        let thread = std::thread::Builder::new()
+            .name("wb-xmpp-client2".into())
+            .spawn(move || -> Result<(), String> {
+                let setup = (|| {
+                    wirebench_lab::netns::enter(&r.topology.b_netns).map_err(|e| e.to_string())?;
+                    login(
+                        &r.topology.b_jid,
+                        &r.topology.password,
+                        r.topology.b_server,
+                        r.seed ^ 2,
+                        timeout,
+                    )
+                    .map_err(|e| e.to_string())
+                })();
+                let mut session = match setup {
+                    Ok((s, _)) => {
+                        let _ = ready_tx.send(Ok(()));
+                        s
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.clone()));
+                        return Err(e);
+                    }
+                };
+                let mut rng = r.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                while !st.load(Ordering::Relaxed) {
+                    let deadline = Instant::now() + Duration::from_millis(200);
+                    match session.next_event(deadline, "a message") {
+                        Ok((at, Event::Message { id, .. })) => {
+                            rc.fetch_add(1, Ordering::SeqCst);
+                            ln.store(at, Ordering::SeqCst);
+                            if !r.stream {
+                                std::thread::sleep(r.think);
+                                let body = random_text(&mut rng, r.payload);
+                                let id = format!("r{}", id.unwrap_or_default());
+                                session
+                                    .send_message(&r.topology.a_jid, &body, &id)
+                                    .map_err(|e| e.to_string())?;
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(XmppDriveError::Timeout { .. }) => {}
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+                session.close();
+                Ok(())
+            })
+            .map_err(|e| WorkloadError::Server(format!("cannot start client2: {e}")))?;
+        match ready_rx.recv_timeout(timeout + Duration::from_secs(5)) {
+            Ok(Ok(())) => Ok(Responder {
+                stop,
+                received,
+                last_ns,
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => Err(WorkloadError::Server(format!("client2 login: {e}"))),
+            Err(_) => Err(WorkloadError::Server(
+                "client2 did not log in in time".into(),
+            )),
+        }
+    }
+
+    fn finish(mut self) -> Result<(), WorkloadError> {
+        self.stop.store(true, Ordering::SeqCst);
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(Err(e))) => Err(WorkloadError::Server(format!("client2: {e}"))),
+            Some(Err(_)) => Err(WorkloadError::Server("client2 panicked".into())),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+    // Logins are local (client and server in one host) but a slow link can delay
+    // everything else; be patient.
+    let timeout = ctx.stall_timeout.max(Duration::from_secs(60));
+    let (mut alice, login_a) = login(
+        &run.topology.a_jid,
+        &run.topology.password,
+        run.topology.a_server,
+        run.seed ^ 1,
+        timeout,
+    )?;
+    let responder = Responder::start(run, timeout)?;
+    let mut out = Outcome::default();
+    out.push("xmpp.login", login_a.as_secs_f64(), "s");
+    let mut rng = run.seed | 1;
+    let stall = ctx.stall_timeout + run.think;
+    if run.stream {
+        let start = wirebench_model::clock::monotonic_ns();
+        for i in 0..run.count {
+            let body = random_text(&mut rng, run.payload);
+            alice.send_message(&run.topology.b_jid, &body, &format!("s{i}"))?;
+            if i % 64 == 0 {
+                (ctx.progress)(i, run.count);
+            }
+        }
+        let mut last_progress = (0, Instant::now());
+        while responder.received.load(Ordering::SeqCst) < run.count {
+            if ctx.shutdown.load(Ordering::Relaxed) {
+                return Err(WorkloadError::Interrupted);
+            }
+            let got = responder.received.load(Ordering::SeqCst);
+            (ctx.progress)(got, run.count);
+            if got != last_progress.0 {
+                last_progress = (got, Instant::now());
+            } else if last_progress.1.elapsed() > stall {
+                return Err(WorkloadError::Stalled {
+                    secs: stall.as_secs(),
+                    during: "waiting for client2 to receive the stream",
+                });
+            }
+            // Keep client1's session serviced (pings, acks) while waiting.
+            let _ = alice.next_event(Instant::now() + Duration::from_millis(50), "events");
+        }
+        let elapsed = responder
+            .last_ns
+            .load(Ordering::SeqCst)
+            .saturating_sub(start);
+        let mut tally = Tally::new();
+        tally.counts.received = responder.received.load(Ordering::SeqCst);
+        push_counts(&mut out, run.count, &tally);
+        if elapsed > 0 {
+            let t = secs(elapsed);
+            out.push("throughput.duration", t, "s");
+            out.push(
+                "throughput.bits_per_s",
+                (run.count * run.payload as u64 * 8) as f64 / t,
+                "bit/s",
+            );
+            out.push("throughput.messages_per_s", run.count as f64 / t, "msg/s");
+        }
+    } else {
+        let mut rtts = Vec::with_capacity(run.count as usize);
+        let mut tally = Tally::new();
+        for i in 0..run.count {
+            if ctx.shutdown.load(Ordering::Relaxed) {
+                return Err(WorkloadError::Interrupted);
+            }
+            let body = random_text(&mut rng, run.payload);
+            let id = format!("p{i}");
+            let t0 = wirebench_model::clock::monotonic_ns();
+            alice.send_message(&run.topology.b_jid, &body, &id)?;
+            let deadline = Instant::now() + stall + Duration::from_secs(600);
+            let want = format!("r{id}");
+            let at = loop {
+                match alice.next_event(deadline, "client2's answer")? {
+                    (at, Event::Message { id: Some(got), .. }) if got == want => break at,
+                    _ => {}
+                }
+            };
+            tally.observe(i, false);
+            rtts.push(
+                at.saturating_sub(t0)
+                    .saturating_sub(run.think.as_nanos() as u64),
+            );
+            (ctx.progress)(i + 1, run.count);
+        }
+        tally.finish(run.count);
+        if let Some(first) = rtts.first() {
+            out.push("rtt.first", secs(*first), "s");
+        }
+        if let Some(second) = rtts.get(1) {
+            out.push("rtt.second", secs(*second), "s");
+        }
+        if rtts.len() > 2 {
+            let mut stable = rtts[2..].to_vec();
+            stable.sort_unstable();
+            if let Some(m) = median(&stable) {
+                out.push("rtt.stable", m / 1e9, "s");
+            }
+        }
+        let mut sorted = rtts.clone();
+        sorted.sort_unstable();
+        if let (Some(min), Some(max), Some(avg)) = (sorted.first(), sorted.last(), mean(&sorted)) {
+            out.push("rtt.min", secs(*min), "s");
+            out.push("rtt.mean", avg / 1e9, "s");
+            for (name, q) in [("rtt.p50", 50.0), ("rtt.p90", 90.0), ("rtt.p99", 99.0)] {
+                if let Some(v) = percentile(&sorted, q) {
+                    out.push(name, secs(v), "s");
+                }
+            }
+            out.push("rtt.max", secs(*max), "s");
+        }
+        push_counts(&mut out, run.count, &tally);
+        out.histograms.push(("rtt".into(), histogram(&rtts)));
+        out.rounds = Some(rtts);
+    }
+    responder.finish()?;
+    alice.close();
+    out.notes.push(format!(
+        "XMPP over Prosody s2s (dialback, no TLS, no compression): {} -> {}",
+        run.topology.a_jid, run.topology.b_jid
+    ));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn random_text_is_reproducible_and_alphanumeric() {
+        let (mut a, mut b) = (7u64, 7u64);
+        let x = super::random_text(&mut a, 100);
+        assert_eq!(x, super::random_text(&mut b, 100));
+        assert_eq!(x.len(), 100);
+        assert!(x.chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_ne!(x, super::random_text(&mut a, 100));
+    }
+}
