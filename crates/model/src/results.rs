@@ -62,6 +62,10 @@ pub struct Record {
     /// Histogram files beside results.jsonl, by metric family (e.g. `rtt`).
     #[serde(default)]
     pub histograms: Map<String, serde_json::Value>,
+    /// Published figures for this case's parameters, by metric:
+    /// `{"rtt.stable": {"value": 1.2, "source": "S1 ..."}}`.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub references: Map<String, serde_json::Value>,
     /// Remarks needed to read the numbers right (e.g. how a throughput was timed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

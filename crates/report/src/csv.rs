@@ -230,6 +230,7 @@ mod tests {
             labels: p,
             metrics: Map::new(),
             histograms: Map::new(),
+            references: Map::new(),
             notes: vec![],
             seed: 1,
             started: String::new(),

@@ -148,3 +148,133 @@ mod tests {
         assert_eq!(human(3.0, "count"), "3");
     }
 }
+
+fn case_label(r: &Record, skip: &str) -> String {
+    r.labels
+        .iter()
+        .filter(|(k, _)| k.as_str() != skip)
+        .map(|(k, v)| {
+            format!(
+                "{k}={}",
+                v.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Least-squares line through (x, y): (intercept, slope).
+pub fn fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return None;
+    }
+    let (sx, sy) = points
+        .iter()
+        .fold((0.0, 0.0), |a, p| (a.0 + p.0, a.1 + p.1));
+    let (mx, my) = (sx / n, sy / n);
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    if sxx == 0.0 {
+        return None;
+    }
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let slope = sxy / sxx;
+    Some((my - slope * mx, slope))
+}
+
+/// Published figures beside ours, and how round trips grow with the link's delay
+/// (study S1's laws: stable RTT grows by 2 x delay; a first RTT that grows by k x delay
+/// implies about k/2 round trips of set-up).
+pub fn comparisons(records: &[Record]) -> String {
+    let ok: Vec<&Record> = records.iter().filter(|r| r.status == Status::Ok).collect();
+    let mut out = String::new();
+    let with_refs: Vec<&&Record> = ok.iter().filter(|r| !r.references.is_empty()).collect();
+    if !with_refs.is_empty() {
+        out.push_str("Published figures beside ours:\n");
+        for r in with_refs {
+            let mut parts = Vec::new();
+            for (metric, reference) in &r.references {
+                let (Some(rv), Some(ours)) = (reference["value"].as_f64(), r.metric(metric)) else {
+                    continue;
+                };
+                let source = reference["source"].as_str().unwrap_or("reference");
+                let ratio = if rv != 0.0 {
+                    format!(" (x{:.2})", ours.value / rv)
+                } else {
+                    String::new()
+                };
+                parts.push(format!(
+                    "{metric} {} vs {} [{source}]{ratio}",
+                    human(ours.value, &ours.unit),
+                    human(rv, &ours.unit)
+                ));
+            }
+            if !parts.is_empty() {
+                out.push_str(&format!(
+                    "  case {} r{} ({}): {}\n",
+                    r.case,
+                    r.repeat,
+                    case_label(r, ""),
+                    parts.join("; ")
+                ));
+            }
+        }
+    }
+    // Groups of cases that differ only in link.delay.
+    let mut groups: Vec<(String, Vec<&Record>)> = Vec::new();
+    for r in ok.iter().filter(|r| r.params.contains_key("link.delay")) {
+        let key = case_label(r, "link.delay");
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((key, vec![r])),
+        }
+    }
+    let mut fits = String::new();
+    for (key, rs) in &groups {
+        let delays: BTreeSet<String> = rs.iter().map(|r| label(r, "link.delay")).collect();
+        if delays.len() < 2 {
+            continue;
+        }
+        let mut parts = Vec::new();
+        for metric in ["rtt.first", "rtt.stable"] {
+            let pts: Vec<(f64, f64)> = rs
+                .iter()
+                .filter_map(|r| {
+                    Some((
+                        r.params.get("link.delay")?.as_f64()?,
+                        r.metric(metric)?.value,
+                    ))
+                })
+                .collect();
+            if let Some((a, b)) = fit(&pts) {
+                parts.push(format!(
+                    "{metric} = {} + {b:.2} x delay (~{:.1} round trips)",
+                    human(a, "s"),
+                    b / 2.0
+                ));
+            }
+        }
+        if !parts.is_empty() {
+            fits.push_str(&format!("  {key}: {}\n", parts.join("; ")));
+        }
+    }
+    if !fits.is_empty() {
+        out.push_str("Growth with the link's one-way delay (least squares):\n");
+        out.push_str(&fits);
+    }
+    out
+}
+
+#[cfg(test)]
+mod fit_tests {
+    #[test]
+    fn line_through_points() {
+        let (a, b) = super::fit(&[(0.0, 36.3), (0.5, 57.0), (1.0, 78.5)]).unwrap();
+        assert!((b - 42.2).abs() < 0.01, "{b}");
+        assert!((a - 36.22).abs() < 0.1, "{a}");
+        assert!(super::fit(&[(1.0, 2.0)]).is_none());
+        assert!(super::fit(&[(1.0, 2.0), (1.0, 3.0)]).is_none());
+    }
+}

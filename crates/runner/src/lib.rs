@@ -65,7 +65,7 @@ impl Case {
 /// the duplicates that leaves (e.g. `rounds` varying under `stream`) are run once.
 pub fn plan(scenario: &Scenario) -> Vec<Case> {
     let mut cases: Vec<Case> = Vec::new();
-    for point in scenario.complete_grid().expand() {
+    for point in scenario.grids().iter().flat_map(|g| g.expand()) {
         let workload = point
             .iter()
             .find(|(n, _)| n == "workload")
@@ -427,6 +427,25 @@ impl Job<'_> {
     }
 }
 
+/// The scenario's published figures that apply to this case.
+fn references(scenario: &Scenario, case: &Case) -> serde_json::Map<String, serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    for r in &scenario.references {
+        if r.when
+            .iter()
+            .all(|(name, v)| case.get(name) == Some(&v.value))
+        {
+            for (metric, value) in &r.metrics {
+                out.insert(
+                    metric.clone(),
+                    serde_json::json!({"value": value, "source": r.source}),
+                );
+            }
+        }
+    }
+    out
+}
+
 /// Password of the lab's XMPP users (they exist only inside a run's private servers).
 const XMPP_PASSWORD: &str = "wirebench";
 
@@ -506,6 +525,7 @@ fn base_record(
         labels,
         metrics: serde_json::Map::new(),
         histograms: serde_json::Map::new(),
+        references: references(scenario, case),
         notes: Vec::new(),
         seed: scenario.seed,
         started: humantime::format_rfc3339_millis(started).to_string(),
@@ -579,6 +599,25 @@ mod tests {
         );
         let idx: Vec<usize> = cases.iter().map(|c| c.index).collect();
         assert_eq!(idx, [1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn parts_union_and_references_attach() {
+        let s = Scenario::builtin("satcom-xmpp").unwrap();
+        let cases = plan(&s);
+        // latency 2x3, payload 4 (2 B already in latency), think 3, throughput 4.
+        assert_eq!(cases.len(), 6 + 3 + 3 + 4);
+        let first = &cases[0];
+        let refs = references(&s, first);
+        assert_eq!(refs["rtt.first"]["value"], 36.3, "{refs:?}");
+        let stream = cases.iter().find(|c| c.workload() == "stream").unwrap();
+        assert!(references(&s, stream).contains_key("link.utilization"));
+        // The command line overrides what a part sets.
+        let mut s2 = s.clone();
+        s2.set_param("link.delay", "0").unwrap();
+        assert!(plan(&s2).iter().all(
+            |c| c.get("link.delay") == Some(&wirebench_model::Value::Duration(Duration::ZERO))
+        ));
     }
 
     #[test]

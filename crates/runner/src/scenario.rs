@@ -20,7 +20,7 @@
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;
-use toml_edit::{Document, Item, Table, Value};
+use toml_edit::{Document, Item, Table, TableLike, Value};
 use wirebench_model::{Grid, ParamValue, parse_duration};
 use wirebench_workload::params::{self, PARAMS, spec};
 
@@ -31,6 +31,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "payload-sweep",
         include_str!("../../../scenarios/payload-sweep.toml"),
+    ),
+    (
+        "satcom-xmpp",
+        include_str!("../../../scenarios/satcom-xmpp.toml"),
     ),
 ];
 
@@ -45,6 +49,27 @@ pub struct Scenario {
     pub stall_timeout: Duration,
     pub tables: Option<Vec<String>>,
     pub columns: Option<Vec<String>>,
+    /// Sub-grids (`[[part]]`): each overrides some of the base parameters; the cases
+    /// are the union of the parts' cases. Empty: the base grid alone.
+    pub parts: Vec<Part>,
+    /// Published figures to print beside ours (`[[reference]]`).
+    pub references: Vec<Reference>,
+}
+
+/// One `[[part]]` of a scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    pub name: String,
+    pub grid: Grid,
+}
+
+/// A published figure: for cases whose parameters match `when`, `metrics` are the
+/// reference values (in the metric's unit), attributed to `source`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    pub source: String,
+    pub when: Vec<(String, ParamValue)>,
+    pub metrics: Vec<(String, f64)>,
 }
 
 /// A scenario mistake, located.
@@ -132,6 +157,8 @@ impl Scenario {
             stall_timeout: Duration::from_secs(30),
             tables: None,
             columns: None,
+            parts: Vec::new(),
+            references: Vec::new(),
         }
     }
 
@@ -170,11 +197,21 @@ impl Scenario {
             match key {
                 "name" => sc.name = string(&cx, item, key)?,
                 "description" => sc.description = string(&cx, item, key)?,
-                "params" => parse_params(&cx, table(&cx, item, key)?, &mut sc)?,
+                "params" => parse_params(&cx, table(&cx, item, key)?, "params", &mut sc.grid)?,
+                "part" => parse_parts(&cx, item, &mut sc)?,
+                "reference" => parse_references(&cx, item, &mut sc)?,
                 "run" => parse_run(&cx, table(&cx, item, key)?, &mut sc)?,
                 "output" => parse_output(&cx, table(&cx, item, key)?, &mut sc)?,
                 other => {
-                    let valid = ["name", "description", "params", "run", "output"];
+                    let valid = [
+                        "name",
+                        "description",
+                        "params",
+                        "part",
+                        "reference",
+                        "run",
+                        "output",
+                    ];
                     let hint = if spec(other).is_some() {
                         format!(" (parameters go under [params]: `[params]` then `{other} = ...`)")
                     } else {
@@ -223,7 +260,29 @@ impl Scenario {
             );
         }
         self.grid.set(name, values);
+        // The command line wins over what a part sets.
+        for part in &mut self.parts {
+            part.grid.axes.retain(|a| a.name != name);
+        }
         Ok(())
+    }
+
+    /// The grids to expand: the base alone, or the base overridden by each part.
+    pub fn grids(&self) -> Vec<Grid> {
+        let base = self.complete_grid();
+        if self.parts.is_empty() {
+            return vec![base];
+        }
+        self.parts
+            .iter()
+            .map(|p| {
+                let mut g = base.clone();
+                for a in &p.grid.axes {
+                    g.set(&a.name, a.values.clone());
+                }
+                g
+            })
+            .collect()
     }
 
     /// Every parameter the workloads need, defaults filled in after the given ones, in
@@ -287,9 +346,14 @@ fn scalar_text(v: &Value) -> Option<String> {
     }
 }
 
-fn parse_params(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioError> {
+fn parse_params(
+    cx: &Ctx,
+    t: &dyn TableLike,
+    prefix: &str,
+    grid: &mut Grid,
+) -> Result<(), ScenarioError> {
     for (name, item) in t.iter() {
-        let key = format!("params.{name}");
+        let key = format!("{prefix}.{name}");
         let span = item_span(item);
         let spec = spec(name).ok_or_else(|| {
             cx.err(
@@ -330,7 +394,111 @@ fn parse_params(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioEr
                     .map_err(|e| cx.err(vspan, &key, e.to_string()))?,
             );
         }
-        sc.grid.set(name, values);
+        grid.set(name, values);
+    }
+    Ok(())
+}
+
+fn parse_parts(cx: &Ctx, item: &Item, sc: &mut Scenario) -> Result<(), ScenarioError> {
+    let parts = item
+        .as_array_of_tables()
+        .ok_or_else(|| cx.err(item_span(item), "part", "expected [[part]] sections"))?;
+    for (i, t) in parts.iter().enumerate() {
+        let mut part = Part {
+            name: format!("part {}", i + 1),
+            grid: Grid::default(),
+        };
+        for (k, v) in t.iter() {
+            let key = format!("part.{k}");
+            match k {
+                "name" => part.name = string(cx, v, &key)?,
+                "params" => {
+                    let tl = v.as_table_like().ok_or_else(|| {
+                        cx.err(item_span(v), &key, "expected a table of parameters")
+                    })?;
+                    parse_params(cx, tl, &key, &mut part.grid)?;
+                }
+                other => {
+                    return Err(cx.err(
+                        item_span(v),
+                        &key,
+                        format!(
+                            "unknown key{}; valid keys: name, params",
+                            did_you_mean(other, &["name", "params"])
+                        ),
+                    ));
+                }
+            }
+        }
+        sc.parts.push(part);
+    }
+    Ok(())
+}
+
+fn parse_references(cx: &Ctx, item: &Item, sc: &mut Scenario) -> Result<(), ScenarioError> {
+    let refs = item.as_array_of_tables().ok_or_else(|| {
+        cx.err(
+            item_span(item),
+            "reference",
+            "expected [[reference]] sections",
+        )
+    })?;
+    for t in refs.iter() {
+        let mut r = Reference {
+            source: String::new(),
+            when: Vec::new(),
+            metrics: Vec::new(),
+        };
+        for (k, v) in t.iter() {
+            let key = format!("reference.{k}");
+            match k {
+                "source" => r.source = string(cx, v, &key)?,
+                "when" => {
+                    let tl = v
+                        .as_table_like()
+                        .ok_or_else(|| cx.err(item_span(v), &key, "expected a table"))?;
+                    let mut g = Grid::default();
+                    parse_params(cx, tl, &key, &mut g)?;
+                    for a in g.axes {
+                        if a.values.len() != 1 {
+                            return Err(cx.err(
+                                item_span(v),
+                                &key,
+                                format!("{}: one value, not a list", a.name),
+                            ));
+                        }
+                        r.when.push((a.name, a.values[0].clone()));
+                    }
+                }
+                "metrics" => {
+                    let tl = v
+                        .as_table_like()
+                        .ok_or_else(|| cx.err(item_span(v), &key, "expected a table"))?;
+                    for (m, mv) in tl.iter() {
+                        let n = mv
+                            .as_float()
+                            .or_else(|| mv.as_integer().map(|i| i as f64))
+                            .ok_or_else(|| {
+                                cx.err(item_span(mv), &format!("{key}.{m}"), "expected a number")
+                            })?;
+                        r.metrics.push((m.to_string(), n));
+                    }
+                }
+                other => {
+                    let valid = ["source", "when", "metrics"];
+                    return Err(cx.err(
+                        item_span(v),
+                        &key,
+                        format!(
+                            "unknown key{}; valid keys: {}",
+                            did_you_mean(other, &valid),
+                            valid.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        sc.references.push(r);
     }
     Ok(())
 }

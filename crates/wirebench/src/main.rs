@@ -430,6 +430,10 @@ fn run(args: RunArgs) -> Result<ExitCode> {
 
     if !args.json {
         println!("{}", wirebench_report::summary_table(&summary.records));
+        print!(
+            "{}",
+            wirebench_report::summary::comparisons(&summary.records)
+        );
     }
     let failed: Vec<&Record> = summary
         .records
