@@ -304,7 +304,15 @@ impl Job<'_> {
                 let started = SystemTime::now();
                 let t0 = Instant::now();
                 let progress = |d: u64, t: u64| observer.progress(d, t);
+                let marked: std::sync::Mutex<Option<wirebench_lab::Counters>> =
+                    std::sync::Mutex::new(None);
+                let mark = || {
+                    if let Some(lab) = self.lab {
+                        *marked.lock().unwrap_or_else(|p| p.into_inner()) = Some(lab.counters());
+                    }
+                };
                 let ctx = Ctx {
+                    mark_stable: &mark,
                     shutdown,
                     progress: &progress,
                     stall_timeout: scenario.stall_timeout,
@@ -336,7 +344,15 @@ impl Job<'_> {
                         if let (Some(lab), Some((before, cpu0, tun0)), Some(l)) =
                             (self.lab, &before, link)
                         {
-                            link::add_wire_metrics(&mut outcome, case, l, before, &lab.counters());
+                            let mark = marked.lock().unwrap_or_else(|p| p.into_inner()).take();
+                            link::add_wire_metrics(
+                                &mut outcome,
+                                case,
+                                l,
+                                before,
+                                mark.as_ref(),
+                                &lab.counters(),
+                            );
                             let tun = lab.tun_drops().saturating_sub(*tun0);
                             outcome.push("link.dropped.tun", tun as f64, "count");
                             if let (Some(c0), Some(c1)) = (cpu0, lab.emulator_cpu_ns()) {

@@ -138,6 +138,7 @@ pub fn add_wire_metrics(
     case: &Case,
     link: &CaseLink,
     before: &Counters,
+    stable: Option<&Counters>,
     after: &Counters,
 ) {
     let metric = |name: &str, value: f64, unit: &str| (name.to_string(), Metric::new(value, unit));
@@ -212,6 +213,32 @@ pub fn add_wire_metrics(
             m.push(metric("wire.bytes_per_message", per, "B"));
             m.push(metric(
                 "wire.overhead_per_message",
+                per - payload as f64,
+                "B",
+            ));
+        }
+    }
+    // Steady state: from the stable mark (ping-pong: round 3) to the end, so set-up
+    // traffic (handshakes, server-to-server negotiation) is left out.
+    if let (Some(mark), true) = (stable, workload == "pingpong") {
+        let rounds = case.get("rounds").and_then(Value::as_count).unwrap_or(0);
+        let crossings = 2.0 * rounds.saturating_sub(2) as f64;
+        let bytes = match out.local_port {
+            Some(port) => {
+                let now = flow(&after.up, port, true).1 + flow(&after.down, port, false).1;
+                let then = flow(&mark.up, port, true).1 + flow(&mark.down, port, false).1;
+                now - then
+            }
+            None => {
+                (after.up.delivered_bytes - mark.up.delivered_bytes)
+                    + (after.down.delivered_bytes - mark.down.delivered_bytes)
+            }
+        };
+        if crossings > 0.0 {
+            let per = bytes as f64 / crossings;
+            m.push(metric("wire.stable.bytes_per_message", per, "B"));
+            m.push(metric(
+                "wire.stable.overhead_per_message",
                 per - payload as f64,
                 "B",
             ));

@@ -34,6 +34,9 @@ pub struct Ctx<'a> {
     /// A case with no progress for this long fails.
     pub stall_timeout: Duration,
     pub connect_timeout: Duration,
+    /// Called once when the stable phase begins (ping-pong: before round 3), so the
+    /// runner can separate set-up traffic from steady-state traffic on the link.
+    pub mark_stable: &'a (dyn Fn() + Sync),
 }
 
 /// A workload's results.

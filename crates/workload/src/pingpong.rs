@@ -59,6 +59,9 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
         answered.set(true);
     };
     for seq in 0..p.rounds {
+        if seq == 2 {
+            (ctx.mark_stable)();
+        }
         let sent_ns = monotonic_ns();
         let header = Header {
             kind: Kind::Data,

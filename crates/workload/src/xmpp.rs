@@ -241,6 +241,9 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
             if ctx.shutdown.load(Ordering::Relaxed) {
                 return Err(WorkloadError::Interrupted);
             }
+            if i == 2 {
+                (ctx.mark_stable)();
+            }
             let body = random_text(&mut rng, run.payload);
             let id = format!("p{i}");
             let t0 = wirebench_model::clock::monotonic_ns();

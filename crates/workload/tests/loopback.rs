@@ -22,6 +22,7 @@ fn ctx(flag: &AtomicBool) -> Ctx<'_> {
         progress: &|_, _| {},
         stall_timeout: Duration::from_secs(10),
         connect_timeout: Duration::from_secs(5),
+        mark_stable: &|| {},
     }
 }
 
