@@ -325,6 +325,10 @@ impl Worker {
                 Some(t) => t - now - SPIN_NS,
                 None => IDLE_NS,
             };
+            // About to sleep: a good moment to make the capture durable.
+            if let Some(p) = &mut self.pcap {
+                p.flush()?;
+            }
             self.wait(wait)?;
         }
         if let Some(p) = &mut self.pcap {

@@ -211,6 +211,17 @@ pub fn clean(all: bool) -> Result<Vec<String>, LabError> {
             None => true,
         };
         if all || orphan {
+            // Processes a killed run left inside its hosts (servers it started) go first:
+            // `ip netns pids` lists exactly those, so nothing else is touched.
+            if let Ok(pids) = run("ip", &["netns", "pids", &name]) {
+                for pid in pids
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok())
+                {
+                    // SAFETY: signalling a process that lives in our lab namespace.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
             run("ip", &["netns", "del", &name])?;
             let _ = std::fs::remove_dir_all(format!("/etc/netns/{name}"));
             deleted.push(name);

@@ -172,6 +172,17 @@ impl Prosody {
         let stderr = stdout
             .try_clone()
             .map_err(io("cannot create stdout.log".into()))?;
+        // If wirebench dies without stopping the server (SIGKILL), the kernel sends it
+        // SIGTERM: no orphaned servers. `ip netns exec` execs prosody in place, and the
+        // death signal survives exec.
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
         let child = cmd
             .args(["--config", &conf_s, "-F"])
             .stdin(Stdio::null())

@@ -625,20 +625,30 @@ fn shell(args: ShellArgs) -> Result<ExitCode> {
         args.seed,
         args.pcap.as_deref(),
     )?;
+    // Ctrl-C reaches the command directly (same process group); SIGTERM sent to us is
+    // passed on. Either way we wait for the command, then tear the lab down.
+    static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
     ctrlc::set_handler(|| {
-        // The child gets the same SIGINT and ends; we wait for it and clean up.
+        let pid = CHILD.load(Ordering::SeqCst);
+        if pid > 0 {
+            // SAFETY: signalling our own child by pid.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
     })
-    .context("cannot install the Ctrl-C handler")?;
+    .context("cannot install the signal handler")?;
     eprintln!(
         "wirebench shell: {} in {} (198.18.0.2); this machine is 198.18.0.1; uplink {up}, downlink {down}",
         args.command[0],
         lab.client().name()
     );
-    let status = std::process::Command::new("ip")
+    let mut child = std::process::Command::new("ip")
         .args(["netns", "exec", lab.client().name()])
         .args(&args.command)
-        .status()
+        .spawn()
         .context("cannot run the command (ip netns exec)")?;
+    CHILD.store(child.id() as i32, Ordering::SeqCst);
+    let status = child.wait().context("waiting for the command")?;
+    CHILD.store(0, Ordering::SeqCst);
     let c = lab.counters();
     eprintln!(
         "wirebench shell: uplink {} packets / {} B (dropped {}), downlink {} packets / {} B (dropped {})",

@@ -317,6 +317,13 @@ fn xmpp_ping_pong_between_two_prosody_servers() {
     assert!(m(ping, "rtt.stable") >= 0.040, "{ping}");
     assert_eq!(m(ping, "messages.received"), 4.0);
     assert!(m(ping, "wire.bytes") > 0.0);
+    // Steady-state bytes per message: the 100-byte body plus XML and TCP/IP overhead,
+    // and far less than the whole case's average, which includes s2s set-up.
+    let stable = m(ping, "wire.stable.bytes_per_message");
+    assert!(
+        stable > 100.0 && stable < m(ping, "wire.bytes_per_message"),
+        "{ping}"
+    );
     let stream = &recs[1];
     assert_eq!(m(stream, "messages.received"), 50.0);
     assert!(
@@ -325,4 +332,96 @@ fn xmpp_ping_pong_between_two_prosody_servers() {
     );
     // The servers' logs are kept with the results.
     assert!(out.join("peers/case-0001-r1/a/prosody.cfg.lua").exists());
+}
+
+/// Processes whose command line mentions `needle` (to find servers a run started).
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .collect()
+}
+
+#[test]
+fn sigterm_stops_gracefully_and_sigkill_leaves_no_servers() {
+    // SIGTERM: like Ctrl-C, the run stops, keeps its results and removes its lab.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("term");
+    let mut child = wirebench()
+        .args([
+            "run",
+            "--protocol",
+            "xmpp",
+            "--workload",
+            "pingpong",
+            "--rounds",
+            "1000",
+            "--link",
+            "1Mbit/200ms",
+            "--quiet",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let needle = out.to_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes_mentioning(&needle).len() < 2 {
+        assert!(Instant::now() < deadline, "servers never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(namespaces_of(pid).is_empty());
+    assert!(
+        processes_mentioning(&needle).is_empty(),
+        "servers left running"
+    );
+    assert_eq!(records(&out).last().unwrap()["status"], "interrupted");
+
+    // SIGKILL: the servers get SIGTERM from the kernel (parent-death signal).
+    let out = tmp.path().join("kill");
+    let mut child = wirebench()
+        .args([
+            "run",
+            "--protocol",
+            "xmpp",
+            "--workload",
+            "pingpong",
+            "--rounds",
+            "1000",
+            "--link",
+            "1Mbit/200ms",
+            "--quiet",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let needle = out.to_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes_mentioning(&needle).len() < 2 {
+        assert!(Instant::now() < deadline, "servers never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_mentioning(&needle).is_empty() {
+        assert!(Instant::now() < deadline, "servers outlived a killed run");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let clean = wirebench().args(["lab", "clean"]).output().unwrap();
+    assert!(clean.status.success());
+    assert!(namespaces_of(pid).is_empty());
 }
