@@ -191,7 +191,13 @@ pub fn add_wire_metrics(
             .find(|(n, _)| n == "throughput.duration")
             .map(|(_, v)| v.value);
         if let (Some(t), Some(rate)) = (duration, link.up.rate_bps) {
-            let bits = payload as f64 * 8.0 * sent;
+            // Messages delivered in the timed interval (XMPP streams time n-1 of them).
+            let timed = out
+                .metrics
+                .iter()
+                .find(|(n, _)| n == "throughput.messages_per_s")
+                .map(|(_, v)| v.value * t);
+            let bits = payload as f64 * 8.0 * timed.unwrap_or(sent);
             m.push(metric(
                 "link.utilization",
                 bits / (rate as f64 * t),
