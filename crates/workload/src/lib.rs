@@ -71,7 +71,7 @@ pub enum WorkloadError {
     },
     #[error("interrupted")]
     Interrupted,
-    #[error("no progress for {secs}s while {during}")]
+    #[error("no progress for {secs}s while {during} (on a slow link, raise --timeout)")]
     Stalled { secs: u64, during: &'static str },
     #[error("the server closed the data connection while {during}")]
     Closed { during: &'static str },
