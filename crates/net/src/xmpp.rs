@@ -15,12 +15,8 @@ pub enum XmppDriveError {
     Io { addr: SocketAddr, source: io::Error },
     #[error("XMPP session with {addr}: {source}")]
     Protocol { addr: SocketAddr, source: XmppError },
-    #[error("XMPP session with {addr}: no {what} within {secs}s")]
-    Timeout {
-        addr: SocketAddr,
-        what: String,
-        secs: u64,
-    },
+    #[error("XMPP session with {addr}: no {what} before the deadline")]
+    Timeout { addr: SocketAddr, what: String },
     #[error("XMPP session with {addr}: the server closed the connection while waiting for {what}")]
     Closed { addr: SocketAddr, what: String },
 }
@@ -100,7 +96,6 @@ impl XmppSession {
                 return Err(XmppDriveError::Timeout {
                     addr,
                     what: what.into(),
-                    secs: 0,
                 });
             }
             self.stream
@@ -121,12 +116,10 @@ impl XmppSession {
                     r.map_err(|source| XmppDriveError::Protocol { addr, source })?;
                 }
                 Err(e) if crate::sock::would_block(&e) => {
-                    let secs = deadline.elapsed().as_secs();
                     if Instant::now() >= deadline {
                         return Err(XmppDriveError::Timeout {
                             addr,
                             what: what.into(),
-                            secs,
                         });
                     }
                 }
