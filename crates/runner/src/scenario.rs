@@ -323,6 +323,19 @@ fn split_list(text: &str, spec_syntax: bool) -> Vec<String> {
     items
 }
 
+/// The error for a key that is not one of `valid`, with a suggestion when one is close.
+fn unknown_key(cx: &Ctx, item: &Item, key: &str, word: &str, valid: &[&str]) -> ScenarioError {
+    cx.err(
+        item_span(item),
+        key,
+        format!(
+            "unknown key{}; valid keys: {}",
+            did_you_mean(word, valid),
+            valid.join(", ")
+        ),
+    )
+}
+
 fn string(cx: &Ctx, item: &Item, key: &str) -> Result<String, ScenarioError> {
     item.as_str()
         .map(str::to_string)
@@ -418,16 +431,7 @@ fn parse_parts(cx: &Ctx, item: &Item, sc: &mut Scenario) -> Result<(), ScenarioE
                     })?;
                     parse_params(cx, tl, &key, &mut part.grid)?;
                 }
-                other => {
-                    return Err(cx.err(
-                        item_span(v),
-                        &key,
-                        format!(
-                            "unknown key{}; valid keys: name, params",
-                            did_you_mean(other, &["name", "params"])
-                        ),
-                    ));
-                }
+                other => return Err(unknown_key(cx, v, &key, other, &["name", "params"])),
             }
         }
         sc.parts.push(part);
@@ -485,15 +489,12 @@ fn parse_references(cx: &Ctx, item: &Item, sc: &mut Scenario) -> Result<(), Scen
                     }
                 }
                 other => {
-                    let valid = ["source", "when", "metrics"];
-                    return Err(cx.err(
-                        item_span(v),
+                    return Err(unknown_key(
+                        cx,
+                        v,
                         &key,
-                        format!(
-                            "unknown key{}; valid keys: {}",
-                            did_you_mean(other, &valid),
-                            valid.join(", ")
-                        ),
+                        other,
+                        &["source", "when", "metrics"],
                     ));
                 }
             }
@@ -528,15 +529,12 @@ fn parse_run(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioError
                     parse_duration(&s).map_err(|e| cx.err(item_span(item), &key, e.to_string()))?;
             }
             other => {
-                let valid = ["repeat", "seed", "timeout"];
-                return Err(cx.err(
-                    item_span(item),
+                return Err(unknown_key(
+                    cx,
+                    item,
                     &key,
-                    format!(
-                        "unknown key{}; valid keys: {}",
-                        did_you_mean(other, &valid),
-                        valid.join(", ")
-                    ),
+                    other,
+                    &["repeat", "seed", "timeout"],
                 ));
             }
         }
@@ -582,18 +580,7 @@ fn parse_output(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioEr
                 sc.tables = Some(list);
             }
             "columns" => sc.columns = Some(string_list(cx, item, &key)?),
-            other => {
-                let valid = ["tables", "columns"];
-                return Err(cx.err(
-                    item_span(item),
-                    &key,
-                    format!(
-                        "unknown key{}; valid keys: {}",
-                        did_you_mean(other, &valid),
-                        valid.join(", ")
-                    ),
-                ));
-            }
+            other => return Err(unknown_key(cx, item, &key, other, &["tables", "columns"])),
         }
     }
     Ok(())

@@ -346,12 +346,10 @@ fn processes_mentioning(needle: &str) -> Vec<u32> {
         .collect()
 }
 
-#[test]
-fn sigterm_stops_gracefully_and_sigkill_leaves_no_servers() {
-    // SIGTERM: like Ctrl-C, the run stops, keeps its results and removes its lab.
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("term");
-    let mut child = wirebench()
+/// Starts a long XMPP run and waits until both of its Prosody servers are up. Returns
+/// the child and the text that identifies its servers' command lines.
+fn start_xmpp_run(out: &Path) -> (std::process::Child, String) {
+    let child = wirebench()
         .args([
             "run",
             "--protocol",
@@ -360,22 +358,34 @@ fn sigterm_stops_gracefully_and_sigkill_leaves_no_servers() {
             "pingpong",
             "--rounds",
             "1000",
+        ])
+        .args([
             "--link",
             "1Mbit/200ms",
             "--quiet",
+            "--out",
+            out.to_str().unwrap(),
         ])
-        .args(["--out", out.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let pid = child.id();
     let needle = out.to_str().unwrap().to_string();
     let deadline = Instant::now() + Duration::from_secs(30);
     while processes_mentioning(&needle).len() < 2 {
         assert!(Instant::now() < deadline, "servers never started");
         std::thread::sleep(Duration::from_millis(100));
     }
+    (child, needle)
+}
+
+#[test]
+fn sigterm_stops_gracefully_and_sigkill_leaves_no_servers() {
+    // SIGTERM: like Ctrl-C, the run stops, keeps its results and removes its lab.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("term");
+    let (mut child, needle) = start_xmpp_run(&out);
+    let pid = child.id();
     std::thread::sleep(Duration::from_secs(2));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
@@ -388,32 +398,8 @@ fn sigterm_stops_gracefully_and_sigkill_leaves_no_servers() {
     assert_eq!(records(&out).last().unwrap()["status"], "interrupted");
 
     // SIGKILL: the servers get SIGTERM from the kernel (parent-death signal).
-    let out = tmp.path().join("kill");
-    let mut child = wirebench()
-        .args([
-            "run",
-            "--protocol",
-            "xmpp",
-            "--workload",
-            "pingpong",
-            "--rounds",
-            "1000",
-            "--link",
-            "1Mbit/200ms",
-            "--quiet",
-        ])
-        .args(["--out", out.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut child, needle) = start_xmpp_run(&tmp.path().join("kill"));
     let pid = child.id();
-    let needle = out.to_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while processes_mentioning(&needle).len() < 2 {
-        assert!(Instant::now() < deadline, "servers never started");
-        std::thread::sleep(Duration::from_millis(100));
-    }
     child.kill().unwrap();
     child.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
