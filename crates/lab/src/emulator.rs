@@ -252,6 +252,16 @@ impl Drop for Emulator {
     }
 }
 
+/// Each direction draws its own loss and jitter from the run's seed, so the two
+/// directions are independent but both reproducible.
+fn dir_seed(seed: u64, direction: usize) -> u64 {
+    if direction == 0 {
+        seed
+    } else {
+        seed ^ 0x5bd1_e995
+    }
+}
+
 fn new_hist() -> Option<Histogram<u64>> {
     Histogram::new(3).ok()
 }
@@ -281,7 +291,10 @@ impl Worker {
             .unwrap_or(0);
         Worker {
             tuns: [a, b],
-            links: [Link::new(up, seed), Link::new(down, seed ^ 0x5bd1_e995)],
+            links: [
+                Link::new(up, dir_seed(seed, 0)),
+                Link::new(down, dir_seed(seed, 1)),
+            ],
             pcap,
             shared,
             unix_offset_ns: unix.saturating_sub(monotonic_ns()),
@@ -360,7 +373,7 @@ impl Worker {
             }
             let dir = if i == 0 { &mut c.up } else { &mut c.down };
             dir.dropped_reset += held;
-            self.links[i] = Link::new(params, if i == 0 { seed } else { seed ^ 0x5bd1_e995 });
+            self.links[i] = Link::new(params, dir_seed(seed, i));
         }
     }
 

@@ -48,11 +48,7 @@ impl Lab {
         let ta = Tun::create(&client, &CLIENT_ADDR.to_string(), 24, mtu)?;
         let tb = Tun::create(&server, &SERVER_ADDR.to_string(), 24, mtu)?;
         let pcap = open_pcap(pcap)?;
-        let emulator =
-            Emulator::start(ta, tb, up, down, seed, pcap).map_err(|source| LabError::Io {
-                what: "cannot start the emulator thread".into(),
-                source,
-            })?;
+        let emulator = start_emulator(ta, tb, up, down, seed, pcap)?;
         let interfaces = vec![
             (
                 Some(client.name().to_string()),
@@ -86,11 +82,7 @@ impl Lab {
         let root_name = format!("wb{}", std::process::id());
         let tr = Tun::create_root(&root_name, &CLIENT_ADDR.to_string(), 24, mtu)?;
         let pcap = open_pcap(pcap)?;
-        let emulator =
-            Emulator::start(th, tr, up, down, seed, pcap).map_err(|source| LabError::Io {
-                what: "cannot start the emulator thread".into(),
-                source,
-            })?;
+        let emulator = start_emulator(th, tr, up, down, seed, pcap)?;
         let interfaces = vec![
             (
                 Some(host.name().to_string()),
@@ -190,4 +182,18 @@ fn open_pcap(path: Option<&Path>) -> Result<Option<PcapWriter>, LabError> {
         })
     })
     .transpose()
+}
+
+fn start_emulator(
+    a: Tun,
+    b: Tun,
+    up: LinkParams,
+    down: LinkParams,
+    seed: u64,
+    pcap: Option<PcapWriter>,
+) -> Result<Emulator, LabError> {
+    Emulator::start(a, b, up, down, seed, pcap).map_err(|source| LabError::Io {
+        what: "cannot start the emulator thread".into(),
+        source,
+    })
 }
