@@ -3,9 +3,10 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wirebench_model::clock::monotonic_ns;
-use wirebench_xmpp::{Client, ClientConfig, Event, XmppError};
+use wirebench_xmpp::{Client, ClientConfig, Event, XmppError, rustls};
 
 #[derive(Debug, thiserror::Error)]
 pub enum XmppDriveError {
@@ -43,6 +44,18 @@ impl XmppSession {
         seed: u64,
         timeout: Duration,
     ) -> Result<(XmppSession, Vec<Timed>), XmppDriveError> {
+        XmppSession::login_tls(addr, cfg, None, seed, timeout)
+    }
+
+    /// [`XmppSession::login`] with a rustls configuration for STARTTLS (used when the
+    /// server offers or requires it, per `cfg.tls`).
+    pub fn login_tls(
+        addr: SocketAddr,
+        cfg: ClientConfig,
+        tls: Option<Arc<rustls::ClientConfig>>,
+        seed: u64,
+        timeout: Duration,
+    ) -> Result<(XmppSession, Vec<Timed>), XmppDriveError> {
         let stream = TcpStream::connect_timeout(&addr, timeout)
             .map_err(|source| XmppDriveError::Connect { addr, source })?;
         stream
@@ -50,7 +63,7 @@ impl XmppSession {
             .map_err(|source| XmppDriveError::Io { addr, source })?;
         let mut s = XmppSession {
             stream,
-            client: Client::new(cfg, None, seed),
+            client: Client::new(cfg, tls, seed),
             addr,
             buf: vec![0u8; 64 * 1024],
             bytes_out: 0,

@@ -32,6 +32,18 @@ pub struct ProsodyConfig {
     /// Extra components (XEP-0114): (name, secret).
     pub components: Vec<(String, String)>,
     pub component_port: u16,
+    /// Certificate and key (PEM files) for STARTTLS. `None`: TLS is disabled and never
+    /// offered, as in study S1. With TLS on, Prosody also offers STARTTLS on s2s.
+    pub tls: Option<TlsFiles>,
+    /// Refuse c2s logins without TLS (RFC 6120 §5.3.1 mandatory-to-negotiate).
+    pub c2s_require_encryption: bool,
+}
+
+/// PEM files for a server's certificate and private key.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 impl ProsodyConfig {
@@ -44,6 +56,8 @@ impl ProsodyConfig {
             users: Vec::new(),
             components: Vec::new(),
             component_port: 5347,
+            tls: None,
+            c2s_require_encryption: false,
         }
     }
 
@@ -77,16 +91,34 @@ impl ProsodyConfig {
             "component_interfaces = {{ \"{}\", \"127.0.0.1\" }}",
             self.addr
         );
-        let _ = writeln!(s, "c2s_require_encryption = false");
+        let _ = writeln!(
+            s,
+            "c2s_require_encryption = {}",
+            self.c2s_require_encryption
+        );
         let _ = writeln!(s, "allow_unencrypted_plain_auth = true");
         let _ = writeln!(s, "s2s_require_encryption = false");
         let _ = writeln!(s, "s2s_secure_auth = false");
         // `limits` is left out on purpose: it rate-limits, which would be measured.
+        // `tls` is not auto-loaded once modules_enabled is given: without it no STARTTLS.
+        let tls_module = if self.tls.is_some() { " \"tls\";" } else { "" };
         let _ = writeln!(
             s,
-            "modules_enabled = {{ \"roster\"; \"saslauth\"; \"disco\"; \"ping\"; \"dialback\"; \"posix\"; }}"
+            "modules_enabled = {{ \"roster\"; \"saslauth\"; \"disco\"; \"ping\"; \"dialback\"; \"posix\";{tls_module} }}"
         );
-        let _ = writeln!(s, "modules_disabled = {{ \"tls\"; }}");
+        match &self.tls {
+            Some(t) => {
+                let _ = writeln!(
+                    s,
+                    "ssl = {{ certificate = \"{}\"; key = \"{}\"; }}",
+                    t.cert.display(),
+                    t.key.display()
+                );
+            }
+            None => {
+                let _ = writeln!(s, "modules_disabled = {{ \"tls\"; }}");
+            }
+        }
         // With Nagle on, small stanzas wait for ACKs: 40 ms stalls.
         let _ = writeln!(s, "network_settings = {{ nagle = false }}");
         // Resolve peer domains from the host's hosts file; the local zone makes the SRV

@@ -267,6 +267,26 @@ impl Scenario {
         Ok(())
     }
 
+    /// Keeps only the named `[[part]]`s (`--part latency,payload`). An unknown name is an
+    /// error listing the scenario's parts, so a typo does not silently run nothing.
+    pub fn select_parts(&mut self, names: &[String]) -> Result<(), String> {
+        if self.parts.is_empty() {
+            return Err(format!("scenario {:?} has no [[part]] sections", self.name));
+        }
+        for n in names {
+            if !self.parts.iter().any(|p| &p.name == n) {
+                let have: Vec<&str> = self.parts.iter().map(|p| p.name.as_str()).collect();
+                return Err(format!(
+                    "scenario {:?} has no part {n:?}; its parts: {}",
+                    self.name,
+                    have.join(", ")
+                ));
+            }
+        }
+        self.parts.retain(|p| names.contains(&p.name));
+        Ok(())
+    }
+
     /// The grids to expand: the base alone, or the base overridden by each part.
     pub fn grids(&self) -> Vec<Grid> {
         let base = self.complete_grid();

@@ -102,7 +102,7 @@ struct RunArgs {
     /// Parameter flags below override the scenario's values.
     scenario: Option<String>,
 
-    /// Wire protocol [raw].
+    /// Wire protocol: raw (built-in server) or xmpp (two real Prosody servers in lab hosts; root).
     #[arg(
         long,
         value_name = "LIST",
@@ -237,6 +237,9 @@ struct RunArgs {
     )]
     pcap: Option<PathBuf>,
 
+    /// Run only these `[[part]]`s of the scenario, e.g. `--part latency,payload`.
+    #[arg(long, value_name = "NAMES")]
+    part: Option<String>,
     /// Run every case N times (CSV shows mean, min and max).
     #[arg(long, value_name = "N")]
     repeat: Option<u32>,
@@ -359,6 +362,17 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         if let Some(v) = value {
             scenario.set_param(name, v)?;
         }
+    }
+    if let Some(names) = &args.part {
+        let names: Vec<String> = names
+            .split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(str::to_string)
+            .collect();
+        scenario
+            .select_parts(&names)
+            .map_err(|e| anyhow::anyhow!("--part: {e}"))?;
     }
     if let Some(r) = args.repeat {
         if r == 0 {

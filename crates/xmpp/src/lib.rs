@@ -23,6 +23,8 @@ pub mod stanza;
 
 pub use client::{Client, ClientConfig, Event, State, TlsMode};
 pub use error::XmppError;
+/// The TLS library the engine drives, so callers build configs with the same version.
+pub use rustls;
 pub use sasl::{Mechanism, ScramCache};
 
 /// Feeds arbitrary bytes to a fresh client, for a cargo-fuzz target. The first byte picks
