@@ -39,7 +39,9 @@ pub fn human(value: f64, unit: &str) -> String {
                 format!("{}", (value * 100.0).round() / 100.0)
             }
         }
-        _ => format!("{value} {unit}"),
+        "ratio" => format!("{:.1}%", value * 100.0),
+        "B" => format!("{} B", (value * 10.0).round() / 10.0),
+        _ => format!("{} {unit}", (value * 1000.0).round() / 1000.0),
     }
 }
 
@@ -186,41 +188,50 @@ pub fn fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
 
 /// Published figures beside ours, and how round trips grow with the link's delay
 /// (study S1's laws: stable RTT grows by 2 x delay; a first RTT that grows by k x delay
-/// implies about k/2 round trips of set-up).
+/// implies about k/2 round trips of set-up). Where the references cover several delays,
+/// their own line is fitted too, so the two slopes can be compared directly.
 pub fn comparisons(records: &[Record]) -> String {
     let ok: Vec<&Record> = records.iter().filter(|r| r.status == Status::Ok).collect();
     let mut out = String::new();
-    let with_refs: Vec<&&Record> = ok.iter().filter(|r| !r.references.is_empty()).collect();
-    if !with_refs.is_empty() {
-        out.push_str("Published figures beside ours:\n");
-        for r in with_refs {
-            let mut parts = Vec::new();
-            for (metric, reference) in &r.references {
-                let (Some(rv), Some(ours)) = (reference["value"].as_f64(), r.metric(metric)) else {
-                    continue;
-                };
-                let source = reference["source"].as_str().unwrap_or("reference");
-                let ratio = if rv != 0.0 {
-                    format!(" (x{:.2})", ours.value / rv)
-                } else {
-                    String::new()
-                };
-                parts.push(format!(
-                    "{metric} {} vs {} [{source}]{ratio}",
-                    human(ours.value, &ours.unit),
-                    human(rv, &ours.unit)
-                ));
-            }
-            if !parts.is_empty() {
-                out.push_str(&format!(
-                    "  case {} r{} ({}): {}\n",
-                    r.case,
-                    r.repeat,
-                    case_label(r, ""),
-                    parts.join("; ")
-                ));
-            }
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    t.set_header(vec![
+        "case",
+        "parameters",
+        "metric",
+        "ours",
+        "published",
+        "ours/published",
+        "source",
+    ]);
+    let mut rows = 0;
+    for r in ok.iter().filter(|r| !r.references.is_empty()) {
+        for (metric, reference) in &r.references {
+            let (Some(rv), Some(ours)) = (reference["value"].as_f64(), r.metric(metric)) else {
+                continue;
+            };
+            let ratio = if rv != 0.0 {
+                format!("{:.2}", ours.value / rv)
+            } else {
+                "-".into()
+            };
+            t.add_row(vec![
+                Cell::new(format!("{} r{}", r.case, r.repeat)),
+                Cell::new(case_label(r, "")),
+                Cell::new(metric),
+                Cell::new(human(ours.value, &ours.unit)).set_alignment(CellAlignment::Right),
+                Cell::new(human(rv, &ours.unit)).set_alignment(CellAlignment::Right),
+                Cell::new(ratio).set_alignment(CellAlignment::Right),
+                Cell::new(reference["source"].as_str().unwrap_or("reference")),
+            ]);
+            rows += 1;
         }
+    }
+    if rows > 0 {
+        out.push_str("Published figures beside ours:\n");
+        out.push_str(&t.to_string());
+        out.push('\n');
     }
     // Groups of cases that differ only in link.delay.
     let mut groups: Vec<(String, Vec<&Record>)> = Vec::new();
@@ -239,25 +250,33 @@ pub fn comparisons(records: &[Record]) -> String {
         }
         let mut parts = Vec::new();
         for metric in ["rtt.first", "rtt.stable"] {
-            let pts: Vec<(f64, f64)> = rs
+            let delay = |r: &Record| r.params.get("link.delay")?.as_f64();
+            let ours: Vec<(f64, f64)> = rs
                 .iter()
-                .filter_map(|r| {
-                    Some((
-                        r.params.get("link.delay")?.as_f64()?,
-                        r.metric(metric)?.value,
-                    ))
-                })
+                .filter_map(|r| Some((delay(r)?, r.metric(metric)?.value)))
                 .collect();
-            if let Some((a, b)) = fit(&pts) {
-                parts.push(format!(
+            let published: Vec<(f64, f64)> = rs
+                .iter()
+                .filter_map(|r| Some((delay(r)?, r.references.get(metric)?["value"].as_f64()?)))
+                .collect();
+            if let Some((a, b)) = fit(&ours) {
+                let mut line = format!(
                     "{metric} = {} + {b:.2} x delay (~{:.1} round trips)",
                     human(a, "s"),
                     b / 2.0
-                ));
+                );
+                if let Some((pa, pb)) = fit(&published) {
+                    line.push_str(&format!(
+                        ", published {} + {pb:.2} x delay (~{:.1})",
+                        human(pa, "s"),
+                        pb / 2.0
+                    ));
+                }
+                parts.push(line);
             }
         }
         if !parts.is_empty() {
-            fits.push_str(&format!("  {key}: {}\n", parts.join("; ")));
+            fits.push_str(&format!("  {key}:\n    {}\n", parts.join("\n    ")));
         }
     }
     if !fits.is_empty() {
@@ -276,5 +295,42 @@ mod fit_tests {
         assert!((a - 36.22).abs() < 0.1, "{a}");
         assert!(super::fit(&[(1.0, 2.0)]).is_none());
         assert!(super::fit(&[(1.0, 2.0), (1.0, 3.0)]).is_none());
+    }
+}
+
+#[cfg(test)]
+mod comparison_tests {
+    use wirebench_model::Record;
+
+    fn record(case: usize, delay: f64, label: &str, first: f64, published: f64) -> Record {
+        serde_json::from_value(serde_json::json!({
+            "schema": 1, "scenario": "s", "case": case, "repeat": 1, "status": "ok",
+            "params": {"link.delay": delay, "payload": 2},
+            "labels": {"link.delay": label, "payload": "2"},
+            "metrics": {"rtt.first": {"value": first, "unit": "s"}},
+            "references": {"rtt.first": {"value": published, "source": "S1 standard S2S"}},
+            "seed": 1, "started": "", "wirebench": "0", "command": [],
+            "host": {"hostname": "", "os": "", "kernel": "", "cpu": "", "cpus": 1, "memory_bytes": 0}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn published_figures_and_both_slopes() {
+        let rs = vec![
+            record(1, 0.0, "0", 15.0, 36.3),
+            record(2, 0.5, "500ms", 22.1, 57.0),
+            record(3, 1.0, "1s", 31.1, 78.5),
+        ];
+        let out = super::comparisons(&rs);
+        assert!(out.contains("Published figures beside ours"), "{out}");
+        assert!(out.contains("S1 standard S2S"), "{out}");
+        // 15.0 / 36.3
+        assert!(out.contains("0.41"), "{out}");
+        assert!(out.contains("+ 16.10 x delay (~8.1 round trips)"), "{out}");
+        assert!(
+            out.contains("published 36.17s + 42.20 x delay (~21.1)"),
+            "{out}"
+        );
     }
 }

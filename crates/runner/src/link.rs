@@ -191,7 +191,7 @@ pub fn add_wire_metrics(
             .find(|(n, _)| n == "throughput.duration")
             .map(|(_, v)| v.value);
         if let (Some(t), Some(rate)) = (duration, link.up.rate_bps) {
-            // Messages delivered in the timed interval (XMPP streams time n-1 of them).
+            // Messages delivered in the timed interval.
             let timed = out
                 .metrics
                 .iter()
@@ -224,11 +224,16 @@ pub fn add_wire_metrics(
             ));
         }
     }
-    // Steady state: from the stable mark (ping-pong: round 3) to the end, so set-up
-    // traffic (handshakes, server-to-server negotiation) is left out.
-    if let (Some(mark), true) = (stable, workload == "pingpong") {
-        let rounds = case.get("rounds").and_then(Value::as_count).unwrap_or(0);
-        let crossings = 2.0 * rounds.saturating_sub(2) as f64;
+    // Steady state: from the stable mark (ping-pong: round 3; XMPP stream: after the
+    // warm-up stanza) to the end, so set-up traffic (handshakes, server-to-server
+    // negotiation) is left out. Both directions count: the reverse one carries the ACKs.
+    if let Some(mark) = stable {
+        let crossings = if workload == "pingpong" {
+            let rounds = case.get("rounds").and_then(Value::as_count).unwrap_or(0);
+            2.0 * rounds.saturating_sub(2) as f64
+        } else {
+            case.get("count").and_then(Value::as_count).unwrap_or(0) as f64
+        };
         let bytes = match out.local_port {
             Some(port) => {
                 let now = flow(&after.up, port, true).1 + flow(&after.down, port, false).1;

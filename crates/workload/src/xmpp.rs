@@ -253,6 +253,8 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
             ),
             "s",
         );
+        // From here on the link carries only the timed stanzas (and their ACKs).
+        (ctx.mark_stable)();
         let start = wirebench_model::clock::monotonic_ns();
         for i in 0..run.count {
             let body = random_text(&mut rng, run.payload);
