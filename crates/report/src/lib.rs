@@ -1,11 +1,18 @@
 //! Results files and renderings, all derived from [`Record`]s:
 //! `results.jsonl` (the source of truth), `results.csv` (Soap-Stone-style pivot tables),
-//! HdrHistogram interval logs, per-round series, and the terminal summary.
+//! HdrHistogram interval logs, per-round series, the terminal summary, charts (SVG and
+//! PNG), the self-contained HTML report, and comparisons between two runs.
 
+pub mod charts;
+pub mod compare;
 pub mod csv;
 pub mod files;
+pub mod html;
+pub mod info;
 pub mod summary;
 
 pub use csv::{PivotOptions, pivot};
 pub use files::{ResultsDir, atomic_write};
+pub use html::{ReportError, write_report};
+pub use info::{ChartSpec, ParamInfo, RunInfo};
 pub use summary::summary_table;

@@ -206,7 +206,34 @@ pub fn comparisons(records: &[Record]) -> String {
         "source",
     ]);
     let mut rows = 0;
-    for r in ok.iter().filter(|r| !r.references.is_empty()) {
+    // Only what differs between the rows; the rest is the same for all of them.
+    let with_refs: Vec<&Record> = ok
+        .iter()
+        .copied()
+        .filter(|r| !r.references.is_empty())
+        .collect();
+    let differing: Vec<String> = {
+        let mut names: Vec<String> = Vec::new();
+        for r in &with_refs {
+            for k in r.labels.keys() {
+                if !names.contains(k) {
+                    names.push(k.clone());
+                }
+            }
+        }
+        names
+            .into_iter()
+            .filter(|p| {
+                with_refs
+                    .iter()
+                    .map(|r| label(r, p))
+                    .collect::<BTreeSet<_>>()
+                    .len()
+                    > 1
+            })
+            .collect()
+    };
+    for r in &with_refs {
         for (metric, reference) in &r.references {
             let (Some(rv), Some(ours)) = (reference["value"].as_f64(), r.metric(metric)) else {
                 continue;
@@ -218,7 +245,13 @@ pub fn comparisons(records: &[Record]) -> String {
             };
             t.add_row(vec![
                 Cell::new(format!("{} r{}", r.case, r.repeat)),
-                Cell::new(case_label(r, "")),
+                Cell::new(
+                    differing
+                        .iter()
+                        .map(|p| format!("{p}={}", label(r, p)))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
                 Cell::new(metric),
                 Cell::new(human(ours.value, &ours.unit)).set_alignment(CellAlignment::Right),
                 Cell::new(human(rv, &ours.unit)).set_alignment(CellAlignment::Right),

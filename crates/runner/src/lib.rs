@@ -272,6 +272,7 @@ impl Job<'_> {
             metrics: scenario.columns.clone(),
         };
         let mut dir = ResultsDir::create(&opts.out, pivot).map_err(results_err)?;
+        run_info(scenario).write(&dir.path).map_err(results_err)?;
         let host = host::facts();
         observer.run_started(self.cases.len(), scenario.repeat, self.addr);
 
@@ -591,6 +592,30 @@ pub fn default_out_dir(scenario: &str) -> PathBuf {
         n += 1;
     }
     dir
+}
+
+/// What `wirebench report` needs besides the records (`run.json`).
+pub fn run_info(scenario: &Scenario) -> wirebench_report::RunInfo {
+    let params = wirebench_workload::params::names()
+        .into_iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                wirebench_report::ParamInfo {
+                    unit: wirebench_workload::params::unit(n).to_string(),
+                    words: wirebench_workload::params::words(n).to_string(),
+                },
+            )
+        })
+        .collect();
+    wirebench_report::RunInfo {
+        scenario: scenario.name.clone(),
+        description: scenario.description.clone(),
+        tables: scenario.tables.clone(),
+        columns: scenario.columns.clone(),
+        charts: scenario.charts.clone(),
+        params,
+    }
 }
 
 #[cfg(test)]

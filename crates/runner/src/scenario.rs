@@ -22,6 +22,7 @@ use std::path::Path;
 use std::time::Duration;
 use toml_edit::{Document, Item, Table, TableLike, Value};
 use wirebench_model::{Grid, ParamValue, parse_duration};
+use wirebench_report::ChartSpec;
 use wirebench_workload::params::{self, PARAMS, spec};
 
 /// Built-in scenarios, by name.
@@ -54,6 +55,8 @@ pub struct Scenario {
     pub parts: Vec<Part>,
     /// Published figures to print beside ours (`[[reference]]`).
     pub references: Vec<Reference>,
+    /// Charts for the report (`[[chart]]`); empty: chosen from the grid's shape.
+    pub charts: Vec<ChartSpec>,
 }
 
 /// One `[[part]]` of a scenario.
@@ -158,6 +161,7 @@ impl Scenario {
             tables: None,
             columns: None,
             parts: Vec::new(),
+            charts: Vec::new(),
             references: Vec::new(),
         }
     }
@@ -200,6 +204,7 @@ impl Scenario {
                 "params" => parse_params(&cx, table(&cx, item, key)?, "params", &mut sc.grid)?,
                 "part" => parse_parts(&cx, item, &mut sc)?,
                 "reference" => parse_references(&cx, item, &mut sc)?,
+                "chart" => parse_charts(&cx, item, &mut sc)?,
                 "run" => parse_run(&cx, table(&cx, item, key)?, &mut sc)?,
                 "output" => parse_output(&cx, table(&cx, item, key)?, &mut sc)?,
                 other => {
@@ -209,6 +214,7 @@ impl Scenario {
                         "params",
                         "part",
                         "reference",
+                        "chart",
                         "run",
                         "output",
                     ];
@@ -459,6 +465,140 @@ fn parse_parts(cx: &Ctx, item: &Item, sc: &mut Scenario) -> Result<(), ScenarioE
     Ok(())
 }
 
+const CHART_KINDS: &[&str] = &["lines", "bars", "rounds", "cdf"];
+
+fn param_name(cx: &Ctx, v: &Item, key: &str) -> Result<String, ScenarioError> {
+    let name = string(cx, v, key)?;
+    if spec(&name).is_none() {
+        return Err(cx.err(
+            item_span(v),
+            key,
+            format!(
+                "unknown parameter {name:?}{}",
+                did_you_mean(&name, &params::names())
+            ),
+        ));
+    }
+    Ok(name)
+}
+
+fn parse_charts(cx: &Ctx, item: &Item, sc: &mut Scenario) -> Result<(), ScenarioError> {
+    let charts = item
+        .as_array_of_tables()
+        .ok_or_else(|| cx.err(item_span(item), "chart", "expected [[chart]] sections"))?;
+    for t in charts.iter() {
+        let mut c = ChartSpec::default();
+        for (k, v) in t.iter() {
+            let key = format!("chart.{k}");
+            match k {
+                "metric" => c.metric = string(cx, v, &key)?,
+                "title" => c.title = Some(string(cx, v, &key)?),
+                "kind" => {
+                    let kind = string(cx, v, &key)?;
+                    if !CHART_KINDS.contains(&kind.as_str()) {
+                        return Err(cx.err(
+                            item_span(v),
+                            &key,
+                            format!(
+                                "unknown chart kind {kind:?}; kinds: {}",
+                                CHART_KINDS.join(", ")
+                            ),
+                        ));
+                    }
+                    c.kind = Some(kind);
+                }
+                "x" => c.x = Some(param_name(cx, v, &key)?),
+                "series" => {
+                    let arr = v.as_array().ok_or_else(|| {
+                        cx.err(item_span(v), &key, "expected a list of parameter names")
+                    })?;
+                    let mut names = Vec::new();
+                    for e in arr.iter() {
+                        let name = e.as_str().unwrap_or_default().to_string();
+                        if spec(&name).is_none() {
+                            return Err(cx.err(
+                                e.span(),
+                                &key,
+                                format!("unknown parameter {name:?}"),
+                            ));
+                        }
+                        names.push(name);
+                    }
+                    c.series = Some(names);
+                }
+                "log_x" | "log_y" => {
+                    let b = v
+                        .as_bool()
+                        .ok_or_else(|| cx.err(item_span(v), &key, "expected true or false"))?;
+                    if k == "log_x" {
+                        c.log_x = Some(b);
+                    } else {
+                        c.log_y = Some(b);
+                    }
+                }
+                "filter" => {
+                    let tl = v.as_table_like().ok_or_else(|| {
+                        cx.err(
+                            item_span(v),
+                            &key,
+                            "expected a table: { workload = \"stream\" }",
+                        )
+                    })?;
+                    for (pk, pv) in tl.iter() {
+                        if spec(pk).is_none() {
+                            return Err(cx.err(
+                                item_span(pv),
+                                &format!("{key}.{pk}"),
+                                "unknown parameter",
+                            ));
+                        }
+                        let text = pv
+                            .as_str()
+                            .map(str::to_string)
+                            .or_else(|| pv.as_integer().map(|i| i.to_string()))
+                            .ok_or_else(|| {
+                                cx.err(
+                                    item_span(pv),
+                                    &format!("{key}.{pk}"),
+                                    "expected a value as typed in [params]",
+                                )
+                            })?;
+                        c.filter.insert(pk.to_string(), text);
+                    }
+                }
+                other => {
+                    return Err(unknown_key(
+                        cx,
+                        v,
+                        &key,
+                        other,
+                        &[
+                            "metric", "kind", "x", "series", "log_x", "log_y", "title", "filter",
+                        ],
+                    ));
+                }
+            }
+        }
+        let kind = c.kind.as_deref().unwrap_or("lines");
+        if c.metric.is_empty() && kind != "rounds" && kind != "cdf" {
+            return Err(cx.err(
+                t.span(),
+                "chart.metric",
+                "missing: the metric to chart, e.g. metric = \"rtt.stable\"",
+            ));
+        }
+        if kind == "lines" && c.x.is_none() {
+            return Err(cx.err(
+                t.span(),
+                "chart.x",
+                "missing: a lines chart needs the parameter on its x axis, e.g. x = \"payload\"",
+            ));
+        }
+        sc.charts.push(c);
+    }
+    Ok(())
+}
+
 fn parse_references(cx: &Ctx, item: &Item, sc: &mut Scenario) -> Result<(), ScenarioError> {
     let refs = item.as_array_of_tables().ok_or_else(|| {
         cx.err(
@@ -640,6 +780,34 @@ mod tests {
 
     fn err(text: &str) -> String {
         Scenario::parse(text, "bad.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn chart_sections() {
+        let s = Scenario::parse(
+            "[[chart]]\nmetric = \"rtt.first\"\nx = \"link.delay\"\nseries = [\"link.rate\"]\n\
+             log_y = true\nfilter = { workload = \"pingpong\", payload = 2 }\n\
+             [[chart]]\nkind = \"rounds\"\n",
+            "c.toml",
+        )
+        .unwrap();
+        assert_eq!(s.charts.len(), 2);
+        assert_eq!(s.charts[0].x.as_deref(), Some("link.delay"));
+        assert_eq!(s.charts[0].log_y, Some(true));
+        assert_eq!(s.charts[0].filter["payload"], "2");
+        assert_eq!(s.charts[1].kind.as_deref(), Some("rounds"));
+        let e = err("[[chart]]\nmetric = \"rtt.p50\"\n\nx = \"paylod\"\n");
+        assert!(
+            e.starts_with("bad.toml:4: chart.x: unknown parameter \"paylod\""),
+            "{e}"
+        );
+        let e = err("[[chart]]\nmetric = \"rtt.p50\"\nkind = \"pie\"\n");
+        assert!(
+            e.starts_with("bad.toml:3: chart.kind: unknown chart kind"),
+            "{e}"
+        );
+        let e = err("[[chart]]\nmetric = \"rtt.p50\"\n");
+        assert!(e.contains("chart.x: missing"), "{e}");
     }
 
     #[test]

@@ -55,6 +55,21 @@ enum Command {
     /// reachable. Example: put a client behind a satcom link to a server listening here:
     ///   wirebench shell --link 2400bit/500ms -- curl http://198.18.0.1:8080/
     Shell(ShellArgs),
+    /// Write DIR/report.html (charts, tables, published figures) from a results directory.
+    ///
+    /// `wirebench run` does this at the end of every run unless --no-report; use this to
+    /// rebuild it, e.g. after an interrupted run. Charts are also saved as SVG and PNG
+    /// under DIR/charts/.
+    Report {
+        /// A results directory written by `wirebench run`.
+        dir: PathBuf,
+    },
+    /// Compare two results directories: each metric of the cases both ran, as a ratio B/A.
+    ///
+    /// Cases are matched by their parameters (1KiB and 1024 are the same payload).
+    /// Ratios that differ from 1 by more than --threshold are flagged; the exit code is 1
+    /// when any is and --fail-on-change is given (for CI regression checks).
+    Compare(CompareArgs),
     /// Manage lab leftovers.
     Lab {
         #[command(subcommand)]
@@ -72,6 +87,26 @@ enum LabCommand {
     },
     /// List lab namespaces.
     List,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// The baseline results directory.
+    a: PathBuf,
+    /// The results directory compared with it.
+    b: PathBuf,
+    /// Relative change that is flagged, e.g. 5% or 0.05.
+    #[arg(long, default_value = "5%", value_name = "CHANGE")]
+    threshold: String,
+    /// Show every metric, not only the flagged ones.
+    #[arg(long)]
+    all: bool,
+    /// Also write the comparison as an HTML page here.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Exit with code 1 when any metric is flagged.
+    #[arg(long)]
+    fail_on_change: bool,
 }
 
 #[derive(Args)]
@@ -267,6 +302,9 @@ struct RunArgs {
     /// No progress bars.
     #[arg(long, short)]
     quiet: bool,
+    /// Do not write report.html and charts/ at the end (`wirebench report DIR` later).
+    #[arg(long)]
+    no_report: bool,
 }
 
 #[derive(Args)]
@@ -289,6 +327,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Shell(args) => shell(args),
         Command::Lab { command } => lab(command),
+        Command::Report { dir } => report(&dir),
+        Command::Compare(args) => compare(args),
         Command::Scenarios => {
             for (name, _) in BUILTIN {
                 if let Some(s) = Scenario::builtin(name) {
@@ -460,6 +500,13 @@ fn run(args: RunArgs) -> Result<ExitCode> {
             r.case,
             r.error.as_deref().unwrap_or("?")
         );
+    }
+    if !args.no_report && !summary.records.is_empty() {
+        match wirebench_report::write_report(&out) {
+            Ok(w) => eprintln!("report: {} ({} charts)", w.html.display(), w.charts),
+            // The results are safe; a report problem must not turn a good run red.
+            Err(e) => eprintln!("wirebench: warning: no report: {e} (results are kept)"),
+        }
     }
     eprintln!("results: {}", out.display());
     Ok(if summary.interrupted {
@@ -678,5 +725,68 @@ fn shell(args: ShellArgs) -> Result<ExitCode> {
         Some(0) => ExitCode::SUCCESS,
         Some(c) => ExitCode::from(c.clamp(1, 255) as u8),
         None => ExitCode::from(128 + 2),
+    })
+}
+
+fn report(dir: &Path) -> Result<ExitCode> {
+    // Directories from before run.json existed: take the built-in scenario of that name
+    // (for its chart choices), or none, and today's parameter registry.
+    if dir.join("results.jsonl").exists() && !dir.join(wirebench_report::info::FILE).exists() {
+        let records = wirebench_report::html::read_records(dir)?;
+        let name = records
+            .first()
+            .map(|r| r.scenario.clone())
+            .unwrap_or_default();
+        let scenario = Scenario::builtin(&name).unwrap_or_else(|| Scenario::empty(&name));
+        wirebench_runner::run_info(&scenario)
+            .write(dir)
+            .with_context(|| format!("cannot write run.json into {}", dir.display()))?;
+    }
+    let w = wirebench_report::write_report(dir)?;
+    println!(
+        "{} ({} charts; SVG and PNG in {})",
+        w.html.display(),
+        w.charts,
+        dir.join("charts").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_change(text: &str) -> Result<f64> {
+    let t = text.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| anyhow::anyhow!("--threshold {text:?}: expected a change such as 5% or 0.05"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        bail!("--threshold {text:?}: must be zero or more");
+    }
+    Ok(v)
+}
+
+fn compare(args: CompareArgs) -> Result<ExitCode> {
+    let threshold = parse_change(&args.threshold)?;
+    let c = wirebench_report::compare::load_and_compare(&args.a, &args.b, threshold)?;
+    if c.rows.is_empty() {
+        bail!(
+            "no case of {} matches a case of {} (same parameters); nothing to compare",
+            args.a.display(),
+            args.b.display()
+        );
+    }
+    print!("{}", wirebench_report::compare::table(&c, args.all));
+    if let Some(path) = &args.html {
+        wirebench_report::atomic_write(
+            path,
+            wirebench_report::compare::html(&c, &args.a, &args.b).as_bytes(),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("comparison: {}", path.display());
+    }
+    Ok(if args.fail_on_change && c.flagged() > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     })
 }

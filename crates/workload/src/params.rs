@@ -6,8 +6,8 @@ use wirebench_model::Kind;
 
 pub const WORKLOADS: &[&str] = &["pingpong", "stream"];
 /// `raw` is served by wirebench's own server; `xmpp` runs between two Prosody servers
-/// in a lab (study S1's topology).
-pub const PROTOCOLS: &[&str] = &["raw", "xmpp"];
+/// and `irc` between two linked ngircd servers, each in a lab (study S1's topology).
+pub const PROTOCOLS: &[&str] = &["raw", "xmpp", "irc"];
 pub const MODES: &[&str] = &["oneway", "echo"];
 pub const ON_OFF: &[&str] = &["on", "off"];
 
@@ -28,7 +28,7 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(PROTOCOLS),
         default: "raw",
         workloads: WORKLOADS,
-        help: "wire protocol between client and server",
+        help: "wire protocol: raw (wirebench's server), xmpp (two Prosody servers) or irc (two linked ngircd servers)",
     },
     ParamSpec {
         name: "workload",
@@ -199,4 +199,40 @@ pub fn applies(param: &str, workload: &str) -> bool {
 
 pub fn names() -> Vec<&'static str> {
     PARAMS.iter().chain(LINK_PARAMS).map(|p| p.name).collect()
+}
+
+/// A parameter's name in words, for legends and axis titles.
+pub fn words(name: &str) -> &'static str {
+    match name {
+        "protocol" => "protocol",
+        "workload" => "workload",
+        "mode" => "mode",
+        "payload" => "payload",
+        "rounds" => "rounds",
+        "think" => "think time",
+        "count" => "messages",
+        "nodelay" => "TCP_NODELAY",
+        "link" => "link",
+        "uplink" => "uplink",
+        "downlink" => "downlink",
+        "link.rate" => "link rate",
+        "link.delay" => "one-way delay",
+        "link.jitter" => "jitter",
+        "link.loss" => "loss",
+        "link.queue" => "queue",
+        "link.mtu" => "MTU",
+        "link.trace" => "trace",
+        _ => "",
+    }
+}
+
+/// The unit of a parameter's canonical value in result records (empty: a word).
+pub fn unit(name: &str) -> &'static str {
+    match spec(name).map(|p| p.kind) {
+        Some(Kind::Bytes) => "B",
+        Some(Kind::Duration) => "s",
+        Some(Kind::Rate) => "bit/s",
+        Some(Kind::Count) => "count",
+        _ => "",
+    }
 }

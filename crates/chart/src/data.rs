@@ -1,0 +1,299 @@
+//! Cleaning the caller's data into what can actually be drawn: invalid
+//! values are dropped (and counted for a note), CDFs are accumulated, bar
+//! points are matched to categories.
+
+use crate::model::{Chart, Kind, Scale, Unit};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Pt {
+    pub x: f64,
+    pub y: f64,
+    pub y_min: Option<f64>,
+    pub y_max: Option<f64>,
+    /// The line must not be drawn from the previous point to this one
+    /// because something invalid lay between them.
+    pub gap_before: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    pub series: Vec<Vec<Pt>>,
+    /// Reference markers that can be placed: (index into chart.references, x, y).
+    pub references: Vec<(usize, f64, f64)>,
+    /// For bars: the category labels (possibly synthesised).
+    pub categories: Vec<String>,
+    pub x_log: bool,
+    pub y_log: bool,
+    /// Log byte axes whose data are all powers of two get power-of-two ticks.
+    pub x_pow2: bool,
+    pub y_pow2: bool,
+    pub notes: Vec<String>,
+    /// Data extents in base units, `None` when nothing is drawable.
+    pub x_range: Option<(f64, f64)>,
+    pub y_range: Option<(f64, f64)>,
+}
+
+impl Prepared {
+    pub fn is_empty(&self) -> bool {
+        self.series.iter().all(Vec::is_empty) && self.references.is_empty()
+    }
+}
+
+#[derive(Default)]
+struct Skipped {
+    non_finite: usize,
+    non_positive: usize,
+    off_category: usize,
+    negative_weight: usize,
+    off_cdf: usize,
+}
+
+fn extend(range: &mut Option<(f64, f64)>, v: f64) {
+    *range = Some(match *range {
+        None => (v, v),
+        Some((a, b)) => (a.min(v), b.max(v)),
+    });
+}
+
+fn is_pow2(v: f64) -> bool {
+    v > 0.0 && v.is_finite() && (v.log2().round().exp2() - v).abs() <= v * 1e-12
+}
+
+pub(crate) fn prepare(chart: &Chart) -> Prepared {
+    let is_bars = matches!(chart.kind, Kind::Bars { .. });
+    let is_cdf = matches!(chart.kind, Kind::Cdf);
+    let x_log = chart.x.scale == Scale::Log && !is_bars;
+    // Cumulative fractions and bar heights are read against zero, so their
+    // y axis is always linear.
+    let y_log = chart.y.scale == Scale::Log && !is_bars && !is_cdf;
+    let mut skipped = Skipped::default();
+
+    let x_ok = |x: f64, s: &mut Skipped| -> bool {
+        if !x.is_finite() {
+            s.non_finite += 1;
+            false
+        } else if x_log && x <= 0.0 {
+            s.non_positive += 1;
+            false
+        } else {
+            true
+        }
+    };
+    let y_ok = |y: f64, s: &mut Skipped| -> bool {
+        if !y.is_finite() {
+            s.non_finite += 1;
+            false
+        } else if y_log && y <= 0.0 {
+            s.non_positive += 1;
+            false
+        } else {
+            true
+        }
+    };
+    let bound_ok = |v: Option<f64>| v.filter(|v| v.is_finite() && (!y_log || *v > 0.0));
+
+    let mut categories = match &chart.kind {
+        Kind::Bars { categories } => categories.clone(),
+        _ => Vec::new(),
+    };
+    if is_bars && categories.is_empty() {
+        // Without names, number the categories by the indices used.
+        let max_index = chart
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|p| p.x.is_finite() && p.x >= -0.5 && p.x < 10_000.0)
+            .map(|p| p.x.round() as usize)
+            .max();
+        if let Some(m) = max_index {
+            categories = (0..=m).map(|i| i.to_string()).collect();
+        }
+    }
+
+    let mut series = Vec::with_capacity(chart.series.len());
+    for s in &chart.series {
+        let mut pts: Vec<Pt> = Vec::new();
+        if is_cdf {
+            let mut weighted: Vec<(f64, f64)> = Vec::new();
+            for p in &s.points {
+                if !x_ok(p.x, &mut skipped) {
+                    continue;
+                }
+                if !p.y.is_finite() {
+                    skipped.non_finite += 1;
+                } else if p.y < 0.0 {
+                    skipped.negative_weight += 1;
+                } else if p.y > 0.0 {
+                    weighted.push((p.x, p.y));
+                }
+            }
+            weighted.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let total: f64 = weighted.iter().map(|w| w.1).sum();
+            if total > 0.0 && total.is_finite() {
+                let mut acc = 0.0;
+                for (x, w) in weighted {
+                    acc += w;
+                    let y = (acc / total).min(1.0);
+                    match pts.last_mut() {
+                        Some(last) if last.x == x => last.y = y,
+                        _ => pts.push(Pt {
+                            x,
+                            y,
+                            y_min: None,
+                            y_max: None,
+                            gap_before: false,
+                        }),
+                    }
+                }
+            }
+        } else {
+            let mut gap = false;
+            for p in &s.points {
+                let mut x = p.x;
+                if is_bars {
+                    let idx = p.x.round();
+                    if !p.x.is_finite() {
+                        skipped.non_finite += 1;
+                        continue;
+                    }
+                    if idx < 0.0 || idx >= categories.len() as f64 {
+                        skipped.off_category += 1;
+                        continue;
+                    }
+                    x = idx;
+                } else if !x_ok(p.x, &mut skipped) {
+                    gap = true;
+                    continue;
+                }
+                if !y_ok(p.y, &mut skipped) {
+                    gap = true;
+                    continue;
+                }
+                pts.push(Pt {
+                    x,
+                    y: p.y,
+                    y_min: bound_ok(p.y_min),
+                    y_max: bound_ok(p.y_max),
+                    gap_before: gap && !pts.is_empty(),
+                });
+                gap = false;
+            }
+            if matches!(chart.kind, Kind::Steps) {
+                // A step function is only meaningful in time order.
+                pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+            }
+        }
+        series.push(pts);
+    }
+
+    let mut references = Vec::new();
+    for (i, m) in chart.references.iter().enumerate() {
+        let x_fine = m.x.is_finite() && (!x_log || m.x > 0.0);
+        let x_fine =
+            x_fine && (!is_bars || (m.x.round() >= 0.0 && m.x.round() < categories.len() as f64));
+        let y_fine =
+            m.y.is_finite() && (!y_log || m.y > 0.0) && (!is_cdf || (0.0..=1.0).contains(&m.y));
+        if x_fine && y_fine {
+            let x = if is_bars { m.x.round() } else { m.x };
+            references.push((i, x, m.y));
+        } else if !m.x.is_finite() || !m.y.is_finite() {
+            skipped.non_finite += 1;
+        } else if is_bars && !x_fine {
+            skipped.off_category += 1;
+        } else if is_cdf && !(0.0..=1.0).contains(&m.y) {
+            skipped.off_cdf += 1;
+        } else {
+            skipped.non_positive += 1;
+        }
+    }
+
+    let mut x_range = None;
+    let mut y_range = None;
+    for p in series.iter().flatten() {
+        extend(&mut x_range, p.x);
+        extend(&mut y_range, p.y);
+        if let Some(v) = p.y_min {
+            extend(&mut y_range, v);
+        }
+        if let Some(v) = p.y_max {
+            extend(&mut y_range, v);
+        }
+    }
+    for &(_, x, y) in &references {
+        extend(&mut x_range, x);
+        extend(&mut y_range, y);
+    }
+    if is_cdf && y_range.is_some() {
+        y_range = Some((0.0, 1.0));
+    }
+
+    let pow2 = |unit: &Unit, log: bool, vals: &mut dyn Iterator<Item = f64>| -> bool {
+        if !log || *unit != Unit::Bytes {
+            return false;
+        }
+        let mut distinct = 0usize;
+        let mut last = None;
+        for v in vals {
+            if !is_pow2(v) {
+                return false;
+            }
+            if last != Some(v) {
+                distinct += 1;
+                last = Some(v);
+            }
+        }
+        distinct >= 2
+    };
+    let x_pow2 = pow2(
+        &chart.x.unit,
+        x_log,
+        &mut series.iter().flatten().map(|p| p.x),
+    );
+    let y_pow2 = pow2(
+        &chart.y.unit,
+        y_log,
+        &mut series.iter().flatten().map(|p| p.y),
+    );
+
+    let mut notes = Vec::new();
+    let plural = |n: usize| if n == 1 { "value" } else { "values" };
+    if skipped.non_finite > 0 {
+        let n = skipped.non_finite;
+        notes.push(format!("{n} non-finite {} skipped", plural(n)));
+    }
+    if skipped.non_positive > 0 {
+        let n = skipped.non_positive;
+        notes.push(format!("{n} {} \u{2264} 0 skipped (log scale)", plural(n)));
+    }
+    if skipped.off_category > 0 {
+        let n = skipped.off_category;
+        notes.push(format!("{n} {} outside the categories skipped", plural(n)));
+    }
+    if skipped.off_cdf > 0 {
+        let n = skipped.off_cdf;
+        notes.push(format!(
+            "{n} reference {} outside 0–100% skipped",
+            plural(n)
+        ));
+    }
+    if skipped.negative_weight > 0 {
+        let n = skipped.negative_weight;
+        notes.push(format!(
+            "{n} negative CDF {} skipped",
+            if n == 1 { "weight" } else { "weights" }
+        ));
+    }
+
+    Prepared {
+        series,
+        references,
+        categories,
+        x_log,
+        y_log,
+        x_pow2,
+        y_pow2,
+        notes,
+        x_range,
+        y_range,
+    }
+}

@@ -1,0 +1,890 @@
+//! Where everything goes. All text is measured with the embedded font so the
+//! layout can guarantee that tick labels do not collide and that the legend
+//! sits outside the data; [`TextBox`]es are exposed for tests to verify it.
+
+use crate::data::Prepared;
+use crate::model::{Chart, Kind, Unit};
+use crate::text;
+use crate::ticks::{self, Tick, TickSet};
+
+pub(crate) const PAD: f32 = 16.0;
+pub(crate) const TITLE_SIZE: f32 = 16.0;
+pub(crate) const SUBTITLE_SIZE: f32 = 13.0;
+pub(crate) const AXIS_TITLE_SIZE: f32 = 13.0;
+pub(crate) const TICK_SIZE: f32 = 12.0;
+pub(crate) const LEGEND_SIZE: f32 = 12.0;
+pub(crate) const NOTE_SIZE: f32 = 12.0;
+pub(crate) const TICK_LEN: f32 = 5.0;
+pub(crate) const SWATCH: f32 = 28.0;
+const LEGEND_ROW: f32 = 20.0;
+const LEGEND_GAP: f32 = 18.0;
+/// Minimum distance between labelled y ticks; closer looks like a ruler.
+const Y_TICK_SPACING: f32 = 34.0;
+/// Minimum distance between labelled x ticks, and the clear gap between
+/// neighbouring x labels.
+const X_TICK_SPACING: f32 = 56.0;
+const X_LABEL_GAP: f32 = 12.0;
+const MAX_LABELS: usize = 12;
+/// Category names beyond this are shortened: rotated, they would eat the
+/// plot's height.
+const MAX_CATEGORY_LABEL: f32 = 150.0;
+/// Canvas limits: below these nothing legible fits, above them a typo.
+const MIN_WIDTH: u32 = 240;
+const MIN_HEIGHT: u32 = 180;
+const MAX_SIDE: u32 = 16_000;
+/// Cumulative fractions worth a guide line on CDFs.
+pub(crate) const CDF_GUIDES: [(f64, &str); 3] = [(0.5, "p50"), (0.9, "p90"), (0.99, "p99")];
+
+/// An axis-aligned rectangle in SVG user units (y grows downwards).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rect {
+    pub x0: f32,
+    pub y0: f32,
+    pub x1: f32,
+    pub y1: f32,
+}
+
+impl Rect {
+    pub fn width(&self) -> f32 {
+        self.x1 - self.x0
+    }
+
+    pub fn height(&self) -> f32 {
+        self.y1 - self.y0
+    }
+
+    /// True when the interiors overlap (touching edges do not count).
+    pub fn intersects(&self, other: &Rect) -> bool {
+        self.x0 < other.x1 && other.x0 < self.x1 && self.y0 < other.y1 && other.y0 < self.y1
+    }
+}
+
+/// What a piece of text is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextRole {
+    Title,
+    Subtitle,
+    XTick,
+    YTick,
+    XTitle,
+    YTitle,
+    Legend,
+    Note,
+    /// CDF percentile guide labels ("p50").
+    Guide,
+    NoData,
+}
+
+/// A laid-out piece of text and the box it occupies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextBox {
+    pub role: TextRole,
+    pub text: String,
+    /// For rotated text (category labels, y-axis title) this is the
+    /// axis-aligned box around the rotated text.
+    pub bounds: Rect,
+    pub rotated: bool,
+}
+
+/// The layout as tests see it: where the plot, legend and every text went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayoutInfo {
+    pub width: f32,
+    pub height: f32,
+    /// The data area.
+    pub plot: Rect,
+    pub legend: Option<Rect>,
+    pub texts: Vec<TextBox>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Anchor {
+    Start,
+    Middle,
+    End,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct TextItem {
+    pub role: TextRole,
+    pub text: String,
+    pub x: f32,
+    /// Baseline.
+    pub y: f32,
+    pub size: f32,
+    pub bold: bool,
+    pub anchor: Anchor,
+    /// Degrees, about (x, y).
+    pub rotate: f32,
+    pub muted: bool,
+}
+
+impl TextItem {
+    fn new(role: TextRole, text: impl Into<String>, x: f32, y: f32, size: f32) -> Self {
+        TextItem {
+            role,
+            text: text.into(),
+            x,
+            y,
+            size,
+            bold: false,
+            anchor: Anchor::Start,
+            rotate: 0.0,
+            muted: false,
+        }
+    }
+
+    fn anchor(mut self, anchor: Anchor) -> Self {
+        self.anchor = anchor;
+        self
+    }
+
+    pub fn bounds(&self) -> Rect {
+        let w = text::width(&self.text, self.size, self.bold);
+        let x0 = match self.anchor {
+            Anchor::Start => 0.0,
+            Anchor::Middle => -w / 2.0,
+            Anchor::End => -w,
+        };
+        let corners = [
+            (x0, -text::ascent(self.size)),
+            (x0 + w, -text::ascent(self.size)),
+            (x0, text::descent(self.size)),
+            (x0 + w, text::descent(self.size)),
+        ];
+        let (s, c) = self.rotate.to_radians().sin_cos();
+        let mut r = Rect {
+            x0: f32::INFINITY,
+            y0: f32::INFINITY,
+            x1: f32::NEG_INFINITY,
+            y1: f32::NEG_INFINITY,
+        };
+        for (dx, dy) in corners {
+            let x = self.x + dx * c - dy * s;
+            let y = self.y + dx * s + dy * c;
+            r.x0 = r.x0.min(x);
+            r.x1 = r.x1.max(x);
+            r.y0 = r.y0.min(y);
+            r.y1 = r.y1.max(y);
+        }
+        r
+    }
+}
+
+/// A placed axis: its range and ticks, and how values map to pixels.
+#[derive(Debug, Clone)]
+pub(crate) struct AxisLayout {
+    pub lo: f64,
+    pub hi: f64,
+    pub log: bool,
+    pub ticks: Vec<Tick>,
+    pub title_unit: Option<String>,
+}
+
+impl AxisLayout {
+    /// Maps `v` to the fraction 0..1 along the axis.
+    pub fn frac(&self, v: f64) -> f64 {
+        let t = if self.log {
+            (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())
+        } else {
+            (v - self.lo) / (self.hi - self.lo)
+        };
+        if t.is_finite() { t } else { 0.5 }
+    }
+
+    fn from_set(set: TickSet, log: bool) -> Self {
+        AxisLayout {
+            lo: set.lo,
+            hi: set.hi,
+            log,
+            ticks: set.ticks,
+            title_unit: set.title_unit,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryKind {
+    Series(usize),
+    /// A group of reference markers sharing a label.
+    Reference(usize),
+    /// "+N more" when the legend had to be cut short.
+    More,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct LegendEntry {
+    pub kind: EntryKind,
+    /// Left edge of the swatch and the vertical centre of the row.
+    pub x: f32,
+    pub y: f32,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Legend {
+    pub rect: Rect,
+    pub entries: Vec<LegendEntry>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+    pub width: f32,
+    pub height: f32,
+    pub plot: Rect,
+    pub x: AxisLayout,
+    pub y: AxisLayout,
+    /// Category bands instead of numeric x ticks.
+    pub categorical: bool,
+    pub texts: Vec<TextItem>,
+    pub legend: Option<Legend>,
+    /// Reference-marker group per chart.references index.
+    pub ref_group: Vec<usize>,
+    pub empty: bool,
+    /// CDF guide lines (fractions) actually drawn.
+    pub guides: Vec<f64>,
+}
+
+impl Layout {
+    /// Positions are clamped to a few canvas sizes around the canvas: data
+    /// outside the axis range must not become astronomically large path
+    /// coordinates, which some rasterisers cannot handle.
+    pub fn px(&self, v: f64) -> f32 {
+        let t = self.x.frac(v).clamp(-5.0, 6.0) as f32;
+        self.plot.x0 + t * self.plot.width()
+    }
+
+    pub fn py(&self, v: f64) -> f32 {
+        let t = self.y.frac(v).clamp(-5.0, 6.0) as f32;
+        self.plot.y1 - t * self.plot.height()
+    }
+
+    pub fn info(&self) -> LayoutInfo {
+        LayoutInfo {
+            width: self.width,
+            height: self.height,
+            plot: self.plot,
+            legend: self.legend.as_ref().map(|l| l.rect),
+            texts: self
+                .texts
+                .iter()
+                .map(|t| TextBox {
+                    role: t.role,
+                    text: t.text.clone(),
+                    bounds: t.bounds(),
+                    rotated: t.rotate != 0.0,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Distinct reference labels in order of first appearance, and each
+/// marker's group.
+pub(crate) fn reference_groups(chart: &Chart) -> (Vec<String>, Vec<usize>) {
+    let mut labels: Vec<String> = Vec::new();
+    let mut group = Vec::with_capacity(chart.references.len());
+    for m in &chart.references {
+        let i = match labels.iter().position(|l| *l == m.label) {
+            Some(i) => i,
+            None => {
+                labels.push(m.label.clone());
+                labels.len() - 1
+            }
+        };
+        group.push(i);
+    }
+    (labels, group)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LegendMode {
+    Top,
+    Right,
+    Bottom,
+}
+
+/// Places entries in rows no wider than `avail`, returning (row, x offset)
+/// per entry. One row flows naturally; several rows form a grid of equal
+/// columns so the eye can scan down them.
+fn flow(widths: &[f32], avail: f32) -> Vec<(usize, f32)> {
+    let total: f32 =
+        widths.iter().sum::<f32>() + LEGEND_GAP * widths.len().saturating_sub(1) as f32;
+    if total <= avail {
+        let mut x = 0.0;
+        return widths
+            .iter()
+            .map(|w| {
+                let at = x;
+                x += w + LEGEND_GAP;
+                (0, at)
+            })
+            .collect();
+    }
+    let col = widths.iter().cloned().fold(0.0, f32::max);
+    let cols = (((avail + LEGEND_GAP) / (col + LEGEND_GAP)).floor() as usize).max(1);
+    (0..widths.len())
+        .map(|i| (i / cols, (i % cols) as f32 * (col + LEGEND_GAP)))
+        .collect()
+}
+
+fn rows_of(placed: &[(usize, f32)]) -> usize {
+    placed.last().map_or(0, |p| p.0 + 1)
+}
+
+fn entry_width(label: &str) -> f32 {
+    SWATCH + 6.0 + text::width(label, LEGEND_SIZE, false)
+}
+
+/// Longest legend label, as a share of the canvas width.
+const LEGEND_LABEL_SHARE: f32 = 0.45;
+
+pub(crate) fn entry_label(
+    chart: &Chart,
+    ref_labels: &[String],
+    kind: EntryKind,
+    more: usize,
+) -> String {
+    let full = match kind {
+        EntryKind::Series(i) => chart.series[i].name.clone(),
+        EntryKind::Reference(g) => ref_labels[g].clone(),
+        EntryKind::More => format!("+{more} more"),
+    };
+    let max_w = chart.width.clamp(MIN_WIDTH, MAX_SIDE) as f32 * LEGEND_LABEL_SHARE;
+    text::fit(&full, LEGEND_SIZE, false, max_w)
+}
+
+fn axis_title(label: &str, unit: Option<&str>) -> String {
+    match unit {
+        Some(u) if !label.is_empty() => format!("{label} ({u})"),
+        _ => label.to_string(),
+    }
+}
+
+/// Stretches a linear range to zero when the data sit closer to zero than
+/// to their own spread, so bars of magnitude are not exaggerated.
+fn anchor_zero(lo: f64, hi: f64, force: bool) -> (f64, f64) {
+    if force {
+        return (lo.min(0.0), hi.max(0.0));
+    }
+    if lo >= 0.0 && lo <= 0.5 * hi {
+        (0.0, hi)
+    } else if hi <= 0.0 && hi >= 0.5 * lo {
+        (lo, 0.0)
+    } else {
+        (lo, hi)
+    }
+}
+
+fn y_candidates(chart: &Chart, prep: &Prepared) -> (Vec<TickSet>, bool) {
+    let Some((lo, hi)) = prep.y_range else {
+        return (Vec::new(), false);
+    };
+    match chart.kind {
+        Kind::Cdf => (ticks::linear(&Unit::Percent, 0.0, 1.0), false),
+        Kind::Bars { .. } => {
+            let (lo, hi) = anchor_zero(lo, hi, true);
+            (ticks::linear(&chart.y.unit, lo, hi), false)
+        }
+        _ if prep.y_log => (ticks::log(&chart.y.unit, lo, hi, prep.y_pow2), true),
+        _ => {
+            let (lo, hi) = anchor_zero(lo, hi, false);
+            (ticks::linear(&chart.y.unit, lo, hi), false)
+        }
+    }
+}
+
+fn x_candidates(chart: &Chart, prep: &Prepared) -> Vec<TickSet> {
+    let Some((lo, hi)) = prep.x_range else {
+        return Vec::new();
+    };
+    if prep.x_log {
+        ticks::log(&chart.x.unit, lo, hi, prep.x_pow2)
+    } else {
+        ticks::linear(&chart.x.unit, lo, hi)
+    }
+}
+
+fn pick_y(cands: Vec<TickSet>, log: bool, plot_h: f32) -> AxisLayout {
+    let n = cands.len();
+    for (i, set) in cands.into_iter().enumerate() {
+        let axis = AxisLayout::from_set(set, log);
+        let pos: Vec<f32> = axis
+            .ticks
+            .iter()
+            .filter(|t| t.label.is_some())
+            .map(|t| axis.frac(t.value) as f32 * plot_h)
+            .collect();
+        let spaced = pos
+            .windows(2)
+            .all(|w| (w[1] - w[0]).abs() >= Y_TICK_SPACING);
+        if (spaced && pos.len() <= MAX_LABELS) || i + 1 == n {
+            return axis;
+        }
+    }
+    unreachable!("pick_y is only called with candidates")
+}
+
+/// X tick label items for `axis` over the span x0..x1, baseline `y`.
+fn x_tick_items(axis: &AxisLayout, x0: f32, x1: f32, y: f32) -> Vec<TextItem> {
+    axis.ticks
+        .iter()
+        .filter_map(|t| {
+            let label = t.label.as_ref()?;
+            let px = x0 + axis.frac(t.value) as f32 * (x1 - x0);
+            Some(
+                TextItem::new(TextRole::XTick, label.clone(), px, y, TICK_SIZE)
+                    .anchor(Anchor::Middle),
+            )
+        })
+        .collect()
+}
+
+fn x_fits(items: &[TextItem]) -> bool {
+    if items.len() > MAX_LABELS {
+        return false;
+    }
+    items.windows(2).all(|w| {
+        let (a, b) = (w[0].bounds(), w[1].bounds());
+        b.x0 - a.x1 >= X_LABEL_GAP && (w[1].x - w[0].x) >= X_TICK_SPACING
+    })
+}
+
+pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
+    let width = chart.width.clamp(MIN_WIDTH, MAX_SIDE) as f32;
+    let height = chart.height.clamp(MIN_HEIGHT, MAX_SIDE) as f32;
+    let mut texts: Vec<TextItem> = Vec::new();
+    let (ref_labels, ref_group) = reference_groups(chart);
+
+    // Title block.
+    let mut top = PAD;
+    if !chart.title.is_empty() {
+        let mut t = TextItem::new(
+            TextRole::Title,
+            text::fit(&chart.title, TITLE_SIZE, true, width - 2.0 * PAD),
+            PAD,
+            top + text::ascent(TITLE_SIZE),
+            TITLE_SIZE,
+        );
+        t.bold = true;
+        texts.push(t);
+        top += text::line_height(TITLE_SIZE) + 4.0;
+    }
+    if let Some(sub) = chart.subtitle.as_ref().filter(|s| !s.is_empty()) {
+        let mut t = TextItem::new(
+            TextRole::Subtitle,
+            text::fit(sub, SUBTITLE_SIZE, false, width - 2.0 * PAD),
+            PAD,
+            top + text::ascent(SUBTITLE_SIZE),
+            SUBTITLE_SIZE,
+        );
+        t.muted = true;
+        texts.push(t);
+        top += text::line_height(SUBTITLE_SIZE) + 2.0;
+    }
+    top += 14.0;
+
+    let empty = prep.is_empty();
+    let mut bottom = height - PAD;
+
+    // Notes go at the very bottom whatever else happens, since they explain
+    // what is missing from the picture.
+    let note_line = text::line_height(NOTE_SIZE) + 2.0;
+    for (i, note) in prep.notes.iter().enumerate() {
+        let baseline =
+            bottom - (prep.notes.len() - 1 - i) as f32 * note_line - text::descent(NOTE_SIZE);
+        let mut t = TextItem::new(
+            TextRole::Note,
+            text::fit(note, NOTE_SIZE, false, width - 2.0 * PAD),
+            PAD,
+            baseline,
+            NOTE_SIZE,
+        );
+        t.muted = true;
+        texts.push(t);
+    }
+    if !prep.notes.is_empty() {
+        bottom -= prep.notes.len() as f32 * note_line + 6.0;
+    }
+
+    if empty {
+        let plot = Rect {
+            x0: PAD,
+            y0: top,
+            x1: width - PAD,
+            y1: bottom.max(top + 20.0),
+        };
+        let mut t = TextItem::new(
+            TextRole::NoData,
+            "No data",
+            (plot.x0 + plot.x1) / 2.0,
+            (plot.y0 + plot.y1) / 2.0 + (text::ascent(16.0) - text::descent(16.0)) / 2.0,
+            16.0,
+        )
+        .anchor(Anchor::Middle);
+        t.muted = true;
+        texts.push(t);
+        let dummy = AxisLayout {
+            lo: 0.0,
+            hi: 1.0,
+            log: false,
+            ticks: Vec::new(),
+            title_unit: None,
+        };
+        return Layout {
+            width,
+            height,
+            plot,
+            x: dummy.clone(),
+            y: dummy,
+            categorical: false,
+            texts,
+            legend: None,
+            ref_group,
+            empty: true,
+            guides: Vec::new(),
+        };
+    }
+
+    // Legend entries: every series (so a series with no valid data is still
+    // named) and one per reference label.
+    let mut kinds: Vec<EntryKind> = (0..chart.series.len()).map(EntryKind::Series).collect();
+    kinds.extend((0..ref_labels.len()).map(EntryKind::Reference));
+    let widths: Vec<f32> = kinds
+        .iter()
+        .map(|&k| entry_width(&entry_label(chart, &ref_labels, k, 0)))
+        .collect();
+    let avail_w = width - 2.0 * PAD;
+    let top_flow = flow(&widths, avail_w);
+    let est_plot_h = bottom - top - 60.0;
+    let right_w = widths.iter().cloned().fold(0.0, f32::max);
+    let mode = if kinds.is_empty() {
+        None
+    } else if rows_of(&top_flow) <= 2 {
+        Some(LegendMode::Top)
+    } else if kinds.len() as f32 * LEGEND_ROW <= est_plot_h && right_w <= 0.32 * width {
+        Some(LegendMode::Right)
+    } else {
+        Some(LegendMode::Bottom)
+    };
+
+    let mut legend: Option<Legend> = None;
+    let mut right_reserve = 0.0;
+    let place = |shown: &[EntryKind], placed: &[(usize, f32)], y0: f32| -> Legend {
+        let entries = shown
+            .iter()
+            .zip(placed)
+            .map(|(&kind, &(row, x))| LegendEntry {
+                kind,
+                x: PAD + x,
+                y: y0 + row as f32 * LEGEND_ROW + LEGEND_ROW / 2.0,
+            })
+            .collect();
+        Legend {
+            rect: Rect {
+                x0: PAD,
+                y0,
+                x1: width - PAD,
+                y1: y0 + rows_of(placed) as f32 * LEGEND_ROW,
+            },
+            entries,
+        }
+    };
+    match mode {
+        Some(LegendMode::Top) => {
+            let l = place(&kinds, &top_flow, top);
+            top = l.rect.y1 + 14.0;
+            legend = Some(l);
+        }
+        Some(LegendMode::Right) => right_reserve = right_w + 20.0,
+        Some(LegendMode::Bottom) => {
+            // Keep at least ~55 % of the height for the plot; cut the legend
+            // short with "+N more" rather than squash the data.
+            let max_rows = (((height * 0.45) - (height - bottom)) / LEGEND_ROW)
+                .floor()
+                .max(1.0) as usize;
+            let mut shown = kinds.clone();
+            let mut placed = top_flow.clone();
+            if rows_of(&placed) > max_rows {
+                let fit = placed.iter().filter(|p| p.0 < max_rows).count();
+                let keep = fit.saturating_sub(1);
+                shown.truncate(keep);
+                shown.push(EntryKind::More);
+                let w: Vec<f32> = shown
+                    .iter()
+                    .map(|&k| entry_width(&entry_label(chart, &ref_labels, k, kinds.len() - keep)))
+                    .collect();
+                placed = flow(&w, avail_w);
+                placed.retain(|p| p.0 < max_rows);
+                shown.truncate(placed.len());
+            }
+            let h = rows_of(&placed) as f32 * LEGEND_ROW;
+            let l = place(&shown, &placed, bottom - h);
+            bottom = l.rect.y0 - 8.0;
+            legend = Some(l);
+        }
+        None => {}
+    }
+
+    let is_cdf = matches!(chart.kind, Kind::Cdf);
+    let categorical = matches!(chart.kind, Kind::Bars { .. });
+    let guide_w = if is_cdf {
+        text::width("p99", TICK_SIZE, false) + 8.0
+    } else {
+        0.0
+    };
+
+    // X title, then the tick label band above it.
+    let x_title_h = if chart.x.label.is_empty() {
+        0.0
+    } else {
+        text::line_height(AXIS_TITLE_SIZE) + 6.0
+    };
+    let x_title_baseline = bottom - text::descent(AXIS_TITLE_SIZE);
+    bottom -= x_title_h;
+
+    let (y_cands, y_log) = y_candidates(chart, prep);
+    let x_cands = x_candidates(chart, prep);
+    let y_title_w = if chart.y.label.is_empty() {
+        0.0
+    } else {
+        text::line_height(AXIS_TITLE_SIZE) + 10.0
+    };
+
+    // Category labels may need rotating, which changes the height below the
+    // plot and so the y ticks; iterate until stable (two passes suffice).
+    let mut extra_below = 0.0f32;
+    let mut rotate = false;
+    let mut left_min = 0.0f32;
+    let mut right_cut = 0.0f32;
+    for pass in 0..4 {
+        let last_pass = pass == 3;
+        let label_band = TICK_LEN + 4.0 + text::line_height(TICK_SIZE) + extra_below;
+        let plot_y1 = bottom - label_band;
+        let plot_h = (plot_y1 - top).max(20.0);
+        let y_axis = pick_y(y_cands.clone(), y_log, plot_h);
+        let y_label_w = y_axis
+            .ticks
+            .iter()
+            .filter_map(|t| t.label.as_ref())
+            .map(|l| text::width(l, TICK_SIZE, false))
+            .fold(0.0, f32::max);
+        let x0 = (PAD + y_title_w + y_label_w + TICK_LEN + 4.0).max(left_min);
+        let x1 = width - PAD - right_reserve - guide_w - right_cut;
+        let x1 = x1.max(x0 + 40.0);
+        let tick_baseline = plot_y1 + TICK_LEN + 4.0 + text::ascent(TICK_SIZE);
+
+        let (x_axis, x_items) = if categorical {
+            let n = prep.categories.len().max(1);
+            let axis = AxisLayout {
+                lo: -0.5,
+                hi: n as f64 - 0.5,
+                log: false,
+                ticks: prep
+                    .categories
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| Tick {
+                        value: i as f64,
+                        label: Some(text::fit(c, TICK_SIZE, false, MAX_CATEGORY_LABEL)),
+                    })
+                    .collect(),
+                title_unit: None,
+            };
+            let band = (x1 - x0) / n as f32;
+            let mut items = x_tick_items(&axis, x0, x1, tick_baseline);
+            let widest = items.iter().map(|t| t.bounds().width()).fold(0.0, f32::max);
+            let needs_rotation = widest + 8.0 > band;
+            if needs_rotation {
+                for it in &mut items {
+                    it.anchor = Anchor::End;
+                    it.rotate = -40.0;
+                    it.x += 4.0;
+                    it.y = plot_y1 + TICK_LEN + 2.0 + text::ascent(TICK_SIZE) * 0.8;
+                }
+            }
+            if needs_rotation != rotate && !last_pass {
+                rotate = needs_rotation;
+                extra_below = if rotate {
+                    let deepest = items.iter().map(|t| t.bounds().y1).fold(0.0, f32::max);
+                    (deepest - tick_baseline - text::descent(TICK_SIZE)).max(0.0)
+                } else {
+                    0.0
+                };
+                continue;
+            }
+            (axis, items)
+        } else {
+            let mut chosen = None;
+            let n = x_cands.len();
+            for (i, set) in x_cands.iter().enumerate() {
+                let axis = AxisLayout::from_set(set.clone(), prep.x_log);
+                let items = x_tick_items(&axis, x0, x1, tick_baseline);
+                if x_fits(&items) || i + 1 == n {
+                    chosen = Some((axis, items));
+                    break;
+                }
+            }
+            chosen.expect("x candidates are never empty when there is data")
+        };
+
+        // Labels hanging off the canvas edges push the plot inwards.
+        let first_left = x_items
+            .iter()
+            .map(|t| t.bounds().x0)
+            .fold(f32::INFINITY, f32::min);
+        let last_right = x_items
+            .iter()
+            .map(|t| t.bounds().x1)
+            .fold(f32::NEG_INFINITY, f32::max);
+        let limit_right =
+            width - PAD - right_reserve + if right_reserve > 0.0 { 12.0 } else { 0.0 };
+        let mut again = false;
+        if first_left < PAD / 2.0 {
+            left_min = x0 + (PAD / 2.0 - first_left);
+            again = true;
+        }
+        if last_right > limit_right && !categorical {
+            right_cut += last_right - limit_right;
+            again = true;
+        }
+        if again && !last_pass {
+            continue;
+        }
+
+        let plot = Rect {
+            x0,
+            y0: top,
+            x1,
+            y1: plot_y1,
+        };
+        texts.extend(x_items);
+
+        // Y tick labels, right-aligned against the axis and centred on
+        // their gridline.
+        let centre = (text::ascent(TICK_SIZE) - text::descent(TICK_SIZE)) / 2.0;
+        for t in &y_axis.ticks {
+            if let Some(label) = &t.label {
+                let py = plot.y1 - y_axis.frac(t.value) as f32 * plot.height();
+                texts.push(
+                    TextItem::new(
+                        TextRole::YTick,
+                        label.clone(),
+                        plot.x0 - TICK_LEN - 4.0,
+                        py + centre,
+                        TICK_SIZE,
+                    )
+                    .anchor(Anchor::End),
+                );
+            }
+        }
+
+        if !chart.x.label.is_empty() {
+            let unit = if categorical {
+                None
+            } else {
+                x_axis.title_unit.as_deref()
+            };
+            texts.push(
+                TextItem::new(
+                    TextRole::XTitle,
+                    text::fit(
+                        &axis_title(&chart.x.label, unit),
+                        AXIS_TITLE_SIZE,
+                        false,
+                        plot.width(),
+                    ),
+                    (plot.x0 + plot.x1) / 2.0,
+                    x_title_baseline,
+                    AXIS_TITLE_SIZE,
+                )
+                .anchor(Anchor::Middle),
+            );
+        }
+        if !chart.y.label.is_empty() {
+            let mut t = TextItem::new(
+                TextRole::YTitle,
+                text::fit(
+                    &axis_title(&chart.y.label, y_axis.title_unit.as_deref()),
+                    AXIS_TITLE_SIZE,
+                    false,
+                    plot.height(),
+                ),
+                PAD + text::ascent(AXIS_TITLE_SIZE),
+                (plot.y0 + plot.y1) / 2.0,
+                AXIS_TITLE_SIZE,
+            )
+            .anchor(Anchor::Middle);
+            t.rotate = -90.0;
+            texts.push(t);
+        }
+
+        let mut guides = Vec::new();
+        if is_cdf {
+            let mut last_y = f32::INFINITY;
+            for (frac, name) in CDF_GUIDES {
+                let py = plot.y1 - frac as f32 * plot.height();
+                if last_y - py < text::line_height(TICK_SIZE) + 2.0 {
+                    continue;
+                }
+                last_y = py;
+                guides.push(frac);
+                let mut t =
+                    TextItem::new(TextRole::Guide, name, plot.x1 + 5.0, py + centre, TICK_SIZE);
+                t.muted = true;
+                texts.push(t);
+            }
+        }
+
+        if mode == Some(LegendMode::Right) {
+            let x = width - PAD - right_w;
+            let entries: Vec<LegendEntry> = kinds
+                .iter()
+                .enumerate()
+                .map(|(i, &kind)| LegendEntry {
+                    kind,
+                    x,
+                    y: plot.y0 + i as f32 * LEGEND_ROW + LEGEND_ROW / 2.0,
+                })
+                .collect();
+            legend = Some(Legend {
+                rect: Rect {
+                    x0: x,
+                    y0: plot.y0,
+                    x1: width - PAD,
+                    y1: plot.y0 + kinds.len() as f32 * LEGEND_ROW,
+                },
+                entries,
+            });
+        }
+        if let Some(l) = &legend {
+            let more = kinds
+                .len()
+                .saturating_sub(l.entries.len().saturating_sub(1));
+            for e in &l.entries {
+                let label = entry_label(chart, &ref_labels, e.kind, more);
+                texts.push(TextItem::new(
+                    TextRole::Legend,
+                    label,
+                    e.x + SWATCH + 6.0,
+                    e.y + centre,
+                    LEGEND_SIZE,
+                ));
+            }
+        }
+
+        return Layout {
+            width,
+            height,
+            plot,
+            x: x_axis,
+            y: y_axis,
+            categorical,
+            texts,
+            legend,
+            ref_group,
+            empty: false,
+            guides,
+        };
+    }
+    unreachable!("the final layout pass always returns")
+}

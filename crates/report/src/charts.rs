@@ -1,0 +1,574 @@
+//! Which charts a results directory gets, chosen from the grid's shape unless the
+//! scenario names them (`[[chart]]`, see [`crate::info::ChartSpec`]):
+//!
+//! - a headline metric against each numeric parameter that varies (payload, delay, rate,
+//!   think time, ...), one series per combination of the other varying parameters; only
+//!   series with at least two points are drawn, so scenarios made of `[[part]]`s give one
+//!   chart per part's axis. Log axes where the values span two decades or more (S5's
+//!   throughput against payload). Published figures are markers beside our series;
+//! - bars per category when only words vary (protocol, workload: S2);
+//! - the value of every round of each ping-pong case (S1's RTT graph: first rounds
+//!   higher), and the distribution of those values as a CDF (S3).
+//!
+//! Repeats of a case are averaged; their min and max become error bars.
+
+use crate::info::{ChartSpec, RunInfo};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use wirebench_chart::{Axis, Chart, Kind, Marker, Point, Series, Unit};
+use wirebench_model::{Record, Status};
+
+/// Metrics worth a chart, in order, with their names in words.
+pub const METRICS: &[(&str, &str)] = &[
+    ("rtt.first", "First round trip"),
+    ("rtt.stable", "Stable round trip"),
+    ("rtt.p50", "Median round trip"),
+    ("rtt.p99", "99th-percentile round trip"),
+    ("connect.time", "Connection set-up"),
+    (
+        "xmpp.first_delivery",
+        "First delivery (incl. server-to-server set-up)",
+    ),
+    ("throughput.bits_per_s", "Throughput"),
+    ("throughput.messages_per_s", "Messages per second"),
+    ("link.utilization", "Link utilization"),
+    (
+        "wire.stable.overhead_per_message",
+        "Wire overhead per message (steady state)",
+    ),
+];
+
+/// Most series one chart carries before it stops being legible.
+const MAX_SERIES: usize = 12;
+/// Cases per per-round or CDF chart.
+const CASES_PER_CHART: usize = 8;
+
+/// A chart and the file stem it is saved under.
+pub struct Planned {
+    pub stem: String,
+    pub chart: Chart,
+}
+
+/// One case with its repeats folded: mean, min and max per metric.
+struct Case<'a> {
+    first: &'a Record,
+    metrics: BTreeMap<String, (f64, f64, f64, String)>,
+}
+
+fn cases(records: &[Record]) -> Vec<Case<'_>> {
+    let mut out: Vec<Case> = Vec::new();
+    for r in records.iter().filter(|r| r.status == Status::Ok) {
+        let idx = match out.iter().position(|c| c.first.case == r.case) {
+            Some(i) => i,
+            None => {
+                out.push(Case {
+                    first: r,
+                    metrics: BTreeMap::new(),
+                });
+                out.len() - 1
+            }
+        };
+        let c = &mut out[idx];
+        for name in r.metrics.keys() {
+            let Some(m) = r.metric(name) else { continue };
+            if !m.value.is_finite() {
+                continue;
+            }
+            c.metrics
+                .entry(name.clone())
+                .and_modify(|e| {
+                    e.0 += m.value;
+                    e.1 = e.1.min(m.value);
+                    e.2 = e.2.max(m.value);
+                })
+                .or_insert((m.value, m.value, m.value, m.unit.clone()));
+        }
+    }
+    for c in &mut out {
+        let n = records
+            .iter()
+            .filter(|r| r.case == c.first.case && r.status == Status::Ok)
+            .count()
+            .max(1) as f64;
+        for v in c.metrics.values_mut() {
+            v.0 /= n;
+        }
+    }
+    out
+}
+
+fn label(r: &Record, p: &str) -> String {
+    match r.labels.get(p).or_else(|| r.params.get(p)) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => "-".into(),
+    }
+}
+
+fn param_f64(r: &Record, p: &str) -> Option<f64> {
+    r.params.get(p)?.as_f64()
+}
+
+pub fn unit_of(unit: &str) -> Unit {
+    match unit {
+        "s" => Unit::Seconds,
+        "B" => Unit::Bytes,
+        "bit/s" => Unit::BitsPerSecond,
+        "count" => Unit::Count,
+        "ratio" => Unit::Percent,
+        "" => Unit::Ratio,
+        other => Unit::Other(other.to_string()),
+    }
+}
+
+fn words_of(metric: &str) -> String {
+    METRICS
+        .iter()
+        .find(|(m, _)| *m == metric)
+        .map(|(_, w)| w.to_string())
+        .unwrap_or_else(|| metric.to_string())
+}
+
+/// Log scale when positive values span at least `decades` decades.
+fn wide(values: impl Iterator<Item = f64>, ratio: f64) -> bool {
+    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+    for v in values {
+        if v <= 0.0 {
+            return false;
+        }
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    hi > 0.0 && lo.is_finite() && hi / lo >= ratio
+}
+
+fn params_varying(cases: &[&Case], info: &RunInfo) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for c in cases {
+        for k in c.first.params.keys() {
+            if !names.contains(k) {
+                names.push(k.clone());
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter(|p| {
+            cases
+                .iter()
+                .filter(|c| c.first.params.contains_key(p))
+                .map(|c| label(c.first, p))
+                .collect::<BTreeSet<_>>()
+                .len()
+                > 1
+        })
+        // `link` and its parts say the same thing; the parts chart better.
+        .filter(|p| !(p == "link" && info.params.contains_key("link.delay")))
+        .collect()
+}
+
+fn numeric(cases: &[&Case], p: &str, info: &RunInfo) -> bool {
+    !info.unit(p).is_empty()
+        && cases
+            .iter()
+            .filter(|c| c.first.params.contains_key(p))
+            .all(|c| param_f64(c.first, p).is_some())
+}
+
+fn describe(r: &Record, params: &[String], info: &RunInfo) -> String {
+    params
+        .iter()
+        .map(|p| format!("{} {}", info.words(p), label(r, p)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What stays the same across the cases of a chart, for its subtitle.
+fn constants(cases: &[&Case], varying: &[String], info: &RunInfo) -> String {
+    let Some(first) = cases.first() else {
+        return String::new();
+    };
+    first
+        .first
+        .params
+        .keys()
+        .filter(|p| !varying.contains(p))
+        .filter(|p| {
+            cases
+                .iter()
+                .all(|c| label(c.first, p) == label(first.first, p))
+        })
+        .filter(|p| !matches!(p.as_str(), "mode" | "nodelay") || label(first.first, p) != "on")
+        .map(|p| format!("{} {}", info.words(p), label(first.first, p)))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+fn matches_filter(r: &Record, filter: &BTreeMap<String, String>) -> bool {
+    filter.iter().all(|(k, v)| label(r, k) == *v)
+}
+
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for ch in s.chars() {
+        if ch.is_ascii_alphanumeric() {
+            out.push(ch.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+/// Metric against parameter `x`; `None` if no series has two points.
+fn line_chart(
+    all: &[&Case],
+    metric: &str,
+    x: &str,
+    series_params: &[String],
+    info: &RunInfo,
+    spec: Option<&ChartSpec>,
+) -> Option<Chart> {
+    let with: Vec<&Case> = all
+        .iter()
+        .copied()
+        .filter(|c| c.metrics.contains_key(metric) && param_f64(c.first, x).is_some())
+        .collect();
+    let mut groups: Vec<(String, Vec<&Case>)> = Vec::new();
+    for c in &with {
+        let key = describe(c.first, series_params, info);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(c),
+            None => groups.push((key, vec![c])),
+        }
+    }
+    groups.retain(|(_, cs)| {
+        cs.iter()
+            .filter_map(|c| param_f64(c.first, x))
+            .map(f64::to_bits)
+            .collect::<BTreeSet<_>>()
+            .len()
+            >= 2
+    });
+    if groups.is_empty() || groups.len() > MAX_SERIES {
+        return None;
+    }
+    let unit = with.first()?.metrics[metric].3.clone();
+    let mut chart_cases: Vec<&Case> = Vec::new();
+    let mut series = Vec::new();
+    let mut markers = Vec::new();
+    for (name, mut cs) in groups {
+        cs.sort_by(|a, b| {
+            param_f64(a.first, x)
+                .unwrap_or(0.0)
+                .total_cmp(&param_f64(b.first, x).unwrap_or(0.0))
+        });
+        let points = cs
+            .iter()
+            .map(|c| {
+                let (mean, lo, hi, _) = c.metrics[metric];
+                let xv = param_f64(c.first, x).unwrap_or(0.0);
+                if lo < hi {
+                    Point::with_range(xv, mean, lo, hi)
+                } else {
+                    Point::new(xv, mean)
+                }
+            })
+            .collect();
+        for c in &cs {
+            if let Some(v) = c
+                .first
+                .references
+                .get(metric)
+                .and_then(|r| r["value"].as_f64())
+            {
+                let source = c.first.references[metric]["source"]
+                    .as_str()
+                    .unwrap_or("published");
+                markers.push(Marker::new(source, param_f64(c.first, x).unwrap_or(0.0), v));
+            }
+        }
+        let name = if name.is_empty() {
+            "measured".to_string()
+        } else {
+            name
+        };
+        series.push(Series::new(name, points));
+        chart_cases.extend(cs);
+    }
+    let log_x = spec.and_then(|s| s.log_x).unwrap_or_else(|| {
+        wide(
+            chart_cases.iter().filter_map(|c| param_f64(c.first, x)),
+            50.0,
+        )
+    });
+    let log_y = spec
+        .and_then(|s| s.log_y)
+        .unwrap_or_else(|| wide(chart_cases.iter().map(|c| c.metrics[metric].0), 100.0));
+    let mut xa = Axis::new(capitalize(info.words(x)), unit_of(info.unit(x)));
+    if log_x {
+        xa = xa.log();
+    }
+    let mut ya = Axis::new(words_of(metric), unit_of(&unit));
+    if log_y {
+        ya = ya.log();
+    }
+    let title = spec
+        .and_then(|s| s.title.clone())
+        .unwrap_or_else(|| format!("{} against {}", words_of(metric), info.words(x)));
+    let mut varying = series_params.to_vec();
+    varying.push(x.to_string());
+    let mut chart = Chart::new(title, Kind::Lines, xa, ya);
+    let sub = constants(&chart_cases, &varying, info);
+    if !sub.is_empty() {
+        chart = chart.subtitle(sub);
+    }
+    chart.series = series;
+    chart.references = markers;
+    Some(chart)
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+fn bar_chart(all: &[&Case], metric: &str, cats: &[String], info: &RunInfo) -> Option<Chart> {
+    let with: Vec<&Case> = all
+        .iter()
+        .copied()
+        .filter(|c| c.metrics.contains_key(metric))
+        .collect();
+    if with.len() < 2 || with.len() > 24 {
+        return None;
+    }
+    let unit = with[0].metrics[metric].3.clone();
+    let categories: Vec<String> = with.iter().map(|c| describe(c.first, cats, info)).collect();
+    let points = with
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let (mean, lo, hi, _) = c.metrics[metric];
+            if lo < hi {
+                Point::with_range(i as f64, mean, lo, hi)
+            } else {
+                Point::new(i as f64, mean)
+            }
+        })
+        .collect();
+    let markers = with
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let r = c.first.references.get(metric)?;
+            Some(Marker::new(
+                r["source"].as_str().unwrap_or("published"),
+                i as f64,
+                r["value"].as_f64()?,
+            ))
+        })
+        .collect();
+    let mut chart = Chart::new(
+        words_of(metric),
+        Kind::Bars { categories },
+        Axis::new("", Unit::Ratio),
+        Axis::new(words_of(metric), unit_of(&unit)),
+    );
+    let sub = constants(&with, cats, info);
+    if !sub.is_empty() {
+        chart = chart.subtitle(sub);
+    }
+    chart.series = vec![Series::new("measured", points)];
+    chart.references = markers;
+    Some(chart)
+}
+
+/// Per-round values of the cases that wrote them (`*.rounds.csv`), in seconds.
+fn rounds_of(dir: &Path, r: &Record) -> Option<Vec<f64>> {
+    let file = r.histograms.get("rtt.rounds")?.as_str()?;
+    let text = std::fs::read_to_string(dir.join(file)).ok()?;
+    let v: Vec<f64> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').nth(1)?.trim().parse().ok())
+        .collect();
+    (!v.is_empty()).then_some(v)
+}
+
+fn rounds_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planned>) {
+    let with: Vec<(&Case, Vec<f64>)> = all
+        .iter()
+        .filter_map(|c| Some((*c, rounds_of(dir, c.first)?)))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
+    let varying = params_varying(&cases, info);
+    let chunks: Vec<&[(&Case, Vec<f64>)]> = with.chunks(CASES_PER_CHART).collect();
+    let n = chunks.len();
+    for (i, chunk) in chunks.into_iter().enumerate() {
+        let part = if n > 1 {
+            format!(" ({}/{n})", i + 1)
+        } else {
+            String::new()
+        };
+        let name = |c: &Case| {
+            let d = describe(c.first, &varying, info);
+            if d.is_empty() {
+                format!("case {}", c.first.case)
+            } else {
+                d
+            }
+        };
+        let longest = chunk.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+        let mut chart = Chart::new(
+            format!("Round trip per round{part}"),
+            if longest > 2000 {
+                Kind::Scatter
+            } else {
+                Kind::Lines
+            },
+            Axis::new("Round", Unit::Count),
+            Axis::new("Round trip", Unit::Seconds),
+        );
+        let ys = chunk.iter().flat_map(|(_, v)| v.iter().copied());
+        if wide(ys, 100.0) {
+            chart.y = chart.y.log();
+        }
+        let cs: Vec<&Case> = chunk.iter().map(|(c, _)| *c).collect();
+        let sub = constants(&cs, &varying, info);
+        if !sub.is_empty() {
+            chart = chart.subtitle(sub.clone());
+        }
+        for (c, v) in chunk {
+            // Thousands of rounds would be a smear: keep every k-th, plus the first ones.
+            let step = (v.len() / 2000).max(1);
+            let pts = v
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j < 10 || j % step == 0)
+                .map(|(j, y)| ((j + 1) as f64, *y));
+            chart.series.push(Series::from_xy(name(c), pts));
+        }
+        out.push(Planned {
+            stem: format!("rounds-{}", i + 1),
+            chart,
+        });
+
+        let mut cdf = Chart::new(
+            format!("Distribution of round trips{part}"),
+            Kind::Cdf,
+            Axis::new("Round trip", Unit::Seconds),
+            Axis::new("Rounds at or below", Unit::Percent),
+        );
+        if wide(chunk.iter().flat_map(|(_, v)| v.iter().copied()), 20.0) {
+            cdf.x = cdf.x.log();
+        }
+        if !sub.is_empty() {
+            cdf = cdf.subtitle(sub);
+        }
+        for (c, v) in chunk.iter().filter(|(_, v)| v.len() >= 5) {
+            cdf.series.push(Series::samples(name(c), v.iter().copied()));
+        }
+        if !cdf.series.is_empty() {
+            out.push(Planned {
+                stem: format!("cdf-{}", i + 1),
+                chart: cdf,
+            });
+        }
+    }
+}
+
+/// The charts for a results directory.
+pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
+    let folded = cases(records);
+    let all: Vec<&Case> = folded.iter().collect();
+    let mut out = Vec::new();
+    if !info.charts.is_empty() {
+        for (i, spec) in info.charts.iter().enumerate() {
+            let cs: Vec<&Case> = all
+                .iter()
+                .copied()
+                .filter(|c| matches_filter(c.first, &spec.filter))
+                .collect();
+            let kind = spec.kind.as_deref().unwrap_or("lines");
+            let stem = format!("{:02}-{}", i + 1, slug(&spec.metric));
+            match kind {
+                "rounds" | "cdf" => {
+                    let mut tmp = Vec::new();
+                    rounds_charts(&cs, dir, info, &mut tmp);
+                    let prefix = if kind == "rounds" { "rounds" } else { "cdf" };
+                    out.extend(tmp.into_iter().filter(|p| p.stem.starts_with(prefix)));
+                }
+                "bars" => {
+                    let cats = spec
+                        .series
+                        .clone()
+                        .unwrap_or_else(|| params_varying(&cs, info));
+                    if let Some(mut chart) = bar_chart(&cs, &spec.metric, &cats, info) {
+                        if let Some(t) = &spec.title {
+                            chart.title = t.clone();
+                        }
+                        out.push(Planned { stem, chart });
+                    }
+                }
+                _ => {
+                    let Some(x) = spec.x.clone() else { continue };
+                    let series = spec.series.clone().unwrap_or_else(|| {
+                        params_varying(&cs, info)
+                            .into_iter()
+                            .filter(|p| *p != x)
+                            .collect()
+                    });
+                    if let Some(chart) =
+                        line_chart(&cs, &spec.metric, &x, &series, info, Some(spec))
+                    {
+                        out.push(Planned { stem, chart });
+                    }
+                }
+            }
+        }
+        return out;
+    }
+    for (metric, _) in METRICS {
+        let with: Vec<&Case> = all
+            .iter()
+            .copied()
+            .filter(|c| c.metrics.contains_key(*metric))
+            .collect();
+        if with.len() < 2 {
+            continue;
+        }
+        let varying = params_varying(&with, info);
+        let numeric_params: Vec<&String> =
+            varying.iter().filter(|p| numeric(&with, p, info)).collect();
+        let mut drew = false;
+        for x in &numeric_params {
+            let others: Vec<String> = varying.iter().filter(|p| p != x).cloned().collect();
+            if let Some(chart) = line_chart(&with, metric, x, &others, info, None) {
+                out.push(Planned {
+                    stem: format!("{}-vs-{}", slug(metric), slug(x)),
+                    chart,
+                });
+                drew = true;
+            }
+        }
+        if !drew && numeric_params.is_empty() && !varying.is_empty() {
+            if let Some(chart) = bar_chart(&with, metric, &varying, info) {
+                out.push(Planned {
+                    stem: format!("{}-bars", slug(metric)),
+                    chart,
+                });
+            }
+        }
+    }
+    rounds_charts(&all, dir, info, &mut out);
+    for (i, p) in out.iter_mut().enumerate() {
+        p.stem = format!("{:02}-{}", i + 1, p.stem);
+    }
+    out
+}

@@ -1,0 +1,441 @@
+//! `report.html`: one self-contained page per results directory (no network: the font is
+//! embedded, charts are inline SVG), with every chart also saved as SVG and PNG under
+//! `charts/`. Everything derives from `results.jsonl`, `run.json` and the per-round files,
+//! so `wirebench report DIR` can rebuild it at any time, also after an interrupted run.
+
+use crate::charts::{self, Planned};
+use crate::csv::{PivotOptions, pivot};
+use crate::files::atomic_write;
+use crate::info::RunInfo;
+use crate::summary::human;
+use base64::Engine;
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+use wirebench_model::{Record, Status};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{path} line {line}: not a wirebench result record: {source}")]
+    Record {
+        path: PathBuf,
+        line: usize,
+        source: serde_json::Error,
+    },
+    #[error("{0}: no results.jsonl here; give the directory a `wirebench run` wrote")]
+    NotResults(PathBuf),
+    #[error("chart {stem}: {message}")]
+    Chart { stem: String, message: String },
+}
+
+/// What was written.
+#[derive(Debug)]
+pub struct Written {
+    pub html: PathBuf,
+    pub charts: usize,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ReportError + '_ {
+    move |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Reads `results.jsonl`, naming the line of a bad record.
+pub fn read_records(dir: &Path) -> Result<Vec<Record>, ReportError> {
+    let path = dir.join("results.jsonl");
+    if !path.exists() {
+        return Err(ReportError::NotResults(dir.to_path_buf()));
+    }
+    let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|source| ReportError::Record {
+                path: path.clone(),
+                line: i + 1,
+                source,
+            })
+        })
+        .collect()
+}
+
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// The page's style, with the charts' font embedded so text looks the same everywhere.
+pub fn head(title: &str) -> String {
+    let font = base64::engine::general_purpose::STANDARD.encode(wirebench_chart::font_bytes());
+    let bold = base64::engine::general_purpose::STANDARD.encode(wirebench_chart::font_bold_bytes());
+    let family = wirebench_chart::FONT_FAMILY;
+    format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+@font-face {{ font-family: "{family}"; src: url(data:font/ttf;base64,{font}) format("truetype"); font-weight: normal; }}
+@font-face {{ font-family: "{family}"; src: url(data:font/ttf;base64,{bold}) format("truetype"); font-weight: bold; }}
+body {{ font-family: "{family}", sans-serif; color: #1b1b1b; background: #fff; margin: 0 auto; max-width: 1180px; padding: 24px 32px 64px; line-height: 1.45; }}
+h1 {{ font-size: 26px; margin: 0 0 4px; }}
+h2 {{ font-size: 20px; margin: 36px 0 12px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }}
+h3 {{ font-size: 15px; margin: 20px 0 8px; }}
+p.lead {{ font-size: 15px; color: #444; margin: 0 0 16px; }}
+dl.facts {{ display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; font-size: 13px; margin: 0; }}
+dl.facts dt {{ color: #666; }} dl.facts dd {{ margin: 0; overflow-wrap: anywhere; }}
+code {{ font-size: 12px; background: #f4f4f4; padding: 1px 4px; border-radius: 3px; }}
+table {{ border-collapse: collapse; font-size: 13px; margin: 8px 0 16px; }}
+th, td {{ border: 1px solid #d8d8d8; padding: 3px 8px; text-align: left; vertical-align: top; }}
+th {{ background: #f3f5f7; font-weight: bold; }}
+td.num {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }}
+tr.failed td {{ background: #fff1f0; }}
+.scroll {{ overflow-x: auto; }}
+figure.chart {{ margin: 16px 0 28px; }}
+figure.chart svg {{ width: 100%; max-width: 960px; height: auto; display: block; border: 1px solid #eee; }}
+figure.chart figcaption {{ font-size: 12px; color: #666; margin-top: 4px; }}
+nav a {{ margin-right: 14px; font-size: 14px; }}
+.good {{ color: #1a7f37; }} .bad {{ color: #b42318; font-weight: bold; }}
+ul.notes {{ font-size: 13px; }}
+</style></head>
+"#,
+        title = esc(title)
+    )
+}
+
+/// A self-check the browser test reads back: every chart drew with a size.
+pub const SELF_CHECK: &str = r#"<script>
+(function () {
+  var svgs = document.querySelectorAll("figure.chart svg");
+  var drawn = 0;
+  svgs.forEach(function (s) { var b = s.getBoundingClientRect(); if (b.width > 100 && b.height > 50) drawn++; });
+  document.body.setAttribute("data-charts", String(svgs.length));
+  document.body.setAttribute("data-charts-drawn", String(drawn));
+})();
+</script>
+"#;
+
+fn csv_tables(csv_text: &str) -> String {
+    let mut out = String::new();
+    let mut rdr = ::csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(csv_text.as_bytes());
+    let mut in_table = false;
+    let mut header_next = false;
+    for row in rdr.records().flatten() {
+        let cells: Vec<&str> = row.iter().collect();
+        match cells.first().copied() {
+            Some("wirebench results") => {}
+            Some("constant") => {
+                let _ = writeln!(
+                    out,
+                    "<p>Same in every case: {}</p>",
+                    cells[1..]
+                        .iter()
+                        .map(|c| format!("<code>{}</code>", esc(c)))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                );
+            }
+            Some("table") => {
+                if in_table {
+                    out.push_str("</table></div>\n");
+                }
+                let _ = writeln!(out, "<h3>{}</h3>", esc(&cells[1..].join(", ")));
+                out.push_str("<div class=\"scroll\"><table>\n");
+                in_table = true;
+                header_next = true;
+            }
+            Some(_) if in_table => {
+                let tag = if header_next { "th" } else { "td" };
+                out.push_str("<tr>");
+                for (i, c) in cells.iter().enumerate() {
+                    let class = if tag == "td" && i >= 2 {
+                        " class=\"num\""
+                    } else {
+                        ""
+                    };
+                    let _ = write!(out, "<{tag}{class}>{}</{tag}>", esc(c));
+                }
+                out.push_str("</tr>\n");
+                header_next = false;
+            }
+            _ => {}
+        }
+    }
+    if in_table {
+        out.push_str("</table></div>\n");
+    }
+    out
+}
+
+fn facts(records: &[Record]) -> String {
+    let mut s = String::from("<dl class=\"facts\">\n");
+    let mut fact = |k: &str, v: String| {
+        let _ = writeln!(s, "<dt>{}</dt><dd>{v}</dd>", esc(k));
+    };
+    if let Some(r) = records.first() {
+        fact("started", esc(&r.started));
+        fact("wirebench", esc(&r.wirebench));
+        fact(
+            "command",
+            format!("<code>{}</code>", esc(&r.command.join(" "))),
+        );
+        let h = &r.host;
+        fact(
+            "host",
+            esc(&format!("{} ({}, kernel {})", h.hostname, h.os, h.kernel)),
+        );
+        fact(
+            "cpu",
+            esc(&format!(
+                "{} × {}, {:.1} GiB memory",
+                h.cpus,
+                h.cpu,
+                h.memory_bytes as f64 / (1u64 << 30) as f64
+            )),
+        );
+        fact("seed", r.seed.to_string());
+    }
+    let ok = records.iter().filter(|r| r.status == Status::Ok).count();
+    let failed = records.len() - ok;
+    fact(
+        "cases",
+        if failed == 0 {
+            format!("<span class=\"good\">{ok} ok</span>")
+        } else {
+            format!("{ok} ok, <span class=\"bad\">{failed} failed or interrupted</span>")
+        },
+    );
+    s.push_str("</dl>\n");
+    s
+}
+
+fn cases_table(records: &[Record]) -> String {
+    let varying: Vec<String> = {
+        let mut names: Vec<String> = Vec::new();
+        for r in records {
+            for k in r.labels.keys() {
+                if !names.contains(k) {
+                    names.push(k.clone());
+                }
+            }
+        }
+        names
+            .into_iter()
+            .filter(|p| {
+                records
+                    .iter()
+                    .filter_map(|r| r.labels.get(p))
+                    .map(|v| v.to_string())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len()
+                    > 1
+            })
+            .collect()
+    };
+    let metrics: Vec<&str> = charts::METRICS
+        .iter()
+        .map(|(m, _)| *m)
+        .filter(|m| records.iter().any(|r| r.metrics.contains_key(*m)))
+        .collect();
+    let mut s = String::from("<div class=\"scroll\"><table>\n<tr><th>case</th>");
+    for p in &varying {
+        let _ = write!(s, "<th>{}</th>", esc(p));
+    }
+    for m in &metrics {
+        let _ = write!(s, "<th>{}</th>", esc(m));
+    }
+    s.push_str("<th>status</th></tr>\n");
+    for r in records {
+        let failed = r.status != Status::Ok;
+        let _ = write!(
+            s,
+            "<tr{}><td>{} r{}</td>",
+            if failed { " class=\"failed\"" } else { "" },
+            r.case,
+            r.repeat
+        );
+        for p in &varying {
+            let v = r
+                .labels
+                .get(p)
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| v.to_string())
+                })
+                .unwrap_or_else(|| "-".into());
+            let _ = write!(s, "<td>{}</td>", esc(&v));
+        }
+        for m in &metrics {
+            let v = r
+                .metric(m)
+                .map(|x| human(x.value, &x.unit))
+                .unwrap_or_else(|| "-".into());
+            let _ = write!(s, "<td class=\"num\">{}</td>", esc(&v));
+        }
+        let status = match (&r.status, &r.error) {
+            (Status::Ok, _) => "ok".to_string(),
+            (st, Some(e)) => format!("{st:?}: {e}").to_lowercase(),
+            (st, None) => format!("{st:?}").to_lowercase(),
+        };
+        let _ = writeln!(s, "<td>{}</td></tr>", esc(&status));
+    }
+    s.push_str("</table></div>\n");
+    s
+}
+
+fn published(records: &[Record]) -> String {
+    let mut rows = String::new();
+    for r in records.iter().filter(|r| r.status == Status::Ok) {
+        for (metric, reference) in &r.references {
+            let (Some(rv), Some(ours)) = (reference["value"].as_f64(), r.metric(metric)) else {
+                continue;
+            };
+            let ratio = if rv != 0.0 {
+                format!("{:.2}", ours.value / rv)
+            } else {
+                "-".into()
+            };
+            let params = r
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(&v.to_string())))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let _ = writeln!(
+                rows,
+                "<tr><td>{} r{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{ratio}</td><td>{}</td></tr>",
+                r.case,
+                r.repeat,
+                esc(&params),
+                esc(metric),
+                esc(&human(ours.value, &ours.unit)),
+                esc(&human(rv, &ours.unit)),
+                esc(reference["source"].as_str().unwrap_or("published"))
+            );
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<h2 id=\"published\">Published figures beside ours</h2>\n<div class=\"scroll\"><table>\n\
+         <tr><th>case</th><th>parameters</th><th>metric</th><th>ours</th><th>published</th>\
+         <th>ours / published</th><th>source</th></tr>\n{rows}</table></div>\n"
+    )
+}
+
+fn notes(records: &[Record]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for r in records {
+        for n in &r.notes {
+            // Link notes differ per case and are in the parameters already.
+            if !n.starts_with("link up:") && !seen.contains(&n.as_str()) {
+                seen.push(n);
+            }
+        }
+    }
+    if seen.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("<h2 id=\"notes\">Notes</h2>\n<ul class=\"notes\">\n");
+    for n in seen {
+        let _ = writeln!(s, "<li>{}</li>", esc(n));
+    }
+    s.push_str("</ul>\n");
+    s
+}
+
+/// Writes `charts/*.svg`, `charts/*.png` and `report.html` into `dir`.
+pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
+    let records = read_records(dir)?;
+    let info = RunInfo::read(dir).map_err(io_err(dir))?;
+    let planned = charts::plan(&records, &info, dir);
+    let chart_dir = dir.join("charts");
+    std::fs::create_dir_all(&chart_dir).map_err(io_err(&chart_dir))?;
+    let mut figures = String::new();
+    for Planned { stem, chart } in &planned {
+        let svg = wirebench_chart::render_svg(chart);
+        let svg_path = chart_dir.join(format!("{stem}.svg"));
+        atomic_write(&svg_path, svg.as_bytes()).map_err(io_err(&svg_path))?;
+        let png = wirebench_chart::render_png(chart, 2.0).map_err(|e| ReportError::Chart {
+            stem: stem.clone(),
+            message: e.to_string(),
+        })?;
+        let png_path = chart_dir.join(format!("{stem}.png"));
+        atomic_write(&png_path, &png).map_err(io_err(&png_path))?;
+        // Inline SVG: strip the XML declaration, which is not allowed inside HTML.
+        let inline = match svg.strip_prefix("<?xml") {
+            Some(rest) => rest.split_once("?>").map_or(rest, |(_, b)| b),
+            None => &svg,
+        };
+        let _ = writeln!(
+            figures,
+            "<figure class=\"chart\" id=\"{stem}\">{inline}<figcaption>{} · <a href=\"charts/{stem}.svg\">SVG</a> · <a href=\"charts/{stem}.png\">PNG</a></figcaption></figure>",
+            esc(&chart.title)
+        );
+    }
+    let scenario = if info.scenario.is_empty() {
+        records
+            .first()
+            .map(|r| r.scenario.clone())
+            .unwrap_or_default()
+    } else {
+        info.scenario.clone()
+    };
+    let pivot_opts = PivotOptions {
+        tables: info.tables.clone(),
+        metrics: info.columns.clone(),
+    };
+    let mut html = head(&format!("wirebench · {scenario}"));
+    let _ = writeln!(
+        html,
+        "<body>\n<h1>wirebench · {}</h1>\n<p class=\"lead\">{}</p>",
+        esc(&scenario),
+        esc(&info.description)
+    );
+    html.push_str(
+        "<nav><a href=\"#charts\">Charts</a><a href=\"#cases\">Cases</a><a href=\"#tables\">Tables</a><a href=\"#published\">Published figures</a><a href=\"#notes\">Notes</a></nav>\n",
+    );
+    html.push_str(&facts(&records));
+    let _ = writeln!(html, "<h2 id=\"charts\">Charts</h2>");
+    if planned.is_empty() {
+        html.push_str("<p>No chart: fewer than two successful cases share a metric.</p>\n");
+    }
+    html.push_str(&figures);
+    let _ = writeln!(html, "<h2 id=\"cases\">Cases</h2>");
+    html.push_str(&cases_table(&records));
+    html.push_str(&published(&records));
+    let _ = writeln!(
+        html,
+        "<h2 id=\"tables\">Tables</h2>\n<p>The same pivot as <a href=\"results.csv\">results.csv</a>; every record is in <a href=\"results.jsonl\">results.jsonl</a>.</p>"
+    );
+    html.push_str(&csv_tables(&pivot(&records, &pivot_opts)));
+    html.push_str(&notes(&records));
+    html.push_str(SELF_CHECK);
+    html.push_str("</body></html>\n");
+    let path = dir.join("report.html");
+    atomic_write(&path, html.as_bytes()).map_err(io_err(&path))?;
+    Ok(Written {
+        html: path,
+        charts: planned.len(),
+    })
+}

@@ -1,0 +1,97 @@
+//! `run.json`: what a results directory needs besides its records to be reported on
+//! later (`wirebench report DIR`): the scenario's name and description, the CSV pivot
+//! it asked for, its chart overrides, and each parameter's unit and name in words.
+//! Written once when the run starts, so a crashed run can still be reported.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+
+pub const FILE: &str = "run.json";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub scenario: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub tables: Option<Vec<String>>,
+    #[serde(default)]
+    pub columns: Option<Vec<String>>,
+    /// Charts the scenario asked for (`[[chart]]`); empty: chosen from the grid's shape.
+    #[serde(default)]
+    pub charts: Vec<ChartSpec>,
+    /// Per parameter: its unit and a name for legends.
+    #[serde(default)]
+    pub params: BTreeMap<String, ParamInfo>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ParamInfo {
+    /// Unit of the canonical value in records: `B`, `s`, `bit/s`, `count`, or empty for
+    /// words (choices) and other non-numeric values.
+    pub unit: String,
+    /// Short name for legends and axis titles ("one-way delay").
+    pub words: String,
+}
+
+/// One chart a scenario asks for (`[[chart]]` in the scenario file).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChartSpec {
+    /// Metric on the y axis (`rtt.stable`).
+    pub metric: String,
+    /// Kind: `lines` (metric against `x`), `bars` (metric per category), `rounds` (value
+    /// per round of each case) or `cdf` (distribution of the per-round values).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Parameter on the x axis (lines); categories for bars are the other parameters.
+    #[serde(default)]
+    pub x: Option<String>,
+    /// Parameters that make the series; default: every other parameter that varies.
+    #[serde(default)]
+    pub series: Option<Vec<String>>,
+    #[serde(default)]
+    pub log_x: Option<bool>,
+    #[serde(default)]
+    pub log_y: Option<bool>,
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Only cases whose parameters have these values (as typed: `{ workload = "stream" }`).
+    #[serde(default)]
+    pub filter: BTreeMap<String, String>,
+}
+
+impl RunInfo {
+    pub fn write(&self, dir: &Path) -> io::Result<()> {
+        let text = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
+        crate::files::atomic_write(&dir.join(FILE), &text)
+    }
+
+    /// Reads `run.json`; a directory from before it existed gets defaults.
+    pub fn read(dir: &Path) -> io::Result<RunInfo> {
+        match std::fs::read(dir.join(FILE)) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: {e}", dir.join(FILE).display()),
+                )
+            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(RunInfo::default()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The legend name of a parameter.
+    pub fn words<'a>(&'a self, param: &'a str) -> &'a str {
+        self.params
+            .get(param)
+            .map(|p| p.words.as_str())
+            .filter(|w| !w.is_empty())
+            .unwrap_or(param)
+    }
+
+    pub fn unit(&self, param: &str) -> &str {
+        self.params.get(param).map_or("", |p| p.unit.as_str())
+    }
+}
