@@ -79,6 +79,9 @@ pub struct DirCounters {
     pub dropped_queue: u64,
     pub dropped_loss: u64,
     pub dropped_mtu: u64,
+    /// Offered while a scheduled outage had the link down, or held by the link (queued,
+    /// serializing, propagating) when an outage began.
+    pub dropped_outage: u64,
     /// The receiving TUN device refused a packet.
     pub dropped_tx: u64,
     /// Packets discarded when the link was reconfigured while holding them.
@@ -91,6 +94,7 @@ impl DirCounters {
         self.dropped_queue
             + self.dropped_loss
             + self.dropped_mtu
+            + self.dropped_outage
             + self.dropped_tx
             + self.dropped_reset
     }
@@ -105,6 +109,7 @@ impl DirCounters {
             dropped_queue: self.dropped_queue - earlier.dropped_queue,
             dropped_loss: self.dropped_loss - earlier.dropped_loss,
             dropped_mtu: self.dropped_mtu - earlier.dropped_mtu,
+            dropped_outage: self.dropped_outage - earlier.dropped_outage,
             dropped_tx: self.dropped_tx - earlier.dropped_tx,
             dropped_reset: self.dropped_reset - earlier.dropped_reset,
             flows: HashMap::new(),
@@ -174,7 +179,8 @@ impl Emulator {
     }
 
     /// Replaces both directions' models (between cases). Held packets are discarded
-    /// and counted as `dropped_reset`.
+    /// and counted as `dropped_reset`. The new models' origin (time zero of their
+    /// traces and outage schedules) is the moment they take over.
     ///
     /// Returns once the emulator has switched (within one idle period, 10 ms), so a case
     /// started afterwards never runs on the previous case's link.
@@ -262,6 +268,13 @@ fn dir_seed(seed: u64, direction: usize) -> u64 {
     }
 }
 
+/// Adds the outage drops `link` counted since the last call to `dir`.
+fn sync_outage(link: &Link<Vec<u8>>, seen: &mut u64, dir: &mut DirCounters) {
+    let now = link.stats().dropped_outage.packets;
+    dir.dropped_outage += now - *seen;
+    *seen = now;
+}
+
 fn new_hist() -> Option<Histogram<u64>> {
     Histogram::new(3).ok()
 }
@@ -269,6 +282,9 @@ fn new_hist() -> Option<Histogram<u64>> {
 struct Worker {
     tuns: [Tun; 2],
     links: [Link<Vec<u8>>; 2],
+    /// Each model's `dropped_outage` packets already added to the counters: the model
+    /// counts packets lost in flight when an outage begins on its own.
+    outage_seen: [u64; 2],
     pcap: Option<PcapWriter>,
     shared: Arc<Shared>,
     /// Unix time minus CLOCK_MONOTONIC, for pcap timestamps.
@@ -289,12 +305,14 @@ impl Worker {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
+        let origin = monotonic_ns();
         Worker {
             tuns: [a, b],
             links: [
-                Link::new(up, dir_seed(seed, 0)),
-                Link::new(down, dir_seed(seed, 1)),
+                Link::new(up, dir_seed(seed, 0)).with_origin(origin),
+                Link::new(down, dir_seed(seed, 1)).with_origin(origin),
             ],
+            outage_seen: [0; 2],
             pcap,
             shared,
             unix_offset_ns: unix.saturating_sub(monotonic_ns()),
@@ -320,7 +338,8 @@ impl Worker {
                 std::thread::yield_now();
                 continue;
             }
-            let next = [self.links[0].next_wakeup(), self.links[1].next_wakeup()]
+            // `next_event`: also an outage beginning, so its losses are counted then.
+            let next = [self.links[0].next_event(), self.links[1].next_event()]
                 .into_iter()
                 .flatten()
                 .min();
@@ -365,15 +384,14 @@ impl Worker {
             .counters
             .lock()
             .unwrap_or_else(|p| p.into_inner());
+        let origin = monotonic_ns();
         for (i, params) in [up, down].into_iter().enumerate() {
-            // Whatever the old model still holds is lost with it.
-            let mut held = 0;
-            while self.links[i].dequeue_ready(u64::MAX).is_some() {
-                held += 1;
-            }
             let dir = if i == 0 { &mut c.up } else { &mut c.down };
-            dir.dropped_reset += held;
-            self.links[i] = Link::new(params, dir_seed(seed, i));
+            // Whatever the old model still holds is lost with it.
+            sync_outage(&self.links[i], &mut self.outage_seen[i], dir);
+            dir.dropped_reset += self.links[i].held_packets() as u64;
+            self.links[i] = Link::new(params, dir_seed(seed, i)).with_origin(origin);
+            self.outage_seen[i] = 0;
         }
     }
 
@@ -400,7 +418,10 @@ impl Worker {
                     Err(DropCause::Queue) => dir.dropped_queue += 1,
                     Err(DropCause::Loss) => dir.dropped_loss += 1,
                     Err(DropCause::Mtu) => dir.dropped_mtu += 1,
+                    // Counted from the model's stats, with the losses in flight.
+                    Err(DropCause::Outage) => {}
                 }
+                sync_outage(&self.links[i], &mut self.outage_seen[i], dir);
                 if dir.flows.len() < MAX_FLOWS || dir.flows.contains_key(&key) {
                     let f = dir.flows.entry(key).or_default();
                     f.0 += 1;
@@ -443,6 +464,16 @@ impl Worker {
                     }
                     Err(_) => dir.dropped_tx += 1,
                 }
+            }
+            // An outage that began may have taken packets without releasing any.
+            if self.links[i].stats().dropped_outage.packets != self.outage_seen[i] {
+                let mut c = self
+                    .shared
+                    .counters
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                let dir = if i == 0 { &mut c.up } else { &mut c.down };
+                sync_outage(&self.links[i], &mut self.outage_seen[i], dir);
             }
         }
         Ok(moved)

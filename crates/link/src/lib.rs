@@ -26,6 +26,8 @@
 //!
 //! A packet of `b` bytes offered at time `a` goes through these stages:
 //!
+//! 0. **Outage.** If a scheduled outage has the link down at `a`, the packet is dropped
+//!    ([`DropCause::Outage`]) before any other check, and draws no random numbers.
 //! 1. **MTU.** If `b > mtu` it is dropped ([`DropCause::Mtu`]).
 //! 2. **Random loss**, decided now from the seeded generator, as netem does at enqueue
 //!    ([`DropCause::Loss`]). A lost packet takes neither queue space nor link time
@@ -47,9 +49,39 @@
 //!    `reorder` is on, `due = max(due, previous packet's due)`, so jitter never
 //!    reorders: it is a path whose delay varies, not packets overtaking.
 //!
+//! 6. **Outages in flight.** A packet accepted at `a` is in the link until `due`, both
+//!    included. If an outage begins at `s` with `a < s <= due`, the packet is lost when
+//!    the outage begins ([`DropCause::Outage`], counted at `s`): a broken link loses what
+//!    is queued, being serialized or propagating. See below.
+//!
 //! [`Link::dequeue_ready`] releases packets whose `due <= now` in order of `due` (ties in
 //! acceptance order), reporting `due` so a real-time driver can measure how late it was.
 //! [`Stats`] counts every packet: `offered = delivered + dropped + held` always holds.
+//!
+//! # Outages
+//!
+//! [`LinkParams::outages`] schedules windows `[start, start + duration)` (and periodic
+//! series of them, see [`Outage`]) in time from the link's origin
+//! ([`Link::with_origin`]). While a window is open the link is down: every packet offered
+//! is dropped. When a window opens, everything the link holds is lost at once: the
+//! packets waiting in the queue, the one being serialized and those propagating. The
+//! link comes back empty, its serializer free, and carries traffic as before; a trace
+//! link takes the trace's next opportunity after the packet's arrival, as ever.
+//!
+//! Losing the queue too (not only what is "in the air") is a choice: it models the
+//! whole link, modem buffer included, going away, and it keeps the model exact and
+//! simple, since every departure and delivery time is still fixed when the packet is
+//! accepted. Keeping queued packets across an outage would instead reschedule them
+//! after it, so their times could not be known at acceptance.
+//!
+//! Because the schedule is fixed, whether an accepted packet will be lost is decided
+//! when it is accepted (`a < s <= due`). Such a packet is never returned; it stays in
+//! [`Stats::held`] until the outage begins and then moves to [`Stats::dropped_outage`],
+//! counted by the first call to [`Link::enqueue`] or [`Link::dequeue_ready`] at or
+//! after `s` ([`Link::next_event`] tells a driver when that is). Its buffer is released
+//! at acceptance. It still took its place in the queue and drew its jitter, so the
+//! packets around it see the same times as on a link without the outage, until it
+//! begins.
 //!
 //! Time never goes backwards: an `enqueue` at an earlier time than one already seen is
 //! taken to happen at the latest time seen.
@@ -79,6 +111,7 @@
 //! losses and jitter in every version (see [`Link::try_new`] for the derivation).
 
 mod link;
+pub mod outage;
 mod rng;
 pub mod sim;
 pub mod spec;
@@ -88,6 +121,7 @@ pub use link::{
     Counter, DEFAULT_MTU, DEFAULT_QUEUE_PACKETS, DropCause, Link, LinkParams, Loss, ParamsError,
     Released, Stats, serialization_ns,
 };
+pub use outage::Outage;
 pub use spec::{LinkSpec, SpecError};
 pub use trace::{OPPORTUNITY_BYTES, Trace, TraceError};
 

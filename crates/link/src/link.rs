@@ -4,6 +4,7 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
+use crate::outage::{self, Outage};
 use crate::rng::Xoshiro256;
 use crate::trace::{OPPORTUNITY_BYTES, Opportunity, Trace};
 
@@ -50,6 +51,8 @@ pub struct LinkParams {
     pub mtu: u32,
     /// A Mahimahi delivery trace; when set it replaces `rate_bps`.
     pub trace: Option<Arc<Trace>>,
+    /// Scheduled outages, in time from the link's origin ([`Link::with_origin`]).
+    pub outages: Vec<Outage>,
 }
 
 impl Default for LinkParams {
@@ -64,6 +67,7 @@ impl Default for LinkParams {
             queue_packets: Some(DEFAULT_QUEUE_PACKETS),
             mtu: DEFAULT_MTU,
             trace: None,
+            outages: Vec::new(),
         }
     }
 }
@@ -141,15 +145,19 @@ pub enum DropCause {
     Loss,
     /// Longer than the MTU.
     Mtu,
+    /// Offered while the link was down, or still held by the link (queued, serializing
+    /// or propagating) when an outage began.
+    Outage,
 }
 
 impl DropCause {
-    /// A short lowercase name for counters and logs: `queue`, `loss`, `mtu`.
+    /// A short lowercase name for counters and logs: `queue`, `loss`, `mtu`, `outage`.
     pub fn as_str(self) -> &'static str {
         match self {
             DropCause::Queue => "queue",
             DropCause::Loss => "loss",
             DropCause::Mtu => "mtu",
+            DropCause::Outage => "outage",
         }
     }
 }
@@ -172,6 +180,11 @@ pub enum ParamsError {
     ZeroQueue { field: &'static str },
     #[error("mtu = 0 would drop every packet")]
     ZeroMtu,
+    #[error("outage {outage:?}: {reason}")]
+    Outage {
+        outage: Outage,
+        reason: &'static str,
+    },
 }
 
 impl LinkParams {
@@ -197,6 +210,11 @@ impl LinkParams {
         if self.mtu == 0 {
             return Err(ParamsError::ZeroMtu);
         }
+        for &o in &self.outages {
+            if let Some(reason) = o.problem() {
+                return Err(ParamsError::Outage { outage: o, reason });
+            }
+        }
         Ok(())
     }
 }
@@ -218,6 +236,10 @@ impl Counter {
         self.packets -= 1;
         self.bytes -= bytes;
     }
+
+    fn take(&mut self) -> Counter {
+        std::mem::take(self)
+    }
 }
 
 impl std::ops::Add for Counter {
@@ -227,6 +249,19 @@ impl std::ops::Add for Counter {
             packets: self.packets + o.packets,
             bytes: self.bytes + o.bytes,
         }
+    }
+}
+
+impl std::ops::AddAssign for Counter {
+    fn add_assign(&mut self, o: Counter) {
+        *self = *self + o;
+    }
+}
+
+impl std::ops::SubAssign for Counter {
+    fn sub_assign(&mut self, o: Counter) {
+        self.packets -= o.packets;
+        self.bytes -= o.bytes;
     }
 }
 
@@ -242,6 +277,9 @@ pub struct Stats {
     pub dropped_queue: Counter,
     pub dropped_loss: Counter,
     pub dropped_mtu: Counter,
+    /// Offered while the link was down, or lost in it when an outage began (counted at
+    /// the outage's start, by the first call at or after it).
+    pub dropped_outage: Counter,
     /// Accepted and not yet returned: queued, serializing or propagating.
     pub held: Counter,
     /// The most bytes ever waiting for or in serialization (the queue bound's measure).
@@ -252,7 +290,7 @@ pub struct Stats {
 
 impl Stats {
     pub fn dropped(&self) -> Counter {
-        self.dropped_queue + self.dropped_loss + self.dropped_mtu
+        self.dropped_queue + self.dropped_loss + self.dropped_mtu + self.dropped_outage
     }
 
     pub fn dropped_by(&self, cause: DropCause) -> Counter {
@@ -260,6 +298,7 @@ impl Stats {
             DropCause::Queue => self.dropped_queue,
             DropCause::Loss => self.dropped_loss,
             DropCause::Mtu => self.dropped_mtu,
+            DropCause::Outage => self.dropped_outage,
         }
     }
 
@@ -273,6 +312,7 @@ impl Stats {
             DropCause::Queue => self.dropped_queue.add(bytes),
             DropCause::Loss => self.dropped_loss.add(bytes),
             DropCause::Mtu => self.dropped_mtu.add(bytes),
+            DropCause::Outage => self.dropped_outage.add(bytes),
         }
     }
 }
@@ -310,6 +350,13 @@ pub struct Link<P> {
     last_due_ns: u64,
     seq: u64,
     held: BinaryHeap<Reverse<Held<P>>>,
+    /// Time zero of the trace and of the outage schedule.
+    origin_ns: u64,
+    /// The start of the outage that will take the `doomed` packets, while there are any.
+    break_ns: Option<u64>,
+    /// Accepted packets whose stay in the link reaches into the next outage: they are
+    /// lost when it begins, at `break_ns`. Their buffers are not kept.
+    doomed: Counter,
 }
 
 /// The serializer's state between packets.
@@ -327,7 +374,6 @@ enum Server {
     },
     Trace {
         trace: Arc<Trace>,
-        origin_ns: u64,
         /// Where the previous packet departed, the budget it left there, and when.
         last: Option<(Opportunity, u64, u64)>,
     },
@@ -384,7 +430,6 @@ impl<P: AsRef<[u8]>> Link<P> {
         let server = match (&params.trace, params.rate_bps) {
             (Some(trace), _) => Server::Trace {
                 trace: Arc::clone(trace),
-                origin_ns: 0,
                 last: None,
             },
             (None, Some(rate_bps)) => Server::Rate {
@@ -408,20 +453,33 @@ impl<P: AsRef<[u8]>> Link<P> {
             last_due_ns: 0,
             seq: 0,
             held: BinaryHeap::new(),
+            origin_ns: 0,
+            break_ns: None,
+            doomed: Counter::default(),
         })
     }
 
-    /// Sets time zero of the delivery trace (only a trace link cares). A real-time
-    /// driver passes its clock's reading when the link comes up, as Mahimahi does;
-    /// call before the first packet.
+    /// Sets time zero of the delivery trace and of the outage schedule (0 by default).
+    /// A real-time driver passes its clock's reading when the link comes up, as
+    /// Mahimahi does; call before the first packet.
     pub fn with_origin(mut self, origin_ns: u64) -> Self {
-        if let Server::Trace {
-            origin_ns: origin, ..
-        } = &mut self.server
-        {
-            *origin = origin_ns;
-        }
+        self.origin_ns = origin_ns;
         self
+    }
+
+    /// Time zero of the trace and of the outage schedule.
+    pub fn origin(&self) -> u64 {
+        self.origin_ns
+    }
+
+    /// Whether a scheduled outage has the link down at `now_ns`.
+    pub fn is_down(&self, now_ns: u64) -> bool {
+        outage::down_at(&self.params.outages, self.origin_ns, now_ns)
+    }
+
+    /// The first time strictly after `now_ns` at which an outage begins, if any.
+    pub fn next_outage_after(&self, now_ns: u64) -> Option<u64> {
+        outage::next_start_after(&self.params.outages, self.origin_ns, now_ns)
     }
 
     pub fn params(&self) -> &LinkParams {
@@ -429,15 +487,23 @@ impl<P: AsRef<[u8]>> Link<P> {
     }
 
     /// Offers a packet arriving at `now_ns`. On `Err` the packet is gone (counted in
-    /// [`Stats`]); on `Ok` it will come out of [`Link::dequeue_ready`].
+    /// [`Stats`]); on `Ok` it will come out of [`Link::dequeue_ready`], unless an
+    /// outage begins before it has arrived (then it is counted in
+    /// [`Stats::dropped_outage`] at the outage's start).
     ///
-    /// Checks run in netem's order: MTU, then random loss, then the drop-tail queue.
-    /// Loss is drawn for every packet within the MTU, so the loss sequence depends only
-    /// on the sequence of packets, not on how full the queue was.
+    /// A link that is down drops every packet offered ([`DropCause::Outage`]). Otherwise
+    /// checks run in netem's order: MTU, then random loss, then the drop-tail queue.
+    /// Loss is drawn for every packet within the MTU offered while the link is up, so
+    /// the loss sequence depends only on that sequence of packets, not on how full the
+    /// queue was.
     pub fn enqueue(&mut self, pkt: P, now_ns: u64) -> Result<(), DropCause> {
         let now = self.advance(now_ns);
         let len = pkt.as_ref().len() as u64;
         self.stats.offered.add(len);
+        if self.is_down(now) {
+            self.stats.drop(DropCause::Outage, len);
+            return Err(DropCause::Outage);
+        }
         if len > u64::from(self.params.mtu) {
             self.stats.drop(DropCause::Mtu, len);
             return Err(DropCause::Mtu);
@@ -483,6 +549,16 @@ impl<P: AsRef<[u8]>> Link<P> {
         }
         self.last_due_ns = self.last_due_ns.max(due);
         self.stats.held.add(len);
+        // The packet is in the link from now to `due`, both included: an outage
+        // beginning in that span takes it. The schedule is fixed, so this is known now.
+        if let Some(start) = self.next_outage_after(now)
+            && start <= due
+        {
+            self.break_ns = Some(start);
+            self.doomed.add(len);
+            self.seq += 1;
+            return Ok(());
+        }
         self.held.push(Reverse(Held {
             due_ns: due,
             seq: self.seq,
@@ -497,6 +573,7 @@ impl<P: AsRef<[u8]>> Link<P> {
     pub fn dequeue_ready(&mut self, now_ns: u64) -> Option<Released<P>> {
         // Not `advance`: a driver asking about an earlier time must not get packets
         // due later than it asked for.
+        self.settle(now_ns);
         self.prune(now_ns);
         self.horizon_ns = self.horizon_ns.max(now_ns);
         if self.held.peek()?.0.due_ns > now_ns {
@@ -518,6 +595,17 @@ impl<P: AsRef<[u8]>> Link<P> {
         self.held.peek().map(|h| h.0.due_ns)
     }
 
+    /// The earliest time anything happens to the packets held: a delivery
+    /// ([`Link::next_wakeup`]) or an outage beginning that loses some of them (counted
+    /// in [`Stats`] by the first call at or after it). A driver that keeps its counters
+    /// from [`Stats`] wakes up at this time instead.
+    pub fn next_event(&self) -> Option<u64> {
+        match (self.next_wakeup(), self.break_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
@@ -534,9 +622,10 @@ impl<P: AsRef<[u8]>> Link<P> {
         self.occupancy(now_ns.max(self.horizon_ns)).1
     }
 
-    /// Packets accepted and not yet returned by [`Link::dequeue_ready`].
+    /// Packets accepted and not yet returned by [`Link::dequeue_ready`] (nor lost in
+    /// an outage).
     pub fn held_packets(&self) -> usize {
-        self.held.len()
+        self.held.len() + self.doomed.packets as usize
     }
 
     /// Raises `now` to the latest time seen (a monotonic clock never goes back; this
@@ -544,8 +633,32 @@ impl<P: AsRef<[u8]>> Link<P> {
     fn advance(&mut self, now_ns: u64) -> u64 {
         let now = now_ns.max(self.horizon_ns);
         self.horizon_ns = now;
+        self.settle(now);
         self.prune(now);
         now
+    }
+
+    /// If the outage that takes the doomed packets has begun by `now`, counts them as
+    /// dropped and leaves the link empty: no queue, the serializer free, no delivery
+    /// order to keep (every packet still held is due before the outage began).
+    fn settle(&mut self, now: u64) {
+        if self.break_ns.is_none_or(|b| b > now) {
+            return;
+        }
+        self.break_ns = None;
+        let lost = self.doomed.take();
+        self.stats.held -= lost;
+        self.stats.dropped_outage += lost;
+        self.serializing.clear();
+        self.serialized_total = self.accepted_total;
+        self.last_due_ns = 0;
+        match &mut self.server {
+            Server::Unlimited => {}
+            Server::Rate {
+                free_ns, free_rem, ..
+            } => (*free_ns, *free_rem) = (0, 0),
+            Server::Trace { last, .. } => *last = None,
+        }
     }
 
     fn prune(&mut self, now: u64) {
@@ -559,6 +672,10 @@ impl<P: AsRef<[u8]>> Link<P> {
     }
 
     fn occupancy(&self, now: u64) -> (u64, u64) {
+        if self.break_ns.is_some_and(|b| b <= now) {
+            // An outage has emptied the queue; `settle` has not run yet.
+            return (0, 0);
+        }
         let finished = self.serializing.partition_point(|&(d, _)| d <= now);
         let done_total = match finished {
             0 => self.serialized_total,
@@ -600,6 +717,7 @@ impl<P: AsRef<[u8]>> Link<P> {
     /// Books the serializer for a packet of `len` bytes arriving at `now` and returns
     /// the time its last bit leaves.
     fn serialize(&mut self, now: u64, len: u64) -> u64 {
+        let origin_ns = self.origin_ns;
         match &mut self.server {
             Server::Unlimited => now,
             Server::Rate {
@@ -623,16 +741,12 @@ impl<P: AsRef<[u8]>> Link<P> {
                 // The last bit leaves inside the nanosecond that ends at the ceiling.
                 free_ns.saturating_add(u64::from(rem > 0))
             }
-            Server::Trace {
-                trace,
-                origin_ns,
-                last,
-            } => {
+            Server::Trace { trace, last } => {
                 let (at, budget) = match *last {
                     // Queued behind the previous packet: it starts with what that
                     // packet left of its last opportunity.
                     Some((at, surplus, when)) if now < when => (at, surplus),
-                    _ => (trace.first_after(*origin_ns, now), OPPORTUNITY_BYTES),
+                    _ => (trace.first_after(origin_ns, now), OPPORTUNITY_BYTES),
                 };
                 let (at, surplus) = if budget > 0 && len <= budget {
                     (at, budget - len)
@@ -641,7 +755,7 @@ impl<P: AsRef<[u8]>> Link<P> {
                     let k = rest.div_ceil(OPPORTUNITY_BYTES).max(1);
                     (trace.advance(at, k), k * OPPORTUNITY_BYTES - rest)
                 };
-                let when = trace.time_of(*origin_ns, at);
+                let when = trace.time_of(origin_ns, at);
                 *last = Some((at, surplus, when));
                 when
             }

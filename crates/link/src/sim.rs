@@ -21,6 +21,8 @@ pub struct Delivery<P> {
 pub struct Dropped {
     /// Position of the packet in the arrivals.
     pub index: usize,
+    /// When: its arrival, or for a packet accepted and then lost in an outage, the
+    /// outage's start.
     pub at_ns: u64,
     pub cause: DropCause,
 }
@@ -59,7 +61,7 @@ impl<P: AsRef<[u8]>> AsRef<[u8]> for Tagged<P> {
 }
 
 /// Runs `(arrival time, packet)` pairs through a link built from `params` and `seed`
-/// (trace origin 0), then lets every accepted packet out.
+/// (origin 0), then lets every accepted packet out.
 ///
 /// Arrivals are taken in the order given and should be in non-decreasing time; an
 /// earlier time is raised to the latest one seen, as [`Link`] does.
@@ -81,22 +83,40 @@ where
         }
     };
     let mut latest = 0;
+    let mut accepted = Vec::new();
     for (index, (at_ns, packet)) in arrivals.into_iter().enumerate() {
         latest = latest.max(at_ns);
         // What is due by now leaves before the new packet is offered, as a driver
         // polling its timer first would do; it changes no due time either way.
         release(&mut link, latest);
-        if let Err(cause) = link.enqueue(Tagged { index, packet }, latest) {
-            dropped.push(Dropped {
+        match link.enqueue(Tagged { index, packet }, latest) {
+            Ok(()) => accepted.push((index, latest)),
+            Err(cause) => dropped.push(Dropped {
                 index,
                 at_ns: latest,
                 cause,
+            }),
+        }
+    }
+    // `next_event`, not `next_wakeup`: an outage's losses are counted at its start.
+    while let Some(t) = link.next_event() {
+        release(&mut link, t);
+    }
+    // Accepted and never delivered: lost when the next outage began.
+    let mut came_out = vec![false; accepted.last().map_or(0, |a| a.0 + 1)];
+    for d in &delivered {
+        came_out[d.index] = true;
+    }
+    for &(index, at) in &accepted {
+        if !came_out[index] {
+            dropped.push(Dropped {
+                index,
+                at_ns: link.next_outage_after(at).unwrap_or(at),
+                cause: DropCause::Outage,
             });
         }
     }
-    while let Some(t) = link.next_wakeup() {
-        release(&mut link, t);
-    }
+    dropped.sort_by_key(|d| d.index);
     Ok(Outcome {
         delivered,
         dropped,

@@ -26,6 +26,19 @@
 //! | `queue_packets` | count (`1000`, `10k`) or `unlimited` | `1000` |
 //! | `mtu` | bytes, 68 to 65535 | `1500` |
 //! | `reorder` | `on`/`off` (also `true`/`false`, `yes`/`no`, `1`/`0`) | `off` |
+//! | `outage` | `START+DURATION` or `every PERIOD for DURATION [from START]`; repeatable | none |
+//!
+//! # Outages
+//!
+//! `outage=30s+10s` takes the link down 30 s after it was configured (its origin), for
+//! 10 s: down on `[30 s, 40 s)`. `outage=every 60s for 10s` is down on `[60 s, 70 s)`,
+//! `[120 s, 130 s)`, ...; `from START` moves the first window (`every 60s for 10s from
+//! 0` starts down). `outage` is the one field that may be given several times, e.g.
+//! `outage=30s+10s,outage=60s+5s`; the link is down whenever any of them says so. Each
+//! item holds one outage, so a spec stays one comma-separated list (the command line and
+//! scenario files join `key=value` items to the spec before them, and `;` separates
+//! specs). The duration must be positive and shorter than the period. See
+//! [`Outage`] and the crate docs for what an outage does to packets.
 //!
 //! # Default queue
 //!
@@ -50,6 +63,7 @@ use wirebench_model::units::UnitError;
 use wirebench_model::{Bytes, Rate, parse_count, parse_duration};
 
 use crate::link::{DEFAULT_MTU, DEFAULT_QUEUE_PACKETS, LinkParams, Loss};
+use crate::outage::Outage;
 
 /// Examples of whole specs, shown in errors.
 pub const EXAMPLES: &str = "2400bit/500ms, 1Gbit/10ms, 500ms, \
@@ -75,6 +89,8 @@ pub struct LinkSpec {
     /// `None` is unbounded.
     pub queue_packets: Option<usize>,
     pub mtu: u32,
+    /// Scheduled outages, in the order given.
+    pub outages: Vec<Outage>,
 }
 
 impl Default for LinkSpec {
@@ -88,6 +104,7 @@ impl Default for LinkSpec {
             queue_bytes: None,
             queue_packets: Some(DEFAULT_QUEUE_PACKETS),
             mtu: DEFAULT_MTU,
+            outages: Vec::new(),
         }
     }
 }
@@ -111,7 +128,7 @@ pub enum SpecError {
     },
     #[error(
         "unknown link field {key:?}; the fields are rate, delay, jitter, loss, queue, \
-         queue_packets, mtu, reorder (example: rate=2400bit,delay=500ms,loss=1%)"
+         queue_packets, mtu, reorder, outage (example: rate=2400bit,delay=500ms,loss=1%)"
     )]
     UnknownField { key: String },
     #[error("link {field} is given twice (example: rate=2400bit,delay=500ms)")]
@@ -138,10 +155,11 @@ enum Field {
     QueuePackets,
     Mtu,
     Reorder,
+    Outage,
 }
 
 impl Field {
-    const ALL: [Field; 8] = [
+    const ALL: [Field; 9] = [
         Field::Rate,
         Field::Delay,
         Field::Jitter,
@@ -150,6 +168,7 @@ impl Field {
         Field::QueuePackets,
         Field::Mtu,
         Field::Reorder,
+        Field::Outage,
     ];
 
     fn from_key(key: &str) -> Option<Field> {
@@ -162,6 +181,7 @@ impl Field {
             "queue_packets" => Field::QueuePackets,
             "mtu" => Field::Mtu,
             "reorder" => Field::Reorder,
+            "outage" => Field::Outage,
             _ => return None,
         })
     }
@@ -176,6 +196,7 @@ impl Field {
             Field::QueuePackets => "queue_packets",
             Field::Mtu => "mtu",
             Field::Reorder => "reorder",
+            Field::Outage => "outage",
         }
     }
 
@@ -189,6 +210,7 @@ impl Field {
             Field::QueuePackets => "1000",
             Field::Mtu => "1500",
             Field::Reorder => "on",
+            Field::Outage => "30s+10s or outage=every 60s for 10s",
         }
     }
 
@@ -332,6 +354,61 @@ fn parse_switch(v: &str) -> Result<bool, SpecError> {
     }
 }
 
+/// `START+DURATION` or `every PERIOD for DURATION [from START]`.
+fn parse_outage(v: &str) -> Result<Outage, SpecError> {
+    let f = Field::Outage;
+    // A duration that does not parse: the whole value in the error, then why.
+    let ns = |part: &str| -> Result<u64, SpecError> {
+        match parse_ns(f, part) {
+            Ok(ns) => Ok(ns),
+            Err(SpecError::Unit { source, .. }) => Err(f.invalid(v, source.to_string())),
+            Err(SpecError::Invalid { reason, .. }) => {
+                Err(f.invalid(v, format!("{part:?} is {reason}")))
+            }
+            Err(e) => Err(e),
+        }
+    };
+    let words: Vec<&str> = v.split_whitespace().collect();
+    let outage = match words.as_slice() {
+        ["every", period, "for", duration] => {
+            let period = ns(period)?;
+            Outage::periodic(period, ns(duration)?, period)
+        }
+        ["every", period, "for", duration, "from", start] => {
+            Outage::periodic(ns(period)?, ns(duration)?, ns(start)?)
+        }
+        _ => match v.split_once('+') {
+            Some((start, duration)) if !v.starts_with("every") => {
+                Outage::once(ns(start.trim())?, ns(duration.trim())?)
+            }
+            _ => {
+                return Err(f.invalid(
+                    v,
+                    "expected START+DURATION (down from START after the link is set up, \
+                     for DURATION) or every PERIOD for DURATION [from START]",
+                ));
+            }
+        },
+    };
+    match outage.problem() {
+        Some(reason) => Err(f.invalid(v, reason)),
+        None => Ok(outage),
+    }
+}
+
+fn format_outage(o: &Outage) -> String {
+    match o.every_ns {
+        None => format!("{}+{}", format_ns(o.start_ns), format_ns(o.duration_ns)),
+        Some(p) => {
+            let mut s = format!("every {} for {}", format_ns(p), format_ns(o.duration_ns));
+            if o.start_ns != p {
+                s.push_str(&format!(" from {}", format_ns(o.start_ns)));
+            }
+            s
+        }
+    }
+}
+
 impl LinkSpec {
     /// Parses a spec; see the module docs for the grammar.
     pub fn parse(s: &str) -> Result<LinkSpec, SpecError> {
@@ -370,7 +447,9 @@ impl LinkSpec {
             let f = Field::from_key(key).ok_or_else(|| SpecError::UnknownField {
                 key: key.to_string(),
             })?;
-            set(f)?;
+            if !matches!(f, Field::Outage) {
+                set(f)?;
+            }
             match f {
                 Field::Rate => spec.rate_bps = parse_rate(f, v)?,
                 Field::Delay => spec.delay_ns = parse_ns(f, v)?,
@@ -380,6 +459,7 @@ impl LinkSpec {
                 Field::QueuePackets => spec.queue_packets = parse_queue_packets(v)?,
                 Field::Mtu => spec.mtu = parse_mtu(v)?,
                 Field::Reorder => spec.reorder = parse_switch(v)?,
+                Field::Outage => spec.outages.push(parse_outage(v)?),
             }
         }
         if let Some(q) = spec.queue_bytes
@@ -409,6 +489,7 @@ impl LinkSpec {
             queue_packets: self.queue_packets,
             mtu: self.mtu,
             trace: None,
+            outages: self.outages.clone(),
         }
     }
 }
@@ -545,6 +626,9 @@ impl fmt::Display for LinkSpec {
         if self.reorder != d.reorder {
             f.write_str(",reorder=on")?;
         }
+        for o in &self.outages {
+            write!(f, ",outage={}", format_outage(o))?;
+        }
         Ok(())
     }
 }
@@ -616,6 +700,7 @@ mod tests {
                 queue_bytes: Some(65_536),
                 queue_packets: Some(1000),
                 mtu: 1500,
+                outages: vec![],
             }
         );
         assert_eq!(p("loss=0.01").loss, Loss::Bernoulli { p: 0.01 });
@@ -697,6 +782,93 @@ mod tests {
     }
 
     #[test]
+    fn outages() {
+        const S: u64 = 1_000_000_000;
+        let s = p("rate=2400bit,delay=0,outage=30s+10s");
+        assert_eq!(s.outages, [Outage::once(30 * S, 10 * S)]);
+        assert_eq!(s.to_params().outages, s.outages);
+        // Repeatable, in the order given, after the short form too.
+        let s = p("2400bit/500ms,outage=30s+10s,loss=1%,outage = 60s + 5s");
+        assert_eq!(
+            s.outages,
+            [Outage::once(30 * S, 10 * S), Outage::once(60 * S, 5 * S)]
+        );
+        assert_eq!(p("outage=0+1.5s").outages, [Outage::once(0, 1500 * MS)]);
+        assert_eq!(
+            p("outage=every 60s for 10s").outages,
+            [Outage::periodic(60 * S, 10 * S, 60 * S)]
+        );
+        assert_eq!(
+            p("outage= every  1m for 500ms  from 0 ").outages,
+            [Outage::periodic(60 * S, 500 * MS, 0)]
+        );
+        assert!(p("1Gbit").outages.is_empty());
+        assert_eq!(
+            p("rate=2400bit,delay=0,outage=30s+10s").to_string(),
+            "2.4kbit/0s,outage=30s+10s"
+        );
+        assert_eq!(
+            p("outage=1m+10s,outage=every 60s for 10s,outage=every 1h for 1s from 90s").to_string(),
+            "unlimited/0s,outage=60s+10s,outage=every 60s for 10s,\
+             outage=every 3600s for 1s from 90s"
+        );
+        assert_eq!(
+            p("outage=0+100us").to_string(),
+            "unlimited/0s,outage=0s+100us"
+        );
+    }
+
+    #[test]
+    fn outage_errors_name_the_value() {
+        let cases: &[(&str, &[&str])] = &[
+            ("outage=30s", &["outage=\"30s\"", "START+DURATION"]),
+            ("outage=30s-10s", &["outage=\"30s-10s\"", "START+DURATION"]),
+            (
+                "outage=30x+10s",
+                &["outage=\"30x+10s\"", "\"30x\"", "unknown unit"],
+            ),
+            (
+                "outage=30s+10",
+                &["outage=\"30s+10\"", "\"10\"", "needs a unit"],
+            ),
+            ("outage=30s+", &["outage=\"30s+\"", "expected a number"]),
+            ("outage=30s+0s", &["outage=\"30s+0s\"", "duration 0"]),
+            (
+                "outage=48h+1s",
+                &["outage=\"48h+1s\"", "\"48h\" is longer than one day"],
+            ),
+            (
+                "outage=every 10s for 10s",
+                &["every 10s for 10s", "never comes back"],
+            ),
+            (
+                "outage=every 0 for 1s",
+                &["every 0 for 1s", "never comes back"],
+            ),
+            (
+                "outage=every 10s",
+                &["outage=\"every 10s\"", "every PERIOD for DURATION"],
+            ),
+            (
+                "outage=every 10s+1s",
+                &["every 10s+1s", "every PERIOD for DURATION"],
+            ),
+            ("outage=every 60s for 10s from", &["from\"", "every PERIOD"]),
+            ("outage=every 6x for 1s", &["\"6x\"", "unknown unit"]),
+            ("outage=", &["outage=\"\"", "START+DURATION"]),
+        ];
+        for &(input, needles) in cases {
+            let e = err(input);
+            for n in needles {
+                assert!(e.contains(n), "{input:?}: {e:?} lacks {n:?}");
+            }
+            assert!(e.contains("30s+10s"), "{input:?}: {e:?} shows no example");
+        }
+        let e = err("outages=30s+10s");
+        assert!(e.contains("\"outages\"") && e.contains("outage ("), "{e}");
+    }
+
+    #[test]
     fn display_is_canonical() {
         assert_eq!(p("2400bit/500ms").to_string(), "2.4kbit/500ms");
         assert_eq!(p("500ms").to_string(), "unlimited/500ms");
@@ -723,6 +895,21 @@ mod tests {
             Just(1.0),
             (0u32..=100).prop_map(|p| f64::from(p) / 100.0),
             0.0..=1.0f64,
+        ]
+    }
+
+    fn outage_strategy() -> impl Strategy<Value = Outage> {
+        let positive = prop_oneof![1u64..=MAX_DURATION_NS, (1u64..=1000).prop_map(|s| s * MS)];
+        prop_oneof![
+            (0u64..=MAX_DURATION_NS, positive.clone()).prop_map(|(s, d)| Outage::once(s, d)),
+            (
+                positive,
+                1u64..=MAX_DURATION_NS,
+                prop::option::of(0u64..=MAX_DURATION_NS)
+            )
+                .prop_filter_map("period > duration", |(d, p, from)| {
+                    (p > d).then(|| Outage::periodic(p, d, from.unwrap_or(p)))
+                }),
         ]
     }
 
@@ -759,9 +946,20 @@ mod tests {
             MIN_MTU..=MAX_MTU,
             prop::option::of(0u64..=MAX_QUEUE_BYTES),
             prop::option::of(1usize..=1_000_000),
+            prop::collection::vec(outage_strategy(), 0..3),
         )
             .prop_map(
-                |(rate_bps, delay_ns, jitter_ns, reorder, loss, mtu, queue, queue_packets)| {
+                |(
+                    rate_bps,
+                    delay_ns,
+                    jitter_ns,
+                    reorder,
+                    loss,
+                    mtu,
+                    queue,
+                    queue_packets,
+                    outages,
+                )| {
                     LinkSpec {
                         rate_bps,
                         delay_ns,
@@ -771,6 +969,7 @@ mod tests {
                         queue_bytes: queue.map(|q| q.max(u64::from(mtu))),
                         queue_packets,
                         mtu,
+                        outages,
                     }
                 },
             )
@@ -790,7 +989,7 @@ mod tests {
 
         #[test]
         fn parse_never_panics_on_near_misses(
-            s in "(rate|delay|loss|queue|mtu|jitter|reorder|x)=[0-9.%a-zA-Z:/]{0,12}(,[a-z_]{1,8}=[0-9.a-z%/:]{0,8}){0,3}"
+            s in "(rate|delay|loss|queue|mtu|jitter|reorder|outage|x)=[0-9.%a-zA-Z:/+ ]{0,12}(,[a-z_]{1,8}=[0-9.a-z%/:+ ]{0,8}){0,3}"
         ) {
             if let Ok(spec) = LinkSpec::parse(&s) {
                 prop_assert_eq!(LinkSpec::parse(&spec.to_string()), Ok(spec));

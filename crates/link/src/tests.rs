@@ -38,9 +38,10 @@ fn rate(bps: u64) -> LinkParams {
     }
 }
 
+/// Everything still held, in delivery order; in-flight losses are counted on the way.
 fn drain<P: AsRef<[u8]>>(link: &mut Link<P>) -> Vec<Released<P>> {
     let mut out = Vec::new();
-    while let Some(t) = link.next_wakeup() {
+    while let Some(t) = link.next_event() {
         while let Some(r) = link.dequeue_ready(t) {
             out.push(r);
         }
@@ -592,6 +593,400 @@ proptest! {
     }
 }
 
+// ---- outages ----
+
+/// `params` with the outages given as `(start, duration)` pairs.
+fn with_outages(mut params: LinkParams, windows: &[(u64, u64)]) -> LinkParams {
+    params.outages = windows.iter().map(|&(s, d)| Outage::once(s, d)).collect();
+    params
+}
+
+#[test]
+fn an_outage_drops_every_packet_offered_exactly_within_its_window() {
+    // Down on [1000 + 30 s, 1000 + 40 s): from the origin, half-open.
+    let origin = 1000;
+    let p = with_outages(LinkParams::default(), &[(30 * S, 10 * S)]);
+    let mut link = Link::new(p, 1).with_origin(origin);
+    assert_eq!(link.origin(), origin);
+    let at = |t: u64| origin + t;
+    let offers = [
+        (0, Ok(())),
+        (30 * S - 1, Ok(())),
+        (30 * S, Err(DropCause::Outage)),
+        (35 * S, Err(DropCause::Outage)),
+        (40 * S - 1, Err(DropCause::Outage)),
+        (40 * S, Ok(())),
+        (100 * S, Ok(())),
+    ];
+    for (i, &(t, want)) in offers.iter().enumerate() {
+        assert_eq!(link.is_down(at(t)), want.is_err(), "at {t}");
+        assert_eq!(link.enqueue(pkt(i as u32, 1500), at(t)), want, "at {t}");
+        assert!(link.stats().is_conserved());
+    }
+    // Before the origin the schedule has not started.
+    assert!(
+        !Link::<Pkt>::new(with_outages(LinkParams::default(), &[(0, S)]), 1)
+            .with_origin(S)
+            .is_down(S - 1)
+    );
+    let s = link.stats();
+    assert_eq!(
+        s.dropped_outage,
+        Counter {
+            packets: 3,
+            bytes: 4500
+        }
+    );
+    assert_eq!(s.dropped_by(DropCause::Outage), s.dropped_outage);
+    assert_eq!(s.dropped().packets, 3);
+    assert_eq!(DropCause::Outage.to_string(), "outage");
+    let out = drain(&mut link);
+    assert_eq!(
+        out.iter().map(|r| r.packet.id).collect::<Vec<_>>(),
+        [0, 1, 5, 6]
+    );
+    assert!(link.stats().is_conserved());
+}
+
+#[test]
+fn an_outage_loses_what_is_queued_serializing_or_propagating() {
+    // 300 B take 1 s at 2400 bit/s; 500 ms of propagation; down on [10 s, 12 s).
+    let mut p = rate(2400);
+    p.delay_ns = 500 * MS;
+    let p = with_outages(p, &[(10 * S, 2 * S)]);
+    // Due 1 ns before the outage begins: delivered. Due exactly when it begins: lost
+    // (the link must be up from offer to arrival, both included), though accepted.
+    let mut link = Link::new(p.clone(), 1);
+    link.enqueue(pkt(0, 300), 8 * S + 500 * MS).unwrap();
+    assert_eq!(link.next_wakeup(), None);
+    assert_eq!(link.next_event(), Some(10 * S));
+    assert!(drain(&mut link).is_empty());
+    assert_eq!(link.stats().dropped_outage.packets, 1);
+    let mut link = Link::new(p, 1);
+    link.enqueue(pkt(0, 300), 8 * S + 500 * MS - 1).unwrap();
+    assert_eq!(link.next_wakeup(), Some(10 * S - 1));
+    assert_eq!(link.next_event(), Some(10 * S - 1));
+    // Queued when the outage begins (behind packet 0, then behind each other), then
+    // serializing: lost.
+    link.enqueue(pkt(1, 300), 8 * S + 500 * MS).unwrap();
+    assert_eq!(link.queued_packets(9 * S), 2);
+    link.enqueue(pkt(2, 300), 9 * S + 600 * MS).unwrap();
+    link.enqueue(pkt(3, 300), 9 * S + 700 * MS).unwrap();
+    assert_eq!(link.queued_packets(9 * S + 700 * MS), 3);
+    assert_eq!(link.held_packets(), 4);
+    assert_eq!(link.next_wakeup(), Some(10 * S - 1));
+    assert_eq!(link.next_event(), Some(10 * S - 1));
+    let r = link.dequeue_ready(10 * S - 1).unwrap();
+    assert_eq!((r.packet.id, r.due_ns), (0, 10 * S - 1));
+    // Nothing more will be delivered; the losses happen at 10 s.
+    assert_eq!(link.next_wakeup(), None);
+    assert_eq!(link.next_event(), Some(10 * S));
+    let s = link.stats();
+    assert_eq!((s.held.packets, s.dropped_outage.packets), (3, 0));
+    assert!(s.is_conserved());
+    // The outage empties the queue at once, even before the link is called again.
+    assert_eq!(link.queued_bytes(10 * S), 0);
+    assert_eq!(link.queued_packets(10 * S - 1), 3);
+    assert!(link.dequeue_ready(10 * S).is_none());
+    assert_eq!(
+        (link.queued_packets(10 * S), link.queued_bytes(10 * S)),
+        (0, 0)
+    );
+    let s = link.stats();
+    assert_eq!(s.held, Counter::default());
+    assert_eq!(
+        s.dropped_outage,
+        Counter {
+            packets: 3,
+            bytes: 900
+        }
+    );
+    assert!(s.is_conserved());
+    assert_eq!((link.next_event(), link.held_packets()), (None, 0));
+    // Offered during the outage: dropped, and the serializer stays free.
+    assert_eq!(link.enqueue(pkt(4, 300), 11 * S), Err(DropCause::Outage));
+    // After it the serializer is free: the lost packets' booking (until 12 s) is gone.
+    link.enqueue(pkt(5, 300), 12 * S).unwrap();
+    link.enqueue(pkt(6, 300), 12 * S).unwrap();
+    let dues: Vec<(u32, u64)> = drain(&mut link)
+        .iter()
+        .map(|r| (r.packet.id, r.due_ns))
+        .collect();
+    assert_eq!(dues, [(5, 13 * S + 500 * MS), (6, 14 * S + 500 * MS)]);
+    let s = link.stats();
+    assert_eq!(s.dropped_outage.packets, 4);
+    assert_eq!(s.delivered.packets, 3);
+    assert!(s.is_conserved());
+}
+
+#[test]
+fn losses_are_counted_by_the_first_call_after_the_outage_begins() {
+    // A long queue booked far past the outage: all of it is lost at its start, counted
+    // by an enqueue after the outage as well as by a dequeue.
+    let p = with_outages(rate(8000), &[(S, S)]);
+    let mut link = Link::new(p, 1);
+    for i in 0..20 {
+        link.enqueue(pkt(i, 100), 0).unwrap(); // 100 ms each: 0.1 s .. 2 s
+    }
+    assert_eq!(link.stats().held.packets, 20);
+    // 9 leave before 1 s, the 10th is due exactly at 1 s: lost.
+    let mut link2 = link.clone();
+    link.enqueue(pkt(20, 100), 3 * S).unwrap();
+    let s = link.stats();
+    assert_eq!((s.held.packets, s.dropped_outage.packets), (10, 11));
+    assert!(s.is_conserved());
+    let ids: Vec<u32> = drain(&mut link).iter().map(|r| r.packet.id).collect();
+    assert_eq!(ids, [0, 1, 2, 3, 4, 5, 6, 7, 8, 20]);
+    // The new packet started at once: the serializer was free.
+    assert_eq!(link.stats().delivered.packets, 10);
+    let mut out = Vec::new();
+    while let Some(t) = link2.next_event() {
+        while let Some(r) = link2.dequeue_ready(t) {
+            out.push(r.due_ns);
+        }
+    }
+    assert_eq!(out, (1..10).map(|i| i * 100 * MS).collect::<Vec<_>>());
+    assert_eq!(link2.stats().dropped_outage.packets, 11);
+    assert!(link2.stats().is_conserved());
+    link2.enqueue(pkt(21, 100), 3 * S).unwrap();
+    assert_eq!(drain(&mut link2)[0].due_ns, 3 * S + 100 * MS);
+}
+
+#[test]
+fn jitter_without_reorder_keeps_order_across_a_loss() {
+    // A packet held back behind one that is lost is lost too (it cannot overtake it),
+    // and a later packet does not wait for the lost one's delivery time.
+    let mut p = LinkParams {
+        delay_ns: 100 * MS,
+        jitter_ns: 900 * MS,
+        ..LinkParams::default()
+    };
+    p.outages = vec![Outage::once(S, S)];
+    for seed in 0..50 {
+        let arrivals: Vec<(u64, Pkt)> = (0..40u32)
+            .map(|i| (u64::from(i) * 50 * MS, pkt(i, 100)))
+            .collect();
+        let out = simulate(p.clone(), seed, arrivals).unwrap();
+        let lost: Vec<usize> = out
+            .dropped
+            .iter()
+            .filter(|d| d.at_ns == S && d.index < 20)
+            .map(|d| d.index)
+            .collect();
+        // Lost packets form a tail of those that arrived before 1 s.
+        if let Some(&first) = lost.first() {
+            assert_eq!(lost, (first..20).collect::<Vec<_>>(), "seed {seed}");
+        }
+        let ids: Vec<usize> = out.delivered.iter().map(|d| d.index).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "seed {seed}: {ids:?}");
+        // After the outage (2 s) delivery is at most delay + jitter after arrival.
+        for d in out.delivered.iter().filter(|d| d.index >= 40) {
+            assert!(d.due_ns <= d.index as u64 * 50 * MS + S);
+        }
+        assert!(out.stats.is_conserved());
+        assert_eq!(out.stats.dropped_outage.packets as usize, out.dropped.len());
+    }
+}
+
+#[test]
+fn a_trace_link_comes_back_on_the_trace_schedule() {
+    // One opportunity every 10 ms; down on [25 ms, 40 ms).
+    let p = with_outages(trace_params(&[10]), &[(25 * MS, 15 * MS)]);
+    let arrivals = vec![
+        (0, pkt(0, 1500)),       // 10 ms
+        (0, pkt(1, 1500)),       // 20 ms
+        (0, pkt(2, 1500)),       // would leave at 30 ms: lost
+        (0, pkt(3, 1500)),       // would leave at 40 ms: lost
+        (30 * MS, pkt(4, 1500)), // down
+        (41 * MS, pkt(5, 1500)), // 50 ms: not 50 + the lost packets' opportunities
+    ];
+    let out = simulate(p, 1, arrivals).unwrap();
+    let got: Vec<(usize, u64)> = out.delivered.iter().map(|d| (d.index, d.due_ns)).collect();
+    assert_eq!(got, [(0, 10 * MS), (1, 20 * MS), (5, 50 * MS)]);
+    let dropped: Vec<(usize, u64, DropCause)> = out
+        .dropped
+        .iter()
+        .map(|d| (d.index, d.at_ns, d.cause))
+        .collect();
+    assert_eq!(
+        dropped,
+        [
+            (2, 25 * MS, DropCause::Outage),
+            (3, 25 * MS, DropCause::Outage),
+            (4, 30 * MS, DropCause::Outage)
+        ]
+    );
+}
+
+#[test]
+fn periodic_outages_and_several_windows() {
+    // Down on [1 s, 1.1 s), [2 s, 2.1 s), ... and on [2.05 s, 2.5 s).
+    let p = LinkParams {
+        outages: vec![
+            Outage::periodic(S, 100 * MS, S),
+            Outage::once(2 * S + 50 * MS, 450 * MS),
+        ],
+        ..LinkParams::default()
+    };
+    let arrivals: Vec<(u64, Pkt)> = (0..400u32)
+        .map(|i| (u64::from(i) * 10 * MS, pkt(i, 10)))
+        .collect();
+    let out = simulate(p, 1, arrivals).unwrap();
+    let down =
+        |t: u64| (t >= S && t % S < 100 * MS) || (2 * S + 50 * MS..2 * S + 500 * MS).contains(&t);
+    for d in &out.dropped {
+        assert!(down(d.at_ns), "{d:?}");
+        assert_eq!(d.cause, DropCause::Outage);
+    }
+    for d in &out.delivered {
+        assert!(!down(d.due_ns));
+    }
+    // 3 periodic windows of 10 arrivals, plus 2.1 s .. 2.49 s.
+    assert_eq!(out.dropped.len(), 3 * 10 + 40);
+    assert!(out.stats.is_conserved());
+}
+
+#[test]
+fn invalid_outages_are_rejected() {
+    let bad = |o: Outage| {
+        Link::<Pkt>::try_new(
+            LinkParams {
+                outages: vec![o],
+                ..LinkParams::default()
+            },
+            0,
+        )
+        .err()
+    };
+    assert!(matches!(
+        bad(Outage::once(S, 0)),
+        Some(ParamsError::Outage { .. })
+    ));
+    assert!(matches!(
+        bad(Outage::periodic(S, S, 0)),
+        Some(ParamsError::Outage { .. })
+    ));
+    assert!(bad(Outage::once(0, 1)).is_none());
+    let spec = LinkSpec::parse("2400bit/500ms,outage=30s+10s").unwrap();
+    assert_eq!(spec.to_params().outages, [Outage::once(30 * S, 10 * S)]);
+}
+
+fn outages_strategy() -> impl Strategy<Value = Vec<Outage>> {
+    let once = (0u64..300 * MS, 1u64..100 * MS).prop_map(|(s, d)| Outage::once(s, d));
+    let periodic = (1u64..100 * MS, 1u64..200 * MS, 0u64..300 * MS)
+        .prop_map(|(d, extra, from)| Outage::periodic(d + extra, d, from));
+    prop::collection::vec(prop_oneof![3 => once, 1 => periodic], 0..3)
+}
+
+/// Links slow enough for queues to build up across outages.
+fn outage_link_strategy() -> impl Strategy<Value = LinkParams> {
+    let loss = prop_oneof![
+        3 => Just(Loss::None),
+        1 => (0.0..0.5f64).prop_map(|p| Loss::Bernoulli { p }),
+    ];
+    (
+        prop_oneof![1 => Just(None), 4 => (20_000u64..5_000_000).prop_map(Some)],
+        prop_oneof![Just(0u64), 0u64..50 * MS],
+        prop_oneof![3 => Just(0u64), 1 => 0u64..20 * MS],
+        any::<bool>(),
+        loss,
+        prop::option::of(1usize..60),
+        prop::option::of(trace_strategy()),
+    )
+        .prop_map(
+            |(rate_bps, delay_ns, jitter_ns, reorder, loss, qp, trace)| LinkParams {
+                rate_bps,
+                delay_ns,
+                jitter_ns,
+                reorder,
+                loss,
+                queue_packets: qp,
+                trace: trace.map(|t| Arc::new(Trace::from_millis(&t).unwrap())),
+                ..LinkParams::default()
+            },
+        )
+}
+
+proptest! {
+    #[test]
+    fn outages_drop_exactly_what_their_windows_touch(
+        mut params in outage_link_strategy(),
+        outages in outages_strategy(),
+        seed in any::<u64>(),
+        gaps in prop::collection::vec((0u64..5 * MS, 0usize..2000), 1..150),
+    ) {
+        params.outages = outages;
+        let mut t = 0;
+        let arrivals: Vec<(u64, Pkt)> = gaps
+            .iter()
+            .enumerate()
+            .map(|(i, &(gap, len))| {
+                t += gap;
+                (t, pkt(i as u32, len))
+            })
+            .collect();
+        let probe = Link::<Pkt>::new(params.clone(), seed);
+        let out = simulate(params.clone(), seed, arrivals.clone()).unwrap();
+        prop_assert!(out.stats.is_conserved());
+        prop_assert_eq!(out.stats.held, Counter::default());
+        prop_assert_eq!(
+            out.stats.offered.packets as usize,
+            out.delivered.len() + out.dropped.len()
+        );
+        let outage_drops = out.dropped.iter().filter(|d| d.cause == DropCause::Outage).count();
+        prop_assert_eq!(out.stats.dropped_outage.packets as usize, outage_drops);
+        // Delivered: the link was up from arrival to delivery, both included.
+        for d in &out.delivered {
+            let at = arrivals[d.index].0;
+            prop_assert!(!probe.is_down(at));
+            prop_assert!(probe.next_outage_after(at).is_none_or(|s| s > d.due_ns));
+        }
+        for d in &out.dropped {
+            let at = arrivals[d.index].0;
+            if d.cause == DropCause::Outage {
+                if d.at_ns == at {
+                    // Offered while down.
+                    prop_assert!(probe.is_down(at));
+                } else {
+                    // Accepted, then lost when the next outage began.
+                    prop_assert!(!probe.is_down(at));
+                    prop_assert_eq!(probe.next_outage_after(at), Some(d.at_ns));
+                }
+            } else {
+                prop_assert!(!probe.is_down(at));
+            }
+        }
+        // Until the first outage, the link behaves exactly as without outages.
+        let first = probe.next_outage_after(0).filter(|_| !probe.is_down(0)).unwrap_or(0);
+        let plain = simulate(LinkParams { outages: vec![], ..params.clone() }, seed, arrivals.clone())
+            .unwrap();
+        let before = |o: &sim::Outcome<Pkt>| -> Vec<(usize, u64)> {
+            o.delivered.iter().filter(|d| d.due_ns < first).map(|d| (d.index, d.due_ns)).collect()
+        };
+        prop_assert_eq!(before(&out), before(&plain));
+        // After the last outage of a deterministic link, the link is as good as new: its
+        // deliveries are those of a fresh link offered only the later packets.
+        if params.outages.iter().all(|o| o.every_ns.is_none())
+            && matches!(params.loss, Loss::None)
+            && params.jitter_ns == 0
+            && !params.outages.is_empty()
+        {
+            let end = params.outages.iter().map(|o| o.start_ns + o.duration_ns).max().unwrap_or(0);
+            let later: Vec<(u64, Pkt)> = arrivals.iter().copied().filter(|a| a.0 >= end).collect();
+            let fresh = simulate(LinkParams { outages: vec![], ..params.clone() }, seed, later).unwrap();
+            let after: Vec<(u32, u64)> = out
+                .delivered
+                .iter()
+                .filter(|d| arrivals[d.index].0 >= end)
+                .map(|d| (d.packet.id, d.due_ns))
+                .collect();
+            let expected: Vec<(u32, u64)> =
+                fresh.delivered.iter().map(|d| (d.packet.id, d.due_ns)).collect();
+            prop_assert_eq!(after, expected);
+        }
+    }
+}
+
 // ---- conservation, next_wakeup, queue bound under arbitrary use ----
 
 #[derive(Debug, Clone)]
@@ -607,6 +1002,11 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => (0u64..50 * MS).prop_map(|after| Op::Dequeue { after }),
         1 => Just(Op::Wakeup),
     ]
+}
+
+/// Arbitrary parameters, with outages sometimes.
+fn params_with_outages_strategy() -> impl Strategy<Value = LinkParams> {
+    (params_strategy(), outages_strategy()).prop_map(|(p, outages)| LinkParams { outages, ..p })
 }
 
 fn params_strategy() -> impl Strategy<Value = LinkParams> {
@@ -635,6 +1035,7 @@ fn params_strategy() -> impl Strategy<Value = LinkParams> {
     )
         .prop_map(
             |(rate_bps, delay_ns, jitter_ns, reorder, loss, qb, qp, mtu, trace)| LinkParams {
+                outages: Vec::new(),
                 rate_bps,
                 delay_ns,
                 jitter_ns,
@@ -651,7 +1052,7 @@ fn params_strategy() -> impl Strategy<Value = LinkParams> {
 proptest! {
     #[test]
     fn conservation_queue_bound_and_next_wakeup_hold_under_any_use(
-        params in params_strategy(),
+        params in params_with_outages_strategy(),
         seed in any::<u64>(),
         ops in prop::collection::vec(op_strategy(), 0..200),
     ) {
@@ -716,7 +1117,7 @@ proptest! {
     }
 
     #[test]
-    fn same_seed_same_run(params in params_strategy(), seed in any::<u64>()) {
+    fn same_seed_same_run(params in params_with_outages_strategy(), seed in any::<u64>()) {
         let arrivals: Vec<(u64, Pkt)> =
             (0..300u32).map(|i| (u64::from(i) * MS / 3, pkt(i, 40 + (i as usize * 37) % 1500))).collect();
         let a = simulate(params.clone(), seed, arrivals.clone()).unwrap();

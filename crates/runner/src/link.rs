@@ -273,6 +273,11 @@ pub fn add_wire_metrics(
         "count",
     ));
     m.push(metric(
+        "link.dropped.outage",
+        (up.dropped_outage + down.dropped_outage) as f64,
+        "count",
+    ));
+    m.push(metric(
         "link.dropped.other",
         (up.dropped_tx + up.dropped_reset + down.dropped_tx + down.dropped_reset) as f64,
         "count",
