@@ -37,6 +37,9 @@ pub struct ProsodyConfig {
     pub tls: Option<TlsFiles>,
     /// Refuse c2s logins without TLS (RFC 6120 §5.3.1 mandatory-to-negotiate).
     pub c2s_require_encryption: bool,
+    /// Standard server-to-server links. Off when a gateway carries the remote domains as
+    /// components (XEP-0114), so nothing can bypass it.
+    pub s2s: bool,
 }
 
 /// PEM files for a server's certificate and private key.
@@ -58,6 +61,7 @@ impl ProsodyConfig {
             component_port: 5347,
             tls: None,
             c2s_require_encryption: false,
+            s2s: true,
         }
     }
 
@@ -106,6 +110,7 @@ impl ProsodyConfig {
             s,
             "modules_enabled = {{ \"roster\"; \"saslauth\"; \"disco\"; \"ping\"; \"dialback\"; \"posix\";{tls_module} }}"
         );
+        let mut disabled = Vec::new();
         match &self.tls {
             Some(t) => {
                 let _ = writeln!(
@@ -115,9 +120,13 @@ impl ProsodyConfig {
                     t.key.display()
                 );
             }
-            None => {
-                let _ = writeln!(s, "modules_disabled = {{ \"tls\"; }}");
-            }
+            None => disabled.push("\"tls\";"),
+        }
+        if !self.s2s {
+            disabled.push("\"s2s\";");
+        }
+        if !disabled.is_empty() {
+            let _ = writeln!(s, "modules_disabled = {{ {} }}", disabled.join(" "));
         }
         // With Nagle on, small stanzas wait for ACKs: 40 ms stalls.
         let _ = writeln!(s, "network_settings = {{ nagle = false }}");
@@ -232,7 +241,14 @@ impl Prosody {
     }
 
     fn wait_ready(&mut self, netns: Option<&str>, limit: Duration) -> Result<(), PeerError> {
-        let ports = [self.cfg.c2s_port, self.cfg.s2s_port];
+        // Every listener the configuration asks for: c2s, s2s unless off, components.
+        let mut ports = vec![self.cfg.c2s_port];
+        if self.cfg.s2s {
+            ports.push(self.cfg.s2s_port);
+        }
+        if !self.cfg.components.is_empty() {
+            ports.push(self.cfg.component_port);
+        }
         let addr = self.cfg.addr;
         let deadline = Instant::now() + limit;
         loop {

@@ -5,6 +5,7 @@
 pub mod host;
 pub mod link;
 pub mod scenario;
+mod x2x;
 
 pub use scenario::{BUILTIN, Scenario, ScenarioError};
 
@@ -261,8 +262,18 @@ impl Job<'_> {
         } else {
             opts.connect_timeout
         };
-        // Fail fast, before creating any file, if the server cannot be reached.
-        let mut control = Some(ControlClient::connect(self.addr, connect_timeout)?);
+        // Fail fast, before creating any file, if the server cannot be reached. Runs of
+        // real peers only (XMPP, IRC) do not talk to it: over a slow link its traffic
+        // would compete with the first measured messages.
+        let raw = self
+            .cases
+            .iter()
+            .any(|c| !matches!(c.protocol(), "xmpp" | "irc"));
+        let mut control = if raw {
+            Some(ControlClient::connect(self.addr, connect_timeout)?)
+        } else {
+            None
+        };
         let results_err = |source| RunError::Results {
             path: opts.out.display().to_string(),
             source,
@@ -408,14 +419,30 @@ impl Job<'_> {
             .out
             .join("peers")
             .join(format!("case-{:04}-r{repeat}", case.index));
+        let s2s = x2x::S2s::from_word(case.get("s2s").and_then(|v| v.as_word()));
         let start = |domain: &str, user: &str, addr: std::net::Ipv4Addr, ns: &str, sub: &str| {
             let mut cfg = ProsodyConfig::new(domain, addr.into());
             cfg.users.push((user.into(), XMPP_PASSWORD.into()));
+            if let x2x::S2s::X2x { .. } = s2s {
+                // The gateway is the other domain, as a component (XEP-0114).
+                let other = if domain == "a.test" {
+                    "b.test"
+                } else {
+                    "a.test"
+                };
+                cfg.components.push((other.into(), x2x::SECRET.into()));
+                cfg.component_port = x2x::COMPONENT_PORT;
+                cfg.s2s = false;
+            }
             Prosody::start(cfg, &dir.join(sub), Some(ns))
                 .map_err(|e| WorkloadError::Server(e.to_string()))
         };
         let _a = start("a.test", "alice", CLIENT_ADDR, lab.client().name(), "a")?;
         let _b = start("b.test", "bob", SERVER_ADDR, lab.server().name(), "b")?;
+        let gateways = match s2s {
+            x2x::S2s::X2x { tfo } => Some(x2x::Pair::start(lab, tfo)?),
+            x2x::S2s::Standard => None,
+        };
         let stream = case.workload() == "stream";
         let count = if stream {
             case.get("count")
@@ -440,7 +467,15 @@ impl Job<'_> {
             seed: self.scenario.seed,
             stream,
         };
-        wirebench_workload::xmpp::run(&run, ctx)
+        x2x::wait_quiet(lab, Duration::from_secs(1), Duration::from_secs(30));
+        let mut out = wirebench_workload::xmpp::run(&run, ctx);
+        if let Some(pair) = gateways {
+            let (a, b) = pair.stop();
+            if let Ok(o) = &mut out {
+                x2x::record(o, &a, &b, Some(run.payload));
+            }
+        }
+        out
     }
 }
 

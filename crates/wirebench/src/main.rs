@@ -70,6 +70,18 @@ enum Command {
     /// Ratios that differ from 1 by more than --threshold are flagged; the exit code is 1
     /// when any is and --fail-on-change is given (for CI regression checks).
     Compare(CompareArgs),
+    /// Run a zero-handshake XMPP server link gateway (XEP-0361) until Ctrl-C.
+    ///
+    /// The gateway attaches to the local XMPP server as the XEP-0114 component of the
+    /// remote domain(s) and carries their stanzas to the peer gateway over one TCP
+    /// connection: no stream negotiation, zlib with a preset dictionary, TCP Fast Open,
+    /// and nothing lost across link outages (acknowledged, resent in order). The file
+    /// format, with every key explained: crates/x2x/example.toml; docs/x2x.md.
+    X2x {
+        /// Gateway configuration (TOML).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
     /// Manage lab leftovers.
     Lab {
         #[command(subcommand)]
@@ -193,6 +205,14 @@ struct RunArgs {
         help_heading = "Parameters (comma-separated lists become grid axes)"
     )]
     nodelay: Option<String>,
+    /// XMPP server link: standard (Prosody s2s, dialback), x2x (zero-handshake XEP-0361
+    /// gateways with zlib + dictionary) or x2x-tfo (the same with TCP Fast Open).
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
+    s2s: Option<String>,
 
     /// Link, both directions: RATE/DELAY (2400bit/500ms) or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..
     #[arg(
@@ -328,6 +348,7 @@ fn main() -> ExitCode {
         Command::Shell(args) => shell(args),
         Command::Lab { command } => lab(command),
         Command::Report { dir } => report(&dir),
+        Command::X2x { config } => x2x(&config),
         Command::Compare(args) => compare(args),
         Command::Scenarios => {
             for (name, _) in BUILTIN {
@@ -387,6 +408,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         ("think", &args.think),
         ("count", &args.count),
         ("nodelay", &args.nodelay),
+        ("s2s", &args.s2s),
         ("link", &args.link),
         ("uplink", &args.uplink),
         ("downlink", &args.downlink),
@@ -789,4 +811,17 @@ fn compare(args: CompareArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn x2x(path: &Path) -> Result<ExitCode> {
+    let cfg = wirebench_x2x::Config::from_file(path)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst))
+            .context("cannot install the Ctrl-C handler")?;
+    }
+    let stats = wirebench_x2x::run(cfg, stop)?;
+    eprintln!("x2x: stopped; {stats:?}");
+    Ok(ExitCode::SUCCESS)
 }

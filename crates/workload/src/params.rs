@@ -10,6 +10,8 @@ pub const WORKLOADS: &[&str] = &["pingpong", "stream"];
 pub const PROTOCOLS: &[&str] = &["raw", "xmpp", "irc"];
 pub const MODES: &[&str] = &["oneway", "echo"];
 pub const ON_OFF: &[&str] = &["on", "off"];
+/// XMPP server-to-server links (protocol xmpp only); absent means standard.
+pub const S2S: &[&str] = &["standard", "x2x", "x2x-tfo"];
 
 #[derive(Debug, Clone, Copy)]
 pub struct ParamSpec {
@@ -78,6 +80,13 @@ pub const PARAMS: &[ParamSpec] = &[
         default: "100k",
         workloads: &["stream"],
         help: "messages per stream case",
+    },
+    ParamSpec {
+        name: "s2s",
+        kind: Kind::Choice(S2S),
+        default: "",
+        workloads: WORKLOADS,
+        help: "XMPP server-to-server link: standard (dialback over TCP), x2x (wirebench's zero-handshake XEP-0361 gateways, zlib + dictionary, connect on demand) or x2x-tfo (the same with TCP Fast Open)",
     },
 ];
 
@@ -212,6 +221,7 @@ pub fn words(name: &str) -> &'static str {
         "think" => "think time",
         "count" => "messages",
         "nodelay" => "TCP_NODELAY",
+        "s2s" => "server link",
         "link" => "link",
         "uplink" => "uplink",
         "downlink" => "downlink",
