@@ -86,6 +86,9 @@ struct Responder {
     /// CLOCK_MONOTONIC of the first and last message received.
     first_ns: Arc<AtomicU64>,
     last_ns: Arc<AtomicU64>,
+    /// Stream mode: the stanzas' sequence numbers as they arrived (ids `s<N>`), so loss,
+    /// duplicates and reordering across the server link are counted, not assumed away.
+    seen: Arc<std::sync::Mutex<Tally>>,
     thread: Option<std::thread::JoinHandle<Result<(), String>>>,
 }
 
@@ -95,6 +98,8 @@ impl Responder {
         let received = Arc::new(AtomicU64::new(0));
         let first_ns = Arc::new(AtomicU64::new(0));
         let last_ns = Arc::new(AtomicU64::new(0));
+        let seen = Arc::new(std::sync::Mutex::new(Tally::new()));
+        let seen2 = seen.clone();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
         let (r, st, rc, fl, ln) = (
             run.clone(),
@@ -136,6 +141,16 @@ impl Responder {
                                 fl.store(at, Ordering::SeqCst);
                             }
                             ln.store(at, Ordering::SeqCst);
+                            if let Some(n) = id
+                                .as_deref()
+                                .and_then(|i| i.strip_prefix('s'))
+                                .and_then(|n| n.parse::<u64>().ok())
+                            {
+                                seen2
+                                    .lock()
+                                    .unwrap_or_else(|p| p.into_inner())
+                                    .observe(n, false);
+                            }
                             if !r.stream {
                                 std::thread::sleep(r.think);
                                 let body = random_text(&mut rng, r.payload);
@@ -160,6 +175,7 @@ impl Responder {
                 received,
                 first_ns,
                 last_ns,
+                seen,
                 thread: Some(thread),
             }),
             Ok(Err(e)) => Err(WorkloadError::Server(format!("client2 login: {e}"))),
@@ -265,8 +281,12 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
         }
         wait_received(&mut alice, &responder, run.count + 1, stall, ctx)?;
         let last = responder.last_ns.load(Ordering::SeqCst);
-        let mut tally = Tally::new();
-        tally.counts.received = responder.received.load(Ordering::SeqCst) - 1;
+        let mut tally = responder
+            .seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        tally.finish(run.count);
         push_counts(&mut out, run.count, &tally);
         if last > start {
             let t = secs(last - start);
