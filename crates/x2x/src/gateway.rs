@@ -42,8 +42,10 @@ const COMPONENT_BATCH: usize = 64 * 1024;
 pub enum Error {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: SocketAddr, source: io::Error },
+    // Not a `source`: the cause is in the message, so chains printed with `{:#}` do
+    // not repeat it.
+    #[error("cannot listen on {addr}: {error}")]
+    Listen { addr: SocketAddr, error: io::Error },
     #[error("cannot start a thread: {0}")]
     Thread(io::Error),
 }
@@ -289,7 +291,7 @@ impl Gateway {
         let mut listen_addr = None;
         if listens && let Some(addr) = config.link.listen {
             let (l, _) = sock::listen(addr, config.link.tfo)
-                .map_err(|source| Error::Listen { addr, source })?;
+                .map_err(|error| Error::Listen { addr, error })?;
             listen_addr = l.local_addr().ok();
             listener = Some(l);
         }
