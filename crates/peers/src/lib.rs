@@ -1,6 +1,7 @@
 //! Third-party servers as lab peers: configuration generated from the facts in
 //! `../shared/PEERS.md`, start inside a lab host, readiness, stop.
 
+pub mod ngircd;
 pub mod prosody;
 
 #[derive(Debug, thiserror::Error)]

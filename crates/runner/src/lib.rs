@@ -3,6 +3,7 @@
 //! record per case to the results directory as soon as the case ends.
 
 pub mod host;
+mod irc;
 pub mod link;
 pub mod scenario;
 mod x2x;
@@ -149,13 +150,14 @@ pub fn run(
         .iter()
         .map(link::case_link)
         .collect::<Result<_, _>>()?;
-    let xmpp = cases.iter().any(|c| c.protocol() == "xmpp");
-    // XMPP servers find each other by name in lab hosts, so XMPP always runs in a lab
-    // (over an unlimited link unless one is given).
+    let peers = |c: &Case| matches!(c.protocol(), "xmpp" | "irc");
+    let named_hosts = cases.iter().any(peers);
+    // XMPP and IRC servers find each other by name in lab hosts, so they always run in
+    // a lab (over an unlimited link unless one is given).
     let links: Vec<Option<CaseLink>> = links
         .into_iter()
         .zip(&cases)
-        .map(|(l, c)| l.or_else(|| (c.protocol() == "xmpp").then(CaseLink::default)))
+        .map(|(l, c)| l.or_else(|| peers(c).then(CaseLink::default)))
         .collect();
     let needs_lab = links.iter().any(Option::is_some);
     if needs_lab && opts.server.is_some() {
@@ -182,10 +184,12 @@ pub fn run(
     } else {
         None
     };
-    if let (Some(lab), true) = (&lab, xmpp) {
+    if let (Some(lab), true) = (&lab, named_hosts) {
         let hosts = [
             (CLIENT_ADDR.into(), "a.test"),
             (SERVER_ADDR.into(), "b.test"),
+            (CLIENT_ADDR.into(), irc::A_NAME),
+            (SERVER_ADDR.into(), irc::B_NAME),
         ];
         lab.client().set_hosts(&hosts)?;
         lab.server().set_hosts(&hosts)?;
@@ -332,6 +336,8 @@ impl Job<'_> {
                 };
                 let result = if case.protocol() == "xmpp" {
                     self.run_xmpp(case, repeat, &ctx)
+                } else if case.protocol() == "irc" {
+                    self.run_irc(case, repeat, &ctx)
                 } else {
                     let ctl = match control.take() {
                         Some(c) => Ok(c),
@@ -681,11 +687,20 @@ mod tests {
     fn parts_union_and_references_attach() {
         let s = Scenario::builtin("satcom-xmpp").unwrap();
         let cases = plan(&s);
-        // latency 2x3, payload 4 (2 B already in latency), think 3, throughput 4.
-        assert_eq!(cases.len(), 6 + 3 + 3 + 4);
+        // Per server link (standard, x2x, x2x-tfo): latency 2x3, payload 4 (2 B already
+        // in latency), think 3, throughput 4.
+        assert_eq!(cases.len(), 3 * (6 + 3 + 3 + 4));
         let first = &cases[0];
         let refs = references(&s, first);
         assert_eq!(refs["rtt.first"]["value"], 36.3, "{refs:?}");
+        assert_eq!(refs["rtt.first"]["source"], "S1 standard S2S", "{refs:?}");
+        let x2x = cases
+            .iter()
+            .find(|c| c.get("s2s").and_then(|v| v.as_word()) == Some("x2x-tfo"))
+            .unwrap();
+        let refs = references(&s, x2x);
+        assert_eq!(refs["rtt.first"]["value"], 2.9, "{refs:?}");
+        assert_eq!(refs["rtt.first"]["source"], "S1 optimized S2S", "{refs:?}");
         let stream = cases.iter().find(|c| c.workload() == "stream").unwrap();
         assert!(references(&s, stream).contains_key("link.utilization"));
         // The command line overrides what a part sets.

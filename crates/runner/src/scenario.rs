@@ -37,6 +37,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "satcom-xmpp",
         include_str!("../../../scenarios/satcom-xmpp.toml"),
     ),
+    (
+        "satcom-irc",
+        include_str!("../../../scenarios/satcom-irc.toml"),
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq)]

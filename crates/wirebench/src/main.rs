@@ -149,7 +149,8 @@ struct RunArgs {
     /// Parameter flags below override the scenario's values.
     scenario: Option<String>,
 
-    /// Wire protocol: raw (built-in server) or xmpp (two real Prosody servers in lab hosts; root).
+    /// Wire protocol: raw (built-in server), xmpp (two real Prosody servers in lab hosts) or
+    /// irc (two linked ngircd servers in lab hosts); xmpp and irc need root.
     #[arg(
         long,
         value_name = "LIST",

@@ -9,6 +9,7 @@
 //! flag at least every [`TICK`] so Ctrl-C ends a case promptly.
 
 mod conn;
+pub mod irc;
 pub mod params;
 pub mod pingpong;
 pub mod stats;
