@@ -690,6 +690,7 @@ fn link_reader(s: &Arc<Shared>, cid: u64, mut stream: TcpStream) {
                 return;
             }
             Ok(n) => {
+                sock::delay_acks(&stream);
                 let first = !got_any;
                 got_any = true;
                 let tfo = first && sock::syn_data_acked(&stream);
