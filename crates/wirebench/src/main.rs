@@ -215,7 +215,7 @@ struct RunArgs {
     )]
     s2s: Option<String>,
 
-    /// Link, both directions: RATE/DELAY (2400bit/500ms) or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..
+    /// Link, both directions: RATE/DELAY (2400bit/500ms) or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..,outage=30s+10s
     #[arg(
         long,
         value_name = "LIST",
