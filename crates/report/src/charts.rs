@@ -253,6 +253,24 @@ fn line_chart(
     if groups.is_empty() || groups.len() > MAX_SERIES {
         return None;
     }
+    // Name series only by what differs between the series drawn (a parameter that
+    // varied elsewhere in the run, e.g. in another [[part]], goes to the subtitle).
+    let used: Vec<String> = series_params
+        .iter()
+        .filter(|p| {
+            groups
+                .iter()
+                .map(|(_, cs)| label(cs[0].first, p))
+                .collect::<BTreeSet<_>>()
+                .len()
+                > 1
+        })
+        .cloned()
+        .collect();
+    for (name, cs) in &mut groups {
+        *name = describe(cs[0].first, &used, info);
+    }
+    let series_params = &used[..];
     let unit = with.first()?.metrics[metric].3.clone();
     let mut chart_cases: Vec<&Case> = Vec::new();
     let mut series = Vec::new();
