@@ -174,3 +174,37 @@ pub(crate) fn histogram(samples: &[u64]) -> Histogram<u64> {
     }
     h
 }
+
+/// The round-trip metrics of a real-peer ping-pong (XMPP, IRC) from its per-round times
+/// (ns): first, second, stable (median from round 3 on), min, mean, percentiles, max,
+/// the histogram and the rounds themselves.
+pub(crate) fn push_rtts(out: &mut Outcome, rtts: Vec<u64>) {
+    use crate::stats::{mean, median, percentile};
+    if let Some(first) = rtts.first() {
+        out.push("rtt.first", secs(*first), "s");
+    }
+    if let Some(second) = rtts.get(1) {
+        out.push("rtt.second", secs(*second), "s");
+    }
+    if rtts.len() > 2 {
+        let mut stable = rtts[2..].to_vec();
+        stable.sort_unstable();
+        if let Some(m) = median(&stable) {
+            out.push("rtt.stable", m / 1e9, "s");
+        }
+    }
+    let mut sorted = rtts.clone();
+    sorted.sort_unstable();
+    if let (Some(min), Some(max), Some(avg)) = (sorted.first(), sorted.last(), mean(&sorted)) {
+        out.push("rtt.min", secs(*min), "s");
+        out.push("rtt.mean", avg / 1e9, "s");
+        for (name, q) in [("rtt.p50", 50.0), ("rtt.p90", 90.0), ("rtt.p99", 99.0)] {
+            if let Some(v) = percentile(&sorted, q) {
+                out.push(name, secs(v), "s");
+            }
+        }
+        out.push("rtt.max", secs(*max), "s");
+    }
+    out.histograms.push(("rtt".into(), histogram(&rtts)));
+    out.rounds = Some(rtts);
+}

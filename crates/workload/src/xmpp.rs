@@ -12,8 +12,7 @@
 //!
 //! Messages are RFC 6121 `<message type='chat'>` stanzas; the engine is `wirebench-xmpp`.
 
-use crate::pingpong::{histogram, push_counts, secs};
-use crate::stats::{mean, median, percentile};
+use crate::pingpong::{push_counts, push_rtts, secs};
 use crate::{Ctx, Outcome, WorkloadError};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -333,34 +332,8 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
             (ctx.progress)(i + 1, run.count);
         }
         tally.finish(run.count);
-        if let Some(first) = rtts.first() {
-            out.push("rtt.first", secs(*first), "s");
-        }
-        if let Some(second) = rtts.get(1) {
-            out.push("rtt.second", secs(*second), "s");
-        }
-        if rtts.len() > 2 {
-            let mut stable = rtts[2..].to_vec();
-            stable.sort_unstable();
-            if let Some(m) = median(&stable) {
-                out.push("rtt.stable", m / 1e9, "s");
-            }
-        }
-        let mut sorted = rtts.clone();
-        sorted.sort_unstable();
-        if let (Some(min), Some(max), Some(avg)) = (sorted.first(), sorted.last(), mean(&sorted)) {
-            out.push("rtt.min", secs(*min), "s");
-            out.push("rtt.mean", avg / 1e9, "s");
-            for (name, q) in [("rtt.p50", 50.0), ("rtt.p90", 90.0), ("rtt.p99", 99.0)] {
-                if let Some(v) = percentile(&sorted, q) {
-                    out.push(name, secs(v), "s");
-                }
-            }
-            out.push("rtt.max", secs(*max), "s");
-        }
         push_counts(&mut out, run.count, &tally);
-        out.histograms.push(("rtt".into(), histogram(&rtts)));
-        out.rounds = Some(rtts);
+        push_rtts(&mut out, rtts);
     }
     responder.finish()?;
     alice.close();

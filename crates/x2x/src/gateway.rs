@@ -575,8 +575,14 @@ fn install_link(s: &Arc<Shared>, stream: TcpStream, dialled: bool, initiator: Ip
     s.cv.notify_all();
     drop(st);
     let ok = s
-        .spawn(&format!("link-w{cid}"), move |s| link_writer(&s, cid, wr))
-        .and_then(|()| s.spawn(&format!("link-r{cid}"), move |s| link_reader(&s, cid, rd)));
+        .spawn(&format!("link-w{cid}"), move |s| {
+            link_writer(&s, cid, wr, dialled)
+        })
+        .and_then(|()| {
+            s.spawn(&format!("link-r{cid}"), move |s| {
+                link_reader(&s, cid, rd, dialled)
+            })
+        });
     if let Err(e) = ok {
         let mut st = s.lock();
         s.link_broken(
@@ -607,8 +613,9 @@ fn new_wins(cfg: &Config, cur: &LinkSlot, new_dialled: bool, new_initiator: IpAd
     we_win == new_dialled
 }
 
-fn link_writer(s: &Arc<Shared>, cid: u64, mut stream: TcpStream) {
+fn link_writer(s: &Arc<Shared>, cid: u64, mut stream: TcpStream, dialled: bool) {
     let _ = stream.set_write_timeout(Some(TICK));
+    let mut first = dialled;
     loop {
         let data = {
             let mut st = s.lock();
@@ -637,6 +644,26 @@ fn link_writer(s: &Arc<Shared>, cid: u64, mut stream: TcpStream) {
             s.link_broken(&mut st, cid, &format!("write failed: {e}"), true);
             return;
         }
+        if std::mem::take(&mut first) {
+            count_syn_data(s, cid, &stream);
+        }
+    }
+}
+
+/// On a dialled connection, after its first write (the one TFO puts in the SYN): waits
+/// for the handshake, then counts whether the peer accepted the SYN's data. Waiting costs
+/// nothing: until the handshake completes the kernel could not send more anyway.
+fn count_syn_data(s: &Shared, cid: u64, stream: &TcpStream) {
+    let deadline = Instant::now() + s.cfg.timing.connect_timeout;
+    while !sock::established(stream) {
+        if Instant::now() > deadline || s.stopping() || !s.lock().link_is(cid) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if sock::syn_data_acked(stream) {
+        s.lock().stats.tfo_used += 1;
+        s.log(LogLevel::Info, "TCP Fast Open: our data rode in the SYN");
     }
 }
 
@@ -664,7 +691,7 @@ fn write_all(s: &Shared, cid: u64, stream: &mut TcpStream, mut data: &[u8]) -> i
     Ok(())
 }
 
-fn link_reader(s: &Arc<Shared>, cid: u64, mut stream: TcpStream) {
+fn link_reader(s: &Arc<Shared>, cid: u64, mut stream: TcpStream, dialled: bool) {
     let _ = stream.set_read_timeout(Some(TICK));
     let mut buf = vec![0u8; 16 * 1024];
     let since = Instant::now();
@@ -693,7 +720,9 @@ fn link_reader(s: &Arc<Shared>, cid: u64, mut stream: TcpStream) {
                 sock::delay_acks(&stream);
                 let first = !got_any;
                 got_any = true;
-                let tfo = first && sock::syn_data_acked(&stream);
+                // The writer counts dialled connections; here, accepted ones (the
+                // peer's SYN carried data we accepted).
+                let tfo = first && !dialled && sock::syn_data_acked(&stream);
                 let mut st = s.lock();
                 if !st.link_is(cid) {
                     return;

@@ -174,9 +174,8 @@ pub fn delay_acks(s: &TcpStream) {
     let _ = setsockopt_int(s.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_QUICKACK, 0);
 }
 
-/// Whether the connection's SYN carried data that the other end accepted (TCP_INFO
-/// `tcpi_options & TCPI_OPT_SYN_DATA`). Meaningful once the handshake is over.
-pub fn syn_data_acked(s: &TcpStream) -> bool {
+/// The kernel's TCP_INFO for a connection, if it can be read.
+fn tcp_info(s: &TcpStream) -> Option<libc::tcp_info> {
     // SAFETY: tcp_info is plain data; the kernel fills at most `len` bytes.
     unsafe {
         let mut info: libc::tcp_info = std::mem::zeroed();
@@ -188,27 +187,21 @@ pub fn syn_data_acked(s: &TcpStream) -> bool {
             (&mut info as *mut libc::tcp_info).cast(),
             &mut len,
         );
-        r == 0 && info.tcpi_options & TCPI_OPT_SYN_DATA != 0
+        (r == 0).then_some(info)
     }
+}
+
+/// Whether the connection's SYN carried data that the other end accepted (TCP_INFO
+/// `tcpi_options & TCPI_OPT_SYN_DATA`). Meaningful once the handshake is over.
+pub fn syn_data_acked(s: &TcpStream) -> bool {
+    tcp_info(s).is_some_and(|i| i.tcpi_options & TCPI_OPT_SYN_DATA != 0)
 }
 
 /// Whether the connection is established (TCP_INFO `tcpi_state`): the handshake is over,
 /// so a TFO cookie the peer offered is in the kernel's cache.
 pub fn established(s: &TcpStream) -> bool {
-    // SAFETY: as in `syn_data_acked`.
-    unsafe {
-        let mut info: libc::tcp_info = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        let r = libc::getsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        );
-        // 1 = TCP_ESTABLISHED (include/net/tcp_states.h).
-        r == 0 && info.tcpi_state == 1
-    }
+    // 1 = TCP_ESTABLISHED (include/net/tcp_states.h).
+    tcp_info(s).is_some_and(|i| i.tcpi_state == 1)
 }
 
 /// Waits up to `timeout` for `fd` to become readable (a listener: a connection waits).
