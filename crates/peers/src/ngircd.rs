@@ -468,35 +468,14 @@ impl Ngircd {
 
     /// The last lines of the server's log, for error messages.
     pub fn log_tail(&self) -> String {
-        let t = std::fs::read_to_string(self.dir.join("ngircd.log")).unwrap_or_default();
-        let lines: Vec<&str> = t.lines().collect();
-        let mut out = String::new();
-        for l in &lines[lines.len().saturating_sub(8)..] {
-            out.push_str(l);
-            out.push('\n');
-        }
-        out
+        crate::tail_lines(&[self.dir.join("ngircd.log")], 8)
     }
 
     /// Stops the server: SIGTERM, then SIGKILL after 5 s. Only this PID is signalled.
     pub fn stop(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
+        if let Some(mut child) = self.child.take() {
+            crate::stop_child(&mut child, Duration::from_secs(5));
         }
-        // SAFETY: signalling our own child by pid (not yet reaped, so not reused).
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
     }
 }
 

@@ -301,36 +301,17 @@ impl Prosody {
 
     /// The last lines of the server's logs, for error messages.
     pub fn log_tail(&self) -> String {
-        let mut out = String::new();
-        for f in ["prosody.err", "stdout.log"] {
-            if let Ok(t) = std::fs::read_to_string(self.dir.join(f)) {
-                let lines: Vec<&str> = t.lines().collect();
-                for l in &lines[lines.len().saturating_sub(5)..] {
-                    out.push_str(l);
-                    out.push('\n');
-                }
-            }
-        }
-        out
+        crate::tail_lines(
+            &[self.dir.join("prosody.err"), self.dir.join("stdout.log")],
+            5,
+        )
     }
 
     /// Stops the server: SIGTERM, then SIGKILL after 5 s (Prosody takes 1-3 s).
     pub fn stop(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        // `ip netns exec` execs prosody in place, so this pid is prosody's own.
-        // SAFETY: signalling our own child by pid.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if let Some(mut child) = self.child.take() {
+            crate::stop_child(&mut child, Duration::from_secs(5));
         }
-        let _ = child.kill();
-        let _ = child.wait();
     }
 }
 

@@ -3,24 +3,12 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-fn wirebench() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_wirebench"))
-}
-
-fn run_ok(args: &[&str]) -> Output {
-    let out = wirebench().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "wirebench {args:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    out
-}
+mod common;
+use common::{records, run_ok, wirebench};
 
 /// `wirebench serve` on an ephemeral port; killed on drop.
 struct Served {
@@ -53,14 +41,6 @@ impl Drop for Served {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn records(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[test]

@@ -2,36 +2,10 @@
 //! hosts, a ping-pong and a stream across the emulated link, then nothing left behind.
 //! Needs root and ngircd (`scripts/test.sh` installs it), like the XMPP tests in lab.rs.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 
-fn records(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("results.jsonl"))
-        .map(|t| {
-            t.lines()
-                .map(|l| serde_json::from_str(l).unwrap())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn m(r: &serde_json::Value, name: &str) -> f64 {
-    r["metrics"][name]["value"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no {name} in {r}"))
-}
-
-/// Lab namespaces created by process `pid`.
-fn namespaces_of(pid: u32) -> Vec<String> {
-    std::fs::read_dir("/run/netns")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(&format!("wb-{pid}-")))
-                .collect()
-        })
-        .unwrap_or_default()
-}
+mod common;
+use common::{m, namespaces_of, records};
 
 /// Processes whose command line mentions `needle`.
 fn processes_mentioning(needle: &str) -> Vec<u32> {

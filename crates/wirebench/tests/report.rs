@@ -5,22 +5,10 @@
 //! Also: `wirebench report` rebuilds it, `wirebench compare` matches two runs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn wirebench() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_wirebench"))
-}
-
-fn run_ok(args: &[&str]) -> Output {
-    let out = wirebench().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "wirebench {args:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    out
-}
+mod common;
+use common::{run_ok, wirebench};
 
 fn sample_run(dir: &Path) {
     run_ok(&[

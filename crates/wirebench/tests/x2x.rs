@@ -2,10 +2,11 @@
 //! Prosody servers in two lab hosts, the gateways between them over the emulated link.
 //! Needs root and Prosody (`bash scripts/test.sh` installs it).
 
-use std::process::Command;
+mod common;
+use common::{m, records, wirebench};
 
 fn run(args: &[&str], out: &std::path::Path) -> serde_json::Value {
-    let o = Command::new(env!("CARGO_BIN_EXE_wirebench"))
+    let o = wirebench()
         .args(["run", "--protocol", "xmpp", "-q", "--no-report", "--out"])
         .arg(out)
         .args(args)
@@ -17,14 +18,7 @@ fn run(args: &[&str], out: &std::path::Path) -> serde_json::Value {
         String::from_utf8_lossy(&o.stderr),
         String::from_utf8_lossy(&o.stdout)
     );
-    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
-    serde_json::from_str(text.lines().next().unwrap()).unwrap()
-}
-
-fn metric(r: &serde_json::Value, name: &str) -> f64 {
-    r["metrics"][name]["value"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no metric {name} in {}", r["metrics"]))
+    records(out).remove(0)
 }
 
 fn root() -> bool {
@@ -56,21 +50,14 @@ fn ping_pong_over_x2x_with_fast_open() {
         ],
         &tmp.path().join("run"),
     );
-    assert!(
-        metric(&r, "rtt.first") > 0.04,
-        "two crossings of 20 ms at least"
-    );
-    assert!(metric(&r, "rtt.stable") < metric(&r, "rtt.first") + 1.0);
-    assert_eq!(metric(&r, "messages.lost"), 0.0);
+    assert!(m(&r, "rtt.first") > 0.04, "two crossings of 20 ms at least");
+    assert!(m(&r, "rtt.stable") < m(&r, "rtt.first") + 1.0);
+    assert_eq!(m(&r, "messages.lost"), 0.0);
     // The first connection made on demand carried its stanza in the SYN, and the
     // server accepted it (TCP_INFO), thanks to the cookie fetched at start-up.
-    assert!(metric(&r, "x2x.tfo_used") >= 1.0, "{}", r["metrics"]);
+    assert!(m(&r, "x2x.tfo_used") >= 1.0, "{}", r["metrics"]);
     // Compressed with the preset dictionary: far below the ~115 B of plain XML.
-    assert!(
-        metric(&r, "x2x.bytes_per_stanza") < 60.0,
-        "{}",
-        r["metrics"]
-    );
+    assert!(m(&r, "x2x.bytes_per_stanza") < 60.0, "{}", r["metrics"]);
 }
 
 #[test]
@@ -96,12 +83,12 @@ fn a_thousand_stanzas_cross_two_link_outages_exactly_once_in_order() {
         ],
         &tmp.path().join("run"),
     );
-    assert_eq!(metric(&r, "messages.received"), 1000.0);
-    assert_eq!(metric(&r, "messages.lost"), 0.0);
-    assert_eq!(metric(&r, "messages.duplicated"), 0.0);
-    assert_eq!(metric(&r, "messages.reordered"), 0.0);
+    assert_eq!(m(&r, "messages.received"), 1000.0);
+    assert_eq!(m(&r, "messages.lost"), 0.0);
+    assert_eq!(m(&r, "messages.duplicated"), 0.0);
+    assert_eq!(m(&r, "messages.reordered"), 0.0);
     assert!(
-        metric(&r, "link.dropped.outage") >= 1.0,
+        m(&r, "link.dropped.outage") >= 1.0,
         "the outages must have hit the flood: {}",
         r["metrics"]
     );

@@ -501,30 +501,14 @@ fn wait_received(
     stall: Duration,
     ctx: &Ctx,
 ) -> Result<(), WorkloadError> {
-    let mut last_progress = (u64::MAX, Instant::now());
-    loop {
-        let got = responder.received.load(Ordering::SeqCst);
-        if got >= n {
-            return Ok(());
-        }
-        if ctx.shutdown.load(Ordering::Relaxed) {
-            return Err(WorkloadError::Interrupted);
-        }
+    crate::pingpong::wait_received(&responder.received, n, stall, ctx, || {
         if let Some(e) = responder.failed() {
             return Err(WorkloadError::Server(e));
         }
-        (ctx.progress)(got.saturating_sub(1), n.saturating_sub(1));
-        if got != last_progress.0 {
-            last_progress = (got, Instant::now());
-        } else if last_progress.1.elapsed() > stall {
-            return Err(WorkloadError::Stalled {
-                secs: stall.as_secs(),
-                during: "waiting for client2 to receive the stream",
-            });
-        }
         // Keep client1's session serviced (server PINGs) while waiting.
         alice.next_event(Instant::now() + Duration::from_millis(5))?;
-    }
+        Ok(())
+    })
 }
 
 pub fn run(run: &IrcRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {

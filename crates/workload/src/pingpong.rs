@@ -208,3 +208,37 @@ pub(crate) fn push_rtts(out: &mut Outcome, rtts: Vec<u64>) {
     out.histograms.push(("rtt".into(), histogram(&rtts)));
     out.rounds = Some(rtts);
 }
+
+/// Real-peer streams (XMPP, IRC): waits until client2 has received `n` messages (the
+/// counter its thread bumps), reporting progress, failing after `stall` without any, and
+/// calling `service` between looks to keep client1's session alive (server pings, acks)
+/// and to surface client2's errors.
+pub(crate) fn wait_received(
+    received: &std::sync::atomic::AtomicU64,
+    n: u64,
+    stall: std::time::Duration,
+    ctx: &crate::Ctx,
+    mut service: impl FnMut() -> Result<(), WorkloadError>,
+) -> Result<(), WorkloadError> {
+    use std::sync::atomic::Ordering;
+    let mut last_progress = (u64::MAX, std::time::Instant::now());
+    loop {
+        let got = received.load(Ordering::SeqCst);
+        if got >= n {
+            return Ok(());
+        }
+        if ctx.shutdown.load(Ordering::Relaxed) {
+            return Err(WorkloadError::Interrupted);
+        }
+        (ctx.progress)(got.saturating_sub(1), n.saturating_sub(1));
+        if got != last_progress.0 {
+            last_progress = (got, std::time::Instant::now());
+        } else if last_progress.1.elapsed() > stall {
+            return Err(WorkloadError::Stalled {
+                secs: stall.as_secs(),
+                during: "waiting for client2 to receive the stream",
+            });
+        }
+        service()?;
+    }
+}

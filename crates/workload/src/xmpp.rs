@@ -208,30 +208,13 @@ fn wait_received(
     stall: Duration,
     ctx: &Ctx,
 ) -> Result<(), WorkloadError> {
-    let mut last_progress = (u64::MAX, Instant::now());
-    loop {
-        let got = responder.received.load(Ordering::SeqCst);
-        if got >= n {
-            return Ok(());
-        }
-        if ctx.shutdown.load(Ordering::Relaxed) {
-            return Err(WorkloadError::Interrupted);
-        }
-        (ctx.progress)(got.saturating_sub(1), n.saturating_sub(1));
-        if got != last_progress.0 {
-            last_progress = (got, Instant::now());
-        } else if last_progress.1.elapsed() > stall {
-            return Err(WorkloadError::Stalled {
-                secs: stall.as_secs(),
-                during: "waiting for client2 to receive the stream",
-            });
-        }
+    crate::pingpong::wait_received(&responder.received, n, stall, ctx, || {
         // Keep client1's session serviced (pings, acks) while waiting.
         match alice.next_event(Instant::now() + Duration::from_millis(50), "events") {
-            Ok(_) | Err(XmppDriveError::Timeout { .. }) => {}
-            Err(e) => return Err(e.into()),
+            Ok(_) | Err(XmppDriveError::Timeout { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
         }
-    }
+    })
 }
 
 pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
