@@ -21,4 +21,24 @@ fi
 
 # Tests run in release mode: the end-to-end tests move real traffic, and an optimized
 # build keeps them quick without changing what they check.
-cargo test --workspace --release --locked "$@"
+# --no-fail-fast: one failing test binary must not hide the results of the others. The
+# last line sums every binary's "test result:" line, so a reader (or CI) sees one total.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace --release --locked --no-fail-fast "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+summary=$(awk '/^test result:/ {
+        for (i = 2; i <= NF; i++) {
+            if ($i ~ /^passed;?$/) p += $(i - 1)
+            if ($i ~ /^failed;?$/) f += $(i - 1)
+            if ($i ~ /^ignored;?$/) s += $(i - 1)
+        }
+    }
+    END { printf "%d passed, %d failed", p, f; if (s) printf ", %d skipped", s }' "$log")
+if [[ $status -ne 0 && $summary == *" 0 failed"* ]]; then
+    echo "scripts/test.sh: cargo test exited $status before its tests could report (build error?)" >&2
+fi
+echo "tests: $summary"
+exit "$status"

@@ -180,6 +180,11 @@ impl Prosody {
     ) -> Result<Prosody, PeerError> {
         ensure_installed()?;
         let io = |what: String| move |source| PeerError::Io { what, source };
+        // Prosody resolves relative paths in its configuration against the directory of
+        // the configuration file, not our working directory: everything it is given must
+        // be absolute (a relative results directory is the default).
+        let dir =
+            &std::path::absolute(dir).map_err(io(format!("cannot resolve {}", dir.display())))?;
         for sub in ["data", "certs"] {
             std::fs::create_dir_all(dir.join(sub))
                 .map_err(io(format!("cannot create {}", dir.display())))?;

@@ -88,6 +88,7 @@ pub fn plan(scenario: &Scenario) -> Vec<Case> {
 }
 
 /// Where and how to run.
+#[derive(Debug, Clone)]
 pub struct RunOptions {
     /// `host:port` of a running `wirebench serve`; `None` starts the embedded server.
     pub server: Option<String>,
@@ -145,6 +146,19 @@ pub fn run(
     shutdown: &AtomicBool,
     observer: &(dyn Observer + Sync),
 ) -> Result<RunSummary, RunError> {
+    // Peers (Prosody, ngircd, gateways) run with other working directories and resolve
+    // relative paths against their own: hand everyone absolute paths.
+    let absolute = |p: &std::path::Path| {
+        std::path::absolute(p).map_err(|source| RunError::Results {
+            path: p.display().to_string(),
+            source,
+        })
+    };
+    let opts = &RunOptions {
+        out: absolute(&opts.out)?,
+        pcap: opts.pcap.as_deref().map(absolute).transpose()?,
+        ..opts.clone()
+    };
     let cases = plan(scenario);
     let links: Vec<Option<CaseLink>> = cases
         .iter()

@@ -253,9 +253,12 @@ fn without_root_a_link_run_says_what_is_needed() {
 
 #[test]
 fn xmpp_ping_pong_between_two_prosody_servers() {
+    // As a user runs it: from some working directory, with the default (relative)
+    // results directory. Prosody resolves relative paths against its own directory, so
+    // this is the case that once failed.
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("r");
     let o = wirebench()
+        .current_dir(tmp.path())
         .args([
             "run",
             "--protocol",
@@ -274,11 +277,16 @@ fn xmpp_ping_pong_between_two_prosody_servers() {
             "10Mbit/20ms",
             "--quiet",
         ])
-        .args(["--out", out.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let recs = records(&out);
+    let runs: Vec<_> = std::fs::read_dir(tmp.path().join("wirebench-runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let out = &runs[0];
+    let recs = records(out);
     assert_eq!(recs.len(), 2);
     let ping = &recs[0];
     assert_eq!(ping["params"]["protocol"], "xmpp");

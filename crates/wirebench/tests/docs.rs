@@ -1,0 +1,372 @@
+//! Every command block of README.md and docs/*.md, run as written, so the docs cannot
+//! drift from the tool.
+//!
+//! What runs: each line of a ```` ```sh ```` block (a trailing `\` joins lines), through
+//! `bash -c`, with the binary under test first on `PATH` as `wirebench`. Each block gets a
+//! fresh empty working directory, shared by its lines (a later line may read what an
+//! earlier one wrote). A line must exit 0 within its time limit.
+//!
+//! A doc changes what runs only through a comment on the line that says so, in the form
+//! `(docs test: ...)`:
+//! - `(docs test: skip, REASON)`: not run (e.g. it needs a terminal or an hour);
+//! - `(docs test: background)`: started, left running for the rest of the block, then
+//!   stopped (a server the next lines use);
+//! - `(docs test: limit 5m)`: the time limit (default 3 minutes);
+//! - `(docs test: ARGS)`: anything else is appended to the command, shrinking it (flags
+//!   given twice: the last wins).
+//!
+//! Four lines are understood without a comment, because this test already stands where
+//! they lead: `cargo build --release` (the binary is built), `alias wirebench=...` (it is
+//! on `PATH`), `bash scripts/test.sh` (this is part of it) and the `cargo run --release
+//! -p wirebench --` prefix, which is replaced by the binary.
+//!
+//! Lab commands need root, like the rest of the suite.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, PartialEq)]
+enum Action {
+    Run { extra: String, limit: Duration },
+    Background,
+    Skip(String),
+}
+
+#[derive(Debug, Clone)]
+struct Line {
+    file: String,
+    line: usize,
+    command: String,
+    action: Action,
+}
+
+const DEFAULT_LIMIT: Duration = Duration::from_secs(180);
+
+/// Splits `cmd   # comment (docs test: ...)` into the command and its directive.
+fn parse_line(text: &str) -> Result<(String, Action), String> {
+    let (cmd, comment) = split_comment(text);
+    let cmd = cmd.trim().to_string();
+    let directive = comment.and_then(|c| {
+        let start = c.find("(docs test:")?;
+        let rest = &c[start + "(docs test:".len()..];
+        let end = rest.rfind(')')?;
+        Some(rest[..end].trim().to_string())
+    });
+    let action = match directive {
+        None => Action::Run {
+            extra: String::new(),
+            limit: DEFAULT_LIMIT,
+        },
+        Some(d) if d == "background" => Action::Background,
+        Some(d) if d.starts_with("skip") => {
+            let why = d.trim_start_matches("skip").trim_start_matches(',').trim();
+            if why.is_empty() {
+                return Err("a skip must say why: (docs test: skip, REASON)".into());
+            }
+            Action::Skip(why.to_string())
+        }
+        Some(d) if d.starts_with("limit ") => {
+            let t = d["limit ".len()..].trim();
+            let limit = wirebench_duration(t).ok_or(format!("bad limit {t:?}"))?;
+            Action::Run {
+                extra: String::new(),
+                limit,
+            }
+        }
+        Some(d) => Action::Run {
+            extra: d,
+            limit: DEFAULT_LIMIT,
+        },
+    };
+    Ok((cmd, action))
+}
+
+/// `90s`, `5m`, `2m30s`-free simple durations are enough for limits.
+fn wirebench_duration(t: &str) -> Option<Duration> {
+    let (n, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit())?);
+    let n: u64 = n.parse().ok()?;
+    match unit {
+        "s" => Some(Duration::from_secs(n)),
+        "m" | "min" => Some(Duration::from_secs(60 * n)),
+        _ => None,
+    }
+}
+
+/// The command and its trailing comment: a `#` outside quotes that starts a word.
+fn split_comment(text: &str) -> (&str, Option<&str>) {
+    let (mut single, mut double) = (false, false);
+    let mut prev = ' ';
+    for (i, c) in text.char_indices() {
+        match c {
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '#' if !single && !double && prev.is_whitespace() => {
+                return (&text[..i], Some(&text[i + 1..]));
+            }
+            _ => {}
+        }
+        prev = c;
+    }
+    (text, None)
+}
+
+/// The command lines of every `sh` block of one Markdown file, grouped by block.
+fn blocks(path: &Path, name: &str) -> Vec<Vec<Line>> {
+    enum State {
+        Outside,
+        Run(Vec<Line>),
+        Other,
+    }
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = Vec::new();
+    let mut state = State::Outside;
+    let mut pending: Option<(usize, String)> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        if let Some(fence) = raw.trim_start().strip_prefix("```") {
+            state = match state {
+                State::Outside if matches!(fence.trim(), "sh" | "bash" | "shell") => {
+                    State::Run(Vec::new())
+                }
+                State::Outside => State::Other,
+                State::Run(block) => {
+                    out.push(block);
+                    State::Outside
+                }
+                State::Other => State::Outside,
+            };
+            continue;
+        }
+        let State::Run(block) = &mut state else {
+            continue;
+        };
+        let (start, joined) = match pending.take() {
+            Some((s, mut acc)) => {
+                acc.push(' ');
+                acc.push_str(raw.trim());
+                (s, acc)
+            }
+            None => (n, raw.to_string()),
+        };
+        if let Some(head) = joined.trim_end().strip_suffix('\\') {
+            pending = Some((start, head.to_string()));
+            continue;
+        }
+        let trimmed = joined.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let (command, action) =
+            parse_line(&joined).unwrap_or_else(|e| panic!("{name}:{start}: {e}"));
+        block.push(Line {
+            file: name.to_string(),
+            line: start,
+            command,
+            action,
+        });
+    }
+    out
+}
+
+/// README.md and every Markdown file under docs/, with names relative to the root.
+fn doc_files(root: &Path) -> Vec<(PathBuf, String)> {
+    let mut files = vec![(root.join("README.md"), "README.md".to_string())];
+    let mut dirs = vec![root.join("docs")];
+    while let Some(d) = dirs.pop() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|e| e == "md") {
+                let name = p.strip_prefix(root).unwrap().display().to_string();
+                files.push((p, name));
+            }
+        }
+    }
+    files
+}
+
+/// Lines this test stands in for (see the module docs); `None` keeps the command.
+fn rewrite(command: &str, bin: &Path) -> Option<String> {
+    let c = command.trim();
+    if c == "cargo build --release"
+        || c == "bash scripts/test.sh"
+        || c.starts_with("alias wirebench=")
+    {
+        return None;
+    }
+    if let Some(rest) = c.strip_prefix("cargo run --release -p wirebench --") {
+        return Some(format!("{}{rest}", bin.display()));
+    }
+    Some(c.to_string())
+}
+
+fn stop(mut child: Child) {
+    // SAFETY: signalling a child we started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Runs `command` in `dir`; Err with its output when it fails or overruns.
+fn run_one(command: &str, dir: &Path, path_env: &str, limit: Duration) -> Result<Duration, String> {
+    let log = dir.join(".docs-test.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let mut child = Command::new("bash")
+        .args(["-c", command])
+        .current_dir(dir)
+        .env("PATH", path_env)
+        .env("COLUMNS", "100")
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .map_err(|e| format!("cannot start bash: {e}"))?;
+    let t0 = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let output = std::fs::read_to_string(&log).unwrap_or_default();
+            let _ = std::fs::remove_file(&log);
+            return if status.success() {
+                Ok(t0.elapsed())
+            } else {
+                Err(format!("exited with {status}:\n{}", tail(&output)))
+            };
+        }
+        if t0.elapsed() > limit {
+            stop(child);
+            let output = std::fs::read_to_string(&log).unwrap_or_default();
+            return Err(format!(
+                "still running after {:?}: state how long it takes, shrink it with \
+                 (docs test: ...) or raise its (docs test: limit ...):\n{}",
+                limit,
+                tail(&output)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn tail(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+#[test]
+fn directives_parse() {
+    let (c, a) =
+        parse_line("wirebench run x   # about 45 min (docs test: --part a --rounds 3)").unwrap();
+    assert_eq!(c, "wirebench run x");
+    assert_eq!(
+        a,
+        Action::Run {
+            extra: "--part a --rounds 3".into(),
+            limit: DEFAULT_LIMIT
+        }
+    );
+    let (c, a) = parse_line("wirebench run --columns 'a#b' # x").unwrap();
+    assert_eq!(c, "wirebench run --columns 'a#b'");
+    assert!(matches!(a, Action::Run { .. }));
+    assert_eq!(
+        parse_line("wirebench serve   # terminal 1 (docs test: background)")
+            .unwrap()
+            .1,
+        Action::Background
+    );
+    assert!(parse_line("x # (docs test: skip)").is_err());
+    assert_eq!(
+        parse_line("x # (docs test: limit 5m)").unwrap().1,
+        Action::Run {
+            extra: String::new(),
+            limit: Duration::from_secs(300)
+        }
+    );
+}
+
+#[test]
+fn every_documented_command_works_as_written() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root.canonicalize().unwrap();
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_wirebench"));
+    // `wirebench` on PATH is the binary under test.
+    let bindir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&bin, bindir.path().join("wirebench")).unwrap();
+    let path_env = format!(
+        "{}:{}",
+        bindir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let only = std::env::var("WIREBENCH_DOCS_ONLY").ok();
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for (path, name) in doc_files(&root) {
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
+        for block in blocks(&path, &name) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut background: Vec<Child> = Vec::new();
+            for l in block {
+                let Some(cmd) = rewrite(&l.command, &bin) else {
+                    continue;
+                };
+                let at = format!("{}:{}", l.file, l.line);
+                match &l.action {
+                    Action::Skip(why) => eprintln!("docs: {at}: skipped ({why}): {cmd}"),
+                    Action::Background => {
+                        eprintln!("docs: {at}: in the background: {cmd}");
+                        let child = Command::new("bash")
+                            .args(["-c", &format!("exec {cmd}")])
+                            .current_dir(dir.path())
+                            .env("PATH", &path_env)
+                            .stdin(Stdio::null())
+                            .stdout(Stdio::null())
+                            .stderr(Stdio::null())
+                            .spawn()
+                            .unwrap();
+                        background.push(child);
+                        // Give a server time to bind before the next line uses it.
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                    Action::Run { extra, limit } => {
+                        let full = if extra.is_empty() {
+                            cmd.clone()
+                        } else {
+                            format!("{cmd} {extra}")
+                        };
+                        ran += 1;
+                        match run_one(&full, dir.path(), &path_env, *limit) {
+                            Ok(t) => eprintln!("docs: {at}: ok in {:.1}s: {full}", t.as_secs_f64()),
+                            Err(e) => {
+                                eprintln!("docs: {at}: FAILED: {full}");
+                                failures.push(format!("{at}: `{full}` {e}"));
+                            }
+                        }
+                    }
+                }
+            }
+            for child in background {
+                stop(child);
+            }
+        }
+    }
+    assert!(ran > 0 || only.is_some(), "no documented command found");
+    assert!(
+        failures.is_empty(),
+        "{} documented command(s) failed:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
