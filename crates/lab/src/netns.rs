@@ -11,6 +11,7 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -37,8 +38,11 @@ pub enum LabError {
 /// Runs a command, turning a non-zero exit into an error carrying its stderr.
 pub fn run(program: &str, args: &[&str]) -> Result<String, LabError> {
     let command = format!("{program} {}", args.join(" "));
+    // Its own process group: a Ctrl-C at the terminal is for wirebench, which then
+    // tears the lab down in order; an `ip` killed half-way would leave it half-built.
     let out = Command::new(program)
         .args(args)
+        .process_group(0)
         .output()
         .map_err(|e| LabError::Command {
             command: command.clone(),

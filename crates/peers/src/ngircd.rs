@@ -343,6 +343,12 @@ impl Ngircd {
             }
             None => Command::new(&setpriv),
         };
+        // Its own process group: a Ctrl-C at the terminal is for wirebench, which
+        // records the interrupted case and then stops the server itself.
+        {
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(0);
+        }
         cmd.args([
             "--reuid",
             RUN_AS,

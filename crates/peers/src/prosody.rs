@@ -10,6 +10,7 @@
 use crate::PeerError;
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -194,8 +195,10 @@ impl Prosody {
             .map_err(io(format!("cannot write {}", conf.display())))?;
         let conf_s = conf.display().to_string();
         for (user, pass) in &cfg.users {
+            // Own process group (as for the server below): Ctrl-C is for wirebench.
             let out = Command::new("prosodyctl")
                 .args(["--config", &conf_s, "register", user, &cfg.domain, pass])
+                .process_group(0)
                 .output()
                 .map_err(io("cannot run prosodyctl".into()))?;
             if !out.status.success() {
@@ -213,6 +216,9 @@ impl Prosody {
             }
             None => Command::new("prosody"),
         };
+        // Its own process group, so a Ctrl-C at the terminal reaches only wirebench,
+        // which records the interrupted case and then stops the server itself.
+        cmd.process_group(0);
         let stdout = std::fs::File::create(dir.join("stdout.log"))
             .map_err(io("cannot create stdout.log".into()))?;
         let stderr = stdout
@@ -223,7 +229,6 @@ impl Prosody {
         // death signal survives exec.
         // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
         unsafe {
-            use std::os::unix::process::CommandExt;
             cmd.pre_exec(|| {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
                 Ok(())

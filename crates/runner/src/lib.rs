@@ -397,9 +397,27 @@ impl Job<'_> {
                         attach(&dir, &mut record, &stem, outcome, started, elapsed)
                             .map_err(results_err)?;
                     }
+                    Err(WorkloadError::InterruptedAfter(outcome)) => {
+                        record.status = Status::Interrupted;
+                        record.error = Some(format!(
+                            "interrupted after {} of the case's rounds",
+                            outcome.rounds.as_ref().map_or(0, Vec::len)
+                        ));
+                        let stem = format!("case-{:04}-r{}", case.index, repeat);
+                        attach(&dir, &mut record, &stem, *outcome, started, elapsed)
+                            .map_err(results_err)?;
+                        interrupted = true;
+                    }
                     Err(WorkloadError::Interrupted) => {
                         record.status = Status::Interrupted;
                         record.error = Some("interrupted before the case finished".into());
+                        interrupted = true;
+                    }
+                    // Whatever broke after Ctrl-C (a server that saw the signal, a
+                    // connection cut short) is the interrupt's doing, not the case's.
+                    Err(e) if shutdown.load(Ordering::SeqCst) => {
+                        record.status = Status::Interrupted;
+                        record.error = Some(format!("interrupted ({e})"));
                         interrupted = true;
                     }
                     Err(e) => {
@@ -487,7 +505,12 @@ impl Job<'_> {
             seed: self.scenario.seed,
             stream,
         };
-        x2x::wait_quiet(lab, Duration::from_secs(1), Duration::from_secs(30));
+        x2x::wait_quiet(
+            lab,
+            Duration::from_secs(1),
+            Duration::from_secs(30),
+            ctx.shutdown,
+        );
         let mut out = wirebench_workload::xmpp::run(&run, ctx);
         if let Some(pair) = gateways {
             let (a, b) = pair.stop();

@@ -162,7 +162,12 @@ pub fn record(out: &mut wirebench_workload::Outcome, a: &Stats, b: &Stats, paylo
 /// Waits until nothing has crossed the link for `quiet` (at most `limit`): the previous
 /// case's connections closing, or the TFO cookie being fetched, must not share the link
 /// with the first measured message.
-pub fn wait_quiet(lab: &Lab, quiet: std::time::Duration, limit: std::time::Duration) {
+pub fn wait_quiet(
+    lab: &Lab,
+    quiet: std::time::Duration,
+    limit: std::time::Duration,
+    shutdown: &std::sync::atomic::AtomicBool,
+) {
     let total = |lab: &Lab| {
         let c = lab.counters();
         c.up.offered_packets
@@ -173,7 +178,7 @@ pub fn wait_quiet(lab: &Lab, quiet: std::time::Duration, limit: std::time::Durat
     let end = std::time::Instant::now() + limit;
     let mut last = total(lab);
     let mut since = std::time::Instant::now();
-    while std::time::Instant::now() < end {
+    while std::time::Instant::now() < end && !shutdown.load(std::sync::atomic::Ordering::Relaxed) {
         std::thread::sleep(std::time::Duration::from_millis(50));
         let now = total(lab);
         if now != last {

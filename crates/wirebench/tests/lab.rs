@@ -113,9 +113,10 @@ fn killed_run_leaves_namespaces_that_lab_clean_removes() {
 
 #[test]
 fn ctrl_c_tears_the_lab_down_and_keeps_results() {
+    use std::os::unix::process::CommandExt;
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
-    let mut child = wirebench()
+    let child = wirebench()
         .args([
             "run",
             "--workload",
@@ -127,8 +128,10 @@ fn ctrl_c_tears_the_lab_down_and_keeps_results() {
             "--quiet",
         ])
         .args(["--out", out.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        // Its own process group, signalled as a whole, as a terminal's Ctrl-C is.
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let pid = child.id();
@@ -137,10 +140,14 @@ fn ctrl_c_tears_the_lab_down_and_keeps_results() {
         assert!(Instant::now() < deadline, "first case never finished");
         std::thread::sleep(Duration::from_millis(50));
     }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    // The second case (1000 rounds of 200 ms) is a few rounds in.
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signalling our own child's process group.
+    unsafe { libc::kill(-(pid as i32), libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{stderr}");
     assert!(
         namespaces_of(pid).is_empty(),
         "left: {:?}",
@@ -148,7 +155,19 @@ fn ctrl_c_tears_the_lab_down_and_keeps_results() {
     );
     let recs = records(&out);
     assert_eq!(recs[0]["status"], "ok");
-    assert_eq!(recs.last().unwrap()["status"], "interrupted");
+    // The case in flight keeps the rounds it finished.
+    let last = recs.last().unwrap();
+    assert_eq!(last["status"], "interrupted", "{last}");
+    let done = m(last, "messages.received");
+    assert!((3.0..1000.0).contains(&done), "{last}");
+    assert!(m(last, "rtt.stable") >= 0.2, "{last}");
+    let rounds = std::fs::read_to_string(out.join("case-0002-r1.rtt.rounds.csv")).unwrap();
+    // A header line, then one line per finished round.
+    assert_eq!(rounds.lines().count() as f64, done + 1.0, "{rounds}");
+    // The summary and the report, as after a finished run.
+    assert!(stdout.contains("interrupted"), "{stdout}");
+    assert!(stderr.contains("results: "), "{stderr}");
+    assert!(out.join("report.html").exists(), "{stderr}");
 }
 
 #[test]

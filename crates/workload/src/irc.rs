@@ -23,7 +23,7 @@
 //! The driver here is a blocking one for the sans-IO engine, stamping events with
 //! CLOCK_MONOTONIC when their bytes are read.
 
-use crate::pingpong::{push_counts, push_rtts, secs};
+use crate::pingpong::{interrupted, push_counts, push_rtts, secs};
 use crate::{Ctx, Outcome, TICK, WorkloadError};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -612,7 +612,7 @@ pub fn run(run: &IrcRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
         let think_ns = run.think.as_nanos() as u64;
         for i in 0..run.count {
             if ctx.shutdown.load(Ordering::Relaxed) {
-                return Err(WorkloadError::Interrupted);
+                return Err(interrupted(rtts, run.count, tally));
             }
             if i == 2 {
                 (ctx.mark_stable)();
@@ -624,7 +624,7 @@ pub fn run(run: &IrcRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
             let deadline = Instant::now() + stall;
             let (at, corrupt) = loop {
                 if ctx.shutdown.load(Ordering::Relaxed) {
-                    return Err(WorkloadError::Interrupted);
+                    return Err(interrupted(rtts, run.count, tally));
                 }
                 if let Some(e) = responder.failed() {
                     return Err(WorkloadError::Server(e));

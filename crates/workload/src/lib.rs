@@ -41,7 +41,7 @@ pub struct Ctx<'a> {
 }
 
 /// A workload's results.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Outcome {
     pub metrics: Vec<(String, Metric)>,
     /// Latency histograms in nanoseconds, by family name (`rtt`).
@@ -72,6 +72,10 @@ pub enum WorkloadError {
     },
     #[error("interrupted")]
     Interrupted,
+    /// Interrupted after some rounds finished: their metrics, so a long case that is
+    /// stopped keeps what it measured.
+    #[error("interrupted after {} round(s)", .0.rounds.as_ref().map_or(0, Vec::len))]
+    InterruptedAfter(Box<Outcome>),
     #[error("no progress for {secs}s while {during} (on a slow link, raise --timeout)")]
     Stalled { secs: u64, during: &'static str },
     #[error("the server closed the data connection while {during}")]

@@ -6,7 +6,6 @@
 //! think time is subtracted from every round, so all `rtt.*` exclude it.
 
 use crate::conn::{Conn, Wait};
-use crate::stats::{mean, median, percentile};
 use crate::{Ctx, Outcome, WorkloadError};
 use hdrhistogram::Histogram;
 use std::io::IoSlice;
@@ -58,40 +57,52 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
         tally.observe(f.header.seq, f.corrupt);
         answered.set(true);
     };
-    for seq in 0..p.rounds {
-        if seq == 2 {
-            (ctx.mark_stable)();
-        }
-        let sent_ns = monotonic_ns();
-        let header = Header {
-            kind: Kind::Data,
-            seq,
-            sent_ns,
-            payload_len: p.payload,
-        }
-        .encode();
-        let mut iov = [
-            IoSlice::new(&header),
-            IoSlice::new(pattern.payload(seq, p.payload as usize)),
-        ];
-        conn.send(&mut iov, true, &mut on_frame)?;
-        while !answered.get() {
-            if !conn.recv(Wait::Block, "waiting for a reply", &mut on_frame)? {
-                return Err(WorkloadError::Closed {
-                    during: "waiting for a reply",
-                });
+    // The loop runs in a closure so an interrupt, wherever it lands, still leaves the
+    // finished rounds in `rtts` for a partial result.
+    let looped = (|| -> Result<(), WorkloadError> {
+        for seq in 0..p.rounds {
+            if seq == 2 {
+                (ctx.mark_stable)();
+            }
+            let sent_ns = monotonic_ns();
+            let header = Header {
+                kind: Kind::Data,
+                seq,
+                sent_ns,
+                payload_len: p.payload,
+            }
+            .encode();
+            let mut iov = [
+                IoSlice::new(&header),
+                IoSlice::new(pattern.payload(seq, p.payload as usize)),
+            ];
+            conn.send(&mut iov, true, &mut on_frame)?;
+            while !answered.get() {
+                if !conn.recv(Wait::Block, "waiting for a reply", &mut on_frame)? {
+                    return Err(WorkloadError::Closed {
+                        during: "waiting for a reply",
+                    });
+                }
+            }
+            // The clock is read right after the recv that completed the frame; reading it
+            // here adds only the decoder's work on the last chunk (tens of ns).
+            let rtt = monotonic_ns()
+                .saturating_sub(sent_ns)
+                .saturating_sub(think_ns);
+            answered.set(false);
+            rtts.push(rtt);
+            if seq % 64 == 0 {
+                (ctx.progress)(seq + 1, p.rounds);
             }
         }
-        // The clock is read right after the recv that completed the frame; reading it
-        // here adds only the decoder's work on the last chunk (tens of ns).
-        let rtt = monotonic_ns()
-            .saturating_sub(sent_ns)
-            .saturating_sub(think_ns);
-        answered.set(false);
-        rtts.push(rtt);
-        if seq % 64 == 0 {
-            (ctx.progress)(seq + 1, p.rounds);
+        Ok(())
+    })();
+    match looped {
+        Ok(()) => {}
+        Err(WorkloadError::Interrupted) => {
+            return Err(interrupted(rtts, p.rounds, tally));
         }
+        Err(e) => return Err(e),
     }
     (ctx.progress)(p.rounds, p.rounds);
     conn.finish_sending()?;
@@ -107,41 +118,10 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
     };
     out.push("connect.handshake", secs(setup.handshake_ns), "s");
     out.push("connect.time", secs(setup.first_byte_ns), "s");
-    if let Some(first) = rtts.first() {
-        out.push("rtt.first", secs(*first), "s");
-    }
-    if let Some(second) = rtts.get(1) {
-        out.push("rtt.second", secs(*second), "s");
-    }
-    let mut sorted = rtts.clone();
-    sorted.sort_unstable();
-    if rtts.len() > 2 {
-        let mut stable = rtts[2..].to_vec();
-        stable.sort_unstable();
-        if let Some(m) = median(&stable) {
-            out.push("rtt.stable", m / 1e9, "s");
-        }
-    }
-    if let (Some(min), Some(max), Some(mean)) = (sorted.first(), sorted.last(), mean(&sorted)) {
-        out.push("rtt.min", secs(*min), "s");
-        out.push("rtt.mean", mean / 1e9, "s");
-        for (name, q) in [
-            ("rtt.p50", 50.0),
-            ("rtt.p90", 90.0),
-            ("rtt.p99", 99.0),
-            ("rtt.p999", 99.9),
-        ] {
-            if let Some(v) = percentile(&sorted, q) {
-                out.push(name, secs(v), "s");
-            }
-        }
-        out.push("rtt.max", secs(*max), "s");
-    }
+    push_rtts(&mut out, rtts);
     push_counts(&mut out, p.rounds, &tally);
     out.push("bytes.sent", conn.bytes_out as f64, "B");
     out.push("bytes.received", conn.bytes_in as f64, "B");
-    out.histograms.push(("rtt".into(), histogram(&rtts)));
-    out.rounds = Some(rtts);
     if think_ns > 0 {
         out.notes.push(format!(
             "rtt.* exclude the responder's think time of {} per round",
@@ -175,7 +155,7 @@ pub(crate) fn histogram(samples: &[u64]) -> Histogram<u64> {
     h
 }
 
-/// The round-trip metrics of a real-peer ping-pong (XMPP, IRC) from its per-round times
+/// The round-trip metrics of every ping-pong (raw, XMPP, IRC) from its per-round times
 /// (ns): first, second, stable (median from round 3 on), min, mean, percentiles, max,
 /// the histogram and the rounds themselves.
 pub(crate) fn push_rtts(out: &mut Outcome, rtts: Vec<u64>) {
@@ -198,7 +178,12 @@ pub(crate) fn push_rtts(out: &mut Outcome, rtts: Vec<u64>) {
     if let (Some(min), Some(max), Some(avg)) = (sorted.first(), sorted.last(), mean(&sorted)) {
         out.push("rtt.min", secs(*min), "s");
         out.push("rtt.mean", avg / 1e9, "s");
-        for (name, q) in [("rtt.p50", 50.0), ("rtt.p90", 90.0), ("rtt.p99", 99.0)] {
+        for (name, q) in [
+            ("rtt.p50", 50.0),
+            ("rtt.p90", 90.0),
+            ("rtt.p99", 99.0),
+            ("rtt.p999", 99.9),
+        ] {
             if let Some(v) = percentile(&sorted, q) {
                 out.push(name, secs(v), "s");
             }
@@ -207,6 +192,24 @@ pub(crate) fn push_rtts(out: &mut Outcome, rtts: Vec<u64>) {
     }
     out.histograms.push(("rtt".into(), histogram(&rtts)));
     out.rounds = Some(rtts);
+}
+
+/// What a ping-pong interrupted after `rtts.len()` of `planned` rounds keeps: the
+/// finished rounds' metrics, as an [`WorkloadError::InterruptedAfter`] (or a plain
+/// interrupt when no round finished).
+pub(crate) fn interrupted(rtts: Vec<u64>, planned: u64, mut tally: Tally) -> WorkloadError {
+    if rtts.is_empty() {
+        return WorkloadError::Interrupted;
+    }
+    let done = rtts.len() as u64;
+    tally.finish(done);
+    let mut out = Outcome::default();
+    push_counts(&mut out, done, &tally);
+    push_rtts(&mut out, rtts);
+    out.notes.push(format!(
+        "interrupted after {done} of {planned} rounds: the metrics cover the finished rounds"
+    ));
+    WorkloadError::InterruptedAfter(Box::new(out))
 }
 
 /// Real-peer streams (XMPP, IRC): waits until client2 has received `n` messages (the

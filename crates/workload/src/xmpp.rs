@@ -12,7 +12,7 @@
 //!
 //! Messages are RFC 6121 `<message type='chat'>` stanzas; the engine is `wirebench-xmpp`.
 
-use crate::pingpong::{push_counts, push_rtts, secs};
+use crate::pingpong::{interrupted, push_counts, push_rtts, secs};
 use crate::{Ctx, Outcome, WorkloadError};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -290,7 +290,7 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
         let mut tally = Tally::new();
         for i in 0..run.count {
             if ctx.shutdown.load(Ordering::Relaxed) {
-                return Err(WorkloadError::Interrupted);
+                return Err(interrupted(rtts, run.count, tally));
             }
             if i == 2 {
                 (ctx.mark_stable)();
@@ -301,10 +301,17 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
             alice.send_message(&run.topology.b_jid, &body, &id)?;
             let deadline = Instant::now() + stall + Duration::from_secs(600);
             let want = format!("r{id}");
+            // Short waits, so Ctrl-C during a slow round is seen within a tick.
             let at = loop {
-                match alice.next_event(deadline, "client2's answer")? {
-                    (at, Event::Message { id: Some(got), .. }) if got == want => break at,
-                    _ => {}
+                if ctx.shutdown.load(Ordering::Relaxed) {
+                    return Err(interrupted(rtts, run.count, tally));
+                }
+                let step = deadline.min(Instant::now() + crate::TICK);
+                match alice.next_event(step, "client2's answer") {
+                    Ok((at, Event::Message { id: Some(got), .. })) if got == want => break at,
+                    Ok(_) => {}
+                    Err(XmppDriveError::Timeout { .. }) if Instant::now() < deadline => {}
+                    Err(e) => return Err(e.into()),
                 }
             };
             tally.observe(i, false);
