@@ -46,6 +46,9 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// Longest a `result` request waits for its session to end.
     pub result_wait: Duration,
+    /// Longest think time a session may ask for; larger ones are refused at open (a
+    /// client-chosen wait must not hold a session thread without bound).
+    pub max_think: Duration,
     /// Log connections and errors to stderr.
     pub log: bool,
 }
@@ -59,6 +62,8 @@ impl Default for ServerConfig {
             accept_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(300),
             result_wait: Duration::from_secs(60),
+            // S1's typing delay is 10 s; a minute leaves room without holding a slot long.
+            max_think: Duration::from_secs(60),
             log: false,
         }
     }
@@ -305,6 +310,13 @@ fn open_session(shared: &Arc<Shared>, control: &TcpStream, open: Open) -> Reply 
             open.max_payload, shared.cfg.max_payload
         ));
     }
+    if open.think_ns > shared.cfg.max_think.as_nanos() as u64 {
+        return Reply::error(format!(
+            "think time of {} exceeds this server's limit of {}",
+            wirebench_model::format_seconds(open.think_ns as f64 / 1e9),
+            wirebench_model::format_seconds(shared.cfg.max_think.as_secs_f64())
+        ));
+    }
     let id = shared.next_session.fetch_add(1, Ordering::SeqCst);
     {
         let mut sessions = shared.sessions.lock().unwrap_or_else(|p| p.into_inner());
@@ -338,25 +350,25 @@ fn open_session(shared: &Arc<Shared>, control: &TcpStream, open: Open) -> Reply 
     let spawned = std::thread::Builder::new()
         .name(format!("wb-data-{id}"))
         .spawn(move || {
+            // Fills the slot however the thread ends, a panic included, so a session
+            // can never hold its slot for good.
+            let mut guard = SlotGuard {
+                shared: sh,
+                id,
+                report: None,
+            };
+            let sh = &guard.shared;
             let report = match accept_timeout(&listener, sh.cfg.accept_timeout) {
                 Ok(stream) => {
                     drop(listener);
-                    run_session(&sh, stream, &open)
+                    run_session(sh, stream, &open)
                 }
                 Err(e) => SessionReport {
                     error: Some(e),
                     ..Default::default()
                 },
             };
-            if let Some(e) = &report.error {
-                sh.log(format!("session {id}: {e}"));
-            }
-            let mut sessions = sh.sessions.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(slot) = sessions.get_mut(&id) {
-                slot.report = Some(report);
-                slot.finished = Some(Instant::now());
-            }
-            sh.session_done.notify_all();
+            guard.report = Some(report);
         });
     if let Err(e) = spawned {
         return Reply::error(format!("cannot start a session thread: {e}"));
@@ -366,6 +378,36 @@ fn open_session(shared: &Arc<Shared>, control: &TcpStream, open: Open) -> Reply 
         session: Some(id),
         port: Some(port),
         ..Default::default()
+    }
+}
+
+/// A session thread's claim on its slot: on drop, the slot gets the report, or an error
+/// if the thread died before it had one.
+struct SlotGuard {
+    shared: Arc<Shared>,
+    id: u64,
+    report: Option<SessionReport>,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        let report = self.report.take().unwrap_or_else(|| SessionReport {
+            error: Some("the session ended abnormally (a server bug; see its log)".into()),
+            ..Default::default()
+        });
+        if let Some(e) = &report.error {
+            self.shared.log(format!("session {}: {e}", self.id));
+        }
+        let mut sessions = self
+            .shared
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = sessions.get_mut(&self.id) {
+            slot.report = Some(report);
+            slot.finished = Some(Instant::now());
+        }
+        self.shared.session_done.notify_all();
     }
 }
 
@@ -457,10 +499,15 @@ impl Session<'_> {
         Ok(())
     }
 
-    fn check_alive(&self) -> Result<(), String> {
+    fn check_stopping(&self) -> Result<(), String> {
         if self.shared.stopping() {
             return Err("server stopping".into());
         }
+        Ok(())
+    }
+
+    fn check_alive(&self) -> Result<(), String> {
+        self.check_stopping()?;
         if self.last_input.elapsed() > self.shared.cfg.idle_timeout {
             return Err(format!(
                 "no data for {}s",
@@ -522,7 +569,13 @@ fn echo(s: &mut Session, open: &Open) -> Result<(), String> {
         } else {
             pending.extend_from_slice(&buf[..n]);
             for len in completed.iter().map(|l| *l as usize) {
-                sleep_until_ns(arrived + open.think_ns);
+                // In ticks, so a stopping server is not kept waiting by a think time.
+                let due = arrived.saturating_add(open.think_ns);
+                while monotonic_ns() < due {
+                    s.check_stopping()?;
+                    let tick = TICK.as_nanos() as u64;
+                    sleep_until_ns(due.min(monotonic_ns().saturating_add(tick)));
+                }
                 let frame: Vec<u8> = pending.drain(..len).collect();
                 s.write_all(&frame)?;
             }

@@ -29,7 +29,9 @@ pub struct Counts {
 #[derive(Debug, Clone, Default)]
 pub struct Tally {
     pub counts: Counts,
-    next: u64,
+    /// Wider than a sequence number: after `u64::MAX` (a peer may send it) the next
+    /// expected number is 2^64, which must not wrap to 0.
+    next: u128,
     gaps: BTreeSet<u64>,
 }
 
@@ -40,18 +42,21 @@ impl Tally {
 
     pub fn observe(&mut self, seq: u64, corrupt: bool) {
         let c = &mut self.counts;
-        if seq == self.next {
+        let wide = u128::from(seq);
+        if wide == self.next {
             self.next += 1;
-        } else if seq > self.next {
-            let skipped = seq - self.next;
-            c.lost += skipped;
+        } else if wide > self.next {
+            // At most u64::MAX: `next` is at least 0 and `seq` at most u64::MAX.
+            let skipped = (wide - self.next) as u64;
+            c.lost = c.lost.saturating_add(skipped);
             // Remember at most MAX_GAPS of the skipped numbers, the most recent ones.
-            let from = seq.saturating_sub(MAX_GAPS as u64).max(self.next);
+            let next = self.next as u64;
+            let from = seq.saturating_sub(MAX_GAPS as u64).max(next);
             self.gaps.extend(from..seq);
             while self.gaps.len() > MAX_GAPS {
                 self.gaps.pop_first();
             }
-            self.next = seq + 1;
+            self.next = wide + 1;
         } else if self.gaps.remove(&seq) {
             c.lost -= 1;
             c.reordered += 1;
@@ -67,8 +72,9 @@ impl Tally {
 
     /// Messages the sender said it sent but that never showed up count as lost.
     pub fn finish(&mut self, sent: u64) {
+        let sent = u128::from(sent);
         if sent > self.next {
-            self.counts.lost += sent - self.next;
+            self.counts.lost = self.counts.lost.saturating_add((sent - self.next) as u64);
             self.next = sent;
         }
     }
@@ -112,6 +118,24 @@ mod tests {
                 corrupt: 1
             }
         );
+    }
+
+    /// A peer may send any sequence number, the largest included: no overflow (it
+    /// panicked in debug builds and wrapped `next` to 0 in release).
+    #[test]
+    fn the_largest_sequence_number_does_not_overflow() {
+        let mut t = Tally::new();
+        t.observe(0, false);
+        t.observe(u64::MAX, false);
+        t.observe(u64::MAX, false);
+        t.observe(5, false);
+        t.finish(u64::MAX);
+        // 5 is too old to be remembered as a gap (only the last MAX_GAPS numbers are),
+        // so it counts as a duplicate, like the repeated u64::MAX.
+        assert_eq!(t.counts.received, 2);
+        assert_eq!(t.counts.duplicated, 2);
+        assert_eq!(t.counts.reordered, 0);
+        assert_eq!(t.counts.lost, u64::MAX - 1);
     }
 
     proptest! {
