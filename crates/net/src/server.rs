@@ -20,8 +20,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_proto::control::{self, Behaviour, LineBuffer, Open, Reply, Request, SessionReport};
-use wirebench_proto::raw::{self, Decoder, Pattern};
-use wirebench_proto::tally::Tally;
+use wirebench_proto::engine::Responder;
+use wirebench_proto::raw::Pattern;
 
 /// Protocols this server can serve on a data connection.
 pub const PROTOCOLS: &[&str] = &["raw"];
@@ -457,12 +457,11 @@ fn accept_timeout(listener: &TcpListener, timeout: Duration) -> Result<TcpStream
         .map_err(|e| format!("accept failed: {e}"))
 }
 
-/// What a data connection tracks, whatever its behaviour.
+/// A data connection's socket, with the shutdown and idle checks every blocking call
+/// makes between ticks. The protocol itself is [`Responder`]'s.
 struct Session<'a> {
     shared: &'a Shared,
     stream: TcpStream,
-    report: SessionReport,
-    tally: Tally,
     last_input: Instant,
 }
 
@@ -473,12 +472,6 @@ impl Session<'_> {
             match sock::recv(self.stream.as_raw_fd(), buf, 0) {
                 Ok(0) => return Ok(None),
                 Ok(n) => {
-                    let now = monotonic_ns();
-                    if self.report.first_rx_ns == 0 {
-                        self.report.first_rx_ns = now;
-                    }
-                    self.report.last_rx_ns = now;
-                    self.report.bytes += n as u64;
                     self.last_input = Instant::now();
                     return Ok(Some(n));
                 }
@@ -488,15 +481,19 @@ impl Session<'_> {
         }
     }
 
-    fn write_all(&mut self, mut data: &[u8]) -> Result<(), String> {
-        while !data.is_empty() {
-            match sock::sendmsg(self.stream.as_raw_fd(), &[IoSlice::new(data)], 0) {
-                Ok(n) => data = &data[n..],
+    /// Writes whatever the engine has due, all of it.
+    fn flush(&mut self, engine: &mut Responder) -> Result<(), String> {
+        loop {
+            let out = engine.poll_transmit(monotonic_ns());
+            if out.is_empty() {
+                return Ok(());
+            }
+            match sock::sendmsg(self.stream.as_raw_fd(), &[IoSlice::new(out)], 0) {
+                Ok(n) => engine.transmitted(n),
                 Err(e) if would_block(&e) => self.check_alive()?,
                 Err(e) => return Err(format!("data connection failed: {e}")),
             }
         }
-        Ok(())
     }
 
     fn check_stopping(&self) -> Result<(), String> {
@@ -518,94 +515,47 @@ impl Session<'_> {
     }
 }
 
+/// Drives a [`Responder`] over a blocking socket: write what is due, wait out a think
+/// time (in ticks, so a stopping server is not held up), read, repeat.
 fn run_session(shared: &Shared, stream: TcpStream, open: &Open) -> SessionReport {
     let mut s = Session {
         shared,
         stream,
-        report: SessionReport::default(),
-        tally: Tally::new(),
         last_input: Instant::now(),
     };
-    let hello = raw::Header {
-        kind: raw::Kind::Hello,
-        seq: 0,
-        sent_ns: monotonic_ns(),
-        payload_len: 0,
-    };
+    let pattern = (open.verify && open.behaviour == Behaviour::Sink)
+        .then(|| Pattern::new(open.seed, open.max_payload as usize));
+    let mut engine = Responder::new(open, pattern.as_ref(), monotonic_ns());
     let result = sock::tune_data_socket(&s.stream, open.nodelay, TICK)
         .map_err(|e| format!("cannot configure data socket: {e}"))
-        .and_then(|_| s.write_all(&hello.encode()))
-        .and_then(|_| match open.behaviour {
-            Behaviour::Echo => echo(&mut s, open),
-            Behaviour::Sink => sink(&mut s, open),
-        });
-    s.report.counts = s.tally.counts.clone();
+        .and_then(|_| serve(&mut s, &mut engine));
+    let mut report = engine.report();
     if let Err(e) = result {
-        s.report.error = Some(e);
+        report.error = Some(e);
     }
-    s.report
+    report
 }
 
-/// Sends every frame back. With no think time bytes go back as soon as they arrive (a
-/// pure echo, lowest latency); with think time each complete frame waits `think_ns` from
-/// the moment its last byte arrived.
-fn echo(s: &mut Session, open: &Open) -> Result<(), String> {
+fn serve(s: &mut Session, engine: &mut Responder) -> Result<(), String> {
     let mut buf = vec![0u8; READ_BUF];
-    let mut dec = Decoder::new(open.max_payload, None);
-    let mut pending: Vec<u8> = Vec::new();
-    let mut completed: Vec<u64> = Vec::new();
-    while let Some(n) = s.read(&mut buf)? {
-        let arrived = monotonic_ns();
-        completed.clear();
-        let (tally, report) = (&mut s.tally, &mut s.report);
-        dec.feed(&buf[..n], |f| {
-            tally.observe(f.header.seq, f.corrupt);
-            report.payload_bytes += f.header.payload_len as u64;
-            completed.push(f.header.frame_len());
-        })
-        .map_err(|e| format!("peer sent an invalid frame: {e}"))?;
-        if open.think_ns == 0 {
-            s.write_all(&buf[..n])?;
-        } else {
-            pending.extend_from_slice(&buf[..n]);
-            for len in completed.iter().map(|l| *l as usize) {
-                // In ticks, so a stopping server is not kept waiting by a think time.
-                let due = arrived.saturating_add(open.think_ns);
-                while monotonic_ns() < due {
-                    s.check_stopping()?;
-                    let tick = TICK.as_nanos() as u64;
-                    sleep_until_ns(due.min(monotonic_ns().saturating_add(tick)));
-                }
-                let frame: Vec<u8> = pending.drain(..len).collect();
-                s.write_all(&frame)?;
+    loop {
+        s.flush(engine)?;
+        if let Some(due) = engine.poll_timeout() {
+            let tick = TICK.as_nanos() as u64;
+            while monotonic_ns() < due {
+                s.check_stopping()?;
+                sleep_until_ns(due.min(monotonic_ns().saturating_add(tick)));
+            }
+            continue;
+        }
+        match s.read(&mut buf)? {
+            Some(n) => engine
+                .handle_input(monotonic_ns(), &buf[..n])
+                .map_err(|e| format!("peer sent an invalid frame: {e}"))?,
+            None => {
+                engine.handle_eof()?;
+                return s.flush(engine);
             }
         }
-    }
-    end_of_stream(&dec)
-}
-
-/// Counts and verifies frames; the client collects the report over the control channel.
-fn sink(s: &mut Session, open: &Open) -> Result<(), String> {
-    let pattern = open
-        .verify
-        .then(|| Pattern::new(open.seed, open.max_payload as usize));
-    let mut buf = vec![0u8; READ_BUF];
-    let mut dec = Decoder::new(open.max_payload, pattern.as_ref());
-    while let Some(n) = s.read(&mut buf)? {
-        let (tally, report) = (&mut s.tally, &mut s.report);
-        dec.feed(&buf[..n], |f| {
-            tally.observe(f.header.seq, f.corrupt);
-            report.payload_bytes += f.header.payload_len as u64;
-        })
-        .map_err(|e| format!("peer sent an invalid frame: {e}"))?;
-    }
-    end_of_stream(&dec)
-}
-
-fn end_of_stream(dec: &Decoder) -> Result<(), String> {
-    if dec.at_boundary() {
-        Ok(())
-    } else {
-        Err("data connection ended in the middle of a frame".into())
     }
 }
