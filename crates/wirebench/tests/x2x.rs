@@ -21,19 +21,16 @@ fn run(args: &[&str], out: &std::path::Path) -> serde_json::Value {
     records(out).remove(0)
 }
 
-fn root() -> bool {
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root for the lab");
-        return false;
-    }
-    true
+/// Root-needing tests fail, never pass silently, without it (CI runs as root).
+fn need_root() {
+    wirebench_lab::netns::check_privileges().expect(
+        "this test builds network namespaces: run the suite as root (bash scripts/test.sh)",
+    );
 }
 
 #[test]
 fn ping_pong_over_x2x_with_fast_open() {
-    if !root() {
-        return;
-    }
+    need_root();
     let tmp = tempfile::tempdir().unwrap();
     let r = run(
         &[
@@ -62,9 +59,7 @@ fn ping_pong_over_x2x_with_fast_open() {
 
 #[test]
 fn a_thousand_stanzas_cross_two_link_outages_exactly_once_in_order() {
-    if !root() {
-        return;
-    }
+    need_root();
     let tmp = tempfile::tempdir().unwrap();
     let r = run(
         &[
