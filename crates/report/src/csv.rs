@@ -204,12 +204,12 @@ pub fn pivot(records: &[Record], opts: &PivotOptions) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::{Map, json};
     use wirebench_model::{HostFacts, Metric};
 
-    fn rec(
+    pub(crate) fn rec(
         case: usize,
         repeat: u32,
         params: &[(&str, serde_json::Value)],

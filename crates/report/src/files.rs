@@ -1,6 +1,9 @@
-//! The results directory. Every file is replaced atomically (write to a temporary file,
-//! fsync, rename), so a crash or Ctrl-C leaves the previous complete version, never a
-//! torn one; and both tables are rewritten after each case, so finished cases survive.
+//! The results directory. `results.jsonl` grows by one fsynced line per case, so a crash
+//! keeps every finished case (at worst a torn last line, which readers skip); files
+//! derived from it (`results.csv`) are written when the directory is closed, at the end
+//! of a run, on Ctrl-C or on error, and `wirebench report DIR` rebuilds them after a
+//! crash. Every other file is replaced atomically (write to a temporary file, fsync,
+//! rename), so it is either the old or the new version, never a torn one.
 
 use crate::csv::{PivotOptions, pivot};
 use hdrhistogram::Histogram;
@@ -34,6 +37,9 @@ pub struct ResultsDir {
     pub path: PathBuf,
     pub records: Vec<Record>,
     pub pivot: PivotOptions,
+    jsonl: fs::File,
+    /// Records not yet in `results.csv`.
+    stale: bool,
 }
 
 impl ResultsDir {
@@ -50,26 +56,38 @@ impl ResultsDir {
             ));
         }
         fs::create_dir_all(path)?;
+        let jsonl = fs::OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(path.join("results.jsonl"))?;
         Ok(ResultsDir {
             path: path.to_path_buf(),
             records: Vec::new(),
             pivot,
+            jsonl,
+            stale: true,
         })
     }
 
-    /// Adds a record and rewrites `results.jsonl` and `results.csv`.
+    /// Appends a record to `results.jsonl` and waits until it is on disk: the cost per
+    /// case is one line, however long the run.
     pub fn append(&mut self, record: Record) -> io::Result<()> {
+        let mut line = serde_json::to_vec(&record).map_err(io::Error::other)?;
+        line.push(b'\n');
+        // One write of the whole line: O_APPEND keeps it contiguous.
+        self.jsonl.write_all(&line)?;
+        self.jsonl.sync_data()?;
         self.records.push(record);
-        let mut jsonl = Vec::new();
-        for r in &self.records {
-            serde_json::to_writer(&mut jsonl, r).map_err(io::Error::other)?;
-            jsonl.push(b'\n');
-        }
-        atomic_write(&self.path.join("results.jsonl"), &jsonl)?;
-        atomic_write(
-            &self.path.join("results.csv"),
-            pivot(&self.records, &self.pivot).as_bytes(),
-        )
+        self.stale = true;
+        Ok(())
+    }
+
+    /// Writes the files derived from the records (`results.csv`). Also done, errors
+    /// ignored, when the directory is dropped without it.
+    pub fn finish(&mut self) -> io::Result<()> {
+        write_csv(&self.path, &self.records, &self.pivot)?;
+        self.stale = false;
+        Ok(())
     }
 
     /// Writes an HdrHistogram interval log (V2, deflate) of nanosecond samples, values
@@ -115,6 +133,19 @@ impl ResultsDir {
     }
 }
 
+impl Drop for ResultsDir {
+    fn drop(&mut self) {
+        if self.stale {
+            let _ = self.finish();
+        }
+    }
+}
+
+/// `results.csv` of these records: the pivot tables of [`crate::csv`].
+pub fn write_csv(dir: &Path, records: &[Record], options: &PivotOptions) -> io::Result<()> {
+    atomic_write(&dir.join("results.csv"), pivot(records, options).as_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +184,48 @@ mod tests {
         let back: Histogram<u64> = d.deserialize(&mut &bytes[..]).unwrap();
         assert_eq!(back.len(), 4);
         assert_eq!(back.value_at_quantile(0.5), h.value_at_quantile(0.5));
+    }
+
+    #[test]
+    fn records_are_appended_and_derived_files_written_on_close() {
+        use crate::csv::tests::rec;
+        let dir = tempfile::tempdir().unwrap();
+        let mut rd = ResultsDir::create(dir.path(), PivotOptions::default()).unwrap();
+        for case in 1..=3 {
+            rd.append(rec(
+                case,
+                1,
+                &[("payload", case.into())],
+                &[("rtt.p50", 0.1)],
+            ))
+            .unwrap();
+            // Each finished case is on disk as it ends.
+            let text = fs::read_to_string(dir.path().join("results.jsonl")).unwrap();
+            assert_eq!(text.lines().count(), case);
+        }
+        assert!(!dir.path().join("results.csv").exists());
+        drop(rd);
+        let csv = fs::read_to_string(dir.path().join("results.csv")).unwrap();
+        assert!(csv.contains("rtt.p50"), "{csv}");
+    }
+
+    #[test]
+    fn a_torn_last_line_is_skipped_and_other_bad_lines_are_errors() {
+        use crate::csv::tests::rec;
+        let dir = tempfile::tempdir().unwrap();
+        let mut rd = ResultsDir::create(dir.path(), PivotOptions::default()).unwrap();
+        rd.append(rec(1, 1, &[], &[("rtt.p50", 0.1)])).unwrap();
+        rd.append(rec(2, 1, &[], &[("rtt.p50", 0.2)])).unwrap();
+        drop(rd);
+        let path = dir.path().join("results.jsonl");
+        let whole = fs::read_to_string(&path).unwrap();
+        // A crash in the middle of the second line.
+        fs::write(&path, &whole[..whole.len() - 20]).unwrap();
+        let got = crate::html::read_records(dir.path()).unwrap();
+        assert_eq!(got.len(), 1);
+        // Garbage in the middle is not a torn line.
+        fs::write(&path, format!("{{oops\n{whole}")).unwrap();
+        assert!(crate::html::read_records(dir.path()).is_err());
     }
 
     #[test]

@@ -51,7 +51,19 @@ pub fn read_records(dir: &Path) -> Result<Vec<Record>, ReportError> {
         return Err(ReportError::NotResults(dir.to_path_buf()));
     }
     let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
-    text.lines()
+    // A run killed while appending may leave a torn last line (no newline): that case
+    // never finished, so it is skipped; any other bad line is an error.
+    let complete = match text.rfind('\n') {
+        Some(i)
+            if i + 1 < text.len() && serde_json::from_str::<Record>(&text[i + 1..]).is_err() =>
+        {
+            &text[..=i]
+        }
+        None if serde_json::from_str::<Record>(&text).is_err() => "",
+        _ => &text[..],
+    };
+    complete
+        .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
@@ -368,6 +380,12 @@ fn notes(records: &[Record]) -> String {
 pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
     let records = read_records(dir)?;
     let info = RunInfo::read(dir).map_err(io_err(dir))?;
+    // The derived tables too: a run that crashed before writing them gets them here.
+    let csv_opts = PivotOptions {
+        tables: info.tables.clone(),
+        metrics: info.columns.clone(),
+    };
+    crate::files::write_csv(dir, &records, &csv_opts).map_err(io_err(dir))?;
     let planned = charts::plan(&records, &info, dir);
     let chart_dir = dir.join("charts");
     std::fs::create_dir_all(&chart_dir).map_err(io_err(&chart_dir))?;

@@ -436,8 +436,9 @@ impl Job<'_> {
                 }
             }
         }
+        dir.finish().map_err(results_err)?;
         Ok(RunSummary {
-            records: dir.records,
+            records: std::mem::take(&mut dir.records),
             interrupted,
         })
     }
