@@ -179,7 +179,7 @@ impl Prosody {
         netns: Option<&str>,
     ) -> Result<Prosody, PeerError> {
         ensure_installed()?;
-        let io = |what: String| move |source| PeerError::Io { what, source };
+        let io = |what: String| move |error| PeerError::Io { what, error };
         for sub in ["data", "certs"] {
             std::fs::create_dir_all(dir.join(sub))
                 .map_err(io(format!("cannot create {}", dir.display())))?;

@@ -117,13 +117,10 @@ pub enum RunError {
     Lab(#[from] wirebench_lab::LabError),
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Link(#[from] link::CaseLinkError),
-    #[error("cannot write results to {path}: {source}")]
-    Results {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot write results to {path}: {error}")]
+    Results { path: String, error: std::io::Error },
 }
 
 /// What a run did.
@@ -278,9 +275,9 @@ impl Job<'_> {
         } else {
             None
         };
-        let results_err = |source| RunError::Results {
+        let results_err = |error| RunError::Results {
             path: opts.out.display().to_string(),
-            source,
+            error,
         };
         let pivot = PivotOptions {
             tables: scenario.tables.clone(),

@@ -320,3 +320,40 @@ fn interrupt_keeps_finished_cases() {
         "the run stopped early"
     );
 }
+
+/// The text after `wirebench: error: ` with the test failing unless the exit code is 2.
+fn usage_error(args: &[&str]) -> String {
+    let o = wirebench().args(args).output().unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(o.status.code(), Some(2), "wirebench {args:?}: {err}");
+    err
+}
+
+#[test]
+fn errors_print_their_cause_once() {
+    // An I/O cause (connection refused) inside a network error.
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let o = wirebench()
+        .args(["run", "--server", &format!("127.0.0.1:{port}")])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(err.matches("os error").count(), 1, "{err}");
+
+    // A JSON cause inside a report error.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("results.jsonl"), "garbage\n").unwrap();
+    let err = usage_error(&["report", tmp.path().to_str().unwrap()]);
+    assert!(
+        err.contains("line 1: not a wirebench result record"),
+        "{err}"
+    );
+    assert_eq!(err.matches("expected value").count(), 1, "{err}");
+
+    // A unit error inside a link spec error.
+    let err = usage_error(&["shell", "--link", "rate=fast", "--", "true"]);
+    assert_eq!(err.matches("expected a number").count(), 1, "{err}");
+}
