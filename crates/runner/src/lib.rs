@@ -87,6 +87,33 @@ pub fn plan(scenario: &Scenario) -> Vec<Case> {
     cases
 }
 
+/// The parameters whose value differs between the planned cases, in order of first
+/// appearance: what a progress line must show to tell the cases apart, also when
+/// `[[part]]`s or link parameters make them differ. Absent counts as a value, except
+/// where the case's workload does not use the parameter (`rounds` in a stream case).
+pub fn varying(cases: &[Case]) -> Vec<String> {
+    let mut names: Vec<&str> = Vec::new();
+    for c in cases {
+        for (n, _) in &c.point {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter(|n| {
+            let mut values = cases
+                .iter()
+                .filter(|c| applies(n, c.workload()))
+                .map(|c| c.get(n));
+            let first = values.next();
+            values.any(|v| Some(v) != first)
+        })
+        .map(str::to_string)
+        .collect()
+}
+
 /// Where and how to run.
 pub struct RunOptions {
     /// `host:port` of a running `wirebench serve`; `None` starts the embedded server.
@@ -706,6 +733,32 @@ mod tests {
         assert!(plan(&s2).iter().all(
             |c| c.get("link.delay") == Some(&wirebench_model::Value::Duration(Duration::ZERO))
         ));
+    }
+
+    #[test]
+    fn varying_names_what_tells_cases_apart() {
+        // satcom-irc's cases differ in link parameters set by its parts, not in its grid.
+        let s = Scenario::builtin("satcom-irc").unwrap();
+        let v = varying(&plan(&s));
+        assert!(v.iter().any(|n| n == "link.delay"), "{v:?}");
+        let mut s = Scenario::empty("t");
+        s.set_param("workload", "pingpong,stream").unwrap();
+        s.set_param("payload", "1,2").unwrap();
+        // `rounds` is constant where its workload uses it: it does not vary.
+        assert_eq!(varying(&plan(&s)), ["workload", "payload"]);
+        s.set_param("workload", "pingpong").unwrap();
+        assert_eq!(varying(&plan(&s)), ["payload"]);
+        // A link in one part only: its absence from the other part's cases counts.
+        let with_link = Scenario::parse(
+            "[params]\npayload = [1, 2]\n[[part]]\nname = \"a\"\nparams = { rounds = 5 }\n\
+             [[part]]\nname = \"b\"\nparams = { \"link.delay\" = \"1s\" }\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            varying(&plan(&with_link)),
+            ["payload", "rounds", "link.delay"]
+        );
     }
 
     #[test]

@@ -553,12 +553,7 @@ struct Terminal {
 
 impl Terminal {
     fn new(scenario: &Scenario, show_bars: bool, json: bool) -> Terminal {
-        let mut varying: Vec<String> = scenario
-            .grid
-            .varying()
-            .into_iter()
-            .map(str::to_string)
-            .collect();
+        let mut varying = wirebench_runner::varying(&wirebench_runner::plan(scenario));
         if !varying.iter().any(|v| v == "workload") {
             varying.insert(0, "workload".into());
         }

@@ -357,3 +357,39 @@ fn errors_print_their_cause_once() {
     let err = usage_error(&["shell", "--link", "rate=fast", "--", "true"]);
     assert_eq!(err.matches("expected a number").count(), 1, "{err}");
 }
+
+#[test]
+fn progress_lines_name_every_parameter_that_varies() {
+    // The parts, not the grid, make these cases differ.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("parts.toml");
+    std::fs::write(
+        &file,
+        "[params]\nworkload = \"pingpong\"\npayload = 10\nrounds = 3\n\
+         [[part]]\nname = \"a\"\nparams = { think = [\"0\", \"10ms\"] }\n\
+         [[part]]\nname = \"b\"\nparams = { think = \"20ms\", nodelay = \"off\" }\n",
+    )
+    .unwrap();
+    let o = run_ok(&[
+        "run",
+        file.to_str().unwrap(),
+        "--no-report",
+        "--out",
+        tmp.path().join("r").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8(o.stderr).unwrap();
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(
+        lines[0].starts_with("[1/3] workload=pingpong think=0 nodelay=on "),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with("[2/3] workload=pingpong think=10ms nodelay=on "),
+        "{err}"
+    );
+    assert!(
+        lines[2].starts_with("[3/3] workload=pingpong think=20ms nodelay=off "),
+        "{err}"
+    );
+}
