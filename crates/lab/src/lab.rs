@@ -125,9 +125,9 @@ impl Lab {
         }
         self.emulator
             .configure(up, down, seed)
-            .map_err(|source| LabError::Io {
+            .map_err(|error| LabError::Io {
                 what: "cannot reconfigure the link".into(),
-                source,
+                error,
             })?;
         self.emulator.reset_release_error();
         Ok(())
@@ -176,9 +176,9 @@ impl Lab {
 
 fn open_pcap(path: Option<&Path>) -> Result<Option<PcapWriter>, LabError> {
     path.map(|p| {
-        PcapWriter::create(p).map_err(|source| LabError::Io {
+        PcapWriter::create(p).map_err(|error| LabError::Io {
             what: format!("cannot create {}", p.display()),
-            source,
+            error,
         })
     })
     .transpose()
@@ -192,8 +192,8 @@ fn start_emulator(
     seed: u64,
     pcap: Option<PcapWriter>,
 ) -> Result<Emulator, LabError> {
-    Emulator::start(a, b, up, down, seed, pcap).map_err(|source| LabError::Io {
+    Emulator::start(a, b, up, down, seed, pcap).map_err(|error| LabError::Io {
         what: "cannot start the emulator thread".into(),
-        source,
+        error,
     })
 }

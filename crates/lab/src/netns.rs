@@ -22,6 +22,8 @@ pub const PREFIX: &str = "wb-";
 /// Ctrl-C) deletes them through [`cleanup_registered`].
 static REGISTERED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
+// Causes are part of the messages, not `source`s, so a chain printed with `{:#}` does not
+// repeat them.
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
     #[error(
@@ -31,8 +33,8 @@ pub enum LabError {
     NotRoot,
     #[error("`{command}` failed: {detail}")]
     Command { command: String, detail: String },
-    #[error("{what}: {source}")]
-    Io { what: String, source: io::Error },
+    #[error("{what}: {error}")]
+    Io { what: String, error: io::Error },
 }
 
 /// Runs a command, turning a non-zero exit into an error carrying its stderr.
@@ -133,9 +135,9 @@ impl Netns {
         }
         std::fs::create_dir_all(&dir)
             .and_then(|_| std::fs::write(format!("{dir}/hosts"), text))
-            .map_err(|source| LabError::Io {
+            .map_err(|error| LabError::Io {
                 what: format!("cannot write {dir}/hosts"),
-                source,
+                error,
             })
     }
 
@@ -159,16 +161,16 @@ impl Drop for Netns {
 /// Moves the calling thread into the named namespace.
 pub fn enter(name: &str) -> Result<(), LabError> {
     let path = format!("/run/netns/{name}");
-    let f = File::open(&path).map_err(|source| LabError::Io {
+    let f = File::open(&path).map_err(|error| LabError::Io {
         what: format!("cannot open {path}"),
-        source,
+        error,
     })?;
     // SAFETY: f is an open namespace file; setns affects only the calling thread.
     let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
     if r != 0 {
         return Err(LabError::Io {
             what: format!("setns into {name}"),
-            source: io::Error::last_os_error(),
+            error: io::Error::last_os_error(),
         });
     }
     Ok(())

@@ -41,9 +41,9 @@ impl Tun {
         let file = std::thread::scope(|s| {
             s.spawn(|| -> Result<File, LabError> {
                 crate::netns::enter(&name)?;
-                open_tun(IFNAME).map_err(|source| LabError::Io {
+                open_tun(IFNAME).map_err(|error| LabError::Io {
                     what: "cannot create a TUN device (is /dev/net/tun available?)".into(),
-                    source,
+                    error,
                 })
             })
             .join()
@@ -72,9 +72,9 @@ impl Tun {
     /// Creates a TUN device `name` in the root namespace (for `wirebench shell`). It is
     /// not persistent: it disappears when this process closes it or dies.
     pub fn create_root(name: &str, addr: &str, prefix: u8, mtu: u32) -> Result<Tun, LabError> {
-        let file = open_tun(name).map_err(|source| LabError::Io {
+        let file = open_tun(name).map_err(|error| LabError::Io {
             what: "cannot create a TUN device (is /dev/net/tun available?)".into(),
-            source,
+            error,
         })?;
         // IPv4 only on the link (see Netns::create); best effort, the counters show
         // anything else that crosses.

@@ -114,10 +114,10 @@ impl Default for LinkSpec {
 pub enum SpecError {
     #[error("empty link spec (examples: {EXAMPLES})")]
     Empty,
-    #[error("link {field}: {source}")]
+    #[error("link {field}: {error}")]
     Unit {
         field: &'static str,
-        source: UnitError,
+        error: UnitError,
     },
     #[error("link {field}={value:?}: {reason} (example: {field}={example})")]
     Invalid {
@@ -223,10 +223,10 @@ impl Field {
         }
     }
 
-    fn unit(self, source: UnitError) -> SpecError {
+    fn unit(self, error: UnitError) -> SpecError {
         SpecError::Unit {
             field: self.name(),
-            source,
+            error,
         }
     }
 
@@ -361,7 +361,7 @@ fn parse_outage(v: &str) -> Result<Outage, SpecError> {
     let ns = |part: &str| -> Result<u64, SpecError> {
         match parse_ns(f, part) {
             Ok(ns) => Ok(ns),
-            Err(SpecError::Unit { source, .. }) => Err(f.invalid(v, source.to_string())),
+            Err(SpecError::Unit { error, .. }) => Err(f.invalid(v, error.to_string())),
             Err(SpecError::Invalid { reason, .. }) => {
                 Err(f.invalid(v, format!("{part:?} is {reason}")))
             }

@@ -89,6 +89,9 @@ pub enum ValueError {
         what: &'static str,
         reason: String,
     },
+    /// Parsed, but outside what the parameter allows (`reason` says what is).
+    #[error("{input:?} is not allowed: {reason}")]
+    NotAllowed { input: String, reason: String },
 }
 
 impl Kind {

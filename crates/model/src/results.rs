@@ -7,6 +7,111 @@ use serde_json::Map;
 
 pub const SCHEMA: u32 = 1;
 
+/// Every metric a case can record (docs/results.md defines them), so a `--columns`
+/// pattern that matches none of them is refused instead of giving an empty CSV.
+pub const METRICS: &[&str] = &[
+    "case.duration",
+    "connect.handshake",
+    "connect.time",
+    "rtt.first",
+    "rtt.second",
+    "rtt.stable",
+    "rtt.min",
+    "rtt.mean",
+    "rtt.max",
+    "rtt.p50",
+    "rtt.p90",
+    "rtt.p99",
+    "rtt.p999",
+    "rtt.model",
+    "rtt.theory_payload",
+    "throughput.duration",
+    "throughput.bits_per_s",
+    "throughput.frame_bits_per_s",
+    "throughput.messages_per_s",
+    "bytes.payload",
+    "bytes.sent",
+    "bytes.received",
+    "messages.sent",
+    "messages.received",
+    "messages.lost",
+    "messages.duplicated",
+    "messages.reordered",
+    "messages.corrupt",
+    "link.utilization",
+    "link.emulator_cpu",
+    "link.dropped.queue",
+    "link.dropped.loss",
+    "link.dropped.mtu",
+    "link.dropped.outage",
+    "link.dropped.other",
+    "link.dropped.tun",
+    "link.release_error.p50",
+    "link.release_error.p99",
+    "link.release_error.max",
+    "wire.packets",
+    "wire.bytes",
+    "wire.up.packets",
+    "wire.up.bytes",
+    "wire.down.packets",
+    "wire.down.bytes",
+    "wire.bytes_per_message",
+    "wire.overhead_per_message",
+    "wire.stable.bytes_per_message",
+    "wire.stable.overhead_per_message",
+    "xmpp.login",
+    "xmpp.first_delivery",
+    "irc.login",
+    "irc.link_setup",
+    "irc.nick_known",
+    "irc.first_delivery",
+    "irc.lines_per_message",
+    "irc.drain_wait",
+    "x2x.link_bytes",
+    "x2x.stanzas",
+    "x2x.connections",
+    "x2x.tfo_used",
+    "x2x.bytes_per_stanza",
+    "x2x.overhead_per_stanza",
+    "x2x.resent",
+];
+
+/// Checks one `--columns` pattern (a metric name, or a prefix ending in `*`) against
+/// [`METRICS`]; the error suggests the closest name and lists the families.
+pub fn check_column(pattern: &str) -> Result<(), String> {
+    let matches = |m: &&str| match pattern.strip_suffix('*') {
+        Some(prefix) => m.starts_with(prefix),
+        None => *m == pattern,
+    };
+    if METRICS.iter().any(matches) {
+        return Ok(());
+    }
+    let mut families: Vec<String> = Vec::new();
+    for m in METRICS {
+        let f = format!("{}.*", m.split('.').next().unwrap_or(m));
+        if !families.contains(&f) {
+            families.push(f);
+        }
+    }
+    // Compare like with like: a prefix pattern with the families, a name with the names.
+    let candidates: Vec<String> = if pattern.ends_with('*') {
+        families.clone()
+    } else {
+        METRICS.iter().map(|m| m.to_string()).collect()
+    };
+    let hint = candidates
+        .iter()
+        .map(|c| (strsim::levenshtein(pattern, c), c))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, c)| format!(" (did you mean `{c}`?)"))
+        .unwrap_or_default();
+    Err(format!(
+        "{pattern:?} matches no metric{hint}; metrics: {} (docs/results.md lists them all)",
+        families.join(", ")
+    ))
+}
+
 /// A measured value with its unit (`s`, `B`, `bit/s`, `msg/s`, `count`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
@@ -88,5 +193,33 @@ impl Record {
             name.to_string(),
             serde_json::to_value(m).unwrap_or_default(),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_must_match_a_known_metric() {
+        for ok in [
+            "rtt.*",
+            "rtt.p50",
+            "throughput.*",
+            "*",
+            "link.dropped.*",
+            "x2x.resent",
+        ] {
+            assert_eq!(check_column(ok), Ok(()), "{ok}");
+        }
+        let e = check_column("nosuch.*").unwrap_err();
+        assert!(
+            e.starts_with("\"nosuch.*\" matches no metric; metrics: case.*, connect.*, rtt.*"),
+            "{e}"
+        );
+        let e = check_column("rt.*").unwrap_err();
+        assert!(e.contains("(did you mean `rtt.*`?)"), "{e}");
+        let e = check_column("rtt.p5").unwrap_err();
+        assert!(e.contains("(did you mean `rtt.p50`?)"), "{e}");
     }
 }

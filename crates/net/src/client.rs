@@ -7,12 +7,14 @@ use wirebench_model::clock::monotonic_ns;
 use wirebench_proto::control::{self, LineBuffer, Open, Reply, Request, SessionReport};
 
 /// Failures talking to a server; each names the address involved.
+// Causes are part of the messages, not `source`s, so a chain printed with `{:#}` does not
+// repeat them.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
-    #[error("cannot resolve {addr}: {source}")]
-    Resolve { addr: String, source: io::Error },
-    #[error("cannot reach the wirebench server at {addr}: {source}")]
-    Unreachable { addr: String, source: io::Error },
+    #[error("cannot resolve {addr}: {error}")]
+    Resolve { addr: String, error: io::Error },
+    #[error("cannot reach the wirebench server at {addr}: {error}")]
+    Unreachable { addr: String, error: io::Error },
     #[error("the server at {addr} did not answer within {secs}s (is it a wirebench server?)")]
     NoAnswer { addr: String, secs: u64 },
     #[error("the server at {addr} closed the control connection")]
@@ -21,17 +23,17 @@ pub enum NetError {
     Garbled { addr: String, detail: String },
     #[error("the server at {addr} refused: {msg}")]
     Refused { addr: String, msg: String },
-    #[error("control connection to {addr} failed: {source}")]
-    Io { addr: String, source: io::Error },
+    #[error("control connection to {addr} failed: {error}")]
+    Io { addr: String, error: io::Error },
 }
 
 /// Connects to the first address `addr` resolves to that answers within `timeout`.
 pub fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, NetError> {
     let addrs: Vec<SocketAddr> = addr
         .to_socket_addrs()
-        .map_err(|source| NetError::Resolve {
+        .map_err(|error| NetError::Resolve {
             addr: addr.to_string(),
-            source,
+            error,
         })?
         .collect();
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no addresses");
@@ -43,7 +45,7 @@ pub fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, NetError> {
     }
     Err(NetError::Unreachable {
         addr: addr.to_string(),
-        source: last,
+        error: last,
     })
 }
 
@@ -64,9 +66,9 @@ impl ControlClient {
     /// Connects and says hello, failing within about `timeout` if nothing answers.
     pub fn connect(addr: &str, timeout: Duration) -> Result<ControlClient, NetError> {
         let stream = connect(addr, timeout)?;
-        let io = |source| NetError::Io {
+        let io = |error| NetError::Io {
             addr: addr.to_string(),
-            source,
+            error,
         };
         stream.set_nodelay(true).map_err(io)?;
         stream.set_read_timeout(Some(timeout)).map_err(io)?;
@@ -95,9 +97,9 @@ impl ControlClient {
         self.stream
             .peer_addr()
             .map(|a| a.ip())
-            .map_err(|source| NetError::Io {
+            .map_err(|error| NetError::Io {
                 addr: self.addr.clone(),
-                source,
+                error,
             })
     }
 
@@ -114,15 +116,15 @@ impl ControlClient {
     pub fn result(&mut self, session: u64) -> Result<SessionReport, NetError> {
         // The server bounds its own wait; give it that long plus our usual margin.
         let wait = Duration::from_secs(60) + self.timeout;
-        let io = |source| NetError::Io {
+        let io = |error| NetError::Io {
             addr: self.addr.clone(),
-            source,
+            error,
         };
         self.stream.set_read_timeout(Some(wait)).map_err(io)?;
         let r = self.call(&Request::Result { session });
-        let io = |source| NetError::Io {
+        let io = |error| NetError::Io {
             addr: self.addr.clone(),
-            source,
+            error,
         };
         self.stream
             .set_read_timeout(Some(self.timeout))
@@ -142,9 +144,9 @@ impl ControlClient {
         let addr = self.addr.clone();
         self.stream
             .write_all(&req.to_line())
-            .map_err(|source| NetError::Io {
+            .map_err(|error| NetError::Io {
                 addr: addr.clone(),
-                source,
+                error,
             })?;
         let started = Instant::now();
         let mut buf = [0u8; 4096];
@@ -171,7 +173,7 @@ impl ControlClient {
                         secs: started.elapsed().as_secs().max(1),
                     });
                 }
-                Err(source) => return Err(NetError::Io { addr, source }),
+                Err(error) => return Err(NetError::Io { addr, error }),
             }
         }
     }

@@ -10,12 +10,12 @@ use wirebench_xmpp::{Client, ClientConfig, Event, XmppError, rustls};
 
 #[derive(Debug, thiserror::Error)]
 pub enum XmppDriveError {
-    #[error("cannot connect to the XMPP server at {addr}: {source}")]
-    Connect { addr: SocketAddr, source: io::Error },
-    #[error("XMPP connection to {addr} failed: {source}")]
-    Io { addr: SocketAddr, source: io::Error },
-    #[error("XMPP session with {addr}: {source}")]
-    Protocol { addr: SocketAddr, source: XmppError },
+    #[error("cannot connect to the XMPP server at {addr}: {error}")]
+    Connect { addr: SocketAddr, error: io::Error },
+    #[error("XMPP connection to {addr} failed: {error}")]
+    Io { addr: SocketAddr, error: io::Error },
+    #[error("XMPP session with {addr}: {error}")]
+    Protocol { addr: SocketAddr, error: XmppError },
     #[error("XMPP session with {addr}: no {what} before the deadline")]
     Timeout { addr: SocketAddr, what: String },
     #[error("XMPP session with {addr}: the server closed the connection while waiting for {what}")]
@@ -57,10 +57,10 @@ impl XmppSession {
         timeout: Duration,
     ) -> Result<(XmppSession, Vec<Timed>), XmppDriveError> {
         let stream = TcpStream::connect_timeout(&addr, timeout)
-            .map_err(|source| XmppDriveError::Connect { addr, source })?;
+            .map_err(|error| XmppDriveError::Connect { addr, error })?;
         stream
             .set_nodelay(true)
-            .map_err(|source| XmppDriveError::Io { addr, source })?;
+            .map_err(|error| XmppDriveError::Io { addr, error })?;
         let mut s = XmppSession {
             stream,
             client: Client::new(cfg, tls, seed),
@@ -87,9 +87,9 @@ impl XmppSession {
         while let Some(bytes) = self.client.poll_transmit() {
             self.stream
                 .write_all(&bytes)
-                .map_err(|source| XmppDriveError::Io {
+                .map_err(|error| XmppDriveError::Io {
                     addr: self.addr,
-                    source,
+                    error,
                 })?;
             self.bytes_out += bytes.len() as u64;
         }
@@ -113,7 +113,7 @@ impl XmppSession {
             }
             self.stream
                 .set_read_timeout(Some(left.max(Duration::from_millis(1))))
-                .map_err(|source| XmppDriveError::Io { addr, source })?;
+                .map_err(|error| XmppDriveError::Io { addr, error })?;
             match self.stream.read(&mut self.buf) {
                 Ok(0) => {
                     let _ = self.client.handle_eof();
@@ -126,7 +126,7 @@ impl XmppSession {
                     self.bytes_in += n as u64;
                     let r = self.client.handle_input(monotonic_ns(), &self.buf[..n]);
                     self.flush()?;
-                    r.map_err(|source| XmppDriveError::Protocol { addr, source })?;
+                    r.map_err(|error| XmppDriveError::Protocol { addr, error })?;
                 }
                 Err(e) if crate::sock::would_block(&e) => {
                     if Instant::now() >= deadline {
@@ -136,7 +136,7 @@ impl XmppSession {
                         });
                     }
                 }
-                Err(source) => return Err(XmppDriveError::Io { addr, source }),
+                Err(error) => return Err(XmppDriveError::Io { addr, error }),
             }
         }
     }
@@ -145,7 +145,7 @@ impl XmppSession {
         let addr = self.addr;
         self.client
             .send_message(to, body, id)
-            .map_err(|source| XmppDriveError::Protocol { addr, source })?;
+            .map_err(|error| XmppDriveError::Protocol { addr, error })?;
         self.flush()
     }
 

@@ -8,11 +8,8 @@ pub mod prosody;
 pub enum PeerError {
     #[error("{program} is not installed; install it with: {install}")]
     Missing { program: String, install: String },
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
+    #[error("{what}: {error}")]
+    Io { what: String, error: std::io::Error },
     #[error("{what}\n{detail}")]
     Failed { what: String, detail: String },
 }

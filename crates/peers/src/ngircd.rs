@@ -232,9 +232,9 @@ fn run_as_ids() -> Result<(u32, u32), PeerError> {
 
 /// Checks that `uid`/`gid` can search every directory from `/` down to `dir`.
 fn check_reachable(dir: &Path, uid: u32, gid: u32) -> Result<(), PeerError> {
-    let dir = dir.canonicalize().map_err(|source| PeerError::Io {
+    let dir = dir.canonicalize().map_err(|error| PeerError::Io {
         what: format!("cannot resolve {}", dir.display()),
-        source,
+        error,
     })?;
     for a in dir.ancestors() {
         let Ok(m) = std::fs::metadata(a) else {
@@ -312,7 +312,7 @@ impl Ngircd {
             )
         })?;
         let (uid, gid) = run_as_ids()?;
-        let io = |what: String| move |source| PeerError::Io { what, source };
+        let io = |what: String| move |error| PeerError::Io { what, error };
         for sub in ["run", "conf.d"] {
             std::fs::create_dir_all(dir.join(sub))
                 .map_err(io(format!("cannot create {}", dir.display())))?;
@@ -515,9 +515,9 @@ impl IrcConn {
             s.set_nodelay(true)?;
             Ok(s)
         })
-        .map_err(|source| PeerError::Io {
+        .map_err(|error| PeerError::Io {
             what: format!("cannot connect to the IRC server at {addr}"),
-            source,
+            error,
         })?;
         let mut c = IrcConn {
             stream,
@@ -547,12 +547,10 @@ impl IrcConn {
     /// Writes what the engine has queued.
     pub fn flush(&mut self) -> Result<(), PeerError> {
         if let Some(out) = self.client.poll_transmit() {
-            self.stream
-                .write_all(&out)
-                .map_err(|source| PeerError::Io {
-                    what: format!("writing to {}", self.addr),
-                    source,
-                })?;
+            self.stream.write_all(&out).map_err(|error| PeerError::Io {
+                what: format!("writing to {}", self.addr),
+                error,
+            })?;
         }
         Ok(())
     }
@@ -593,10 +591,10 @@ impl IrcConn {
                         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                     ) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(source) => {
+                Err(error) => {
                     return Err(PeerError::Io {
                         what: format!("reading from {} (waiting for {what})", self.addr),
-                        source,
+                        error,
                     });
                 }
             }

@@ -180,7 +180,7 @@ impl Prosody {
         netns: Option<&str>,
     ) -> Result<Prosody, PeerError> {
         ensure_installed()?;
-        let io = |what: String| move |source| PeerError::Io { what, source };
+        let io = |what: String| move |error| PeerError::Io { what, error };
         // Prosody resolves relative paths in its configuration against the directory of
         // the configuration file, not our working directory: everything it is given must
         // be absolute (a relative results directory is the default).

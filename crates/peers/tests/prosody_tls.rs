@@ -151,8 +151,8 @@ fn tls_required_but_unusable_fails_with_a_clear_error() {
     .expect("login with an untrusted certificate must fail");
     eprintln!("refusal seen by the user: {err}");
     match &err {
-        XmppDriveError::Protocol { source, .. } => {
-            assert!(matches!(source, XmppError::Tls(_)), "{source:?}")
+        XmppDriveError::Protocol { error, .. } => {
+            assert!(matches!(error, XmppError::Tls(_)), "{error:?}")
         }
         other => panic!("expected a TLS protocol error, got {other}"),
     }

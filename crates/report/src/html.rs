@@ -16,13 +16,13 @@ use wirebench_model::{Record, Status};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
-    #[error("{path} line {line}: not a wirebench result record: {source}")]
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: io::Error },
+    #[error("{path} line {line}: not a wirebench result record: {error}")]
     Record {
         path: PathBuf,
         line: usize,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     #[error("{0}: no results.jsonl here; give the directory a `wirebench run` wrote")]
     NotResults(PathBuf),
@@ -38,9 +38,9 @@ pub struct Written {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ReportError + '_ {
-    move |source| ReportError::Io {
+    move |error| ReportError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
@@ -67,10 +67,10 @@ pub fn read_records(dir: &Path) -> Result<Vec<Record>, ReportError> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|source| ReportError::Record {
+            serde_json::from_str(l).map_err(|error| ReportError::Record {
                 path: path.clone(),
                 line: i + 1,
-                source,
+                error,
             })
         })
         .collect()

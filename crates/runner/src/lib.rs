@@ -87,6 +87,33 @@ pub fn plan(scenario: &Scenario) -> Vec<Case> {
     cases
 }
 
+/// The parameters whose value differs between the planned cases, in order of first
+/// appearance: what a progress line must show to tell the cases apart, also when
+/// `[[part]]`s or link parameters make them differ. Absent counts as a value, except
+/// where the case's workload does not use the parameter (`rounds` in a stream case).
+pub fn varying(cases: &[Case]) -> Vec<String> {
+    let mut names: Vec<&str> = Vec::new();
+    for c in cases {
+        for (n, _) in &c.point {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter(|n| {
+            let mut values = cases
+                .iter()
+                .filter(|c| applies(n, c.workload()))
+                .map(|c| c.get(n));
+            let first = values.next();
+            values.any(|v| Some(v) != first)
+        })
+        .map(str::to_string)
+        .collect()
+}
+
 /// Where and how to run.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -118,13 +145,10 @@ pub enum RunError {
     Lab(#[from] wirebench_lab::LabError),
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Link(#[from] link::CaseLinkError),
-    #[error("cannot write results to {path}: {source}")]
-    Results {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot write results to {path}: {error}")]
+    Results { path: String, error: std::io::Error },
 }
 
 /// What a run did.
@@ -149,9 +173,9 @@ pub fn run(
     // Peers (Prosody, ngircd, gateways) run with other working directories and resolve
     // relative paths against their own: hand everyone absolute paths.
     let absolute = |p: &std::path::Path| {
-        std::path::absolute(p).map_err(|source| RunError::Results {
+        std::path::absolute(p).map_err(|error| RunError::Results {
             path: p.display().to_string(),
-            source,
+            error,
         })
     };
     let opts = &RunOptions {
@@ -292,9 +316,9 @@ impl Job<'_> {
         } else {
             None
         };
-        let results_err = |source| RunError::Results {
+        let results_err = |error| RunError::Results {
             path: opts.out.display().to_string(),
-            source,
+            error,
         };
         let pivot = PivotOptions {
             tables: scenario.tables.clone(),
@@ -747,6 +771,32 @@ mod tests {
         assert!(plan(&s2).iter().all(
             |c| c.get("link.delay") == Some(&wirebench_model::Value::Duration(Duration::ZERO))
         ));
+    }
+
+    #[test]
+    fn varying_names_what_tells_cases_apart() {
+        // satcom-irc's cases differ in link parameters set by its parts, not in its grid.
+        let s = Scenario::builtin("satcom-irc").unwrap();
+        let v = varying(&plan(&s));
+        assert!(v.iter().any(|n| n == "link.delay"), "{v:?}");
+        let mut s = Scenario::empty("t");
+        s.set_param("workload", "pingpong,stream").unwrap();
+        s.set_param("payload", "1,2").unwrap();
+        // `rounds` is constant where its workload uses it: it does not vary.
+        assert_eq!(varying(&plan(&s)), ["workload", "payload"]);
+        s.set_param("workload", "pingpong").unwrap();
+        assert_eq!(varying(&plan(&s)), ["payload"]);
+        // A link in one part only: its absence from the other part's cases counts.
+        let with_link = Scenario::parse(
+            "[params]\npayload = [1, 2]\n[[part]]\nname = \"a\"\nparams = { rounds = 5 }\n\
+             [[part]]\nname = \"b\"\nparams = { \"link.delay\" = \"1s\" }\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            varying(&plan(&with_link)),
+            ["payload", "rounds", "link.delay"]
+        );
     }
 
     #[test]

@@ -265,7 +265,7 @@ impl Scenario {
                 return Err(cx.err(None, &key, format!("empty value in list {text:?}")));
             }
             values.push(
-                ParamValue::parse(spec.kind, part)
+                spec.parse(part)
                     .map_err(|e| cx.err(None, &key, e.to_string()))?,
             );
         }
@@ -433,7 +433,7 @@ fn parse_params(
                 return Err(cx.err(vspan, &key, format!("{text} needs a unit, written as a string (e.g. \"{text}s\" or \"{text}KiB\")")));
             }
             values.push(
-                ParamValue::parse(spec.kind, &text)
+                spec.parse(&text)
                     .map_err(|e| cx.err(vspan, &key, e.to_string()))?,
             );
         }
@@ -743,7 +743,14 @@ fn parse_output(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioEr
                 }
                 sc.tables = Some(list);
             }
-            "columns" => sc.columns = Some(string_list(cx, item, &key)?),
+            "columns" => {
+                let list = string_list(cx, item, &key)?;
+                for c in &list {
+                    wirebench_model::results::check_column(c)
+                        .map_err(|e| cx.err(item_span(item), &key, e))?;
+                }
+                sc.columns = Some(list);
+            }
             other => return Err(unknown_key(cx, item, &key, other, &["tables", "columns"])),
         }
     }
@@ -845,6 +852,16 @@ mod tests {
         assert!(e.contains("zero cases"), "{e}");
         let e = err("[output]\ntables = [\"colour\"]\n");
         assert!(e.starts_with("bad.toml:2: output.tables:"), "{e}");
+        let e = err("[output]\ncolumns = [\"rtt.*\", \"nosuch.*\"]\n");
+        assert!(
+            e.starts_with("bad.toml:2: output.columns: \"nosuch.*\" matches no metric"),
+            "{e}"
+        );
+        let e = err("[params]\nrounds = [10, 0]\n");
+        assert!(
+            e.starts_with("bad.toml:2: params.rounds: \"0\" is not allowed"),
+            "{e}"
+        );
     }
 
     #[test]

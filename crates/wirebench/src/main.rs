@@ -1,8 +1,8 @@
 //! The `wirebench` command: parses arguments into a scenario, hands it to the runner, and
 //! renders what comes back. No measurement logic lives here.
 
-use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand};
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -17,6 +17,17 @@ use wirebench_runner::{BUILTIN, Case, Observer, RunOptions, Scenario};
 
 /// Default control port of `wirebench serve`.
 const DEFAULT_PORT: u16 = 7420;
+
+const RUN_EXAMPLES: &str = "Examples:\n  \
+    wirebench run                                  # the built-in default scenario\n  \
+    wirebench run --workload pingpong --payload 2,100,1500 --rounds 10k\n  \
+    wirebench run --workload stream --mode oneway,echo --payload 100,10KiB,1MiB --repeat 3\n  \
+    wirebench run payload-sweep --tables mode --columns 'throughput.*'\n  \
+    wirebench run my.toml --part latency --out results/today\n  \
+    wirebench run --server 127.0.0.1:7420          # against a running `wirebench serve`\n  \
+    wirebench run --link 2400bit/500ms --workload pingpong --payload 2 --rounds 10  # needs root\n\n\
+    A comma-separated list makes the parameter a grid axis: the cases are every combination.\n\
+    Scenario files: docs/scenarios.md; metrics (for --columns): docs/results.md.";
 
 #[derive(Parser)]
 #[command(
@@ -43,23 +54,35 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a scenario (a file, a built-in name, or the default) and record the results.
+    #[command(after_help = RUN_EXAMPLES)]
     Run(Box<RunArgs>),
     /// Run the reference server: a control port that opens data listeners on request.
+    #[command(after_help = "Examples:\n  \
+        wirebench serve                                    # on 127.0.0.1:7420\n  \
+        wirebench serve --listen 0.0.0.0 --max-payload 64MiB\n  \
+        wirebench serve --listen [::1]:9000 --quiet\n\n\
+        Then, from another terminal or host: wirebench run --server HOST[:PORT]")]
     Serve(ServeArgs),
     /// List the built-in scenarios.
     Scenarios,
-    /// Run any command in a host whose traffic to this machine crosses an emulated link.
+    /// Run any command in a host whose traffic to this machine crosses an emulated link
+    /// (needs root).
     ///
     /// The command runs in a fresh network namespace as 198.18.0.2; this machine's root
     /// namespace is reachable from it as 198.18.0.1, through the link. Nothing else is
-    /// reachable. Example: put a client behind a satcom link to a server listening here:
-    ///   wirebench shell --link 2400bit/500ms -- curl http://198.18.0.1:8080/
+    /// reachable. Needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN): it creates network
+    /// namespaces and a TUN device.
+    #[command(after_help = "Examples:\n  \
+        wirebench shell --link 2400bit/500ms -- curl http://198.18.0.1:8080/\n  \
+        wirebench shell --uplink 1Mbit/300ms --downlink 10Mbit/300ms --pcap sat.pcap -- bash\n  \
+        wirebench shell --link rate=19200bit,delay=250ms,loss=1% -- ping -c 3 198.18.0.1")]
     Shell(ShellArgs),
     /// Write DIR/report.html (charts, tables, published figures) from a results directory.
     ///
     /// `wirebench run` does this at the end of every run unless --no-report; use this to
     /// rebuild it, e.g. after an interrupted run. Charts are also saved as SVG and PNG
     /// under DIR/charts/.
+    #[command(after_help = "Example:\n  wirebench report wirebench-runs/20261121-110000-default")]
     Report {
         /// A results directory written by `wirebench run`.
         dir: PathBuf,
@@ -69,6 +92,10 @@ enum Command {
     /// Cases are matched by their parameters (1KiB and 1024 are the same payload).
     /// Ratios that differ from 1 by more than --threshold are flagged; the exit code is 1
     /// when any is and --fail-on-change is given (for CI regression checks).
+    #[command(after_help = "Examples:\n  \
+        wirebench compare wirebench-runs/before wirebench-runs/after\n  \
+        wirebench compare before after --threshold 10% --fail-on-change   # in CI\n  \
+        wirebench compare before after --all --html comparison.html")]
     Compare(CompareArgs),
     /// Run a zero-handshake XMPP server link gateway (XEP-0361) until Ctrl-C.
     ///
@@ -83,6 +110,10 @@ enum Command {
         config: PathBuf,
     },
     /// Manage lab leftovers.
+    #[command(after_help = "Examples:\n  \
+        wirebench lab list          # namespaces of wirebench runs, alive or gone\n  \
+        wirebench lab clean         # delete those of runs that were killed (needs root)\n  \
+        wirebench lab clean --all   # also those of runs still alive")]
     Lab {
         #[command(subcommand)]
         command: LabCommand,
@@ -146,7 +177,8 @@ struct ShellArgs {
 #[derive(Args)]
 struct RunArgs {
     /// Scenario file (TOML) or built-in scenario name; default: the built-in `default`.
-    /// Parameter flags below override the scenario's values.
+    /// Parameter flags below override the scenario's values; a parameter's default
+    /// applies when neither sets it.
     scenario: Option<String>,
 
     /// Wire protocol: raw (built-in server), xmpp (two real Prosody servers in lab hosts) or
@@ -199,7 +231,7 @@ struct RunArgs {
         help_heading = "Parameters (comma-separated lists become grid axes)"
     )]
     count: Option<String>,
-    /// TCP_NODELAY on both ends: on (default) or off (let Nagle coalesce small writes).
+    /// TCP_NODELAY on both ends: on, or off (let Nagle coalesce small writes).
     #[arg(
         long,
         value_name = "LIST",
@@ -264,14 +296,14 @@ struct RunArgs {
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     link_loss: Option<String>,
-    /// Drop-tail queue bound in bytes (default: 1000 packets).
+    /// Drop-tail queue bound in bytes [default: 1000 packets].
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     link_queue: Option<String>,
-    /// Link MTU in bytes (default 1500).
+    /// Link MTU in bytes [default: 1500].
     #[arg(
         long,
         value_name = "LIST",
@@ -341,8 +373,77 @@ struct ServeArgs {
     quiet: bool,
 }
 
+/// The command line's definition, with each parameter's default (from the registry the
+/// runner uses) appended to its flag's help: the flags themselves have no clap default,
+/// since a flag given overrides the scenario and one not given must not.
+fn command() -> clap::Command {
+    // `mut_subcommands`, not `mut_subcommand`: the latter moves `run` to the end of the list.
+    Cli::command().mut_subcommands(|mut run| {
+        if run.get_name() != "run" {
+            return run;
+        }
+        let params = wirebench_workload::params::PARAMS
+            .iter()
+            .chain(wirebench_workload::params::LINK_PARAMS);
+        for p in params.filter(|p| !p.default.is_empty()) {
+            let id = p.name.replace('.', "_");
+            if run.get_arguments().any(|a| a.get_id() == id.as_str()) {
+                run = run.mut_arg(id, |a| {
+                    let help = a.get_help().map(ToString::to_string).unwrap_or_default();
+                    a.help(format!("{help} [default: {}]", p.default))
+                });
+            }
+        }
+        run
+    })
+}
+
+/// Parses the command line; an unknown subcommand gets a suggestion (clap's own misses
+/// short typos such as `rn`), any other mistake clap's message. Exits on error or help.
+fn parse_cli() -> Cli {
+    let err = match command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
+        Ok(cli) => return cli,
+        Err(e) => e,
+    };
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() == ErrorKind::InvalidSubcommand {
+        if let Some(ContextValue::String(word)) = err.get(ContextKind::InvalidSubcommand) {
+            // Suggest among the subcommands of the command the word was given to.
+            let mut cmd = command();
+            for arg in std::env::args().skip(1) {
+                if &arg == word {
+                    break;
+                }
+                if let Some(sub) = cmd.find_subcommand(&arg).cloned() {
+                    cmd = sub;
+                }
+            }
+            let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+            eprintln!("wirebench: {}", unknown_command(word, &names));
+            std::process::exit(2);
+        }
+    }
+    err.exit()
+}
+
+/// `unknown command 'rn'; did you mean 'run'?`, or the list of commands.
+fn unknown_command(word: &str, names: &[&str]) -> String {
+    let best = names
+        .iter()
+        .map(|n| (strsim::levenshtein(word, n), *n))
+        .filter(|(d, n)| *d <= 2 && *d < n.len())
+        .min();
+    match best {
+        Some((_, n)) => format!("unknown command '{word}'; did you mean '{n}'?"),
+        None => format!("unknown command '{word}'; commands: {}", names.join(", ")),
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     let result = match cli.command {
         Command::Run(args) => run(*args),
         Command::Serve(args) => serve(args),
@@ -387,15 +488,86 @@ fn load_scenario(arg: Option<&str>) -> Result<Scenario> {
     )
 }
 
-fn with_port(addr: &str) -> String {
-    let has_port = addr
-        .rsplit_once(':')
-        .is_some_and(|(h, p)| p.parse::<u16>().is_ok() && !h.ends_with(':'));
-    if has_port {
-        addr.to_string()
+/// Reads `HOST`, `HOST:PORT`, `[IPV6]`, `[IPV6]:PORT` or a bare IPv6 address given to
+/// `flag`, as `host:port` text for the resolver; the port defaults to 7420. Port 0 (any
+/// free port) only makes sense when listening.
+fn parse_addr(flag: &str, text: &str, listen: bool) -> Result<String> {
+    let t = text.trim();
+    let bad = |why: &str| {
+        anyhow!(
+            "{flag} {text:?}: {why}; expected HOST, HOST:PORT or [IPV6]:PORT, e.g. 127.0.0.1:{DEFAULT_PORT}"
+        )
+    };
+    let (host, port) = if let Some(rest) = t.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or_else(|| bad("no ] after the IPv6 address"))?;
+        if host.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(bad(&format!("{host:?} is not an IPv6 address")));
+        }
+        match after {
+            "" => (host, None),
+            _ => (
+                host,
+                Some(
+                    after
+                        .strip_prefix(':')
+                        .ok_or_else(|| bad("expected :PORT after ]"))?,
+                ),
+            ),
+        }
+    } else if t.parse::<std::net::Ipv6Addr>().is_ok() {
+        (t, None)
     } else {
-        format!("{addr}:{DEFAULT_PORT}")
+        match t.rsplit_once(':') {
+            Some((h, _)) if h.contains(':') => {
+                return Err(bad(
+                    "an IPv6 address with a port goes in brackets, e.g. [::1]:7420",
+                ));
+            }
+            Some((h, p)) => (h, Some(p)),
+            None => (t, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(bad("no host"));
     }
+    let lowest = if listen { 0 } else { 1 };
+    let port = match port {
+        None => DEFAULT_PORT,
+        Some(p) => match p.parse::<u64>() {
+            Ok(n) if (lowest..=65535).contains(&n) => n as u16,
+            Ok(n) => bail!(
+                "{flag} {text:?}: port {n} is out of range ({lowest} to 65535{})",
+                if listen { "; 0 picks a free port" } else { "" }
+            ),
+            Err(_) => return Err(bad(&format!("port {p:?} is not a number"))),
+        },
+    };
+    Ok(if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    })
+}
+
+/// Refuses, before anything runs, a raw case whose payload the embedded server would
+/// refuse (a server given with --server says its own limit per case).
+fn check_embedded_payloads(scenario: &Scenario, origin: &str) -> Result<()> {
+    let limit = u64::from(ServerConfig::default().max_payload);
+    for case in wirebench_runner::plan(scenario) {
+        let Some((_, p)) = case.point.iter().find(|(n, _)| n == "payload") else {
+            continue;
+        };
+        if case.protocol() == "raw" && p.value.as_bytes().is_some_and(|b| b > limit) {
+            bail!(
+                "{origin} {p}: above the embedded server's limit of {}; for larger payloads \
+                 run `wirebench serve --max-payload SIZE` and pass its address with --server",
+                Bytes(limit)
+            );
+        }
+    }
+    Ok(())
 }
 
 fn run(args: RunArgs) -> Result<ExitCode> {
@@ -439,7 +611,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     }
     if let Some(r) = args.repeat {
         if r == 0 {
-            bail!("--repeat must be at least 1");
+            bail!("--repeat 0: must be at least 1");
         }
         scenario.repeat = r;
     }
@@ -448,6 +620,9 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     }
     if let Some(t) = &args.timeout {
         scenario.stall_timeout = parse_duration(t).context("--timeout")?;
+        if scenario.stall_timeout.is_zero() {
+            bail!("--timeout {t}: must be longer than 0 (every case would fail at once)");
+        }
     }
     let list = |s: &str| -> Vec<String> {
         s.split(',')
@@ -469,14 +644,31 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         scenario.tables = Some(tables);
     }
     if let Some(c) = &args.columns {
-        scenario.columns = Some(list(c));
+        let columns = list(c);
+        for c in &columns {
+            wirebench_model::results::check_column(c).map_err(|e| anyhow!("--columns: {e}"))?;
+        }
+        scenario.columns = Some(columns);
+    }
+    let server = args
+        .server
+        .as_deref()
+        .map(|s| parse_addr("--server", s, false))
+        .transpose()?;
+    if server.is_none() {
+        let origin = match (&args.payload, &args.scenario) {
+            (Some(_), _) => "--payload".to_string(),
+            (None, Some(file)) => format!("{file}: params.payload"),
+            (None, None) => "payload".to_string(),
+        };
+        check_embedded_payloads(&scenario, &origin)?;
     }
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| wirebench_runner::default_out_dir(&scenario.name));
     let opts = RunOptions {
-        server: args.server.as_deref().map(with_port),
+        server,
         out: out.clone(),
         connect_timeout: Duration::from_secs(5),
         command: std::env::args().collect(),
@@ -553,12 +745,7 @@ struct Terminal {
 
 impl Terminal {
     fn new(scenario: &Scenario, show_bars: bool, json: bool) -> Terminal {
-        let mut varying: Vec<String> = scenario
-            .grid
-            .varying()
-            .into_iter()
-            .map(str::to_string)
-            .collect();
+        let mut varying = wirebench_runner::varying(&wirebench_runner::plan(scenario));
         if !varying.iter().any(|v| v == "workload") {
             varying.insert(0, "workload".into());
         }
@@ -644,13 +831,21 @@ impl Observer for Terminal {
 
 fn serve(args: ServeArgs) -> Result<ExitCode> {
     let max = Bytes::parse(&args.max_payload).context("--max-payload")?;
-    let max_payload = u32::try_from(max.0).context("--max-payload must be below 4GiB")?;
+    let max_payload = u32::try_from(max.0)
+        .ok()
+        .filter(|m| *m > 0)
+        .ok_or_else(|| {
+            anyhow!(
+                "--max-payload {}: must be from 1B to below 4GiB",
+                args.max_payload
+            )
+        })?;
     let cfg = ServerConfig {
         max_payload,
         log: !args.quiet,
         ..Default::default()
     };
-    let listen = with_port(&args.listen);
+    let listen = parse_addr("--listen", &args.listen, true)?;
     let server =
         Server::bind(listen.as_str(), cfg).with_context(|| format!("cannot listen on {listen}"))?;
     eprintln!(
@@ -664,7 +859,11 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
 fn lab(cmd: LabCommand) -> Result<ExitCode> {
     match cmd {
         LabCommand::List => {
-            for (name, pid) in wirebench_lab::netns::list() {
+            let found = wirebench_lab::netns::list();
+            if found.is_empty() {
+                eprintln!("no lab namespaces");
+            }
+            for (name, pid) in found {
                 let state = match pid {
                     Some(p) if Path::new(&format!("/proc/{p}")).exists() => {
                         format!("run {p} alive")

@@ -320,3 +320,349 @@ fn interrupt_keeps_finished_cases() {
         "the run stopped early"
     );
 }
+
+/// The text after `wirebench: error: ` with the test failing unless the exit code is 2.
+fn usage_error(args: &[&str]) -> String {
+    let o = wirebench().args(args).output().unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(o.status.code(), Some(2), "wirebench {args:?}: {err}");
+    err
+}
+
+#[test]
+fn errors_print_their_cause_once() {
+    // An I/O cause (connection refused) inside a network error.
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let o = wirebench()
+        .args(["run", "--server", &format!("127.0.0.1:{port}")])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(err.matches("os error").count(), 1, "{err}");
+
+    // A JSON cause inside a report error.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("results.jsonl"), "garbage\n").unwrap();
+    let err = usage_error(&["report", tmp.path().to_str().unwrap()]);
+    assert!(
+        err.contains("line 1: not a wirebench result record"),
+        "{err}"
+    );
+    assert_eq!(err.matches("expected value").count(), 1, "{err}");
+
+    // A unit error inside a link spec error.
+    let err = usage_error(&["shell", "--link", "rate=fast", "--", "true"]);
+    assert_eq!(err.matches("expected a number").count(), 1, "{err}");
+}
+
+#[test]
+fn bad_values_are_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("never");
+    let out = out.to_str().unwrap();
+    for (args, expected) in [
+        (
+            &["--rounds", "0"][..],
+            "command line: --rounds: \"0\" is not allowed: a ping-pong case needs at least 1 round trip",
+        ),
+        (
+            &["--workload", "stream", "--count", "0"],
+            "command line: --count: \"0\" is not allowed: a stream case needs at least 1 message",
+        ),
+        (
+            &["--payload", "2,0"],
+            "command line: --payload: \"0\" is not allowed: a message needs at least 1 byte of payload",
+        ),
+        (
+            &["--payload", "1GiB"],
+            "--payload 1GiB: above the embedded server's limit of 16MiB",
+        ),
+        (
+            &["--payload", "5GiB"],
+            "command line: --payload: \"5GiB\" is not allowed: a raw frame carries at most",
+        ),
+        (
+            &["--link-mtu", "0"],
+            "command line: --link-mtu: \"0\" is not allowed: must be from 68 to 65535 bytes",
+        ),
+        (&["--timeout", "0"], "--timeout 0: must be longer than 0"),
+        (&["--repeat", "0"], "--repeat 0: must be at least 1"),
+    ] {
+        let mut all = vec!["run", "--out", out];
+        all.extend_from_slice(args);
+        let err = usage_error(&all);
+        assert!(
+            err.starts_with(&format!("wirebench: error: {expected}")),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+    }
+    assert!(!std::path::Path::new(out).exists(), "nothing ran");
+
+    // The same checks in a scenario file, with its line and key.
+    let file = tmp.path().join("zero.toml");
+    std::fs::write(
+        &file,
+        "[params]\nworkload = \"stream\"\n\ncount = [10, 0]\n",
+    )
+    .unwrap();
+    let err = usage_error(&["run", file.to_str().unwrap(), "--out", out]);
+    assert!(
+        err.contains(&format!(
+            "{}:4: params.count: \"0\" is not allowed",
+            file.display()
+        )),
+        "{err}"
+    );
+    std::fs::write(&file, "[params]\npayload = \"32MiB\"\n").unwrap();
+    let err = usage_error(&["run", file.to_str().unwrap(), "--out", out]);
+    assert!(
+        err.contains("params.payload 32MiB: above the embedded server's limit of 16MiB"),
+        "{err}"
+    );
+    assert!(!std::path::Path::new(out).exists(), "nothing ran");
+}
+
+#[test]
+fn a_server_given_with_server_refuses_large_payloads_per_case() {
+    // Its limit is only known when it answers: the case fails, saying why.
+    let server = Served::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = wirebench()
+        .args(["run", "--server", &server.addr, "--no-report", "--out"])
+        .arg(&out)
+        .args([
+            "--workload",
+            "pingpong",
+            "--rounds",
+            "1",
+            "--payload",
+            "32MiB",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let recs = records(&out);
+    assert_eq!(recs[0]["status"], "failed");
+    let error = recs[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("exceeds this server's limit of 16777216 bytes"),
+        "{error}"
+    );
+}
+
+#[test]
+fn columns_must_match_a_known_metric() {
+    let err = usage_error(&["run", "--columns", "rtt.*,nosuch.*"]);
+    assert!(
+        err.starts_with("wirebench: error: --columns: \"nosuch.*\" matches no metric; metrics: ")
+            && err.contains("rtt.*, throughput.*"),
+        "{err}"
+    );
+    let err = usage_error(&["run", "--columns", "rt.*"]);
+    assert!(err.contains("(did you mean `rtt.*`?)"), "{err}");
+    let err = usage_error(&["run", "--columns", "rtt.p5"]);
+    assert!(err.contains("(did you mean `rtt.p50`?)"), "{err}");
+}
+
+#[test]
+fn every_metric_a_run_records_is_known_to_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    run_ok(&[
+        "run",
+        "--workload",
+        "pingpong,stream",
+        "--mode",
+        "oneway,echo",
+        "--rounds",
+        "5",
+        "--count",
+        "20",
+        "--payload",
+        "10",
+        "--no-report",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    for r in records(&out) {
+        for name in r["metrics"].as_object().unwrap().keys() {
+            assert!(
+                wirebench_model::results::METRICS.contains(&name.as_str()),
+                "{name} is missing from wirebench_model::results::METRICS"
+            );
+        }
+    }
+}
+
+#[test]
+fn addresses_are_parsed_with_clear_errors() {
+    let err = usage_error(&["serve", "--listen", "127.0.0.1:99999"]);
+    assert_eq!(
+        err.trim(),
+        "wirebench: error: --listen \"127.0.0.1:99999\": port 99999 is out of range (0 to 65535; 0 picks a free port)"
+    );
+    let err = usage_error(&["run", "--server", "127.0.0.1:99999"]);
+    assert!(
+        err.contains("--server \"127.0.0.1:99999\": port 99999 is out of range (1 to 65535)"),
+        "{err}"
+    );
+    let err = usage_error(&["run", "--server", "::1:7420:x"]);
+    assert!(
+        err.contains("port \"x\" is not a number") || err.contains("brackets"),
+        "{err}"
+    );
+    let err = usage_error(&["serve", "--listen", "[::1"]);
+    assert!(err.contains("no ] after the IPv6 address"), "{err}");
+    let err = usage_error(&["run", "--server", "fe80::1:7420"]);
+    // A bare IPv6 address takes the default port, so this is [fe80::1:7420]:7420 and
+    // fails to connect; the error must name that address, not a mangled one.
+    assert!(err.contains("[fe80::1:7420]:7420"), "{err}");
+}
+
+#[test]
+fn unknown_commands_get_a_suggestion() {
+    for (args, expected) in [
+        (
+            &["rn"][..],
+            "wirebench: unknown command 'rn'; did you mean 'run'?\n",
+        ),
+        (
+            &["srve"],
+            "wirebench: unknown command 'srve'; did you mean 'serve'?\n",
+        ),
+        (
+            &["lab", "lsit"],
+            "wirebench: unknown command 'lsit'; did you mean 'list'?\n",
+        ),
+    ] {
+        let o = wirebench().args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert_eq!(String::from_utf8(o.stderr).unwrap(), expected);
+    }
+    let o = wirebench().arg("xyzzy").output().unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.starts_with("wirebench: unknown command 'xyzzy'; commands: run, serve, scenarios"),
+        "{err}"
+    );
+}
+
+#[test]
+fn help_shows_defaults_examples_and_root() {
+    let help = |args: &[&str]| {
+        let o = run_ok(args);
+        String::from_utf8(o.stdout).unwrap()
+    };
+    // Wrapped to the terminal's width: compare with single spaces.
+    let run = help(&["run", "--help"])
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    // Defaults come from the parameter registry.
+    for p in wirebench_workload::params::PARAMS {
+        if !p.default.is_empty() {
+            assert!(
+                run.contains(&format!("[default: {}]", p.default)),
+                "no default for {}:\n{run}",
+                p.name
+            );
+        }
+    }
+    assert!(
+        run.contains(
+            "--rounds <LIST> Ping-pong round trips per case, e.g. 1000 or 10k [default: 1000]"
+        ),
+        "{run}"
+    );
+    assert!(
+        run.contains("Examples: wirebench run ")
+            && run.contains("wirebench run --server 127.0.0.1:7420"),
+        "{run}"
+    );
+    for cmd in ["serve", "shell", "compare", "lab", "report"] {
+        let h = help(&[cmd, "--help"]);
+        assert!(h.contains("Example"), "{cmd}:\n{h}");
+    }
+    assert!(help(&["shell", "--help"]).contains("Needs root"));
+    let top = help(&["--help"])
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        top.contains("crosses an emulated link (needs root)"),
+        "{top}"
+    );
+}
+
+#[test]
+fn lab_list_says_when_there_is_nothing() {
+    let o = wirebench().args(["lab", "list"]).output().unwrap();
+    assert!(o.status.success());
+    let (out, err) = (
+        String::from_utf8(o.stdout).unwrap(),
+        String::from_utf8(o.stderr).unwrap(),
+    );
+    // Other runs on this machine may have namespaces; then they are listed instead.
+    assert!(
+        (out.is_empty() && err == "no lab namespaces\n") || (!out.is_empty() && err.is_empty()),
+        "stdout {out:?}, stderr {err:?}"
+    );
+    // As root, an empty /run/netns of our own makes the empty case certain.
+    if unsafe { libc::geteuid() } == 0 && std::path::Path::new("/run/netns").is_dir() {
+        let o = std::process::Command::new("unshare")
+            .args([
+                "--mount",
+                "sh",
+                "-c",
+                "mount -t tmpfs none /run/netns && exec \"$0\" lab list",
+            ])
+            .arg(env!("CARGO_BIN_EXE_wirebench"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        assert!(o.stdout.is_empty());
+        assert_eq!(String::from_utf8(o.stderr).unwrap(), "no lab namespaces\n");
+    }
+}
+
+#[test]
+fn progress_lines_name_every_parameter_that_varies() {
+    // The parts, not the grid, make these cases differ.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("parts.toml");
+    std::fs::write(
+        &file,
+        "[params]\nworkload = \"pingpong\"\npayload = 10\nrounds = 3\n\
+         [[part]]\nname = \"a\"\nparams = { think = [\"0\", \"10ms\"] }\n\
+         [[part]]\nname = \"b\"\nparams = { think = \"20ms\", nodelay = \"off\" }\n",
+    )
+    .unwrap();
+    let o = run_ok(&[
+        "run",
+        file.to_str().unwrap(),
+        "--no-report",
+        "--out",
+        tmp.path().join("r").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8(o.stderr).unwrap();
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(
+        lines[0].starts_with("[1/3] workload=pingpong think=0 nodelay=on "),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with("[2/3] workload=pingpong think=10ms nodelay=on "),
+        "{err}"
+    );
+    assert!(
+        lines[2].starts_with("[3/3] workload=pingpong think=20ms nodelay=off "),
+        "{err}"
+    );
+}

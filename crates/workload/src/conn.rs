@@ -60,16 +60,16 @@ impl<'a, 'p> Conn<'a, 'p> {
     ) -> Result<(Conn<'a, 'p>, Setup), WorkloadError> {
         let addr = SocketAddr::new(ip, port);
         let start = monotonic_ns();
-        let stream = TcpStream::connect_timeout(&addr, ctx.connect_timeout).map_err(|source| {
+        let stream = TcpStream::connect_timeout(&addr, ctx.connect_timeout).map_err(|error| {
             WorkloadError::Connect {
                 addr: addr.to_string(),
-                source,
+                error,
             }
         })?;
         let handshake_ns = monotonic_ns() - start;
-        sock::tune_data_socket(&stream, nodelay, TICK).map_err(|source| WorkloadError::Io {
+        sock::tune_data_socket(&stream, nodelay, TICK).map_err(|error| WorkloadError::Io {
             during: "connecting",
-            source,
+            error,
         })?;
         let fd = stream.as_raw_fd();
         let mut conn = Conn {
@@ -157,7 +157,7 @@ impl<'a, 'p> Conn<'a, 'p> {
                         return Ok(true);
                     }
                 }
-                Err(source) => return Err(WorkloadError::Io { during, source }),
+                Err(error) => return Err(WorkloadError::Io { during, error }),
             }
         }
     }
@@ -212,9 +212,9 @@ impl<'a, 'p> Conn<'a, 'p> {
                     self.check(DURING)?;
                     if drain {
                         let ev = sock::poll(self.fd, libc::POLLIN | libc::POLLOUT, TICK).map_err(
-                            |source| WorkloadError::Io {
+                            |error| WorkloadError::Io {
                                 during: DURING,
-                                source,
+                                error,
                             },
                         )?;
                         if ev & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0
@@ -224,10 +224,10 @@ impl<'a, 'p> Conn<'a, 'p> {
                         }
                     }
                 }
-                Err(source) => {
+                Err(error) => {
                     return Err(WorkloadError::Io {
                         during: DURING,
-                        source,
+                        error,
                     });
                 }
             }
@@ -239,9 +239,9 @@ impl<'a, 'p> Conn<'a, 'p> {
     pub fn finish_sending(&self) -> Result<(), WorkloadError> {
         self.stream
             .shutdown(std::net::Shutdown::Write)
-            .map_err(|source| WorkloadError::Io {
+            .map_err(|error| WorkloadError::Io {
                 during: "closing",
-                source,
+                error,
             })
     }
 }

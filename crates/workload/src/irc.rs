@@ -114,17 +114,16 @@ impl Conn {
         shutdown: &AtomicBool,
     ) -> Result<(Conn, Duration), WorkloadError> {
         let t = Instant::now();
-        let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|source| {
-            WorkloadError::Connect {
+        let stream =
+            TcpStream::connect_timeout(&addr, timeout).map_err(|error| WorkloadError::Connect {
                 addr: addr.to_string(),
-                source,
-            }
-        })?;
+                error,
+            })?;
         stream
             .set_nodelay(true)
-            .map_err(|source| WorkloadError::Io {
+            .map_err(|error| WorkloadError::Io {
                 during: "setting TCP_NODELAY",
-                source,
+                error,
             })?;
         let mut cfg = Config::new(nick);
         cfg.nick_retries = 0;
@@ -165,9 +164,9 @@ impl Conn {
         if let Some(out) = self.client.poll_transmit() {
             self.stream
                 .write_all(&out)
-                .map_err(|source| WorkloadError::Io {
+                .map_err(|error| WorkloadError::Io {
                     during: "writing to the IRC server",
-                    source,
+                    error,
                 })?;
         }
         Ok(())
@@ -195,9 +194,9 @@ impl Conn {
             }
             self.stream
                 .set_read_timeout(Some(left.max(Duration::from_millis(1))))
-                .map_err(|source| WorkloadError::Io {
+                .map_err(|error| WorkloadError::Io {
                     during: "setting a socket timeout",
-                    source,
+                    error,
                 })?;
             match self.stream.read(&mut self.buf) {
                 Ok(0) => {
@@ -217,10 +216,10 @@ impl Conn {
                     r.map_err(|e| err(self.addr, e))?;
                 }
                 Err(e) if wirebench_net::sock::would_block(&e) => {}
-                Err(source) => {
+                Err(error) => {
                     return Err(WorkloadError::Io {
                         during: "reading from the IRC server",
-                        source,
+                        error,
                     });
                 }
             }

@@ -61,15 +61,14 @@ impl Outcome {
     }
 }
 
+// Causes are part of the messages, not `source`s, so a chain printed with `{:#}` does not
+// repeat them.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
     #[error(transparent)]
     Net(#[from] NetError),
-    #[error("cannot open the data connection to {addr}: {source}")]
-    Connect {
-        addr: String,
-        source: std::io::Error,
-    },
+    #[error("cannot open the data connection to {addr}: {error}")]
+    Connect { addr: String, error: std::io::Error },
     #[error("interrupted")]
     Interrupted,
     /// Interrupted after some rounds finished: their metrics, so a long case that is
@@ -80,13 +79,19 @@ pub enum WorkloadError {
     Stalled { secs: u64, during: &'static str },
     #[error("the server closed the data connection while {during}")]
     Closed { during: &'static str },
-    #[error("data connection failed while {during}: {source}")]
+    #[error("data connection failed while {during}: {error}")]
     Io {
         during: &'static str,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("the server sent an invalid frame: {0}")]
-    Invalid(#[from] wirebench_proto::raw::FrameError),
+    Invalid(wirebench_proto::raw::FrameError),
     #[error("the server reported a failed session: {0}")]
     Server(String),
+}
+
+impl From<wirebench_proto::raw::FrameError> for WorkloadError {
+    fn from(e: wirebench_proto::raw::FrameError) -> Self {
+        WorkloadError::Invalid(e)
+    }
 }

@@ -2,7 +2,8 @@
 //! `docs/scenarios.md` documents the same list for users.
 
 use wirebench_link::LinkSpec;
-use wirebench_model::Kind;
+use wirebench_model::param::ValueError;
+use wirebench_model::{Kind, ParamValue, Value};
 
 pub const WORKLOADS: &[&str] = &["pingpong", "stream"];
 /// `raw` is served by wirebench's own server; `xmpp` runs between two Prosody servers
@@ -191,6 +192,57 @@ pub const LINK_PARAMS: &[ParamSpec] = &[
         help: "Mahimahi trace file (one 1500-byte delivery opportunity per line, in ms); replaces the rate",
     },
 ];
+
+impl ParamSpec {
+    /// Parses a value as typed and checks it against what the parameter allows, so the
+    /// command line and scenario files refuse the same values.
+    pub fn parse(&self, text: &str) -> Result<ParamValue, ValueError> {
+        let v = ParamValue::parse(self.kind, text)?;
+        allowed(self.name, &v).map_err(|reason| ValueError::NotAllowed {
+            input: v.label.clone(),
+            reason,
+        })?;
+        Ok(v)
+    }
+}
+
+/// Limits beyond what a value's type checks. Each reason says what is allowed.
+fn allowed(name: &str, v: &ParamValue) -> Result<(), String> {
+    let n = match &v.value {
+        Value::Count(n) => *n,
+        Value::Bytes(b) => b.0,
+        _ => 0,
+    };
+    match name {
+        "rounds" if n == 0 => Err("a ping-pong case needs at least 1 round trip".into()),
+        "count" if n == 0 => Err("a stream case needs at least 1 message".into()),
+        // An empty payload would make every throughput 0 bit/s, and IRC cannot send an
+        // empty message; a header-only raw frame is not what anyone means by "payload".
+        "payload" if n == 0 => Err("a message needs at least 1 byte of payload".into()),
+        "payload" if n > MAX_PAYLOAD => Err(format!(
+            "a raw frame carries at most {MAX_PAYLOAD} bytes of payload (its length is 32 bits)"
+        )),
+        // The link fields one at a time, by the link's own rules. The queue is checked
+        // against the smallest MTU here; the case's link checks it against the real one.
+        "link.rate" | "link.delay" | "link.jitter" | "link.mtu" | "link.queue" => {
+            let field = &name["link.".len()..];
+            let text = if field == "queue" {
+                format!("mtu=68,queue={}", v.label)
+            } else {
+                format!("{field}={}", v.label)
+            };
+            LinkSpec::parse(&text).map(|_| ()).map_err(|e| match e {
+                wirebench_link::SpecError::Invalid { reason, .. } => reason,
+                other => other.to_string(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The largest payload a raw frame can carry: its 32-bit length covers the 17 header
+/// bytes after it too.
+pub const MAX_PAYLOAD: u64 = u32::MAX as u64 - (wirebench_proto::raw::HEADER_LEN as u64 - 4);
 
 pub fn spec(name: &str) -> Option<&'static ParamSpec> {
     PARAMS.iter().chain(LINK_PARAMS).find(|p| p.name == name)
