@@ -307,6 +307,9 @@ fn interrupt_keeps_finished_cases() {
         assert!(Instant::now() < deadline, "first cases never finished");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Into the fourth case (10 s long): a signal between two cases leaves no case in
+    // flight to record as interrupted.
+    std::thread::sleep(Duration::from_millis(500));
     // SAFETY: sending a signal to our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
