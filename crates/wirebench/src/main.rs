@@ -852,7 +852,22 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         "wirebench serve: listening on {} (Ctrl-C to stop)",
         server.local_addr()
     );
-    server.run();
+    // Ctrl-C or SIGTERM: stop accepting, let every session see the flag at its next
+    // tick and close, then exit 0 (a second signal exits at once).
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let presses = AtomicUsize::new(0);
+    ctrlc::set_handler(move || {
+        if presses.fetch_add(1, Ordering::SeqCst) == 0 {
+            let _ = tx.send(());
+        } else {
+            std::process::exit(130);
+        }
+    })
+    .context("cannot install the Ctrl-C handler")?;
+    let mut handle = server.spawn().context("cannot start the server thread")?;
+    let _ = rx.recv();
+    eprintln!("wirebench serve: stopping");
+    handle.stop();
     Ok(ExitCode::SUCCESS)
 }
 

@@ -284,6 +284,47 @@ fn garbage_on_the_control_port_closes_only_that_connection() {
 }
 
 #[test]
+fn serve_stops_cleanly_on_sigterm_and_ctrl_c() {
+    let tmp = tempfile::tempdir().unwrap();
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let mut server = Served::start();
+        // A session in its think time must not hold the server up.
+        let mut run = wirebench()
+            .args([
+                "run",
+                "--server",
+                &server.addr,
+                "--think",
+                "30s",
+                "--rounds",
+                "2",
+            ])
+            .args(["--workload", "pingpong", "--quiet", "--no-report"])
+            .current_dir(tmp.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        let t0 = Instant::now();
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(server.child.id() as i32, signal) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let status = loop {
+            if let Some(s) = server.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "serve ignored signal {signal}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(0), "signal {signal}");
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+        let _ = run.kill();
+        let _ = run.wait();
+    }
+}
+
+#[test]
 fn interrupt_keeps_finished_cases() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
