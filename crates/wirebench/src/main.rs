@@ -506,10 +506,14 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     let summary = wirebench_runner::run(&scenario, &opts, &shutdown, &observer)?;
 
     if !args.json {
-        println!("{}", wirebench_report::summary_table(&summary.records));
+        let width = wirebench_report::summary::terminal_width();
+        println!(
+            "{}",
+            wirebench_report::summary_table(&summary.records, width)
+        );
         print!(
             "{}",
-            wirebench_report::summary::comparisons(&summary.records)
+            wirebench_report::summary::comparisons(&summary.records, width)
         );
     }
     let failed: Vec<&Record> = summary
