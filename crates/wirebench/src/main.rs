@@ -107,7 +107,8 @@ struct CompareArgs {
     a: PathBuf,
     /// The results directory compared with it.
     b: PathBuf,
-    /// Relative change that is flagged, e.g. 5% or 0.05.
+    /// Smallest change of a mean that is flagged, e.g. 5% or 0.05; it must also be beyond
+    /// the runs' spread (Welch's t-test, p < 0.01), so both runs need --repeat.
     #[arg(long, default_value = "5%", value_name = "CHANGE")]
     threshold: String,
     /// Show every metric, not only the flagged ones.
@@ -116,7 +117,8 @@ struct CompareArgs {
     /// Also write the comparison as an HTML page here.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
-    /// Exit with code 1 when any metric is flagged.
+    /// Exit with code 1 when any metric changed beyond noise. Metrics measured once in A
+    /// or B (no --repeat) never fail.
     #[arg(long)]
     fail_on_change: bool,
 }
@@ -802,7 +804,10 @@ fn compare(args: CompareArgs) -> Result<ExitCode> {
             args.b.display()
         );
     }
-    print!("{}", wirebench_report::compare::table(&c, args.all));
+    print!(
+        "{}",
+        wirebench_report::compare::table(&c, args.all, wirebench_report::summary::terminal_width())
+    );
     if let Some(path) = &args.html {
         wirebench_report::atomic_write(
             path,
@@ -810,6 +815,11 @@ fn compare(args: CompareArgs) -> Result<ExitCode> {
         )
         .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("comparison: {}", path.display());
+    }
+    if args.fail_on_change && !c.repeated() {
+        eprintln!(
+            "--fail-on-change: cases run once cannot fail; run both with --repeat 5 to check them"
+        );
     }
     Ok(if args.fail_on_change && c.flagged() > 0 {
         ExitCode::from(1)
