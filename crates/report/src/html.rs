@@ -112,6 +112,7 @@ figure.chart figcaption {{ font-size: 12px; color: #666; margin-top: 4px; }}
 nav a {{ margin-right: 14px; font-size: 14px; }}
 .good {{ color: #1a7f37; }} .bad {{ color: #b42318; font-weight: bold; }}
 ul.notes {{ font-size: 13px; }}
+th span.id {{ font-weight: normal; color: #666; font-size: 11px; }}
 </style></head>
 "#,
         title = esc(title)
@@ -273,23 +274,39 @@ fn cases_table(records: &[Record]) -> String {
         .map(|(m, _)| *m)
         .filter(|m| records.iter().any(|r| r.metrics.contains_key(*m)))
         .collect();
+    let repeated = records.iter().any(|r| r.repeat > 1);
     let mut s = String::from("<div class=\"scroll\"><table>\n<tr><th>case</th>");
+    if repeated {
+        s.push_str("<th>repeat</th>");
+    }
     for p in &varying {
         let _ = write!(s, "<th>{}</th>", esc(p));
     }
+    // The metric in words, with the name results.csv and results.jsonl use under it.
     for m in &metrics {
-        let _ = write!(s, "<th>{}</th>", esc(m));
+        let words = charts::METRICS
+            .iter()
+            .find(|(id, _)| id == m)
+            .map_or(*m, |(_, w)| *w);
+        let _ = write!(
+            s,
+            "<th>{}<br><span class=\"id\">{}</span></th>",
+            esc(words),
+            esc(m)
+        );
     }
     s.push_str("<th>status</th></tr>\n");
     for r in records {
         let failed = r.status != Status::Ok;
         let _ = write!(
             s,
-            "<tr{}><td>{} r{}</td>",
+            "<tr{}><td>{}</td>",
             if failed { " class=\"failed\"" } else { "" },
             r.case,
-            r.repeat
         );
+        if repeated {
+            let _ = write!(s, "<td>{}</td>", r.repeat);
+        }
         for p in &varying {
             let v = r
                 .labels
@@ -322,7 +339,14 @@ fn cases_table(records: &[Record]) -> String {
 
 fn published(records: &[Record]) -> String {
     let mut rows = String::new();
-    for r in records.iter().filter(|r| r.status == Status::Ok) {
+    let with_refs: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.status == Status::Ok && !r.references.is_empty())
+        .collect();
+    // Only what differs between these rows; the rest is in "Same in every case" below.
+    let differing = crate::summary::differing(&with_refs);
+    let repeated = records.iter().any(|r| r.repeat > 1);
+    for r in with_refs {
         for (metric, reference) in &r.references {
             let (Some(rv), Some(ours)) = (reference["value"].as_f64(), r.metric(metric)) else {
                 continue;
@@ -335,14 +359,18 @@ fn published(records: &[Record]) -> String {
             let params = r
                 .labels
                 .iter()
+                .filter(|(k, _)| differing.contains(k))
                 .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(&v.to_string())))
                 .collect::<Vec<_>>()
                 .join(" ");
+            let case = if repeated {
+                format!("{} r{}", r.case, r.repeat)
+            } else {
+                r.case.to_string()
+            };
             let _ = writeln!(
                 rows,
-                "<tr><td>{} r{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{ratio}</td><td>{}</td></tr>",
-                r.case,
-                r.repeat,
+                "<tr><td>{case}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{ratio}</td><td>{}</td></tr>",
                 esc(&params),
                 esc(metric),
                 esc(&human(ours.value, &ours.unit)),
@@ -382,6 +410,29 @@ fn notes(records: &[Record]) -> String {
     s
 }
 
+/// Removes charts an earlier report wrote that this one does not (a rebuilt report may
+/// number or choose its charts differently); only our own `NN-name.svg|png` files.
+fn remove_stale_charts(chart_dir: &Path, planned: &[Planned]) -> Result<(), ReportError> {
+    let entries = std::fs::read_dir(chart_dir).map_err(io_err(chart_dir))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let (Some(stem), Some(ext)) = (
+            path.file_stem().and_then(|s| s.to_str()),
+            path.extension().and_then(|s| s.to_str()),
+        ) else {
+            continue;
+        };
+        let ours = matches!(ext, "svg" | "png")
+            && stem.len() > 3
+            && stem.as_bytes()[..2].iter().all(u8::is_ascii_digit)
+            && stem.as_bytes()[2] == b'-';
+        if ours && !planned.iter().any(|p| p.stem == stem) {
+            std::fs::remove_file(&path).map_err(io_err(&path))?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes `charts/*.svg`, `charts/*.png` and `report.html` into `dir`.
 pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
     let records = read_records(dir)?;
@@ -389,6 +440,7 @@ pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
     let planned = charts::plan(&records, &info, dir);
     let chart_dir = dir.join("charts");
     std::fs::create_dir_all(&chart_dir).map_err(io_err(&chart_dir))?;
+    remove_stale_charts(&chart_dir, &planned)?;
     let mut figures = String::new();
     for Planned { stem, chart, notes } in &planned {
         let svg = wirebench_chart::render_svg(chart);
@@ -556,6 +608,26 @@ mod tests {
             "raw value in the tooltip"
         );
         assert!(cells.contains(&"60.4ms"), "{cells:?}");
+    }
+
+    #[test]
+    fn rebuilding_removes_charts_it_no_longer_draws() {
+        let (dir, _) = default_report();
+        let charts = dir.path().join("charts");
+        for stale in ["05-rtt-p50-vs-payload.svg", "05-rtt-p50-vs-payload.png"] {
+            std::fs::write(charts.join(stale), "old").unwrap();
+        }
+        std::fs::write(charts.join("mine.svg"), "a user's file").unwrap();
+        let drawn = write_report(dir.path()).unwrap().charts;
+        assert!(!charts.join("05-rtt-p50-vs-payload.svg").exists());
+        assert!(!charts.join("05-rtt-p50-vs-payload.png").exists());
+        assert!(charts.join("mine.svg").exists(), "not ours: kept");
+        let n = std::fs::read_dir(&charts).unwrap().count();
+        assert_eq!(
+            n,
+            2 * drawn + 1,
+            "each chart as SVG and PNG, and the user's file"
+        );
     }
 
     #[test]

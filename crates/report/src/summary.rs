@@ -400,6 +400,32 @@ pub fn fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some((my - slope * mx, slope))
 }
 
+/// The parameters (by their labels) whose values differ between `records`, in order of
+/// first appearance. A parameter only some records have (rounds for ping-pong, count
+/// for streams) is not a difference by itself.
+pub(crate) fn differing(records: &[&Record]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in records {
+        for k in r.labels.keys() {
+            if !names.contains(k) {
+                names.push(k.clone());
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter(|p| {
+            records
+                .iter()
+                .filter(|r| r.labels.contains_key(p.as_str()))
+                .map(|r| label(r, p))
+                .collect::<BTreeSet<_>>()
+                .len()
+                > 1
+        })
+        .collect()
+}
+
 /// Published figures beside ours, and how round trips grow with the link's delay
 /// (study S1's laws: stable RTT grows by 2 x delay; a first RTT that grows by k x delay
 /// implies about k/2 round trips of set-up). Where the references cover several delays,
@@ -427,29 +453,7 @@ pub fn comparisons(records: &[Record], width: usize) -> String {
         .copied()
         .filter(|r| !r.references.is_empty())
         .collect();
-    let differing: Vec<String> = {
-        let mut names: Vec<String> = Vec::new();
-        for r in &with_refs {
-            for k in r.labels.keys() {
-                if !names.contains(k) {
-                    names.push(k.clone());
-                }
-            }
-        }
-        // A parameter only some cases have (rounds, count) is not a difference.
-        names
-            .into_iter()
-            .filter(|p| {
-                with_refs
-                    .iter()
-                    .filter(|r| r.labels.contains_key(p.as_str()))
-                    .map(|r| label(r, p))
-                    .collect::<BTreeSet<_>>()
-                    .len()
-                    > 1
-            })
-            .collect()
-    };
+    let differing = differing(&with_refs);
     for r in &with_refs {
         for (metric, reference) in &r.references {
             let (Some(rv), Some(ours)) = (reference["value"].as_f64(), r.metric(metric)) else {
