@@ -443,7 +443,7 @@ pub fn comparisons(records: &[Record], width: usize) -> String {
         "metric",
         "ours",
         "published",
-        "ours/published",
+        "ours /\npublished",
         "source",
     ]);
     let mut rows = 0;
@@ -454,6 +454,7 @@ pub fn comparisons(records: &[Record], width: usize) -> String {
         .filter(|r| !r.references.is_empty())
         .collect();
     let differing = differing(&with_refs);
+    let repeated = records.iter().any(|r| r.repeat > 1);
     for r in &with_refs {
         for (metric, reference) in &r.references {
             let (Some(rv), Some(ours)) = (reference["value"].as_f64(), r.metric(metric)) else {
@@ -465,7 +466,11 @@ pub fn comparisons(records: &[Record], width: usize) -> String {
                 "-".into()
             };
             t.add_row(vec![
-                Cell::new(format!("{} r{}", r.case, r.repeat)),
+                Cell::new(if repeated {
+                    format!("{} r{}", r.case, r.repeat)
+                } else {
+                    r.case.to_string()
+                }),
                 Cell::new(
                     differing
                         .iter()
@@ -498,8 +503,36 @@ pub fn comparisons(records: &[Record], width: usize) -> String {
             None => groups.push((key, vec![r])),
         }
     }
+    // Each group is named by what differs between the groups drawn, not by every
+    // parameter (the rest is the same for all).
+    let fitted: Vec<&Record> = groups
+        .iter()
+        .filter(|(_, rs)| {
+            rs.iter()
+                .map(|r| label(r, "link.delay"))
+                .collect::<BTreeSet<_>>()
+                .len()
+                >= 2
+        })
+        .flat_map(|(_, rs)| rs.iter().copied())
+        .collect();
+    let naming: Vec<String> = self::differing(&fitted)
+        .into_iter()
+        .filter(|p| p != "link.delay")
+        .collect();
     let mut fits = String::new();
-    for (key, rs) in &groups {
+    for (_, rs) in &groups {
+        let key = naming
+            .iter()
+            .filter(|p| rs[0].labels.contains_key(p.as_str()))
+            .map(|p| format!("{p}={}", label(rs[0], p)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let key = if key.is_empty() {
+            "all cases".into()
+        } else {
+            key
+        };
         let delays: BTreeSet<String> = rs.iter().map(|r| label(r, "link.delay")).collect();
         if delays.len() < 2 {
             continue;
@@ -724,5 +757,32 @@ mod table_tests {
         let t = summary_table(&rs, 200);
         assert!(t.contains("ok, 3 lost"), "{t}");
         assert!(t.contains("0/1 ok, failed"), "{t}");
+    }
+}
+
+#[cfg(test)]
+mod published_width_tests {
+    #[test]
+    fn published_table_never_splits_a_word() {
+        let rs: Vec<wirebench_model::Record> = include_str!("../testdata/satcom-irc.jsonl")
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        for width in [80, 120] {
+            let out = super::comparisons(&rs, width);
+            for word in [
+                "wire.stable.overhead_per_message",
+                "workload=pingpong",
+                "per-message",
+                "irc.link_setup",
+            ] {
+                assert!(out.contains(word), "{word} split at {width}:\n{out}");
+            }
+            // Only what differs between the rows with published figures.
+            assert!(
+                !out.contains("rounds=") && !out.contains("protocol="),
+                "{out}"
+            );
+        }
     }
 }
