@@ -160,10 +160,10 @@ fn stacked_tables(cols: &[&Column], width: usize) -> Vec<Vec<usize>> {
 /// The end-of-run table, fitted to `width` columns (see [`terminal_width`]):
 ///
 /// 1. parameters that are the same in every case and metrics no case has are left out;
-/// 2. if the table is wider than `width`, headers are stacked on two or three lines at
-///    word boundaries ("first" over "RTT");
-/// 3. then metric columns are left out in [`DROP_ORDER`], with a note naming them (they
-///    are in results.csv);
+/// 2. if the table is wider than `width`, metric columns are left out in [`DROP_ORDER`]
+///    until it fits, with a note naming them (they are in results.csv); headers may be
+///    stacked on two or three lines at word boundaries ("first" over "RTT") when that
+///    leaves out fewer columns;
 /// 4. if it still does not fit, the columns are split into several tables, one under
 ///    the other, each starting with the case number.
 ///
@@ -244,22 +244,36 @@ pub fn summary_table(records: &[Record], width: usize) -> String {
     columns.extend(metric_cols);
     columns.push(status_col);
 
-    let mut shown: Vec<&Column> = columns.iter().collect();
-    if table_width(&shown, false) <= width {
+    let all: Vec<&Column> = columns.iter().collect();
+    // Leaves out metric columns in DROP_ORDER until the table fits with headers on one
+    // line or stacked: (columns shown, metrics left out).
+    let fit = |stacked: bool| -> (Vec<&Column>, Vec<&'static str>) {
+        let mut shown = all.clone();
+        let mut dropped = Vec::new();
+        for m in DROP_ORDER {
+            if table_width(&shown, stacked) <= width {
+                break;
+            }
+            if let Some(i) = shown.iter().position(|c| c.metric == Some(*m)) {
+                shown.remove(i);
+                dropped.push(*m);
+            }
+        }
+        (shown, dropped)
+    };
+    // Whichever leaves out fewer columns; on a tie, headers on one line read better.
+    let (one_line, stacked_fit) = (fit(false), fit(true));
+    let one_line_fits = table_width(&one_line.0, false) <= width;
+    let (shown, dropped, stacked) = if one_line_fits && one_line.1.len() <= stacked_fit.1.len() {
+        (one_line.0, one_line.1, false)
+    } else {
+        (stacked_fit.0, stacked_fit.1, true)
+    };
+    if dropped.is_empty() && !stacked {
         return render(&shown, false);
     }
-    let mut dropped: Vec<&str> = Vec::new();
-    for m in DROP_ORDER {
-        if table_width(&shown, true) <= width {
-            break;
-        }
-        if let Some(i) = shown.iter().position(|c| c.metric == Some(*m)) {
-            shown.remove(i);
-            dropped.push(m);
-        }
-    }
-    let mut out = if table_width(&shown, true) <= width {
-        render(&shown, true)
+    let mut out = if table_width(&shown, stacked) <= width {
+        render(&shown, stacked)
     } else {
         stacked_tables(&shown, width)
             .into_iter()
