@@ -24,7 +24,7 @@ pub(crate) struct Prepared {
     pub categories: Vec<String>,
     pub x_log: bool,
     pub y_log: bool,
-    /// Log byte axes whose data are all powers of two get power-of-two ticks.
+    /// Log byte axes get power-of-two ticks.
     pub x_pow2: bool,
     pub y_pow2: bool,
     pub notes: Vec<String>,
@@ -53,10 +53,6 @@ fn extend(range: &mut Option<(f64, f64)>, v: f64) {
         None => (v, v),
         Some((a, b)) => (a.min(v), b.max(v)),
     });
-}
-
-fn is_pow2(v: f64) -> bool {
-    v > 0.0 && v.is_finite() && (v.log2().round().exp2() - v).abs() <= v * 1e-12
 }
 
 pub(crate) fn prepare(chart: &Chart) -> Prepared {
@@ -227,33 +223,10 @@ pub(crate) fn prepare(chart: &Chart) -> Prepared {
         y_range = Some((0.0, 1.0));
     }
 
-    let pow2 = |unit: &Unit, log: bool, vals: &mut dyn Iterator<Item = f64>| -> bool {
-        if !log || *unit != Unit::Bytes {
-            return false;
-        }
-        let mut distinct = 0usize;
-        let mut last = None;
-        for v in vals {
-            if !is_pow2(v) {
-                return false;
-            }
-            if last != Some(v) {
-                distinct += 1;
-                last = Some(v);
-            }
-        }
-        distinct >= 2
-    };
-    let x_pow2 = pow2(
-        &chart.x.unit,
-        x_log,
-        &mut series.iter().flatten().map(|p| p.x),
-    );
-    let y_pow2 = pow2(
-        &chart.y.unit,
-        y_log,
-        &mut series.iter().flatten().map(|p| p.y),
-    );
+    // Byte sizes are binary everywhere (docs/reports.md): a log byte axis always ticks at
+    // powers of two, so its labels stay round (1 KiB, 4 KiB), never "0.98 KiB".
+    let x_pow2 = x_log && chart.x.unit == Unit::Bytes;
+    let y_pow2 = y_log && chart.y.unit == Unit::Bytes;
 
     let mut notes = Vec::new();
     let plural = |n: usize| if n == 1 { "value" } else { "values" };

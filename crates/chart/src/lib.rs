@@ -59,9 +59,9 @@
 //! A *log* axis spans decades, so each tick picks its own unit ("100 µs",
 //! "1 ms", "10 ms"), and the title has no unit. Ticks sit on decades, with 2
 //! and 5 labelled too when fewer than three decades are shown. Byte axes
-//! use powers of two (16 B, 64 B, 256 B, 1 KiB …) when every value is a
-//! power of two, otherwise decades with decimal units (10 B, 1 kB, 10 kB),
-//! because a decade in binary units would read "0.98 KiB". Values `<= 0`
+//! always use powers of two (16 B, 64 B, 256 B, 1 KiB …): byte sizes are
+//! binary everywhere in wirebench, and a decade in binary units would read
+//! "0.98 KiB". Values `<= 0`
 //! cannot be placed on a log axis: they are skipped, as are NaN and
 //! infinities, and a note under the chart says how many.
 //!

@@ -6,7 +6,7 @@
 pub enum Unit {
     /// Seconds; shown as ns, µs, ms, s, min or h.
     Seconds,
-    /// Bytes; shown as B, KiB, MiB, … (linear) or B, kB, MB, … (log decades).
+    /// Bytes; shown as B, KiB, MiB, … (log axes tick at powers of two).
     Bytes,
     /// Bits per second; shown as bit/s, kbit/s, Mbit/s, Gbit/s, Tbit/s.
     BitsPerSecond,
@@ -25,9 +25,9 @@ pub enum Unit {
 pub enum Scale {
     #[default]
     Linear,
-    /// Base-10 logarithmic (or powers of two for byte sizes that are all
-    /// powers of two). Values `<= 0` cannot be placed and are skipped; the
-    /// chart then carries a note saying how many.
+    /// Base-10 logarithmic (powers of two for byte sizes). Values `<= 0`
+    /// cannot be placed and are skipped; the chart then carries a note saying
+    /// how many.
     Log,
 }
 

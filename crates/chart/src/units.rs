@@ -152,30 +152,25 @@ pub(crate) fn linear_unit(unit: &Unit, max_abs: f64) -> DisplayUnit {
     chosen
 }
 
-/// Rungs for per-tick labels on log axes. Only factors of 10 (or 1024 for
-/// power-of-two byte axes) so that decade ticks stay round numbers.
-fn log_ladder(unit: &Unit, powers_of_two: bool) -> Vec<DisplayUnit> {
+/// Rungs for per-tick labels on log axes. Only factors of 10 (1024 for bytes,
+/// whose axes tick at powers of two) so that ticks stay round numbers.
+fn log_ladder(unit: &Unit) -> Vec<DisplayUnit> {
     match unit {
         Unit::Seconds => ["ns", "µs", "ms", "s"]
             .iter()
             .enumerate()
             .map(|(i, s)| DisplayUnit::plain(1e-9 * 1e3f64.powi(i as i32), s))
             .collect(),
-        Unit::Bytes if powers_of_two => binary_bytes(),
-        // Decimal prefixes: a decade in KiB would be "0.98 KiB".
-        Unit::Bytes => ["B", "kB", "MB", "GB", "TB"]
-            .iter()
-            .enumerate()
-            .map(|(i, s)| DisplayUnit::plain(1e3f64.powi(i as i32), s))
-            .collect(),
+        // Binary always: byte axes tick at powers of two (see data.rs).
+        Unit::Bytes => binary_bytes(),
         other => linear_ladder(other).into_iter().map(|(_, u)| u).collect(),
     }
 }
 
 /// Label for one tick of a log axis. A log axis spans decades, so each tick
 /// gets its own unit ("100 µs", "1 ms", "10 ms") instead of "10000 µs".
-pub(crate) fn log_label(unit: &Unit, powers_of_two: bool, v: f64) -> String {
-    let ladder = log_ladder(unit, powers_of_two);
+pub(crate) fn log_label(unit: &Unit, v: f64) -> String {
+    let ladder = log_ladder(unit);
     let mut chosen = &ladder[0];
     for rung in &ladder {
         if v.abs() >= rung.factor * (1.0 - 1e-9) {
@@ -232,14 +227,13 @@ mod tests {
 
     #[test]
     fn log_labels_change_unit_per_tick() {
-        assert_eq!(log_label(&Unit::Seconds, false, 1e-4), "100 µs");
-        assert_eq!(log_label(&Unit::Seconds, false, 1e-3), "1 ms");
-        assert_eq!(log_label(&Unit::Seconds, false, 5e-3), "5 ms");
-        assert_eq!(log_label(&Unit::Bytes, false, 1e4), "10 kB");
-        assert_eq!(log_label(&Unit::Bytes, true, 4096.0), "4 KiB");
-        assert_eq!(log_label(&Unit::Bytes, true, 512.0), "512 B");
-        assert_eq!(log_label(&Unit::Count, false, 1e6), "1M");
-        assert_eq!(log_label(&Unit::Percent, false, 0.001), "0.1%");
+        assert_eq!(log_label(&Unit::Seconds, 1e-4), "100 µs");
+        assert_eq!(log_label(&Unit::Seconds, 1e-3), "1 ms");
+        assert_eq!(log_label(&Unit::Seconds, 5e-3), "5 ms");
+        assert_eq!(log_label(&Unit::Bytes, 4096.0), "4 KiB");
+        assert_eq!(log_label(&Unit::Bytes, 512.0), "512 B");
+        assert_eq!(log_label(&Unit::Count, 1e6), "1M");
+        assert_eq!(log_label(&Unit::Percent, 0.001), "0.1%");
     }
 
     #[test]

@@ -189,7 +189,10 @@ fn log_axis_ticks_decades_and_short_ranges() {
     let info = layout_info(&throughput());
     assert_eq!(
         labels(&info, TextRole::XTick),
-        ["10 B", "100 B", "1 kB", "10 kB"]
+        [
+            "8 B", "16 B", "32 B", "64 B", "128 B", "256 B", "512 B", "1 KiB", "2 KiB", "4 KiB",
+            "8 KiB", "16 KiB"
+        ]
     );
 
     let cdf = &all_kinds()[2];
@@ -207,7 +210,7 @@ fn log_axis_ticks_decades_and_short_ranges() {
 }
 
 #[test]
-fn log_bytes_use_powers_of_two_only_for_power_of_two_data() {
+fn log_bytes_always_use_binary_powers_of_two() {
     let pow2: Vec<(f64, f64)> = (4..=16).map(|k| (2f64.powi(k), k as f64)).collect();
     let chart = lines(
         Axis::new("Payload", Unit::Bytes).log(),
@@ -221,15 +224,18 @@ fn log_bytes_use_powers_of_two_only_for_power_of_two_data() {
     );
     assert!(x.iter().all(|l| !l.contains("kB")), "{x:?}");
 
-    let mut mixed = pow2.clone();
-    mixed.push((1000.0, 1.0));
+    // The default scenario's payloads: 64, 1500 and 64 KiB.
     let chart = lines(
         Axis::new("Payload", Unit::Bytes).log(),
         Axis::new("v", Unit::Count),
-        &mixed,
+        &[(64.0, 1.0), (1500.0, 2.0), (65536.0, 3.0)],
     );
     let x = labels(&layout_info(&chart), TextRole::XTick);
-    assert!(x.contains(&"1 kB".to_string()), "{x:?}");
+    assert!(x.contains(&"64 KiB".to_string()), "{x:?}");
+    assert!(
+        x.iter().all(|l| !l.contains("kB") && !l.contains("MB")),
+        "{x:?}"
+    );
 }
 
 #[test]

@@ -47,6 +47,53 @@ const CASES_PER_CHART: usize = 8;
 pub struct Planned {
     pub stem: String,
     pub chart: Chart,
+    /// Said under the chart: the metrics left out because they would draw the same.
+    pub notes: Vec<String>,
+}
+
+impl Planned {
+    fn new(stem: String, chart: Chart) -> Self {
+        Planned {
+            stem,
+            chart,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// Two charts whose every point differs by no more than this (relative) draw the same
+/// picture; the second is left out (see [`near_duplicate`]).
+pub const SAME_WITHIN: f64 = 0.05;
+
+/// Whether `b` would show what `a` shows: the same kind, x axis and series, and every
+/// value within [`SAME_WITHIN`] of `a`'s. The median round trip and the stable round trip
+/// (the median after the first two rounds) nearly always are; with ten rounds the 99th
+/// percentile is the slowest round, often the first.
+fn near_duplicate(a: &Chart, b: &Chart) -> bool {
+    if a.kind != b.kind || a.x != b.x || a.y.unit != b.y.unit || a.series.len() != b.series.len() {
+        return false;
+    }
+    a.series.iter().zip(&b.series).all(|(sa, sb)| {
+        sa.name == sb.name
+            && sa.points.len() == sb.points.len()
+            && sa.points.iter().zip(&sb.points).all(|(pa, pb)| {
+                let scale = pa.y.abs().max(pb.y.abs());
+                pa.x == pb.x && (scale == 0.0 || (pa.y - pb.y).abs() <= SAME_WITHIN * scale)
+            })
+    })
+}
+
+/// Adds `chart` unless an earlier chart draws the same; then that chart says so.
+fn push_unless_duplicate(out: &mut Vec<Planned>, stem: String, chart: Chart, metric: &str) {
+    if let Some(kept) = out.iter_mut().find(|p| near_duplicate(&p.chart, &chart)) {
+        kept.notes.push(format!(
+            "{} ({metric}) is within {:.0}% of this in every case, so it has no chart of its own.",
+            words_of(metric),
+            SAME_WITHIN * 100.0
+        ));
+        return;
+    }
+    out.push(Planned::new(stem, chart));
 }
 
 /// One case with its repeats folded: mean, min and max per metric.
@@ -472,10 +519,7 @@ fn rounds_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planne
                 .map(|(j, y)| ((j + 1) as f64, *y));
             chart.series.push(Series::from_xy(name(c), pts));
         }
-        out.push(Planned {
-            stem: format!("rounds-{}", i + 1),
-            chart,
-        });
+        out.push(Planned::new(format!("rounds-{}", i + 1), chart));
 
         let mut cdf = Chart::new(
             format!("Distribution of round trips{part}"),
@@ -493,10 +537,7 @@ fn rounds_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planne
             cdf.series.push(Series::samples(name(c), v.iter().copied()));
         }
         if !cdf.series.is_empty() {
-            out.push(Planned {
-                stem: format!("cdf-{}", i + 1),
-                chart: cdf,
-            });
+            out.push(Planned::new(format!("cdf-{}", i + 1), cdf));
         }
     }
 }
@@ -531,7 +572,7 @@ pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
                         if let Some(t) = &spec.title {
                             chart.title = t.clone();
                         }
-                        out.push(Planned { stem, chart });
+                        out.push(Planned::new(stem, chart));
                     }
                 }
                 _ => {
@@ -545,7 +586,7 @@ pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
                     if let Some(chart) =
                         line_chart(&cs, &spec.metric, &x, &series, info, Some(spec))
                     {
-                        out.push(Planned { stem, chart });
+                        out.push(Planned::new(stem, chart));
                     }
                 }
             }
@@ -568,19 +609,15 @@ pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
         for x in &numeric_params {
             let others: Vec<String> = varying.iter().filter(|p| p != x).cloned().collect();
             if let Some(chart) = line_chart(&with, metric, x, &others, info, None) {
-                out.push(Planned {
-                    stem: format!("{}-vs-{}", slug(metric), slug(x)),
-                    chart,
-                });
+                let stem = format!("{}-vs-{}", slug(metric), slug(x));
+                push_unless_duplicate(&mut out, stem, chart, metric);
                 drew = true;
             }
         }
         if !drew && numeric_params.is_empty() && !varying.is_empty() {
             if let Some(chart) = bar_chart(&with, metric, &varying, info) {
-                out.push(Planned {
-                    stem: format!("{}-bars", slug(metric)),
-                    chart,
-                });
+                let stem = format!("{}-bars", slug(metric));
+                push_unless_duplicate(&mut out, stem, chart, metric);
             }
         }
     }

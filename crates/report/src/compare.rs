@@ -1,11 +1,33 @@
 //! `wirebench compare A B`: the same cases in two results directories (matched by their
 //! canonical parameters, so `1KiB` and `1024` are the same payload), every metric both
-//! have as a ratio B/A, and the ones that moved by more than a threshold flagged — how a
-//! user tracks regressions between versions, machines or links.
+//! have as a ratio B/A, judged against the runs' own noise — how a user tracks
+//! regressions between versions, machines or links.
+//!
+//! Two runs of the same build on the same machine differ by several percent (short
+//! stream cases by up to 3x), so a fixed threshold alone flags noise. A metric is
+//! flagged as changed only when both:
+//!
+//! - its mean moved by more than the threshold (`--threshold`, default 5 %), and
+//! - with repeats on both sides (`--repeat N`, N >= 2), Welch's t-test on the per-repeat
+//!   values gives p < [`ALPHA`]. Welch's test, not Student's, because two runs (other
+//!   machine, other version) need not share a variance; not Mann-Whitney, because with
+//!   the 3-5 repeats people run it cannot reach p < 0.01 at all (5 against 5 gives at
+//!   best p = 0.008, 3 against 3 p = 0.1). Outliers widen the spread and so make the
+//!   test more cautious, which is the safe side for a CI gate.
+//! - Without repeats on both sides nothing can be said about noise: such metrics are
+//!   reported as "unsure" and never flagged. Even a large factor is no sign of change
+//!   there: between two identical unrepeated default runs the maximum round trip moved
+//!   62x and the 99th percentile 20x (one scheduler stall on a busy machine).
+//!
+//! Repeats run back to back, so they share the machine's state at that moment; a run
+//! made while the machine was busy differs from one made while it was idle, and that
+//! difference is real, so it is flagged (docs/reports.md).
 
 use crate::html::{ReportError, esc, head, read_records};
-use crate::summary::human;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use crate::numbers::human;
+use crate::summary::wrap_at_words;
+use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
 use wirebench_model::{Record, Status};
@@ -13,17 +35,93 @@ use wirebench_model::{Record, Status};
 /// Metrics that describe the set-up rather than a result; left out of comparisons.
 const SKIP: &[&str] = &["link.release_error", "link.emulator_cpu", "rtt.model"];
 
+/// Significance level of the t-test. Strict, because a run has about a hundred metrics
+/// and each is tested: at 0.05 about five would be flagged by chance alone.
+pub const ALPHA: f64 = 0.01;
+
+/// A metric over a case's successful repeats.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stats {
+    /// Repeats with a finite value.
+    pub n: usize,
+    pub mean: f64,
+    /// Sample standard deviation (0 with one value).
+    pub sd: f64,
+}
+
+impl Stats {
+    pub fn of(values: &[f64]) -> Stats {
+        let n = values.len();
+        let mean = values.iter().sum::<f64>() / n.max(1) as f64;
+        let sd = if n > 1 {
+            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        Stats { n, mean, sd }
+    }
+
+    /// "14.1µs ± 300ns" with repeats, "14.1µs" without. The spaces do not break, so a
+    /// narrow table never parts a value from its spread.
+    pub fn show(&self, unit: &str) -> String {
+        if self.n > 1 {
+            format!(
+                "{}\u{a0}±\u{a0}{}",
+                human(self.mean, unit),
+                human(self.sd, unit)
+            )
+        } else {
+            human(self.mean, unit)
+        }
+    }
+}
+
+/// What the comparison concluded for one metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Moved by no more than the threshold.
+    Same,
+    /// Beyond the threshold and beyond the noise.
+    Changed,
+    /// Beyond the threshold but within the runs' spread (t-test p >= [`ALPHA`]).
+    Noise,
+    /// Beyond the threshold, but measured once on one side at least: cannot tell.
+    Unsure,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Same => "",
+            Verdict::Changed => "changed",
+            Verdict::Noise => "noise",
+            Verdict::Unsure => "unsure",
+        }
+    }
+}
+
 /// One metric of one matched case.
 #[derive(Debug, Clone)]
 pub struct Row {
+    /// The parameters that differ between cases: "workload=pingpong payload=64".
     pub params: String,
+    /// Their values only ("pingpong 64"), under [`Comparison::case_header`].
+    pub values: String,
     pub metric: String,
     pub unit: String,
-    pub a: f64,
-    pub b: f64,
-    /// B / A (`None` when A is 0).
+    pub a: Stats,
+    pub b: Stats,
+    /// B / A of the means (`None` when A is 0).
     pub ratio: Option<f64>,
-    pub flagged: bool,
+    /// Welch's t-test, two-sided, when both sides have repeats.
+    pub p: Option<f64>,
+    pub verdict: Verdict,
+}
+
+impl Row {
+    pub fn flagged(&self) -> bool {
+        self.verdict == Verdict::Changed
+    }
 }
 
 #[derive(Debug, Default)]
@@ -33,11 +131,34 @@ pub struct Comparison {
     pub only_a: Vec<String>,
     pub only_b: Vec<String>,
     pub threshold: f64,
+    /// Parameters with one value in every matched case ("rounds=1000 protocol=raw"),
+    /// said once instead of on every row.
+    pub constant: String,
+    /// The names of the parameters in [`Row::values`]: "workload payload".
+    pub case_header: String,
 }
 
 impl Comparison {
     pub fn flagged(&self) -> usize {
-        self.rows.iter().filter(|r| r.flagged).count()
+        self.count(Verdict::Changed)
+    }
+
+    pub fn count(&self, v: Verdict) -> usize {
+        self.rows.iter().filter(|r| r.verdict == v).count()
+    }
+
+    /// Matched cases.
+    pub fn cases(&self) -> usize {
+        self.rows
+            .iter()
+            .map(|r| r.params.as_str())
+            .collect::<BTreeSet<_>>()
+            .len()
+    }
+
+    /// Whether every compared metric had repeats on both sides.
+    pub fn repeated(&self) -> bool {
+        self.rows.iter().all(|r| r.a.n > 1 && r.b.n > 1)
     }
 }
 
@@ -45,9 +166,31 @@ fn key(r: &Record) -> String {
     serde_json::to_string(&r.params).unwrap_or_default()
 }
 
-fn describe(r: &Record) -> String {
+fn label(r: &Record, p: &str) -> Option<String> {
+    let v = r.labels.get(p)?;
+    Some(v.as_str().map_or_else(|| v.to_string(), str::to_string))
+}
+
+/// Parameters whose value differs between the records that have them.
+fn varying(records: &[&Record]) -> BTreeSet<String> {
+    let mut values: std::collections::BTreeMap<&str, BTreeSet<String>> = Default::default();
+    for r in records {
+        for k in r.labels.keys() {
+            values.entry(k.as_str()).or_default().extend(label(r, k));
+        }
+    }
+    values
+        .into_iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(k, _)| k.to_string())
+        .collect()
+}
+
+/// The parameters in `keep` (all if `None`), as typed in the run.
+fn describe(r: &Record, keep: Option<&BTreeSet<String>>) -> String {
     r.labels
         .iter()
+        .filter(|(k, _)| keep.is_none_or(|s| s.contains(k.as_str())))
         .map(|(k, v)| {
             format!(
                 "{k}={}",
@@ -58,9 +201,9 @@ fn describe(r: &Record) -> String {
         .join(" ")
 }
 
-/// Mean of each metric over a case's successful repeats.
-fn means(rs: &[&Record]) -> Vec<(String, String, f64)> {
-    let mut out: Vec<(String, String, f64, usize)> = Vec::new();
+/// Each metric's values over a case's successful repeats, with its unit.
+fn values(rs: &[&Record]) -> Vec<(String, String, Vec<f64>)> {
+    let mut out: Vec<(String, String, Vec<f64>)> = Vec::new();
     for r in rs {
         for name in r.metrics.keys() {
             let Some(m) = r.metric(name) else { continue };
@@ -68,17 +211,12 @@ fn means(rs: &[&Record]) -> Vec<(String, String, f64)> {
                 continue;
             }
             match out.iter_mut().find(|e| e.0 == *name) {
-                Some(e) => {
-                    e.2 += m.value;
-                    e.3 += 1;
-                }
-                None => out.push((name.clone(), m.unit, m.value, 1)),
+                Some(e) => e.2.push(m.value),
+                None => out.push((name.clone(), m.unit, vec![m.value])),
             }
         }
     }
-    out.into_iter()
-        .map(|(n, u, sum, k)| (n, u, sum / k as f64))
-        .collect()
+    out
 }
 
 fn group(records: &[Record]) -> Vec<(String, Vec<&Record>)> {
@@ -93,46 +231,206 @@ fn group(records: &[Record]) -> Vec<(String, Vec<&Record>)> {
     out
 }
 
-/// Compares two record sets; `threshold` is the relative change that gets flagged (0.05
-/// = 5 %).
+/// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9; about 15 correct digits).
+fn ln_gamma(x: f64) -> f64 {
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Γ(x)Γ(1-x) = π / sin(πx).
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let t = x + 7.5;
+    let mut a = C[0];
+    for (i, c) in C.iter().enumerate().skip(1) {
+        a += c / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// Continued fraction of the incomplete beta function (modified Lentz).
+fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let mut c = 1.0;
+    let mut d = 1.0 - qab * x / qap;
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..300 {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        h *= d * c;
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < 1e-14 {
+            break;
+        }
+    }
+    h
+}
+
+/// The regularized incomplete beta function I_x(a, b).
+fn beta_inc(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let front =
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        front * beta_cf(a, b, x) / a
+    } else {
+        1.0 - front * beta_cf(b, a, 1.0 - x) / b
+    }
+}
+
+/// Two-sided p-value of Welch's t-test for different means; `None` unless both sides
+/// have at least two values.
+pub fn welch_p(a: &Stats, b: &Stats) -> Option<f64> {
+    if a.n < 2 || b.n < 2 {
+        return None;
+    }
+    let (va, vb) = (a.sd.powi(2) / a.n as f64, b.sd.powi(2) / b.n as f64);
+    let se2 = va + vb;
+    if se2 == 0.0 {
+        // No spread at all (a count, a fixed size): any difference is real.
+        return Some(if a.mean == b.mean { 1.0 } else { 0.0 });
+    }
+    let t = (b.mean - a.mean) / se2.sqrt();
+    let df = se2.powi(2) / (va.powi(2) / (a.n - 1) as f64 + vb.powi(2) / (b.n - 1) as f64);
+    let p = beta_inc(df / 2.0, 0.5, df / (df + t * t));
+    Some(p.clamp(0.0, 1.0))
+}
+
+fn judge(a: &Stats, b: &Stats, threshold: f64) -> (Option<f64>, Option<f64>, Verdict) {
+    let ratio = (a.mean != 0.0).then(|| b.mean / a.mean);
+    let change = match ratio {
+        Some(r) => (r - 1.0).abs(),
+        None if b.mean == 0.0 => 0.0,
+        None => f64::INFINITY,
+    };
+    let p = welch_p(a, b);
+    let verdict = if change <= threshold {
+        Verdict::Same
+    } else if let Some(p) = p {
+        if p < ALPHA {
+            Verdict::Changed
+        } else {
+            Verdict::Noise
+        }
+    } else {
+        Verdict::Unsure
+    };
+    (ratio, p, verdict)
+}
+
+/// Compares two record sets; `threshold` is the relative change of the mean below which
+/// nothing is flagged (0.05 = 5 %).
 pub fn compare(a: &[Record], b: &[Record], threshold: f64) -> Comparison {
     let (ga, gb) = (group(a), group(b));
     let mut c = Comparison {
         threshold,
         ..Comparison::default()
     };
+    // Rows name only what differs between cases; the rest is said once.
+    let all: Vec<&Record> = ga.iter().chain(&gb).map(|(_, rs)| rs[0]).collect();
+    let differs = varying(&all);
+    if let Some(first) = all.first() {
+        let same: BTreeSet<String> = first
+            .labels
+            .keys()
+            .filter(|k| !differs.contains(*k))
+            .filter(|k| all.iter().all(|r| label(r, k) == label(first, k)))
+            .cloned()
+            .collect();
+        c.constant = describe(first, Some(&same));
+    }
+    let keep = (!differs.is_empty()).then_some(&differs);
+    c.case_header = match keep {
+        Some(k) => all
+            .first()
+            .map(|r| {
+                r.labels
+                    .keys()
+                    .filter(|x| k.contains(x.as_str()))
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default(),
+        None => "case".into(),
+    };
     for (k, ra) in &ga {
         let Some((_, rb)) = gb.iter().find(|(x, _)| x == k) else {
-            c.only_a.push(describe(ra[0]));
+            c.only_a.push(describe(ra[0], None));
             continue;
         };
-        let mb = means(rb);
-        for (metric, unit, va) in means(ra) {
+        let vb = values(rb);
+        for (metric, unit, va) in values(ra) {
             if SKIP.iter().any(|s| metric.starts_with(s)) {
                 continue;
             }
-            let Some((_, _, vb)) = mb.iter().find(|(n, _, _)| *n == metric) else {
+            let Some((_, _, vb)) = vb.iter().find(|(n, _, _)| *n == metric) else {
                 continue;
             };
-            let ratio = (va != 0.0).then(|| vb / va);
-            let flagged = match ratio {
-                Some(r) => (r - 1.0).abs() > threshold,
-                None => *vb != 0.0,
-            };
+            let (sa, sb) = (Stats::of(&va), Stats::of(vb));
+            let (ratio, p, verdict) = judge(&sa, &sb, threshold);
             c.rows.push(Row {
-                params: describe(ra[0]),
+                params: describe(ra[0], keep),
+                values: ra[0]
+                    .labels
+                    .keys()
+                    .filter(|k| keep.is_none_or(|s| s.contains(k.as_str())))
+                    .filter_map(|k| label(ra[0], k))
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 metric,
                 unit,
-                a: va,
-                b: *vb,
+                a: sa,
+                b: sb,
                 ratio,
-                flagged,
+                p,
+                verdict,
             });
         }
     }
     for (k, rb) in &gb {
         if !ga.iter().any(|(x, _)| x == k) {
-            c.only_b.push(describe(rb[0]));
+            c.only_b.push(describe(rb[0], None));
         }
     }
     c
@@ -142,37 +440,88 @@ pub fn load_and_compare(a: &Path, b: &Path, threshold: f64) -> Result<Comparison
     Ok(compare(&read_records(a)?, &read_records(b)?, threshold))
 }
 
-/// The comparison as a terminal table; with `all = false` only flagged rows.
-pub fn table(c: &Comparison, all: bool) -> String {
+fn show_ratio(r: &Row) -> String {
+    r.ratio.map_or("-".into(), |x| format!("{x:.3}"))
+}
+
+fn show_p(r: &Row) -> String {
+    match r.p {
+        None => "-".into(),
+        Some(p) if p < 0.001 => "<0.001".into(),
+        Some(p) => format!("{p:.3}"),
+    }
+}
+
+/// What the verdicts mean, in sentences, for the terminal and the page.
+fn explain(c: &Comparison) -> Vec<String> {
+    let pct = c.threshold * 100.0;
+    let mut lines = vec![format!(
+        "{} metric(s) compared over {} matched case(s); {} changed (moved more than {pct:.1}% \
+         and Welch's t-test p < {ALPHA}, on metrics with repeats in both runs)",
+        c.rows.len(),
+        c.cases(),
+        c.flagged(),
+    )];
+    let noise = c.count(Verdict::Noise);
+    if noise > 0 {
+        lines.push(format!(
+            "{noise} moved more than {pct:.1}% but within the runs' spread (noise, not flagged)"
+        ));
+    }
+    let unsure = c.count(Verdict::Unsure);
+    if !c.repeated() {
+        lines.push(format!(
+            "Cases run only once in A or B cannot tell noise from change: identical runs differ \
+             by several percent, tail latencies by 20x and more. {unsure} such metric(s) moved \
+             more than {pct:.1}% (\"unsure\", never flagged, so --fail-on-change cannot fail \
+             on them). Run both with `--repeat 5` to judge change against the spread."
+        ));
+    }
+    lines
+}
+
+/// The comparison as a terminal table, `width` columns wide as far as whole words
+/// allow: changed metrics, or every metric with `all`.
+pub fn table(c: &Comparison, all: bool, width: usize) -> String {
     let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_header(vec!["case", "metric", "A", "B", "B/A", ""]);
-    for r in c.rows.iter().filter(|r| all || r.flagged) {
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        c.case_header.as_str(),
+        "metric",
+        "A",
+        "B",
+        "B/A",
+        "p",
+        "",
+    ]);
+    let mut shown = 0;
+    for r in c.rows.iter().filter(|r| all || r.flagged()) {
+        shown += 1;
         t.add_row(vec![
-            Cell::new(&r.params),
+            Cell::new(&r.values),
             Cell::new(&r.metric),
-            Cell::new(human(r.a, &r.unit)).set_alignment(CellAlignment::Right),
-            Cell::new(human(r.b, &r.unit)).set_alignment(CellAlignment::Right),
-            Cell::new(r.ratio.map_or("-".into(), |x| format!("{x:.3}")))
-                .set_alignment(CellAlignment::Right),
-            Cell::new(if r.flagged { "changed" } else { "" }),
+            Cell::new(r.a.show(&r.unit)).set_alignment(CellAlignment::Right),
+            Cell::new(r.b.show(&r.unit)).set_alignment(CellAlignment::Right),
+            Cell::new(show_ratio(r)).set_alignment(CellAlignment::Right),
+            Cell::new(show_p(r)).set_alignment(CellAlignment::Right),
+            Cell::new(r.verdict.word()),
         ]);
     }
-    let mut s = t.to_string();
-    s.push('\n');
-    let _ = writeln!(
-        s,
-        "{} metric(s) compared over {} matched case(s); {} changed by more than {:.1}%",
-        c.rows.len(),
-        c.rows
-            .iter()
-            .map(|r| r.params.as_str())
-            .collect::<std::collections::BTreeSet<_>>()
-            .len(),
-        c.flagged(),
-        c.threshold * 100.0
-    );
+    let mut s = String::new();
+    if shown > 0 {
+        wrap_at_words(&mut t, width);
+        s.push_str(&t.to_string());
+        s.push('\n');
+    }
+    if !c.constant.is_empty() {
+        let _ = writeln!(s, "Same in every case: {}", c.constant);
+    }
+    for line in explain(c) {
+        let _ = writeln!(s, "{line}");
+    }
+    if !all && c.rows.len() > shown {
+        let _ = writeln!(s, "`--all` lists every metric.");
+    }
     for p in &c.only_a {
         let _ = writeln!(s, "only in A: {p}");
     }
@@ -182,32 +531,41 @@ pub fn table(c: &Comparison, all: bool) -> String {
     s
 }
 
-/// The comparison as a self-contained HTML page.
+/// The comparison as a self-contained HTML page, every metric.
 pub fn html(c: &Comparison, a: &Path, b: &Path) -> String {
     let mut s = head("wirebench · comparison");
     let _ = writeln!(
         s,
         "<body>\n<h1>wirebench · comparison</h1>\n<p class=\"lead\">A = <code>{}</code>, B = <code>{}</code>; \
-         ratios B/A; changes beyond {:.1}% are marked.</p>",
+         means ± standard deviation over repeats, ratios B/A of the means, p from Welch's t-test.</p>",
         esc(&a.display().to_string()),
         esc(&b.display().to_string()),
-        c.threshold * 100.0
     );
-    s.push_str("<div class=\"scroll\"><table>\n<tr><th>case</th><th>metric</th><th>A</th><th>B</th><th>B/A</th><th></th></tr>\n");
-    for r in &c.rows {
+    if !c.constant.is_empty() {
         let _ = writeln!(
             s,
-            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+            "<p>Same in every case: <code>{}</code></p>",
+            esc(&c.constant)
+        );
+    }
+    for line in explain(c) {
+        let _ = writeln!(s, "<p>{}</p>", esc(&line));
+    }
+    s.push_str("<div class=\"scroll\"><table>\n<tr><th>case</th><th>metric</th><th>A</th><th>B</th><th>B/A</th><th>p</th><th></th></tr>\n");
+    for r in &c.rows {
+        let verdict = match r.verdict {
+            Verdict::Changed => "<span class=\"bad\">changed</span>".to_string(),
+            v => v.word().to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{verdict}</td></tr>",
             esc(&r.params),
             esc(&r.metric),
-            esc(&human(r.a, &r.unit)),
-            esc(&human(r.b, &r.unit)),
-            r.ratio.map_or("-".into(), |x| format!("{x:.3}")),
-            if r.flagged {
-                "<span class=\"bad\">changed</span>"
-            } else {
-                ""
-            }
+            esc(&r.a.show(&r.unit)),
+            esc(&r.b.show(&r.unit)),
+            show_ratio(r),
+            esc(&show_p(r)),
         );
     }
     s.push_str("</table></div>\n");
@@ -225,11 +583,12 @@ pub fn html(c: &Comparison, a: &Path, b: &Path) -> String {
 mod tests {
     use super::*;
 
-    fn rec(case: usize, payload: u64, label: &str, p50: f64) -> Record {
+    fn rec(case: usize, repeat: usize, payload: u64, label: &str, p50: f64) -> Record {
         serde_json::from_value(serde_json::json!({
-            "schema": 1, "scenario": "s", "case": case, "repeat": 1, "status": "ok",
+            "schema": 1, "scenario": "s", "case": case, "repeat": repeat, "status": "ok",
             "params": {"payload": payload}, "labels": {"payload": label},
             "metrics": {"rtt.p50": {"value": p50, "unit": "s"},
+                        "messages.sent": {"value": 1000.0, "unit": "count"},
                         "link.emulator_cpu": {"value": 0.5, "unit": "ratio"}},
             "seed": 1, "started": "", "wirebench": "0", "command": [],
             "host": {"hostname": "", "os": "", "kernel": "", "cpu": "", "cpus": 1, "memory_bytes": 0}
@@ -237,26 +596,150 @@ mod tests {
         .unwrap()
     }
 
+    /// A small deterministic generator, so the noise is the same on every machine.
+    struct Lcg(u64);
+    impl Lcg {
+        /// Roughly normal (sum of 12 uniforms), mean 0, sd 1.
+        fn normal(&mut self) -> f64 {
+            (0..12)
+                .map(|_| {
+                    self.0 = self
+                        .0
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    (self.0 >> 11) as f64 / (1u64 << 53) as f64
+                })
+                .sum::<f64>()
+                - 6.0
+        }
+    }
+
+    /// `repeats` records per case for payloads 64 and 1500: p50 = mean x (1 + 10 % noise).
+    fn run(seed: u64, repeats: usize, mean_64: f64, mean_1500: f64) -> Vec<Record> {
+        let mut g = Lcg(seed);
+        let mut out = Vec::new();
+        for (case, (payload, mean)) in [(64, mean_64), (1500, mean_1500)].iter().enumerate() {
+            for rep in 1..=repeats {
+                let v = mean * (1.0 + 0.1 * g.normal());
+                out.push(rec(case + 1, rep, *payload, &payload.to_string(), v));
+            }
+        }
+        out
+    }
+
     #[test]
-    fn matches_by_canonical_parameters_and_flags_changes() {
-        let a = vec![rec(1, 1024, "1KiB", 1.0e-3), rec(2, 64, "64", 50e-6)];
+    fn t_distribution_p_values() {
+        let s = |n, mean, sd| Stats { n, mean, sd };
+        // df = 1 is the Cauchy distribution: P(|T| > 1) = 0.5 exactly.
+        let p = beta_inc(0.5, 0.5, 1.0 / 2.0);
+        assert!((p - 0.5).abs() < 1e-9, "{p}");
+        // Tables: t = 2.228 at df = 10 and t = 4.604 at df = 4 are the two-sided 5 % and 1 % points.
+        assert!((beta_inc(5.0, 0.5, 10.0 / (10.0 + 2.228f64.powi(2))) - 0.05).abs() < 1e-3);
+        assert!((beta_inc(2.0, 0.5, 4.0 / (4.0 + 4.604f64.powi(2))) - 0.01).abs() < 1e-4);
+        // Welch with equal sizes and spreads: t = 1 / sqrt(2 / 5 * 0.25) = 3.16, df = 8.
+        let p = welch_p(&s(5, 10.0, 0.5), &s(5, 11.0, 0.5)).unwrap();
+        assert!((p - 0.0134).abs() < 5e-4, "{p}");
+        assert_eq!(welch_p(&s(1, 10.0, 0.0), &s(5, 11.0, 0.5)), None);
+        assert_eq!(welch_p(&s(3, 7.0, 0.0), &s(3, 7.0, 0.0)), Some(1.0));
+        assert_eq!(welch_p(&s(3, 7.0, 0.0), &s(3, 8.0, 0.0)), Some(0.0));
+    }
+
+    #[test]
+    fn identical_distributions_flag_nothing() {
+        // Same means, 10 % noise per repeat: the means differ by more than 5 %, but not
+        // beyond the spread.
+        // The first pair of seeds whose means differ by more than 5 % somewhere.
+        let c = (1..)
+            .map(|seed| {
+                compare(
+                    &run(seed, 5, 50e-6, 1e-3),
+                    &run(seed + 1000, 5, 50e-6, 1e-3),
+                    0.05,
+                )
+            })
+            .find(|c| c.rows.iter().any(|r| r.verdict != Verdict::Same))
+            .unwrap();
+        assert_eq!(c.flagged(), 0, "{:#?}", c.rows);
+        assert!(c.repeated());
+        let t = table(&c, false, 100);
+        assert!(t.contains("0 changed"), "{t}");
+        assert!(t.contains("within the runs' spread"), "{t}");
+        assert!(!t.contains("cannot tell noise"), "{t}");
+    }
+
+    #[test]
+    fn false_alarms_near_alpha_and_shifts_found() {
+        // 1000 comparisons of identical distributions: about 1 % flagged (p < 0.01), far
+        // from the 55 % a bare 5 % threshold flagged in issue 11.
+        let (mut false_alarms, mut found) = (0, 0);
+        for seed in 0..500 {
+            let a = run(4 * seed + 1, 5, 50e-6, 1e-3);
+            let b = run(4 * seed + 2, 5, 50e-6, 1e-3);
+            false_alarms += compare(&a, &b, 0.05)
+                .rows
+                .iter()
+                .filter(|r| r.flagged())
+                .count();
+            // A 50 % shift against 10 % noise with 5 repeats is found nearly always.
+            let b = run(4 * seed + 3, 5, 75e-6, 1.5e-3);
+            found += compare(&a, &b, 0.05)
+                .rows
+                .iter()
+                .filter(|r| r.flagged())
+                .count();
+        }
+        assert!(false_alarms <= 20, "{false_alarms} of 1000");
+        assert!(found >= 950, "{found} of 1000");
+    }
+
+    #[test]
+    fn a_shift_beyond_the_spread_is_flagged() {
+        let a = run(1, 5, 50e-6, 1e-3);
+        // The 1500-byte case got 30 % slower; the 64-byte case is the same.
+        let b = run(2, 5, 50e-6, 1.3e-3);
+        let c = compare(&a, &b, 0.05);
+        let changed: Vec<&Row> = c.rows.iter().filter(|r| r.flagged()).collect();
+        assert_eq!(changed.len(), 1, "{:#?}", c.rows);
+        assert_eq!(changed[0].metric, "rtt.p50");
+        assert!(changed[0].params.contains("1500"));
+        assert!(changed[0].p.unwrap() < ALPHA);
+        let t = table(&c, false, 100);
+        assert!(t.contains("1 changed"), "{t}");
+        assert!(t.contains("\u{a0}±\u{a0}"), "mean ± spread shown: {t}");
+        // Below the threshold nothing is flagged, however significant.
+        let c = compare(&a, &b, 0.5);
+        assert_eq!(c.flagged(), 0);
+        assert!(html(&c, Path::new("a"), Path::new("b")).contains("Welch"));
+    }
+
+    #[test]
+    fn without_repeats_it_says_it_cannot_tell() {
+        let a = vec![rec(1, 1, 1024, "1KiB", 1.0e-3), rec(2, 1, 64, "64", 50e-6)];
         let b = vec![
-            rec(1, 1024, "1024", 1.2e-3),
-            rec(2, 64, "64", 51e-6),
-            rec(3, 9, "9", 1.0),
+            rec(1, 1, 1024, "1024", 1.3e-3),
+            rec(2, 1, 64, "64", 51e-6),
+            rec(3, 1, 9, "9", 1.0),
         ];
         let c = compare(&a, &b, 0.05);
-        assert_eq!(c.rows.len(), 2, "{:?}", c.rows);
-        let big = c.rows.iter().find(|r| r.params.contains("1KiB")).unwrap();
-        assert!((big.ratio.unwrap() - 1.2).abs() < 1e-9);
-        assert!(big.flagged);
-        let small = c.rows.iter().find(|r| r.params.contains("64")).unwrap();
-        assert!(!small.flagged);
+        // Matched by canonical parameters; set-up metrics left out.
+        assert_eq!(c.rows.len(), 4, "{:#?}", c.rows);
+        let big = c
+            .rows
+            .iter()
+            .find(|r| r.params.contains("1KiB") && r.metric == "rtt.p50")
+            .unwrap();
+        assert!((big.ratio.unwrap() - 1.3).abs() < 1e-9);
+        assert_eq!(big.verdict, Verdict::Unsure);
+        assert_eq!(c.flagged(), 0, "a 30 % change measured once is not flagged");
         assert_eq!(c.only_b.len(), 1);
-        assert!(c.only_a.is_empty());
-        assert_eq!(c.flagged(), 1);
-        let t = table(&c, false);
-        assert!(t.contains("1 changed by more than 5.0%"), "{t}");
-        assert!(html(&c, Path::new("a"), Path::new("b")).contains("changed"));
+        let t = table(&c, false, 100);
+        assert!(t.contains("cannot tell noise from change"), "{t}");
+        assert!(t.contains("--repeat 5"), "{t}");
+        // Not even an order of magnitude: identical unrepeated runs differ that much in
+        // their tails.
+        let b = vec![rec(1, 1, 1024, "1024", 62e-3)];
+        let c = compare(&a, &b, 0.05);
+        assert_eq!(c.flagged(), 0);
+        assert_eq!(c.count(Verdict::Unsure), 1);
     }
 }

@@ -124,6 +124,7 @@ figure.chart figcaption {{ font-size: 12px; color: #666; margin-top: 4px; }}
 nav a {{ margin-right: 14px; font-size: 14px; }}
 .good {{ color: #1a7f37; }} .bad {{ color: #b42318; font-weight: bold; }}
 ul.notes {{ font-size: 13px; }}
+th span.id {{ font-weight: normal; color: #666; font-size: 11px; }}
 </style></head>
 "#,
         title = esc(title)
@@ -175,15 +176,33 @@ fn csv_tables(csv_text: &str) -> String {
                 header_next = true;
             }
             Some(_) if in_table => {
-                let tag = if header_next { "th" } else { "td" };
                 out.push_str("<tr>");
-                for (i, c) in cells.iter().enumerate() {
-                    let class = if tag == "td" && i >= 2 {
-                        " class=\"num\""
-                    } else {
-                        ""
-                    };
-                    let _ = write!(out, "<{tag}{class}>{}</{tag}>", esc(c));
+                if header_next {
+                    for c in &cells {
+                        let _ = write!(out, "<th>{}</th>", esc(c));
+                    }
+                } else {
+                    // metric, unit, then one value per column: shown in the unit's human
+                    // form, the full value in the tooltip (it is in results.csv too).
+                    let unit = cells.get(1).copied().unwrap_or("");
+                    for (i, c) in cells.iter().enumerate() {
+                        match c.parse::<f64>() {
+                            Ok(v) if i >= 2 => {
+                                let _ = write!(
+                                    out,
+                                    "<td class=\"num\" title=\"{}\">{}</td>",
+                                    esc(c),
+                                    esc(&human(v, unit))
+                                );
+                            }
+                            _ if i >= 2 => {
+                                let _ = write!(out, "<td class=\"num\">{}</td>", esc(c));
+                            }
+                            _ => {
+                                let _ = write!(out, "<td>{}</td>", esc(c));
+                            }
+                        }
+                    }
                 }
                 out.push_str("</tr>\n");
                 header_next = false;
@@ -267,23 +286,39 @@ fn cases_table(records: &[Record]) -> String {
         .map(|(m, _)| *m)
         .filter(|m| records.iter().any(|r| r.metrics.contains_key(*m)))
         .collect();
+    let repeated = records.iter().any(|r| r.repeat > 1);
     let mut s = String::from("<div class=\"scroll\"><table>\n<tr><th>case</th>");
+    if repeated {
+        s.push_str("<th>repeat</th>");
+    }
     for p in &varying {
         let _ = write!(s, "<th>{}</th>", esc(p));
     }
+    // The metric in words, with the name results.csv and results.jsonl use under it.
     for m in &metrics {
-        let _ = write!(s, "<th>{}</th>", esc(m));
+        let words = charts::METRICS
+            .iter()
+            .find(|(id, _)| id == m)
+            .map_or(*m, |(_, w)| *w);
+        let _ = write!(
+            s,
+            "<th>{}<br><span class=\"id\">{}</span></th>",
+            esc(words),
+            esc(m)
+        );
     }
     s.push_str("<th>status</th></tr>\n");
     for r in records {
         let failed = r.status != Status::Ok;
         let _ = write!(
             s,
-            "<tr{}><td>{} r{}</td>",
+            "<tr{}><td>{}</td>",
             if failed { " class=\"failed\"" } else { "" },
             r.case,
-            r.repeat
         );
+        if repeated {
+            let _ = write!(s, "<td>{}</td>", r.repeat);
+        }
         for p in &varying {
             let v = r
                 .labels
@@ -316,7 +351,14 @@ fn cases_table(records: &[Record]) -> String {
 
 fn published(records: &[Record]) -> String {
     let mut rows = String::new();
-    for r in records.iter().filter(|r| r.status == Status::Ok) {
+    let with_refs: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.status == Status::Ok && !r.references.is_empty())
+        .collect();
+    // Only what differs between these rows; the rest is in "Same in every case" below.
+    let differing = crate::summary::differing(&with_refs);
+    let repeated = records.iter().any(|r| r.repeat > 1);
+    for r in with_refs {
         for (metric, reference) in &r.references {
             let (Some(rv), Some(ours)) = (reference["value"].as_f64(), r.metric(metric)) else {
                 continue;
@@ -329,14 +371,18 @@ fn published(records: &[Record]) -> String {
             let params = r
                 .labels
                 .iter()
+                .filter(|(k, _)| differing.contains(k))
                 .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(&v.to_string())))
                 .collect::<Vec<_>>()
                 .join(" ");
+            let case = if repeated {
+                format!("{} r{}", r.case, r.repeat)
+            } else {
+                r.case.to_string()
+            };
             let _ = writeln!(
                 rows,
-                "<tr><td>{} r{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{ratio}</td><td>{}</td></tr>",
-                r.case,
-                r.repeat,
+                "<tr><td>{case}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{ratio}</td><td>{}</td></tr>",
                 esc(&params),
                 esc(metric),
                 esc(&human(ours.value, &ours.unit)),
@@ -376,6 +422,29 @@ fn notes(records: &[Record]) -> String {
     s
 }
 
+/// Removes charts an earlier report wrote that this one does not (a rebuilt report may
+/// number or choose its charts differently); only our own `NN-name.svg|png` files.
+fn remove_stale_charts(chart_dir: &Path, planned: &[Planned]) -> Result<(), ReportError> {
+    let entries = std::fs::read_dir(chart_dir).map_err(io_err(chart_dir))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let (Some(stem), Some(ext)) = (
+            path.file_stem().and_then(|s| s.to_str()),
+            path.extension().and_then(|s| s.to_str()),
+        ) else {
+            continue;
+        };
+        let ours = matches!(ext, "svg" | "png")
+            && stem.len() > 3
+            && stem.as_bytes()[..2].iter().all(u8::is_ascii_digit)
+            && stem.as_bytes()[2] == b'-';
+        if ours && !planned.iter().any(|p| p.stem == stem) {
+            std::fs::remove_file(&path).map_err(io_err(&path))?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes `charts/*.svg`, `charts/*.png` and `report.html` into `dir`.
 pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
     let records = read_records(dir)?;
@@ -389,8 +458,9 @@ pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
     let planned = charts::plan(&records, &info, dir);
     let chart_dir = dir.join("charts");
     std::fs::create_dir_all(&chart_dir).map_err(io_err(&chart_dir))?;
+    remove_stale_charts(&chart_dir, &planned)?;
     let mut figures = String::new();
-    for Planned { stem, chart } in &planned {
+    for Planned { stem, chart, notes } in &planned {
         let svg = wirebench_chart::render_svg(chart);
         let svg_path = chart_dir.join(format!("{stem}.svg"));
         atomic_write(&svg_path, svg.as_bytes()).map_err(io_err(&svg_path))?;
@@ -405,9 +475,10 @@ pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
             Some(rest) => rest.split_once("?>").map_or(rest, |(_, b)| b),
             None => &svg,
         };
+        let notes: String = notes.iter().map(|n| format!("<br>{}", esc(n))).collect();
         let _ = writeln!(
             figures,
-            "<figure class=\"chart\" id=\"{stem}\">{inline}<figcaption>{} · <a href=\"charts/{stem}.svg\">SVG</a> · <a href=\"charts/{stem}.png\">PNG</a></figcaption></figure>",
+            "<figure class=\"chart\" id=\"{stem}\">{inline}<figcaption>{} · <a href=\"charts/{stem}.svg\">SVG</a> · <a href=\"charts/{stem}.png\">PNG</a>{notes}</figcaption></figure>",
             esc(&chart.title)
         );
     }
@@ -430,9 +501,22 @@ pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
         esc(&scenario),
         esc(&info.description)
     );
-    html.push_str(
-        "<nav><a href=\"#charts\">Charts</a><a href=\"#cases\">Cases</a><a href=\"#tables\">Tables</a><a href=\"#published\">Published figures</a><a href=\"#notes\">Notes</a></nav>\n",
-    );
+    let published = published(&records);
+    let notes = notes(&records);
+    // Only sections the page has: a link to a missing anchor goes nowhere.
+    let mut nav = vec![("charts", "Charts"), ("cases", "Cases")];
+    if !published.is_empty() {
+        nav.push(("published", "Published figures"));
+    }
+    nav.push(("tables", "Tables"));
+    if !notes.is_empty() {
+        nav.push(("notes", "Notes"));
+    }
+    html.push_str("<nav>");
+    for (id, words) in nav {
+        let _ = write!(html, "<a href=\"#{id}\">{words}</a>");
+    }
+    html.push_str("</nav>\n");
     html.push_str(&facts(&records));
     let _ = writeln!(html, "<h2 id=\"charts\">Charts</h2>");
     if planned.is_empty() {
@@ -441,13 +525,13 @@ pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
     html.push_str(&figures);
     let _ = writeln!(html, "<h2 id=\"cases\">Cases</h2>");
     html.push_str(&cases_table(&records));
-    html.push_str(&published(&records));
+    html.push_str(&published);
     let _ = writeln!(
         html,
         "<h2 id=\"tables\">Tables</h2>\n<p>The same pivot as <a href=\"results.csv\">results.csv</a>; every record is in <a href=\"results.jsonl\">results.jsonl</a>.</p>"
     );
     html.push_str(&csv_tables(&pivot(&records, &pivot_opts)));
-    html.push_str(&notes(&records));
+    html.push_str(&notes);
     html.push_str(SELF_CHECK);
     html.push_str("</body></html>\n");
     let path = dir.join("report.html");
@@ -456,4 +540,130 @@ pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
         html: path,
         charts: planned.len(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A results directory from a real run's records and run.json (testdata/).
+    fn report(jsonl: &str, run_json: &str) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("results.jsonl"), jsonl).unwrap();
+        std::fs::write(dir.path().join("run.json"), run_json).unwrap();
+        let written = write_report(dir.path()).unwrap();
+        let html = std::fs::read_to_string(written.html).unwrap();
+        (dir, html)
+    }
+
+    fn default_report() -> (tempfile::TempDir, String) {
+        report(
+            include_str!("../testdata/default.jsonl"),
+            include_str!("../testdata/default.run.json"),
+        )
+    }
+
+    fn irc_report() -> (tempfile::TempDir, String) {
+        report(
+            include_str!("../testdata/satcom-irc.jsonl"),
+            include_str!("../testdata/satcom-irc.run.json"),
+        )
+    }
+
+    /// The values of `attr="..."` everywhere in the page.
+    fn attrs<'a>(html: &'a str, attr: &str) -> Vec<&'a str> {
+        let needle = format!(" {attr}=\"");
+        html.match_indices(&needle)
+            .filter_map(|(i, _)| html[i + needle.len()..].split('"').next())
+            .collect()
+    }
+
+    #[test]
+    fn every_in_page_link_has_its_anchor() {
+        for (_dir, html) in [default_report(), irc_report()] {
+            let ids = attrs(&html, "id");
+            let links: Vec<&str> = attrs(&html, "href")
+                .into_iter()
+                .filter_map(|h| h.strip_prefix('#'))
+                .collect();
+            assert!(links.len() >= 3, "{links:?}");
+            for l in links {
+                assert!(ids.contains(&l), "#{l} has no id in the page");
+            }
+        }
+        // The default run has neither published figures nor notes: no links to them.
+        let (_dir, html) = default_report();
+        assert!(!html.contains("href=\"#published\""));
+        let (_dir, html) = irc_report();
+        assert!(html.contains("href=\"#published\"") && html.contains("href=\"#notes\""));
+    }
+
+    /// Significant digits of a formatted cell: "0.000169" has 3, "1235s" 4.
+    fn significant(cell: &str) -> usize {
+        cell.chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == '-')
+            .filter(char::is_ascii_digit)
+            .skip_while(|c| *c == '0')
+            .count()
+    }
+
+    #[test]
+    fn table_numbers_are_human() {
+        let (_dir, html) = irc_report();
+        let cells: Vec<&str> = html
+            .split("<td class=\"num\"")
+            .skip(1)
+            .filter_map(|c| c.split_once('>')?.1.split("</td>").next())
+            .collect();
+        assert!(cells.len() > 100, "{}", cells.len());
+        for c in &cells {
+            assert!(significant(c) <= 4, "raw number in a table: {c:?}");
+            assert!(!c.contains("e-"), "{c:?}");
+        }
+        // The full value stays in the tooltip.
+        assert!(
+            html.contains("title=\"0.06039647\""),
+            "raw value in the tooltip"
+        );
+        assert!(cells.contains(&"60.4ms"), "{cells:?}");
+    }
+
+    #[test]
+    fn rebuilding_removes_charts_it_no_longer_draws() {
+        let (dir, _) = default_report();
+        let charts = dir.path().join("charts");
+        for stale in ["05-rtt-p50-vs-payload.svg", "05-rtt-p50-vs-payload.png"] {
+            std::fs::write(charts.join(stale), "old").unwrap();
+        }
+        std::fs::write(charts.join("mine.svg"), "a user's file").unwrap();
+        let drawn = write_report(dir.path()).unwrap().charts;
+        assert!(!charts.join("05-rtt-p50-vs-payload.svg").exists());
+        assert!(!charts.join("05-rtt-p50-vs-payload.png").exists());
+        assert!(charts.join("mine.svg").exists(), "not ours: kept");
+        let n = std::fs::read_dir(&charts).unwrap().count();
+        assert_eq!(
+            n,
+            2 * drawn + 1,
+            "each chart as SVG and PNG, and the user's file"
+        );
+    }
+
+    #[test]
+    fn near_duplicate_charts_are_left_out_with_a_note() {
+        let (dir, html) = default_report();
+        // rtt.p50 equals rtt.stable (the median after the first two of 1000 rounds).
+        let stems: Vec<String> = std::fs::read_dir(dir.path().join("charts"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(stems.iter().any(|s| s.contains("rtt-stable")), "{stems:?}");
+        assert!(!stems.iter().any(|s| s.contains("rtt-p50")), "{stems:?}");
+        assert!(
+            html.contains("Median round trip (rtt.p50) is within 5% of this"),
+            "the kept chart says why"
+        );
+        // Charts that differ are all drawn.
+        assert!(stems.iter().any(|s| s.contains("rtt-first")), "{stems:?}");
+        assert!(stems.iter().any(|s| s.contains("rtt-p99")), "{stems:?}");
+    }
 }

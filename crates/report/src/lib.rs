@@ -9,6 +9,7 @@ pub mod csv;
 pub mod files;
 pub mod html;
 pub mod info;
+pub mod numbers;
 pub mod summary;
 
 pub use csv::{PivotOptions, pivot};

@@ -1,9 +1,17 @@
 //! The table printed at the end of a run: one row per case (repeats averaged), the
-//! parameters that vary, and the headline metrics in human units.
+//! parameters that vary, and the headline metrics in human units, fitted to the
+//! terminal's width without ever breaking a word (see [`summary_table`]).
 
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use crate::numbers;
+use comfy_table::{
+    Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width,
+    presets::UTF8_FULL_CONDENSED,
+};
 use std::collections::BTreeSet;
-use wirebench_model::{Rate, Record, Status, format_seconds};
+use std::io::IsTerminal;
+use wirebench_model::{Record, Status};
+
+pub use crate::numbers::human;
 
 /// Headline metrics, in display order, with their column titles.
 const HEADLINE: &[(&str, &str)] = &[
@@ -17,6 +25,43 @@ const HEADLINE: &[(&str, &str)] = &[
     ("throughput.messages_per_s", "messages/s"),
 ];
 
+/// Metric columns given up when the table is too wide, first to go first. The median is
+/// nearly the stable RTT (the median after the first two rounds); the maximum and the
+/// connection time are the least read. What stays is the first and stable round trip
+/// and the throughput, the figures the studies compare.
+const DROP_ORDER: &[&str] = &[
+    "rtt.p50",
+    "rtt.max",
+    "connect.time",
+    "throughput.messages_per_s",
+    "rtt.p99",
+];
+
+/// Width assumed when stdout is not a terminal and `COLUMNS` is not set: wide enough for
+/// the default scenario's table, narrow enough for a log viewer.
+pub const DEFAULT_WIDTH: usize = 100;
+
+/// The width the summary should fit: `COLUMNS` when set to a number (so a user or a
+/// script can choose), else the terminal's width when stdout is one, else
+/// [`DEFAULT_WIDTH`].
+pub fn terminal_width() -> usize {
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+    {
+        return n;
+    }
+    if std::io::stdout().is_terminal() {
+        if let Some((terminal_size::Width(w), _)) = terminal_size::terminal_size() {
+            if w > 0 {
+                return w as usize;
+            }
+        }
+    }
+    DEFAULT_WIDTH
+}
+
 fn label(r: &Record, p: &str) -> String {
     match r.labels.get(p).or_else(|| r.params.get(p)) {
         Some(serde_json::Value::String(s)) => s.clone(),
@@ -25,27 +70,106 @@ fn label(r: &Record, p: &str) -> String {
     }
 }
 
-/// Formats a metric value for people.
-pub fn human(value: f64, unit: &str) -> String {
-    match unit {
-        "s" => format_seconds(value),
-        "bit/s" => Rate(value).to_string(),
-        "msg/s" | "count" => {
-            if value >= 1e6 {
-                format!("{:.2}M", value / 1e6)
-            } else if value >= 1e4 {
-                format!("{:.1}k", value / 1e3)
-            } else {
-                format!("{}", (value * 100.0).round() / 100.0)
-            }
-        }
-        "ratio" => format!("{:.1}%", value * 100.0),
-        "B" => format!("{} B", (value * 10.0).round() / 10.0),
-        _ => format!("{} {unit}", (value * 1000.0).round() / 1000.0),
+/// One column of the summary, ready to lay out.
+struct Column {
+    /// The header on one line.
+    header: String,
+    /// The same header stacked at word (and `.`) boundaries: "first\nRTT", "link.\ndelay".
+    stacked: String,
+    cells: Vec<String>,
+    right: bool,
+    /// The metric shown, for the note when the column is left out.
+    metric: Option<&'static str>,
+}
+
+impl Column {
+    fn width(&self, stacked: bool) -> usize {
+        let head = if stacked { &self.stacked } else { &self.header };
+        head.lines()
+            .chain(self.cells.iter().map(String::as_str))
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0)
     }
 }
 
-pub fn summary_table(records: &[Record]) -> String {
+/// Splits a header into lines at spaces and after `.` ("link." over "delay"), so it never
+/// breaks inside a word ("messages/s" stays whole).
+fn stack(header: &str) -> String {
+    let mut out = String::new();
+    for ch in header.chars() {
+        match ch {
+            ' ' => out.push('\n'),
+            '.' => {
+                out.push(ch);
+                out.push('\n');
+            }
+            c => out.push(c),
+        }
+    }
+    out.trim_end_matches('\n').to_string()
+}
+
+/// Rendered width of a UTF8_FULL_CONDENSED table: a border before each column and after
+/// the last, one space of padding each side.
+fn table_width(cols: &[&Column], stacked: bool) -> usize {
+    1 + cols.iter().map(|c| c.width(stacked) + 3).sum::<usize>()
+}
+
+fn render(cols: &[&Column], stacked: bool) -> String {
+    let mut t = Table::new();
+    // Widths are chosen here, so comfy-table must not wrap (it would split words).
+    t.load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(
+        cols.iter()
+            .map(|c| Cell::new(if stacked { &c.stacked } else { &c.header })),
+    );
+    let rows = cols.first().map_or(0, |c| c.cells.len());
+    for i in 0..rows {
+        t.add_row(cols.iter().map(|c| {
+            let cell = Cell::new(&c.cells[i]);
+            if c.right {
+                cell.set_alignment(CellAlignment::Right)
+            } else {
+                cell
+            }
+        }));
+    }
+    t.to_string()
+}
+
+/// Packs the columns after the key column (the case number) into as few tables as fit
+/// `width`, each starting with the key column so rows can be matched up.
+fn stacked_tables(cols: &[&Column], width: usize) -> Vec<Vec<usize>> {
+    let mut tables: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = vec![0];
+    for i in 1..cols.len() {
+        let mut trial: Vec<&Column> = current.iter().map(|&j| cols[j]).collect();
+        trial.push(cols[i]);
+        if current.len() > 1 && table_width(&trial, true) > width {
+            tables.push(std::mem::replace(&mut current, vec![0, i]));
+        } else {
+            current.push(i);
+        }
+    }
+    tables.push(current);
+    tables
+}
+
+/// The end-of-run table, fitted to `width` columns (see [`terminal_width`]):
+///
+/// 1. parameters that are the same in every case and metrics no case has are left out;
+/// 2. if the table is wider than `width`, metric columns are left out in [`DROP_ORDER`]
+///    until it fits, with a note naming them (they are in results.csv); headers may be
+///    stacked on two or three lines at word boundaries ("first" over "RTT") when that
+///    leaves out fewer columns;
+/// 4. if it still does not fit, the columns are split into several tables, one under
+///    the other, each starting with the case number.
+///
+/// Cells are never wrapped, so no word is ever split; only a single value wider than the
+/// whole terminal can make a line longer than `width`.
+pub fn summary_table(records: &[Record], width: usize) -> String {
     let params: Vec<String> = {
         let mut seen: Vec<String> = Vec::new();
         for k in records.iter().flat_map(|r| r.params.keys()) {
@@ -65,90 +189,194 @@ pub fn summary_table(records: &[Record]) -> String {
             })
             .collect()
     };
-    let shown: Vec<&(&str, &str)> = HEADLINE
-        .iter()
-        .filter(|(m, _)| records.iter().any(|r| r.metrics.contains_key(*m)))
-        .collect();
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
-    let mut header = vec![Cell::new("case")];
-    header.extend(params.iter().map(Cell::new));
-    header.extend(shown.iter().map(|(_, title)| Cell::new(title)));
-    header.push(Cell::new("lost/corrupt"));
-    header.push(Cell::new("status"));
-    t.set_header(header);
-
     let cases: Vec<usize> = records
         .iter()
         .map(|r| r.case)
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    for case in cases {
+    let column = |header: &str, right: bool, metric: Option<&'static str>| Column {
+        header: header.to_string(),
+        stacked: stack(header),
+        cells: Vec::new(),
+        right,
+        metric,
+    };
+    let mut case_col = column("case", true, None);
+    let mut param_cols: Vec<Column> = params.iter().map(|p| column(p, false, None)).collect();
+    let mut metric_cols: Vec<Column> = HEADLINE
+        .iter()
+        .map(|(m, title)| column(title, true, Some(m)))
+        .collect();
+    let mut status_col = column("status", false, None);
+    for &case in &cases {
         let reps: Vec<&Record> = records.iter().filter(|r| r.case == case).collect();
-        let ok: Vec<&&Record> = reps.iter().filter(|r| r.status == Status::Ok).collect();
-        let mut cells = vec![Cell::new(case)];
-        cells.extend(params.iter().map(|p| Cell::new(label(reps[0], p))));
-        for (m, _) in &shown {
+        let ok: Vec<&Record> = reps
+            .iter()
+            .copied()
+            .filter(|r| r.status == Status::Ok)
+            .collect();
+        case_col.cells.push(case.to_string());
+        for (col, p) in param_cols.iter_mut().zip(&params) {
+            col.cells.push(label(reps[0], p));
+        }
+        for col in &mut metric_cols {
+            let m = col.metric.unwrap_or_default();
             let vals: Vec<(f64, String)> = ok
                 .iter()
                 .filter_map(|r| r.metric(m))
+                .filter(|x| x.value.is_finite())
                 .map(|x| (x.value, x.unit))
                 .collect();
-            let text = if vals.is_empty() {
+            col.cells.push(if vals.is_empty() {
                 String::new()
             } else {
                 let mean = vals.iter().map(|v| v.0).sum::<f64>() / vals.len() as f64;
                 human(mean, &vals[0].1)
-            };
-            cells.push(Cell::new(text).set_alignment(CellAlignment::Right));
+            });
         }
-        let bad: f64 = ok
-            .iter()
-            .flat_map(|r| [r.metric("messages.lost"), r.metric("messages.corrupt")])
-            .flatten()
-            .map(|m| m.value)
-            .sum();
-        cells.push(
-            Cell::new(if ok.is_empty() {
-                String::new()
-            } else {
-                format!("{bad}")
-            })
-            .set_alignment(CellAlignment::Right),
-        );
-        let status = if ok.len() == reps.len() {
-            if reps.len() > 1 {
-                format!("ok x{}", reps.len())
-            } else {
-                "ok".into()
-            }
-        } else {
-            let failed: Vec<String> = reps
-                .iter()
-                .filter(|r| r.status != Status::Ok)
-                .map(|r| format!("{:?}", r.status).to_lowercase())
-                .collect();
-            format!("{}/{} {}", ok.len(), reps.len(), failed.join(","))
-        };
-        cells.push(Cell::new(status));
-        t.add_row(cells);
+        status_col.cells.push(status(&reps, &ok));
     }
-    t.to_string()
+    // A metric no case has would be an empty column.
+    metric_cols.retain(|c| c.cells.iter().any(|s| !s.is_empty()));
+    let mut columns: Vec<Column> = vec![case_col];
+    columns.extend(param_cols);
+    columns.extend(metric_cols);
+    columns.push(status_col);
+
+    let all: Vec<&Column> = columns.iter().collect();
+    // Leaves out metric columns in DROP_ORDER until the table fits with headers on one
+    // line or stacked: (columns shown, metrics left out).
+    let fit = |stacked: bool| -> (Vec<&Column>, Vec<&'static str>) {
+        let mut shown = all.clone();
+        let mut dropped = Vec::new();
+        for m in DROP_ORDER {
+            if table_width(&shown, stacked) <= width {
+                break;
+            }
+            if let Some(i) = shown.iter().position(|c| c.metric == Some(*m)) {
+                shown.remove(i);
+                dropped.push(*m);
+            }
+        }
+        (shown, dropped)
+    };
+    // Whichever leaves out fewer columns; on a tie, headers on one line read better.
+    let (one_line, stacked_fit) = (fit(false), fit(true));
+    let one_line_fits = table_width(&one_line.0, false) <= width;
+    let (shown, dropped, stacked) = if one_line_fits && one_line.1.len() <= stacked_fit.1.len() {
+        (one_line.0, one_line.1, false)
+    } else {
+        (stacked_fit.0, stacked_fit.1, true)
+    };
+    if dropped.is_empty() && !stacked {
+        return render(&shown, false);
+    }
+    let mut out = if table_width(&shown, stacked) <= width {
+        render(&shown, stacked)
+    } else {
+        stacked_tables(&shown, width)
+            .into_iter()
+            .map(|t| render(&t.iter().map(|&i| shown[i]).collect::<Vec<_>>(), true))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    if !dropped.is_empty() {
+        out.push('\n');
+        out.push_str(&wrap_words(
+            &format!(
+                "Left out to fit {width} columns (see results.csv): {}",
+                dropped.join(", ")
+            ),
+            width,
+        ));
+    }
+    out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn human_units() {
-        assert_eq!(human(52.3e-6, "s"), "52.3µs");
-        assert_eq!(human(2.5e10, "bit/s"), "25Gbit/s");
-        assert_eq!(human(812_345.0, "msg/s"), "812.3k");
-        assert_eq!(human(3.0, "count"), "3");
+/// Breaks text into lines of at most `width` characters at spaces (a single word longer
+/// than that keeps its own line whole).
+fn wrap_words(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split(' ') {
+        let n = word.chars().count();
+        if line > 0 && line + 1 + n > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += n;
     }
+    out
+}
+
+/// Lets comfy-table wrap `t` to `width`, but only at spaces: each column is at least as
+/// wide as its longest word, so a word is never split (the table may then be wider than
+/// `width`, which is better than "pingpon|g").
+pub(crate) fn wrap_at_words(t: &mut Table, width: usize) {
+    t.set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(width.min(u16::MAX as usize) as u16);
+    let columns = t.column_count();
+    let longest: Vec<u16> = (0..columns)
+        .map(|i| {
+            t.column_cells_with_header_iter(i)
+                .flatten()
+                .flat_map(|c| {
+                    // comfy-table breaks lines at ' ' only (not at no-break spaces).
+                    c.content().split(' ').map(|w| w.chars().count()).max()
+                })
+                .max()
+                .unwrap_or(1)
+                // The bound includes the cell's padding, one space each side.
+                .saturating_add(2)
+                .min(u16::MAX as usize) as u16
+        })
+        .collect();
+    t.set_constraints(
+        longest
+            .into_iter()
+            .map(|w| ColumnConstraint::LowerBoundary(Width::Fixed(w))),
+    );
+}
+
+/// "ok", "ok x5", "ok, 3 lost" or "1/3 ok, failed": lost and corrupt messages go here
+/// rather than in a column that is 0 in nearly every run.
+fn status(reps: &[&Record], ok: &[&Record]) -> String {
+    let mut s = if ok.len() == reps.len() {
+        if reps.len() > 1 {
+            format!("ok x{}", reps.len())
+        } else {
+            "ok".into()
+        }
+    } else {
+        let failed: BTreeSet<String> = reps
+            .iter()
+            .filter(|r| r.status != Status::Ok)
+            .map(|r| format!("{:?}", r.status).to_lowercase())
+            .collect();
+        format!(
+            "{}/{} ok, {}",
+            ok.len(),
+            reps.len(),
+            failed.into_iter().collect::<Vec<_>>().join(",")
+        )
+    };
+    for (metric, word) in [("messages.lost", "lost"), ("messages.corrupt", "corrupt")] {
+        let n: f64 = ok
+            .iter()
+            .filter_map(|r| r.metric(metric))
+            .map(|x| x.value)
+            .filter(|v| v.is_finite())
+            .sum();
+        if n > 0.0 {
+            s.push_str(&format!(", {} {word}", numbers::sig3(n)));
+        }
+    }
+    s
 }
 
 fn case_label(r: &Record, skip: &str) -> String {
@@ -186,23 +414,50 @@ pub fn fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some((my - slope * mx, slope))
 }
 
+/// The parameters (by their labels) whose values differ between `records`, in order of
+/// first appearance. A parameter only some records have (rounds for ping-pong, count
+/// for streams) is not a difference by itself.
+pub(crate) fn differing(records: &[&Record]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in records {
+        for k in r.labels.keys() {
+            if !names.contains(k) {
+                names.push(k.clone());
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter(|p| {
+            records
+                .iter()
+                .filter(|r| r.labels.contains_key(p.as_str()))
+                .map(|r| label(r, p))
+                .collect::<BTreeSet<_>>()
+                .len()
+                > 1
+        })
+        .collect()
+}
+
 /// Published figures beside ours, and how round trips grow with the link's delay
 /// (study S1's laws: stable RTT grows by 2 x delay; a first RTT that grows by k x delay
 /// implies about k/2 round trips of set-up). Where the references cover several delays,
 /// their own line is fitted too, so the two slopes can be compared directly.
-pub fn comparisons(records: &[Record]) -> String {
+/// Tables are fitted to `width` columns without splitting words, as far as the longest
+/// words allow.
+pub fn comparisons(records: &[Record], width: usize) -> String {
     let ok: Vec<&Record> = records.iter().filter(|r| r.status == Status::Ok).collect();
     let mut out = String::new();
     let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
+    t.load_style(UTF8_FULL_CONDENSED);
     t.set_header(vec![
         "case",
         "parameters",
         "metric",
         "ours",
         "published",
-        "ours/published",
+        "ours /\npublished",
         "source",
     ]);
     let mut rows = 0;
@@ -212,27 +467,8 @@ pub fn comparisons(records: &[Record]) -> String {
         .copied()
         .filter(|r| !r.references.is_empty())
         .collect();
-    let differing: Vec<String> = {
-        let mut names: Vec<String> = Vec::new();
-        for r in &with_refs {
-            for k in r.labels.keys() {
-                if !names.contains(k) {
-                    names.push(k.clone());
-                }
-            }
-        }
-        names
-            .into_iter()
-            .filter(|p| {
-                with_refs
-                    .iter()
-                    .map(|r| label(r, p))
-                    .collect::<BTreeSet<_>>()
-                    .len()
-                    > 1
-            })
-            .collect()
-    };
+    let differing = differing(&with_refs);
+    let repeated = records.iter().any(|r| r.repeat > 1);
     for r in &with_refs {
         for (metric, reference) in &r.references {
             let (Some(rv), Some(ours)) = (reference["value"].as_f64(), r.metric(metric)) else {
@@ -244,10 +480,15 @@ pub fn comparisons(records: &[Record]) -> String {
                 "-".into()
             };
             t.add_row(vec![
-                Cell::new(format!("{} r{}", r.case, r.repeat)),
+                Cell::new(if repeated {
+                    format!("{} r{}", r.case, r.repeat)
+                } else {
+                    r.case.to_string()
+                }),
                 Cell::new(
                     differing
                         .iter()
+                        .filter(|p| r.labels.contains_key(p.as_str()))
                         .map(|p| format!("{p}={}", label(r, p)))
                         .collect::<Vec<_>>()
                         .join(" "),
@@ -262,6 +503,7 @@ pub fn comparisons(records: &[Record]) -> String {
         }
     }
     if rows > 0 {
+        wrap_at_words(&mut t, width);
         out.push_str("Published figures beside ours:\n");
         out.push_str(&t.to_string());
         out.push('\n');
@@ -275,8 +517,36 @@ pub fn comparisons(records: &[Record]) -> String {
             None => groups.push((key, vec![r])),
         }
     }
+    // Each group is named by what differs between the groups drawn, not by every
+    // parameter (the rest is the same for all).
+    let fitted: Vec<&Record> = groups
+        .iter()
+        .filter(|(_, rs)| {
+            rs.iter()
+                .map(|r| label(r, "link.delay"))
+                .collect::<BTreeSet<_>>()
+                .len()
+                >= 2
+        })
+        .flat_map(|(_, rs)| rs.iter().copied())
+        .collect();
+    let naming: Vec<String> = self::differing(&fitted)
+        .into_iter()
+        .filter(|p| p != "link.delay")
+        .collect();
     let mut fits = String::new();
-    for (key, rs) in &groups {
+    for (_, rs) in &groups {
+        let key = naming
+            .iter()
+            .filter(|p| rs[0].labels.contains_key(p.as_str()))
+            .map(|p| format!("{p}={}", label(rs[0], p)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let key = if key.is_empty() {
+            "all cases".into()
+        } else {
+            key
+        };
         let delays: BTreeSet<String> = rs.iter().map(|r| label(r, "link.delay")).collect();
         if delays.len() < 2 {
             continue;
@@ -355,15 +625,178 @@ mod comparison_tests {
             record(2, 0.5, "500ms", 22.1, 57.0),
             record(3, 1.0, "1s", 31.1, 78.5),
         ];
-        let out = super::comparisons(&rs);
+        let out = super::comparisons(&rs, 100);
         assert!(out.contains("Published figures beside ours"), "{out}");
         assert!(out.contains("S1 standard S2S"), "{out}");
         // 15.0 / 36.3
         assert!(out.contains("0.41"), "{out}");
         assert!(out.contains("+ 16.10 x delay (~8.1 round trips)"), "{out}");
         assert!(
-            out.contains("published 36.17s + 42.20 x delay (~21.1)"),
+            out.contains("published 36.2s + 42.20 x delay (~21.1)"),
             "{out}"
         );
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    fn records(jsonl: &str) -> Vec<Record> {
+        jsonl
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// `wirebench run` with the default scenario on loopback.
+    fn default_run() -> Vec<Record> {
+        records(include_str!("../testdata/default.jsonl"))
+    }
+
+    /// `wirebench run satcom-irc --rounds 3 --link-rate 19200bit`: link.delay varies in
+    /// one part only, stream cases have no round trips.
+    fn satcom_irc() -> Vec<Record> {
+        records(include_str!("../testdata/satcom-irc.jsonl"))
+    }
+
+    /// Study S1's XMPP run kept in docs/runs: five parameters vary.
+    fn satcom_xmpp() -> Vec<Record> {
+        records(include_str!(
+            "../../../docs/runs/satcom-xmpp-2026-11-21/results.jsonl"
+        ))
+    }
+
+    /// The text of every cell, header lines included.
+    fn cells(table: &str) -> Vec<String> {
+        table
+            .lines()
+            .filter(|l| l.starts_with('│'))
+            .flat_map(|l| {
+                l.split(['│', '┆'])
+                    .map(|c| c.trim().to_string())
+                    .filter(|c| !c.is_empty())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Every cell of a narrow table must be a whole cell (or a whole header line) of the
+    /// unconstrained one: nothing was cut or wrapped mid-word.
+    fn assert_fits_unbroken(records: &[Record], width: usize) -> String {
+        let wide = summary_table(records, 10_000);
+        let mut whole: Vec<String> = cells(&wide);
+        whole.extend(
+            HEADLINE
+                .iter()
+                .map(|(_, t)| *t)
+                .chain(["case", "status"])
+                .chain(
+                    records
+                        .iter()
+                        .flat_map(|r| r.params.keys().map(String::as_str)),
+                )
+                .flat_map(|h| stack(h).lines().map(str::to_string).collect::<Vec<_>>()),
+        );
+        let t = summary_table(records, width);
+        for line in t.lines() {
+            assert!(
+                line.chars().count() <= width,
+                "wider than {width}: {line:?}\n{t}"
+            );
+        }
+        for c in cells(&t) {
+            assert!(whole.contains(&c), "{c:?} is not a whole cell:\n{t}");
+        }
+        t
+    }
+
+    #[test]
+    fn default_run_fits_80_and_120_columns() {
+        let rs = default_run();
+        let wide = summary_table(&rs, 10_000);
+        assert!(wide.lines().all(|l| l.chars().count() > 120), "{wide}");
+        for width in [80, 120] {
+            let t = assert_fits_unbroken(&rs, width);
+            assert!(t.contains("pingpong") && t.contains("64KiB"), "{t}");
+            // The figures that matter stay.
+            for head in ["first", "stable", "throughput"] {
+                assert!(t.contains(head), "{head} missing at {width}:\n{t}");
+            }
+            // Constant parameters and the empty lost/corrupt column are gone.
+            assert!(!t.contains("rounds") && !t.contains("lost"), "{t}");
+        }
+        let t = summary_table(&rs, 80);
+        assert!(
+            t.contains("Left out to fit 80 columns (see results.csv): rtt.p50"),
+            "{t}"
+        );
+        assert_eq!(t.matches("┌").count(), 1, "one table at 80: {t}");
+        let t = summary_table(&rs, 120);
+        assert!(!t.contains("Left out"), "everything fits 120 stacked: {t}");
+    }
+
+    #[test]
+    fn satcom_irc_fits_and_shows_the_delay() {
+        let rs = satcom_irc();
+        for width in [80, 120] {
+            let t = assert_fits_unbroken(&rs, width);
+            for delay in ["500ms", "1s"] {
+                assert!(t.contains(delay), "{t}");
+            }
+            assert!(t.contains("delay"), "{t}");
+        }
+    }
+
+    #[test]
+    fn many_parameters_stack_into_several_tables() {
+        let rs = satcom_xmpp();
+        let t = assert_fits_unbroken(&rs, 60);
+        assert!(t.matches("┌").count() >= 2, "{t}");
+        // Every table starts with the case number, so rows can be matched up.
+        assert_eq!(t.matches("│ case").count(), t.matches("┌").count(), "{t}");
+        assert_fits_unbroken(&rs, 80);
+        assert_fits_unbroken(&rs, 120);
+    }
+
+    #[test]
+    fn lost_messages_and_failures_in_the_status() {
+        let mut rs = default_run();
+        rs[0].metrics.insert(
+            "messages.lost".into(),
+            serde_json::json!({"value": 3.0, "unit": "count"}),
+        );
+        rs[1].status = Status::Failed;
+        let t = summary_table(&rs, 200);
+        assert!(t.contains("ok, 3 lost"), "{t}");
+        assert!(t.contains("0/1 ok, failed"), "{t}");
+    }
+}
+
+#[cfg(test)]
+mod published_width_tests {
+    #[test]
+    fn published_table_never_splits_a_word() {
+        let rs: Vec<wirebench_model::Record> = include_str!("../testdata/satcom-irc.jsonl")
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        for width in [80, 120] {
+            let out = super::comparisons(&rs, width);
+            for word in [
+                "wire.stable.overhead_per_message",
+                "workload=pingpong",
+                "per-message",
+                "irc.link_setup",
+            ] {
+                assert!(out.contains(word), "{word} split at {width}:\n{out}");
+            }
+            // Only what differs between the rows with published figures.
+            assert!(
+                !out.contains("rounds=") && !out.contains("protocol="),
+                "{out}"
+            );
+        }
     }
 }

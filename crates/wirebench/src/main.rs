@@ -138,7 +138,8 @@ struct CompareArgs {
     a: PathBuf,
     /// The results directory compared with it.
     b: PathBuf,
-    /// Relative change that is flagged, e.g. 5% or 0.05.
+    /// Smallest change of a mean that is flagged, e.g. 5% or 0.05; it must also be beyond
+    /// the runs' spread (Welch's t-test, p < 0.01), so both runs need --repeat.
     #[arg(long, default_value = "5%", value_name = "CHANGE")]
     threshold: String,
     /// Show every metric, not only the flagged ones.
@@ -147,7 +148,8 @@ struct CompareArgs {
     /// Also write the comparison as an HTML page here.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
-    /// Exit with code 1 when any metric is flagged.
+    /// Exit with code 1 when any metric changed beyond noise. Metrics measured once in A
+    /// or B (no --repeat) never fail.
     #[arg(long)]
     fail_on_change: bool,
 }
@@ -698,10 +700,14 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     let summary = wirebench_runner::run(&scenario, &opts, &shutdown, &observer)?;
 
     if !args.json {
-        println!("{}", wirebench_report::summary_table(&summary.records));
+        let width = wirebench_report::summary::terminal_width();
+        println!(
+            "{}",
+            wirebench_report::summary_table(&summary.records, width)
+        );
         print!(
             "{}",
-            wirebench_report::summary::comparisons(&summary.records)
+            wirebench_report::summary::comparisons(&summary.records, width)
         );
     }
     let failed: Vec<&Record> = summary
@@ -1012,7 +1018,10 @@ fn compare(args: CompareArgs) -> Result<ExitCode> {
             args.b.display()
         );
     }
-    print!("{}", wirebench_report::compare::table(&c, args.all));
+    print!(
+        "{}",
+        wirebench_report::compare::table(&c, args.all, wirebench_report::summary::terminal_width())
+    );
     if let Some(path) = &args.html {
         wirebench_report::atomic_write(
             path,
@@ -1020,6 +1029,11 @@ fn compare(args: CompareArgs) -> Result<ExitCode> {
         )
         .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("comparison: {}", path.display());
+    }
+    if args.fail_on_change && !c.repeated() {
+        eprintln!(
+            "--fail-on-change: cases run once cannot fail; run both with --repeat 5 to check them"
+        );
     }
     Ok(if args.fail_on_change && c.flagged() > 0 {
         ExitCode::from(1)

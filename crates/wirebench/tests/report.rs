@@ -168,6 +168,8 @@ fn report_and_compare_commands() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("rtt.p50"), "{text}");
     assert!(text.contains("over 3 matched case(s)"), "{text}");
+    // Runs without repeats: the comparison says it cannot judge noise.
+    assert!(text.contains("cannot tell noise from change"), "{text}");
     assert!(page.exists());
 
     // Not a results directory: a clear error, exit code 2.
