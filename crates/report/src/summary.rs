@@ -216,13 +216,21 @@ pub fn summary_table(records: &[Record], width: usize) -> String {
             .copied()
             .filter(|r| r.status == Status::Ok)
             .collect();
+        // A case interrupted part-way shows what its finished rounds measured (its
+        // status says so) rather than nothing.
+        let partial: Vec<&Record> = reps
+            .iter()
+            .copied()
+            .filter(|r| r.status == Status::Interrupted && !r.metrics.is_empty())
+            .collect();
+        let shown = if ok.is_empty() { &partial } else { &ok };
         case_col.cells.push(case.to_string());
         for (col, p) in param_cols.iter_mut().zip(&params) {
             col.cells.push(label(reps[0], p));
         }
         for col in &mut metric_cols {
             let m = col.metric.unwrap_or_default();
-            let vals: Vec<(f64, String)> = ok
+            let vals: Vec<(f64, String)> = shown
                 .iter()
                 .filter_map(|r| r.metric(m))
                 .filter(|x| x.value.is_finite())
@@ -346,6 +354,14 @@ pub(crate) fn wrap_at_words(t: &mut Table, width: usize) {
 /// "ok", "ok x5", "ok, 3 lost" or "1/3 ok, failed": lost and corrupt messages go here
 /// rather than in a column that is 0 in nearly every run.
 fn status(reps: &[&Record], ok: &[&Record]) -> String {
+    if let [r] = reps {
+        if r.status == Status::Interrupted {
+            return match r.metric("messages.received") {
+                Some(n) => format!("interrupted after {} rounds", n.value),
+                None => "interrupted".into(),
+            };
+        }
+    }
     let mut s = if ok.len() == reps.len() {
         if reps.len() > 1 {
             format!("ok x{}", reps.len())
