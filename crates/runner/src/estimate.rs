@@ -50,6 +50,9 @@ struct PeerModel {
     setup_bytes: f64,
     setup_delays: f64,
     per_message: f64,
+    /// The servers' and clients' own work per message (parsing, routing), which a fast
+    /// link leaves as the whole round trip.
+    processing_s: f64,
 }
 
 /// Prosody with standard S2S: 4.3 kB of dialback set-up (5.4 kB measured both ways,
@@ -60,6 +63,7 @@ const XMPP_STANDARD: PeerModel = PeerModel {
     setup_bytes: 4300.0,
     setup_delays: 16.0,
     per_message: 217.0,
+    processing_s: 0.005,
 };
 /// Prosody with x2x gateways: no stream negotiation, compressed stanzas.
 const XMPP_X2X: PeerModel = PeerModel {
@@ -68,6 +72,7 @@ const XMPP_X2X: PeerModel = PeerModel {
     setup_bytes: 400.0,
     setup_delays: 4.0,
     per_message: 70.0,
+    processing_s: 0.005,
 };
 /// ngircd: up to 2 s before the first link attempt, PASS/SERVER/greetings (~1.1 kB),
 /// nicknames crossing; a line is 10-20 bytes of zlib beyond its text + 52 of TCP/IP.
@@ -77,6 +82,7 @@ const IRC: PeerModel = PeerModel {
     setup_bytes: 1300.0,
     setup_delays: 8.0,
     per_message: 80.0,
+    processing_s: 0.003,
 };
 
 /// What bounds a case's length, for advice.
@@ -336,7 +342,7 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
             // A warm-up message, then `count` back to back: each takes its bytes' time.
             let n =
                 count_of(case, "count").unwrap_or(wirebench_workload::params::PEER_STREAM_COUNT);
-            let each = up.ser(msg + (payload / up.mss).ceil() * ACK);
+            let each = up.ser(msg + (payload / up.mss).ceil() * ACK) + model.processing_s;
             e.fixed += up.one_way(msg) + rtt0;
             e.payload_share = up.ser(payload) / each.max(1e-12);
             e.knob = Knob::Count { n, each };
@@ -344,7 +350,7 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
             e.packets = vec![(segs, (msg.min(up.mss) + ACK) as u64), (segs, ACK as u64)];
         } else {
             let rounds = count_of(case, "rounds").unwrap_or(0);
-            let rt = up.ser(msg) + down.ser(msg) + rtt0;
+            let rt = up.ser(msg) + down.ser(msg) + rtt0 + 2.0 * model.processing_s;
             let each = rt + think;
             e.fixed += rt; // the first round waits for the rest of the set-up
             e.payload_share = (up.ser(payload) + down.ser(payload)) / each;

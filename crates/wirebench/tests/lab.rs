@@ -86,6 +86,8 @@ fn killed_run_leaves_namespaces_that_lab_clean_removes() {
             "--link",
             "2400bit/1s",
             "--quiet",
+            // Days of rounds, to be killed: past the estimate's confirmation.
+            "--yes",
         ])
         .args(["--out", tmp.path().join("r").to_str().unwrap()])
         .stdout(Stdio::null())
