@@ -6,7 +6,7 @@
 //! microseconds of their due time instead of a timer tick later. Every packet's release
 //! error (actual minus due time) is recorded, so the claim can be checked per run.
 
-use crate::pcap::PcapWriter;
+use crate::pcap::{PcapStats, PcapWriter};
 use crate::tun::Tun;
 use hdrhistogram::Histogram;
 use std::collections::HashMap;
@@ -133,6 +133,8 @@ struct Shared {
     pending: Mutex<Option<(LinkParams, LinkParams, u64)>>,
     counters: Mutex<Counters>,
     error: Mutex<Option<String>>,
+    /// The capture's progress, published whenever it flushes or stops.
+    pcap: Mutex<Option<PcapStats>>,
 }
 
 pub struct Emulator {
@@ -159,6 +161,7 @@ impl Emulator {
                 ..Default::default()
             }),
             error: Mutex::new(None),
+            pcap: Mutex::new(pcap.as_ref().map(|p| p.stats().clone())),
         });
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
@@ -235,6 +238,16 @@ impl Emulator {
         text.split_whitespace().next()?.parse().ok()
     }
 
+    /// What the capture has written so far (as of its last flush, which happens
+    /// whenever the link goes idle), if there is one.
+    pub fn pcap_stats(&self) -> Option<PcapStats> {
+        self.shared
+            .pcap
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// Why the emulator thread stopped, if it failed.
     pub fn error(&self) -> Option<String> {
         self.shared
@@ -286,6 +299,8 @@ struct Worker {
     /// counts packets lost in flight when an outage begins on its own.
     outage_seen: [u64; 2],
     pcap: Option<PcapWriter>,
+    /// The capture's stop has been published.
+    pcap_stop_seen: bool,
     shared: Arc<Shared>,
     /// Unix time minus CLOCK_MONOTONIC, for pcap timestamps.
     unix_offset_ns: u64,
@@ -314,6 +329,7 @@ impl Worker {
             ],
             outage_seen: [0; 2],
             pcap,
+            pcap_stop_seen: false,
             shared,
             unix_offset_ns: unix.saturating_sub(monotonic_ns()),
         }
@@ -358,15 +374,18 @@ impl Worker {
                 None => IDLE_NS,
             };
             // About to sleep: a good moment to make the capture durable.
-            if let Some(p) = &mut self.pcap {
-                p.flush()?;
-            }
+            self.flush_pcap();
             self.wait(wait)?;
         }
-        if let Some(p) = &mut self.pcap {
-            p.flush()?;
-        }
+        self.flush_pcap();
         Ok(())
+    }
+
+    fn flush_pcap(&mut self) {
+        if let Some(p) = &mut self.pcap {
+            p.flush();
+            *self.shared.pcap.lock().unwrap_or_else(|p| p.into_inner()) = Some(p.stats().clone());
+        }
     }
 
     fn apply_pending(&mut self) {
@@ -445,8 +464,13 @@ impl Worker {
                 let late = monotonic_ns().saturating_sub(r.due_ns);
                 let sent = out.send(&r.packet);
                 let at = monotonic_ns();
+                // A capture that stops (its size limit, a full disk) never stops the link.
                 if let Some(p) = &mut self.pcap {
-                    p.write(at + self.unix_offset_ns, &r.packet)?;
+                    if !p.write(at + self.unix_offset_ns, &r.packet) && !self.pcap_stop_seen {
+                        self.pcap_stop_seen = true;
+                        *self.shared.pcap.lock().unwrap_or_else(|p| p.into_inner()) =
+                            Some(p.stats().clone());
+                    }
                 }
                 let mut c = self
                     .shared

@@ -12,10 +12,9 @@
 
 use crate::emulator::{Counters, Emulator};
 use crate::netns::{LabError, Netns};
-use crate::pcap::PcapWriter;
+use crate::pcap::{PcapOptions, PcapStats, PcapWriter};
 use crate::tun::Tun;
 use std::net::Ipv4Addr;
-use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use wirebench_link::LinkParams;
 
@@ -40,7 +39,7 @@ impl Lab {
         up: LinkParams,
         down: LinkParams,
         seed: u64,
-        pcap: Option<&Path>,
+        pcap: Option<&PcapOptions>,
     ) -> Result<Lab, LabError> {
         let client = Netns::create("a")?;
         let server = Netns::create("b")?;
@@ -74,7 +73,7 @@ impl Lab {
         up: LinkParams,
         down: LinkParams,
         seed: u64,
-        pcap: Option<&Path>,
+        pcap: Option<&PcapOptions>,
     ) -> Result<Lab, LabError> {
         let host = Netns::create("shell")?;
         let mtu = up.mtu.max(down.mtu);
@@ -168,16 +167,21 @@ impl Lab {
         self.emulator.reset_release_error();
     }
 
+    /// What the capture (`pcap` of [`Lab::create`]) has written, if there is one.
+    pub fn pcap_stats(&self) -> Option<PcapStats> {
+        self.emulator.pcap_stats()
+    }
+
     /// Why the emulator stopped, if it did.
     pub fn emulator_error(&self) -> Option<String> {
         self.emulator.error()
     }
 }
 
-fn open_pcap(path: Option<&Path>) -> Result<Option<PcapWriter>, LabError> {
-    path.map(|p| {
-        PcapWriter::create(p).map_err(|error| LabError::Io {
-            what: format!("cannot create {}", p.display()),
+fn open_pcap(opts: Option<&PcapOptions>) -> Result<Option<PcapWriter>, LabError> {
+    opts.map(|o| {
+        PcapWriter::create(o).map_err(|error| LabError::Io {
+            what: format!("cannot create {}", o.path.display()),
             error,
         })
     })

@@ -2,6 +2,7 @@
 //! against a server (the embedded reference server unless told otherwise), and writes one
 //! record per case to the results directory as soon as the case ends.
 
+pub mod estimate;
 pub mod host;
 mod irc;
 pub mod link;
@@ -14,6 +15,7 @@ use link::CaseLink;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
+use wirebench_lab::pcap::PcapOptions;
 use wirebench_lab::{CLIENT_ADDR, Lab, SERVER_ADDR};
 use wirebench_model::{HostFacts, Point, Record, Status, results::SCHEMA};
 use wirebench_net::{ControlClient, NetError, Server, ServerConfig, ServerHandle};
@@ -65,6 +67,9 @@ impl Case {
 
 /// Expands the grid; parameters that do not apply to a case's workload are dropped, and
 /// the duplicates that leaves (e.g. `rounds` varying under `stream`) are run once.
+/// A stream case given neither `count` nor `duration` gets the default that applies to
+/// it, so its record says how long it was: raw streams a duration, XMPP and IRC streams
+/// (count-based) a count.
 pub fn plan(scenario: &Scenario) -> Vec<Case> {
     let mut cases: Vec<Case> = Vec::new();
     for point in scenario.grids().iter().flat_map(|g| g.expand()) {
@@ -73,10 +78,13 @@ pub fn plan(scenario: &Scenario) -> Vec<Case> {
             .find(|(n, _)| n == "workload")
             .and_then(|(_, v)| v.value.as_word().map(str::to_string))
             .unwrap_or_default();
-        let kept: Point = point
+        let mut kept: Point = point
             .into_iter()
             .filter(|(n, _)| applies(n, &workload))
             .collect();
+        if workload == "stream" {
+            stream_defaults(&mut kept);
+        }
         if !cases.iter().any(|c| c.point == kept) {
             cases.push(Case {
                 index: cases.len() + 1,
@@ -114,6 +122,40 @@ pub fn varying(cases: &[Case]) -> Vec<String> {
         .collect()
 }
 
+fn stream_defaults(point: &mut Point) {
+    use wirebench_model::{Kind, ParamValue};
+    use wirebench_workload::params::{PEER_STREAM_COUNT, STREAM_DURATION};
+    let has = |p: &Point, name: &str| p.iter().any(|(n, _)| n == name);
+    let peer = point
+        .iter()
+        .any(|(n, v)| n == "protocol" && matches!(v.value.as_word(), Some("xmpp" | "irc")));
+    let default = if peer {
+        (!has(point, "count")).then(|| {
+            ParamValue::parse(Kind::Count, &PEER_STREAM_COUNT.to_string())
+                .map(|v| ("count".to_string(), v))
+        })
+    } else {
+        (!has(point, "count") && !has(point, "duration")).then(|| {
+            ParamValue::parse(Kind::Duration, STREAM_DURATION).map(|v| ("duration".to_string(), v))
+        })
+    };
+    if let Some(Ok(v)) = default {
+        point.push(v);
+    }
+}
+
+/// Each case's emulated link, `None` for loopback. XMPP and IRC servers find each other
+/// by name in lab hosts, so their cases always get a link (unlimited unless given).
+pub fn case_links(cases: &[Case]) -> Result<Vec<Option<CaseLink>>, RunError> {
+    cases
+        .iter()
+        .map(|c| {
+            let l = link::case_link(c)?;
+            Ok(l.or_else(|| matches!(c.protocol(), "xmpp" | "irc").then(CaseLink::default)))
+        })
+        .collect()
+}
+
 /// Where and how to run.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -122,8 +164,9 @@ pub struct RunOptions {
     pub out: PathBuf,
     pub connect_timeout: Duration,
     pub command: Vec<String>,
-    /// Capture what crosses the emulated link to this pcap file.
-    pub pcap: Option<PathBuf>,
+    /// Capture what crosses the emulated link. A relative path is taken from the current
+    /// directory when the run starts.
+    pub pcap: Option<PcapOptions>,
 }
 
 /// Callbacks for a front end (progress bars, JSON lines).
@@ -133,6 +176,10 @@ pub trait Observer {
     /// Called from the measuring thread: must be cheap.
     fn progress(&self, _done: u64, _total: u64) {}
     fn case_finished(&self, _case: &Case, _record: &Record) {}
+    /// Something the user must know now (a capture that stopped, ...).
+    fn warning(&self, message: &str) {
+        eprintln!("wirebench: warning: {message}");
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -180,23 +227,18 @@ pub fn run(
     };
     let opts = &RunOptions {
         out: absolute(&opts.out)?,
-        pcap: opts.pcap.as_deref().map(absolute).transpose()?,
+        pcap: match &opts.pcap {
+            Some(p) => Some(PcapOptions {
+                path: absolute(&p.path)?,
+                ..p.clone()
+            }),
+            None => None,
+        },
         ..opts.clone()
     };
     let cases = plan(scenario);
-    let links: Vec<Option<CaseLink>> = cases
-        .iter()
-        .map(link::case_link)
-        .collect::<Result<_, _>>()?;
-    let peers = |c: &Case| matches!(c.protocol(), "xmpp" | "irc");
-    let named_hosts = cases.iter().any(peers);
-    // XMPP and IRC servers find each other by name in lab hosts, so they always run in
-    // a lab (over an unlimited link unless one is given).
-    let links: Vec<Option<CaseLink>> = links
-        .into_iter()
-        .zip(&cases)
-        .map(|(l, c)| l.or_else(|| peers(c).then(CaseLink::default)))
-        .collect();
+    let links = case_links(&cases)?;
+    let named_hosts = cases.iter().any(|c| matches!(c.protocol(), "xmpp" | "irc"));
     let needs_lab = links.iter().any(Option::is_some);
     if needs_lab && opts.server.is_some() {
         return Err(RunError::Usage(
@@ -211,13 +253,18 @@ pub fn run(
                 .into(),
         ));
     }
+    let pcap = opts
+        .pcap
+        .as_ref()
+        .map(check_pcap(&cases, &links, scenario))
+        .transpose()?;
     let lab = if needs_lab {
         let first = links.iter().flatten().next().cloned().unwrap_or_default();
         Some(Lab::create(
             first.up_params(),
             first.down_params(),
             scenario.seed,
-            opts.pcap.as_deref(),
+            pcap.as_ref(),
         )?)
     } else {
         None
@@ -260,6 +307,8 @@ pub fn run(
     let job = Job {
         scenario,
         opts,
+        pcap: pcap.as_ref(),
+        pcap_stop_told: AtomicBool::new(false),
         shutdown,
         observer,
         cases: &cases,
@@ -281,6 +330,42 @@ pub fn run(
     }
 }
 
+/// Checks a capture's estimated size against its limit before anything runs, and makes
+/// its path absolute (the run enters network namespaces; the file must land where the
+/// user was when they typed the command).
+fn check_pcap<'a>(
+    cases: &'a [Case],
+    links: &'a [Option<CaseLink>],
+    scenario: &'a Scenario,
+) -> impl Fn(&PcapOptions) -> Result<PcapOptions, RunError> + 'a {
+    move |p| {
+        let path = std::path::absolute(&p.path)
+            .map_err(|e| RunError::Usage(format!("--pcap {}: {e}", p.path.display())))?;
+        let est = estimate::estimate_cases(cases, links, scenario.repeat);
+        let size = est.capture_bytes(p.snaplen);
+        if size > p.limit {
+            let small = est.capture_bytes(128);
+            let snap = if p.snaplen > 128 && small <= p.limit {
+                format!(
+                    ", keep 128 bytes of each packet with --pcap-snaplen 128 (about {})",
+                    estimate::format_size(small)
+                )
+            } else {
+                String::new()
+            };
+            return Err(RunError::Usage(format!(
+                "the capture {} is estimated at {} ({} packets), above its limit of {}: raise \
+                 --pcap-limit{snap}, or shorten the run",
+                path.display(),
+                estimate::format_size(size),
+                est.capture_packets(),
+                estimate::format_size(p.limit),
+            )));
+        }
+        Ok(PcapOptions { path, ..p.clone() })
+    }
+}
+
 /// Everything the case loop needs, so it can run on whichever thread sits in the right
 /// network namespace.
 struct Job<'a> {
@@ -292,6 +377,10 @@ struct Job<'a> {
     links: &'a [Option<CaseLink>],
     lab: Option<&'a Lab>,
     addr: &'a str,
+    /// The capture, its path made absolute.
+    pcap: Option<&'a PcapOptions>,
+    /// The capture's early stop has been reported.
+    pcap_stop_told: AtomicBool,
 }
 
 impl Job<'_> {
@@ -383,7 +472,7 @@ impl Job<'_> {
                         None => ControlClient::connect(self.addr, connect_timeout),
                     };
                     ctl.map_err(WorkloadError::from).and_then(|mut c| {
-                        let r = run_case(&mut c, case, scenario.seed, &ctx);
+                        let r = run_case(&mut c, case, link.as_ref(), scenario.seed, &ctx);
                         if r.is_ok() {
                             control = Some(c);
                         }
@@ -453,6 +542,7 @@ impl Job<'_> {
                         record.error = Some(msg);
                     }
                 }
+                self.note_pcap(&mut record);
                 dir.append(record.clone()).map_err(results_err)?;
                 observer.case_finished(case, &record);
                 if interrupted {
@@ -469,6 +559,37 @@ impl Job<'_> {
 }
 
 impl Job<'_> {
+    /// Says in the record what the capture holds, and, once, on stderr when it stopped.
+    fn note_pcap(&self, record: &mut Record) {
+        let (Some(opts), Some(lab)) = (self.pcap, self.lab) else {
+            return;
+        };
+        let mut note = format!("pcap: {}", opts.path.display());
+        if opts.snaplen < wirebench_lab::pcap::MAX_SNAPLEN {
+            note.push_str(&format!(
+                " (snaplen {} bytes: longer packets are cut)",
+                opts.snaplen
+            ));
+        }
+        record.notes.push(note);
+        if let Some(why) = lab.pcap_stats().and_then(|s| s.stopped) {
+            if self.pcap_stop_told.swap(true, Ordering::SeqCst) {
+                record
+                    .notes
+                    .push("the capture had stopped: it holds nothing of this case".into());
+            } else {
+                record
+                    .notes
+                    .push(format!("the capture stopped during this case: {why}"));
+                self.observer.warning(&format!(
+                    "the capture {} stopped during case {}: {why}; the run goes on without it",
+                    opts.path.display(),
+                    record.case
+                ));
+            }
+        }
+    }
+
     /// An XMPP case in study S1's topology: fresh Prosody servers (so the first round
     /// includes server-to-server set-up), client1 here (client host), client2 in the
     /// server host. Server logs are kept under `peers/` in the results directory.
@@ -572,6 +693,7 @@ const XMPP_PASSWORD: &str = "wirebench";
 fn run_case(
     ctl: &mut ControlClient,
     case: &Case,
+    link: Option<&CaseLink>,
     seed: u64,
     ctx: &Ctx,
 ) -> Result<Outcome, WorkloadError> {
@@ -586,22 +708,45 @@ fn run_case(
         .map_err(|_| WorkloadError::Server(format!("payload of {payload} bytes is too large")))?;
     let nodelay = word("nodelay") != "off";
     match case.workload() {
-        "stream" => stream::run(
-            ctl,
-            &Stream {
-                protocol: word("protocol"),
-                mode: if word("mode") == "echo" {
-                    Mode::Echo
-                } else {
-                    Mode::OneWay
+        "stream" => {
+            let mode = if word("mode") == "echo" {
+                Mode::Echo
+            } else {
+                Mode::OneWay
+            };
+            let count = case.get("count").and_then(|v| v.as_count());
+            let duration = case.get("duration").and_then(|v| v.as_duration());
+            // On a rate-limited link the sockets and the link's queue hold far more than
+            // the link carries in a short duration; stop at what it can carry instead.
+            let budget = match (duration, link) {
+                (Some(d), Some(l)) => {
+                    estimate::stream_budget(payload as u64, mode == Mode::Echo, l, d)
+                        .filter(|b| count.is_none_or(|c| *b < c))
+                }
+                _ => None,
+            };
+            let mut out = stream::run(
+                ctl,
+                &Stream {
+                    protocol: word("protocol"),
+                    mode,
+                    payload,
+                    count: budget.or(count),
+                    duration,
+                    seed,
+                    nodelay,
                 },
-                payload,
-                count: case.get("count").and_then(|v| v.as_count()).unwrap_or(0),
-                seed,
-                nodelay,
-            },
-            ctx,
-        ),
+                ctx,
+            )?;
+            if let (Some(b), Some(d)) = (budget, duration) {
+                out.notes.push(format!(
+                    "the link's rate carries about {b} messages in {}: the stream sent at most \
+                     that many",
+                    wirebench_model::format_duration(d)
+                ));
+            }
+            Ok(out)
+        }
         _ => pingpong::run(
             ctl,
             &PingPong {
@@ -736,13 +881,53 @@ mod tests {
         assert_eq!(cases.len(), 6);
         let stream: Vec<_> = cases.iter().filter(|c| c.workload() == "stream").collect();
         assert_eq!(stream.len(), 2);
-        assert!(
-            stream
-                .iter()
-                .all(|c| c.get("rounds").is_none() && c.get("count").is_some())
-        );
+        // Neither count nor duration given: raw streams last the default duration.
+        assert!(stream.iter().all(|c| c.get("rounds").is_none()
+            && c.get("count").is_none()
+            && c.get("duration")
+                == Some(&wirebench_model::Value::Duration(Duration::from_secs(2)))));
         let idx: Vec<usize> = cases.iter().map(|c| c.index).collect();
         assert_eq!(idx, [1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn stream_length_defaults_and_command_line_overrides() {
+        let mut s = Scenario::empty("t");
+        s.set_param("workload", "stream").unwrap();
+        s.set_param("count", "5000").unwrap();
+        let c = &plan(&s)[0];
+        assert_eq!(c.get("count").and_then(|v| v.as_count()), Some(5000));
+        assert_eq!(c.get("duration"), None, "a count alone bounds the stream");
+        // XMPP and IRC streams are count-based: they get the peers' default count.
+        let mut s = Scenario::empty("t");
+        s.set_param("workload", "stream").unwrap();
+        s.set_param("protocol", "irc").unwrap();
+        let c = &plan(&s)[0];
+        assert_eq!(c.get("count").and_then(|v| v.as_count()), Some(100));
+        // `--count` on the command line replaces a scenario's duration, and the reverse.
+        let mut s = Scenario::builtin("default").unwrap();
+        assert!(s.grid.get("duration").is_some());
+        s.set_param("count", "10").unwrap();
+        s.stream_length_from_command_line(true, false);
+        let stream = plan(&s)
+            .into_iter()
+            .find(|c| c.workload() == "stream")
+            .unwrap();
+        assert_eq!(stream.get("duration"), None);
+        let mut s =
+            Scenario::parse("[params]\nworkload = \"stream\"\ncount = 8\n", "x.toml").unwrap();
+        s.set_param("duration", "3s").unwrap();
+        s.stream_length_from_command_line(false, true);
+        let c = &plan(&s)[0];
+        assert_eq!(c.get("count"), None);
+        // Both given: both apply.
+        let mut s = Scenario::empty("t");
+        s.set_param("workload", "stream").unwrap();
+        s.set_param("count", "10").unwrap();
+        s.set_param("duration", "3s").unwrap();
+        s.stream_length_from_command_line(true, true);
+        let c = &plan(&s)[0];
+        assert!(c.get("count").is_some() && c.get("duration").is_some());
     }
 
     #[test]

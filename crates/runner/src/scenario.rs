@@ -277,6 +277,27 @@ impl Scenario {
         Ok(())
     }
 
+    /// Removes a parameter from the base grid and every part, so its default (or none)
+    /// applies again.
+    pub fn clear_param(&mut self, name: &str) {
+        self.grid.axes.retain(|a| a.name != name);
+        for part in &mut self.parts {
+            part.grid.axes.retain(|a| a.name != name);
+        }
+    }
+
+    /// `count` and `duration` are two ways of saying how long a stream is: the one given
+    /// on the command line replaces the other where a scenario file set it, so
+    /// `--count 5000` means 5000 messages even in a scenario that streams for 1 s. Given
+    /// both, both apply (whichever ends first).
+    pub fn stream_length_from_command_line(&mut self, count: bool, duration: bool) {
+        match (count, duration) {
+            (true, false) => self.clear_param("duration"),
+            (false, true) => self.clear_param("count"),
+            _ => {}
+        }
+    }
+
     /// Keeps only the named `[[part]]`s (`--part latency,payload`). An unknown name is an
     /// error listing the scenario's parts, so a typo does not silently run nothing.
     pub fn select_parts(&mut self, names: &[String]) -> Result<(), String> {

@@ -174,6 +174,12 @@ struct ShellArgs {
     /// The command and its arguments (after --).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<String>,
+    /// The capture stops (and says so) when the file reaches this size.
+    #[arg(long, value_name = "SIZE", default_value = "200MiB")]
+    pcap_limit: String,
+    /// Keep at most this many bytes of each packet in the capture (e.g. 128: headers only).
+    #[arg(long, value_name = "BYTES")]
+    pcap_snaplen: Option<String>,
 }
 
 #[derive(Args)]
@@ -360,6 +366,39 @@ struct RunArgs {
     /// Do not write report.html and charts/ at the end (`wirebench report DIR` later).
     #[arg(long)]
     no_report: bool,
+
+    /// How long a raw stream sends, e.g. 1s,5s (default 2s unless --count is given; with
+    /// --count, whichever ends first).
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
+    duration: Option<String>,
+    /// Warn before the run about every case estimated to take longer than this.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    max_case_time: String,
+    /// Start even if the run is estimated to take more than 2 hours.
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Print the cases' count and estimated time (and capture size), then exit.
+    #[arg(long)]
+    dry_run: bool,
+    /// Refuse a capture estimated above this size; stop writing it there at run time.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "200MiB",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pcap_limit: String,
+    /// Keep at most this many bytes of each captured packet (e.g. 128: the headers).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pcap_snaplen: Option<String>,
 }
 
 #[derive(Args)]
@@ -454,14 +493,7 @@ fn main() -> ExitCode {
         Command::Report { dir } => report(&dir),
         Command::X2x { config } => x2x(&config),
         Command::Compare(args) => compare(args),
-        Command::Scenarios => {
-            for (name, _) in BUILTIN {
-                if let Some(s) = Scenario::builtin(name) {
-                    println!("{name:<16} {}", s.description);
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Scenarios => scenarios(),
     };
     match result {
         Ok(code) => code,
@@ -582,6 +614,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         ("rounds", &args.rounds),
         ("think", &args.think),
         ("count", &args.count),
+        ("duration", &args.duration),
         ("nodelay", &args.nodelay),
         ("s2s", &args.s2s),
         ("link", &args.link),
@@ -600,6 +633,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
             scenario.set_param(name, v)?;
         }
     }
+    scenario.stream_length_from_command_line(args.count.is_some(), args.duration.is_some());
     if let Some(names) = &args.part {
         let names: Vec<String> = names
             .split(',')
@@ -674,8 +708,12 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         out: out.clone(),
         connect_timeout: Duration::from_secs(5),
         command: std::env::args().collect(),
-        pcap: args.pcap.clone(),
+        pcap: pcap_options(args.pcap.as_deref(), &args.pcap_limit, &args.pcap_snaplen)?,
     };
+    preflight(&scenario, &args, opts.pcap.as_ref())?;
+    if args.dry_run {
+        return Ok(ExitCode::SUCCESS);
+    }
 
     let shutdown = Arc::new(AtomicBool::new(false));
     {
@@ -923,12 +961,9 @@ fn shell(args: ShellArgs) -> Result<ExitCode> {
             "describe the link with --link (or both --uplink and --downlink), e.g. --link 2400bit/500ms"
         );
     };
-    let lab = wirebench_lab::Lab::shell(
-        up.to_params(),
-        down.to_params(),
-        args.seed,
-        args.pcap.as_deref(),
-    )?;
+    let pcap = pcap_options(args.pcap.as_deref(), &args.pcap_limit, &args.pcap_snaplen)?;
+    let lab =
+        wirebench_lab::Lab::shell(up.to_params(), down.to_params(), args.seed, pcap.as_ref())?;
     // Ctrl-C reaches the command directly (same process group); SIGTERM sent to us is
     // passed on. Either way we wait for the command, then tear the lab down.
     static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
@@ -963,6 +998,18 @@ fn shell(args: ShellArgs) -> Result<ExitCode> {
         c.down.delivered_bytes,
         c.down.dropped()
     );
+    if let (Some(p), Some(st)) = (&pcap, lab.pcap_stats()) {
+        let why = st
+            .stopped
+            .map(|w| format!("; stopped early: {w}"))
+            .unwrap_or_default();
+        eprintln!(
+            "wirebench shell: capture {} ({} packets, {}){why}",
+            p.path.display(),
+            st.packets,
+            wirebench_runner::estimate::format_size(st.bytes)
+        );
+    }
     drop(lab);
     Ok(match status.code() {
         Some(0) => ExitCode::SUCCESS,
@@ -1052,5 +1099,163 @@ fn x2x(path: &Path) -> Result<ExitCode> {
     }
     let stats = wirebench_x2x::run(cfg, stop)?;
     eprintln!("x2x: stopped; {stats:?}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A run estimated above this needs `--yes`: long enough for every built-in scenario,
+/// short enough to stop a grid that would take days (the README's once did).
+const CONFIRM_ABOVE_S: f64 = 2.0 * 3600.0;
+
+/// Before anything runs: the case count and estimated time, a warning for each case
+/// estimated above `--max-case-time` (with the flag that shortens it), the capture's
+/// estimated size, and a refusal for a run above [`CONFIRM_ABOVE_S`] without `--yes`.
+fn preflight(
+    scenario: &Scenario,
+    args: &RunArgs,
+    pcap: Option<&wirebench_lab::pcap::PcapOptions>,
+) -> Result<()> {
+    use wirebench_runner::estimate::{format_estimate, format_size};
+    let limit = parse_duration(&args.max_case_time)
+        .context("--max-case-time")?
+        .as_secs_f64();
+    let est = wirebench_runner::estimate::estimate(scenario)?;
+    let cases = wirebench_runner::plan(scenario);
+    let total = est.total_secs();
+    let n = est.cases.len();
+    eprintln!(
+        "wirebench: {n} case{} x {}, estimated {}",
+        if n == 1 { "" } else { "s" },
+        est.repeat,
+        format_estimate(total)
+    );
+    for note in &est.notes {
+        eprintln!("wirebench: note: {note}");
+    }
+    let mut long = 0;
+    for (e, case) in est.cases.iter().zip(&cases) {
+        if e.secs <= limit {
+            continue;
+        }
+        long += 1;
+        let advice = e.advice(limit);
+        eprintln!(
+            "wirebench: warning: case {} ({}) is estimated at {}{}{}",
+            e.index,
+            case_words(scenario, case),
+            format_estimate(e.secs),
+            if args.repeat.unwrap_or(scenario.repeat) > 1 {
+                " per run"
+            } else {
+                ""
+            },
+            if advice.is_empty() {
+                String::new()
+            } else {
+                format!("; {advice}")
+            }
+        );
+    }
+    if let Some(p) = pcap {
+        eprintln!(
+            "wirebench: capture {}, estimated {} (limit {})",
+            p.path.display(),
+            format_size(est.capture_bytes(p.snaplen)),
+            format_size(p.limit)
+        );
+    }
+    if total > CONFIRM_ABOVE_S && !args.yes && !args.dry_run {
+        bail!(
+            "this run is estimated at {} ({}); shorten it (see the warnings above) or pass \
+             --yes to start it anyway",
+            format_estimate(total),
+            if long > 0 {
+                format!("{long} case(s) above {}", format_estimate(limit))
+            } else {
+                format!("{n} cases")
+            }
+        );
+    }
+    Ok(())
+}
+
+/// The parameters that tell a case apart and set its length: `link.rate=2400bit
+/// payload=64KiB rounds=1000`.
+fn case_words(scenario: &Scenario, case: &Case) -> String {
+    let grids = scenario.grids();
+    let varying: Vec<&str> = grids
+        .iter()
+        .flat_map(|g| g.varying())
+        .chain(["payload", "rounds", "count", "duration", "think"])
+        .collect();
+    let shown: Vec<&str> = case
+        .point
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| {
+            varying.contains(n)
+                && !(*n == "think"
+                    && case.get(n).and_then(|v| v.as_duration()) == Some(Duration::ZERO))
+        })
+        .collect();
+    case.describe(&shown)
+}
+
+/// `--pcap FILE` with its limit and snap length.
+fn pcap_options(
+    path: Option<&Path>,
+    limit: &str,
+    snaplen: &Option<String>,
+) -> Result<Option<wirebench_lab::pcap::PcapOptions>> {
+    use wirebench_lab::pcap::{MAX_SNAPLEN, PcapOptions};
+    let limit = Bytes::parse(limit).context("--pcap-limit")?.0;
+    let snaplen = match snaplen {
+        Some(s) => {
+            let b = Bytes::parse(s).context("--pcap-snaplen")?.0;
+            if !(20..=MAX_SNAPLEN as u64).contains(&b) {
+                bail!(
+                    "--pcap-snaplen {s}: must be from 20 (an IPv4 header) to {MAX_SNAPLEN} bytes"
+                );
+            }
+            b as u32
+        }
+        None => MAX_SNAPLEN,
+    };
+    // Relative to where the user is now, whichever namespace the run enters later.
+    path.map(|p| {
+        let path = std::path::absolute(p).with_context(|| format!("--pcap {}", p.display()))?;
+        Ok(PcapOptions {
+            path,
+            snaplen,
+            limit,
+        })
+    })
+    .transpose()
+}
+
+/// `wirebench scenarios`: each built-in scenario with its case count and estimated time.
+fn scenarios() -> Result<ExitCode> {
+    use wirebench_runner::estimate::format_estimate;
+    println!(
+        "{:<16} {:>6}  {:>8}  description",
+        "scenario", "cases", "time"
+    );
+    for (name, _) in BUILTIN {
+        let Some(s) = Scenario::builtin(name) else {
+            continue;
+        };
+        let (cases, time) = match wirebench_runner::estimate::estimate(&s) {
+            Ok(e) if e.repeat > 1 => (
+                format!("{} x {}", e.cases.len(), e.repeat),
+                format!("~{}", format_estimate(e.total_secs())),
+            ),
+            Ok(e) => (
+                e.cases.len().to_string(),
+                format!("~{}", format_estimate(e.total_secs())),
+            ),
+            Err(_) => ("?".into(), "?".into()),
+        };
+        println!("{name:<16} {cases:>6}  {time:>8}  {}", s.description);
+    }
+    println!("\nTimes are estimates from the link model (docs/scenarios.md, \"Estimates\").");
     Ok(ExitCode::SUCCESS)
 }

@@ -710,3 +710,110 @@ fn progress_lines_name_every_parameter_that_varies() {
         "{err}"
     );
 }
+
+#[test]
+fn estimates_come_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    // The README's old grid (1000 rounds of up to 64 KiB at 2400 bit/s): refused before
+    // any lab is built (so no root needed), naming the flags that shorten it.
+    let o = wirebench()
+        .args([
+            "run",
+            "--link-rate",
+            "2400bit,19200bit",
+            "--link-delay",
+            "0,500ms,1s",
+        ])
+        .args(["--workload", "pingpong", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("wirebench: 18 cases x 1, estimated "),
+        "{err}"
+    );
+    assert!(
+        err.contains("warning: case 1 (payload=64 rounds=1000 link.rate=2400bit link.delay=0) is estimated at")
+            && err.contains("; use --rounds "),
+        "{err}"
+    );
+    assert!(err.contains("or a smaller --payload"), "{err}");
+    assert!(err.contains("pass --yes"), "{err}");
+    assert!(
+        !out.exists(),
+        "nothing may be written before the run starts"
+    );
+    // --dry-run: the estimate only, exit 0.
+    let o = run_ok(&[
+        "run",
+        "--workload",
+        "stream",
+        "--duration",
+        "3s",
+        "--dry-run",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("wirebench: 3 cases x 1, estimated"), "{err}");
+    // A case above --max-case-time is named even when the whole run is short enough.
+    let o = run_ok(
+        &[
+            "run",
+            "--workload",
+            "stream",
+            "--payload",
+            "64",
+            "--duration",
+            "3s",
+        ]
+        .into_iter()
+        .chain(["--max-case-time", "2s", "--dry-run"])
+        .collect::<Vec<_>>(),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("use --duration 1s"), "{err}");
+}
+
+#[test]
+fn scenarios_lists_case_counts_and_times() {
+    let o = run_ok(&["scenarios"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .to_string()
+    };
+    let d = line("default ");
+    assert!(
+        d.contains(" 6 ") && d.contains('~') && d.contains("s "),
+        "{d}"
+    );
+    let x = line("satcom-xmpp");
+    assert!(x.contains(" 48 ") && x.contains('m'), "{x}");
+    assert!(line("payload-sweep").contains("10 x 3"), "{text}");
+}
+
+#[test]
+fn a_count_on_the_command_line_replaces_the_scenarios_duration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    run_ok(&[
+        "run",
+        "--workload",
+        "stream",
+        "--payload",
+        "100",
+        "--count",
+        "300",
+        "--out",
+        out.to_str().unwrap(),
+        "--no-report",
+    ]);
+    let recs = records(&out);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["params"]["count"], 300);
+    assert!(recs[0]["params"].get("duration").is_none(), "{}", recs[0]);
+    assert_eq!(recs[0]["metrics"]["messages.received"]["value"], 300.0);
+}

@@ -86,6 +86,8 @@ fn killed_run_leaves_namespaces_that_lab_clean_removes() {
             "--link",
             "2400bit/1s",
             "--quiet",
+            // Days of rounds, to be killed: past the estimate's confirmation.
+            "--yes",
         ])
         .args(["--out", tmp.path().join("r").to_str().unwrap()])
         .stdout(Stdio::null())
@@ -408,4 +410,129 @@ fn sigterm_stops_gracefully_and_sigkill_leaves_no_servers() {
     let clean = wirebench().args(["lab", "clean"]).output().unwrap();
     assert!(clean.status.success());
     assert!(namespaces_of(pid).is_empty());
+}
+
+#[test]
+fn pcap_estimate_refuses_big_captures_and_relative_paths_land_in_the_current_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 2 s of a saturated 1 Gbit/s link: ~250 MB, above the 200 MiB default.
+    let o = wirebench()
+        .current_dir(tmp.path())
+        .args([
+            "run",
+            "--link",
+            "rate=1Gbit,delay=10ms",
+            "--workload",
+            "stream",
+        ])
+        .args([
+            "--payload",
+            "128KiB",
+            "--duration",
+            "2s",
+            "--pcap",
+            "big.pcap",
+        ])
+        .args(["--out", "r0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is estimated at")
+            && err.contains("--pcap-limit")
+            && err.contains("--pcap-snaplen 128"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("big.pcap").exists());
+    assert!(!tmp.path().join("r0").exists());
+
+    // Headers only: a tenth of the size, accepted; the file lands in the directory the
+    // command was typed in, with the snap length in its header and the records' notes.
+    let o = wirebench()
+        .current_dir(tmp.path())
+        .args([
+            "run",
+            "--link",
+            "rate=100Mbit,delay=1ms",
+            "--workload",
+            "stream",
+        ])
+        .args([
+            "--payload",
+            "1400",
+            "--duration",
+            "300ms",
+            "--pcap",
+            "cap.pcap",
+        ])
+        .args([
+            "--pcap-snaplen",
+            "96",
+            "--out",
+            "r1",
+            "--no-report",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let path = tmp.path().join("cap.pcap");
+    assert!(
+        err.contains(&format!("capture {}", path.display())),
+        "{err}"
+    );
+    let file = std::fs::read(&path).unwrap();
+    assert_eq!(u32::from_le_bytes(file[16..20].try_into().unwrap()), 96);
+    let caplen = u32::from_le_bytes(file[32..36].try_into().unwrap());
+    assert!(caplen <= 96);
+    let recs = records(&tmp.path().join("r1"));
+    let notes = recs[0]["notes"].to_string();
+    assert!(
+        notes.contains("snaplen 96") && notes.contains(&path.display().to_string()),
+        "{notes}"
+    );
+}
+
+#[test]
+fn shell_capture_stops_at_its_limit_and_says_so() {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut got = vec![0u8; 300_000];
+        s.read_exact(&mut got).unwrap();
+        s.write_all(b"ok\n").unwrap();
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.pcap");
+    // The command waits for the answer: when it exits, its host is gone.
+    let script = format!(
+        "exec 3<>/dev/tcp/198.18.0.1/{port}; head -c 300000 /dev/zero >&3; read -r reply <&3; echo \"$reply\""
+    );
+    let o = wirebench()
+        .args([
+            "shell",
+            "--link",
+            "100Mbit/1ms",
+            "--pcap",
+            path.to_str().unwrap(),
+        ])
+        .args(["--pcap-limit", "20KiB", "--", "bash", "-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // The link carried everything; the capture stopped at its limit.
+    server.join().unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "ok\n");
+    assert!(
+        err.contains("stopped early") && err.contains("limit"),
+        "{err}"
+    );
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len <= 20 * 1024 && len > 10_000, "{len}");
 }

@@ -14,6 +14,14 @@ pub const ON_OFF: &[&str] = &["on", "off"];
 /// XMPP server-to-server links (protocol xmpp only); absent means standard.
 pub const S2S: &[&str] = &["standard", "x2x", "x2x-tfo"];
 
+/// A raw stream case with neither `count` nor `duration` sends for this long: long
+/// enough for repeats to agree within a few percent on loopback (docs/performance.md,
+/// "Stream duration").
+pub const STREAM_DURATION: &str = "2s";
+/// XMPP and IRC streams are count-based (they time the whole flood until client2 has the
+/// last message); without `count` they send this many.
+pub const PEER_STREAM_COUNT: u64 = 100;
+
 #[derive(Debug, Clone, Copy)]
 pub struct ParamSpec {
     pub name: &'static str,
@@ -78,9 +86,16 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "count",
         kind: Kind::Count,
-        default: "100k",
+        default: "",
         workloads: &["stream"],
-        help: "messages per stream case",
+        help: "messages per stream case (raw: none, the stream lasts `duration`; XMPP and IRC: 100)",
+    },
+    ParamSpec {
+        name: "duration",
+        kind: Kind::Duration,
+        default: "",
+        workloads: &["stream"],
+        help: "how long a raw stream sends (2s unless count is given); with count, whichever ends first",
     },
     ParamSpec {
         name: "s2s",
@@ -272,6 +287,7 @@ pub fn words(name: &str) -> &'static str {
         "rounds" => "rounds",
         "think" => "think time",
         "count" => "messages",
+        "duration" => "stream duration",
         "nodelay" => "TCP_NODELAY",
         "s2s" => "server link",
         "link" => "link",

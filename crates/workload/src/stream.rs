@@ -1,4 +1,7 @@
-//! Stream: `count` messages of `payload` bytes sent back to back.
+//! Stream: messages of `payload` bytes sent back to back, for `duration` or until `count`
+//! have been sent, whichever comes first (at least one of them is given; neither means
+//! [`DEFAULT_DURATION`]). The duration bounds the sending; the case ends when the
+//! receiver has the last message sent, so buffered data still drains after it.
 //!
 //! - `oneway`: the server counts and verifies; throughput is timed from our first send to
 //!   the server's last received byte. On one kernel both read the same CLOCK_MONOTONIC, so
@@ -15,6 +18,7 @@ use crate::pingpong::{histogram, push_counts, secs};
 use crate::stats::{mean, percentile};
 use crate::{Ctx, Outcome, WorkloadError};
 use std::io::IoSlice;
+use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_net::ControlClient;
 use wirebench_proto::control::{Behaviour, Open};
@@ -32,10 +36,16 @@ pub struct Stream {
     pub protocol: String,
     pub mode: Mode,
     pub payload: u32,
-    pub count: u64,
+    /// Messages to send; `None`: as many as `duration` allows.
+    pub count: Option<u64>,
+    /// How long to send; `None`: until `count` are sent.
+    pub duration: Option<Duration>,
     pub seed: u64,
     pub nodelay: bool,
 }
+
+/// What a stream with neither a count nor a duration does.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(2);
 
 /// Messages between progress callbacks and shutdown checks on the send path.
 const PROGRESS_EVERY: u64 = 4096;
@@ -77,12 +87,31 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
         last_arrival = at;
     };
     let echo = s.mode == Mode::Echo;
+    let limit = s.count.unwrap_or(u64::MAX);
+    let duration = match (s.count, s.duration) {
+        (None, None) => Some(DEFAULT_DURATION),
+        (_, d) => d,
+    };
+    let duration_ns = duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let start_ns = monotonic_ns();
-    for seq in 0..s.count {
+    let deadline = duration_ns.map(|d| start_ns.saturating_add(d));
+    // Progress in messages when the count bounds the case, in milliseconds otherwise.
+    let report = |seq: u64, now: u64| match duration_ns {
+        Some(d) => (ctx.progress)((now - start_ns).min(d) / 1_000_000, d / 1_000_000),
+        None => (ctx.progress)(seq, limit),
+    };
+    let mut sent = 0u64;
+    while sent < limit {
+        // The header's timestamp is read anyway; the deadline costs no extra clock read.
+        let now = monotonic_ns();
+        if deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+        let seq = sent;
         let header = Header {
             kind: Kind::Data,
             seq,
-            sent_ns: monotonic_ns(),
+            sent_ns: now,
             payload_len: s.payload,
         }
         .encode();
@@ -91,15 +120,16 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
             IoSlice::new(pattern.payload(seq, s.payload as usize)),
         ];
         conn.send(&mut iov, echo, &mut on_frame)?;
+        sent += 1;
         if seq % PROGRESS_EVERY == 0 {
             if ctx.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
                 return Err(WorkloadError::Interrupted);
             }
-            (ctx.progress)(seq, s.count);
+            report(seq, now);
         }
     }
     if echo {
-        while received.get() < s.count {
+        while received.get() < sent {
             if !conn.recv(Wait::Block, "waiting for echoes", &mut on_frame)? {
                 return Err(WorkloadError::Closed {
                     during: "waiting for echoes",
@@ -107,7 +137,10 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
             }
         }
     }
-    (ctx.progress)(s.count, s.count);
+    match duration_ns {
+        Some(d) => (ctx.progress)(d / 1_000_000, d / 1_000_000),
+        None => (ctx.progress)(sent, limit),
+    }
     conn.finish_sending()?;
     let server = ctl.result(session)?;
     if let Some(e) = &server.error {
@@ -121,8 +154,8 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
     out.push("connect.handshake", secs(setup.handshake_ns), "s");
     out.push("connect.time", secs(setup.first_byte_ns), "s");
     let (elapsed_ns, delivered, payload_bytes) = if echo {
-        tally.finish(s.count);
-        push_counts(&mut out, s.count, &tally);
+        tally.finish(sent);
+        push_counts(&mut out, sent, &tally);
         let n = tally.counts.received;
         (
             last_arrival.saturating_sub(start_ns),
@@ -132,8 +165,8 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
     } else {
         let mut counts = Tally::new();
         counts.counts = server.counts.clone();
-        counts.counts.lost = s.count.saturating_sub(server.counts.received);
-        push_counts(&mut out, s.count, &counts);
+        counts.counts.lost = sent.saturating_sub(server.counts.received);
+        push_counts(&mut out, sent, &counts);
         let elapsed = if ctl.shared_clock && server.last_rx_ns > start_ns {
             server.last_rx_ns - start_ns
         } else {
@@ -161,6 +194,12 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
             "bit/s",
         );
         out.push("throughput.messages_per_s", delivered as f64 / t, "msg/s");
+    }
+    if let (Some(d), true) = (duration, sent < limit) {
+        out.notes.push(format!(
+            "the stream sent for {} ({sent} messages); the case ends when the last has arrived",
+            wirebench_model::format_duration(d)
+        ));
     }
     out.push("bytes.payload", payload_bytes as f64, "B");
     out.push("bytes.sent", conn.bytes_out as f64, "B");

@@ -118,7 +118,9 @@ fn streams_deliver_everything_both_modes() {
                 protocol: "raw".into(),
                 mode,
                 payload,
-                count,
+                count: Some(count),
+                // Far longer than the counts take: the count ends these streams.
+                duration: Some(Duration::from_secs(60)),
                 seed: 3,
                 nodelay: true,
             };
@@ -133,4 +135,56 @@ fn streams_deliver_everything_both_modes() {
             assert!(metric(&o, "throughput.bits_per_s") > 0.0);
         }
     }
+}
+
+#[test]
+fn a_stream_with_a_duration_stops_sending_when_it_is_over() {
+    let server = Server::bind("127.0.0.1:0", ServerConfig::default())
+        .unwrap()
+        .spawn()
+        .unwrap();
+    let flag = AtomicBool::new(false);
+    let mut ctl =
+        ControlClient::connect(&server.addr().to_string(), Duration::from_secs(5)).unwrap();
+    for mode in [Mode::OneWay, Mode::Echo] {
+        let s = Stream {
+            protocol: "raw".into(),
+            mode,
+            payload: 100,
+            count: None,
+            duration: Some(Duration::from_millis(300)),
+            seed: 3,
+            nodelay: true,
+        };
+        let started = std::time::Instant::now();
+        let o = stream::run(&mut ctl, &s, &ctx(&flag)).unwrap();
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_secs(3),
+            "{mode:?}: {took:?}"
+        );
+        let t = metric(&o, "throughput.duration");
+        assert!(t > 0.29 && t < 1.0, "{mode:?}: timed {t} s");
+        let sent = metric(&o, "messages.sent");
+        assert!(sent > 1000.0, "{sent}");
+        assert_eq!(metric(&o, "messages.received"), sent, "{mode:?}");
+        assert_eq!(metric(&o, "messages.lost"), 0.0);
+        assert!(
+            o.notes.iter().any(|n| n.contains("sent for 300ms")),
+            "{:?}",
+            o.notes
+        );
+    }
+    // A count that ends first wins.
+    let s = Stream {
+        protocol: "raw".into(),
+        mode: Mode::OneWay,
+        payload: 100,
+        count: Some(50),
+        duration: Some(Duration::from_secs(30)),
+        seed: 3,
+        nodelay: true,
+    };
+    let o = stream::run(&mut ctl, &s, &ctx(&flag)).unwrap();
+    assert_eq!(metric(&o, "messages.sent"), 50.0);
 }

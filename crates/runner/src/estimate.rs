@@ -1,0 +1,775 @@
+//! How long a plan will take, and how large a capture of it would be, worked out from
+//! the link model and the parameters before anything runs.
+//!
+//! Estimates are meant to be conservative (a little longer than the run), never precise:
+//! they exist to warn before a case takes hours and to size a pcap. The formulas and the
+//! figures they were checked against are in docs/scenarios.md ("Estimates").
+
+use crate::link::{CaseLink, TCP_IPV4_OVERHEAD};
+use crate::{Case, RunError, Scenario};
+use std::time::Duration;
+use wirebench_lab::pcap::{FILE_HEADER, capture_bytes};
+use wirebench_link::LinkSpec;
+use wirebench_model::Value;
+
+/// The raw protocol's frame header.
+const FRAME_HEADER: f64 = 21.0;
+/// A bare TCP segment (an ACK, with the timestamp option).
+const ACK: f64 = TCP_IPV4_OVERHEAD as f64;
+/// A SYN or SYN-ACK with its options.
+const SYN: f64 = 60.0;
+/// Everything estimated is multiplied by this, so estimates err on the long side.
+const MARGIN: f64 = 1.1;
+
+/// Loopback (no lab): opening a case (control request, data connection, result) ...
+const LOOPBACK_CASE_S: f64 = 0.02;
+/// ... one small ping-pong round (measured ~64 us; scheduling noise on a busy machine) ...
+const LOOPBACK_ROUND_S: f64 = 150e-6;
+/// ... one small stream message with TCP_NODELAY (~210 k msg/s measured) ...
+const LOOPBACK_MESSAGE_S: f64 = 5e-6;
+/// ... and bytes copied through the kernel (45 Gbit/s measured one way; a quarter of it
+/// leaves room for verification and a loaded machine).
+const LOOPBACK_BPS: f64 = 10e9;
+/// An unlimited emulated link carries what the emulator thread can move: ~1 Gbit/s on
+/// the 2-core machine of docs/performance.md.
+const EMULATOR_BPS: f64 = 1e9;
+
+/// Control lines of a raw case over the link: the open request and its answer, the
+/// server's hello on the data connection, the result request and its answer (bytes of
+/// TCP payload, rounded up from what the control channel sends).
+const CONTROL_OPEN: (f64, f64) = (250.0, 100.0);
+const CONTROL_RESULT: (f64, f64) = (60.0, 450.0);
+
+/// Real peers (docs/xmpp.md, docs/irc.md): servers' start-up, the lab's wait for a quiet
+/// link (1 s) and logins, in seconds plus one-way delays, then the servers' link set-up
+/// (bytes each way and one-way delays on its critical path), then each message's bytes
+/// beyond its payload in each direction (IP headers and the peer's ACK included).
+struct PeerModel {
+    start_s: f64,
+    start_delays: f64,
+    setup_bytes: f64,
+    setup_delays: f64,
+    per_message: f64,
+    /// The servers' and clients' own work per message (parsing, routing), which a fast
+    /// link leaves as the whole round trip.
+    processing_s: f64,
+}
+
+/// Prosody with standard S2S: 4.3 kB of dialback set-up (5.4 kB measured both ways,
+/// with retransmissions), ~16 one-way delays; a 2-byte stanza is 217 bytes each way.
+const XMPP_STANDARD: PeerModel = PeerModel {
+    start_s: 3.0,
+    start_delays: 6.0,
+    setup_bytes: 4300.0,
+    setup_delays: 16.0,
+    per_message: 217.0,
+    processing_s: 0.005,
+};
+/// Prosody with x2x gateways: no stream negotiation, compressed stanzas.
+const XMPP_X2X: PeerModel = PeerModel {
+    start_s: 2.5,
+    start_delays: 4.0,
+    setup_bytes: 400.0,
+    setup_delays: 4.0,
+    per_message: 70.0,
+    processing_s: 0.005,
+};
+/// ngircd: up to 2 s before the first link attempt, PASS/SERVER/greetings (~1.1 kB),
+/// nicknames crossing; a line is 10-20 bytes of zlib beyond its text + 52 of TCP/IP.
+const IRC: PeerModel = PeerModel {
+    start_s: 3.0,
+    start_delays: 2.0,
+    setup_bytes: 1300.0,
+    setup_delays: 8.0,
+    per_message: 80.0,
+    processing_s: 0.003,
+};
+
+/// What bounds a case's length, for advice.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Knob {
+    /// Ping-pong: `n` rounds of `each` seconds.
+    Rounds { n: u64, each: f64 },
+    /// Stream: `n` messages of `each` seconds.
+    Count { n: u64, each: f64 },
+    /// Stream: sending for this long.
+    Duration { secs: f64 },
+}
+
+/// One run of one case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseEstimate {
+    pub index: usize,
+    /// Expected wall time, seconds.
+    pub secs: f64,
+    /// Of which set-up, independent of rounds / count / duration.
+    pub fixed: f64,
+    pub knob: Knob,
+    /// Share of a round or message spent serializing the payload (0..1).
+    pub payload_share: f64,
+    /// Share of a round spent in think time (0..1).
+    pub think_share: f64,
+    /// IP packets crossing the emulated link, both directions: (packets, bytes each).
+    /// Empty on loopback.
+    pub packets: Vec<(f64, u64)>,
+}
+
+impl CaseEstimate {
+    /// Bytes a pcap of this case adds (record headers included).
+    pub fn capture_bytes(&self, snaplen: u32) -> f64 {
+        self.packets
+            .iter()
+            .map(|(n, size)| capture_bytes(*n, *size, snaplen))
+            .sum()
+    }
+
+    /// How to bring the case under `target` seconds, naming flags: `use --rounds 10 or a
+    /// smaller --payload`. Empty when no parameter of the case's own would help.
+    pub fn advice(&self, target: f64) -> String {
+        let mut ways: Vec<String> = Vec::new();
+        let room = (target * 0.8 - self.fixed * MARGIN).max(0.0);
+        match self.knob {
+            Knob::Rounds { n, each } | Knob::Count { n, each } if n > 1 => {
+                let flag = if matches!(self.knob, Knob::Rounds { .. }) {
+                    "--rounds"
+                } else {
+                    "--count"
+                };
+                let fit = nice_floor((room / (each * MARGIN).max(1e-12)).floor() as u64).max(1);
+                if fit < n {
+                    ways.push(format!("use {flag} {}", count_text(fit)));
+                }
+            }
+            Knob::Duration { secs } if secs > room && room > 0.0 => {
+                ways.push(format!("use --duration {}", duration_text(room)));
+            }
+            _ => {}
+        }
+        if self.payload_share > 0.5 {
+            ways.push("a smaller --payload".into());
+        }
+        if self.think_share > 0.5 {
+            ways.push("a shorter --think".into());
+        }
+        match ways.len() {
+            0 => String::new(),
+            1 if !ways[0].starts_with("use ") => format!("use {}", ways[0]),
+            _ => ways.join(" or "),
+        }
+    }
+}
+
+/// Every case of a plan, once each; a run takes `repeat` times the sum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanEstimate {
+    pub cases: Vec<CaseEstimate>,
+    pub repeat: u32,
+    /// Notes for the user (a parameter that will be ignored, ...).
+    pub notes: Vec<String>,
+}
+
+impl PlanEstimate {
+    /// Wall time of the whole run, seconds.
+    pub fn total_secs(&self) -> f64 {
+        self.cases.iter().map(|c| c.secs).sum::<f64>() * self.repeat as f64
+    }
+
+    /// Size of a pcap of the whole run, bytes.
+    pub fn capture_bytes(&self, snaplen: u32) -> u64 {
+        let per_run: f64 = self.cases.iter().map(|c| c.capture_bytes(snaplen)).sum();
+        FILE_HEADER + (per_run * self.repeat as f64).ceil() as u64
+    }
+
+    /// Packets a pcap of the whole run would hold.
+    pub fn capture_packets(&self) -> u64 {
+        let per_run: f64 = self
+            .cases
+            .iter()
+            .flat_map(|c| c.packets.iter().map(|(n, _)| n))
+            .sum();
+        (per_run * self.repeat as f64).ceil() as u64
+    }
+}
+
+/// Estimates a scenario's run.
+pub fn estimate(scenario: &Scenario) -> Result<PlanEstimate, RunError> {
+    let cases = crate::plan(scenario);
+    let links = crate::case_links(&cases)?;
+    Ok(estimate_cases(&cases, &links, scenario.repeat))
+}
+
+/// Estimates planned cases with their links (as [`crate::case_links`] gives them).
+pub fn estimate_cases(cases: &[Case], links: &[Option<CaseLink>], repeat: u32) -> PlanEstimate {
+    let mut notes = Vec::new();
+    let ignored: Vec<String> = cases
+        .iter()
+        .filter(|c| peer(c) && c.workload() == "stream" && c.get("duration").is_some())
+        .map(|c| c.index.to_string())
+        .collect();
+    if !ignored.is_empty() {
+        notes.push(format!(
+            "duration does not apply to XMPP and IRC streams (case {}): they send `count` \
+             messages ({} unless given)",
+            ignored.join(", "),
+            wirebench_workload::params::PEER_STREAM_COUNT
+        ));
+    }
+    PlanEstimate {
+        cases: cases
+            .iter()
+            .zip(links)
+            .map(|(c, l)| estimate_case(c, l.as_ref()))
+            .collect(),
+        repeat,
+        notes,
+    }
+}
+
+fn peer(case: &Case) -> bool {
+    matches!(case.protocol(), "xmpp" | "irc")
+}
+
+/// One direction of a link, as the estimates see it.
+#[derive(Debug, Clone, Copy)]
+struct Dir {
+    /// bit/s; `None`: unlimited.
+    rate: Option<f64>,
+    /// One-way delay plus the mean jitter, seconds.
+    delay: f64,
+    mss: f64,
+    mtu: f64,
+    /// Long-run loss rate.
+    loss: f64,
+}
+
+impl Dir {
+    fn of(spec: &LinkSpec, trace_bps: Option<f64>) -> Dir {
+        let mtu = spec.mtu.max(68) as f64;
+        Dir {
+            rate: trace_bps.or(spec.rate_bps.map(|r| r as f64)),
+            delay: (spec.delay_ns as f64 + spec.jitter_ns as f64 / 2.0) * 1e-9,
+            mss: (mtu - ACK).max(1.0),
+            mtu,
+            loss: spec.loss.mean_loss(),
+        }
+    }
+
+    /// Seconds to serialize `bytes` of IP.
+    fn ser(&self, bytes: f64) -> f64 {
+        match self.rate {
+            Some(r) => bytes * 8.0 / r,
+            None => bytes * 8.0 / EMULATOR_BPS,
+        }
+    }
+
+    /// IP bytes of a message of `bytes` of TCP payload sent as its own segments.
+    fn wire(&self, bytes: f64) -> f64 {
+        bytes + (bytes / self.mss).ceil().max(1.0) * ACK
+    }
+
+    /// One-way time of a message of `bytes` of TCP payload: serialization of its segments
+    /// (pipelined) plus propagation.
+    fn one_way(&self, bytes: f64) -> f64 {
+        self.ser(self.wire(bytes)) + self.delay
+    }
+}
+
+fn count_of(case: &Case, name: &str) -> Option<u64> {
+    case.get(name).and_then(Value::as_count)
+}
+
+/// Estimates one run of `case` (`link`: its emulated link, `None` on loopback).
+pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
+    let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0) as f64;
+    let think = case
+        .get("think")
+        .and_then(Value::as_duration)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let stream = case.workload() == "stream";
+    let echo = case.get("mode").and_then(Value::as_word) == Some("echo");
+    let duration = case
+        .get("duration")
+        .and_then(Value::as_duration)
+        .map(|d| d.as_secs_f64());
+    let mut e = CaseEstimate {
+        index: case.index,
+        secs: 0.0,
+        fixed: 0.0,
+        knob: Knob::Duration { secs: 0.0 },
+        payload_share: 0.0,
+        think_share: 0.0,
+        packets: Vec::new(),
+    };
+    let Some(link) = link else {
+        // Loopback: only the machine's speed.
+        let frame = payload + FRAME_HEADER;
+        e.fixed = LOOPBACK_CASE_S;
+        if stream {
+            let each =
+                LOOPBACK_MESSAGE_S + frame * 8.0 / LOOPBACK_BPS * if echo { 2.0 } else { 1.0 };
+            e.payload_share = (payload * 8.0 / LOOPBACK_BPS) / each;
+            e.knob = stream_knob(count_of(case, "count"), duration, each);
+        } else {
+            let rounds = count_of(case, "rounds").unwrap_or(0);
+            let each = LOOPBACK_ROUND_S + 2.0 * frame * 8.0 / LOOPBACK_BPS + think;
+            e.payload_share = (2.0 * payload * 8.0 / LOOPBACK_BPS) / each;
+            e.think_share = think / each;
+            e.knob = Knob::Rounds { n: rounds, each };
+        }
+        e.secs = (e.fixed + scaled(e.knob)) * MARGIN;
+        return e;
+    };
+    let trace_bps = link.trace.as_ref().map(|t| t.mean_rate_bps());
+    let up = Dir::of(&link.up, trace_bps);
+    let down = Dir::of(&link.down, trace_bps);
+    let rtt0 = up.delay + down.delay;
+    // Lost segments cost a retransmission each, at least a 200 ms timer.
+    let loss = up.loss.max(down.loss);
+    let lossy = |t: f64| t * (1.0 + 2.0 * loss) + if loss > 0.0 { 0.2 } else { 0.0 };
+
+    if peer(case) {
+        let model = match (case.protocol(), case.get("s2s").and_then(Value::as_word)) {
+            ("irc", _) => &IRC,
+            (_, Some("x2x" | "x2x-tfo")) => &XMPP_X2X,
+            _ => &XMPP_STANDARD,
+        };
+        let setup = up.ser(model.setup_bytes).max(down.ser(model.setup_bytes))
+            + model.setup_delays * up.delay.max(down.delay);
+        e.fixed = model.start_s + model.start_delays * up.delay.max(down.delay) + setup;
+        let msg = payload + model.per_message;
+        if stream {
+            // A warm-up message, then `count` back to back: each takes its bytes' time.
+            let n =
+                count_of(case, "count").unwrap_or(wirebench_workload::params::PEER_STREAM_COUNT);
+            let each = up.ser(msg + (payload / up.mss).ceil() * ACK) + model.processing_s;
+            e.fixed += up.one_way(msg) + rtt0;
+            e.payload_share = up.ser(payload) / each.max(1e-12);
+            e.knob = Knob::Count { n, each };
+            let segs = (n + 1) as f64 * (msg / up.mss).ceil().max(1.0);
+            e.packets = vec![(segs, (msg.min(up.mss) + ACK) as u64), (segs, ACK as u64)];
+        } else {
+            let rounds = count_of(case, "rounds").unwrap_or(0);
+            let rt = up.ser(msg) + down.ser(msg) + rtt0 + 2.0 * model.processing_s;
+            let each = rt + think;
+            e.fixed += rt; // the first round waits for the rest of the set-up
+            e.payload_share = (up.ser(payload) + down.ser(payload)) / each;
+            e.think_share = think / each;
+            e.knob = Knob::Rounds { n: rounds, each };
+            e.packets = vec![(2.0 * rounds as f64, (msg + ACK) as u64)];
+        }
+        e.packets.push((
+            2.0 * (model.setup_bytes / 200.0).ceil() + 20.0,
+            200 + ACK as u64,
+        ));
+        e.secs = lossy(e.fixed + scaled(e.knob)) * MARGIN;
+        return e;
+    }
+
+    // Raw protocol over the link: the control exchange (open, hello, result) and the data
+    // connection's handshake cross it too.
+    let frame = payload + FRAME_HEADER;
+    let control = up.one_way(CONTROL_OPEN.0)
+        + down.one_way(CONTROL_OPEN.1)
+        + up.ser(SYN)
+        + down.ser(SYN)
+        + rtt0
+        + down.one_way(40.0)
+        + up.one_way(CONTROL_RESULT.0)
+        + down.one_way(CONTROL_RESULT.1);
+    let mut packets = vec![(16.0, 200 + ACK as u64)];
+    if stream {
+        let each = message_time(frame, echo, &up, &down)
+            .unwrap_or_else(|| up.ser(up.wire(frame)))
+            .max(LOOPBACK_MESSAGE_S);
+        let count = count_of(case, "count");
+        // A duration on a rate-limited link becomes a count (see `stream_budget`).
+        let budget = duration.and_then(|d| {
+            message_time(frame, echo, &up, &down).map(|t| (d / t).ceil().max(1.0) as u64)
+        });
+        e.knob = match (count, budget) {
+            (Some(c), Some(b)) if b < c => Knob::Duration {
+                secs: b as f64 * each,
+            },
+            (None, Some(b)) => Knob::Duration {
+                secs: b as f64 * each,
+            },
+            _ => stream_knob(count, duration, each),
+        };
+        e.payload_share = up.ser(payload) / each;
+        // Slow start: doubling from 10 segments up to the path's bandwidth-delay product.
+        let bdp_segments = up.rate.unwrap_or(EMULATOR_BPS) / 8.0 * (rtt0 + 0.001) / up.mtu;
+        let slow_start = (bdp_segments / 10.0).max(1.0).log2().ceil() * rtt0;
+        e.fixed = control + rtt0 + slow_start;
+        let sent = scaled(e.knob) / each;
+        let data = sent * frame / frame.min(up.mss).max(1.0);
+        let size = (frame.min(up.mss) + ACK) as u64;
+        packets.push((data, size));
+        packets.push((data / 2.0, ACK as u64));
+        if echo {
+            packets.push((data, size));
+            packets.push((data / 2.0, ACK as u64));
+        }
+    } else {
+        let rounds = count_of(case, "rounds").unwrap_or(0);
+        let rt = up.one_way(frame) + down.one_way(frame);
+        let each = rt + think + LOOPBACK_ROUND_S;
+        // The first round also carries each side's ACK of the connection's first data,
+        // and a message larger than the initial window needs more round trips.
+        let segments = (frame / up.mss).ceil();
+        let slow_start = (segments / 10.0).max(1.0).log2().ceil() * rtt0;
+        e.fixed = control + up.ser(ACK) + down.ser(ACK) + slow_start;
+        e.payload_share = (up.ser(payload) + down.ser(payload)) / each;
+        e.think_share = think / each;
+        e.knob = Knob::Rounds { n: rounds, each };
+        let n = rounds as f64 * segments.max(1.0);
+        let size = (frame.min(up.mss) + ACK) as u64;
+        packets.push((2.0 * n, size));
+        if segments > 1.0 {
+            packets.push((n, ACK as u64));
+        }
+    }
+    e.packets = packets;
+    let mut t = lossy(e.fixed + scaled(e.knob));
+    t += outage_cost(&link.up, t).max(outage_cost(&link.down, t));
+    e.secs = t * MARGIN;
+    e
+}
+
+fn stream_knob(count: Option<u64>, duration: Option<f64>, each: f64) -> Knob {
+    match (count, duration) {
+        (Some(n), Some(d)) if (n as f64) * each <= d => Knob::Count { n, each },
+        (Some(n), None) => Knob::Count { n, each },
+        (_, Some(d)) => Knob::Duration { secs: d },
+        (None, None) => Knob::Duration {
+            secs: wirebench_workload::stream::DEFAULT_DURATION.as_secs_f64(),
+        },
+    }
+}
+
+fn scaled(k: Knob) -> f64 {
+    match k {
+        Knob::Rounds { n, each } | Knob::Count { n, each } => n as f64 * each,
+        Knob::Duration { secs } => secs,
+    }
+}
+
+/// Time lost to scheduled outages within the first `t` seconds: each window, plus as
+/// much again for TCP's backed-off retransmission timer to notice the link is back.
+fn outage_cost(spec: &LinkSpec, t: f64) -> f64 {
+    spec.outages
+        .iter()
+        .map(|o| {
+            let (start, len) = (o.start_ns as f64 * 1e-9, o.duration_ns as f64 * 1e-9);
+            match o.every_ns {
+                Some(every) => {
+                    let every = every as f64 * 1e-9;
+                    ((t - start) / every).max(0.0).ceil() * 2.0 * len
+                }
+                None if start < t => 2.0 * len,
+                None => 0.0,
+            }
+        })
+        .sum()
+}
+
+/// Seconds the link's bottleneck spends on one stream message of `frame` bytes, sent in
+/// segments of its own (as TCP_NODELAY sends it until the window fills; coalescing later
+/// only makes the stream end sooner). `None` on an unlimited link.
+fn message_time(frame: f64, echo: bool, up: &Dir, down: &Dir) -> Option<f64> {
+    let t = |d: &Dir| d.rate.map(|r| d.wire(frame) * 8.0 / r);
+    if echo {
+        match (t(up), t(down)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    } else {
+        t(up)
+    }
+}
+
+/// Messages a raw stream can put on `link` in `d` (at least one): what stops a
+/// duration-bound stream on a rate-limited link, so that data buffered in the sockets and
+/// the link's queue (minutes of it at 2400 bit/s) does not outlast the duration. `None`
+/// for an unlimited link (the duration alone stops the sender there).
+pub fn stream_budget(payload: u64, echo: bool, link: &CaseLink, d: Duration) -> Option<u64> {
+    let trace_bps = link.trace.as_ref().map(|t| t.mean_rate_bps());
+    let up = Dir::of(&link.up, trace_bps);
+    let down = Dir::of(&link.down, trace_bps);
+    let each = message_time(payload as f64 + FRAME_HEADER, echo, &up, &down)?;
+    Some(((d.as_secs_f64() / each).ceil() as u64).max(1))
+}
+
+/// The largest of 1, 2, 5 x 10^k not above `n`.
+fn nice_floor(n: u64) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    let mut p = 1u64;
+    while p.saturating_mul(10) <= n {
+        p *= 10;
+    }
+    [5, 2, 1]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|v| *v <= n)
+        .unwrap_or(1)
+}
+
+fn count_text(n: u64) -> String {
+    if n >= 1_000_000 && n % 1_000_000 == 0 {
+        format!("{}M", n / 1_000_000)
+    } else if n >= 1000 && n % 1000 == 0 {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+fn duration_text(secs: f64) -> String {
+    if secs >= 60.0 {
+        format!("{}m", (secs / 60.0).floor().max(1.0))
+    } else if secs >= 1.0 {
+        format!("{}s", secs.floor())
+    } else {
+        format!("{}ms", (secs * 1000.0).floor().max(1.0))
+    }
+}
+
+/// `2h10m`, `4m30s`, `45s`, `1.2s`: an estimate's precision, no more.
+pub fn format_estimate(secs: f64) -> String {
+    let s = secs.max(0.0);
+    if s < 10.0 {
+        return format!("{:.1}s", s);
+    }
+    let total = s.round() as u64;
+    let (d, h, m, sec) = (
+        total / 86_400,
+        total / 3600 % 24,
+        total / 60 % 60,
+        total % 60,
+    );
+    if d > 0 {
+        format!("{d}d{h}h")
+    } else if h > 0 {
+        format!("{h}h{m:02}m")
+    } else if m > 0 {
+        format!("{m}m{sec:02}s")
+    } else {
+        format!("{sec}s")
+    }
+}
+
+/// `180 MiB`, `3.4 GiB`, `12 KiB`.
+pub fn format_size(bytes: u64) -> String {
+    let b = bytes as f64;
+    for (div, unit) in [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
+        if bytes >= div {
+            let v = b / div as f64;
+            return if v >= 10.0 {
+                format!("{v:.0} {unit}")
+            } else {
+                format!("{v:.1} {unit}")
+            };
+        }
+    }
+    format!("{bytes} B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Scenario, case_links, plan};
+
+    fn scenario(args: &[(&str, &str)]) -> Scenario {
+        let mut s = Scenario::empty("t");
+        for (k, v) in args {
+            s.set_param(k, v).unwrap();
+        }
+        s
+    }
+
+    fn cases(args: &[(&str, &str)]) -> Vec<CaseEstimate> {
+        estimate(&scenario(args)).unwrap().cases
+    }
+
+    #[test]
+    fn ping_pong_rounds_follow_the_link_model() {
+        // 2-byte payload at 2400 bit/s: 23-byte frame + 52 bytes of TCP/IP = 75 B =
+        // 250 ms per way, plus 500 ms of delay each way: 1.5 s per round (docs/links.md,
+        // docs/performance.md: stable RTT 1500.2 ms measured).
+        let e = &cases(&[
+            ("link", "2400bit/500ms"),
+            ("payload", "2"),
+            ("rounds", "10"),
+        ])[0];
+        let Knob::Rounds { n, each } = e.knob else {
+            panic!("{:?}", e.knob)
+        };
+        assert_eq!(n, 10);
+        assert!((each - 1.5).abs() < 0.001, "{each}");
+        // The whole case measured 22.5 s here (control exchange, handshake and 10 rounds
+        // across the link): the estimate is a little above, never below.
+        assert!(e.secs > 22.5 && e.secs < 22.5 * 1.3, "{}", e.secs);
+        // At delay 0 it measured 8.5 s; 1500-byte payloads (two segments each way)
+        // 115.5 s.
+        let e = &cases(&[("link", "2400bit/0"), ("payload", "2"), ("rounds", "10")])[0];
+        assert!(e.secs > 8.5 && e.secs < 8.5 * 1.3, "{}", e.secs);
+        let e = &cases(&[("link", "2400bit/0"), ("payload", "1500"), ("rounds", "10")])[0];
+        assert!(e.secs > 115.5 && e.secs < 115.5 * 1.3, "{}", e.secs);
+        assert!(e.payload_share > 0.9);
+    }
+
+    #[test]
+    fn the_readme_grid_that_ran_for_hours_is_flagged_with_the_flags_that_shorten_it() {
+        let mut s = Scenario::builtin("default").unwrap();
+        s.set_param("link.rate", "2400bit,19200bit").unwrap();
+        s.set_param("link.delay", "0,500ms,1s").unwrap();
+        s.set_param("workload", "pingpong").unwrap();
+        let e = estimate(&s).unwrap();
+        // The default scenario's three payloads x 2 rates x 3 delays.
+        assert_eq!(e.cases.len(), 18);
+        let worst = e.cases.iter().map(|c| c.secs).fold(0.0, f64::max);
+        // 1000 rounds of 64 KiB at 2400 bit/s: 437 s per round.
+        assert!(worst > 1000.0 * 437.0, "{worst}");
+        let first = &e.cases[0];
+        assert!(first.secs > 600.0, "{}", first.secs);
+        let advice = first.advice(600.0);
+        assert!(advice.starts_with("use --rounds "), "{advice}");
+        let big = e.cases.iter().find(|c| c.payload_share > 0.9).unwrap();
+        assert!(big.advice(600.0).ends_with("or a smaller --payload"));
+        // The README's version: every case well under a minute, all 6 within 5 min.
+        s.set_param("rounds", "10").unwrap();
+        s.set_param("payload", "2").unwrap();
+        let e = estimate(&s).unwrap();
+        assert_eq!(e.cases.len(), 6);
+        assert!(e.cases.iter().all(|c| c.secs < 60.0));
+        assert!(e.total_secs() < 300.0, "{}", e.total_secs());
+    }
+
+    /// The recorded run of satcom-xmpp (docs/runs/, 48 cases): each case's estimate is
+    /// no more than a little below what it took, and the total errs on the long side.
+    #[test]
+    fn satcom_xmpp_against_its_recorded_run() {
+        let text = include_str!("../../../docs/runs/satcom-xmpp-2026-11-21/results.jsonl");
+        let records: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let s = Scenario::builtin("satcom-xmpp").unwrap();
+        let e = estimate(&s).unwrap();
+        assert_eq!(e.cases.len(), records.len());
+        let mut measured_total = 0.0;
+        for (c, r) in e.cases.iter().zip(&records) {
+            assert_eq!(r["case"].as_u64(), Some(c.index as u64));
+            let took = r["metrics"]["case.duration"]["value"].as_f64().unwrap();
+            measured_total += took;
+            assert!(
+                c.secs > 0.95 * took && c.secs < 3.0 * took + 10.0,
+                "case {}: estimated {:.1} s, took {took:.1} s",
+                c.index,
+                c.secs
+            );
+        }
+        let total = e.total_secs();
+        assert!(
+            total > measured_total && total < 1.4 * measured_total,
+            "estimated {total:.0} s, took {measured_total:.0} s"
+        );
+    }
+
+    #[test]
+    fn streams_last_their_duration_or_count() {
+        // Loopback: the duration (the built-in default of 2 s when neither is given).
+        let e = &cases(&[("workload", "stream")])[0];
+        assert_eq!(e.knob, Knob::Duration { secs: 2.0 });
+        assert!(e.secs > 2.0 && e.secs < 3.0);
+        // A count on loopback: a few microseconds per small message.
+        let e = &cases(&[("workload", "stream"), ("count", "100k")])[0];
+        assert!(matches!(e.knob, Knob::Count { n: 100_000, .. }));
+        assert!(e.secs < 2.0, "{}", e.secs);
+        // Over 2400 bit/s a 1 s stream of 2-byte messages is 4 messages of 75 B (300 B
+        // is what the link carries in 1 s); of 1500-byte ones, one message (5.4 s).
+        let l = case_links(&plan(&scenario(&[("link", "2400bit/0")]))).unwrap()[0]
+            .clone()
+            .unwrap();
+        assert_eq!(stream_budget(2, false, &l, Duration::from_secs(1)), Some(4));
+        assert_eq!(
+            stream_budget(1500, false, &l, Duration::from_secs(1)),
+            Some(1)
+        );
+        let e = &cases(&[
+            ("link", "2400bit/0"),
+            ("workload", "stream"),
+            ("payload", "1500"),
+            ("duration", "1s"),
+        ])[0];
+        assert!(matches!(e.knob, Knob::Duration { secs } if secs > 5.0 && secs < 6.0));
+        // Unlimited links: the duration.
+        assert_eq!(
+            stream_budget(2, false, &CaseLink::default(), Duration::from_secs(1)),
+            None
+        );
+    }
+
+    #[test]
+    fn xmpp_and_irc_streams_are_counted_and_ignore_duration() {
+        let s = scenario(&[
+            ("protocol", "xmpp"),
+            ("workload", "stream"),
+            ("duration", "1s"),
+            ("link", "2400bit/0"),
+        ]);
+        let e = estimate(&s).unwrap();
+        assert!(matches!(e.cases[0].knob, Knob::Count { n: 100, .. }));
+        assert!(
+            e.notes[0].contains("duration does not apply"),
+            "{:?}",
+            e.notes
+        );
+    }
+
+    #[test]
+    fn captures_are_sized_from_the_bytes_and_the_snap_length() {
+        // 2 s of a saturated 1 Gbit/s link is 250 MB of packets: above the 200 MiB default.
+        let s = scenario(&[
+            ("link", "rate=1Gbit,delay=10ms,queue=4MiB"),
+            ("workload", "stream"),
+            ("payload", "128KiB"),
+        ]);
+        let e = estimate(&s).unwrap();
+        let full = e.capture_bytes(65_535);
+        assert!(full > 250_000_000 && full < 300_000_000, "{full}");
+        let cut = e.capture_bytes(128);
+        assert!(cut < 50 << 20, "{cut}");
+        assert!(e.capture_packets() > 150_000);
+        // 10 ping-pong rounds of 2 bytes: a few kilobytes.
+        let e = estimate(&scenario(&[("link", "2400bit/0"), ("rounds", "10")])).unwrap();
+        assert!(e.capture_bytes(65_535) < 10_000);
+    }
+
+    #[test]
+    fn the_default_scenario_takes_seconds() {
+        let e = estimate(&Scenario::builtin("default").unwrap()).unwrap();
+        assert!(
+            e.total_secs() > 3.0 && e.total_secs() < 10.0,
+            "{}",
+            e.total_secs()
+        );
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(format_estimate(2.34), "2.3s");
+        assert_eq!(format_estimate(45.0), "45s");
+        assert_eq!(format_estimate(270.0), "4m30s");
+        assert_eq!(format_estimate(7800.0), "2h10m");
+        assert_eq!(format_estimate(5.0 * 86400.0 + 3.0 * 3600.0), "5d3h");
+        assert_eq!(format_size(262_144_000), "250 MiB");
+        assert_eq!(format_size(3 << 30), "3.0 GiB");
+        assert_eq!(nice_floor(137), 100);
+        assert_eq!(nice_floor(270), 200);
+        assert_eq!(nice_floor(7), 5);
+        assert_eq!(count_text(20_000), "20k");
+    }
+}
