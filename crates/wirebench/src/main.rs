@@ -183,6 +183,9 @@ struct ShellArgs {
 }
 
 #[derive(Args)]
+// A flag given twice takes its last value, so a command can be extended by appending to
+// it (the docs test shrinks documented commands that way).
+#[command(args_override_self = true)]
 struct RunArgs {
     /// Scenario file (TOML) or built-in scenario name; default: the built-in `default`.
     /// Parameter flags below override the scenario's values; a parameter's default

@@ -9,8 +9,8 @@
 //! A doc changes what runs only through a comment on the line that says so, in the form
 //! `(docs test: ...)`:
 //! - `(docs test: skip, REASON)`: not run (e.g. it needs a terminal or an hour);
-//! - `(docs test: background)`: started, left running for the rest of the block, then
-//!   stopped (a server the next lines use);
+//! - `(docs test: background)`: started (a trailing `&` is dropped), left running for
+//!   the rest of the block, then stopped (a server the next lines use);
 //! - `(docs test: limit 5m)`: the time limit (default 3 minutes);
 //! - `(docs test: ARGS)`: anything else is appended to the command, shrinking it (flags
 //!   given twice: the last wins).
@@ -326,6 +326,8 @@ fn every_documented_command_works_as_written() {
                 match &l.action {
                     Action::Skip(why) => eprintln!("docs: {at}: skipped ({why}): {cmd}"),
                     Action::Background => {
+                        // `server &` in a doc means the same; the test keeps the pid.
+                        let cmd = cmd.trim_end().trim_end_matches('&').trim_end();
                         eprintln!("docs: {at}: in the background: {cmd}");
                         let child = Command::new("bash")
                             .args(["-c", &format!("exec {cmd}")])
