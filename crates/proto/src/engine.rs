@@ -298,6 +298,11 @@ impl<'p> PingPong<'p> {
         self.rtts
     }
 
+    /// Accounting of the answers received so far, nothing counted as lost yet.
+    pub fn answers(&self) -> &Tally {
+        &self.rx.tally
+    }
+
     /// Accounting of the answers, with the unanswered rounds sent so far as lost.
     pub fn tally(&self) -> Tally {
         let mut t = self.rx.tally.clone();

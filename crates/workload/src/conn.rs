@@ -1,5 +1,7 @@
-//! A client data connection: connect, read the server's HELLO, send frames while draining
-//! replies, and receive frames, all with shutdown and stall checks.
+//! A client data connection as a byte pipe for the `raw` engines
+//! (`wirebench_proto::engine`): connect, send a frame while draining replies, receive, all
+//! with shutdown and stall checks. What the bytes mean is the engine's business: every
+//! read goes to `on_input(arrival_ns, bytes)`.
 
 use crate::{Ctx, TICK, WorkloadError};
 use std::io::IoSlice;
@@ -9,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_net::sock;
-use wirebench_proto::raw::{self, Decoder, Frame, Pattern};
+use wirebench_proto::engine::Transmit;
 
 /// Bytes per `recv`.
 const READ_BUF: usize = 256 * 1024;
@@ -25,10 +27,9 @@ pub struct Setup {
     pub first_byte_ns: u64,
 }
 
-pub struct Conn<'a, 'p> {
+pub struct Conn<'a> {
     pub stream: TcpStream,
     fd: RawFd,
-    dec: Decoder<'p>,
     buf: Vec<u8>,
     scratch: Vec<u8>,
     ctx: &'a Ctx<'a>,
@@ -47,17 +48,21 @@ pub enum Wait {
     NoWait,
 }
 
-impl<'a, 'p> Conn<'a, 'p> {
-    /// Connects and waits for the server's HELLO frame.
+/// What a driver does with the bytes of one read, stamped with their arrival.
+pub type OnInput<'f> = dyn FnMut(u64, &[u8]) -> Result<(), WorkloadError> + 'f;
+
+impl<'a> Conn<'a> {
+    /// Connects and reads until `hello_at()` says the server's HELLO has arrived
+    /// (everything read goes to `on_input`).
     pub fn open(
         ip: IpAddr,
         port: u16,
-        max_payload: u32,
-        pattern: Option<&'p Pattern>,
         nodelay: bool,
         ctx: &'a Ctx<'a>,
         stall: Duration,
-    ) -> Result<(Conn<'a, 'p>, Setup), WorkloadError> {
+        on_input: &mut OnInput,
+        hello_at: &dyn Fn() -> Option<u64>,
+    ) -> Result<(Conn<'a>, Setup), WorkloadError> {
         let addr = SocketAddr::new(ip, port);
         let start = monotonic_ns();
         let stream = TcpStream::connect_timeout(&addr, ctx.connect_timeout).map_err(|error| {
@@ -75,7 +80,6 @@ impl<'a, 'p> Conn<'a, 'p> {
         let mut conn = Conn {
             stream,
             fd,
-            dec: Decoder::new(max_payload, pattern),
             buf: vec![0u8; READ_BUF],
             scratch: Vec::with_capacity(COPY_MAX),
             ctx,
@@ -84,29 +88,18 @@ impl<'a, 'p> Conn<'a, 'p> {
             bytes_in: 0,
             bytes_out: 0,
         };
-        let mut hello: Option<(Frame, u64)> = None;
-        while hello.is_none() {
-            if !conn.recv(
-                Wait::Block,
-                "waiting for the server's greeting",
-                &mut |f, t| hello = Some((f, t)),
-            )? {
-                return Err(WorkloadError::Closed {
-                    during: "waiting for the server's greeting",
-                });
+        const GREETING: &str = "waiting for the server's greeting";
+        while hello_at().is_none() {
+            if !conn.recv(Wait::Block, GREETING, on_input)? {
+                return Err(WorkloadError::Closed { during: GREETING });
             }
         }
-        let (frame, at) = hello.unwrap_or_else(|| unreachable!());
-        if frame.header.kind != raw::Kind::Hello {
-            return Err(WorkloadError::Server(
-                "data connection did not start with HELLO".into(),
-            ));
-        }
+        let at = hello_at().unwrap_or(start);
         Ok((
             conn,
             Setup {
                 handshake_ns,
-                first_byte_ns: at - start,
+                first_byte_ns: at.saturating_sub(start),
             },
         ))
     }
@@ -129,13 +122,13 @@ impl<'a, 'p> Conn<'a, 'p> {
         Ok(())
     }
 
-    /// One receive. Calls `on_frame(frame, arrival_ns)` for every frame it completes.
-    /// Returns `false` at end of stream.
+    /// One receive, handed to `on_input(arrival_ns, bytes)`. Returns `false` at end of
+    /// stream.
     pub fn recv(
         &mut self,
         wait: Wait,
         during: &'static str,
-        on_frame: &mut impl FnMut(Frame, u64),
+        on_input: &mut OnInput,
     ) -> Result<bool, WorkloadError> {
         let flags = if wait == Wait::NoWait {
             libc::MSG_DONTWAIT
@@ -148,7 +141,7 @@ impl<'a, 'p> Conn<'a, 'p> {
                 Ok(n) => {
                     let now = monotonic_ns();
                     self.bytes_in += n as u64;
-                    self.dec.feed(&self.buf[..n], |f| on_frame(f, now))?;
+                    on_input(now, &self.buf[..n])?;
                     return Ok(true);
                 }
                 Err(e) if sock::would_block(&e) => {
@@ -162,14 +155,17 @@ impl<'a, 'p> Conn<'a, 'p> {
         }
     }
 
-    /// Sends `iov` completely. With `drain`, never blocks in the send: whenever the socket
-    /// is full it reads replies instead (so a large echoed frame cannot deadlock both ends).
+    /// Sends a frame completely. With `drain`, never blocks in the send: whenever the
+    /// socket is full it reads replies instead (so a large echoed frame cannot deadlock
+    /// both ends).
     pub fn send(
         &mut self,
-        iov: &mut [IoSlice<'_>],
+        t: &Transmit<'_>,
         drain: bool,
-        on_frame: &mut impl FnMut(Frame, u64),
+        on_input: &mut OnInput,
     ) -> Result<(), WorkloadError> {
+        let mut iov = [IoSlice::new(&t.header), IoSlice::new(t.payload)];
+        let iov = &mut iov[..];
         let total: usize = iov.iter().map(|s| s.len()).sum();
         let mut scratch = std::mem::take(&mut self.scratch);
         let copied = total <= COPY_MAX;
@@ -181,9 +177,9 @@ impl<'a, 'p> Conn<'a, 'p> {
         }
         let flags = if drain { libc::MSG_DONTWAIT } else { 0 };
         let result = if copied {
-            self.send_slices(&mut [IoSlice::new(&scratch)], flags, drain, on_frame)
+            self.send_slices(&mut [IoSlice::new(&scratch)], flags, drain, on_input)
         } else {
-            self.send_slices(iov, flags, drain, on_frame)
+            self.send_slices(iov, flags, drain, on_input)
         };
         self.scratch = scratch;
         result
@@ -194,7 +190,7 @@ impl<'a, 'p> Conn<'a, 'p> {
         mut slices: &mut [IoSlice<'_>],
         flags: i32,
         drain: bool,
-        on_frame: &mut impl FnMut(Frame, u64),
+        on_input: &mut OnInput,
     ) -> Result<(), WorkloadError> {
         const DURING: &str = "sending";
         while !slices.is_empty() {
@@ -218,7 +214,7 @@ impl<'a, 'p> Conn<'a, 'p> {
                             },
                         )?;
                         if ev & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0
-                            && !self.recv(Wait::NoWait, DURING, on_frame)?
+                            && !self.recv(Wait::NoWait, DURING, on_input)?
                         {
                             return Err(WorkloadError::Closed { during: DURING });
                         }

@@ -8,12 +8,13 @@
 use crate::conn::{Conn, Wait};
 use crate::{Ctx, Outcome, WorkloadError};
 use hdrhistogram::Histogram;
-use std::io::IoSlice;
+use std::cell::RefCell;
 use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_net::ControlClient;
 use wirebench_proto::control::{Behaviour, Open};
-use wirebench_proto::raw::{Header, Kind, Pattern};
+use wirebench_proto::engine;
+use wirebench_proto::raw::Pattern;
 use wirebench_proto::tally::Tally;
 
 #[derive(Debug, Clone)]
@@ -39,68 +40,58 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
     let pattern = Pattern::new(p.seed, p.payload as usize);
     // A think time longer than the stall limit is not a stall.
     let stall = ctx.stall_timeout + p.think;
+    let think_ns = p.think.as_nanos() as u64;
+    // The protocol is the engine's; this function only moves its bytes. A RefCell because
+    // the socket's read callback and the loop below both reach the engine.
+    let engine = RefCell::new(engine::PingPong::new(
+        &pattern, p.payload, p.rounds, think_ns,
+    ));
+    let mut feed = |now: u64, data: &[u8]| -> Result<(), WorkloadError> {
+        Ok(engine.borrow_mut().handle_input(now, data)?)
+    };
     let (mut conn, setup) = Conn::open(
         ctl.peer_ip()?,
         port,
-        p.payload,
-        Some(&pattern),
         p.nodelay,
         ctx,
         stall,
+        &mut feed,
+        &|| engine.borrow().hello_at(),
     )?;
 
-    let think_ns = p.think.as_nanos() as u64;
-    let mut rtts: Vec<u64> = Vec::with_capacity(p.rounds.min(10_000_000) as usize);
-    let mut tally = Tally::new();
-    let answered = std::cell::Cell::new(false);
-    let mut on_frame = |f: wirebench_proto::raw::Frame, _at: u64| {
-        tally.observe(f.header.seq, f.corrupt);
-        answered.set(true);
-    };
     // The loop runs in a closure so an interrupt, wherever it lands, still leaves the
-    // finished rounds in `rtts` for a partial result.
+    // finished rounds in the engine for a partial result.
     let looped = (|| -> Result<(), WorkloadError> {
-        for seq in 0..p.rounds {
-            if seq == 2 {
+        let mut round = 0u64;
+        loop {
+            if round == 2 {
                 (ctx.mark_stable)();
             }
-            let sent_ns = monotonic_ns();
-            let header = Header {
-                kind: Kind::Data,
-                seq,
-                sent_ns,
-                payload_len: p.payload,
-            }
-            .encode();
-            let mut iov = [
-                IoSlice::new(&header),
-                IoSlice::new(pattern.payload(seq, p.payload as usize)),
-            ];
-            conn.send(&mut iov, true, &mut on_frame)?;
-            while !answered.get() {
-                if !conn.recv(Wait::Block, "waiting for a reply", &mut on_frame)? {
+            // The engine stamps the frame with the time it is given: read the clock
+            // right before the write.
+            let Some(t) = engine.borrow_mut().poll_transmit(monotonic_ns()) else {
+                return Ok(());
+            };
+            conn.send(&t, true, &mut feed)?;
+            while engine.borrow().rtts().len() as u64 == round {
+                if !conn.recv(Wait::Block, "waiting for a reply", &mut feed)? {
                     return Err(WorkloadError::Closed {
                         during: "waiting for a reply",
                     });
                 }
             }
-            // The clock is read right after the recv that completed the frame; reading it
-            // here adds only the decoder's work on the last chunk (tens of ns).
-            let rtt = monotonic_ns()
-                .saturating_sub(sent_ns)
-                .saturating_sub(think_ns);
-            answered.set(false);
-            rtts.push(rtt);
-            if seq % 64 == 0 {
-                (ctx.progress)(seq + 1, p.rounds);
+            if round % 64 == 0 {
+                (ctx.progress)(round + 1, p.rounds);
             }
+            round += 1;
         }
-        Ok(())
     })();
+    let engine = engine.into_inner();
     match looped {
         Ok(()) => {}
         Err(WorkloadError::Interrupted) => {
-            return Err(interrupted(rtts, p.rounds, tally));
+            let answers = engine.answers().clone();
+            return Err(interrupted(engine.into_rtts(), p.rounds, answers));
         }
         Err(e) => return Err(e),
     }
@@ -110,7 +101,7 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
     if let Some(e) = server.error {
         return Err(WorkloadError::Server(e));
     }
-    tally.finish(p.rounds);
+    let tally = engine.tally();
 
     let mut out = Outcome {
         local_port: conn.stream.local_addr().ok().map(|a| a.port()),
@@ -118,7 +109,7 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
     };
     out.push("connect.handshake", secs(setup.handshake_ns), "s");
     out.push("connect.time", secs(setup.first_byte_ns), "s");
-    push_rtts(&mut out, rtts);
+    push_rtts(&mut out, engine.into_rtts());
     push_counts(&mut out, p.rounds, &tally);
     out.push("bytes.sent", conn.bytes_out as f64, "B");
     out.push("bytes.received", conn.bytes_in as f64, "B");

@@ -17,12 +17,13 @@ use crate::conn::{Conn, Wait};
 use crate::pingpong::{histogram, push_counts, secs};
 use crate::stats::{mean, percentile};
 use crate::{Ctx, Outcome, WorkloadError};
-use std::io::IoSlice;
+use std::cell::RefCell;
 use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_net::ControlClient;
 use wirebench_proto::control::{Behaviour, Open};
-use wirebench_proto::raw::{Frame, HEADER_LEN, Header, Kind, Pattern};
+use wirebench_proto::engine::Stream as StreamEngine;
+use wirebench_proto::raw::{HEADER_LEN, Pattern};
 use wirebench_proto::tally::Tally;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,29 +66,23 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
         nodelay: s.nodelay,
     })?;
     let pattern = Pattern::new(s.seed, s.payload as usize);
-    let verify = (s.mode == Mode::Echo).then_some(&pattern);
+    let echo = s.mode == Mode::Echo;
+    let limit = s.count.unwrap_or(u64::MAX);
+    // The protocol is the engine's; this function moves its bytes and keeps the time.
+    let engine = RefCell::new(StreamEngine::new(&pattern, s.payload, limit, echo));
+    let mut feed = |now: u64, data: &[u8]| -> Result<(), WorkloadError> {
+        Ok(engine.borrow_mut().handle_input(now, data)?)
+    };
     let (mut conn, setup) = Conn::open(
         ctl.peer_ip()?,
         port,
-        s.payload,
-        verify,
         s.nodelay,
         ctx,
         ctx.stall_timeout,
+        &mut feed,
+        &|| engine.borrow().hello_at(),
     )?;
 
-    let mut tally = Tally::new();
-    let mut rtts: Vec<u64> = Vec::new();
-    let mut last_arrival = 0u64;
-    let received = std::cell::Cell::new(0u64);
-    let mut on_frame = |f: Frame, at: u64| {
-        received.set(received.get() + 1);
-        tally.observe(f.header.seq, f.corrupt);
-        rtts.push(at.saturating_sub(f.header.sent_ns));
-        last_arrival = at;
-    };
-    let echo = s.mode == Mode::Echo;
-    let limit = s.count.unwrap_or(u64::MAX);
     let duration = match (s.count, s.duration) {
         (None, None) => Some(DEFAULT_DURATION),
         (_, d) => d,
@@ -100,27 +95,17 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
         Some(d) => (ctx.progress)((now - start_ns).min(d) / 1_000_000, d / 1_000_000),
         None => (ctx.progress)(seq, limit),
     };
-    let mut sent = 0u64;
-    while sent < limit {
-        // The header's timestamp is read anyway; the deadline costs no extra clock read.
+    loop {
+        // The frame's timestamp is read anyway; the deadline costs no extra clock read.
         let now = monotonic_ns();
         if deadline.is_some_and(|d| now >= d) {
+            engine.borrow_mut().stop();
+        }
+        let Some(t) = engine.borrow_mut().poll_transmit(now) else {
             break;
-        }
-        let seq = sent;
-        let header = Header {
-            kind: Kind::Data,
-            seq,
-            sent_ns: now,
-            payload_len: s.payload,
-        }
-        .encode();
-        let mut iov = [
-            IoSlice::new(&header),
-            IoSlice::new(pattern.payload(seq, s.payload as usize)),
-        ];
-        conn.send(&mut iov, echo, &mut on_frame)?;
-        sent += 1;
+        };
+        conn.send(&t, echo, &mut feed)?;
+        let seq = engine.borrow().sent() - 1;
         if seq % PROGRESS_EVERY == 0 {
             if ctx.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
                 return Err(WorkloadError::Interrupted);
@@ -128,15 +113,17 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
             report(seq, now);
         }
     }
+    let sent = engine.borrow().sent();
     if echo {
-        while received.get() < sent {
-            if !conn.recv(Wait::Block, "waiting for echoes", &mut on_frame)? {
+        while !engine.borrow().is_done() {
+            if !conn.recv(Wait::Block, "waiting for echoes", &mut feed)? {
                 return Err(WorkloadError::Closed {
                     during: "waiting for echoes",
                 });
             }
         }
     }
+    let engine = engine.into_inner();
     match duration_ns {
         Some(d) => (ctx.progress)(d / 1_000_000, d / 1_000_000),
         None => (ctx.progress)(sent, limit),
@@ -154,11 +141,11 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
     out.push("connect.handshake", secs(setup.handshake_ns), "s");
     out.push("connect.time", secs(setup.first_byte_ns), "s");
     let (elapsed_ns, delivered, payload_bytes) = if echo {
-        tally.finish(sent);
+        let tally = engine.tally();
         push_counts(&mut out, sent, &tally);
         let n = tally.counts.received;
         (
-            last_arrival.saturating_sub(start_ns),
+            engine.last_arrival().saturating_sub(start_ns),
             n,
             n * s.payload as u64,
         )
@@ -203,8 +190,9 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
     }
     out.push("bytes.payload", payload_bytes as f64, "B");
     out.push("bytes.sent", conn.bytes_out as f64, "B");
+    let rtts = engine.rtts();
     if echo && !rtts.is_empty() {
-        let mut sorted = rtts.clone();
+        let mut sorted = rtts.to_vec();
         sorted.sort_unstable();
         if let Some(m) = mean(&sorted) {
             out.push("rtt.mean", m / 1e9, "s");
@@ -219,7 +207,7 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
                 out.push(name, secs(v), "s");
             }
         }
-        out.histograms.push(("rtt".into(), histogram(&rtts)));
+        out.histograms.push(("rtt".into(), histogram(rtts)));
         out.notes.push(
             "echo stream rtt.* are per-message round trips under full load (queueing included)"
                 .into(),
