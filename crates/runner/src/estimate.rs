@@ -44,46 +44,18 @@ const CONTROL_RESULT: (f64, f64) = (60.0, 450.0);
 /// link (1 s) and logins, in seconds plus one-way delays, then the servers' link set-up
 /// (bytes each way and one-way delays on its critical path), then each message's bytes
 /// beyond its payload in each direction (IP headers and the peer's ACK included).
-struct PeerModel {
-    start_s: f64,
-    start_delays: f64,
-    setup_bytes: f64,
-    setup_delays: f64,
-    per_message: f64,
+/// Each protocol with real peers gives its own ([`crate::protocol::Protocol::peer_model`]).
+#[derive(Debug)]
+pub struct PeerModel {
+    pub start_s: f64,
+    pub start_delays: f64,
+    pub setup_bytes: f64,
+    pub setup_delays: f64,
+    pub per_message: f64,
     /// The servers' and clients' own work per message (parsing, routing), which a fast
     /// link leaves as the whole round trip.
-    processing_s: f64,
+    pub processing_s: f64,
 }
-
-/// Prosody with standard S2S: 4.3 kB of dialback set-up (5.4 kB measured both ways,
-/// with retransmissions), ~16 one-way delays; a 2-byte stanza is 217 bytes each way.
-const XMPP_STANDARD: PeerModel = PeerModel {
-    start_s: 3.0,
-    start_delays: 6.0,
-    setup_bytes: 4300.0,
-    setup_delays: 16.0,
-    per_message: 217.0,
-    processing_s: 0.005,
-};
-/// Prosody with x2x gateways: no stream negotiation, compressed stanzas.
-const XMPP_X2X: PeerModel = PeerModel {
-    start_s: 2.5,
-    start_delays: 4.0,
-    setup_bytes: 400.0,
-    setup_delays: 4.0,
-    per_message: 70.0,
-    processing_s: 0.005,
-};
-/// ngircd: up to 2 s before the first link attempt, PASS/SERVER/greetings (~1.1 kB),
-/// nicknames crossing; a line is 10-20 bytes of zlib beyond its text + 52 of TCP/IP.
-const IRC: PeerModel = PeerModel {
-    start_s: 3.0,
-    start_delays: 2.0,
-    setup_bytes: 1300.0,
-    setup_delays: 8.0,
-    per_message: 80.0,
-    processing_s: 0.003,
-};
 
 /// What bounds a case's length, for advice.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -226,7 +198,7 @@ pub fn estimate_cases(cases: &[Case], links: &[Option<CaseLink>], repeat: u32) -
 }
 
 fn peer(case: &Case) -> bool {
-    matches!(case.protocol(), "xmpp" | "irc")
+    crate::protocol::of(case).peer_model(case).is_some()
 }
 
 /// One direction of a link, as the estimates see it.
@@ -328,12 +300,7 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
     let loss = up.loss.max(down.loss);
     let lossy = |t: f64| t * (1.0 + 2.0 * loss) + if loss > 0.0 { 0.2 } else { 0.0 };
 
-    if peer(case) {
-        let model = match (case.protocol(), case.get("s2s").and_then(Value::as_word)) {
-            ("irc", _) => &IRC,
-            (_, Some("x2x" | "x2x-tfo")) => &XMPP_X2X,
-            _ => &XMPP_STANDARD,
-        };
+    if let Some(model) = crate::protocol::of(case).peer_model(case) {
         let setup = up.ser(model.setup_bytes).max(down.ser(model.setup_bytes))
             + model.setup_delays * up.delay.max(down.delay);
         e.fixed = model.start_s + model.start_delays * up.delay.max(down.delay) + setup;

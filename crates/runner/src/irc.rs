@@ -8,7 +8,11 @@
 //! listening by then), and measures the link's set-up (`irc.link_setup`) by asking each
 //! server for `LINKS` every 20 ms until it lists the other.
 
+use crate::estimate::PeerModel;
+use crate::link::CaseLink;
+use crate::protocol::Protocol;
 use crate::{Case, Job};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -21,6 +25,52 @@ use wirebench_workload::{Ctx, Outcome, WorkloadError};
 /// Server names, also in the lab hosts' hosts files (A reaches B by name).
 pub(crate) const A_NAME: &str = "a.irc.test";
 pub(crate) const B_NAME: &str = "b.irc.test";
+
+/// ngircd: up to 2 s before the first link attempt, PASS/SERVER/greetings (~1.1 kB),
+/// nicknames crossing; a line is 10-20 bytes of zlib beyond its text + 52 of TCP/IP.
+const IRC_MODEL: PeerModel = PeerModel {
+    start_s: 3.0,
+    start_delays: 2.0,
+    setup_bytes: 1300.0,
+    setup_delays: 8.0,
+    per_message: 80.0,
+    processing_s: 0.003,
+};
+
+pub struct Irc;
+
+impl Protocol for Irc {
+    fn name(&self) -> &'static str {
+        "irc"
+    }
+
+    fn summary(&self) -> &'static str {
+        "IRC between two linked ngircd servers in lab hosts (study S1's IRC row; needs root)"
+    }
+
+    fn lab_hosts(&self) -> Option<&'static [(Ipv4Addr, &'static str)]> {
+        Some(&[(CLIENT_ADDR, A_NAME), (SERVER_ADDR, B_NAME)])
+    }
+
+    fn stream_count(&self) -> Option<u64> {
+        Some(wirebench_workload::params::PEER_STREAM_COUNT)
+    }
+
+    fn peer_model(&self, _case: &Case) -> Option<&'static PeerModel> {
+        Some(&IRC_MODEL)
+    }
+
+    fn run(
+        &self,
+        job: &Job,
+        case: &Case,
+        repeat: u32,
+        _link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError> {
+        job.run_irc(case, repeat, ctx)
+    }
+}
 
 fn peer_err(e: PeerError) -> WorkloadError {
     WorkloadError::Server(e.to_string())

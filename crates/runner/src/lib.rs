@@ -6,8 +6,10 @@ pub mod estimate;
 pub mod host;
 mod irc;
 pub mod link;
+pub mod protocol;
 pub mod scenario;
 mod x2x;
+mod xmpp;
 
 pub use scenario::{BUILTIN, Scenario, ScenarioError};
 
@@ -16,14 +18,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 use wirebench_lab::pcap::PcapOptions;
-use wirebench_lab::{CLIENT_ADDR, Lab, SERVER_ADDR};
+use wirebench_lab::{Lab, SERVER_ADDR};
 use wirebench_model::{HostFacts, Point, Record, Status, results::SCHEMA};
 use wirebench_net::{ControlClient, NetError, Server, ServerConfig, ServerHandle};
 use wirebench_report::{PivotOptions, ResultsDir};
 use wirebench_workload::params::applies;
-use wirebench_workload::pingpong::{self, PingPong};
-use wirebench_workload::stream::{self, Mode, Stream};
-use wirebench_workload::xmpp::{Topology, XmppRun};
 use wirebench_workload::{Ctx, Outcome, WorkloadError};
 
 /// One point of the grid, with only the parameters its workload uses.
@@ -124,15 +123,16 @@ pub fn varying(cases: &[Case]) -> Vec<String> {
 
 fn stream_defaults(point: &mut Point) {
     use wirebench_model::{Kind, ParamValue};
-    use wirebench_workload::params::{PEER_STREAM_COUNT, STREAM_DURATION};
+    use wirebench_workload::params::STREAM_DURATION;
     let has = |p: &Point, name: &str| p.iter().any(|(n, _)| n == name);
-    let peer = point
+    let name = point
         .iter()
-        .any(|(n, v)| n == "protocol" && matches!(v.value.as_word(), Some("xmpp" | "irc")));
-    let default = if peer {
+        .find(|(n, _)| n == "protocol")
+        .and_then(|(_, v)| v.value.as_word())
+        .unwrap_or("raw");
+    let default = if let Some(n) = protocol::get(name).stream_count() {
         (!has(point, "count")).then(|| {
-            ParamValue::parse(Kind::Count, &PEER_STREAM_COUNT.to_string())
-                .map(|v| ("count".to_string(), v))
+            ParamValue::parse(Kind::Count, &n.to_string()).map(|v| ("count".to_string(), v))
         })
     } else {
         (!has(point, "count") && !has(point, "duration")).then(|| {
@@ -151,7 +151,8 @@ pub fn case_links(cases: &[Case]) -> Result<Vec<Option<CaseLink>>, RunError> {
         .iter()
         .map(|c| {
             let l = link::case_link(c)?;
-            Ok(l.or_else(|| matches!(c.protocol(), "xmpp" | "irc").then(CaseLink::default)))
+            let named = protocol::of(c).lab_hosts().is_some();
+            Ok(l.or_else(|| named.then(CaseLink::default)))
         })
         .collect()
 }
@@ -238,7 +239,15 @@ pub fn run(
     };
     let cases = plan(scenario);
     let links = case_links(&cases)?;
-    let named_hosts = cases.iter().any(|c| matches!(c.protocol(), "xmpp" | "irc"));
+    // Hosts-file entries of every protocol in the plan that places named servers.
+    let mut hosts: Vec<(std::net::IpAddr, &str)> = Vec::new();
+    for c in &cases {
+        for (ip, name) in protocol::of(c).lab_hosts().unwrap_or_default() {
+            if !hosts.iter().any(|(_, n)| n == name) {
+                hosts.push(((*ip).into(), name));
+            }
+        }
+    }
     let needs_lab = links.iter().any(Option::is_some);
     if needs_lab && opts.server.is_some() {
         return Err(RunError::Usage(
@@ -269,13 +278,7 @@ pub fn run(
     } else {
         None
     };
-    if let (Some(lab), true) = (&lab, named_hosts) {
-        let hosts = [
-            (CLIENT_ADDR.into(), "a.test"),
-            (SERVER_ADDR.into(), "b.test"),
-            (CLIENT_ADDR.into(), irc::A_NAME),
-            (SERVER_ADDR.into(), irc::B_NAME),
-        ];
+    if let (Some(lab), false) = (&lab, hosts.is_empty()) {
         lab.client().set_hosts(&hosts)?;
         lab.server().set_hosts(&hosts)?;
     }
@@ -315,6 +318,7 @@ pub fn run(
         links: &links,
         lab: lab.as_ref(),
         addr: &addr,
+        control: std::sync::Mutex::new(None),
     };
     match &lab {
         // The client side runs in the lab's client host: every socket it opens is there.
@@ -368,7 +372,8 @@ fn check_pcap<'a>(
 
 /// Everything the case loop needs, so it can run on whichever thread sits in the right
 /// network namespace.
-struct Job<'a> {
+/// What a protocol's [`protocol::Protocol::run`] may use of the run.
+pub struct Job<'a> {
     scenario: &'a Scenario,
     opts: &'a RunOptions,
     shutdown: &'a AtomicBool,
@@ -377,6 +382,8 @@ struct Job<'a> {
     links: &'a [Option<CaseLink>],
     lab: Option<&'a Lab>,
     addr: &'a str,
+    /// The reference server's control connection, kept between the cases that use it.
+    control: std::sync::Mutex<Option<ControlClient>>,
     /// The capture, its path made absolute.
     pcap: Option<&'a PcapOptions>,
     /// The capture's early stop has been reported.
@@ -399,12 +406,11 @@ impl Job<'_> {
         let raw = self
             .cases
             .iter()
-            .any(|c| !matches!(c.protocol(), "xmpp" | "irc"));
-        let mut control = if raw {
-            Some(ControlClient::connect(self.addr, connect_timeout)?)
-        } else {
-            None
-        };
+            .any(|c| protocol::of(c).uses_reference_server());
+        if raw {
+            *self.control.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(ControlClient::connect(self.addr, connect_timeout)?);
+        }
         let results_err = |error| RunError::Results {
             path: opts.out.display().to_string(),
             error,
@@ -461,24 +467,7 @@ impl Job<'_> {
                     stall_timeout: scenario.stall_timeout,
                     connect_timeout,
                 };
-                let result = if case.protocol() == "xmpp" {
-                    self.run_xmpp(case, repeat, &ctx)
-                } else if case.protocol() == "irc" {
-                    self.run_irc(case, repeat, &ctx)
-                } else {
-                    let ctl = match control.take() {
-                        Some(c) => Ok(c),
-                        // A failed case may have left the control connection unusable.
-                        None => ControlClient::connect(self.addr, connect_timeout),
-                    };
-                    ctl.map_err(WorkloadError::from).and_then(|mut c| {
-                        let r = run_case(&mut c, case, link.as_ref(), scenario.seed, &ctx);
-                        if r.is_ok() {
-                            control = Some(c);
-                        }
-                        r
-                    })
-                };
+                let result = protocol::of(case).run(self, case, repeat, link.as_ref(), &ctx);
                 let elapsed = t0.elapsed();
                 record.set_metric(
                     "case.duration",
@@ -589,83 +578,6 @@ impl Job<'_> {
             }
         }
     }
-
-    /// An XMPP case in study S1's topology: fresh Prosody servers (so the first round
-    /// includes server-to-server set-up), client1 here (client host), client2 in the
-    /// server host. Server logs are kept under `peers/` in the results directory.
-    fn run_xmpp(&self, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
-        use wirebench_peers::prosody::{Prosody, ProsodyConfig};
-        let lab = self
-            .lab
-            .ok_or_else(|| WorkloadError::Server("XMPP cases need the lab".into()))?;
-        let dir = self
-            .opts
-            .out
-            .join("peers")
-            .join(format!("case-{:04}-r{repeat}", case.index));
-        let s2s = x2x::S2s::from_word(case.get("s2s").and_then(|v| v.as_word()));
-        let start = |domain: &str, user: &str, addr: std::net::Ipv4Addr, ns: &str, sub: &str| {
-            let mut cfg = ProsodyConfig::new(domain, addr.into());
-            cfg.users.push((user.into(), XMPP_PASSWORD.into()));
-            if let x2x::S2s::X2x { .. } = s2s {
-                // The gateway is the other domain, as a component (XEP-0114).
-                let other = if domain == "a.test" {
-                    "b.test"
-                } else {
-                    "a.test"
-                };
-                cfg.components.push((other.into(), x2x::SECRET.into()));
-                cfg.component_port = x2x::COMPONENT_PORT;
-                cfg.s2s = false;
-            }
-            Prosody::start(cfg, &dir.join(sub), Some(ns))
-                .map_err(|e| WorkloadError::Server(e.to_string()))
-        };
-        let _a = start("a.test", "alice", CLIENT_ADDR, lab.client().name(), "a")?;
-        let _b = start("b.test", "bob", SERVER_ADDR, lab.server().name(), "b")?;
-        let gateways = match s2s {
-            x2x::S2s::X2x { tfo } => Some(x2x::Pair::start(lab, tfo)?),
-            x2x::S2s::Standard => None,
-        };
-        let stream = case.workload() == "stream";
-        let count = if stream {
-            case.get("count")
-        } else {
-            case.get("rounds")
-        };
-        let run = XmppRun {
-            topology: Topology {
-                a_jid: "alice@a.test".into(),
-                b_jid: "bob@b.test".into(),
-                password: XMPP_PASSWORD.into(),
-                a_server: CLIENT_ADDR.into(),
-                b_server: SERVER_ADDR.into(),
-                b_netns: lab.server().name().to_string(),
-            },
-            payload: case.get("payload").and_then(|v| v.as_bytes()).unwrap_or(0) as usize,
-            count: count.and_then(|v| v.as_count()).unwrap_or(0),
-            think: case
-                .get("think")
-                .and_then(|v| v.as_duration())
-                .unwrap_or_default(),
-            seed: self.scenario.seed,
-            stream,
-        };
-        x2x::wait_quiet(
-            lab,
-            Duration::from_secs(1),
-            Duration::from_secs(30),
-            ctx.shutdown,
-        );
-        let mut out = wirebench_workload::xmpp::run(&run, ctx);
-        if let Some(pair) = gateways {
-            let (a, b) = pair.stop();
-            if let Ok(o) = &mut out {
-                x2x::record(o, &a, &b, Some(run.payload));
-            }
-        }
-        out
-    }
 }
 
 /// The scenario's published figures that apply to this case.
@@ -685,84 +597,6 @@ fn references(scenario: &Scenario, case: &Case) -> serde_json::Map<String, serde
         }
     }
     out
-}
-
-/// Password of the lab's XMPP users (they exist only inside a run's private servers).
-const XMPP_PASSWORD: &str = "wirebench";
-
-fn run_case(
-    ctl: &mut ControlClient,
-    case: &Case,
-    link: Option<&CaseLink>,
-    seed: u64,
-    ctx: &Ctx,
-) -> Result<Outcome, WorkloadError> {
-    let word = |n: &str| {
-        case.get(n)
-            .and_then(|v| v.as_word())
-            .unwrap_or("")
-            .to_string()
-    };
-    let payload = case.get("payload").and_then(|v| v.as_bytes()).unwrap_or(0);
-    let payload = u32::try_from(payload)
-        .map_err(|_| WorkloadError::Server(format!("payload of {payload} bytes is too large")))?;
-    let nodelay = word("nodelay") != "off";
-    match case.workload() {
-        "stream" => {
-            let mode = if word("mode") == "echo" {
-                Mode::Echo
-            } else {
-                Mode::OneWay
-            };
-            let count = case.get("count").and_then(|v| v.as_count());
-            let duration = case.get("duration").and_then(|v| v.as_duration());
-            // On a rate-limited link the sockets and the link's queue hold far more than
-            // the link carries in a short duration; stop at what it can carry instead.
-            let budget = match (duration, link) {
-                (Some(d), Some(l)) => {
-                    estimate::stream_budget(payload as u64, mode == Mode::Echo, l, d)
-                        .filter(|b| count.is_none_or(|c| *b < c))
-                }
-                _ => None,
-            };
-            let mut out = stream::run(
-                ctl,
-                &Stream {
-                    protocol: word("protocol"),
-                    mode,
-                    payload,
-                    count: budget.or(count),
-                    duration,
-                    seed,
-                    nodelay,
-                },
-                ctx,
-            )?;
-            if let (Some(b), Some(d)) = (budget, duration) {
-                out.notes.push(format!(
-                    "the link's rate carries about {b} messages in {}: the stream sent at most \
-                     that many",
-                    wirebench_model::format_duration(d)
-                ));
-            }
-            Ok(out)
-        }
-        _ => pingpong::run(
-            ctl,
-            &PingPong {
-                protocol: word("protocol"),
-                payload,
-                rounds: case.get("rounds").and_then(|v| v.as_count()).unwrap_or(0),
-                think: case
-                    .get("think")
-                    .and_then(|v| v.as_duration())
-                    .unwrap_or_default(),
-                seed,
-                nodelay,
-            },
-            ctx,
-        ),
-    }
 }
 
 fn base_record(

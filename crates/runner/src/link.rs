@@ -15,8 +15,6 @@ use wirebench_workload::params::is_link;
 /// IPv4 (20) + TCP (20) + timestamp option (12): what Linux puts in front of every data
 /// segment of a connection between two Linux hosts.
 pub const TCP_IPV4_OVERHEAD: u64 = 52;
-/// The raw protocol's frame header.
-const FRAME_HEADER: u64 = 21;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CaseLink {
@@ -298,13 +296,9 @@ pub fn add_wire_metrics(
         }
     }
     // With a trace the rate varies in time; the closed form below does not apply.
-    let raw = case
-        .get("protocol")
-        .and_then(Value::as_word)
-        .unwrap_or("raw")
-        == "raw";
-    if workload == "pingpong" && raw && link.trace.is_none() {
-        let frame = payload + FRAME_HEADER;
+    let overhead = crate::protocol::of(case).message_overhead();
+    if let (true, Some(overhead), None) = (workload == "pingpong", overhead, &link.trace) {
+        let frame = payload + overhead;
         let model = one_way_ns(frame, &link.up) + one_way_ns(frame, &link.down);
         m.push(metric("rtt.model", model as f64 / 1e9, "s"));
         if let (Some(ru), Some(rd)) = (link.up.rate_bps, link.down.rate_bps) {

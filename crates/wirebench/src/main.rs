@@ -65,6 +65,8 @@ enum Command {
     Serve(ServeArgs),
     /// List the built-in scenarios.
     Scenarios,
+    /// List the protocols, with the workloads and parameters each one uses.
+    Protocols,
     /// Run any command in a host whose traffic to this machine crosses an emulated link
     /// (needs root).
     ///
@@ -497,6 +499,7 @@ fn main() -> ExitCode {
         Command::X2x { config } => x2x(&config),
         Command::Compare(args) => compare(args),
         Command::Scenarios => scenarios(),
+        Command::Protocols => protocols(),
     };
     match result {
         Ok(code) => code,
@@ -596,7 +599,8 @@ fn check_embedded_payloads(scenario: &Scenario, origin: &str) -> Result<()> {
         let Some((_, p)) = case.point.iter().find(|(n, _)| n == "payload") else {
             continue;
         };
-        if case.protocol() == "raw" && p.value.as_bytes().is_some_and(|b| b > limit) {
+        let served = wirebench_runner::protocol::of(&case).uses_reference_server();
+        if served && p.value.as_bytes().is_some_and(|b| b > limit) {
             bail!(
                 "{origin} {p}: above the embedded server's limit of {}; for larger payloads \
                  run `wirebench serve --max-payload SIZE` and pass its address with --server",
@@ -1236,6 +1240,33 @@ fn pcap_options(
 }
 
 /// `wirebench scenarios`: each built-in scenario with its case count and estimated time.
+/// `wirebench protocols`: the registry, as a user needs it to write `--protocol`.
+fn protocols() -> Result<ExitCode> {
+    use wirebench_workload::params::{PARAMS, WORKLOADS};
+    let own: Vec<&str> = wirebench_runner::protocol::REGISTRY
+        .iter()
+        .flat_map(|p| p.params().iter().copied())
+        .collect();
+    for p in wirebench_runner::protocol::REGISTRY {
+        println!("{}  {}", p.name(), p.summary());
+        for w in WORKLOADS {
+            let params: Vec<&str> = PARAMS
+                .iter()
+                .filter(|s| s.workloads.contains(w) && !matches!(s.name, "protocol" | "workload"))
+                .map(|s| s.name)
+                .filter(|n| !own.contains(n) || p.params().contains(n))
+                .collect();
+            println!("    {w:<9} {}", params.join(", "));
+        }
+        println!();
+    }
+    println!(
+        "Link parameters (link, link.rate, ...) apply to every protocol; `wirebench run --help` \
+         explains each parameter."
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 fn scenarios() -> Result<ExitCode> {
     use wirebench_runner::estimate::format_estimate;
     println!(
