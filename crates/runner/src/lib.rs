@@ -172,7 +172,8 @@ pub struct RunOptions {
 
 /// Callbacks for a front end (progress bars, JSON lines).
 pub trait Observer {
-    fn run_started(&self, _cases: usize, _repeat: u32, _server: &str) {}
+    /// `against`: who the cases talk to, in words.
+    fn run_started(&self, _cases: usize, _repeat: u32, _against: &str) {}
     fn case_started(&self, _case: &Case, _repeat: u32) {}
     /// Called from the measuring thread: must be cheap.
     fn progress(&self, _done: u64, _total: u64) {}
@@ -422,7 +423,22 @@ impl Job<'_> {
         let mut dir = ResultsDir::create(&opts.out, pivot).map_err(results_err)?;
         run_info(scenario).write(&dir.path).map_err(results_err)?;
         let host = host::facts();
-        observer.run_started(self.cases.len(), scenario.repeat, self.addr);
+        // Who the cases talk to, for the front end's first line.
+        let mut against: Vec<String> = Vec::new();
+        if raw {
+            against.push(format!("the reference server at {}", self.addr));
+        }
+        for p in protocol::REGISTRY {
+            if p.lab_hosts().is_some()
+                && self
+                    .cases
+                    .iter()
+                    .any(|c| protocol::of(c).name() == p.name())
+            {
+                against.push(format!("{} servers started in the lab", p.name()));
+            }
+        }
+        observer.run_started(self.cases.len(), scenario.repeat, &against.join(" and "));
 
         let mut interrupted = false;
         'cases: for (case, link) in self.cases.iter().zip(self.links) {

@@ -828,10 +828,10 @@ impl Terminal {
 }
 
 impl Observer for Terminal {
-    fn run_started(&self, cases: usize, repeat: u32, server: &str) {
+    fn run_started(&self, cases: usize, repeat: u32, against: &str) {
         self.total.store(cases, Ordering::Relaxed);
         self.repeat.store(repeat as usize, Ordering::Relaxed);
-        eprintln!("wirebench: {cases} case(s) x {repeat} against {server}");
+        eprintln!("wirebench: {cases} case(s) x {repeat} against {against}");
     }
 
     fn case_started(&self, case: &Case, repeat: u32) {
