@@ -831,7 +831,8 @@ impl Observer for Terminal {
     fn run_started(&self, cases: usize, repeat: u32, against: &str) {
         self.total.store(cases, Ordering::Relaxed);
         self.repeat.store(repeat as usize, Ordering::Relaxed);
-        eprintln!("wirebench: {cases} case(s) x {repeat} against {against}");
+        // The case count and estimate are already on the line above.
+        eprintln!("wirebench: running against {against}");
     }
 
     fn case_started(&self, case: &Case, repeat: u32) {
