@@ -970,33 +970,24 @@ fn shell(args: ShellArgs) -> Result<ExitCode> {
         );
     };
     let pcap = pcap_options(args.pcap.as_deref(), &args.pcap_limit, &args.pcap_snaplen)?;
-    let lab =
-        wirebench_lab::Lab::shell(up.to_params(), down.to_params(), args.seed, pcap.as_ref())?;
     // Ctrl-C reaches the command directly (same process group); SIGTERM sent to us is
-    // passed on. Either way we wait for the command, then tear the lab down.
-    static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-    ctrlc::set_handler(|| {
-        let pid = CHILD.load(Ordering::SeqCst);
-        if pid > 0 {
-            // SAFETY: signalling our own child by pid.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
-        }
-    })
-    .context("cannot install the signal handler")?;
-    eprintln!(
-        "wirebench shell: {} in {} (198.18.0.2); this machine is 198.18.0.1; uplink {up}, downlink {down}",
-        args.command[0],
-        lab.client().name()
-    );
-    let mut child = std::process::Command::new("ip")
-        .args(["netns", "exec", lab.client().name()])
-        .args(&args.command)
-        .spawn()
-        .context("cannot run the command (ip netns exec)")?;
-    CHILD.store(child.id() as i32, Ordering::SeqCst);
-    let status = child.wait().context("waiting for the command")?;
-    CHILD.store(0, Ordering::SeqCst);
-    let c = lab.counters();
+    // passed on. Either way the lab waits for the command, then tears the link down.
+    ctrlc::set_handler(wirebench_lab::shell::terminate_child)
+        .context("cannot install the signal handler")?;
+    let outcome = wirebench_lab::shell::run(
+        up.to_params(),
+        down.to_params(),
+        args.seed,
+        pcap.as_ref(),
+        &args.command,
+        |host| {
+            eprintln!(
+                "wirebench shell: {} in {host} (198.18.0.2); this machine is 198.18.0.1; uplink {up}, downlink {down}",
+                args.command[0]
+            )
+        },
+    )?;
+    let c = &outcome.counters;
     eprintln!(
         "wirebench shell: uplink {} packets / {} B (dropped {}), downlink {} packets / {} B (dropped {})",
         c.up.delivered_packets,
@@ -1006,9 +997,10 @@ fn shell(args: ShellArgs) -> Result<ExitCode> {
         c.down.delivered_bytes,
         c.down.dropped()
     );
-    if let (Some(p), Some(st)) = (&pcap, lab.pcap_stats()) {
+    if let (Some(p), Some(st)) = (&pcap, &outcome.pcap) {
         let why = st
             .stopped
+            .as_ref()
             .map(|w| format!("; stopped early: {w}"))
             .unwrap_or_default();
         eprintln!(
@@ -1018,7 +1010,7 @@ fn shell(args: ShellArgs) -> Result<ExitCode> {
             wirebench_runner::estimate::format_size(st.bytes)
         );
     }
-    drop(lab);
+    let status = outcome.status;
     Ok(match status.code() {
         Some(0) => ExitCode::SUCCESS,
         Some(c) => ExitCode::from(c.clamp(1, 255) as u8),

@@ -1,0 +1,66 @@
+//! `wirebench shell`: any program in a fresh host whose only way to this machine crosses
+//! an emulated link. The host is 198.18.0.2; this machine's root namespace is 198.18.0.1.
+
+use crate::emulator::Counters;
+use crate::pcap::{PcapOptions, PcapStats};
+use crate::{Lab, LabError};
+use std::process::{Command, ExitStatus};
+use std::sync::atomic::{AtomicI32, Ordering};
+use wirebench_link::LinkParams;
+
+/// The command's pid while it runs (0 otherwise), for a signal handler that passes
+/// SIGTERM on: a handler can read a static, not a value on this stack.
+pub static CHILD: AtomicI32 = AtomicI32::new(0);
+
+/// What a shell session did.
+#[derive(Debug)]
+pub struct ShellOutcome {
+    pub status: ExitStatus,
+    pub counters: Counters,
+    /// What the capture wrote, when there was one.
+    pub pcap: Option<PcapStats>,
+}
+
+/// Builds the link, runs `command` in the host (through `ip netns exec`, in this process
+/// group so a terminal's Ctrl-C reaches it directly), waits for it and tears the link
+/// down. `started(host_name)` is called once the command is running.
+pub fn run(
+    up: LinkParams,
+    down: LinkParams,
+    seed: u64,
+    pcap: Option<&PcapOptions>,
+    command: &[String],
+    started: impl FnOnce(&str),
+) -> Result<ShellOutcome, LabError> {
+    let lab = Lab::shell(up, down, seed, pcap)?;
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", lab.client().name()])
+        .args(command)
+        .spawn()
+        .map_err(|error| LabError::Io {
+            what: "cannot run the command (ip netns exec)".into(),
+            error,
+        })?;
+    CHILD.store(child.id() as i32, Ordering::SeqCst);
+    started(lab.client().name());
+    let status = child.wait().map_err(|error| LabError::Io {
+        what: "waiting for the command".into(),
+        error,
+    });
+    CHILD.store(0, Ordering::SeqCst);
+    let status = status?;
+    Ok(ShellOutcome {
+        status,
+        counters: lab.counters(),
+        pcap: lab.pcap_stats(),
+    })
+}
+
+/// Passes SIGTERM to the running command, if any (for a signal handler).
+pub fn terminate_child() {
+    let pid = CHILD.load(Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: signalling the child this module started, by its pid.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+}
