@@ -2,6 +2,7 @@
 //! clock. No I/O lives here, so every layer above can depend on it.
 
 pub mod clock;
+pub mod hint;
 pub mod param;
 pub mod results;
 pub mod units;

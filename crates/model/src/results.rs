@@ -99,12 +99,8 @@ pub fn check_column(pattern: &str) -> Result<(), String> {
     } else {
         METRICS.iter().map(|m| m.to_string()).collect()
     };
-    let hint = candidates
-        .iter()
-        .map(|c| (strsim::levenshtein(pattern, c), c))
-        .filter(|(d, _)| *d <= 2)
-        .min()
-        .map(|(_, c)| format!(" (did you mean `{c}`?)"))
+    let hint = crate::hint::closest(pattern, candidates.iter().map(String::as_str))
+        .map(|c| format!(" (did you mean `{c}`?)"))
         .unwrap_or_default();
     Err(format!(
         "{pattern:?} matches no metric{hint}; metrics: {} (docs/results.md lists them all)",

@@ -107,13 +107,8 @@ impl std::error::Error for ScenarioError {}
 
 /// Suggests the closest valid name, if any is close.
 fn did_you_mean(word: &str, valid: &[&str]) -> String {
-    let best = valid
-        .iter()
-        .map(|v| (strsim::levenshtein(word, v), *v))
-        .min()
-        .filter(|(d, _)| *d <= 2);
-    match best {
-        Some((_, v)) => format!(" (did you mean `{v}`?)"),
+    match wirebench_model::hint::closest(word, valid.iter().copied()) {
+        Some(v) => format!(" (did you mean `{v}`?)"),
         None => String::new(),
     }
 }

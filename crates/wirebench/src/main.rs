@@ -477,13 +477,8 @@ fn parse_cli() -> Cli {
 
 /// `unknown command 'rn'; did you mean 'run'?`, or the list of commands.
 fn unknown_command(word: &str, names: &[&str]) -> String {
-    let best = names
-        .iter()
-        .map(|n| (strsim::levenshtein(word, n), *n))
-        .filter(|(d, n)| *d <= 2 && *d < n.len())
-        .min();
-    match best {
-        Some((_, n)) => format!("unknown command '{word}'; did you mean '{n}'?"),
+    match wirebench_model::hint::closest(word, names.iter().copied()) {
+        Some(n) => format!("unknown command '{word}'; did you mean '{n}'?"),
         None => format!("unknown command '{word}'; commands: {}", names.join(", ")),
     }
 }

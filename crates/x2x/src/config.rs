@@ -581,12 +581,8 @@ fn lookup(root: &Table, dotted: &str) -> Option<std::ops::Range<usize>> {
 
 fn unknown(cx: &Ctx, item: &Item, key: &str, valid: &[&str]) -> ConfigError {
     let word = key.rsplit('.').next().unwrap_or(key);
-    let hint = valid
-        .iter()
-        .map(|v| (strsim::levenshtein(word, v), *v))
-        .min()
-        .filter(|(d, _)| *d <= 2)
-        .map(|(_, v)| format!(" (did you mean `{v}`?)"))
+    let hint = wirebench_model::hint::closest(word, valid.iter().copied())
+        .map(|v| format!(" (did you mean `{v}`?)"))
         .unwrap_or_default();
     cx.err(
         span(item),
