@@ -155,6 +155,11 @@ pub struct Record {
     pub status: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Who a failed case's error points at: `input` (a parameter value), `environment`
+    /// (this machine), `peer` (a server, gateway or the other client) or `link` (the
+    /// network between them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
     /// Canonical values (bytes, seconds, bit/s, counts, words), in grid order.
     pub params: Map<String, serde_json::Value>,
     /// The values as the user typed them, for tables and legends.

@@ -1,11 +1,11 @@
-//! Drivers: sockets, the reference server and the control client. Protocol logic lives in
-//! `wirebench-proto`; this crate only moves its bytes.
+//! Drivers: sockets, the reference server (the `raw` protocol's server side, which the
+//! runner places on loopback or in a lab host) and its control client. Protocol logic
+//! lives in `wirebench-proto` (protocols/raw/engine); this crate only moves its bytes.
 
 pub mod client;
 pub mod server;
 pub mod sock;
 pub mod timing;
-pub mod xmpp;
 
 pub use client::{ControlClient, NetError};
 pub use server::{PROTOCOLS, Server, ServerConfig, ServerHandle};

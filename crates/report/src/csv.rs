@@ -226,6 +226,7 @@ pub(crate) mod tests {
             repeat,
             status: Status::Ok,
             error: None,
+            fault: None,
             params: p.clone(),
             labels: p,
             metrics: Map::new(),

@@ -44,18 +44,8 @@ const CONTROL_RESULT: (f64, f64) = (60.0, 450.0);
 /// link (1 s) and logins, in seconds plus one-way delays, then the servers' link set-up
 /// (bytes each way and one-way delays on its critical path), then each message's bytes
 /// beyond its payload in each direction (IP headers and the peer's ACK included).
-/// Each protocol with real peers gives its own ([`crate::protocol::Protocol::peer_model`]).
-#[derive(Debug)]
-pub struct PeerModel {
-    pub start_s: f64,
-    pub start_delays: f64,
-    pub setup_bytes: f64,
-    pub setup_delays: f64,
-    pub per_message: f64,
-    /// The servers' and clients' own work per message (parsing, routing), which a fast
-    /// link leaves as the whole round trip.
-    pub processing_s: f64,
-}
+/// Each protocol with real peers gives its own ([`wirebench_protocol::Protocol::peer_model`]).
+pub use wirebench_protocol::PeerModel;
 
 /// What bounds a case's length, for advice.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -183,7 +173,7 @@ pub fn estimate_cases(cases: &[Case], links: &[Option<CaseLink>], repeat: u32) -
             "duration does not apply to XMPP and IRC streams (case {}): they send `count` \
              messages ({} unless given)",
             ignored.join(", "),
-            wirebench_workload::params::PEER_STREAM_COUNT
+            crate::params::PEER_STREAM_COUNT
         ));
     }
     PlanEstimate {
@@ -198,7 +188,7 @@ pub fn estimate_cases(cases: &[Case], links: &[Option<CaseLink>], repeat: u32) -
 }
 
 fn peer(case: &Case) -> bool {
-    crate::protocol::of(case).peer_model(case).is_some()
+    crate::registry::of(case).peer_model(case).is_some()
 }
 
 /// One direction of a link, as the estimates see it.
@@ -300,15 +290,14 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
     let loss = up.loss.max(down.loss);
     let lossy = |t: f64| t * (1.0 + 2.0 * loss) + if loss > 0.0 { 0.2 } else { 0.0 };
 
-    if let Some(model) = crate::protocol::of(case).peer_model(case) {
+    if let Some(model) = crate::registry::of(case).peer_model(case) {
         let setup = up.ser(model.setup_bytes).max(down.ser(model.setup_bytes))
             + model.setup_delays * up.delay.max(down.delay);
         e.fixed = model.start_s + model.start_delays * up.delay.max(down.delay) + setup;
         let msg = payload + model.per_message;
         if stream {
             // A warm-up message, then `count` back to back: each takes its bytes' time.
-            let n =
-                count_of(case, "count").unwrap_or(wirebench_workload::params::PEER_STREAM_COUNT);
+            let n = count_of(case, "count").unwrap_or(crate::params::PEER_STREAM_COUNT);
             let each = up.ser(msg + (payload / up.mss).ceil() * ACK) + model.processing_s;
             e.fixed += up.one_way(msg) + rtt0;
             e.payload_share = up.ser(payload) / each.max(1e-12);
@@ -409,7 +398,7 @@ fn stream_knob(count: Option<u64>, duration: Option<f64>, each: f64) -> Knob {
         (Some(n), None) => Knob::Count { n, each },
         (_, Some(d)) => Knob::Duration { secs: d },
         (None, None) => Knob::Duration {
-            secs: wirebench_workload::stream::DEFAULT_DURATION.as_secs_f64(),
+            secs: wirebench_protocol::params::STREAM_DURATION.as_secs_f64(),
         },
     }
 }
@@ -455,15 +444,15 @@ fn message_time(frame: f64, echo: bool, up: &Dir, down: &Dir) -> Option<f64> {
     }
 }
 
-/// Messages a raw stream can put on `link` in `d` (at least one): what stops a
+/// Messages of `frame` bytes above TCP a stream can put on `link` in `d` (at least one): what stops a
 /// duration-bound stream on a rate-limited link, so that data buffered in the sockets and
 /// the link's queue (minutes of it at 2400 bit/s) does not outlast the duration. `None`
 /// for an unlimited link (the duration alone stops the sender there).
-pub fn stream_budget(payload: u64, echo: bool, link: &CaseLink, d: Duration) -> Option<u64> {
+pub fn stream_budget(frame: u64, echo: bool, link: &CaseLink, d: Duration) -> Option<u64> {
     let trace_bps = link.trace.as_ref().map(|t| t.mean_rate_bps());
     let up = Dir::of(&link.up, trace_bps);
     let down = Dir::of(&link.down, trace_bps);
-    let each = message_time(payload as f64 + FRAME_HEADER, echo, &up, &down)?;
+    let each = message_time(frame as f64, echo, &up, &down)?;
     Some(((d.as_secs_f64() / each).ceil() as u64).max(1))
 }
 
@@ -660,9 +649,12 @@ mod tests {
         let l = case_links(&plan(&scenario(&[("link", "2400bit/0")]))).unwrap()[0]
             .clone()
             .unwrap();
-        assert_eq!(stream_budget(2, false, &l, Duration::from_secs(1)), Some(4));
         assert_eq!(
-            stream_budget(1500, false, &l, Duration::from_secs(1)),
+            stream_budget(2 + 21, false, &l, Duration::from_secs(1)),
+            Some(4)
+        );
+        assert_eq!(
+            stream_budget(1500 + 21, false, &l, Duration::from_secs(1)),
             Some(1)
         );
         let e = &cases(&[
@@ -674,7 +666,7 @@ mod tests {
         assert!(matches!(e.knob, Knob::Duration { secs } if secs > 5.0 && secs < 6.0));
         // Unlimited links: the duration.
         assert_eq!(
-            stream_budget(2, false, &CaseLink::default(), Duration::from_secs(1)),
+            stream_budget(2 + 21, false, &CaseLink::default(), Duration::from_secs(1)),
             None
         );
     }

@@ -4,16 +4,13 @@
 
 pub mod estimate;
 pub mod host;
-mod irc;
 pub mod link;
-pub mod protocol;
+pub mod params;
+pub mod registry;
 pub mod scenario;
-mod x2x;
-mod xmpp;
 
 pub use scenario::{BUILTIN, Scenario, ScenarioError};
 
-use link::CaseLink;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -21,48 +18,10 @@ use wirebench_lab::pcap::PcapOptions;
 use wirebench_lab::{Lab, SERVER_ADDR};
 use wirebench_model::{HostFacts, Point, Record, Status, results::SCHEMA};
 use wirebench_net::{ControlClient, NetError, Server, ServerConfig, ServerHandle};
+use wirebench_protocol::{Ctx, Env, Outcome, WorkloadError};
 use wirebench_report::{PivotOptions, ResultsDir};
-use wirebench_workload::params::applies;
-use wirebench_workload::{Ctx, Outcome, WorkloadError};
 
-/// One point of the grid, with only the parameters its workload uses.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Case {
-    /// 1-based, in grid order.
-    pub index: usize,
-    pub point: Point,
-}
-
-impl Case {
-    pub fn get(&self, name: &str) -> Option<&wirebench_model::Value> {
-        self.point
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| &v.value)
-    }
-
-    pub fn protocol(&self) -> &str {
-        self.get("protocol")
-            .and_then(|v| v.as_word())
-            .unwrap_or("raw")
-    }
-
-    pub fn workload(&self) -> &str {
-        self.get("workload")
-            .and_then(|v| v.as_word())
-            .unwrap_or("pingpong")
-    }
-
-    /// `workload=pingpong payload=64` for progress lines.
-    pub fn describe(&self, only: &[&str]) -> String {
-        self.point
-            .iter()
-            .filter(|(n, _)| only.contains(&n.as_str()))
-            .map(|(n, v)| format!("{n}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
+pub use wirebench_protocol::{Case, CaseLink};
 
 /// Expands the grid; parameters that do not apply to a case's workload are dropped, and
 /// the duplicates that leaves (e.g. `rounds` varying under `stream`) are run once.
@@ -72,14 +31,18 @@ impl Case {
 pub fn plan(scenario: &Scenario) -> Vec<Case> {
     let mut cases: Vec<Case> = Vec::new();
     for point in scenario.grids().iter().flat_map(|g| g.expand()) {
-        let workload = point
-            .iter()
-            .find(|(n, _)| n == "workload")
-            .and_then(|(_, v)| v.value.as_word().map(str::to_string))
-            .unwrap_or_default();
+        let word = |name: &str, default: &str| {
+            point
+                .iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, v)| v.value.as_word())
+                .unwrap_or(default)
+                .to_string()
+        };
+        let (protocol, workload) = (word("protocol", "raw"), word("workload", "pingpong"));
         let mut kept: Point = point
             .into_iter()
-            .filter(|(n, _)| applies(n, &workload))
+            .filter(|(n, _)| params::applies(n, &protocol, &workload))
             .collect();
         if workload == "stream" {
             stream_defaults(&mut kept);
@@ -97,7 +60,8 @@ pub fn plan(scenario: &Scenario) -> Vec<Case> {
 /// The parameters whose value differs between the planned cases, in order of first
 /// appearance: what a progress line must show to tell the cases apart, also when
 /// `[[part]]`s or link parameters make them differ. Absent counts as a value, except
-/// where the case's workload does not use the parameter (`rounds` in a stream case).
+/// where the case's protocol or workload does not use the parameter (`rounds` in a stream
+/// case, `s2s` in a raw one).
 pub fn varying(cases: &[Case]) -> Vec<String> {
     let mut names: Vec<&str> = Vec::new();
     for c in cases {
@@ -112,7 +76,7 @@ pub fn varying(cases: &[Case]) -> Vec<String> {
         .filter(|n| {
             let mut values = cases
                 .iter()
-                .filter(|c| applies(n, c.workload()))
+                .filter(|c| params::applies(n, c.protocol(), c.workload()))
                 .map(|c| c.get(n));
             let first = values.next();
             values.any(|v| Some(v) != first)
@@ -122,21 +86,22 @@ pub fn varying(cases: &[Case]) -> Vec<String> {
 }
 
 fn stream_defaults(point: &mut Point) {
+    use params::STREAM_DURATION;
     use wirebench_model::{Kind, ParamValue};
-    use wirebench_workload::params::STREAM_DURATION;
     let has = |p: &Point, name: &str| p.iter().any(|(n, _)| n == name);
     let name = point
         .iter()
         .find(|(n, _)| n == "protocol")
         .and_then(|(_, v)| v.value.as_word())
         .unwrap_or("raw");
-    let default = if let Some(n) = protocol::get(name).stream_count() {
+    let default = if let Some(n) = registry::get(name).stream_count() {
         (!has(point, "count")).then(|| {
             ParamValue::parse(Kind::Count, &n.to_string()).map(|v| ("count".to_string(), v))
         })
     } else {
         (!has(point, "count") && !has(point, "duration")).then(|| {
-            ParamValue::parse(Kind::Duration, STREAM_DURATION).map(|v| ("duration".to_string(), v))
+            ParamValue::parse(Kind::Duration, &format!("{}s", STREAM_DURATION.as_secs()))
+                .map(|v| ("duration".to_string(), v))
         })
     };
     if let Some(Ok(v)) = default {
@@ -151,7 +116,7 @@ pub fn case_links(cases: &[Case]) -> Result<Vec<Option<CaseLink>>, RunError> {
         .iter()
         .map(|c| {
             let l = link::case_link(c)?;
-            let named = protocol::of(c).lab_hosts().is_some();
+            let named = registry::of(c).lab_hosts().is_some();
             Ok(l.or_else(|| named.then(CaseLink::default)))
         })
         .collect()
@@ -243,7 +208,7 @@ pub fn run(
     // Hosts-file entries of every protocol in the plan that places named servers.
     let mut hosts: Vec<(std::net::IpAddr, &str)> = Vec::new();
     for c in &cases {
-        for (ip, name) in protocol::of(c).lab_hosts().unwrap_or_default() {
+        for (ip, name) in registry::of(c).lab_hosts().unwrap_or_default() {
             if !hosts.iter().any(|(_, n)| n == name) {
                 hosts.push(((*ip).into(), name));
             }
@@ -373,7 +338,6 @@ fn check_pcap<'a>(
 
 /// Everything the case loop needs, so it can run on whichever thread sits in the right
 /// network namespace.
-/// What a protocol's [`protocol::Protocol::run`] may use of the run.
 pub struct Job<'a> {
     scenario: &'a Scenario,
     opts: &'a RunOptions,
@@ -407,7 +371,7 @@ impl Job<'_> {
         let raw = self
             .cases
             .iter()
-            .any(|c| protocol::of(c).uses_reference_server());
+            .any(|c| registry::of(c).uses_reference_server());
         if raw {
             *self.control.lock().unwrap_or_else(|p| p.into_inner()) =
                 Some(ControlClient::connect(self.addr, connect_timeout)?);
@@ -428,12 +392,12 @@ impl Job<'_> {
         if raw {
             against.push(format!("the reference server at {}", self.addr));
         }
-        for p in protocol::REGISTRY {
+        for p in registry::REGISTRY {
             if p.lab_hosts().is_some()
                 && self
                     .cases
                     .iter()
-                    .any(|c| protocol::of(c).name() == p.name())
+                    .any(|c| registry::of(c).name() == p.name())
             {
                 against.push(format!("{} servers started in the lab", p.name()));
             }
@@ -476,14 +440,26 @@ impl Job<'_> {
                         *marked.lock().unwrap_or_else(|p| p.into_inner()) = Some(lab.counters());
                     }
                 };
+                let budget = |bytes: u64, echo: bool, d: Duration| {
+                    link.as_ref()
+                        .and_then(|l| estimate::stream_budget(bytes, echo, l, d))
+                };
                 let ctx = Ctx {
                     mark_stable: &mark,
                     shutdown,
                     progress: &progress,
                     stall_timeout: scenario.stall_timeout,
                     connect_timeout,
+                    link_budget: &budget,
                 };
-                let result = protocol::of(case).run(self, case, repeat, link.as_ref(), &ctx);
+                let env = Env {
+                    lab: self.lab,
+                    out: &opts.out,
+                    seed: scenario.seed,
+                    server_addr: self.addr,
+                    control: &self.control,
+                };
+                let result = registry::of(case).run(&env, case, repeat, link.as_ref(), &ctx);
                 let elapsed = t0.elapsed();
                 record.set_metric(
                     "case.duration",
@@ -540,6 +516,7 @@ impl Job<'_> {
                     }
                     Err(e) => {
                         record.status = Status::Failed;
+                        record.fault = e.fault().map(|f| f.as_str().to_string());
                         let mut msg = e.to_string();
                         if let Some(why) = self.lab.and_then(|l| l.emulator_error()) {
                             msg.push_str(&format!(" (link emulator stopped: {why})"));
@@ -636,6 +613,7 @@ fn base_record(
         repeat,
         status: Status::Ok,
         error: None,
+        fault: None,
         params,
         labels,
         metrics: serde_json::Map::new(),
@@ -694,14 +672,14 @@ pub fn default_out_dir(scenario: &str) -> PathBuf {
 
 /// What `wirebench report` needs besides the records (`run.json`).
 pub fn run_info(scenario: &Scenario) -> wirebench_report::RunInfo {
-    let params = wirebench_workload::params::names()
+    let params = params::names()
         .into_iter()
         .map(|n| {
             (
                 n.to_string(),
                 wirebench_report::ParamInfo {
-                    unit: wirebench_workload::params::unit(n).to_string(),
-                    words: wirebench_workload::params::words(n).to_string(),
+                    unit: params::unit(n).to_string(),
+                    words: params::words(n).to_string(),
                 },
             )
         })

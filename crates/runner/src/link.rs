@@ -7,37 +7,16 @@
 
 use crate::Case;
 use wirebench_lab::{CLIENT_ADDR, Counters, DirCounters};
-use wirebench_link::{LinkParams, LinkSpec, Loss, Trace, serialization_ns};
+use wirebench_link::{LinkSpec, Loss, Trace, serialization_ns};
 use wirebench_model::{Metric, Value};
-use wirebench_workload::Outcome;
-use wirebench_workload::params::is_link;
+use wirebench_protocol::Outcome;
+use wirebench_protocol::params::is_link;
+
+pub use wirebench_protocol::CaseLink;
 
 /// IPv4 (20) + TCP (20) + timestamp option (12): what Linux puts in front of every data
 /// segment of a connection between two Linux hosts.
 pub const TCP_IPV4_OVERHEAD: u64 = 52;
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CaseLink {
-    pub up: LinkSpec,
-    pub down: LinkSpec,
-    /// A Mahimahi trace replacing the rate in both directions.
-    pub trace: Option<std::sync::Arc<Trace>>,
-}
-
-impl CaseLink {
-    pub fn up_params(&self) -> LinkParams {
-        LinkParams {
-            trace: self.trace.clone(),
-            ..self.up.to_params()
-        }
-    }
-    pub fn down_params(&self) -> LinkParams {
-        LinkParams {
-            trace: self.trace.clone(),
-            ..self.down.to_params()
-        }
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 #[error("case {case}: {msg}")]
@@ -296,7 +275,7 @@ pub fn add_wire_metrics(
         }
     }
     // With a trace the rate varies in time; the closed form below does not apply.
-    let overhead = crate::protocol::of(case).message_overhead();
+    let overhead = crate::registry::of(case).message_overhead();
     if let (true, Some(overhead), None) = (workload == "pingpong", overhead, &link.trace) {
         let frame = payload + overhead;
         let model = one_way_ns(frame, &link.up) + one_way_ns(frame, &link.down);

@@ -17,13 +17,13 @@
 //! Every error names the file, line and key (`file.toml:7: params.payload: ...`), and an
 //! unknown key lists the valid ones. The format is documented in `docs/scenarios.md`.
 
+use crate::params::{self, spec};
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 use toml_edit::{Document, Item, Table, TableLike, Value};
 use wirebench_model::{Grid, ParamValue, parse_duration};
 use wirebench_report::ChartSpec;
-use wirebench_workload::params::{self, PARAMS, spec};
 
 /// Built-in scenarios, by name.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -335,7 +335,7 @@ impl Scenario {
     /// registry order.
     pub fn complete_grid(&self) -> Grid {
         let mut g = self.grid.clone();
-        for p in PARAMS {
+        for p in params::params() {
             if g.get(p.name).is_none() && !p.default.is_empty() {
                 let v = ParamValue::parse(p.kind, p.default)
                     .unwrap_or_else(|e| panic!("default of {}: {e}", p.name));

@@ -428,9 +428,9 @@ fn command() -> clap::Command {
         if run.get_name() != "run" {
             return run;
         }
-        let params = wirebench_workload::params::PARAMS
+        let params = wirebench_runner::params::params()
             .iter()
-            .chain(wirebench_workload::params::LINK_PARAMS);
+            .chain(wirebench_runner::params::LINK_PARAMS);
         for p in params.filter(|p| !p.default.is_empty()) {
             let id = p.name.replace('.', "_");
             if run.get_arguments().any(|a| a.get_id() == id.as_str()) {
@@ -594,7 +594,7 @@ fn check_embedded_payloads(scenario: &Scenario, origin: &str) -> Result<()> {
         let Some((_, p)) = case.point.iter().find(|(n, _)| n == "payload") else {
             continue;
         };
-        let served = wirebench_runner::protocol::of(&case).uses_reference_server();
+        let served = wirebench_runner::registry::of(&case).uses_reference_server();
         if served && p.value.as_bytes().is_some_and(|b| b > limit) {
             bail!(
                 "{origin} {p}: above the embedded server's limit of {}; for larger payloads \
@@ -672,10 +672,10 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(t) = &args.tables {
         let tables = list(t);
         for p in &tables {
-            if wirebench_workload::params::spec(p).is_none() {
+            if wirebench_runner::params::spec(p).is_none() {
                 bail!(
                     "--tables: {p:?} is not a parameter; parameters: {}",
-                    wirebench_workload::params::names().join(", ")
+                    wirebench_runner::params::names().join(", ")
                 );
             }
         }
@@ -1230,19 +1230,14 @@ fn pcap_options(
 /// `wirebench scenarios`: each built-in scenario with its case count and estimated time.
 /// `wirebench protocols`: the registry, as a user needs it to write `--protocol`.
 fn protocols() -> Result<ExitCode> {
-    use wirebench_workload::params::{PARAMS, WORKLOADS};
-    let own: Vec<&str> = wirebench_runner::protocol::REGISTRY
-        .iter()
-        .flat_map(|p| p.params().iter().copied())
-        .collect();
-    for p in wirebench_runner::protocol::REGISTRY {
+    use wirebench_runner::params::{WORKLOADS, applies, params};
+    for p in wirebench_runner::registry::REGISTRY {
         println!("{}  {}", p.name(), p.summary());
         for w in WORKLOADS {
-            let params: Vec<&str> = PARAMS
+            let params: Vec<&str> = params()
                 .iter()
-                .filter(|s| s.workloads.contains(w) && !matches!(s.name, "protocol" | "workload"))
                 .map(|s| s.name)
-                .filter(|n| !own.contains(n) || p.params().contains(n))
+                .filter(|n| !matches!(*n, "protocol" | "workload") && applies(n, p.name(), w))
                 .collect();
             println!("    {w:<9} {}", params.join(", "));
         }

@@ -610,7 +610,7 @@ fn help_shows_defaults_examples_and_root() {
         .collect::<Vec<_>>()
         .join(" ");
     // Defaults come from the parameter registry.
-    for p in wirebench_workload::params::PARAMS {
+    for p in wirebench_runner::params::params() {
         if !p.default.is_empty() {
             assert!(
                 run.contains(&format!("[default: {}]", p.default)),

@@ -1,0 +1,109 @@
+//! The plugin interface. A protocol is a folder `protocols/<name>/` (its sans-IO engine in
+//! `engine/`, its drivers, parameters, server side or real peers and its `Protocol`
+//! implementation in `plugin/`) plus one line in the runner's registry
+//! (`crates/runner/src/registry.rs`). The case loop, the planner, the estimator and the
+//! CLI know protocols only through this trait.
+
+use crate::params::ParamSpec;
+use crate::{Case, CaseLink, Ctx, Outcome, WorkloadError};
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use wirebench_lab::Lab;
+use wirebench_net::ControlClient;
+
+/// A protocol wirebench can measure.
+pub trait Protocol: Sync {
+    /// The value of the `protocol` parameter.
+    fn name(&self) -> &'static str;
+    /// One line for `wirebench protocols`.
+    fn summary(&self) -> &'static str;
+    /// Parameters only this protocol reads, with the workloads they apply to. A case of
+    /// another protocol drops them, as a case drops parameters of other workloads.
+    fn params(&self) -> &'static [ParamSpec] {
+        &[]
+    }
+    /// Real servers, placed per case, that find each other by name: every case of this
+    /// protocol runs in the lab (over an unlimited link unless one is given), whose hosts
+    /// get these hosts-file entries.
+    fn lab_hosts(&self) -> Option<&'static [(Ipv4Addr, &'static str)]> {
+        None
+    }
+    /// Whether its cases talk to wirebench's reference server (the control channel): the
+    /// runner then starts or reaches it and hands its connection over in [`Env::control`].
+    fn uses_reference_server(&self) -> bool {
+        false
+    }
+    /// A stream of this protocol is bounded by a message count, this one unless given,
+    /// rather than by a duration.
+    fn stream_count(&self) -> Option<u64> {
+        None
+    }
+    /// How long its real peers take to start, link and carry a message, for estimates;
+    /// `None`: no real peers.
+    fn peer_model(&self, _case: &Case) -> Option<&'static PeerModel> {
+        None
+    }
+    /// Bytes each message adds to its payload on the wire above TCP, when fixed: the
+    /// runner then records the link model's round trip (`rtt.model`) beside the measured.
+    fn message_overhead(&self) -> Option<u64> {
+        None
+    }
+    /// Runs one case (repeat `repeat`) and returns its metrics.
+    fn run(
+        &self,
+        env: &Env,
+        case: &Case,
+        repeat: u32,
+        link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError>;
+}
+
+/// What the run gives each case.
+pub struct Env<'a> {
+    /// The lab, when the run has one: its hosts' namespaces, counters and link.
+    pub lab: Option<&'a Lab>,
+    /// The results directory (absolute).
+    pub out: &'a Path,
+    /// The scenario's seed, for payload patterns and anything random.
+    pub seed: u64,
+    /// The reference server's address, for protocols that use it.
+    pub server_addr: &'a str,
+    /// The reference server's control connection, kept between the cases that use it
+    /// (`None` after a failure: the next case reconnects).
+    pub control: &'a Mutex<Option<ControlClient>>,
+}
+
+impl Env<'_> {
+    /// The lab, or an error naming the protocol that needs it.
+    pub fn need_lab(&self, protocol: &str) -> Result<&Lab, WorkloadError> {
+        self.lab.ok_or_else(|| {
+            WorkloadError::Environment(format!("{protocol} cases need the lab (run as root)"))
+        })
+    }
+
+    /// Where a case's peers keep their configuration and logs:
+    /// `<results>/peers/case-NNNN-rK`.
+    pub fn peer_dir(&self, case: &Case, repeat: u32) -> PathBuf {
+        self.out
+            .join("peers")
+            .join(format!("case-{:04}-r{repeat}", case.index))
+    }
+}
+
+/// A protocol's real peers for the estimator: start-up in seconds plus one-way delays,
+/// then the servers' link set-up (bytes each way and one-way delays on its critical
+/// path), then each message's bytes beyond its payload in each direction (IP headers and
+/// the peer's ACK included).
+#[derive(Debug)]
+pub struct PeerModel {
+    pub start_s: f64,
+    pub start_delays: f64,
+    pub setup_bytes: f64,
+    pub setup_delays: f64,
+    pub per_message: f64,
+    /// The servers' and clients' own work per message (parsing, routing), which a fast
+    /// link leaves as the whole round trip.
+    pub processing_s: f64,
+}

@@ -1,0 +1,33 @@
+//! The protocol registry: every protocol wirebench can run, by name. Adding a protocol is
+//! its folder under `protocols/` and one line here (plus its crate in this crate's
+//! Cargo.toml); the case loop, planner, estimator and CLI ask this list instead of
+//! matching protocol names. The interface is `wirebench_protocol::Protocol`.
+
+pub use wirebench_protocol::Protocol;
+
+/// Every protocol, by name, in the order `wirebench protocols` lists them.
+pub static REGISTRY: &[&dyn Protocol] = &[
+    &wirebench_plugin_raw::Raw,
+    &wirebench_plugin_xmpp::Xmpp,
+    &wirebench_plugin_irc::Irc,
+];
+
+/// The protocol of that name (`raw` for a name the parameter check let through and no
+/// plugin has, which the parameter table rules out: its choices are these names).
+pub fn get(name: &str) -> &'static dyn Protocol {
+    REGISTRY
+        .iter()
+        .copied()
+        .find(|p| p.name() == name)
+        .unwrap_or(REGISTRY[0])
+}
+
+/// A case's protocol.
+pub fn of(case: &crate::Case) -> &'static dyn Protocol {
+    get(case.protocol())
+}
+
+/// The registered names.
+pub fn names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|p| p.name()).collect()
+}

@@ -1,0 +1,248 @@
+//! IRC cases (study S1's IRC row): two linked ngircd servers, A (`a.irc.test`) in the
+//! client host and B (`b.irc.test`) in the server host, so only their server link crosses
+//! the emulated link; the clients are driven by [`workload`].
+//!
+//! Every case starts both servers fresh. Unlike XMPP, IRC servers link at start-up, not
+//! at the first message: the runner starts the passive side (B) first, then A, which
+//! connects to B about 1 s after its start (ngircd retries only every 5 s, so B must be
+//! listening by then), and measures the link's set-up (`irc.link_setup`) by asking each
+//! server for `LINKS` every 20 ms until it lists the other.
+//!
+//! The folder: the sans-IO client engine in `protocols/irc/engine` (`wirebench-irc`);
+//! here the ngircd peer ([`ngircd`]), the S1 workloads ([`workload`]) and the plugin.
+
+pub mod conn;
+pub mod ngircd;
+pub mod workload;
+
+use ngircd::{Ngircd, NgircdConfig};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
+use wirebench_protocol::params::PEER_STREAM_COUNT;
+use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, PeerModel, Protocol, WorkloadError};
+use workload::{IrcRun, Topology};
+
+/// Server names, also in the lab hosts' hosts files (A reaches B by name).
+pub const A_NAME: &str = "a.irc.test";
+pub const B_NAME: &str = "b.irc.test";
+
+/// ngircd: up to 2 s before the first link attempt, PASS/SERVER/greetings (~1.1 kB),
+/// nicknames crossing; a line is 10-20 bytes of zlib beyond its text + 52 of TCP/IP.
+const IRC_MODEL: PeerModel = PeerModel {
+    start_s: 3.0,
+    start_delays: 2.0,
+    setup_bytes: 1300.0,
+    setup_delays: 8.0,
+    per_message: 80.0,
+    processing_s: 0.003,
+};
+
+pub struct Irc;
+
+impl Protocol for Irc {
+    fn name(&self) -> &'static str {
+        "irc"
+    }
+
+    fn summary(&self) -> &'static str {
+        "IRC between two linked ngircd servers in lab hosts (study S1's IRC row; needs root)"
+    }
+
+    fn lab_hosts(&self) -> Option<&'static [(Ipv4Addr, &'static str)]> {
+        Some(&[(CLIENT_ADDR, A_NAME), (SERVER_ADDR, B_NAME)])
+    }
+
+    fn stream_count(&self) -> Option<u64> {
+        Some(PEER_STREAM_COUNT)
+    }
+
+    fn peer_model(&self, _case: &Case) -> Option<&'static PeerModel> {
+        Some(&IRC_MODEL)
+    }
+
+    fn run(
+        &self,
+        env: &Env,
+        case: &Case,
+        repeat: u32,
+        _link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError> {
+        run_case(env, case, repeat, ctx)
+    }
+}
+
+/// The servers' private directories. ngircd runs as user `irc`, which must be able to
+/// reach them, and a results directory may sit below a directory only root can enter
+/// (`/root/...`): they live under the temporary directory, and their configuration and
+/// log are copied into `<results>/peers/case-NNNN-rK/{a,b}/` when the case ends.
+struct ServerDirs {
+    work: PathBuf,
+    keep: PathBuf,
+}
+
+impl ServerDirs {
+    fn new(keep: PathBuf, tag: &str) -> Result<ServerDirs, WorkloadError> {
+        use std::os::unix::fs::PermissionsExt;
+        let work = std::env::temp_dir().join(format!("wb-ngircd-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&work);
+        std::fs::create_dir_all(&work)
+            .and_then(|()| std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o755)))
+            .map_err(|e| {
+                WorkloadError::Environment(format!("cannot create {}: {e}", work.display()))
+            })?;
+        Ok(ServerDirs { work, keep })
+    }
+
+    fn side(&self, s: &str) -> PathBuf {
+        self.work.join(s)
+    }
+}
+
+impl Drop for ServerDirs {
+    fn drop(&mut self) {
+        for side in ["a", "b"] {
+            let to = self.keep.join(side);
+            if std::fs::create_dir_all(&to).is_ok() {
+                for f in ["ngircd.conf", "ngircd.log"] {
+                    let _ = std::fs::copy(self.work.join(side).join(f), to.join(f));
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.work);
+    }
+}
+
+/// TCP sockets of the calling thread's network namespace that still have something to
+/// put on the link: unacknowledged data, or a connection opening or closing (killed
+/// servers leave orphaned sockets that the kernel keeps retransmitting from).
+fn busy_sockets() -> usize {
+    let Ok(t) = std::fs::read_to_string("/proc/thread-self/net/tcp") else {
+        return 0;
+    };
+    t.lines()
+        .skip(1)
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (Some(st), Some(queues)) = (f.get(3), f.get(4)) else {
+                return false;
+            };
+            let st = u8::from_str_radix(st, 16).unwrap_or(0);
+            let tx = queues
+                .split(':')
+                .next()
+                .and_then(|x| u64::from_str_radix(x, 16).ok())
+                .unwrap_or(0);
+            // LISTEN (0A) shows its backlog as tx_queue. SYN_SENT, SYN_RECV, FIN_WAIT1,
+            // LAST_ACK and CLOSING still expect an answer across the link.
+            st != 0x0A && (tx > 0 || matches!(st, 0x02 | 0x03 | 0x04 | 0x09 | 0x0B))
+        })
+        .count()
+}
+
+/// Waits until nothing is left on the link from before this case: no packet held by the
+/// emulator and no socket in either lab host with data or a FIN to (re)send. A slow link
+/// can still be carrying the previous case's tail (a spurious retransmission of a 1.5 kB
+/// segment takes 5 s at 2400 bit/s), which would otherwise delay this case's server link.
+/// Returns how long it waited.
+fn wait_link_quiet(
+    lab: &wirebench_lab::Lab,
+    limit: Duration,
+    ctx: &Ctx,
+) -> Result<Duration, WorkloadError> {
+    let t = Instant::now();
+    let server_ns = lab.server().name().to_string();
+    let mut quiet_since: Option<Instant> = None;
+    loop {
+        if ctx.shutdown.load(Ordering::Relaxed) {
+            return Err(WorkloadError::Interrupted);
+        }
+        let c = lab.counters();
+        let held = [&c.up, &c.down]
+            .iter()
+            .any(|d| d.offered_packets > d.delivered_packets + d.dropped());
+        let server_busy = std::thread::scope(|s| {
+            s.spawn(|| wirebench_lab::netns::enter(&server_ns).map_or(0, |()| busy_sockets()))
+                .join()
+                .unwrap_or(0)
+        });
+        let busy = held || busy_sockets() > 0 || server_busy > 0;
+        match (busy, quiet_since) {
+            (true, _) => quiet_since = None,
+            (false, None) => quiet_since = Some(Instant::now()),
+            // Quiet twice in a row, 100 ms apart.
+            (false, Some(q)) if q.elapsed() >= Duration::from_millis(100) => {
+                return Ok(t.elapsed());
+            }
+            (false, Some(_)) => {}
+        }
+        if t.elapsed() > limit {
+            // Go ahead: the case's figures will show the disturbance.
+            return Ok(t.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// An IRC case in study S1's topology: fresh ngircd servers linked across the emulated
+/// link, client1 here (client host), client2 in the server host.
+fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+    let lab = env.need_lab("IRC")?;
+    let drained = wait_link_quiet(lab, Duration::from_secs(120), ctx)?;
+    let dirs = ServerDirs::new(
+        env.peer_dir(case, repeat),
+        &format!("{:04}-r{repeat}", case.index),
+    )?;
+    let mut ca = NgircdConfig::new(A_NAME, CLIENT_ADDR.into());
+    let mut cb = NgircdConfig::new(B_NAME, SERVER_ADDR.into());
+    // A stream can queue many seconds of data on a slow link ahead of a server PING's
+    // answer; ngircd's 20 s would drop the link in the middle of a measurement.
+    for c in [&mut ca, &mut cb] {
+        c.pong_timeout_s = 300;
+    }
+    ngircd::link(&mut ca, &mut cb, B_NAME);
+    // Passive side first: A tries once ~1 s after its start, then every 5 s.
+    let mut b = Ngircd::start(Some(lab.server().name()), &dirs.side("b"), cb)?;
+    let mut a = Ngircd::start(Some(lab.client().name()), &dirs.side("a"), ca)?;
+    let limit = ctx.stall_timeout.max(Duration::from_secs(60));
+    let link_a = a.wait_linked("wblinka", B_NAME, limit, ctx.shutdown)?;
+    let link_b = b.wait_linked("wblinkb", A_NAME, limit, ctx.shutdown)?;
+    // B's figure counts from B's start, which came first.
+    let offset = a.started.saturating_duration_since(b.started);
+    let link_setup = link_a.max(link_b.saturating_sub(offset));
+
+    let run = IrcRun::from_case(
+        case,
+        Topology {
+            a_nick: "alice".into(),
+            b_nick: "bob".into(),
+            a_server: a.addr(),
+            b_server: b.addr(),
+            b_netns: lab.server().name().to_string(),
+            a_name: A_NAME.into(),
+            b_name: B_NAME.into(),
+        },
+        env.seed,
+        Some(link_setup),
+    );
+    let mut r = workload::run(&run, ctx);
+    if let Ok(out) = &mut r {
+        // Quiet means at least 100 ms of checks; more means something was in flight.
+        if drained > Duration::from_millis(250) {
+            out.push("irc.drain_wait", drained.as_secs_f64(), "s");
+            out.notes.push(format!(
+                "waited {:.1} s before starting the servers for packets of earlier \
+                     connections to leave the link; they count in this case's wire.* totals \
+                     (not in wire.stable.*)",
+                drained.as_secs_f64()
+            ));
+        }
+    }
+    // Stop the servers before their logs are copied.
+    drop((a, b));
+    drop(dirs);
+    r
+}

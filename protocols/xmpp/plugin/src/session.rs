@@ -1,0 +1,162 @@
+//! A blocking driver for the sans-IO XMPP engine (`wirebench-xmpp`): one TCP connection,
+//! one thread, events timestamped with CLOCK_MONOTONIC as they are decoded.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wirebench_model::clock::monotonic_ns;
+use wirebench_xmpp::{Client, ClientConfig, Event, XmppError, rustls};
+
+#[derive(Debug, thiserror::Error)]
+pub enum XmppDriveError {
+    #[error("cannot connect to the XMPP server at {addr}: {error}")]
+    Connect { addr: SocketAddr, error: io::Error },
+    #[error("XMPP connection to {addr} failed: {error}")]
+    Io { addr: SocketAddr, error: io::Error },
+    #[error("XMPP session with {addr}: {error}")]
+    Protocol { addr: SocketAddr, error: XmppError },
+    #[error("XMPP session with {addr}: no {what} before the deadline")]
+    Timeout { addr: SocketAddr, what: String },
+    #[error("XMPP session with {addr}: the server closed the connection while waiting for {what}")]
+    Closed { addr: SocketAddr, what: String },
+}
+
+pub struct XmppSession {
+    stream: TcpStream,
+    pub client: Client,
+    addr: SocketAddr,
+    buf: Vec<u8>,
+    /// Bytes written and read on the connection.
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+}
+
+/// Events with their arrival time (CLOCK_MONOTONIC ns).
+pub type Timed = (u64, Event);
+
+impl XmppSession {
+    /// Connects, logs in, and returns once the session is established, with every event
+    /// seen on the way (their times show where set-up time went).
+    pub fn login(
+        addr: SocketAddr,
+        cfg: ClientConfig,
+        seed: u64,
+        timeout: Duration,
+    ) -> Result<(XmppSession, Vec<Timed>), XmppDriveError> {
+        XmppSession::login_tls(addr, cfg, None, seed, timeout)
+    }
+
+    /// [`XmppSession::login`] with a rustls configuration for STARTTLS (used when the
+    /// server offers or requires it, per `cfg.tls`).
+    pub fn login_tls(
+        addr: SocketAddr,
+        cfg: ClientConfig,
+        tls: Option<Arc<rustls::ClientConfig>>,
+        seed: u64,
+        timeout: Duration,
+    ) -> Result<(XmppSession, Vec<Timed>), XmppDriveError> {
+        let stream = TcpStream::connect_timeout(&addr, timeout)
+            .map_err(|error| XmppDriveError::Connect { addr, error })?;
+        stream
+            .set_nodelay(true)
+            .map_err(|error| XmppDriveError::Io { addr, error })?;
+        let mut s = XmppSession {
+            stream,
+            client: Client::new(cfg, tls, seed),
+            addr,
+            buf: vec![0u8; 64 * 1024],
+            bytes_out: 0,
+            bytes_in: 0,
+        };
+        s.flush()?;
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + timeout;
+        loop {
+            let (t, ev) = s.next_event(deadline, "session establishment")?;
+            let done = matches!(ev, Event::SessionEstablished);
+            seen.push((t, ev));
+            if done {
+                return Ok((s, seen));
+            }
+        }
+    }
+
+    /// Writes whatever the engine has queued.
+    pub fn flush(&mut self) -> Result<(), XmppDriveError> {
+        while let Some(bytes) = self.client.poll_transmit() {
+            self.stream
+                .write_all(&bytes)
+                .map_err(|error| XmppDriveError::Io {
+                    addr: self.addr,
+                    error,
+                })?;
+            self.bytes_out += bytes.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// The next event, reading as needed until `deadline`.
+    pub fn next_event(&mut self, deadline: Instant, what: &str) -> Result<Timed, XmppDriveError> {
+        let addr = self.addr;
+        loop {
+            if let Some(ev) = self.client.poll_event() {
+                self.flush()?;
+                return Ok((monotonic_ns(), ev));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(XmppDriveError::Timeout {
+                    addr,
+                    what: what.into(),
+                });
+            }
+            self.stream
+                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+                .map_err(|error| XmppDriveError::Io { addr, error })?;
+            match self.stream.read(&mut self.buf) {
+                Ok(0) => {
+                    let _ = self.client.handle_eof();
+                    return Err(XmppDriveError::Closed {
+                        addr,
+                        what: what.into(),
+                    });
+                }
+                Ok(n) => {
+                    self.bytes_in += n as u64;
+                    let r = self.client.handle_input(monotonic_ns(), &self.buf[..n]);
+                    self.flush()?;
+                    r.map_err(|error| XmppDriveError::Protocol { addr, error })?;
+                }
+                Err(e) if wirebench_net::sock::would_block(&e) => {
+                    if Instant::now() >= deadline {
+                        return Err(XmppDriveError::Timeout {
+                            addr,
+                            what: what.into(),
+                        });
+                    }
+                }
+                Err(error) => return Err(XmppDriveError::Io { addr, error }),
+            }
+        }
+    }
+
+    pub fn send_message(&mut self, to: &str, body: &str, id: &str) -> Result<(), XmppDriveError> {
+        let addr = self.addr;
+        self.client
+            .send_message(to, body, id)
+            .map_err(|error| XmppDriveError::Protocol { addr, error })?;
+        self.flush()
+    }
+
+    /// Closes the stream and waits briefly for the server's close.
+    pub fn close(mut self) {
+        self.client.close();
+        let _ = self.flush();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while self
+            .next_event(deadline, "stream close")
+            .is_ok_and(|(_, e)| !matches!(e, Event::Closed))
+        {}
+    }
+}

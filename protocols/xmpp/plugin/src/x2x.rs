@@ -1,0 +1,191 @@
+//! The zero-handshake server link (XEP-0361, crate `wirebench-x2x`) in study S1's
+//! topology: a gateway beside each Prosody, attached to it as the XEP-0114 component of
+//! the other domain, the two gateways joined by one TCP connection across the emulated
+//! link. Prosody's own server-to-server module is off, so nothing can bypass them.
+
+use std::net::{IpAddr, SocketAddr};
+use wirebench_lab::{CLIENT_ADDR, Lab, SERVER_ADDR};
+use wirebench_protocol::WorkloadError;
+use wirebench_x2x::{Compression, Config, Gateway, LogLevel, Stats};
+
+pub const SECRET: &str = "wirebench-x2x";
+const PORT: u16 = 5270;
+/// Prosody's component port, reached on loopback inside each host.
+pub const COMPONENT_PORT: u16 = 5347;
+
+/// How a case's servers are linked (`--s2s`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum S2s {
+    Standard,
+    X2x { tfo: bool },
+}
+
+impl S2s {
+    pub fn from_word(w: Option<&str>) -> S2s {
+        match w {
+            Some("x2x") => S2s::X2x { tfo: false },
+            Some("x2x-tfo") => S2s::X2x { tfo: true },
+            _ => S2s::Standard,
+        }
+    }
+}
+
+/// Two running gateways; stopped (and their counters read) with [`Pair::stop`].
+pub struct Pair {
+    a: Gateway,
+    b: Gateway,
+}
+
+fn config(local: &str, remote: &str, me: IpAddr, peer: IpAddr, tfo: bool) -> Config {
+    let mut c = Config::new(
+        &[local],
+        &[remote],
+        SocketAddr::new(peer, PORT),
+        SocketAddr::from(([127, 0, 0, 1], COMPONENT_PORT)),
+        SECRET,
+    );
+    c.link.listen = Some(SocketAddr::new(me, PORT));
+    c.link.dial_from = Some(me);
+    c.link.compression = Compression::ZlibDict;
+    c.link.tfo = tfo;
+    // As standard S2S does: the link is opened by the first stanza that needs it, so
+    // the first round trip pays for the connection, as in the study.
+    c.link.on_demand = true;
+    // A lone ack costs a segment (~0.3 s at 2400 bit/s) that the next message waits
+    // behind; with a long delay acks ride on replies (half-way) or go every 8 stanzas.
+    c.timing.ack_delay = std::time::Duration::from_secs(10);
+    // Warnings only: the progress display owns the terminal.
+    c.log = LogLevel::Warn;
+    c
+}
+
+/// Starts one gateway inside a lab host (its threads inherit the host's namespace).
+fn start_in(ns: &str, cfg: Config) -> Result<Gateway, WorkloadError> {
+    let ns = ns.to_string();
+    std::thread::spawn(move || -> Result<Gateway, WorkloadError> {
+        wirebench_lab::netns::enter(&ns).map_err(|e| WorkloadError::Environment(e.to_string()))?;
+        Gateway::start(cfg).map_err(|e| WorkloadError::Environment(format!("x2x gateway: {e}")))
+    })
+    .join()
+    .map_err(|_| WorkloadError::Environment("x2x gateway start-up panicked".into()))?
+}
+
+impl Pair {
+    pub fn start(lab: &Lab, tfo: bool) -> Result<Pair, WorkloadError> {
+        if tfo {
+            // Client and server Fast Open (RFC 7413), per network namespace.
+            for host in [lab.client(), lab.server()] {
+                wirebench_lab::netns::run(
+                    "ip",
+                    &[
+                        "netns",
+                        "exec",
+                        host.name(),
+                        "sysctl",
+                        "-qw",
+                        "net.ipv4.tcp_fastopen=3",
+                    ],
+                )
+                .map_err(|e| WorkloadError::Environment(format!("enabling TCP Fast Open: {e}")))?;
+            }
+        }
+        let (a_ip, b_ip) = (IpAddr::V4(CLIENT_ADDR), IpAddr::V4(SERVER_ADDR));
+        // B first: A may prime its TFO cookie against B's listener at start.
+        // B only accepts: in S1 client1 (behind A) speaks first, so A opens the link and
+        // primes the TFO cookie; B answers on A's connection.
+        let mut cb = config("b.test", "a.test", b_ip, a_ip, tfo);
+        cb.link.dial = wirebench_x2x::Dial::Peer;
+        let b = start_in(lab.server().name(), cb)?;
+        let a = start_in(
+            lab.client().name(),
+            config("a.test", "b.test", a_ip, b_ip, tfo),
+        )?;
+        // Both must be Prosody's components before a client sends anything, or Prosody
+        // bounces the stanza (`remote-server-timeout`).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        while a.components_ready() < 1 || b.components_ready() < 1 {
+            if std::time::Instant::now() > deadline {
+                let (_, _) = (a.stop(), b.stop());
+                return Err(WorkloadError::Peer(
+                    "x2x gateways did not attach to Prosody as components within 15 s \
+                     (see the Prosody logs under peers/)"
+                        .into(),
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        Ok(Pair { a, b })
+    }
+
+    pub fn stop(self) -> (Stats, Stats) {
+        (self.a.stop(), self.b.stop())
+    }
+}
+
+/// The gateways' own counters beside the workload's metrics: what crossed the link
+/// (compressed), how many connections it took and whether their SYNs carried data.
+pub fn record(out: &mut wirebench_protocol::Outcome, a: &Stats, b: &Stats, payload: Option<usize>) {
+    out.push(
+        "x2x.link_bytes",
+        (a.link_bytes_out + b.link_bytes_out) as f64,
+        "B",
+    );
+    out.push(
+        "x2x.stanzas",
+        (a.stanzas_out + b.stanzas_out) as f64,
+        "count",
+    );
+    out.push(
+        "x2x.connections",
+        (a.link_connections + b.link_connections) as f64,
+        "count",
+    );
+    out.push("x2x.tfo_used", (a.tfo_used + b.tfo_used) as f64, "count");
+    let stanzas = a.stanzas_out + b.stanzas_out;
+    if stanzas > 0 {
+        // Compressed XMPP bytes per stanza, markers, acks and the cold start of the
+        // compressor included (TCP/IP headers are not: see wire.*).
+        let per = (a.link_bytes_out + b.link_bytes_out) as f64 / stanzas as f64;
+        out.push("x2x.bytes_per_stanza", per, "B");
+        if let Some(p) = payload {
+            out.push("x2x.overhead_per_stanza", per - p as f64, "B");
+        }
+    }
+    out.push("x2x.resent", (a.resent + b.resent) as f64, "count");
+    out.notes.push(
+        "XMPP server link: wirebench x2x gateways (XEP-0361 zero handshake, zlib with preset \
+         dictionary, connection opened on demand by the first stanza; Prosody s2s off)"
+            .into(),
+    );
+}
+
+/// Waits until nothing has crossed the link for `quiet` (at most `limit`): the previous
+/// case's connections closing, or the TFO cookie being fetched, must not share the link
+/// with the first measured message.
+pub fn wait_quiet(
+    lab: &Lab,
+    quiet: std::time::Duration,
+    limit: std::time::Duration,
+    shutdown: &std::sync::atomic::AtomicBool,
+) {
+    let total = |lab: &Lab| {
+        let c = lab.counters();
+        c.up.offered_packets
+            + c.down.offered_packets
+            + c.up.delivered_packets
+            + c.down.delivered_packets
+    };
+    let end = std::time::Instant::now() + limit;
+    let mut last = total(lab);
+    let mut since = std::time::Instant::now();
+    while std::time::Instant::now() < end && !shutdown.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let now = total(lab);
+        if now != last {
+            last = now;
+            since = std::time::Instant::now();
+        } else if since.elapsed() >= quiet {
+            return;
+        }
+    }
+}
