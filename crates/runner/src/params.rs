@@ -53,11 +53,16 @@ pub fn owners(name: &str) -> Vec<&'static str> {
 }
 
 /// Whether `param` matters to a case of `protocol` and `workload`: a protocol's own
-/// parameter applies only to its cases, and any parameter only to the workloads it names.
+/// parameter applies only to its cases, any parameter only to the workloads it names, and
+/// `duration` not to protocols whose streams are bounded by a count
+/// ([`wirebench_protocol::Protocol::stream_count`]).
 pub fn applies(param: &str, protocol: &str, workload: &str) -> bool {
     let Some(s) = spec(param) else {
         return true;
     };
+    if param == "duration" && registry::get(protocol).stream_count().is_some() {
+        return false;
+    }
     let owners = owners(param);
     s.workloads.contains(&workload) && (owners.is_empty() || owners.contains(&protocol))
 }
@@ -103,6 +108,8 @@ mod tests {
         assert!(!applies("mode", "irc", "stream"));
         assert!(applies("payload", "irc", "stream"));
         assert!(applies("link.delay", "xmpp", "stream"));
+        assert!(applies("duration", "raw", "stream"));
+        assert!(!applies("duration", "irc", "stream"));
     }
 
     #[test]
