@@ -11,6 +11,10 @@ pub struct Case {
     /// 1-based, in grid order.
     pub index: usize,
     pub point: Point,
+    /// Parameters the scenario set to a non-default value that this case's protocol does
+    /// not read (though the workload would), dropped by the planner: `duration` for a
+    /// count-bound protocol, `s2s` for raw. For notes that say so.
+    pub ignored: Vec<String>,
 }
 
 /// What a case's workload does, with its parameters typed.

@@ -163,17 +163,34 @@ pub fn estimate(scenario: &Scenario) -> Result<PlanEstimate, RunError> {
 /// Estimates planned cases with their links (as [`crate::case_links`] gives them).
 pub fn estimate_cases(cases: &[Case], links: &[Option<CaseLink>], repeat: u32) -> PlanEstimate {
     let mut notes = Vec::new();
-    let ignored: Vec<String> = cases
-        .iter()
-        .filter(|c| peer(c) && c.workload() == "stream" && c.get("duration").is_some())
-        .map(|c| c.index.to_string())
-        .collect();
-    if !ignored.is_empty() {
+    // Parameters a case's protocol does not read, by parameter: `duration` on XMPP.
+    let mut ignored: Vec<(&str, Vec<String>, Vec<&str>)> = Vec::new();
+    for c in cases {
+        for p in &c.ignored {
+            match ignored.iter_mut().find(|(n, _, _)| n == p) {
+                Some((_, idx, protos)) => {
+                    idx.push(c.index.to_string());
+                    if !protos.contains(&c.protocol()) {
+                        protos.push(c.protocol());
+                    }
+                }
+                None => ignored.push((p, vec![c.index.to_string()], vec![c.protocol()])),
+            }
+        }
+    }
+    for (p, idx, protos) in ignored {
+        let why = if p == "duration" {
+            format!(
+                ": their streams send `count` messages ({} unless given)",
+                crate::params::PEER_STREAM_COUNT
+            )
+        } else {
+            String::new()
+        };
         notes.push(format!(
-            "duration does not apply to XMPP and IRC streams (case {}): they send `count` \
-             messages ({} unless given)",
-            ignored.join(", "),
-            crate::params::PEER_STREAM_COUNT
+            "{p} does not apply to {} (case {}){why}",
+            protos.join(" and "),
+            idx.join(", ")
         ));
     }
     PlanEstimate {
@@ -185,10 +202,6 @@ pub fn estimate_cases(cases: &[Case], links: &[Option<CaseLink>], repeat: u32) -
         repeat,
         notes,
     }
-}
-
-fn peer(case: &Case) -> bool {
-    crate::registry::of(case).peer_model(case).is_some()
 }
 
 /// One direction of a link, as the estimates see it.

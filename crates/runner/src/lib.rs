@@ -40,6 +40,16 @@ pub fn plan(scenario: &Scenario) -> Vec<Case> {
                 .to_string()
         };
         let (protocol, workload) = (word("protocol", "raw"), word("workload", "pingpong"));
+        let ignored: Vec<String> = point
+            .iter()
+            .filter(|(n, v)| {
+                !params::applies(n, &protocol, &workload)
+                    && params::spec(n).is_some_and(|s| {
+                        s.workloads.contains(&workload.as_str()) && v.label != s.default
+                    })
+            })
+            .map(|(n, _)| n.clone())
+            .collect();
         let mut kept: Point = point
             .into_iter()
             .filter(|(n, _)| params::applies(n, &protocol, &workload))
@@ -51,6 +61,7 @@ pub fn plan(scenario: &Scenario) -> Vec<Case> {
             cases.push(Case {
                 index: cases.len() + 1,
                 point: kept,
+                ignored,
             });
         }
     }
