@@ -121,6 +121,12 @@ impl Framer {
         rest
     }
 
+    /// Gives back the buffer's spare capacity (an idle server session holds none).
+    pub fn shrink(&mut self) {
+        self.compact();
+        self.buf.shrink_to_fit();
+    }
+
     /// Bytes held: the element in progress plus unlexed input.
     pub fn buffered(&self) -> usize {
         self.buf.len() - self.consumed

@@ -10,6 +10,8 @@
 //! - [`sasl`]: PLAIN and SCRAM-SHA-1/-256 with a shareable salted-password cache.
 //! - [`client`]: the state machine ([`Client`]), with rustls's sans-IO
 //!   `ClientConnection` under the framer once STARTTLS is negotiated.
+//! - [`server`]: the server side of a client connection ([`ServerSession`]), with
+//!   accounts and rosters behind a [`Directory`].
 //!
 //! The engine never blocks, reads a clock or touches a socket: a driver writes what
 //! [`Client::poll_transmit`] returns, passes what it reads to [`Client::handle_input`]
@@ -19,6 +21,7 @@ pub mod client;
 pub mod error;
 pub mod framer;
 pub mod sasl;
+pub mod server;
 pub mod stanza;
 
 pub use client::{Client, ClientConfig, Event, State, TlsMode};
@@ -26,6 +29,7 @@ pub use error::XmppError;
 /// The TLS library the engine drives, so callers build configs with the same version.
 pub use rustls;
 pub use sasl::{Mechanism, ScramCache};
+pub use server::{Directory, NumberedAccounts, ServerConfig, ServerEvent, ServerSession};
 
 /// Feeds arbitrary bytes to a fresh client, for a cargo-fuzz target. The first byte picks
 /// the state the bytes arrive in: 0 = before the stream header, 1 = awaiting features,

@@ -88,11 +88,13 @@ impl Stanza {
     }
 }
 
-/// Attributes of the stream header that matter to a client (RFC 6120 §4.7).
+/// Attributes of the stream header that matter (RFC 6120 §4.7).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamHeader {
     pub id: Option<String>,
     pub from: Option<String>,
+    /// The domain a client's stream is for (the server checks it).
+    pub to: Option<String>,
     pub version: Option<String>,
     /// The prefix bound to [`NS_STREAM`], used to recognise `<stream:features>` later.
     pub stream_prefix: String,
@@ -116,6 +118,7 @@ pub fn parse_header(bytes: &[u8]) -> Result<StreamHeader, XmppError> {
     let mut h = StreamHeader {
         id: None,
         from: None,
+        to: None,
         version: None,
         stream_prefix: String::new(),
     };
@@ -126,6 +129,7 @@ pub fn parse_header(bytes: &[u8]) -> Result<StreamHeader, XmppError> {
         match a.key.as_ref() {
             b"id" => h.id = Some(v),
             b"from" => h.from = Some(v),
+            b"to" => h.to = Some(v),
             b"version" => h.version = Some(v),
             b"xmlns" => default_ns = Some(v),
             k if k.starts_with(b"xmlns:") && v == NS_STREAM => {
@@ -142,7 +146,7 @@ pub fn parse_header(bytes: &[u8]) -> Result<StreamHeader, XmppError> {
     };
     if local != b"stream" || !in_stream_ns {
         return Err(XmppError::Protocol(format!(
-            "the server's root element is <{}>, not <stream:stream> in namespace {NS_STREAM} \
+            "the peer's root element is <{}>, not <stream:stream> in namespace {NS_STREAM} \
              (RFC 6120 §4.7)",
             String::from_utf8_lossy(qname.as_ref())
         )));
@@ -154,8 +158,7 @@ pub fn parse_header(bytes: &[u8]) -> Result<StreamHeader, XmppError> {
     }
     if default_ns.is_some_and(|ns| ns != NS_CLIENT && ns != NS_STREAM) {
         return Err(XmppError::Protocol(
-            "the server's stream header declares a default namespace other than jabber:client"
-                .into(),
+            "the peer's stream header declares a default namespace other than jabber:client".into(),
         ));
     }
     Ok(h)

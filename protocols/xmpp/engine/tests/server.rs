@@ -1,0 +1,342 @@
+//! The server engine against the client engine, in memory: logins, binding, roster,
+//! presence to online contacts, message routing, pings and the stream errors bad input
+//! gets. The router here is the smallest one that works (a map from bare JID to session),
+//! as a driver would have.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use wirebench_xmpp::{
+    Client, ClientConfig, Event, Mechanism, NumberedAccounts, ServerConfig, ServerEvent,
+    ServerSession, TlsMode,
+};
+
+fn accounts(users: u64, contacts: u64) -> NumberedAccounts {
+    NumberedAccounts {
+        user_prefix: "user".into(),
+        password_prefix: "pass".into(),
+        users,
+        contacts,
+        domain: "example.com".into(),
+    }
+}
+
+fn client(n: u64, password: &str) -> Client {
+    let mut cfg = ClientConfig::new(&format!("user{n}@example.com"), password);
+    cfg.tls = TlsMode::Never;
+    cfg.mechanisms = vec![Mechanism::Plain];
+    Client::new(cfg, None, n)
+}
+
+/// Clients and their server sessions, joined by in-memory pipes and a router.
+struct World {
+    dir: NumberedAccounts,
+    cfg: Arc<ServerConfig>,
+    clients: Vec<Client>,
+    servers: Vec<ServerSession>,
+    /// Bare JID -> index of the bound, available session.
+    online: HashMap<String, usize>,
+    events: Vec<Vec<Event>>,
+    closed: Vec<Option<Option<String>>>,
+}
+
+impl World {
+    fn new(dir: NumberedAccounts) -> World {
+        World {
+            dir,
+            cfg: Arc::new(ServerConfig::new("example.com")),
+            clients: Vec::new(),
+            servers: Vec::new(),
+            online: HashMap::new(),
+            events: Vec::new(),
+            closed: Vec::new(),
+        }
+    }
+
+    fn connect(&mut self, c: Client) -> usize {
+        let i = self.clients.len();
+        self.clients.push(c);
+        self.servers
+            .push(ServerSession::new(self.cfg.clone(), i as u64 + 1));
+        self.events.push(Vec::new());
+        self.closed.push(None);
+        i
+    }
+
+    /// Moves bytes and events until nothing moves.
+    fn run(&mut self) {
+        loop {
+            let mut moved = false;
+            for i in 0..self.clients.len() {
+                if let Some(b) = self.clients[i].poll_transmit() {
+                    moved = true;
+                    self.servers[i].handle_input(&b, &self.dir);
+                }
+                while let Some(e) = self.servers[i].poll_event() {
+                    moved = true;
+                    self.on_server_event(i, e);
+                }
+                if let Some(b) = self.servers[i].poll_transmit() {
+                    moved = true;
+                    let _ = self.clients[i].handle_input(0, &b);
+                }
+                while let Some(e) = self.clients[i].poll_event() {
+                    moved = true;
+                    self.events[i].push(e);
+                }
+            }
+            if !moved {
+                return;
+            }
+        }
+    }
+
+    fn bare(&self, i: usize) -> String {
+        self.servers[i]
+            .jid()
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .to_string()
+    }
+
+    fn on_server_event(&mut self, i: usize, e: ServerEvent) {
+        match e {
+            ServerEvent::Bound { .. } => {}
+            ServerEvent::Available { stanza } => {
+                let me = self.bare(i);
+                let user = me.split('@').next().unwrap_or("").to_string();
+                for contact in wirebench_xmpp::Directory::roster(&self.dir, &user) {
+                    if let Some(&j) = self.online.get(&contact) {
+                        self.servers[j].deliver(&stanza);
+                        let theirs = format!("<presence from='{}'/>", self.servers[j].jid());
+                        self.servers[i].deliver(theirs.as_bytes());
+                    }
+                }
+                self.online.insert(me, i);
+            }
+            ServerEvent::Unavailable { stanza } => {
+                let me = self.bare(i);
+                self.online.remove(&me);
+                let user = me.split('@').next().unwrap_or("").to_string();
+                for contact in wirebench_xmpp::Directory::roster(&self.dir, &user) {
+                    if let Some(&j) = self.online.get(&contact) {
+                        self.servers[j].deliver(&stanza);
+                    }
+                }
+            }
+            ServerEvent::Route { to, stanza } => {
+                let bare = to.split('/').next().unwrap_or("");
+                if let Some(&j) = self.online.get(bare) {
+                    self.servers[j].deliver(&stanza);
+                }
+            }
+            ServerEvent::Closed { error } => self.closed[i] = Some(error),
+        }
+    }
+}
+
+#[test]
+fn clients_log_in_bind_fetch_rosters_and_exchange_messages() {
+    let mut w = World::new(accounts(10, 2));
+    let a = w.connect(client(1, "pass1"));
+    let b = w.connect(client(2, "pass2"));
+    w.run();
+    for i in [a, b] {
+        assert!(
+            w.events[i].contains(&Event::SessionEstablished),
+            "{:?}",
+            w.events[i]
+        );
+        // user1's contacts are user2 and user10; user2's are user3 and user1.
+        assert!(w.events[i].contains(&Event::Roster { items: 2 }));
+    }
+    assert_eq!(w.servers[a].jid(), "user1@example.com/wirebench");
+    // user2 came online after user1 and is on user1's roster: each sees the other.
+    assert!(w.events[a].iter().any(|e| matches!(e,
+        Event::Presence { from, kind: None } if from == "user2@example.com/wirebench")));
+    assert!(w.events[b].iter().any(|e| matches!(e,
+        Event::Presence { from, kind: None } if from == "user1@example.com/wirebench")));
+
+    w.clients[a]
+        .send_message("user2@example.com", "hello <&> world", "m1")
+        .unwrap();
+    w.run();
+    assert!(
+        w.events[b].contains(&Event::Message {
+            from: "user1@example.com/wirebench".into(),
+            id: Some("m1".into()),
+            body: "hello <&> world".into(),
+        }),
+        "{:?}",
+        w.events[b]
+    );
+
+    w.clients[b].send_ping("example.com", "p1");
+    w.run();
+    assert!(w.events[b].contains(&Event::IqResult { id: "p1".into() }));
+
+    // Closing: the server answers the stream end and user2 learns user1 left.
+    w.clients[a].close();
+    w.run();
+    assert_eq!(w.closed[a], Some(None));
+    assert!(w.events[b].iter().any(|e| matches!(e,
+        Event::Presence { from, kind: Some(k) } if from == "user1@example.com/wirebench" && k == "unavailable")));
+}
+
+#[test]
+fn a_wrong_password_or_unknown_user_is_refused() {
+    let mut w = World::new(accounts(10, 0));
+    let bad = w.connect(client(1, "pass2"));
+    let unknown = w.connect(client(11, "pass11"));
+    w.run();
+    for i in [bad, unknown] {
+        assert!(
+            !w.events[i].contains(&Event::SessionEstablished),
+            "{:?}",
+            w.events[i]
+        );
+        assert!(w.servers[i].jid().is_empty());
+    }
+}
+
+/// Raw bytes into a fresh session; returns what it wrote back and whether it closed.
+fn feed(bytes: &[&[u8]]) -> (String, Option<Option<String>>) {
+    let dir = accounts(10, 0);
+    let mut s = ServerSession::new(Arc::new(ServerConfig::new("example.com")), 7);
+    let mut closed = None;
+    let mut out = Vec::new();
+    for b in bytes {
+        s.handle_input(b, &dir);
+        while let Some(e) = s.poll_event() {
+            if let ServerEvent::Closed { error } = e {
+                closed = Some(error);
+            }
+        }
+        if let Some(o) = s.poll_transmit() {
+            out.extend_from_slice(&o);
+        }
+    }
+    (String::from_utf8(out).unwrap(), closed)
+}
+
+const HEADER: &[u8] = b"<?xml version='1.0'?><stream:stream to='example.com' \
+    xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>";
+
+#[test]
+fn bad_input_gets_a_stream_error_and_the_session_ends() {
+    let cases: &[(&[&[u8]], &str)] = &[
+        (
+            &[HEADER, b"<message><body>x</wrong></message>"],
+            "not-well-formed",
+        ),
+        (
+            &[HEADER, b"<!DOCTYPE foo [<!ENTITY x 'y'>]><message/>"],
+            "not-well-formed",
+        ),
+        (
+            &[HEADER, b"<message to='user2@example.com'/>"],
+            "not-authorized",
+        ),
+        (
+            &[
+                b"<?xml version='1.0'?><stream:stream to='other.org' xmlns='jabber:client' \
+               xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>",
+            ],
+            "host-unknown",
+        ),
+        (&[b"<html><body>hello</body></html>"], "invalid-namespace"),
+    ];
+    for (input, condition) in cases {
+        let (out, closed) = feed(input);
+        assert!(
+            out.contains(&format!(
+                "<{condition} xmlns='urn:ietf:params:xml:ns:xmpp-streams'/>"
+            )),
+            "{condition}: {out}"
+        );
+        assert!(out.ends_with("</stream:stream>"), "{out}");
+        let closed = closed.unwrap_or_else(|| panic!("{condition}: not closed"));
+        assert!(closed.unwrap().starts_with(condition));
+    }
+}
+
+#[test]
+fn an_oversized_stanza_is_a_policy_violation_without_buffering_it_all() {
+    let dir = accounts(10, 0);
+    let cfg = ServerConfig {
+        max_stanza: 4096,
+        ..ServerConfig::new("example.com")
+    };
+    let mut s = ServerSession::new(Arc::new(cfg), 1);
+    s.handle_input(HEADER, &dir);
+    s.handle_input(b"<message><body>", &dir);
+    let chunk = vec![b'a'; 1024];
+    for _ in 0..64 {
+        s.handle_input(&chunk, &dir);
+        assert!(s.buffered() <= 8192, "{}", s.buffered());
+    }
+    assert!(s.is_closed());
+    let out = String::from_utf8(s.poll_transmit().unwrap()).unwrap();
+    assert!(out.contains("policy-violation"), "{out}");
+}
+
+#[test]
+fn numbered_accounts_follow_tsungs_convention() {
+    let d = accounts(5, 4);
+    use wirebench_xmpp::Directory;
+    assert!(d.authenticate("user5", "pass5"));
+    assert!(!d.authenticate("user5", "pass4"));
+    assert!(!d.authenticate("user6", "pass6"));
+    assert!(!d.authenticate("user0", "pass0"));
+    assert!(!d.authenticate("userx", "passx"));
+    assert_eq!(
+        d.roster("user4"),
+        [
+            "user5@example.com",
+            "user1@example.com",
+            "user3@example.com",
+            "user2@example.com"
+        ]
+    );
+    // Mutual: whoever is on my roster has me on theirs.
+    for n in 1..=5 {
+        let me = format!("user{n}@example.com");
+        for c in d.roster(&format!("user{n}")) {
+            let them = c.split('@').next().unwrap().to_string();
+            assert!(d.roster(&them).contains(&me), "{me} / {c}");
+        }
+    }
+    assert_eq!(accounts(3, 10).roster("user1").len(), 2);
+}
+
+proptest::proptest! {
+    /// Any bytes, in any split, after a valid header or not: no panic, and the session
+    /// never holds more than one stanza's limit plus one read.
+    #[test]
+    fn arbitrary_input_never_panics_or_grows(
+        with_header in proptest::bool::ANY,
+        chunks in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..512), 0..16),
+    ) {
+        let dir = accounts(10, 2);
+        let cfg = ServerConfig { max_stanza: 2048, ..ServerConfig::new("example.com") };
+        let mut s = ServerSession::new(Arc::new(cfg), 1);
+        if with_header {
+            s.handle_input(HEADER, &dir);
+        }
+        for c in &chunks {
+            s.handle_input(c, &dir);
+            proptest::prop_assert!(s.buffered() <= 2048 + 512 + 4096, "{}", s.buffered());
+            let _ = s.poll_transmit();
+            while s.poll_event().is_some() {}
+        }
+    }
+}
+
+#[test]
+fn the_fuzz_entry_reaches_every_starting_state() {
+    for mode in 0..4u8 {
+        let mut input = vec![mode, 3];
+        input.extend_from_slice(b"<message to='u2@example.com'><body>hi</body></message>");
+        wirebench_xmpp::server::fuzz_input(&input);
+    }
+}
