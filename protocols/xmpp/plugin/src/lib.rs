@@ -4,9 +4,11 @@
 //!
 //! The folder: the sans-IO client engine in `protocols/xmpp/engine` (`wirebench-xmpp`);
 //! here its blocking driver ([`session`]), the S1 workloads ([`workload`]), the Prosody
-//! peer ([`prosody`]), the x2x gateway pair ([`x2x`], crate `wirebench-x2x`) and the plugin.
+//! peer ([`prosody`]), the x2x gateway pair ([`x2x`], crate `wirebench-x2x`), the built-in
+//! server ([`serve`]) and the plugin.
 
 pub mod prosody;
+pub mod serve;
 pub mod session;
 pub mod workload;
 pub mod x2x;

@@ -1,0 +1,432 @@
+//! The built-in XMPP server: the sans-IO [`ServerSession`] engine behind one mio event loop
+//! (epoll), with an in-process router between its sessions.
+//!
+//! Why an event loop here when the measuring clients use blocking threads
+//! (docs/architecture.md): a server holding tens of thousands of mostly idle sessions
+//! cannot afford a thread (and its stack) per connection; one readiness loop costs a few
+//! hundred bytes per session. mio is the thin, well-kept epoll wrapper under tokio; the
+//! loop needs nothing tokio adds.
+//!
+//! What protects the server from its clients: a session that has not bound a resource
+//! within `handshake_timeout` is closed (a client that connects and sends nothing); a
+//! session whose unwritten output passes `max_queued` bytes is closed (a client that stops
+//! reading while messages queue for it); stanzas are capped by the engine; connections
+//! beyond `max_sessions` are refused at accept.
+//!
+//! One process serves at most what its open-file limit allows (20,000 on these
+//! machines); running several workers and routing between them is issue #13's next step.
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use wirebench_xmpp::{Directory, NumberedAccounts, ServerConfig, ServerEvent, ServerSession};
+
+const LISTENER: Token = Token(usize::MAX);
+/// How often the loop wakes without traffic: shutdown checks and handshake timeouts.
+const TICK: Duration = Duration::from_millis(100);
+
+/// How to run the built-in server.
+#[derive(Debug, Clone)]
+pub struct XmppServerConfig {
+    pub listen: SocketAddr,
+    pub domain: String,
+    pub accounts: NumberedAccounts,
+    /// Connections held at once; more are accepted and closed at once.
+    pub max_sessions: usize,
+    /// A session must have bound a resource this long after connecting.
+    pub handshake_timeout: Duration,
+    /// Unwritten bytes a session may queue before it is closed as a slow reader.
+    pub max_queued: usize,
+    pub max_stanza: usize,
+}
+
+impl XmppServerConfig {
+    /// Users `user1..user<users>` with passwords `pass<N>`, two contacts each.
+    pub fn new(listen: SocketAddr, domain: &str, users: u64) -> XmppServerConfig {
+        XmppServerConfig {
+            listen,
+            domain: domain.to_string(),
+            accounts: NumberedAccounts {
+                user_prefix: "user".into(),
+                password_prefix: "pass".into(),
+                users,
+                contacts: 2,
+                domain: domain.to_string(),
+            },
+            max_sessions: 18_000,
+            handshake_timeout: Duration::from_secs(30),
+            max_queued: 4 << 20,
+            max_stanza: 64 * 1024,
+        }
+    }
+}
+
+/// Counters, readable while the server runs.
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    pub accepted: AtomicU64,
+    pub bound: AtomicU64,
+    pub open: AtomicU64,
+    pub routed: AtomicU64,
+    /// Stanzas for a user with no session here.
+    pub unroutable: AtomicU64,
+    pub closed_timeout: AtomicU64,
+    pub closed_slow: AtomicU64,
+    pub closed_error: AtomicU64,
+    pub refused_full: AtomicU64,
+}
+
+struct Conn {
+    stream: TcpStream,
+    session: ServerSession,
+    /// Output the socket has not taken yet.
+    pending: Vec<u8>,
+    writable: bool,
+    opened: Instant,
+    bound: bool,
+    closing: bool,
+}
+
+/// A bound listener; [`XmppServer::run`] serves until the flag is set.
+pub struct XmppServer {
+    cfg: XmppServerConfig,
+    listener: TcpListener,
+    pub stats: Arc<ServerStats>,
+}
+
+impl XmppServer {
+    pub fn bind(cfg: XmppServerConfig) -> io::Result<XmppServer> {
+        let listener = TcpListener::bind(cfg.listen)?;
+        Ok(XmppServer {
+            cfg,
+            listener,
+            stats: Arc::new(ServerStats::default()),
+        })
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Runs the loop on a new thread until `shutdown` is set.
+    pub fn spawn(self, shutdown: Arc<AtomicBool>) -> io::Result<std::thread::JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name("wb-xmpp-server".into())
+            .spawn(move || {
+                if let Err(e) = self.run(&shutdown) {
+                    eprintln!("wirebench: XMPP server stopped: {e}");
+                }
+            })
+    }
+
+    /// Serves until `shutdown` is set; open sessions then get `system-shutdown`.
+    pub fn run(mut self, shutdown: &AtomicBool) -> io::Result<()> {
+        let mut poll = Poll::new()?;
+        poll.registry()
+            .register(&mut self.listener, LISTENER, Interest::READABLE)?;
+        let scfg = Arc::new(ServerConfig {
+            max_stanza: self.cfg.max_stanza,
+            ..ServerConfig::new(&self.cfg.domain)
+        });
+        let mut lp = Loop {
+            conns: Vec::new(),
+            free: Vec::new(),
+            online: HashMap::new(),
+            buf: vec![0; 64 * 1024],
+            next_id: 1,
+            stats: self.stats.clone(),
+            cfg: &self.cfg,
+            scfg,
+        };
+        let mut events = Events::with_capacity(1024);
+        let mut last_sweep = Instant::now();
+        while !shutdown.load(Ordering::Relaxed) {
+            match poll.poll(&mut events, Some(TICK)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    LISTENER => lp.accept(&self.listener, &poll),
+                    Token(i) => {
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            lp.read(i, &poll);
+                        }
+                        if ev.is_writable() {
+                            lp.flush(i, &poll);
+                        }
+                    }
+                }
+            }
+            if last_sweep.elapsed() >= Duration::from_secs(1) {
+                last_sweep = Instant::now();
+                lp.sweep(&poll);
+            }
+        }
+        for i in 0..lp.conns.len() {
+            if let Some(c) = lp.conns[i].as_mut() {
+                c.session.close();
+                lp.after_input(i, &poll);
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Loop<'a> {
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    /// Bare JID -> connection index of its available (or bound) session.
+    online: HashMap<String, usize>,
+    buf: Vec<u8>,
+    next_id: u64,
+    stats: Arc<ServerStats>,
+    cfg: &'a XmppServerConfig,
+    scfg: Arc<ServerConfig>,
+}
+
+impl Loop<'_> {
+    fn open(&self) -> usize {
+        self.conns.len() - self.free.len()
+    }
+
+    fn accept(&mut self, listener: &TcpListener, poll: &Poll) {
+        loop {
+            let (mut stream, _) = match listener.accept() {
+                Ok(s) => s,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // Out of file descriptors or similar: try again on the next readiness.
+                Err(_) => return,
+            };
+            self.stats.accepted.fetch_add(1, Ordering::Relaxed);
+            if self.open() >= self.cfg.max_sessions {
+                self.stats.refused_full.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            let _ = stream.set_nodelay(true);
+            let i = self.free.pop().unwrap_or_else(|| {
+                self.conns.push(None);
+                self.conns.len() - 1
+            });
+            if poll
+                .registry()
+                .register(&mut stream, Token(i), Interest::READABLE)
+                .is_err()
+            {
+                self.free.push(i);
+                continue;
+            }
+            let id = self.next_id;
+            self.next_id += 1;
+            self.conns[i] = Some(Conn {
+                stream,
+                session: ServerSession::new(self.scfg.clone(), id),
+                pending: Vec::new(),
+                writable: false,
+                opened: Instant::now(),
+                bound: false,
+                closing: false,
+            });
+            self.stats.open.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn read(&mut self, i: usize, poll: &Poll) {
+        loop {
+            let Some(c) = self.conns[i].as_mut() else {
+                return;
+            };
+            match c.stream.read(&mut self.buf) {
+                Ok(0) => {
+                    c.session.handle_eof();
+                    break;
+                }
+                Ok(n) => {
+                    let dir: &dyn Directory = &self.cfg.accounts;
+                    c.session.handle_input(&self.buf[..n], dir);
+                    self.after_input(i, poll);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    c.session.handle_eof();
+                    break;
+                }
+            }
+        }
+        self.after_input(i, poll);
+    }
+
+    /// Handles the session's events (routing to other sessions) and writes its output.
+    fn after_input(&mut self, i: usize, poll: &Poll) {
+        let mut touched = vec![i];
+        while let Some(ev) = self.conns[i].as_mut().and_then(|c| c.session.poll_event()) {
+            match ev {
+                ServerEvent::Bound { user, .. } => {
+                    if let Some(c) = self.conns[i].as_mut() {
+                        c.bound = true;
+                    }
+                    self.stats.bound.fetch_add(1, Ordering::Relaxed);
+                    self.online.insert(format!("{user}@{}", self.cfg.domain), i);
+                }
+                ServerEvent::Available { stanza } => {
+                    let Some(me) = self.bare_of(i) else { continue };
+                    let user = me.split('@').next().unwrap_or("").to_string();
+                    for contact in self.cfg.accounts.roster(&user) {
+                        if let Some(&j) = self.online.get(&contact) {
+                            if j == i {
+                                continue;
+                            }
+                            let theirs = self.conns[j].as_ref().map(|c| {
+                                format!("<presence from='{}'/>", c.session.jid()).into_bytes()
+                            });
+                            if let Some(c) = self.conns[j].as_mut() {
+                                c.session.deliver(&stanza);
+                            }
+                            if let (Some(t), Some(c)) = (theirs, self.conns[i].as_mut()) {
+                                c.session.deliver(&t);
+                            }
+                            touched.push(j);
+                        }
+                    }
+                }
+                ServerEvent::Unavailable { stanza } => {
+                    let Some(me) = self.bare_of(i) else { continue };
+                    let user = me.split('@').next().unwrap_or("").to_string();
+                    for contact in self.cfg.accounts.roster(&user) {
+                        if let Some(&j) = self.online.get(&contact) {
+                            if let Some(c) = self.conns[j].as_mut() {
+                                c.session.deliver(&stanza);
+                            }
+                            touched.push(j);
+                        }
+                    }
+                }
+                ServerEvent::Route { to, stanza } => {
+                    let bare = to.split('/').next().unwrap_or("");
+                    match self.online.get(bare).copied() {
+                        Some(j) => {
+                            if let Some(c) = self.conns[j].as_mut() {
+                                c.session.deliver(&stanza);
+                            }
+                            self.stats.routed.fetch_add(1, Ordering::Relaxed);
+                            touched.push(j);
+                        }
+                        None => {
+                            self.stats.unroutable.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                ServerEvent::Closed { error } => {
+                    if error.is_some() {
+                        self.stats.closed_error.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if let Some(c) = self.conns[i].as_mut() {
+                        c.closing = true;
+                    }
+                }
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for j in touched {
+            self.flush(j, poll);
+        }
+    }
+
+    fn bare_of(&self, i: usize) -> Option<String> {
+        let c = self.conns[i].as_ref()?;
+        Some(c.session.jid().split('/').next()?.to_string())
+    }
+
+    /// Writes what the session has queued; closes the connection when the session is over
+    /// and everything is written, or when the client is too slow to take its output.
+    fn flush(&mut self, i: usize, poll: &Poll) {
+        let Some(c) = self.conns[i].as_mut() else {
+            return;
+        };
+        if let Some(out) = c.session.poll_transmit() {
+            if c.pending.is_empty() {
+                c.pending = out;
+            } else {
+                c.pending.extend_from_slice(&out);
+            }
+        }
+        let mut broken = false;
+        while !c.pending.is_empty() {
+            match c.stream.write(&c.pending) {
+                Ok(0) => {
+                    broken = true;
+                    break;
+                }
+                Ok(n) => {
+                    c.pending.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    broken = true;
+                    break;
+                }
+            }
+        }
+        if c.pending.len() > self.cfg.max_queued {
+            self.stats.closed_slow.fetch_add(1, Ordering::Relaxed);
+            return self.drop_conn(i, poll);
+        }
+        let want_write = !c.pending.is_empty();
+        if want_write != c.writable {
+            let interest = if want_write {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            let _ = poll
+                .registry()
+                .reregister(&mut c.stream, Token(i), interest);
+            c.writable = want_write;
+        }
+        if c.pending.is_empty() {
+            // An idle session keeps no buffer capacity.
+            c.pending = Vec::new();
+            c.session.shrink();
+        }
+        if broken || (c.closing && c.pending.is_empty()) {
+            self.drop_conn(i, poll);
+        }
+    }
+
+    fn drop_conn(&mut self, i: usize, poll: &Poll) {
+        let Some(mut c) = self.conns[i].take() else {
+            return;
+        };
+        let _ = poll.registry().deregister(&mut c.stream);
+        let bare = c.session.jid().split('/').next().unwrap_or("").to_string();
+        if self.online.get(&bare) == Some(&i) {
+            self.online.remove(&bare);
+        }
+        self.free.push(i);
+        self.stats.open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Closes sessions that did not bind in time.
+    fn sweep(&mut self, poll: &Poll) {
+        let limit = self.cfg.handshake_timeout;
+        for i in 0..self.conns.len() {
+            let late = self.conns[i]
+                .as_ref()
+                .is_some_and(|c| !c.bound && c.opened.elapsed() > limit);
+            if late {
+                self.stats.closed_timeout.fetch_add(1, Ordering::Relaxed);
+                self.drop_conn(i, poll);
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The built-in XMPP server on loopback, with the blocking client driver: logins,
+//! presence, routed messages both ways; and the clients it must shed (silent, bad XML,
+//! wrong password) while the others carry on.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use wirebench_plugin_xmpp::serve::{XmppServer, XmppServerConfig};
+use wirebench_plugin_xmpp::session::XmppSession;
+use wirebench_xmpp::{ClientConfig, Event, Mechanism, TlsMode};
+
+struct Running {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    stats: Arc<wirebench_plugin_xmpp::serve::ServerStats>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+fn start(tweak: impl FnOnce(&mut XmppServerConfig)) -> Running {
+    let mut cfg = XmppServerConfig::new("127.0.0.1:0".parse().unwrap(), "example.com", 100);
+    tweak(&mut cfg);
+    let server = XmppServer::bind(cfg).unwrap();
+    let addr = server.local_addr().unwrap();
+    let stats = server.stats.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = Some(server.spawn(stop.clone()).unwrap());
+    Running {
+        addr,
+        stop,
+        thread,
+        stats,
+    }
+}
+
+fn login(addr: SocketAddr, n: u64, password: &str) -> Result<XmppSession, String> {
+    let mut cfg = ClientConfig::new(&format!("user{n}@example.com"), password);
+    cfg.tls = TlsMode::Never;
+    cfg.mechanisms = vec![Mechanism::Plain];
+    XmppSession::login(addr, cfg, n, Duration::from_secs(5))
+        .map(|(s, _)| s)
+        .map_err(|e| e.to_string())
+}
+
+fn next_message(s: &mut XmppSession) -> (String, String) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let (_, Event::Message { from, body, .. }) = s.next_event(deadline, "a message").unwrap()
+        {
+            return (from, body);
+        }
+    }
+}
+
+#[test]
+fn two_sessions_exchange_messages_through_the_builtin_server() {
+    let srv = start(|_| {});
+    let mut a = login(srv.addr, 1, "pass1").unwrap();
+    let mut b = login(srv.addr, 2, "pass2").unwrap();
+    for k in 0..50 {
+        a.send_message("user2@example.com", &format!("ping {k}"), &format!("p{k}"))
+            .unwrap();
+        assert_eq!(
+            next_message(&mut b),
+            ("user1@example.com/wirebench".into(), format!("ping {k}"))
+        );
+        b.send_message("user1@example.com", &format!("pong {k}"), &format!("q{k}"))
+            .unwrap();
+        assert_eq!(next_message(&mut a).1, format!("pong {k}"));
+    }
+    assert_eq!(srv.stats.routed.load(Ordering::Relaxed), 100);
+    a.close();
+    b.close();
+}
+
+#[test]
+fn bad_clients_are_shed_while_good_ones_carry_on() {
+    let srv = start(|c| c.handshake_timeout = Duration::from_secs(1));
+    // Connects and says nothing.
+    let mut silent = TcpStream::connect(srv.addr).unwrap();
+    // Sends garbage after a valid header.
+    let mut garbage = TcpStream::connect(srv.addr).unwrap();
+    garbage
+        .write_all(
+            b"<?xml version='1.0'?><stream:stream to='example.com' xmlns='jabber:client' \
+              xmlns:stream='http://etherx.jabber.org/streams' version='1.0'><a><b></a></b>",
+        )
+        .unwrap();
+    assert!(login(srv.addr, 3, "wrong").is_err());
+    let mut a = login(srv.addr, 1, "pass1").unwrap();
+    let mut b = login(srv.addr, 2, "pass2").unwrap();
+    a.send_message("user2@example.com", "still here", "x")
+        .unwrap();
+    assert_eq!(next_message(&mut b).1, "still here");
+
+    let mut buf = Vec::new();
+    garbage
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let _ = garbage.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    assert!(text.contains("not-well-formed"), "{text}");
+
+    // The silent one is closed after the handshake timeout (1 s, swept every second).
+    silent
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let t = Instant::now();
+    let mut one = [0u8; 1];
+    assert_eq!(silent.read(&mut one).unwrap_or(0), 0);
+    assert!(t.elapsed() < Duration::from_secs(4));
+    assert!(srv.stats.closed_timeout.load(Ordering::Relaxed) >= 1);
+    a.close();
+    b.close();
+}
