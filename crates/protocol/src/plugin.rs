@@ -23,10 +23,15 @@ pub trait Protocol: Sync {
     fn params(&self) -> &'static [ParamSpec] {
         &[]
     }
-    /// Real servers, placed per case, that find each other by name: every case of this
-    /// protocol runs in the lab (over an unlimited link unless one is given), whose hosts
-    /// get these hosts-file entries.
-    fn lab_hosts(&self) -> Option<&'static [(Ipv4Addr, &'static str)]> {
+    /// Real servers, placed per case, that find each other by name: such a case runs in
+    /// the lab (over an unlimited link unless one is given), whose hosts get these
+    /// hosts-file entries.
+    fn lab_hosts(&self, _case: &Case) -> Option<&'static [(Ipv4Addr, &'static str)]> {
+        None
+    }
+    /// Who a case talks to, in words, when not the reference server (for the run's first
+    /// line): "Prosody servers started in the lab".
+    fn servers(&self, _case: &Case) -> Option<&'static str> {
         None
     }
     /// Whether its cases talk to wirebench's reference server (the control channel): the

@@ -127,7 +127,7 @@ pub fn case_links(cases: &[Case]) -> Result<Vec<Option<CaseLink>>, RunError> {
         .iter()
         .map(|c| {
             let l = link::case_link(c)?;
-            let named = registry::of(c).lab_hosts().is_some();
+            let named = registry::of(c).lab_hosts(c).is_some();
             Ok(l.or_else(|| named.then(CaseLink::default)))
         })
         .collect()
@@ -219,7 +219,7 @@ pub fn run(
     // Hosts-file entries of every protocol in the plan that places named servers.
     let mut hosts: Vec<(std::net::IpAddr, &str)> = Vec::new();
     for c in &cases {
-        for (ip, name) in registry::of(c).lab_hosts().unwrap_or_default() {
+        for (ip, name) in registry::of(c).lab_hosts(c).unwrap_or_default() {
             if !hosts.iter().any(|(_, n)| n == name) {
                 hosts.push(((*ip).into(), name));
             }
@@ -403,14 +403,11 @@ impl Job<'_> {
         if raw {
             against.push(format!("the reference server at {}", self.addr));
         }
-        for p in registry::REGISTRY {
-            if p.lab_hosts().is_some()
-                && self
-                    .cases
-                    .iter()
-                    .any(|c| registry::of(c).name() == p.name())
-            {
-                against.push(format!("{} servers started in the lab", p.name()));
+        for c in self.cases {
+            if let Some(who) = registry::of(c).servers(c) {
+                if !against.iter().any(|a| a == who) {
+                    against.push(who.to_string());
+                }
             }
         }
         observer.run_started(self.cases.len(), scenario.repeat, &against.join(" and "));

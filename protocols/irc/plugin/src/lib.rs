@@ -51,8 +51,12 @@ impl Protocol for Irc {
         "IRC between two linked ngircd servers in lab hosts (study S1's IRC row; needs root)"
     }
 
-    fn lab_hosts(&self) -> Option<&'static [(Ipv4Addr, &'static str)]> {
+    fn lab_hosts(&self, _case: &Case) -> Option<&'static [(Ipv4Addr, &'static str)]> {
         Some(&[(CLIENT_ADDR, A_NAME), (SERVER_ADDR, B_NAME)])
+    }
+
+    fn servers(&self, _case: &Case) -> Option<&'static str> {
+        Some("two ngircd servers started in the lab")
     }
 
     fn stream_count(&self) -> Option<u64> {

@@ -1,6 +1,12 @@
-//! XMPP cases (study S1's topology; RFC 6120/6121 between clients and servers, RFC 6120
-//! server-to-server or XEP-0361 x2x gateways between the servers): two Prosody servers,
-//! `a.test` in the client host and `b.test` in the server host, started fresh per case.
+//! XMPP cases (RFC 6120/6121 between clients and servers), against one of two server set-ups
+//! chosen by the `xmpp.server` parameter, both started fresh per case:
+//!
+//! - `builtin` (the default): wirebench's own server ([`serve`]), on loopback or, with a
+//!   link, in the lab's server host; client1 crosses the link, client2 sits beside the
+//!   server. Needs neither root nor an installed server.
+//! - `prosody`: study S1's topology, two Prosody servers, `a.test` in the client host and
+//!   `b.test` in the server host, linked by RFC 6120 server-to-server or XEP-0361 x2x
+//!   gateways (`s2s`); only their server link crosses the emulated link. Needs root.
 //!
 //! The folder: the sans-IO client engine in `protocols/xmpp/engine` (`wirebench-xmpp`);
 //! here its blocking driver ([`session`]), the S1 workloads ([`workload`]), the Prosody
@@ -25,14 +31,38 @@ use workload::{Topology, XmppRun};
 /// XMPP server-to-server links; absent means standard.
 pub const S2S: &[&str] = &["standard", "x2x", "x2x-tfo"];
 
-const PARAMS: &[ParamSpec] = &[ParamSpec {
-    name: "s2s",
-    kind: Kind::Choice(S2S),
-    default: "",
-    workloads: WORKLOADS,
-    help: "XMPP server-to-server link: standard (dialback over TCP), x2x (wirebench's zero-handshake XEP-0361 gateways, zlib + dictionary, connect on demand) or x2x-tfo (the same with TCP Fast Open)",
-    words: "server link",
-}];
+/// Server set-ups.
+pub const SERVERS: &[&str] = &["builtin", "prosody"];
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "xmpp.server",
+        kind: Kind::Choice(SERVERS),
+        default: "builtin",
+        workloads: WORKLOADS,
+        help: "XMPP servers: builtin (wirebench's own, one server, no root needed) or prosody (two Prosody servers in lab hosts, study S1's topology; needs root)",
+        words: "XMPP server",
+    },
+    ParamSpec {
+        name: "s2s",
+        kind: Kind::Choice(S2S),
+        default: "",
+        workloads: WORKLOADS,
+        help: "server-to-server link between the two Prosody servers (xmpp.server=prosody): standard (dialback over TCP), x2x (wirebench's zero-handshake XEP-0361 gateways, zlib + dictionary, connect on demand) or x2x-tfo (the same with TCP Fast Open)",
+        words: "server link",
+    },
+];
+
+/// The built-in server: start-up is a bind; logins (five round trips each) cross the
+/// link for client1 only; a 2-byte chat message is ~150 bytes on the wire.
+const XMPP_BUILTIN: PeerModel = PeerModel {
+    start_s: 0.05,
+    start_delays: 10.0,
+    setup_bytes: 0.0,
+    setup_delays: 0.0,
+    per_message: 150.0,
+    processing_s: 0.0002,
+};
 
 /// Prosody with standard S2S: 4.3 kB of dialback set-up (5.4 kB measured both ways,
 /// with retransmissions), ~16 one-way delays; a 2-byte stanza is 217 bytes each way.
@@ -64,16 +94,25 @@ impl Protocol for Xmpp {
     }
 
     fn summary(&self) -> &'static str {
-        "XMPP between two Prosody servers in lab hosts, over standard S2S or wirebench's x2x \
-         gateways (study S1; needs root)"
+        "XMPP client-to-server against wirebench's built-in server (default, no root), or \
+         between two Prosody servers in lab hosts over standard S2S or wirebench's x2x \
+         gateways (xmpp.server=prosody: study S1; needs root)"
     }
 
     fn params(&self) -> &'static [ParamSpec] {
         PARAMS
     }
 
-    fn lab_hosts(&self) -> Option<&'static [(Ipv4Addr, &'static str)]> {
-        Some(&[(CLIENT_ADDR, "a.test"), (SERVER_ADDR, "b.test")])
+    fn lab_hosts(&self, case: &Case) -> Option<&'static [(Ipv4Addr, &'static str)]> {
+        prosody_case(case).then_some(&[(CLIENT_ADDR, "a.test"), (SERVER_ADDR, "b.test")])
+    }
+
+    fn servers(&self, case: &Case) -> Option<&'static str> {
+        Some(if prosody_case(case) {
+            "two Prosody servers started in the lab"
+        } else {
+            "wirebench's built-in XMPP server"
+        })
     }
 
     fn stream_count(&self) -> Option<u64> {
@@ -82,6 +121,7 @@ impl Protocol for Xmpp {
 
     fn peer_model(&self, case: &Case) -> Option<&'static PeerModel> {
         Some(match case.word("s2s") {
+            _ if !prosody_case(case) => &XMPP_BUILTIN,
             Some("x2x" | "x2x-tfo") => &XMPP_X2X,
             _ => &XMPP_STANDARD,
         })
@@ -95,14 +135,79 @@ impl Protocol for Xmpp {
         _link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
-        run_case(env, case, repeat, ctx)
+        if prosody_case(case) {
+            run_prosody(env, case, repeat, ctx)
+        } else {
+            run_builtin(env, case, ctx)
+        }
     }
+}
+
+fn prosody_case(case: &Case) -> bool {
+    case.word("xmpp.server") == Some("prosody")
+}
+
+/// A case against the built-in server, started for this case: in the lab's server host
+/// when the case has a link (client1 then crosses it), else on loopback.
+fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const DOMAIN: &str = "wirebench.test";
+    let server_ns = env.lab.map(|l| l.server().name().to_string());
+    let listen: std::net::SocketAddr = match server_ns {
+        Some(_) => (SERVER_ADDR, 5222).into(),
+        None => ([127, 0, 0, 1], 0).into(),
+    };
+    let cfg = serve::XmppServerConfig::new(listen, DOMAIN, 2);
+    // Bound on a thread inside the server host: the listener belongs to its namespace.
+    let ns = server_ns.clone();
+    let server = std::thread::spawn(move || {
+        if let Some(ns) = &ns {
+            wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
+        }
+        serve::XmppServer::bind(cfg).map_err(|e| format!("cannot listen on {listen}: {e}"))
+    })
+    .join()
+    .map_err(|_| WorkloadError::Environment("the XMPP server's start-up panicked".into()))?
+    .map_err(WorkloadError::Environment)?;
+    let addr = server
+        .local_addr()
+        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
+    let stats = server.stats.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = server
+        .spawn(stop.clone())
+        .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
+    let run = XmppRun::from_case(
+        case,
+        Topology {
+            a_jid: format!("user1@{DOMAIN}"),
+            a_password: "pass1".into(),
+            b_jid: format!("user2@{DOMAIN}"),
+            b_password: "pass2".into(),
+            a_server: addr,
+            b_server: addr,
+            b_netns: server_ns,
+        },
+        env.seed,
+    );
+    let mut out = workload::run(&run, ctx);
+    stop.store(true, Ordering::SeqCst);
+    let _ = thread.join();
+    if let Ok(o) = &mut out {
+        o.push(
+            "server.routed",
+            stats.routed.load(Ordering::Relaxed) as f64,
+            "count",
+        );
+    }
+    out
 }
 
 /// An XMPP case in study S1's topology: fresh Prosody servers (so the first round
 /// includes server-to-server set-up), client1 here (client host), client2 in the server
 /// host. Server logs are kept under `peers/` in the results directory.
-fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+fn run_prosody(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     let lab = env.need_lab("XMPP")?;
     let dir = env.peer_dir(case, repeat);
     let s2s = x2x::S2s::from_word(case.word("s2s"));
@@ -132,11 +237,12 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
         case,
         Topology {
             a_jid: "alice@a.test".into(),
+            a_password: XMPP_PASSWORD.into(),
             b_jid: "bob@b.test".into(),
-            password: XMPP_PASSWORD.into(),
-            a_server: CLIENT_ADDR.into(),
-            b_server: SERVER_ADDR.into(),
-            b_netns: lab.server().name().to_string(),
+            b_password: XMPP_PASSWORD.into(),
+            a_server: (CLIENT_ADDR, 5222).into(),
+            b_server: (SERVER_ADDR, 5222).into(),
+            b_netns: Some(lab.server().name().to_string()),
         },
         env.seed,
     );

@@ -13,7 +13,7 @@
 //! Messages are RFC 6121 `<message type='chat'>` stanzas; the engine is `wirebench-xmpp`.
 
 use crate::session::{XmppDriveError, XmppSession};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -26,12 +26,14 @@ use wirebench_xmpp::{ClientConfig, Event, TlsMode};
 #[derive(Debug, Clone)]
 pub struct Topology {
     pub a_jid: String,
+    pub a_password: String,
     pub b_jid: String,
-    pub password: String,
-    pub a_server: IpAddr,
-    pub b_server: IpAddr,
-    /// Network namespace of client2 (client1 runs in the calling thread's).
-    pub b_netns: String,
+    pub b_password: String,
+    pub a_server: SocketAddr,
+    pub b_server: SocketAddr,
+    /// Network namespace of client2 (`None`: the caller's); client1 runs in the calling
+    /// thread's.
+    pub b_netns: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -95,14 +97,14 @@ pub fn random_text(state: &mut u64, len: usize) -> String {
 fn login(
     jid: &str,
     password: &str,
-    server: IpAddr,
+    server: SocketAddr,
     seed: u64,
     timeout: Duration,
 ) -> Result<(XmppSession, Duration), WorkloadError> {
     let mut cfg = ClientConfig::new(jid, password);
     cfg.tls = TlsMode::Never;
     let t = Instant::now();
-    let (s, _) = XmppSession::login(SocketAddr::new(server, 5222), cfg, seed, timeout)?;
+    let (s, _) = XmppSession::login(server, cfg, seed, timeout)?;
     Ok((s, t.elapsed()))
 }
 
@@ -139,10 +141,12 @@ impl Responder {
             .name("wb-xmpp-client2".into())
             .spawn(move || -> Result<(), String> {
                 let setup = (|| {
-                    wirebench_lab::netns::enter(&r.topology.b_netns).map_err(|e| e.to_string())?;
+                    if let Some(ns) = &r.topology.b_netns {
+                        wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
+                    }
                     login(
                         &r.topology.b_jid,
-                        &r.topology.password,
+                        &r.topology.b_password,
                         r.topology.b_server,
                         r.seed ^ 2,
                         timeout,
@@ -249,7 +253,7 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     let timeout = ctx.stall_timeout.max(Duration::from_secs(60));
     let (mut alice, login_a) = login(
         &run.topology.a_jid,
-        &run.topology.password,
+        &run.topology.a_password,
         run.topology.a_server,
         run.seed ^ 1,
         timeout,
