@@ -206,8 +206,8 @@ impl ServerHandle {
             // Wake the blocked accept. shutdown(2) on a listening socket makes accept
             // fail at once, and works from any thread or namespace, unlike connecting
             // to it.
-            // SAFETY: the server thread owns the socket until it ends, after this call.
-            unsafe { libc::shutdown(self.listener_fd, libc::SHUT_RDWR) };
+            // The server thread owns the socket until it ends, after this call.
+            sock::shutdown_both(self.listener_fd);
             let _ = t.join();
         }
     }
@@ -443,9 +443,7 @@ fn wait_result(shared: &Arc<Shared>, session: u64) -> Reply {
 }
 
 fn accept_timeout(listener: &TcpListener, timeout: Duration) -> Result<TcpStream, String> {
-    let revents =
-        sock::poll(listener.as_raw_fd(), libc::POLLIN, timeout).map_err(|e| e.to_string())?;
-    if revents == 0 {
+    if !sock::wait_readable(listener, timeout).map_err(|e| e.to_string())? {
         return Err(format!(
             "no data connection arrived within {}s",
             timeout.as_secs()
