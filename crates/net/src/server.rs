@@ -167,6 +167,17 @@ impl Server {
         }
     }
 
+    /// Serves on background threads until `wait` returns (it blocks until the caller
+    /// wants to stop: a signal, a channel), then stops accepting, asks every connection
+    /// to end at its next tick and returns once the accepting thread has ended. The
+    /// entry point of `wirebench serve`.
+    pub fn run_until(self, wait: impl FnOnce()) -> io::Result<()> {
+        let mut handle = self.spawn()?;
+        wait();
+        handle.stop();
+        Ok(())
+    }
+
     /// Runs the server on a background thread. The server's threads inherit the calling
     /// thread's network namespace.
     pub fn spawn(self) -> io::Result<ServerHandle> {
