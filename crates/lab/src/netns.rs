@@ -206,6 +206,32 @@ fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// Who made a lab namespace, as far as its name and `/proc` tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// The run with this pid is still alive.
+    Alive(u32),
+    /// The run with this pid is gone (killed): its namespaces are leftovers.
+    Gone(u32),
+    /// The name carries no pid.
+    Unknown,
+}
+
+/// [`list`] with each namespace's owner: what `wirebench lab list` shows.
+pub fn list_owners() -> Vec<(String, Owner)> {
+    list()
+        .into_iter()
+        .map(|(name, pid)| {
+            let owner = match pid {
+                Some(p) if alive(p) => Owner::Alive(p),
+                Some(p) => Owner::Gone(p),
+                None => Owner::Unknown,
+            };
+            (name, owner)
+        })
+        .collect()
+}
+
 /// Deletes lab namespaces whose creating process is gone (or all of them with `all`).
 /// Returns the names deleted.
 pub fn clean(all: bool) -> Result<Vec<String>, LabError> {

@@ -21,6 +21,18 @@ pub struct ShellOutcome {
     pub pcap: Option<PcapStats>,
 }
 
+impl ShellOutcome {
+    /// The exit code `wirebench shell` passes on: the command's own (0 to 255), or 130
+    /// when a signal ended it.
+    pub fn exit_code(&self) -> u8 {
+        match self.status.code() {
+            Some(0) => 0,
+            Some(c) => c.clamp(1, 255) as u8,
+            None => 128 + 2,
+        }
+    }
+}
+
 /// Builds the link, runs `command` in the host (through `ip netns exec`, in this process
 /// group so a terminal's Ctrl-C reaches it directly), waits for it and tears the link
 /// down. `started(host_name)` is called once the command is running.
@@ -62,5 +74,27 @@ pub fn terminate_child() {
     if pid > 0 {
         // SAFETY: signalling the child this module started, by its pid.
         unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn exit_codes_pass_through_and_signals_are_130() {
+        let code = |raw| {
+            ShellOutcome {
+                status: ExitStatus::from_raw(raw),
+                counters: Counters::default(),
+                pcap: None,
+            }
+            .exit_code()
+        };
+        assert_eq!(code(0), 0);
+        assert_eq!(code(3 << 8), 3);
+        assert_eq!(code(255 << 8), 255);
+        assert_eq!(code(libc::SIGKILL), 130);
     }
 }

@@ -167,6 +167,17 @@ impl Server {
         }
     }
 
+    /// Serves on background threads until `wait` returns (it blocks until the caller
+    /// wants to stop: a signal, a channel), then stops accepting, asks every connection
+    /// to end at its next tick and returns once the accepting thread has ended. The
+    /// entry point of `wirebench serve`.
+    pub fn run_until(self, wait: impl FnOnce()) -> io::Result<()> {
+        let mut handle = self.spawn()?;
+        wait();
+        handle.stop();
+        Ok(())
+    }
+
     /// Runs the server on a background thread. The server's threads inherit the calling
     /// thread's network namespace.
     pub fn spawn(self) -> io::Result<ServerHandle> {
@@ -206,8 +217,8 @@ impl ServerHandle {
             // Wake the blocked accept. shutdown(2) on a listening socket makes accept
             // fail at once, and works from any thread or namespace, unlike connecting
             // to it.
-            // SAFETY: the server thread owns the socket until it ends, after this call.
-            unsafe { libc::shutdown(self.listener_fd, libc::SHUT_RDWR) };
+            // The server thread owns the socket until it ends, after this call.
+            sock::shutdown_both(self.listener_fd);
             let _ = t.join();
         }
     }
@@ -443,9 +454,7 @@ fn wait_result(shared: &Arc<Shared>, session: u64) -> Reply {
 }
 
 fn accept_timeout(listener: &TcpListener, timeout: Duration) -> Result<TcpStream, String> {
-    let revents =
-        sock::poll(listener.as_raw_fd(), libc::POLLIN, timeout).map_err(|e| e.to_string())?;
-    if revents == 0 {
+    if !sock::wait_readable(listener, timeout).map_err(|e| e.to_string())? {
         return Err(format!(
             "no data connection arrived within {}s",
             timeout.as_secs()

@@ -1,75 +1,93 @@
-//! Thin, allocation-free socket calls for measurement loops.
+//! The project's socket calls, in one place: the allocation-free calls of the
+//! measurement loops, and the set-up of long-lived link connections (TCP Fast Open,
+//! keepalive, user timeout, TCP_INFO) used by the x2x gateway.
 //!
 //! Measurement paths use blocking system calls on dedicated threads, the way sockperf
 //! does: a blocked `recv` is woken directly by the kernel, with no event loop between the
 //! packet and the timestamp. Per-call `MSG_DONTWAIT` lets one thread interleave sending
-//! and receiving without toggling `O_NONBLOCK`.
+//! and receiving without toggling `O_NONBLOCK`. Each call here is one system call and
+//! allocates nothing.
+//!
+//! TCP Fast Open (RFC 7413), Linux specifics: the dialling side sets
+//! `TCP_FASTOPEN_CONNECT` before `connect`, so `connect` returns at once when the kernel
+//! holds a TFO cookie for the peer and the SYN leaves with the first `write`, carrying
+//! it. Without a cookie (the first connection ever to that peer) the handshake is
+//! ordinary and the SYN asks for a cookie. The listening side sets `TCP_FASTOPEN` to the
+//! length of its queue of pending TFO requests. Both need `net.ipv4.tcp_fastopen` (per
+//! network namespace): bit 1 (value 1) for clients, bit 2 (value 2) for servers, hence 3
+//! for a gateway that does both.
+//!
+//! Safe wrappers come from `nix` (send, recv, sendmsg, poll, shutdown, TCP options it
+//! knows) and `socket2` (socket set-up, keepalive, user timeout, quick-ACK); the two
+//! options neither has (`TCP_FASTOPEN` on a listener, `TCP_INFO`) go through `libc`.
 
 use std::io::{self, IoSlice};
-use std::net::TcpStream;
-use std::os::fd::{AsRawFd, RawFd};
-use std::time::Duration;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::time::{Duration, Instant};
 
-fn cvt(r: isize) -> io::Result<usize> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
-    }
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sys::socket::{self as nsock, MsgFlags, setsockopt, sockopt};
+use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
+
+// ---------------------------------------------------------------------------------------
+// Measurement loops
+// ---------------------------------------------------------------------------------------
+
+/// `MSG_NOSIGNAL` added to the caller's flags, so a closed peer is an error, not a
+/// SIGPIPE.
+fn send_flags(flags: i32) -> MsgFlags {
+    MsgFlags::from_bits_retain(flags | libc::MSG_NOSIGNAL)
 }
 
 /// `sendmsg` with flags; `MSG_NOSIGNAL` is always added so a closed peer is an error,
 /// not a SIGPIPE.
 pub fn sendmsg(fd: RawFd, iov: &[IoSlice<'_>], flags: i32) -> io::Result<usize> {
-    // SAFETY: msghdr is plain data; IoSlice is ABI-compatible with iovec (documented).
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
-    msg.msg_iovlen = iov.len() as _;
-    // SAFETY: fd is a socket owned by the caller; msg points at live buffers.
-    let r = unsafe { libc::sendmsg(fd, &msg, flags | libc::MSG_NOSIGNAL) };
-    cvt(r)
+    // No control messages: nix's control buffer is empty and allocates nothing.
+    nsock::sendmsg::<()>(fd, iov, &[], send_flags(flags), None).map_err(io::Error::from)
 }
 
 /// `send` of one buffer with flags (plus `MSG_NOSIGNAL`). Cheaper than `sendmsg` for
 /// small messages, where the kernel's iovec handling is a visible share of the cost.
 pub fn send(fd: RawFd, buf: &[u8], flags: i32) -> io::Result<usize> {
-    // SAFETY: buf is valid for reads of buf.len() bytes.
-    let r = unsafe {
-        libc::send(
-            fd,
-            buf.as_ptr() as *const libc::c_void,
-            buf.len(),
-            flags | libc::MSG_NOSIGNAL,
-        )
-    };
-    cvt(r)
+    nsock::send(fd, buf, send_flags(flags)).map_err(io::Error::from)
 }
 
 /// `recv` with flags.
 pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<usize> {
-    // SAFETY: buf is valid for writes of buf.len() bytes.
-    let r = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), flags) };
-    cvt(r)
+    nsock::recv(fd, buf, MsgFlags::from_bits_retain(flags)).map_err(io::Error::from)
 }
 
-/// Waits up to `timeout` for `events` (POLLIN / POLLOUT); returns the revents.
-pub fn poll(fd: RawFd, events: i16, timeout: Duration) -> io::Result<i16> {
-    let mut p = libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    // SAFETY: one valid pollfd.
-    let r = unsafe { libc::poll(&mut p, 1, ms) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::Interrupted {
-            return Ok(0);
-        }
-        return Err(e);
+/// Waits up to `timeout` for `events` (`libc::POLLIN` / `libc::POLLOUT`); returns the
+/// revents, 0 on timeout or when a signal interrupted the wait.
+pub fn poll(fd: impl AsFd, events: i16, timeout: Duration) -> io::Result<i16> {
+    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::from_bits_retain(events))];
+    let timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
+    match nix::poll::poll(&mut fds, timeout) {
+        Ok(0) | Err(Errno::EINTR) => Ok(0),
+        // nix knows every flag Linux reports; should it meet one it does not, say
+        // "error" so the caller looks at the socket itself.
+        Ok(_) => Ok(fds[0].revents().map_or(libc::POLLERR, |r| r.bits())),
+        Err(e) => Err(e.into()),
     }
-    Ok(if r == 0 { 0 } else { p.revents })
+}
+
+/// Waits up to `timeout` for `fd` to become readable (a listener: a connection waits).
+pub fn wait_readable(fd: impl AsFd, timeout: Duration) -> io::Result<bool> {
+    Ok(poll(fd, libc::POLLIN, timeout)? != 0)
+}
+
+/// Waits up to `timeout` for `fd` to become writable (a connecting socket: the
+/// handshake is over, or failed).
+pub fn wait_writable(fd: impl AsFd, timeout: Duration) -> io::Result<bool> {
+    Ok(poll(fd, libc::POLLOUT, timeout)? != 0)
+}
+
+/// `shutdown(SHUT_RDWR)` of a socket another thread owns: wakes a thread blocked in
+/// `accept` on a listener, from any thread or network namespace. Best effort.
+pub fn shutdown_both(fd: RawFd) {
+    let _ = nsock::shutdown(fd, nsock::Shutdown::Both);
 }
 
 /// True for the errors a timed-out or non-blocking call returns.
@@ -95,6 +113,184 @@ pub fn fd(s: &TcpStream) -> RawFd {
     s.as_raw_fd()
 }
 
+// ---------------------------------------------------------------------------------------
+// Link connections: TCP Fast Open, keepalive, user timeout, TCP_INFO
+// ---------------------------------------------------------------------------------------
+
+/// `TCPI_OPT_SYN_DATA` of `<linux/tcp.h>`: SYN data was acknowledged (both ends).
+const TCPI_OPT_SYN_DATA: u8 = 32;
+/// Pending TFO requests a listener queues (RFC 7413 §5.1 suggests bounding them).
+const TFO_QUEUE: libc::c_int = 64;
+
+/// `net.ipv4.tcp_fastopen` as the calling thread's network namespace sees it.
+pub fn tfo_sysctl() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_fastopen")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// What the sysctl prevents, if anything, for a gateway that dials and/or listens.
+pub fn tfo_sysctl_problem(sysctl: Option<u32>, dials: bool, listens: bool) -> Option<String> {
+    let Some(v) = sysctl else {
+        return Some("cannot read net.ipv4.tcp_fastopen: TCP Fast Open state unknown".to_string());
+    };
+    let mut missing = Vec::new();
+    if dials && v & 1 == 0 {
+        missing.push("bit 1 (client: data in our SYN)");
+    }
+    if listens && v & 2 == 0 {
+        missing.push("bit 2 (server: accept data in the peer's SYN)");
+    }
+    (!missing.is_empty()).then(|| {
+        format!(
+            "net.ipv4.tcp_fastopen = {v} in this network namespace lacks {}: TCP Fast Open \
+             will not be used that way (set it to 3)",
+            missing.join(" and ")
+        )
+    })
+}
+
+/// Connects to `peer`, with `TCP_FASTOPEN_CONNECT` when `tfo`, giving up after
+/// `timeout` or as soon as `stop()` says so. Returns the stream and whether the TFO
+/// option could be set. With a TFO cookie the kernel defers the SYN to the first write,
+/// so this returns at once and the first write carries the data in the SYN.
+pub fn dial(
+    peer: SocketAddr,
+    from: Option<IpAddr>,
+    tfo: bool,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> io::Result<(TcpStream, bool)> {
+    let sock = Socket::new(Domain::for_address(peer), Type::STREAM, Some(Protocol::TCP))?;
+    let tfo_set = tfo && setsockopt(&sock, sockopt::TcpFastOpenConnect, &true).is_ok();
+    if let Some(ip) = from {
+        sock.bind(&SocketAddr::new(ip, 0).into())?;
+    }
+    sock.set_tcp_nodelay(true)?;
+    sock.set_nonblocking(true)?;
+    match sock.connect(&peer.into()) {
+        Ok(()) => {}
+        Err(e)
+            if e.raw_os_error() == Some(libc::EINPROGRESS)
+                || e.kind() == io::ErrorKind::WouldBlock =>
+        {
+            let start = Instant::now();
+            loop {
+                if stop() {
+                    return Err(io::Error::other("gateway stopping"));
+                }
+                if start.elapsed() > timeout {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                if wait_writable(&sock, Duration::from_millis(100))? {
+                    if let Some(e) = sock.take_error()? {
+                        return Err(e);
+                    }
+                    break;
+                }
+            }
+        }
+        Err(e) => return Err(e),
+    }
+    sock.set_nonblocking(false)?;
+    Ok((sock.into(), tfo_set))
+}
+
+/// A listener with a TFO queue when `tfo`. Returns it and whether TFO could be set.
+pub fn listen(addr: SocketAddr, tfo: bool) -> io::Result<(TcpListener, bool)> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    sock.set_reuse_address(true)?;
+    sock.bind(&addr.into())?;
+    let tfo_set = tfo && set_tcp_fastopen(&sock, TFO_QUEUE).is_ok();
+    sock.listen(64)?;
+    Ok((sock.into(), tfo_set))
+}
+
+/// `TCP_FASTOPEN` (a listener's queue of pending TFO requests): neither nix nor socket2
+/// has it.
+fn set_tcp_fastopen(s: &impl AsFd, queue: libc::c_int) -> io::Result<()> {
+    // SAFETY: `s` is a live socket for the duration of the call (borrowed), and the
+    // option value is a c_int on our stack, passed with its exact size.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_fd().as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_FASTOPEN,
+            (&queue as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Options for an established link connection: no Nagle delay (stanzas are written
+/// whole, one batch at a time), keepalive so an idle dead link is found, and a user
+/// timeout so a link whose data is never acknowledged is given up.
+pub fn tune_link(s: &TcpStream, user_timeout: Duration) -> io::Result<()> {
+    s.set_nodelay(true)?;
+    let r = SockRef::from(s);
+    r.set_tcp_keepalive(
+        &TcpKeepalive::new()
+            .with_time(Duration::from_secs(60))
+            .with_interval(Duration::from_secs(10))
+            .with_retries(3),
+    )?;
+    if !user_timeout.is_zero() {
+        // The kernel takes a non-negative int of milliseconds.
+        let ms = u64::try_from(user_timeout.as_millis()).unwrap_or(u64::MAX);
+        r.set_tcp_user_timeout(Some(Duration::from_millis(ms.min(i32::MAX as u64))))?;
+    }
+    delay_acks(s);
+    Ok(())
+}
+
+/// Leaves Linux's quick-ACK mode (TCP_QUICKACK = 0), so the ACK of a stanza can ride on
+/// the answer written a few milliseconds later instead of going alone first. A new
+/// connection starts in quick-ACK mode; at 2400 bit/s the lone 52-byte ACK in front of
+/// the first answer costs 0.17 s. The kernel may re-enter the mode, so the reader calls
+/// this again after each read. Best effort: an error only costs that optimisation.
+pub fn delay_acks(s: &TcpStream) {
+    let _ = SockRef::from(s).set_tcp_quickack(false);
+}
+
+/// The kernel's TCP_INFO for a connection, if it can be read (neither nix nor socket2
+/// reads it).
+fn tcp_info(s: &TcpStream) -> Option<libc::tcp_info> {
+    // SAFETY: tcp_info is plain data (all-zero is a valid value); the kernel writes at
+    // most `len` bytes into it, and `s` is a live socket borrowed for the call.
+    unsafe {
+        let mut info: libc::tcp_info = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let r = libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        );
+        (r == 0).then_some(info)
+    }
+}
+
+/// Whether the connection's SYN carried data that the other end accepted (TCP_INFO
+/// `tcpi_options & TCPI_OPT_SYN_DATA`). Meaningful once the handshake is over.
+pub fn syn_data_acked(s: &TcpStream) -> bool {
+    tcp_info(s).is_some_and(|i| i.tcpi_options & TCPI_OPT_SYN_DATA != 0)
+}
+
+/// Whether the connection is established (TCP_INFO `tcpi_state`): the handshake is over,
+/// so a TFO cookie the peer offered is in the kernel's cache.
+pub fn established(s: &TcpStream) -> bool {
+    // 1 = TCP_ESTABLISHED (include/net/tcp_states.h).
+    tcp_info(s).is_some_and(|i| i.tcpi_state == 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,18 +303,98 @@ mod tests {
         let (b, _) = l.accept().unwrap();
         let n = sendmsg(fd(&a), &[IoSlice::new(b"hel"), IoSlice::new(b"lo")], 0).unwrap();
         assert_eq!(n, 5);
+        assert_eq!(send(fd(&a), b"!", libc::MSG_DONTWAIT).unwrap(), 1);
         let mut buf = [0u8; 16];
         let mut got = 0;
-        while got < 5 {
+        while got < 6 {
             got += recv(fd(&b), &mut buf[got..], 0).unwrap();
         }
-        assert_eq!(&buf[..5], b"hello");
+        assert_eq!(&buf[..6], b"hello!");
         // Nothing more: a non-blocking recv would block.
         let e = recv(fd(&b), &mut buf, libc::MSG_DONTWAIT).unwrap_err();
         assert!(would_block(&e));
+        assert_eq!(poll(&b, libc::POLLIN, Duration::from_millis(1)).unwrap(), 0);
         assert_eq!(
-            poll(fd(&b), libc::POLLIN, Duration::from_millis(1)).unwrap(),
-            0
+            poll(&a, libc::POLLOUT, Duration::from_millis(1)).unwrap(),
+            libc::POLLOUT
         );
+        // A closed peer: an error, not a SIGPIPE.
+        drop(b);
+        let mut failed = false;
+        for _ in 0..100 {
+            if send(fd(&a), b"x", 0).is_err() {
+                failed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(failed, "sending to a closed peer fails");
+    }
+
+    #[test]
+    fn shutdown_wakes_a_blocked_accept() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let raw = l.as_raw_fd();
+        std::thread::scope(|s| {
+            let t = s.spawn(|| l.accept().is_err());
+            std::thread::sleep(Duration::from_millis(50));
+            shutdown_both(raw);
+            assert!(
+                t.join().unwrap(),
+                "accept fails once the listener is shut down"
+            );
+        });
+        assert!(wait_readable(&l, Duration::from_millis(1)).unwrap());
+    }
+
+    #[test]
+    fn sysctl_problems_are_spelled_out() {
+        assert_eq!(tfo_sysctl_problem(Some(3), true, true), None);
+        let m = tfo_sysctl_problem(Some(1), true, true).unwrap();
+        assert!(
+            m.contains("= 1") && m.contains("bit 2") && !m.contains("bit 1"),
+            "{m}"
+        );
+        assert_eq!(tfo_sysctl_problem(Some(1), true, false), None);
+        assert!(
+            tfo_sysctl_problem(Some(0), true, false)
+                .unwrap()
+                .contains("bit 1")
+        );
+        assert!(tfo_sysctl_problem(None, true, true).is_some());
+    }
+
+    #[test]
+    fn loopback_dial_and_listen_with_tfo_options() {
+        let (l, tfo_listen) = listen("127.0.0.1:0".parse().unwrap(), true).unwrap();
+        let addr = l.local_addr().unwrap();
+        let (c, tfo_dial) = dial(
+            addr,
+            Some("127.0.0.1".parse().unwrap()),
+            true,
+            Duration::from_secs(5),
+            &|| false,
+        )
+        .unwrap();
+        assert!(tfo_listen && tfo_dial, "Linux accepts both options");
+        use std::io::{Read, Write};
+        (&c).write_all(b"x").unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        let mut b = [0u8; 1];
+        s.read_exact(&mut b).unwrap();
+        tune_link(&s, Duration::from_secs(5)).unwrap();
+        let user_timeout = SockRef::from(&s).tcp_user_timeout().unwrap();
+        assert_eq!(user_timeout, Some(Duration::from_secs(5)));
+        assert!(established(&s) && established(&c));
+        let _ = syn_data_acked(&c);
+    }
+
+    #[test]
+    fn dial_to_a_closed_port_is_refused() {
+        let (l, _) = listen("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        let addr = l.local_addr().unwrap();
+        drop(l);
+        let e = dial(addr, None, false, Duration::from_secs(5), &|| false).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused, "{e}");
     }
 }

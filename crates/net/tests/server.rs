@@ -106,3 +106,20 @@ fn the_largest_sequence_number_ends_cleanly_and_frees_the_slot() {
         assert_eq!(report.counts.lost, u64::MAX, "round {round}: {report:?}");
     }
 }
+
+#[test]
+fn run_until_serves_until_told_then_stops() {
+    let server = Server::bind("127.0.0.1:0", ServerConfig::default()).unwrap();
+    let addr = server.local_addr().to_string();
+    let mut served = false;
+    server
+        .run_until(|| {
+            served = ControlClient::connect(&addr, Duration::from_secs(5)).is_ok();
+        })
+        .unwrap();
+    assert!(served, "the control port answered while running");
+    assert!(
+        ControlClient::connect(&addr, Duration::from_secs(1)).is_err(),
+        "nothing listens once it returned"
+    );
+}

@@ -2,13 +2,18 @@
 //! against a server (the embedded reference server unless told otherwise), and writes one
 //! record per case to the results directory as soon as the case ends.
 
+pub mod catalog;
 pub mod estimate;
 pub mod host;
 pub mod link;
 pub mod params;
+pub mod preflight;
 pub mod registry;
+pub mod request;
 pub mod scenario;
 
+pub use preflight::Preflight;
+pub use request::{Prepared, RunRequest, prepare};
 pub use scenario::{BUILTIN, Scenario, ScenarioError};
 
 use std::path::PathBuf;
@@ -174,6 +179,12 @@ pub enum RunError {
     Link(#[from] link::CaseLinkError),
     #[error("cannot write results to {path}: {error}")]
     Results { path: String, error: std::io::Error },
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    #[error(transparent)]
+    Report(#[from] wirebench_report::ReportError),
+    #[error("cannot write run.json into {dir}: {error}")]
+    RunInfo { dir: String, error: std::io::Error },
 }
 
 /// What a run did.
@@ -186,6 +197,18 @@ impl RunSummary {
     /// True when every planned case ran and succeeded.
     pub fn all_ok(&self) -> bool {
         !self.interrupted && self.records.iter().all(|r| r.status == Status::Ok)
+    }
+
+    /// The exit code of `wirebench run`: 130 when interrupted, 0 when every case
+    /// succeeded, 1 when one failed.
+    pub fn exit_code(&self) -> u8 {
+        if self.interrupted {
+            130
+        } else if self.all_ok() {
+            0
+        } else {
+            1
+        }
     }
 }
 
@@ -700,6 +723,27 @@ pub fn run_info(scenario: &Scenario) -> wirebench_report::RunInfo {
         charts: scenario.charts.clone(),
         params,
     }
+}
+
+/// Writes `dir/report.html` and its charts from a results directory (`wirebench
+/// report`). A directory from before run.json existed first gets one: from the built-in
+/// scenario of its name (for its chart choices), or none, with today's parameter registry.
+pub fn write_report(dir: &std::path::Path) -> Result<wirebench_report::html::Written, RunError> {
+    if dir.join("results.jsonl").exists() && !dir.join(wirebench_report::info::FILE).exists() {
+        let records = wirebench_report::html::read_records(dir)?;
+        let name = records
+            .first()
+            .map(|r| r.scenario.clone())
+            .unwrap_or_default();
+        let scenario = Scenario::builtin(&name).unwrap_or_else(|| Scenario::empty(&name));
+        run_info(&scenario)
+            .write(dir)
+            .map_err(|error| RunError::RunInfo {
+                dir: dir.display().to_string(),
+                error,
+            })?;
+    }
+    Ok(wirebench_report::write_report(dir)?)
 }
 
 #[cfg(test)]

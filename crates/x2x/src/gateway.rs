@@ -18,7 +18,6 @@
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -27,7 +26,7 @@ use std::time::{Duration, Instant};
 use crate::component::{ComponentConn, ComponentEvent};
 use crate::config::{Config, ConfigError, Dial, LogLevel};
 use crate::engine::{Engine, EngineConfig, EngineStats, Event};
-use crate::sock;
+use wirebench_net::sock;
 
 /// How often blocked threads look at the shutdown flag.
 const TICK: Duration = Duration::from_millis(100);
@@ -773,7 +772,7 @@ fn link_reader(s: &Arc<Shared>, cid: u64, mut stream: TcpStream, dialled: bool) 
 fn accept_loop(s: &Arc<Shared>, listener: TcpListener) {
     let allowed = s.cfg.peer_source();
     while !s.stopping() {
-        match sock::wait_readable(listener.as_raw_fd(), TICK) {
+        match sock::wait_readable(&listener, TICK) {
             Ok(true) => {}
             Ok(false) => continue,
             Err(e) => {

@@ -22,7 +22,8 @@
 //!   optionally with the preset dictionary of [`dict`]);
 //! - acknowledgements in the manner of XEP-0198 and an immediate resend on every
 //!   (re)connection, so nothing is lost or duplicated when the link breaks ([`engine`]);
-//! - TCP Fast Open (RFC 7413) so a re-connection's first bytes ride in the SYN ([`sock`]).
+//! - TCP Fast Open (RFC 7413) so a re-connection's first bytes ride in the SYN
+//!   ([`wirebench_net::sock`]).
 //!
 //! Layers: [`engine`] and [`component`] are sans-IO state machines (bytes and time in,
 //! bytes and events out); [`gateway`] drives them with blocking std threads;
@@ -35,7 +36,6 @@ pub mod config;
 pub mod dict;
 pub mod engine;
 pub mod gateway;
-pub mod sock;
 pub mod xml;
 
 pub use codec::Compression;

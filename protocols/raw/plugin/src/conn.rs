@@ -207,12 +207,11 @@ impl<'a> Conn<'a> {
                 Err(e) if sock::would_block(&e) => {
                     self.check(DURING)?;
                     if drain {
-                        let ev = sock::poll(self.fd, libc::POLLIN | libc::POLLOUT, TICK).map_err(
-                            |error| WorkloadError::Io {
+                        let ev = sock::poll(&self.stream, libc::POLLIN | libc::POLLOUT, TICK)
+                            .map_err(|error| WorkloadError::Io {
                                 during: DURING,
                                 error,
-                            },
-                        )?;
+                            })?;
                         if ev & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0
                             && !self.recv(Wait::NoWait, DURING, on_input)?
                         {

@@ -1,0 +1,191 @@
+//! Before anything runs: the plan's size and estimated time, the cases estimated above a
+//! limit (with the flags that would shorten them), a capture's estimated size, and
+//! whether the run is long enough to need the user's go-ahead.
+
+use std::path::PathBuf;
+use std::time::Duration;
+use wirebench_lab::pcap::PcapOptions;
+use wirebench_model::parse_duration;
+
+use crate::estimate::{self, format_estimate};
+use crate::{Case, RunError, Scenario};
+
+/// A run estimated above this needs `--yes`: long enough for every built-in scenario,
+/// short enough to stop a grid that would take days (the README's once did).
+pub const CONFIRM_ABOVE_S: f64 = 2.0 * 3600.0;
+
+/// What a user should know before a run starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preflight {
+    /// Planned cases (each run `repeat` times).
+    pub cases: usize,
+    pub repeat: u32,
+    /// Estimated wall time of the whole run, seconds.
+    pub total_secs: f64,
+    /// The estimate's notes (a parameter that will be ignored, ...).
+    pub notes: Vec<String>,
+    /// `--max-case-time`, seconds.
+    pub limit_secs: f64,
+    /// The cases estimated above `limit_secs`, in plan order.
+    pub long: Vec<LongCase>,
+    /// The capture's estimated size, when there is one.
+    pub capture: Option<CaptureEstimate>,
+}
+
+/// A case estimated above the limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LongCase {
+    pub index: usize,
+    /// The parameters that tell it apart and set its length: `payload=64 rounds=1000`.
+    pub words: String,
+    /// Estimated time of one run of it, seconds.
+    pub secs: f64,
+    /// How to shorten it, naming flags (`use --rounds 10`); may be empty.
+    pub advice: String,
+}
+
+/// A capture's estimated size against its limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaptureEstimate {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub limit: u64,
+}
+
+/// Estimates `scenario` (as the command line left it) against `max_case_time` (a
+/// duration as typed, from `--max-case-time`).
+pub fn check(
+    scenario: &Scenario,
+    max_case_time: &str,
+    pcap: Option<&PcapOptions>,
+) -> Result<Preflight, RunError> {
+    let limit_secs = parse_duration(max_case_time)
+        .map_err(|e| RunError::Usage(format!("--max-case-time: {e}")))?
+        .as_secs_f64();
+    let est = estimate::estimate(scenario)?;
+    let cases = crate::plan(scenario);
+    let long = est
+        .cases
+        .iter()
+        .zip(&cases)
+        .filter(|(e, _)| e.secs > limit_secs)
+        .map(|(e, case)| LongCase {
+            index: e.index,
+            words: case_words(scenario, case),
+            secs: e.secs,
+            advice: e.advice(limit_secs),
+        })
+        .collect();
+    Ok(Preflight {
+        cases: est.cases.len(),
+        repeat: est.repeat,
+        total_secs: est.total_secs(),
+        notes: est.notes.clone(),
+        limit_secs,
+        long,
+        capture: pcap.map(|p| CaptureEstimate {
+            path: p.path.clone(),
+            bytes: est.capture_bytes(p.snaplen),
+            limit: p.limit,
+        }),
+    })
+}
+
+impl Preflight {
+    /// The run is estimated above [`CONFIRM_ABOVE_S`].
+    pub fn needs_confirmation(&self) -> bool {
+        self.total_secs > CONFIRM_ABOVE_S
+    }
+
+    /// Refuses a run that needs the user's go-ahead without it (`confirmed`: `--yes`,
+    /// or a dry run that starts nothing).
+    pub fn confirm(&self, confirmed: bool) -> Result<(), RunError> {
+        if !self.needs_confirmation() || confirmed {
+            return Ok(());
+        }
+        Err(RunError::Usage(format!(
+            "this run is estimated at {} ({}); shorten it (see the warnings above) or pass \
+             --yes to start it anyway",
+            format_estimate(self.total_secs),
+            if self.long.is_empty() {
+                format!("{} cases", self.cases)
+            } else {
+                format!(
+                    "{} case(s) above {}",
+                    self.long.len(),
+                    format_estimate(self.limit_secs)
+                )
+            }
+        )))
+    }
+}
+
+/// The parameters that tell a case apart and set its length: `link.rate=2400bit
+/// payload=64KiB rounds=1000`.
+fn case_words(scenario: &Scenario, case: &Case) -> String {
+    let grids = scenario.grids();
+    let varying: Vec<&str> = grids
+        .iter()
+        .flat_map(|g| g.varying())
+        .chain(["payload", "rounds", "count", "duration", "think"])
+        .collect();
+    let shown: Vec<&str> = case
+        .point
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| {
+            varying.contains(n)
+                && !(*n == "think"
+                    && case.get(n).and_then(|v| v.as_duration()) == Some(Duration::ZERO))
+        })
+        .collect();
+    case.describe(&shown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(params: &[(&str, &str)]) -> Scenario {
+        let mut s = Scenario::builtin("default").unwrap();
+        for (n, v) in params {
+            s.set_param(n, v).unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn long_cases_are_named_with_advice() {
+        let s = scenario(&[
+            ("link", "2400bit/0ms"),
+            ("payload", "64"),
+            ("rounds", "1000"),
+        ]);
+        let p = check(&s, "10m", None).unwrap();
+        assert!(!p.long.is_empty());
+        let first = &p.long[0];
+        assert!(first.words.contains("payload=64 rounds=1000"), "{first:?}");
+        assert!(first.advice.contains("--rounds"), "{first:?}");
+        assert!(!p.needs_confirmation());
+        assert!(check(&s, "x", None).is_err());
+    }
+
+    #[test]
+    fn a_run_of_days_needs_confirmation() {
+        let s = scenario(&[
+            ("link", "2400bit/500ms"),
+            ("payload", "64"),
+            ("rounds", "100000"),
+        ]);
+        let p = check(&s, "10m", None).unwrap();
+        assert!(p.needs_confirmation());
+        assert!(p.confirm(true).is_ok());
+        let msg = p.confirm(false).unwrap_err().to_string();
+        assert!(
+            msg.starts_with("this run is estimated at ")
+                && msg.contains("case(s) above 10m")
+                && msg.ends_with("pass --yes to start it anyway"),
+            "{msg}"
+        );
+    }
+}

@@ -1,0 +1,620 @@
+//! The command line: clap's definitions, help with the registry's defaults, a
+//! did-you-mean for unknown commands, and each command's flags turned into what its
+//! library takes. Nothing here runs anything.
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::path::PathBuf;
+use wirebench_link::LinkSpec;
+use wirebench_model::Bytes;
+use wirebench_net::{DEFAULT_PORT, ServerConfig};
+use wirebench_runner::RunRequest;
+use wirebench_runner::request::{MAX_CASE_TIME, PCAP_LIMIT};
+
+const RUN_EXAMPLES: &str = "Examples:\n  \
+    wirebench run                                  # the built-in default scenario\n  \
+    wirebench run --workload pingpong --payload 2,100,1500 --rounds 10k\n  \
+    wirebench run --workload stream --mode oneway,echo --payload 100,10KiB,1MiB --repeat 3\n  \
+    wirebench run payload-sweep --tables mode --columns 'throughput.*'\n  \
+    wirebench run my.toml --part latency --out results/today\n  \
+    wirebench run --server 127.0.0.1:7420          # against a running `wirebench serve`\n  \
+    wirebench run --link 2400bit/500ms --workload pingpong --payload 2 --rounds 10  # needs root\n\n\
+    A comma-separated list makes the parameter a grid axis: the cases are every combination.\n\
+    Scenario files: docs/scenarios.md; metrics (for --columns): docs/results.md.";
+
+#[derive(Parser)]
+#[command(
+    name = "wirebench",
+    version,
+    about = "A lab for messaging and transport protocols: latency, throughput and set-up, measured.",
+    long_about = "A lab for messaging and transport protocols: latency, throughput and set-up, measured.\n\n\
+        `wirebench run` with no arguments runs the built-in default scenario (raw TCP ping-pong and \
+        stream at three payload sizes) against an embedded reference server on loopback and writes \
+        results.jsonl, results.csv and HdrHistogram logs to a fresh directory under wirebench-runs/.",
+    after_help = "Examples:\n  \
+        wirebench run\n  \
+        wirebench run --workload pingpong --payload 2,100,1500 --rounds 10k\n  \
+        wirebench run --workload stream --mode oneway,echo --payload 100,10KiB,1MiB --repeat 3\n  \
+        wirebench run payload-sweep --tables mode --columns 'throughput.*'\n  \
+        wirebench serve --listen 127.0.0.1:7420   # then: wirebench run --server 127.0.0.1:7420\n\n\
+        Docs: docs/scenarios.md (scenario files), docs/results.md (metrics), docs/protocols/."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run a scenario (a file, a built-in name, or the default) and record the results.
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(Box<RunArgs>),
+    /// Run the reference server: a control port that opens data listeners on request.
+    #[command(after_help = "Examples:\n  \
+        wirebench serve                                    # on 127.0.0.1:7420\n  \
+        wirebench serve --listen 0.0.0.0 --max-payload 64MiB\n  \
+        wirebench serve --listen [::1]:9000 --quiet\n\n\
+        Then, from another terminal or host: wirebench run --server HOST[:PORT]")]
+    Serve(ServeArgs),
+    /// List the built-in scenarios.
+    Scenarios,
+    /// List the protocols, with the workloads and parameters each one uses.
+    Protocols,
+    /// Run any command in a host whose traffic to this machine crosses an emulated link
+    /// (needs root).
+    ///
+    /// The command runs in a fresh network namespace as 198.18.0.2; this machine's root
+    /// namespace is reachable from it as 198.18.0.1, through the link. Nothing else is
+    /// reachable. Needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN): it creates network
+    /// namespaces and a TUN device.
+    #[command(after_help = "Examples:\n  \
+        wirebench shell --link 2400bit/500ms -- curl http://198.18.0.1:8080/\n  \
+        wirebench shell --uplink 1Mbit/300ms --downlink 10Mbit/300ms --pcap sat.pcap -- bash\n  \
+        wirebench shell --link rate=19200bit,delay=250ms,loss=1% -- ping -c 3 198.18.0.1")]
+    Shell(ShellArgs),
+    /// Write DIR/report.html (charts, tables, published figures) from a results directory.
+    ///
+    /// `wirebench run` does this at the end of every run unless --no-report; use this to
+    /// rebuild it, e.g. after an interrupted run. Charts are also saved as SVG and PNG
+    /// under DIR/charts/.
+    #[command(after_help = "Example:\n  wirebench report wirebench-runs/20261121-110000-default")]
+    Report {
+        /// A results directory written by `wirebench run`.
+        dir: PathBuf,
+    },
+    /// Compare two results directories: each metric of the cases both ran, as a ratio B/A.
+    ///
+    /// Cases are matched by their parameters (1KiB and 1024 are the same payload).
+    /// Ratios that differ from 1 by more than --threshold are flagged; the exit code is 1
+    /// when any is and --fail-on-change is given (for CI regression checks).
+    #[command(after_help = "Examples:\n  \
+        wirebench compare wirebench-runs/before wirebench-runs/after\n  \
+        wirebench compare before after --threshold 10% --fail-on-change   # in CI\n  \
+        wirebench compare before after --all --html comparison.html")]
+    Compare(CompareArgs),
+    /// Run a zero-handshake XMPP server link gateway (XEP-0361) until Ctrl-C.
+    ///
+    /// The gateway attaches to the local XMPP server as the XEP-0114 component of the
+    /// remote domain(s) and carries their stanzas to the peer gateway over one TCP
+    /// connection: no stream negotiation, zlib with a preset dictionary, TCP Fast Open,
+    /// and nothing lost across link outages (acknowledged, resent in order). The file
+    /// format, with every key explained: crates/x2x/example.toml; docs/x2x.md.
+    X2x {
+        /// Gateway configuration (TOML).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Manage lab leftovers.
+    #[command(after_help = "Examples:\n  \
+        wirebench lab list          # namespaces of wirebench runs, alive or gone\n  \
+        wirebench lab clean         # delete those of runs that were killed (needs root)\n  \
+        wirebench lab clean --all   # also those of runs still alive")]
+    Lab {
+        #[command(subcommand)]
+        command: LabCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum LabCommand {
+    /// Delete network namespaces (wb-<pid>-*) left by runs that were killed.
+    Clean {
+        /// Also delete those of runs still alive.
+        #[arg(long)]
+        all: bool,
+    },
+    /// List lab namespaces.
+    List,
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// The baseline results directory.
+    pub a: PathBuf,
+    /// The results directory compared with it.
+    pub b: PathBuf,
+    /// Smallest change of a mean that is flagged, e.g. 5% or 0.05; it must also be beyond
+    /// the runs' spread (Welch's t-test, p < 0.01), so both runs need --repeat.
+    #[arg(long, default_value = "5%", value_name = "CHANGE")]
+    pub threshold: String,
+    /// Show every metric, not only the flagged ones.
+    #[arg(long)]
+    pub all: bool,
+    /// Also write the comparison as an HTML page here.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Exit with code 1 when any metric changed beyond noise. Metrics measured once in A
+    /// or B (no --repeat) never fail.
+    #[arg(long)]
+    pub fail_on_change: bool,
+}
+
+#[derive(Args)]
+pub struct ShellArgs {
+    /// Link, both directions: RATE/DELAY (2400bit/500ms) or rate=..,delay=..,loss=..
+    #[arg(long, value_name = "SPEC")]
+    pub link: Option<String>,
+    /// The host's uplink (host to this machine), replacing --link for that direction.
+    #[arg(long, value_name = "SPEC")]
+    pub uplink: Option<String>,
+    /// The host's downlink, replacing --link for that direction.
+    #[arg(long, value_name = "SPEC")]
+    pub downlink: Option<String>,
+    /// Capture what crosses the link.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Seed for loss and jitter.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The command and its arguments (after --).
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// The capture stops (and says so) when the file reaches this size.
+    #[arg(long, value_name = "SIZE", default_value = PCAP_LIMIT)]
+    pub pcap_limit: String,
+    /// Keep at most this many bytes of each packet in the capture (e.g. 128: headers only).
+    #[arg(long, value_name = "BYTES")]
+    pub pcap_snaplen: Option<String>,
+}
+
+#[derive(Args)]
+// A flag given twice takes its last value, so a command can be extended by appending to
+// it (the docs test shrinks documented commands that way).
+#[command(args_override_self = true)]
+pub struct RunArgs {
+    /// Scenario file (TOML) or built-in scenario name; default: the built-in `default`.
+    /// Parameter flags below override the scenario's values; a parameter's default
+    /// applies when neither sets it.
+    pub scenario: Option<String>,
+
+    /// Wire protocol: raw (built-in server), xmpp (two real Prosody servers in lab hosts) or
+    /// irc (two linked ngircd servers in lab hosts); xmpp and irc need root.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
+    pub protocol: Option<String>,
+    /// pingpong (latency, one message in flight) or stream (throughput).
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
+    pub workload: Option<String>,
+    /// Payload per message after the 21-byte header, e.g. 2,100,1500,10KiB,1MiB.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
+    pub payload: Option<String>,
+    /// Ping-pong round trips per case, e.g. 1000 or 10k.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
+    pub rounds: Option<String>,
+    /// Responder's wait before each answer, excluded from the RTT, e.g. 0,5s,10s.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
+    pub think: Option<String>,
+    /// Messages per stream case, e.g. 100k.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
+    pub count: Option<String>,
+    /// The protocols' own parameters (`--mode`, `--s2s`, ...): flags made from the
+    /// registry when the command line is defined ([`command`]), as (name, value).
+    #[arg(skip)]
+    pub protocol_params: Vec<(String, String)>,
+
+    /// Link, both directions: RATE/DELAY (2400bit/500ms) or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..,outage=30s+10s
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub link: Option<String>,
+    /// Client-to-server direction, replacing --link for that direction.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub uplink: Option<String>,
+    /// Server-to-client direction, replacing --link for that direction.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub downlink: Option<String>,
+    /// Link rate (both directions), e.g. 2400bit,19.2kbit.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub link_rate: Option<String>,
+    /// One-way delay (both directions), e.g. 0,500ms,1s.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub link_delay: Option<String>,
+    /// Extra delay per packet, uniform in [0, JITTER].
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub link_jitter: Option<String>,
+    /// Random loss: 1%, 0.01, or Gilbert-Elliott ge:P_GB/P_BG/LOSS_GOOD/LOSS_BAD.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub link_loss: Option<String>,
+    /// Drop-tail queue bound in bytes [default: 1000 packets].
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub link_queue: Option<String>,
+    /// Link MTU in bytes [default: 1500].
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub link_mtu: Option<String>,
+    /// Mahimahi trace file: one 1500-byte delivery opportunity per line (ms); replaces the rate.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub link_trace: Option<String>,
+    /// Write every packet that crosses the link to this pcap file (tshark/Wireshark).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub pcap: Option<PathBuf>,
+
+    /// Run only these `[[part]]`s of the scenario, e.g. `--part latency,payload`.
+    #[arg(long, value_name = "NAMES")]
+    pub part: Option<String>,
+    /// Run every case N times (CSV shows mean, min and max).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+    /// Seed for payload patterns and anything random; recorded in the results.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Fail a case after this long without progress.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Use a running `wirebench serve` at HOST[:PORT] instead of the embedded server.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub server: Option<String>,
+    /// Results directory (default: wirebench-runs/<timestamp>-<scenario>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Parameters that split results.csv into tables (empty: one table).
+    #[arg(long, value_name = "P1,P2")]
+    pub tables: Option<String>,
+    /// Metrics kept in results.csv; `rtt.*` matches a prefix.
+    #[arg(long, value_name = "M1,M2")]
+    pub columns: Option<String>,
+    /// Print each case's record as a JSON line on stdout instead of the summary table.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bars.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Do not write report.html and charts/ at the end (`wirebench report DIR` later).
+    #[arg(long)]
+    pub no_report: bool,
+
+    /// How long a raw stream sends, e.g. 1s,5s (default 2s unless --count is given; with
+    /// --count, whichever ends first).
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Parameters (comma-separated lists become grid axes)"
+    )]
+    pub duration: Option<String>,
+    /// Warn before the run about every case estimated to take longer than this.
+    #[arg(long, value_name = "DURATION", default_value = MAX_CASE_TIME)]
+    pub max_case_time: String,
+    /// Start even if the run is estimated to take more than 2 hours.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Print the cases' count and estimated time (and capture size), then exit.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Refuse a capture estimated above this size; stop writing it there at run time.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = PCAP_LIMIT,
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub pcap_limit: String,
+    /// Keep at most this many bytes of each captured packet (e.g. 128: the headers).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub pcap_snaplen: Option<String>,
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Control address to listen on. Data listeners open on the same IP, ephemeral ports.
+    #[arg(long, default_value_t = format!("127.0.0.1:{DEFAULT_PORT}"), value_name = "ADDR")]
+    pub listen: String,
+    /// Largest payload a client may ask for.
+    #[arg(long, default_value = "16MiB", value_name = "SIZE")]
+    pub max_payload: String,
+    /// Do not log connections and errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// The command line's definition, with each parameter's default (from the registry the
+/// runner uses) appended to its flag's help: the flags themselves have no clap default,
+/// since a flag given overrides the scenario and one not given must not.
+fn command() -> clap::Command {
+    // `mut_subcommands`, not `mut_subcommand`: the latter moves `run` to the end of the list.
+    Cli::command().mut_subcommands(|mut run| {
+        if run.get_name() != "run" {
+            return run;
+        }
+        // Each protocol's own parameters get a flag of their own, so a new protocol's
+        // parameters reach the command line without a change here.
+        for p in protocol_params() {
+            let mut help = format!("{} ({} only)", capitalized(p.help), owners(p.name));
+            if !p.default.is_empty() {
+                help.push_str(&format!(" [default: {}]", p.default));
+            }
+            run = run.arg(
+                clap::Arg::new(flag_id(p.name))
+                    .long(p.name.replace('.', "-"))
+                    .value_name("LIST")
+                    .help(help)
+                    .help_heading("Protocol parameters (comma-separated lists become grid axes)"),
+            );
+        }
+        let params = wirebench_runner::params::params()
+            .iter()
+            .chain(wirebench_runner::params::LINK_PARAMS);
+        for p in params.filter(|p| !p.default.is_empty()) {
+            let id = p.name.replace('.', "_");
+            if run.get_arguments().any(|a| a.get_id() == id.as_str()) {
+                run = run.mut_arg(id, |a| {
+                    let help = a.get_help().map(ToString::to_string).unwrap_or_default();
+                    a.help(format!("{help} [default: {}]", p.default))
+                });
+            }
+        }
+        run
+    })
+}
+
+/// Parameters that belong to a protocol (not shared by all).
+fn protocol_params() -> impl Iterator<Item = &'static wirebench_runner::params::ParamSpec> {
+    wirebench_runner::params::params()
+        .iter()
+        .filter(|p| !wirebench_runner::params::owners(p.name).is_empty())
+}
+
+fn owners(name: &str) -> String {
+    wirebench_runner::params::owners(name).join(", ")
+}
+
+fn flag_id(name: &str) -> String {
+    format!("param_{}", name.replace(['.', '-'], "_"))
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// Parses the command line; an unknown subcommand gets a suggestion (clap's own misses
+/// short typos such as `rn`), any other mistake clap's message. Exits on error or help.
+pub fn parse() -> Cli {
+    let err = match command().try_get_matches().and_then(|m| {
+        let mut cli = Cli::from_arg_matches(&m)?;
+        if let (Command::Run(args), Some(rm)) = (&mut cli.command, m.subcommand_matches("run")) {
+            args.protocol_params = protocol_params()
+                .filter_map(|p| {
+                    let v = rm.get_one::<String>(&flag_id(p.name))?;
+                    Some((p.name.to_string(), v.clone()))
+                })
+                .collect();
+        }
+        Ok(cli)
+    }) {
+        Ok(cli) => return cli,
+        Err(e) => e,
+    };
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() == ErrorKind::InvalidSubcommand {
+        if let Some(ContextValue::String(word)) = err.get(ContextKind::InvalidSubcommand) {
+            // Suggest among the subcommands of the command the word was given to.
+            let mut cmd = command();
+            for arg in std::env::args().skip(1) {
+                if &arg == word {
+                    break;
+                }
+                if let Some(sub) = cmd.find_subcommand(&arg).cloned() {
+                    cmd = sub;
+                }
+            }
+            let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+            eprintln!("wirebench: {}", unknown_command(word, &names));
+            std::process::exit(2);
+        }
+    }
+    err.exit()
+}
+
+/// `unknown command 'rn'; did you mean 'run'?`, or the list of commands.
+fn unknown_command(word: &str, names: &[&str]) -> String {
+    match wirebench_model::hint::closest(word, names.iter().copied()) {
+        Some(n) => format!("unknown command '{word}'; did you mean '{n}'?"),
+        None => format!("unknown command '{word}'; commands: {}", names.join(", ")),
+    }
+}
+
+impl RunArgs {
+    /// The run these flags ask for; the runner gives each its meaning.
+    pub fn request(&self) -> RunRequest {
+        // In this order, so the first bad value is the one reported.
+        let shared = [
+            ("protocol", &self.protocol),
+            ("workload", &self.workload),
+            ("payload", &self.payload),
+            ("rounds", &self.rounds),
+            ("think", &self.think),
+            ("count", &self.count),
+            ("duration", &self.duration),
+        ];
+        let link = [
+            ("link", &self.link),
+            ("uplink", &self.uplink),
+            ("downlink", &self.downlink),
+            ("link.rate", &self.link_rate),
+            ("link.delay", &self.link_delay),
+            ("link.jitter", &self.link_jitter),
+            ("link.loss", &self.link_loss),
+            ("link.queue", &self.link_queue),
+            ("link.mtu", &self.link_mtu),
+            ("link.trace", &self.link_trace),
+        ];
+        let given = |list: &[(&str, &Option<String>)]| -> Vec<(String, String)> {
+            list.iter()
+                .filter_map(|(name, value)| Some((name.to_string(), (*value).clone()?)))
+                .collect()
+        };
+        let mut params = given(&shared);
+        params.extend(self.protocol_params.iter().cloned());
+        params.extend(given(&link));
+        RunRequest {
+            scenario: self.scenario.clone(),
+            params,
+            parts: self.part.clone(),
+            repeat: self.repeat,
+            seed: self.seed,
+            timeout: self.timeout.clone(),
+            server: self.server.clone(),
+            out: self.out.clone(),
+            tables: self.tables.clone(),
+            columns: self.columns.clone(),
+            max_case_time: self.max_case_time.clone(),
+            pcap: self.pcap.clone(),
+            pcap_limit: self.pcap_limit.clone(),
+            pcap_snaplen: self.pcap_snaplen.clone(),
+            command: std::env::args().collect(),
+        }
+    }
+}
+
+impl ServeArgs {
+    /// The address to listen on (`host:port` for the resolver) and the server's limits.
+    pub fn config(&self) -> Result<(String, ServerConfig)> {
+        let max = Bytes::parse(&self.max_payload).context("--max-payload")?;
+        let max_payload = u32::try_from(max.0)
+            .ok()
+            .filter(|m| *m > 0)
+            .ok_or_else(|| {
+                anyhow!(
+                    "--max-payload {}: must be from 1B to below 4GiB",
+                    self.max_payload
+                )
+            })?;
+        let cfg = ServerConfig {
+            max_payload,
+            log: !self.quiet,
+            ..Default::default()
+        };
+        let listen =
+            wirebench_net::parse_addr(&self.listen, true).map_err(|e| anyhow!("--listen {e}"))?;
+        Ok((listen, cfg))
+    }
+}
+
+impl ShellArgs {
+    /// The host's uplink and downlink: `--link` for both, `--uplink` / `--downlink`
+    /// replacing one direction.
+    pub fn links(&self) -> Result<(LinkSpec, LinkSpec)> {
+        let parse = |flag: &str, s: &Option<String>| -> Result<Option<LinkSpec>> {
+            s.as_deref()
+                .map(|t| LinkSpec::parse(t).with_context(|| format!("--{flag}")))
+                .transpose()
+        };
+        let both = parse("link", &self.link)?;
+        let up = parse("uplink", &self.uplink)?.or_else(|| both.clone());
+        let down = parse("downlink", &self.downlink)?.or(both);
+        let (Some(up), Some(down)) = (up, down) else {
+            bail!(
+                "describe the link with --link (or both --uplink and --downlink), e.g. --link 2400bit/500ms"
+            );
+        };
+        Ok((up, down))
+    }
+}
+
+impl CompareArgs {
+    /// `--threshold` as a fraction: 5% or 0.05.
+    pub fn threshold(&self) -> Result<f64> {
+        let text = &self.threshold;
+        let t = text.trim();
+        let v = match t.strip_suffix('%') {
+            Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+            None => t.parse::<f64>(),
+        }
+        .map_err(|_| anyhow!("--threshold {text:?}: expected a change such as 5% or 0.05"))?;
+        if !(v.is_finite() && v >= 0.0) {
+            bail!("--threshold {text:?}: must be zero or more");
+        }
+        Ok(v)
+    }
+}

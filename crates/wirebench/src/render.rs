@@ -1,0 +1,270 @@
+//! What the user sees: progress while a run goes, the preflight and the summary around
+//! it, and each command's result lines. Nothing here decides anything.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use wirebench_lab::netns::Owner;
+use wirebench_lab::pcap::PcapOptions;
+use wirebench_lab::shell::ShellOutcome;
+use wirebench_link::LinkSpec;
+use wirebench_model::{Record, Status};
+use wirebench_report::summary::human;
+use wirebench_runner::catalog::{ProtocolInfo, ScenarioInfo};
+use wirebench_runner::estimate::{format_estimate, format_size};
+use wirebench_runner::{Case, Observer, Preflight, RunSummary, Scenario};
+
+/// The case count and estimated time, a warning for each case estimated above
+/// `--max-case-time` (with the flags that shorten it), and the capture's estimated size.
+pub fn preflight(p: &Preflight) {
+    eprintln!(
+        "wirebench: {} case{} x {}, estimated {}",
+        p.cases,
+        if p.cases == 1 { "" } else { "s" },
+        p.repeat,
+        format_estimate(p.total_secs)
+    );
+    for note in &p.notes {
+        eprintln!("wirebench: note: {note}");
+    }
+    for case in &p.long {
+        eprintln!(
+            "wirebench: warning: case {} ({}) is estimated at {}{}{}",
+            case.index,
+            case.words,
+            format_estimate(case.secs),
+            if p.repeat > 1 { " per run" } else { "" },
+            if case.advice.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", case.advice)
+            }
+        );
+    }
+    if let Some(c) = &p.capture {
+        eprintln!(
+            "wirebench: capture {}, estimated {} (limit {})",
+            c.path.display(),
+            format_size(c.bytes),
+            format_size(c.limit)
+        );
+    }
+}
+
+/// After a run: the summary tables (unless JSON lines went to stdout) and each failed
+/// case with its error.
+pub fn run_summary(summary: &RunSummary, json: bool) {
+    if !json {
+        let width = wirebench_report::summary::terminal_width();
+        println!(
+            "{}",
+            wirebench_report::summary_table(&summary.records, width)
+        );
+        print!(
+            "{}",
+            wirebench_report::summary::comparisons(&summary.records, width)
+        );
+    }
+    for r in summary
+        .records
+        .iter()
+        .filter(|r| r.status == Status::Failed)
+    {
+        eprintln!(
+            "wirebench: case {} failed: {}",
+            r.case,
+            r.error.as_deref().unwrap_or("?")
+        );
+    }
+}
+
+/// Progress bars on a terminal, one line per finished case otherwise.
+pub struct Terminal {
+    bar: Mutex<Option<ProgressBar>>,
+    show_bars: bool,
+    json: bool,
+    total: AtomicUsize,
+    repeat: AtomicUsize,
+    varying: Vec<String>,
+}
+
+impl Terminal {
+    pub fn new(scenario: &Scenario, show_bars: bool, json: bool) -> Terminal {
+        let mut varying = wirebench_runner::varying(&wirebench_runner::plan(scenario));
+        if !varying.iter().any(|v| v == "workload") {
+            varying.insert(0, "workload".into());
+        }
+        Terminal {
+            bar: Mutex::new(None),
+            show_bars,
+            json,
+            total: AtomicUsize::new(0),
+            repeat: AtomicUsize::new(1),
+            varying,
+        }
+    }
+
+    fn title(&self, case: &Case, repeat: u32) -> String {
+        let only: Vec<&str> = self.varying.iter().map(String::as_str).collect();
+        let reps = self.repeat.load(Ordering::Relaxed);
+        let rep = if reps > 1 {
+            format!(" (run {repeat}/{reps})")
+        } else {
+            String::new()
+        };
+        format!(
+            "[{}/{}] {}{rep}",
+            case.index,
+            self.total.load(Ordering::Relaxed),
+            case.describe(&only)
+        )
+    }
+}
+
+impl Observer for Terminal {
+    fn run_started(&self, cases: usize, repeat: u32, against: &str) {
+        self.total.store(cases, Ordering::Relaxed);
+        self.repeat.store(repeat as usize, Ordering::Relaxed);
+        // The case count and estimate are already on the line above.
+        eprintln!("wirebench: running against {against}");
+    }
+
+    fn case_started(&self, case: &Case, repeat: u32) {
+        if !self.show_bars {
+            return;
+        }
+        let bar = ProgressBar::new(1);
+        bar.set_style(
+            ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_message(self.title(case, repeat));
+        *self.bar.lock().unwrap_or_else(|p| p.into_inner()) = Some(bar);
+    }
+
+    fn progress(&self, done: u64, total: u64) {
+        if let Some(bar) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+    }
+
+    fn case_finished(&self, case: &Case, record: &Record) {
+        if let Some(bar) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            bar.finish_and_clear();
+        }
+        let headline = match (
+            record.metric("rtt.stable").or(record.metric("rtt.p50")),
+            record.metric("throughput.bits_per_s"),
+        ) {
+            (_, Some(t)) => human(t.value, &t.unit),
+            (Some(r), None) => format!("RTT {}", human(r.value, &r.unit)),
+            _ => String::new(),
+        };
+        let status = match record.status {
+            Status::Ok => "ok".to_string(),
+            Status::Failed => format!("FAILED: {}", record.error.as_deref().unwrap_or("")),
+            Status::Interrupted => "interrupted".to_string(),
+        };
+        eprintln!("{}  {status}  {headline}", self.title(case, record.repeat));
+        if self.json {
+            if let Ok(line) = serde_json::to_string(record) {
+                println!("{line}");
+            }
+        }
+    }
+}
+
+/// `wirebench shell`: the command has started in the host.
+pub fn shell_started(program: &str, host: &str, up: &LinkSpec, down: &LinkSpec) {
+    eprintln!(
+        "wirebench shell: {program} in {host} (198.18.0.2); this machine is 198.18.0.1; uplink {up}, downlink {down}"
+    );
+}
+
+/// `wirebench shell`: what crossed the link, and what the capture holds.
+pub fn shell_finished(outcome: &ShellOutcome, pcap: Option<&PcapOptions>) {
+    let c = &outcome.counters;
+    eprintln!(
+        "wirebench shell: uplink {} packets / {} B (dropped {}), downlink {} packets / {} B (dropped {})",
+        c.up.delivered_packets,
+        c.up.delivered_bytes,
+        c.up.dropped(),
+        c.down.delivered_packets,
+        c.down.delivered_bytes,
+        c.down.dropped()
+    );
+    if let (Some(p), Some(st)) = (pcap, &outcome.pcap) {
+        let why = st
+            .stopped
+            .as_ref()
+            .map(|w| format!("; stopped early: {w}"))
+            .unwrap_or_default();
+        eprintln!(
+            "wirebench shell: capture {} ({} packets, {}){why}",
+            p.path.display(),
+            st.packets,
+            format_size(st.bytes)
+        );
+    }
+}
+
+/// `wirebench lab list`.
+pub fn lab_list(found: &[(String, Owner)]) {
+    if found.is_empty() {
+        eprintln!("no lab namespaces");
+    }
+    for (name, owner) in found {
+        let state = match owner {
+            Owner::Alive(p) => format!("run {p} alive"),
+            Owner::Gone(p) => format!("run {p} gone"),
+            Owner::Unknown => "unknown owner".into(),
+        };
+        println!("{name}  ({state})");
+    }
+}
+
+/// `wirebench lab clean`.
+pub fn lab_cleaned(deleted: &[String]) {
+    if deleted.is_empty() {
+        eprintln!("nothing to clean");
+    }
+    for n in deleted {
+        println!("deleted {n}");
+    }
+}
+
+/// `wirebench protocols`: the registry, as a user needs it to write `--protocol`.
+pub fn protocols(protocols: &[ProtocolInfo]) {
+    for p in protocols {
+        println!("{}  {}", p.name, p.summary);
+        for (w, params) in &p.workloads {
+            println!("    {w:<9} {}", params.join(", "));
+        }
+        println!();
+    }
+    println!(
+        "Link parameters (link, link.rate, ...) apply to every protocol; `wirebench run --help` \
+         explains each parameter."
+    );
+}
+
+/// `wirebench scenarios`: each built-in scenario with its case count and estimated time.
+pub fn scenarios(scenarios: &[ScenarioInfo]) {
+    println!(
+        "{:<16} {:>6}  {:>8}  description",
+        "scenario", "cases", "time"
+    );
+    for s in scenarios {
+        let (cases, time) = match s.estimate {
+            Some(e) if e.repeat > 1 => (
+                format!("{} x {}", e.cases, e.repeat),
+                format!("~{}", format_estimate(e.secs)),
+            ),
+            Some(e) => (e.cases.to_string(), format!("~{}", format_estimate(e.secs))),
+            None => ("?".into(), "?".into()),
+        };
+        println!("{:<16} {cases:>6}  {time:>8}  {}", s.name, s.description);
+    }
+    println!("\nTimes are estimates from the link model (docs/scenarios.md, \"Estimates\").");
+}
