@@ -392,6 +392,16 @@ pub struct ServeArgs {
     /// Do not log connections and errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Also serve XMPP client-to-server (the built-in server: SASL PLAIN, no TLS yet) on
+    /// this address, e.g. 127.0.0.1:5222. Users user1..userN, passwords pass1..passN.
+    #[arg(long, value_name = "ADDR")]
+    pub xmpp: Option<String>,
+    /// The XMPP domain served (clients log in as user1@DOMAIN).
+    #[arg(long, default_value = "wirebench.test", value_name = "DOMAIN")]
+    pub xmpp_domain: String,
+    /// XMPP accounts: user1..userN.
+    #[arg(long, default_value_t = 100_000, value_name = "N")]
+    pub xmpp_users: u64,
 }
 
 /// The command line's definition, with each parameter's default (from the registry the

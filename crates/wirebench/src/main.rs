@@ -93,6 +93,25 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         "wirebench serve: listening on {} (Ctrl-C to stop)",
         server.local_addr()
     );
+    let xmpp_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let xmpp = match &args.xmpp {
+        Some(addr) => {
+            use wirebench_plugin_xmpp::serve::{XmppServer, XmppServerConfig};
+            let at: std::net::SocketAddr = addr.trim().parse().map_err(|_| {
+                anyhow::anyhow!("--xmpp {addr}: expected IP:PORT, e.g. 127.0.0.1:5222")
+            })?;
+            let cfg = XmppServerConfig::new(at, &args.xmpp_domain, args.xmpp_users);
+            let xs = XmppServer::bind(cfg).with_context(|| format!("cannot listen on {at}"))?;
+            eprintln!(
+                "wirebench serve: XMPP on {} for {} (users user1..user{}, passwords pass1..)",
+                xs.local_addr()?,
+                args.xmpp_domain,
+                args.xmpp_users
+            );
+            Some(xs.spawn(xmpp_stop.clone())?)
+        }
+        None => None,
+    };
     // Ctrl-C or SIGTERM: stop accepting, let every session see the flag at its next
     // tick and close, then exit 0 (a second signal exits at once).
     let (tx, rx) = std::sync::mpsc::channel::<()>();
@@ -111,6 +130,10 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
             eprintln!("wirebench serve: stopping");
         })
         .context("cannot start the server thread")?;
+    xmpp_stop.store(true, Ordering::SeqCst);
+    if let Some(t) = xmpp {
+        let _ = t.join();
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,12 +1,13 @@
 //! XMPP cases (RFC 6120/6121 between clients and servers), against one of two server set-ups
 //! chosen by the `xmpp.server` parameter, both started fresh per case:
 //!
-//! - `builtin` (the default): wirebench's own server ([`serve`]), on loopback or, with a
+//! - `builtin` (the default unless `s2s` is given): wirebench's own server ([`serve`]), on loopback or, with a
 //!   link, in the lab's server host; client1 crosses the link, client2 sits beside the
 //!   server. Needs neither root nor an installed server.
 //! - `prosody`: study S1's topology, two Prosody servers, `a.test` in the client host and
 //!   `b.test` in the server host, linked by RFC 6120 server-to-server or XEP-0361 x2x
-//!   gateways (`s2s`); only their server link crosses the emulated link. Needs root.
+//!   gateways (`s2s`, which implies this set-up); only their server link crosses the
+//!   emulated link. Needs root.
 //!
 //! The folder: the sans-IO client engine in `protocols/xmpp/engine` (`wirebench-xmpp`);
 //! here its blocking driver ([`session`]), the S1 workloads ([`workload`]), the Prosody
@@ -38,9 +39,9 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "xmpp.server",
         kind: Kind::Choice(SERVERS),
-        default: "builtin",
+        default: "",
         workloads: WORKLOADS,
-        help: "XMPP servers: builtin (wirebench's own, one server, no root needed) or prosody (two Prosody servers in lab hosts, study S1's topology; needs root)",
+        help: "XMPP servers: builtin (wirebench's own, one server, no root needed; the default unless s2s is given) or prosody (two Prosody servers in lab hosts, study S1's topology; needs root; the default with s2s)",
         words: "XMPP server",
     },
     ParamSpec {
@@ -143,8 +144,13 @@ impl Protocol for Xmpp {
     }
 }
 
+/// `xmpp.server=prosody`, or `s2s` given without `xmpp.server`: a server-to-server link
+/// only exists between two servers.
 fn prosody_case(case: &Case) -> bool {
-    case.word("xmpp.server") == Some("prosody")
+    match case.word("xmpp.server") {
+        Some(s) => s == "prosody",
+        None => case.get("s2s").is_some(),
+    }
 }
 
 /// A case against the built-in server, started for this case: in the lab's server host
