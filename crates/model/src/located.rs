@@ -42,8 +42,8 @@ pub fn line_of_key(text: &str, dotted: &str) -> Option<usize> {
 pub enum Problem {
     /// The text is not TOML (the parser's own words).
     Syntax(String),
-    /// The key is not one the table has; `valid` are the keys it has.
-    UnknownKey { valid: Vec<String> },
+    /// `word` is not a key the table has; `valid` are the keys it has.
+    UnknownKey { word: String, valid: Vec<String> },
     /// A required key is absent.
     Missing,
     /// Anything else, worded for users.
@@ -60,19 +60,12 @@ pub struct Located {
 }
 
 impl Located {
-    /// The last part of the key (the word the user typed), or "".
-    pub fn word(&self) -> &str {
-        self.key
-            .as_deref()
-            .map_or("", |k| k.rsplit('.').next().unwrap_or(k))
-    }
-
     /// The message, without file, line and key.
     pub fn message(&self) -> String {
         match &self.problem {
             Problem::Syntax(m) => format!("not valid TOML: {m}"),
-            Problem::UnknownKey { valid } => {
-                let hint = crate::hint::closest(self.word(), valid.iter().map(String::as_str))
+            Problem::UnknownKey { word, valid } => {
+                let hint = crate::hint::closest(word, valid.iter().map(String::as_str))
                     .map(|v| format!(" (did you mean `{v}`?)"))
                     .unwrap_or_default();
                 format!("unknown key{hint}; valid keys: {}", valid.join(", "))
@@ -122,14 +115,15 @@ pub fn toml_error(text: &str, err: &toml::de::Error) -> Located {
             problem: Problem::Missing,
         };
     }
-    if let Some(rest) = path
-        .last()
-        .and_then(|word| msg.strip_prefix(&format!("unknown field `{word}`, ")))
-    {
+    if let Some((word, rest)) = path.last().and_then(|word| {
+        msg.strip_prefix(&format!("unknown field `{word}`, "))
+            .map(|rest| (word.clone(), rest))
+    }) {
         return Located {
             line,
             key: key(&path),
             problem: Problem::UnknownKey {
+                word,
                 valid: backticked(rest),
             },
         };
