@@ -3,6 +3,7 @@
 
 pub mod clock;
 pub mod hint;
+pub mod located;
 pub mod param;
 pub mod results;
 pub mod units;

@@ -14,15 +14,24 @@
 //! columns = ["throughput.*"]
 //! ```
 //!
+//! The file is read with serde into types that declare its structure (`File` and the
+//! tables under it, `deny_unknown_fields`); `[params]` and the tables like it are open,
+//! their keys are parameter names checked here against the workloads' registry.
+//!
 //! Every error names the file, line and key (`file.toml:7: params.payload: ...`), and an
 //! unknown key lists the valid ones. The format is documented in `docs/scenarios.md`.
 
 use crate::params::{self, spec};
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
+use std::marker::PhantomData;
+use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
-use toml_edit::{Document, Item, Table, TableLike, Value};
-use wirebench_model::{Grid, ParamValue, parse_duration};
+use toml::Spanned;
+use wirebench_model::located::{self, Problem};
+use wirebench_model::{Grid, Kind, ParamValue, parse_duration};
 use wirebench_report::ChartSpec;
 
 /// Built-in scenarios, by name.
@@ -119,32 +128,34 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn line_of(&self, span: Option<std::ops::Range<usize>>) -> Option<usize> {
-        span.map(|s| {
-            self.text[..s.start.min(self.text.len())]
-                .matches('\n')
-                .count()
-                + 1
-        })
-    }
-    fn err(
-        &self,
-        span: Option<std::ops::Range<usize>>,
-        key: &str,
-        msg: impl Into<String>,
-    ) -> ScenarioError {
+    fn err(&self, span: Option<Range<usize>>, key: &str, msg: impl Into<String>) -> ScenarioError {
         ScenarioError {
             origin: self.origin.to_string(),
-            line: self.line_of(span),
+            line: span.map(|s| located::line_of(self.text, s.start)),
             key: (!key.is_empty()).then(|| key.to_string()),
             message: msg.into(),
         }
     }
-}
 
-fn item_span(item: &Item) -> Option<std::ops::Range<usize>> {
-    item.span()
-        .or_else(|| item.as_table().and_then(|t| t.span()))
+    /// A TOML or structure error (unknown key, wrong type), located.
+    fn toml_error(&self, e: &toml::de::Error) -> ScenarioError {
+        let l = located::toml_error(self.text, e);
+        let message = match (&l.problem, &l.key) {
+            // A parameter written outside [params].
+            (Problem::UnknownKey { valid, .. }, Some(key)) if spec(key).is_some() => format!(
+                "unknown key (parameters go under [params]: `[params]` then `{key} = ...`); \
+                 valid keys: {}",
+                valid.join(", ")
+            ),
+            _ => l.message(),
+        };
+        ScenarioError {
+            origin: self.origin.to_string(),
+            line: l.line,
+            key: l.key,
+            message,
+        }
+    }
 }
 
 impl Scenario {
@@ -185,51 +196,39 @@ impl Scenario {
 
     pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
         let cx = Ctx { origin, text };
-        let doc = Document::parse(text).map_err(|e| {
-            let msg = e.message().trim().to_string();
-            cx.err(e.span(), "", format!("not valid TOML: {msg}"))
-        })?;
-        let root = doc.as_table();
+        let file: File = toml::from_str(text).map_err(|e| cx.toml_error(&e))?;
         let default_name = Path::new(origin)
             .file_stem()
             .and_then(|s| s.to_str())
             .unwrap_or("scenario");
         let mut sc = Scenario::empty(default_name);
-        for (key, item) in root.iter() {
-            let span = item_span(item).or_else(|| root.key(key).and_then(|k| k.span()));
-            match key {
-                "name" => sc.name = string(&cx, item, key)?,
-                "description" => sc.description = string(&cx, item, key)?,
-                "params" => parse_params(&cx, table(&cx, item, key)?, "params", &mut sc.grid)?,
-                "part" => parse_parts(&cx, item, &mut sc)?,
-                "reference" => parse_references(&cx, item, &mut sc)?,
-                "chart" => parse_charts(&cx, item, &mut sc)?,
-                "run" => parse_run(&cx, table(&cx, item, key)?, &mut sc)?,
-                "output" => parse_output(&cx, table(&cx, item, key)?, &mut sc)?,
-                other => {
-                    let valid = [
-                        "name",
-                        "description",
-                        "params",
-                        "part",
-                        "reference",
-                        "chart",
-                        "run",
-                        "output",
-                    ];
-                    let hint = if spec(other).is_some() {
-                        format!(" (parameters go under [params]: `[params]` then `{other} = ...`)")
-                    } else {
-                        did_you_mean(other, &valid)
-                    };
-                    return Err(cx.err(
-                        span,
-                        other,
-                        format!("unknown key{hint}; valid keys: {}", valid.join(", ")),
-                    ));
-                }
-            }
+        if let Some(name) = file.name {
+            sc.name = name;
         }
+        if let Some(description) = file.description {
+            sc.description = description;
+        }
+        if let Some(params) = &file.params {
+            params_into(&cx, params, "params", &mut sc.grid)?;
+        }
+        for (i, p) in file.part.iter().enumerate() {
+            let mut part = Part {
+                name: p.name.clone().unwrap_or_else(|| format!("part {}", i + 1)),
+                grid: Grid::default(),
+            };
+            if let Some(params) = &p.params {
+                params_into(&cx, params, "part.params", &mut part.grid)?;
+            }
+            sc.parts.push(part);
+        }
+        for r in &file.reference {
+            sc.references.push(reference(&cx, r)?);
+        }
+        for c in &file.chart {
+            sc.charts.push(chart(&cx, c)?);
+        }
+        run(&cx, &file.run, &mut sc)?;
+        output(&cx, &file.output, &mut sc)?;
         Ok(sc)
     }
 
@@ -251,10 +250,7 @@ impl Scenario {
             )
         })?;
         let mut values = Vec::new();
-        for part in split_list(
-            text,
-            matches!(spec.kind, wirebench_model::Kind::Custom { .. }),
-        ) {
+        for part in split_list(text, matches!(spec.kind, Kind::Custom { .. })) {
             let part = part.as_str();
             if part.trim().is_empty() {
                 return Err(cx.err(None, &key, format!("empty value in list {text:?}")));
@@ -369,51 +365,239 @@ fn split_list(text: &str, spec_syntax: bool) -> Vec<String> {
     items
 }
 
-/// The error for a key that is not one of `valid`, with a suggestion when one is close.
-fn unknown_key(cx: &Ctx, item: &Item, key: &str, word: &str, valid: &[&str]) -> ScenarioError {
-    cx.err(
-        item_span(item),
-        key,
-        format!(
-            "unknown key{}; valid keys: {}",
-            did_you_mean(word, valid),
-            valid.join(", ")
-        ),
-    )
+/// A scenario file as written. serde checks the structure (which keys each table has,
+/// and their types); the functions below check the values, with the spans kept.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    name: Option<String>,
+    description: Option<String>,
+    params: Option<Entries<ParamInput>>,
+    #[serde(default)]
+    part: Vec<PartFile>,
+    #[serde(default)]
+    reference: Vec<ReferenceFile>,
+    #[serde(default)]
+    chart: Vec<Spanned<ChartFile>>,
+    #[serde(default)]
+    run: RunFile,
+    #[serde(default)]
+    output: OutputFile,
 }
 
-fn string(cx: &Ctx, item: &Item, key: &str) -> Result<String, ScenarioError> {
-    item.as_str()
-        .map(str::to_string)
-        .ok_or_else(|| cx.err(item_span(item), key, "expected a string in quotes"))
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartFile {
+    name: Option<String>,
+    params: Option<Entries<ParamInput>>,
 }
 
-fn table<'a>(cx: &Ctx, item: &'a Item, key: &str) -> Result<&'a Table, ScenarioError> {
-    item.as_table()
-        .ok_or_else(|| cx.err(item_span(item), key, format!("expected a table: [{key}]")))
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReferenceFile {
+    source: Option<String>,
+    when: Option<Entries<ParamInput>>,
+    metrics: Option<Entries<f64>>,
 }
 
-/// One scalar as the text a user would type: integers as digits, strings as is, booleans
-/// as on/off. Floats are refused for sizes and counts (is 0.5 bytes or seconds?).
-fn scalar_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.value().to_string()),
-        Value::Integer(i) => Some(i.value().to_string()),
-        Value::Boolean(b) => Some(if *b.value() { "on" } else { "off" }.to_string()),
-        Value::Float(f) => Some(f.value().to_string()),
-        _ => None,
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChartFile {
+    metric: Option<String>,
+    kind: Option<Spanned<String>>,
+    x: Option<Spanned<String>>,
+    series: Option<Vec<Spanned<String>>>,
+    log_x: Option<bool>,
+    log_y: Option<bool>,
+    title: Option<String>,
+    filter: Option<Entries<Scalar>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RunFile {
+    repeat: Option<Spanned<u64>>,
+    seed: Option<u64>,
+    timeout: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct OutputFile {
+    tables: Option<Spanned<Vec<String>>>,
+    columns: Option<Spanned<Vec<String>>>,
+}
+
+/// An open table (`[params]`, `when`, `metrics`, `filter`): its entries in the order
+/// written (which is the order of the axes), the values with their spans.
+struct Entries<V>(Vec<(String, Spanned<V>)>);
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Entries<V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct EntriesVisitor<V>(PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for EntriesVisitor<V> {
+            type Value = Entries<V>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a table")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<V>, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    not_a_date(&k, &self)?;
+                    entries.push((k, map.next_value()?));
+                }
+                Ok(Entries(entries))
+            }
+        }
+        d.deserialize_map(EntriesVisitor(PhantomData))
     }
 }
 
-fn parse_params(
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ScalarKind {
+    Text,
+    Integer,
+    Float,
+    Boolean,
+}
+
+/// One value as the text a user would type: integers as digits, strings as is, booleans
+/// as on/off; the kind is kept since floats are refused for sizes and counts (is 0.5
+/// bytes or seconds?).
+#[derive(Debug, Clone, PartialEq)]
+struct Scalar {
+    text: String,
+    kind: ScalarKind,
+}
+
+/// A parameter's value in a file: one value, or a list of them (an axis).
+enum ParamInput {
+    One(Scalar),
+    List(Vec<Spanned<Scalar>>),
+    /// A table where a value belongs, with its keys (`link.rate = ...` unquoted).
+    Table(Vec<String>),
+}
+
+/// The visitor methods of one scalar, shared by [`Scalar`] and [`ParamInput`].
+macro_rules! visit_scalars {
+    ($wrap:expr) => {
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok($wrap(Scalar {
+                text: v.to_string(),
+                kind: ScalarKind::Text,
+            }))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok($wrap(Scalar {
+                text: v.to_string(),
+                kind: ScalarKind::Integer,
+            }))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok($wrap(Scalar {
+                text: v.to_string(),
+                kind: ScalarKind::Integer,
+            }))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            Ok($wrap(Scalar {
+                text: v.to_string(),
+                kind: ScalarKind::Float,
+            }))
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+            let text = if v { "on" } else { "off" }.to_string();
+            Ok($wrap(Scalar {
+                text,
+                kind: ScalarKind::Boolean,
+            }))
+        }
+    };
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ScalarVisitor;
+        impl Visitor<'_> for ScalarVisitor {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number, a string or true/false")
+            }
+            visit_scalars!(|s| s);
+        }
+        d.deserialize_any(ScalarVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for ParamInput {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct InputVisitor;
+        impl<'de> Visitor<'de> for InputVisitor {
+            type Value = ParamInput;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a value or a list of values")
+            }
+            visit_scalars!(ParamInput::One);
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ParamInput, A::Error> {
+                let mut values = Vec::new();
+                while let Some(v) = seq.next_element()? {
+                    values.push(v);
+                }
+                Ok(ParamInput::List(values))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParamInput, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    not_a_date(&k, &self)?;
+                    map.next_value::<de::IgnoredAny>()?;
+                    keys.push(k);
+                }
+                Ok(ParamInput::Table(keys))
+            }
+        }
+        d.deserialize_any(InputVisitor)
+    }
+}
+
+/// The `toml` crate hands a date-time to a visitor as a table with one private key; this
+/// refuses it as what it is (a date-time is no parameter value, nor a table of them).
+fn not_a_date<'de, E: de::Error>(key: &str, exp: &impl Visitor<'de>) -> Result<(), E> {
+    if key.starts_with("$__toml_private") {
+        return Err(E::invalid_type(de::Unexpected::Other("a date-time"), exp));
+    }
+    Ok(())
+}
+
+fn span_of<T>(v: &Spanned<T>) -> Option<Range<usize>> {
+    Some(v.span())
+}
+
+/// Checks an open table of parameters (`[params]`, a part's `params`, a reference's
+/// `when`) and sets them in `grid`, in the order written.
+fn params_into(
     cx: &Ctx,
-    t: &dyn TableLike,
+    entries: &Entries<ParamInput>,
     prefix: &str,
     grid: &mut Grid,
 ) -> Result<(), ScenarioError> {
-    for (name, item) in t.iter() {
+    for (name, input) in &entries.0 {
+        let name = name.as_str();
         let key = format!("{prefix}.{name}");
-        let span = item_span(item);
+        let span = span_of(input);
+        if let ParamInput::Table(keys) = input.get_ref() {
+            // `link.rate = ...` unquoted is a table `link` with a key `rate`.
+            if let Some(dotted) = keys
+                .iter()
+                .map(|k| format!("{name}.{k}"))
+                .find(|dotted| spec(dotted).is_some())
+            {
+                return Err(cx.err(
+                    span,
+                    &key,
+                    format!("a dotted name needs quotes: \"{dotted}\" = ..."),
+                ));
+            }
+        }
         let spec = spec(name).ok_or_else(|| {
             cx.err(
                 span.clone(),
@@ -425,31 +609,34 @@ fn parse_params(
                 ),
             )
         })?;
-        let value = item
-            .as_value()
-            .ok_or_else(|| cx.err(span.clone(), &key, "expected a value or a list of values"))?;
-        let scalars: Vec<&Value> = match value {
-            Value::Array(a) => a.iter().collect(),
-            v => vec![v],
+        let scalars: Vec<(Option<Range<usize>>, &Scalar)> = match input.get_ref() {
+            ParamInput::One(v) => vec![(span.clone(), v)],
+            ParamInput::List(l) => l.iter().map(|v| (span_of(v), v.get_ref())).collect(),
+            ParamInput::Table(_) => {
+                return Err(cx.err(
+                    span,
+                    &key,
+                    "expected a value or a list of values, found a table",
+                ));
+            }
         };
         if scalars.is_empty() {
             return Err(cx.err(span, &key, "an empty list would make zero cases"));
         }
         let mut values = Vec::new();
-        for v in scalars {
-            let vspan = v.span().or(span.clone());
-            let text = scalar_text(v).ok_or_else(|| {
-                cx.err(
-                    vspan.clone(),
+        for (vspan, v) in scalars {
+            let text = &v.text;
+            if v.kind == ScalarKind::Float && !matches!(spec.kind, Kind::Rate) {
+                return Err(cx.err(
+                    vspan,
                     &key,
-                    "expected a number, a string or a list of them",
-                )
-            })?;
-            if matches!(v, Value::Float(_)) && !matches!(spec.kind, wirebench_model::Kind::Rate) {
-                return Err(cx.err(vspan, &key, format!("{text} needs a unit, written as a string (e.g. \"{text}s\" or \"{text}KiB\")")));
+                    format!(
+                        "{text} needs a unit, written as a string (e.g. \"{text}s\" or \"{text}KiB\")"
+                    ),
+                ));
             }
             values.push(
-                spec.parse(&text)
+                spec.parse(text)
                     .map_err(|e| cx.err(vspan, &key, e.to_string()))?,
             );
         }
@@ -458,317 +645,162 @@ fn parse_params(
     Ok(())
 }
 
-fn parse_parts(cx: &Ctx, item: &Item, sc: &mut Scenario) -> Result<(), ScenarioError> {
-    let parts = item
-        .as_array_of_tables()
-        .ok_or_else(|| cx.err(item_span(item), "part", "expected [[part]] sections"))?;
-    for (i, t) in parts.iter().enumerate() {
-        let mut part = Part {
-            name: format!("part {}", i + 1),
-            grid: Grid::default(),
-        };
-        for (k, v) in t.iter() {
-            let key = format!("part.{k}");
-            match k {
-                "name" => part.name = string(cx, v, &key)?,
-                "params" => {
-                    let tl = v.as_table_like().ok_or_else(|| {
-                        cx.err(item_span(v), &key, "expected a table of parameters")
-                    })?;
-                    parse_params(cx, tl, &key, &mut part.grid)?;
-                }
-                other => return Err(unknown_key(cx, v, &key, other, &["name", "params"])),
+fn reference(cx: &Ctx, r: &ReferenceFile) -> Result<Reference, ScenarioError> {
+    let mut out = Reference {
+        source: r.source.clone().unwrap_or_default(),
+        when: Vec::new(),
+        metrics: Vec::new(),
+    };
+    if let Some(when) = &r.when {
+        let mut g = Grid::default();
+        params_into(cx, when, "reference.when", &mut g)?;
+        // TOML has no duplicate keys: one axis per entry, in order.
+        for (a, (_, input)) in g.axes.into_iter().zip(&when.0) {
+            if a.values.len() != 1 {
+                return Err(cx.err(
+                    span_of(input),
+                    "reference.when",
+                    format!("{}: one value, not a list", a.name),
+                ));
             }
+            out.when.push((a.name, a.values[0].clone()));
         }
-        sc.parts.push(part);
     }
-    Ok(())
+    if let Some(metrics) = &r.metrics {
+        out.metrics = metrics
+            .0
+            .iter()
+            .map(|(m, v)| (m.clone(), *v.get_ref()))
+            .collect();
+    }
+    Ok(out)
 }
 
 const CHART_KINDS: &[&str] = &["lines", "bars", "rounds", "cdf"];
 
-fn param_name(cx: &Ctx, v: &Item, key: &str) -> Result<String, ScenarioError> {
-    let name = string(cx, v, key)?;
-    if spec(&name).is_none() {
+fn param_name(cx: &Ctx, v: &Spanned<String>, key: &str) -> Result<String, ScenarioError> {
+    let name = v.get_ref();
+    if spec(name).is_none() {
         return Err(cx.err(
-            item_span(v),
+            span_of(v),
             key,
             format!(
                 "unknown parameter {name:?}{}",
-                did_you_mean(&name, &params::names())
+                did_you_mean(name, &params::names())
             ),
         ));
     }
-    Ok(name)
+    Ok(name.clone())
 }
 
-fn parse_charts(cx: &Ctx, item: &Item, sc: &mut Scenario) -> Result<(), ScenarioError> {
-    let charts = item
-        .as_array_of_tables()
-        .ok_or_else(|| cx.err(item_span(item), "chart", "expected [[chart]] sections"))?;
-    for t in charts.iter() {
-        let mut c = ChartSpec::default();
-        for (k, v) in t.iter() {
-            let key = format!("chart.{k}");
-            match k {
-                "metric" => c.metric = string(cx, v, &key)?,
-                "title" => c.title = Some(string(cx, v, &key)?),
-                "kind" => {
-                    let kind = string(cx, v, &key)?;
-                    if !CHART_KINDS.contains(&kind.as_str()) {
-                        return Err(cx.err(
-                            item_span(v),
-                            &key,
-                            format!(
-                                "unknown chart kind {kind:?}; kinds: {}",
-                                CHART_KINDS.join(", ")
-                            ),
-                        ));
-                    }
-                    c.kind = Some(kind);
-                }
-                "x" => c.x = Some(param_name(cx, v, &key)?),
-                "series" => {
-                    let arr = v.as_array().ok_or_else(|| {
-                        cx.err(item_span(v), &key, "expected a list of parameter names")
-                    })?;
-                    let mut names = Vec::new();
-                    for e in arr.iter() {
-                        let name = e.as_str().unwrap_or_default().to_string();
-                        if spec(&name).is_none() {
-                            return Err(cx.err(
-                                e.span(),
-                                &key,
-                                format!("unknown parameter {name:?}"),
-                            ));
-                        }
-                        names.push(name);
-                    }
-                    c.series = Some(names);
-                }
-                "log_x" | "log_y" => {
-                    let b = v
-                        .as_bool()
-                        .ok_or_else(|| cx.err(item_span(v), &key, "expected true or false"))?;
-                    if k == "log_x" {
-                        c.log_x = Some(b);
-                    } else {
-                        c.log_y = Some(b);
-                    }
-                }
-                "filter" => {
-                    let tl = v.as_table_like().ok_or_else(|| {
-                        cx.err(
-                            item_span(v),
-                            &key,
-                            "expected a table: { workload = \"stream\" }",
-                        )
-                    })?;
-                    for (pk, pv) in tl.iter() {
-                        if spec(pk).is_none() {
-                            return Err(cx.err(
-                                item_span(pv),
-                                &format!("{key}.{pk}"),
-                                "unknown parameter",
-                            ));
-                        }
-                        let text = pv
-                            .as_str()
-                            .map(str::to_string)
-                            .or_else(|| pv.as_integer().map(|i| i.to_string()))
-                            .ok_or_else(|| {
-                                cx.err(
-                                    item_span(pv),
-                                    &format!("{key}.{pk}"),
-                                    "expected a value as typed in [params]",
-                                )
-                            })?;
-                        c.filter.insert(pk.to_string(), text);
-                    }
-                }
-                other => {
-                    return Err(unknown_key(
-                        cx,
-                        v,
-                        &key,
-                        other,
-                        &[
-                            "metric", "kind", "x", "series", "log_x", "log_y", "title", "filter",
-                        ],
-                    ));
-                }
-            }
-        }
-        let kind = c.kind.as_deref().unwrap_or("lines");
-        if c.metric.is_empty() && kind != "rounds" && kind != "cdf" {
+fn chart(cx: &Ctx, file: &Spanned<ChartFile>) -> Result<ChartSpec, ScenarioError> {
+    let t = file.get_ref();
+    let mut c = ChartSpec {
+        metric: t.metric.clone().unwrap_or_default(),
+        title: t.title.clone(),
+        log_x: t.log_x,
+        log_y: t.log_y,
+        ..ChartSpec::default()
+    };
+    if let Some(kind) = &t.kind {
+        if !CHART_KINDS.contains(&kind.get_ref().as_str()) {
             return Err(cx.err(
-                t.span(),
-                "chart.metric",
-                "missing: the metric to chart, e.g. metric = \"rtt.stable\"",
+                span_of(kind),
+                "chart.kind",
+                format!(
+                    "unknown chart kind {:?}; kinds: {}",
+                    kind.get_ref(),
+                    CHART_KINDS.join(", ")
+                ),
             ));
         }
-        if kind == "lines" && c.x.is_none() {
+        c.kind = Some(kind.get_ref().clone());
+    }
+    if let Some(x) = &t.x {
+        c.x = Some(param_name(cx, x, "chart.x")?);
+    }
+    if let Some(series) = &t.series {
+        c.series = Some(
+            series
+                .iter()
+                .map(|s| param_name(cx, s, "chart.series"))
+                .collect::<Result<_, _>>()?,
+        );
+    }
+    for (pk, pv) in t.filter.iter().flat_map(|f| &f.0) {
+        let key = format!("chart.filter.{pk}");
+        if spec(pk).is_none() {
+            return Err(cx.err(span_of(pv), &key, "unknown parameter"));
+        }
+        let v = pv.get_ref();
+        if !matches!(v.kind, ScalarKind::Text | ScalarKind::Integer) {
+            return Err(cx.err(span_of(pv), &key, "expected a value as typed in [params]"));
+        }
+        c.filter.insert(pk.clone(), v.text.clone());
+    }
+    let kind = c.kind.as_deref().unwrap_or("lines");
+    if c.metric.is_empty() && kind != "rounds" && kind != "cdf" {
+        return Err(cx.err(
+            span_of(file),
+            "chart.metric",
+            "missing: the metric to chart, e.g. metric = \"rtt.stable\"",
+        ));
+    }
+    if kind == "lines" && c.x.is_none() {
+        return Err(cx.err(
+            span_of(file),
+            "chart.x",
+            "missing: a lines chart needs the parameter on its x axis, e.g. x = \"payload\"",
+        ));
+    }
+    Ok(c)
+}
+
+fn run(cx: &Ctx, r: &RunFile, sc: &mut Scenario) -> Result<(), ScenarioError> {
+    if let Some(repeat) = &r.repeat {
+        let n = *repeat.get_ref();
+        if n == 0 || n > 1_000_000 {
             return Err(cx.err(
-                t.span(),
-                "chart.x",
-                "missing: a lines chart needs the parameter on its x axis, e.g. x = \"payload\"",
+                span_of(repeat),
+                "run.repeat",
+                "must be between 1 and 1000000",
             ));
         }
-        sc.charts.push(c);
+        sc.repeat = n as u32;
+    }
+    if let Some(seed) = r.seed {
+        sc.seed = seed;
+    }
+    if let Some(timeout) = &r.timeout {
+        sc.stall_timeout = parse_duration(timeout.get_ref())
+            .map_err(|e| cx.err(span_of(timeout), "run.timeout", e.to_string()))?;
     }
     Ok(())
 }
 
-fn parse_references(cx: &Ctx, item: &Item, sc: &mut Scenario) -> Result<(), ScenarioError> {
-    let refs = item.as_array_of_tables().ok_or_else(|| {
-        cx.err(
-            item_span(item),
-            "reference",
-            "expected [[reference]] sections",
-        )
-    })?;
-    for t in refs.iter() {
-        let mut r = Reference {
-            source: String::new(),
-            when: Vec::new(),
-            metrics: Vec::new(),
-        };
-        for (k, v) in t.iter() {
-            let key = format!("reference.{k}");
-            match k {
-                "source" => r.source = string(cx, v, &key)?,
-                "when" => {
-                    let tl = v
-                        .as_table_like()
-                        .ok_or_else(|| cx.err(item_span(v), &key, "expected a table"))?;
-                    let mut g = Grid::default();
-                    parse_params(cx, tl, &key, &mut g)?;
-                    for a in g.axes {
-                        if a.values.len() != 1 {
-                            return Err(cx.err(
-                                item_span(v),
-                                &key,
-                                format!("{}: one value, not a list", a.name),
-                            ));
-                        }
-                        r.when.push((a.name, a.values[0].clone()));
-                    }
-                }
-                "metrics" => {
-                    let tl = v
-                        .as_table_like()
-                        .ok_or_else(|| cx.err(item_span(v), &key, "expected a table"))?;
-                    for (m, mv) in tl.iter() {
-                        let n = mv
-                            .as_float()
-                            .or_else(|| mv.as_integer().map(|i| i as f64))
-                            .ok_or_else(|| {
-                                cx.err(item_span(mv), &format!("{key}.{m}"), "expected a number")
-                            })?;
-                        r.metrics.push((m.to_string(), n));
-                    }
-                }
-                other => {
-                    return Err(unknown_key(
-                        cx,
-                        v,
-                        &key,
-                        other,
-                        &["source", "when", "metrics"],
-                    ));
-                }
-            }
-        }
-        sc.references.push(r);
-    }
-    Ok(())
-}
-
-fn positive_int(cx: &Ctx, item: &Item, key: &str) -> Result<u64, ScenarioError> {
-    match item.as_integer() {
-        Some(i) if i >= 0 => Ok(i as u64),
-        _ => Err(cx.err(item_span(item), key, "expected a whole number >= 0")),
-    }
-}
-
-fn parse_run(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioError> {
-    for (name, item) in t.iter() {
-        let key = format!("run.{name}");
-        match name {
-            "repeat" => {
-                let n = positive_int(cx, item, &key)?;
-                if n == 0 || n > 1_000_000 {
-                    return Err(cx.err(item_span(item), &key, "must be between 1 and 1000000"));
-                }
-                sc.repeat = n as u32;
-            }
-            "seed" => sc.seed = positive_int(cx, item, &key)?,
-            "timeout" => {
-                let s = string(cx, item, &key)?;
-                sc.stall_timeout =
-                    parse_duration(&s).map_err(|e| cx.err(item_span(item), &key, e.to_string()))?;
-            }
-            other => {
-                return Err(unknown_key(
-                    cx,
-                    item,
-                    &key,
-                    other,
-                    &["repeat", "seed", "timeout"],
+fn output(cx: &Ctx, o: &OutputFile, sc: &mut Scenario) -> Result<(), ScenarioError> {
+    if let Some(tables) = &o.tables {
+        for p in tables.get_ref() {
+            if spec(p).is_none() {
+                return Err(cx.err(
+                    span_of(tables),
+                    "output.tables",
+                    format!(
+                        "{p:?} is not a parameter{}; parameters: {}",
+                        did_you_mean(p, &params::names()),
+                        params::names().join(", ")
+                    ),
                 ));
             }
         }
+        sc.tables = Some(tables.get_ref().clone());
     }
-    Ok(())
-}
-
-fn string_list(cx: &Ctx, item: &Item, key: &str) -> Result<Vec<String>, ScenarioError> {
-    let arr = item.as_array().ok_or_else(|| {
-        cx.err(
-            item_span(item),
-            key,
-            "expected a list of strings, e.g. [\"mode\"]",
-        )
-    })?;
-    arr.iter()
-        .map(|v| {
-            v.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| cx.err(v.span(), key, "expected a list of strings"))
-        })
-        .collect()
-}
-
-fn parse_output(cx: &Ctx, t: &Table, sc: &mut Scenario) -> Result<(), ScenarioError> {
-    for (name, item) in t.iter() {
-        let key = format!("output.{name}");
-        match name {
-            "tables" => {
-                let list = string_list(cx, item, &key)?;
-                for p in &list {
-                    if spec(p).is_none() {
-                        return Err(cx.err(
-                            item_span(item),
-                            &key,
-                            format!(
-                                "{p:?} is not a parameter; parameters: {}",
-                                params::names().join(", ")
-                            ),
-                        ));
-                    }
-                }
-                sc.tables = Some(list);
-            }
-            "columns" => {
-                let list = string_list(cx, item, &key)?;
-                for c in &list {
-                    wirebench_model::results::check_column(c)
-                        .map_err(|e| cx.err(item_span(item), &key, e))?;
-                }
-                sc.columns = Some(list);
-            }
-            other => return Err(unknown_key(cx, item, &key, other, &["tables", "columns"])),
+    if let Some(columns) = &o.columns {
+        for c in columns.get_ref() {
+            wirebench_model::results::check_column(c)
+                .map_err(|e| cx.err(span_of(columns), "output.columns", e))?;
         }
+        sc.columns = Some(columns.get_ref().clone());
     }
     Ok(())
 }
@@ -884,6 +916,225 @@ mod tests {
     fn syntax_errors_have_a_line() {
         let e = err("name = \"x\"\n[params\npayload = 1\n");
         assert!(e.starts_with("bad.toml:2: not valid TOML"), "{e}");
+        let e = err("[params]\npayload = 1\npayload = 2\n");
+        assert!(
+            e.starts_with("bad.toml:3: not valid TOML: duplicate key"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_in_every_table_list_the_valid_ones() {
+        assert_eq!(
+            err("[run]\n\nrepet = 3\n"),
+            "bad.toml:3: run.repet: unknown key (did you mean `repeat`?); valid keys: repeat, seed, timeout"
+        );
+        assert_eq!(
+            err("nme = \"x\"\n"),
+            "bad.toml:1: nme: unknown key (did you mean `name`?); valid keys: name, description, \
+             params, part, reference, chart, run, output"
+        );
+        let e = err("[[part]]\nname = \"a\"\n[[part]]\nnmae = \"b\"\n");
+        assert_eq!(
+            e,
+            "bad.toml:4: part.nmae: unknown key (did you mean `name`?); valid keys: name, params"
+        );
+        let e = err("[[chart]]\nmetric = \"rtt.p50\"\nx = \"payload\"\nlogy = true\n");
+        assert!(
+            e.starts_with("bad.toml:4: chart.logy: unknown key (did you mean `log_y`?); valid keys: metric, kind, x, series, log_x, log_y, title, filter"),
+            "{e}"
+        );
+        let e = err("[[reference]]\nsorce = \"S1\"\n");
+        assert!(
+            e.starts_with("bad.toml:2: reference.sorce: unknown key (did you mean `source`?)"),
+            "{e}"
+        );
+        let e = err("[output]\ntable = [\"mode\"]\n");
+        assert!(
+            e.starts_with("bad.toml:2: output.table: unknown key (did you mean `tables`?)"),
+            "{e}"
+        );
+        // A parameter name in a part's params is checked like in [params].
+        let e = err("[[part]]\nparams = { payloda = 2 }\n");
+        assert!(
+            e.starts_with(
+                "bad.toml:2: part.params.payloda: unknown parameter (did you mean `payload`?)"
+            ),
+            "{e}"
+        );
+        // An unquoted dotted name makes a table; the error says to quote it.
+        let e = err("[params]\nlink.rate = \"2400bit\"\n");
+        assert!(
+            e.starts_with(
+                "bad.toml:2: params.link: a dotted name needs quotes: \"link.rate\" = ..."
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn wrong_types_say_what_was_expected() {
+        assert_eq!(
+            err("[run]\nrepeat = \"3\"\n"),
+            "bad.toml:2: run.repeat: expected a whole number >= 0, found string \"3\""
+        );
+        assert_eq!(
+            err("[run]\nseed = -1\n"),
+            "bad.toml:2: run.seed: expected a whole number >= 0, found integer `-1`"
+        );
+        assert_eq!(
+            err("[[chart]]\nmetric = \"rtt.p50\"\nx = \"payload\"\nlog_y = \"yes\"\n"),
+            "bad.toml:4: chart.log_y: expected true or false, found string \"yes\""
+        );
+        assert_eq!(
+            err("[[reference]]\nmetrics = { \"rtt.first\" = \"36 s\" }\n"),
+            "bad.toml:2: reference.metrics.rtt.first: expected a number, found string \"36 s\""
+        );
+        assert_eq!(
+            err("params = 3\n"),
+            "bad.toml:1: params: expected a table, found integer `3`"
+        );
+        assert_eq!(
+            err("[params]\npayload = [[1, 2]]\n"),
+            "bad.toml:2: params.payload: expected a number, a string or true/false, found a list"
+        );
+        assert_eq!(
+            err("[output]\ntables = \"mode\"\n"),
+            "bad.toml:2: output.tables: expected a list, found string \"mode\""
+        );
+        assert_eq!(
+            err("[params]\n\npayload = 1979-05-27\n"),
+            "bad.toml:3: params.payload: expected a value or a list of values, found a date-time"
+        );
+        assert_eq!(
+            err("params = 1979-05-27T07:32:00Z\n"),
+            "bad.toml:1: params: expected a table, found a date-time"
+        );
+        let e = err("[[reference]]\nwhen = { payload = [2, 3] }\n");
+        assert_eq!(
+            e,
+            "bad.toml:2: reference.when: payload: one value, not a list"
+        );
+    }
+
+    #[test]
+    fn params_keep_the_order_written() {
+        let s = Scenario::parse(
+            "[params]\npayload = [1, 2]\nmode = [\"oneway\", \"echo\"]\nworkload = \"stream\"\n\
+             [[part]]\nparams = { think = [\"0\", \"1ms\"], rounds = [1, 2] }\n",
+            "o.toml",
+        )
+        .unwrap();
+        let names: Vec<&str> = s.grid.axes.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["payload", "mode", "workload"]);
+        let names: Vec<&str> = s.parts[0]
+            .grid
+            .axes
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        assert_eq!(names, ["think", "rounds"]);
+        assert_eq!(s.parts[0].name, "part 1");
+    }
+
+    #[test]
+    fn references_and_parts() {
+        let s = Scenario::parse(
+            "[params]\nprotocol = \"xmpp\"\n\
+             [[part]]\nname = \"latency\"\nparams = { \"link.delay\" = [\"0\", \"500ms\"] }\n\
+             [[reference]]\nsource = \"S1\"\nwhen = { \"link.delay\" = \"0\", payload = 2 }\n\
+             metrics = { \"rtt.stable\" = 1.2, \"rtt.first\" = 36 }\n",
+            "r.toml",
+        )
+        .unwrap();
+        assert_eq!(s.parts.len(), 1);
+        assert_eq!(s.parts[0].name, "latency");
+        assert_eq!(s.parts[0].grid.get("link.delay").unwrap().values.len(), 2);
+        let r = &s.references[0];
+        assert_eq!(r.source, "S1");
+        let when: Vec<(&str, &str)> = r
+            .when
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.label.as_str()))
+            .collect();
+        assert_eq!(when, [("link.delay", "0"), ("payload", "2")]);
+        assert_eq!(
+            r.metrics,
+            [
+                ("rtt.stable".to_string(), 1.2),
+                ("rtt.first".to_string(), 36.0)
+            ]
+        );
+    }
+
+    /// Valid values of some parameters, as TOML and as the label they give.
+    const VALUES: &[(&str, &str, &str)] = &[
+        ("payload", "100", "100"),
+        ("payload", "\"10KiB\"", "10KiB"),
+        ("mode", "\"echo\"", "echo"),
+        ("rounds", "\"10k\"", "10k"),
+        ("think", "\"5ms\"", "5ms"),
+        ("nodelay", "false", "off"),
+        ("count", "7", "7"),
+        ("\"link.delay\"", "\"500ms\"", "500ms"),
+    ];
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Parameters come out in the order written, each with the values written.
+        #[test]
+        fn any_params_table_keeps_order_and_values(
+            picks in proptest::sample::subsequence((0..VALUES.len()).collect::<Vec<_>>(), 0..=VALUES.len()).prop_shuffle(),
+            lists in proptest::collection::vec(proptest::bool::ANY, VALUES.len()),
+        ) {
+            // One value per parameter name, in a random order.
+            let mut picks: Vec<usize> = picks;
+            let mut seen = Vec::new();
+            picks.retain(|&i| {
+                let fresh = !seen.contains(&VALUES[i].0);
+                seen.push(VALUES[i].0);
+                fresh
+            });
+            let mut text = String::from("[params]\n");
+            for &i in &picks {
+                let (name, toml, _) = VALUES[i];
+                if lists[i] {
+                    text.push_str(&format!("{name} = [{toml}, {toml}]\n"));
+                } else {
+                    text.push_str(&format!("{name} = {toml}\n"));
+                }
+            }
+            let s = Scenario::parse(&text, "p.toml").unwrap();
+            let got: Vec<(String, Vec<String>)> = s
+                .grid
+                .axes
+                .iter()
+                .map(|a| (a.name.clone(), a.values.iter().map(|v| v.label.clone()).collect()))
+                .collect();
+            let want: Vec<(String, Vec<String>)> = picks
+                .iter()
+                .map(|&i| {
+                    let (name, _, label) = VALUES[i];
+                    let n = if lists[i] { 2 } else { 1 };
+                    (name.trim_matches('"').to_string(), vec![label.to_string(); n])
+                })
+                .collect();
+            prop_assert_eq!(got, want);
+        }
+
+        /// Any text gives a scenario or an error naming the file; never a panic.
+        #[test]
+        fn any_text_gives_a_scenario_or_a_located_error(
+            text in "(\\[\\[?(params|run|part|chart|output|reference)\\]\\]?\n|[a-z_.\"]{1,8} = [\\[\\]{}0-9a-z\", .]{0,12}\n){0,6}"
+        ) {
+            if let Err(e) = Scenario::parse(&text, "f.toml") {
+                prop_assert_eq!(&e.origin, "f.toml");
+                if let Some(l) = e.line {
+                    prop_assert!(l >= 1 && l <= text.lines().count() + 1, "{}", e);
+                }
+            }
+        }
     }
 
     #[test]

@@ -6,15 +6,18 @@
 //! compression mode, who dials, and each other's addresses. `crates/x2x/example.toml`
 //! documents every key.
 //!
+//! The file is read with serde into types that declare its keys (`deny_unknown_fields`).
 //! Errors name the file, line and key (`gw.toml:7: link.peer: ...`), like scenario files
-//! (`crates/runner/src/scenario.rs`), and an unknown key lists the valid ones.
+//! (`crates/runner/src/scenario.rs`), and an unknown key lists the valid ones with a
+//! did-you-mean ([`wirebench_model::located`]).
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
-use toml_edit::{Document, Item, Table};
+use serde::Deserialize;
+use wirebench_model::located;
 
 use crate::codec::Compression;
 
@@ -275,236 +278,170 @@ impl Config {
 
     /// Parses TOML text; `path` names it in errors.
     pub fn from_toml_str(text: &str, path: &str) -> Result<Config, ConfigError> {
-        let cx = Ctx { origin: path, text };
-        let doc = Document::parse(text).map_err(|e| {
-            cx.err(
-                e.span(),
-                "",
-                format!("not valid TOML: {}", e.message().trim()),
-            )
+        let at_key = |key: &str, message: String| ConfigError {
+            origin: path.to_string(),
+            line: located::line_of_key(text, key),
+            key: Some(key.to_string()),
+            message,
+        };
+        let f: File = toml::from_str(text).map_err(|e| {
+            let l = located::toml_error(text, &e);
+            ConfigError {
+                origin: path.to_string(),
+                line: l.line,
+                message: l.message(),
+                key: l.key,
+            }
         })?;
-        let root = doc.as_table();
-        let mut local = None;
-        let mut remote = None;
-        let mut name = None;
-        let mut log = LogLevel::Info;
-        let mut link = None;
-        let mut component = None;
-        let mut limits_t = None;
-        let mut timing_t = None;
-        for (key, item) in root.iter() {
-            match key {
-                "name" => name = Some(string(&cx, item, key)?),
-                "local_domains" => local = Some(strings(&cx, item, key)?),
-                "remote_domains" => remote = Some(strings(&cx, item, key)?),
-                "log" => {
-                    log = match string(&cx, item, key)?.as_str() {
-                        "info" => LogLevel::Info,
-                        "warn" => LogLevel::Warn,
-                        "off" => LogLevel::Off,
-                        other => {
-                            return Err(cx.err(
-                                item.span(),
-                                key,
-                                format!("{other:?} is not one of \"info\", \"warn\", \"off\""),
-                            ));
-                        }
-                    }
-                }
-                "link" => link = Some(table(&cx, item, key)?),
-                "component" => component = Some(table(&cx, item, key)?),
-                "limits" => limits_t = Some(table(&cx, item, key)?),
-                "timing" => timing_t = Some(table(&cx, item, key)?),
-                other => {
-                    return Err(unknown(
-                        &cx,
-                        item,
-                        other,
-                        &[
-                            "name",
-                            "local_domains",
-                            "remote_domains",
-                            "log",
-                            "link",
-                            "component",
-                            "limits",
-                            "timing",
-                        ],
-                    ));
-                }
-            }
-        }
-        let missing = |key: &str| cx.err(None, key, "missing (required)");
-        let local = local.ok_or_else(|| missing("local_domains"))?;
-        let remote = remote.ok_or_else(|| missing("remote_domains"))?;
-        let link_t = link.ok_or_else(|| missing("link"))?;
-        let comp_t = component.ok_or_else(|| missing("component"))?;
 
-        // [component]
-        let mut address = None;
-        let mut secret = None;
-        for (key, item) in comp_t.iter() {
-            let full = format!("component.{key}");
-            match key {
-                "address" => address = Some(sockaddr(&cx, item, &full)?),
-                "secret" => secret = Some(string(&cx, item, &full)?),
-                other => {
-                    return Err(unknown(
-                        &cx,
-                        item,
-                        &format!("component.{other}"),
-                        &["address", "secret"],
-                    ));
-                }
-            }
-        }
-        let address = address.ok_or_else(|| missing("component.address"))?;
-        let secret = secret.ok_or_else(|| missing("component.secret"))?;
-
-        // [link]: `peer` first, since defaults derive from it.
-        let peer_item = link_t.get("peer").ok_or_else(|| missing("link.peer"))?;
-        let peer = sockaddr(&cx, peer_item, "link.peer")?;
-        let l: Vec<&str> = local.iter().map(String::as_str).collect();
-        let r: Vec<&str> = remote.iter().map(String::as_str).collect();
-        let mut c = Config::new(&l, &r, peer, address, &secret);
-        if let Some(n) = name {
+        let address = sockaddr(&f.component.address).map_err(|m| at_key("component.address", m))?;
+        // `peer` first, since defaults derive from it.
+        let peer = sockaddr(&f.link.peer).map_err(|m| at_key("link.peer", m))?;
+        let l: Vec<&str> = f.local_domains.iter().map(String::as_str).collect();
+        let r: Vec<&str> = f.remote_domains.iter().map(String::as_str).collect();
+        let mut c = Config::new(&l, &r, peer, address, &f.component.secret);
+        if let Some(n) = f.name {
             c.name = n;
         }
-        c.log = log;
-        let mut listen_given = false;
-        for (key, item) in link_t.iter() {
-            let full = format!("link.{key}");
-            match key {
-                "peer" => {}
-                "listen" => {
-                    c.link.listen = Some(sockaddr(&cx, item, &full)?);
-                    listen_given = true;
-                }
-                "dial" => {
-                    c.link.dial = match string(&cx, item, &full)?.as_str() {
-                        "local" => Dial::Local,
-                        "peer" => Dial::Peer,
-                        "both" => Dial::Both,
-                        other => {
-                            return Err(cx.err(
-                                item.span(),
-                                &full,
-                                format!(
-                                    "{other:?} is not one of \"local\" (this gateway dials), \
-                                     \"peer\" (the peer dials), \"both\""
-                                ),
-                            ));
-                        }
-                    }
-                }
-                "peer_source" => c.link.peer_source = Some(ipaddr(&cx, item, &full)?),
-                "dial_from" => c.link.dial_from = Some(ipaddr(&cx, item, &full)?),
-                "compression" => {
-                    let s = string(&cx, item, &full)?;
-                    c.link.compression = Compression::from_name(&s).ok_or_else(|| {
-                        cx.err(
-                            item.span(),
-                            &full,
-                            format!("{s:?} is not one of \"none\", \"zlib\", \"zlib-dict\""),
-                        )
-                    })?;
-                }
-                "tfo" => c.link.tfo = boolean(&cx, item, &full)?,
-                "connect" => {
-                    let s = string(&cx, item, &full)?;
-                    c.link.on_demand = match s.as_str() {
-                        "eager" => false,
-                        "on-demand" => true,
-                        _ => {
-                            return Err(cx.err(
-                                item.span(),
-                                &full,
-                                format!("{s:?} is not one of \"eager\", \"on-demand\""),
-                            ));
-                        }
-                    };
-                }
+        if let Some(s) = f.log {
+            c.log = choose(
+                &s,
+                &[
+                    ("info", LogLevel::Info),
+                    ("warn", LogLevel::Warn),
+                    ("off", LogLevel::Off),
+                ],
+            )
+            .map_err(|m| at_key("log", m))?;
+        }
+
+        let link = f.link;
+        if let Some(s) = link.dial {
+            c.link.dial = match s.as_str() {
+                "local" => Dial::Local,
+                "peer" => Dial::Peer,
+                "both" => Dial::Both,
                 other => {
-                    return Err(unknown(
-                        &cx,
-                        item,
-                        &format!("link.{other}"),
-                        &[
-                            "peer",
-                            "listen",
-                            "dial",
-                            "peer_source",
-                            "dial_from",
-                            "compression",
-                            "tfo",
-                            "connect",
-                        ],
+                    return Err(at_key(
+                        "link.dial",
+                        format!(
+                            "{other:?} is not one of \"local\" (this gateway dials), \
+                             \"peer\" (the peer dials), \"both\""
+                        ),
                     ));
                 }
             }
         }
-        if c.link.dial == Dial::Local && !listen_given {
-            c.link.listen = None;
+        match link.listen {
+            Some(s) => c.link.listen = Some(sockaddr(&s).map_err(|m| at_key("link.listen", m))?),
+            None if c.link.dial == Dial::Local => c.link.listen = None,
+            None => {}
         }
-        if let Some(t) = limits_t {
-            for (key, item) in t.iter() {
-                let full = format!("limits.{key}");
-                let v = int(&cx, item, &full)?;
-                let v = usize::try_from(v).unwrap_or(usize::MAX);
-                match key {
-                    "max_stanza" => c.limits.max_stanza = v,
-                    "queue_stanzas" => c.limits.queue_stanzas = v,
-                    "queue_bytes" => c.limits.queue_bytes = v,
-                    other => {
-                        return Err(unknown(
-                            &cx,
-                            item,
-                            &format!("limits.{other}"),
-                            &["max_stanza", "queue_stanzas", "queue_bytes"],
-                        ));
-                    }
-                }
-            }
+        if let Some(s) = link.peer_source {
+            c.link.peer_source = Some(ipaddr(&s).map_err(|m| at_key("link.peer_source", m))?);
         }
-        if let Some(t) = timing_t {
-            for (key, item) in t.iter() {
-                let full = format!("timing.{key}");
-                let v = int(&cx, item, &full)?;
-                let ms = Duration::from_millis(v);
-                match key {
-                    "ack_every" => c.timing.ack_every = v,
-                    "ack_delay_ms" => c.timing.ack_delay = ms,
-                    "reconnect_min_ms" => c.timing.reconnect_min = ms,
-                    "reconnect_max_ms" => c.timing.reconnect_max = ms,
-                    "connect_timeout_ms" => c.timing.connect_timeout = ms,
-                    "user_timeout_ms" => c.timing.user_timeout = ms,
-                    other => {
-                        return Err(unknown(
-                            &cx,
-                            item,
-                            &format!("timing.{other}"),
-                            &[
-                                "ack_every",
-                                "ack_delay_ms",
-                                "reconnect_min_ms",
-                                "reconnect_max_ms",
-                                "connect_timeout_ms",
-                                "user_timeout_ms",
-                            ],
-                        ));
-                    }
-                }
-            }
+        if let Some(s) = link.dial_from {
+            c.link.dial_from = Some(ipaddr(&s).map_err(|m| at_key("link.dial_from", m))?);
         }
+        if let Some(s) = link.compression {
+            c.link.compression = Compression::from_name(&s).ok_or_else(|| {
+                at_key(
+                    "link.compression",
+                    format!("{s:?} is not one of \"none\", \"zlib\", \"zlib-dict\""),
+                )
+            })?;
+        }
+        if let Some(b) = link.tfo {
+            c.link.tfo = b;
+        }
+        if let Some(s) = link.connect {
+            c.link.on_demand = choose(&s, &[("eager", false), ("on-demand", true)])
+                .map_err(|m| at_key("link.connect", m))?;
+        }
+
+        let size = |v: Option<u64>, default: usize| {
+            v.map_or(default, |v| usize::try_from(v).unwrap_or(usize::MAX))
+        };
+        let l = f.limits;
+        c.limits.max_stanza = size(l.max_stanza, c.limits.max_stanza);
+        c.limits.queue_stanzas = size(l.queue_stanzas, c.limits.queue_stanzas);
+        c.limits.queue_bytes = size(l.queue_bytes, c.limits.queue_bytes);
+
+        let ms = |v: Option<u64>, default: Duration| v.map_or(default, Duration::from_millis);
+        let t = f.timing;
+        c.timing.ack_every = t.ack_every.unwrap_or(c.timing.ack_every);
+        c.timing.ack_delay = ms(t.ack_delay_ms, c.timing.ack_delay);
+        c.timing.reconnect_min = ms(t.reconnect_min_ms, c.timing.reconnect_min);
+        c.timing.reconnect_max = ms(t.reconnect_max_ms, c.timing.reconnect_max);
+        c.timing.connect_timeout = ms(t.connect_timeout_ms, c.timing.connect_timeout);
+        c.timing.user_timeout = ms(t.user_timeout_ms, c.timing.user_timeout);
+
         c.validate(path).map_err(|mut e| {
-            // Point at the offending key when the file has it.
+            // Point at the offending key when the file has it (else at its table).
             if let Some(k) = &e.key {
-                e.line = cx.line_of(lookup(root, k));
+                e.line = located::line_of_key(text, k);
             }
             e
         })?;
         Ok(c)
     }
+}
+
+/// The file as written. serde checks its structure (unknown keys, missing ones, types);
+/// [`Config::from_toml_str`] checks the values a type cannot, and
+/// [`Config::validate`] how they fit together.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    name: Option<String>,
+    local_domains: Vec<String>,
+    remote_domains: Vec<String>,
+    log: Option<String>,
+    link: LinkFile,
+    component: ComponentFile,
+    #[serde(default)]
+    limits: LimitsFile,
+    #[serde(default)]
+    timing: TimingFile,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkFile {
+    peer: String,
+    listen: Option<String>,
+    dial: Option<String>,
+    peer_source: Option<String>,
+    dial_from: Option<String>,
+    compression: Option<String>,
+    tfo: Option<bool>,
+    connect: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ComponentFile {
+    address: String,
+    secret: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    max_stanza: Option<u64>,
+    queue_stanzas: Option<u64>,
+    queue_bytes: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TimingFile {
+    ack_every: Option<u64>,
+    ack_delay_ms: Option<u64>,
+    reconnect_min_ms: Option<u64>,
+    reconnect_max_ms: Option<u64>,
+    connect_timeout_ms: Option<u64>,
+    user_timeout_ms: Option<u64>,
 }
 
 /// A configuration mistake, located.
@@ -533,114 +470,26 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-struct Ctx<'a> {
-    origin: &'a str,
-    text: &'a str,
-}
-
-impl Ctx<'_> {
-    fn line_of(&self, span: Option<std::ops::Range<usize>>) -> Option<usize> {
-        span.map(|s| {
-            self.text[..s.start.min(self.text.len())]
-                .matches('\n')
-                .count()
-                + 1
+/// One of the words in `choices`, or a message listing them.
+fn choose<T: Copy>(s: &str, choices: &[(&str, T)]) -> Result<T, String> {
+    choices
+        .iter()
+        .find(|(w, _)| *w == s)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let words: Vec<String> = choices.iter().map(|(w, _)| format!("{w:?}")).collect();
+            format!("{s:?} is not one of {}", words.join(", "))
         })
-    }
-
-    fn err(
-        &self,
-        span: Option<std::ops::Range<usize>>,
-        key: &str,
-        msg: impl Into<String>,
-    ) -> ConfigError {
-        ConfigError {
-            origin: self.origin.to_string(),
-            line: self.line_of(span),
-            key: (!key.is_empty()).then(|| key.to_string()),
-            message: msg.into(),
-        }
-    }
 }
 
-fn span(item: &Item) -> Option<std::ops::Range<usize>> {
-    item.span()
-        .or_else(|| item.as_table().and_then(|t| t.span()))
-}
-
-/// The span of a dotted key's value in the document, if present (else its table's).
-fn lookup(root: &Table, dotted: &str) -> Option<std::ops::Range<usize>> {
-    match dotted.split_once('.') {
-        None => root.get(dotted).and_then(span),
-        Some((t, k)) => {
-            let t = root.get(t)?.as_table()?;
-            t.get(k).and_then(span).or_else(|| t.span())
-        }
-    }
-}
-
-fn unknown(cx: &Ctx, item: &Item, key: &str, valid: &[&str]) -> ConfigError {
-    let word = key.rsplit('.').next().unwrap_or(key);
-    let hint = wirebench_model::hint::closest(word, valid.iter().copied())
-        .map(|v| format!(" (did you mean `{v}`?)"))
-        .unwrap_or_default();
-    cx.err(
-        span(item),
-        key,
-        format!("unknown key{hint}; valid keys: {}", valid.join(", ")),
-    )
-}
-
-fn table<'a>(cx: &Ctx, item: &'a Item, key: &str) -> Result<&'a Table, ConfigError> {
-    item.as_table()
-        .ok_or_else(|| cx.err(span(item), key, "expected a table (`[section]`)"))
-}
-
-fn string(cx: &Ctx, item: &Item, key: &str) -> Result<String, ConfigError> {
-    item.as_str()
-        .map(str::to_string)
-        .ok_or_else(|| cx.err(span(item), key, "expected a string"))
-}
-
-fn strings(cx: &Ctx, item: &Item, key: &str) -> Result<Vec<String>, ConfigError> {
-    let arr = item
-        .as_array()
-        .ok_or_else(|| cx.err(span(item), key, "expected an array of strings"))?;
-    arr.iter()
-        .map(|v| {
-            v.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| cx.err(v.span(), key, "expected an array of strings"))
-        })
-        .collect()
-}
-
-fn int(cx: &Ctx, item: &Item, key: &str) -> Result<u64, ConfigError> {
-    item.as_integer()
-        .and_then(|i| u64::try_from(i).ok())
-        .ok_or_else(|| cx.err(span(item), key, "expected a non-negative integer"))
-}
-
-fn boolean(cx: &Ctx, item: &Item, key: &str) -> Result<bool, ConfigError> {
-    item.as_bool()
-        .ok_or_else(|| cx.err(span(item), key, "expected true or false"))
-}
-
-fn sockaddr(cx: &Ctx, item: &Item, key: &str) -> Result<SocketAddr, ConfigError> {
-    let s = string(cx, item, key)?;
+fn sockaddr(s: &str) -> Result<SocketAddr, String> {
     s.parse().map_err(|_| {
-        cx.err(
-            span(item),
-            key,
-            format!("{s:?} is not an address with port (like \"10.0.0.2:5270\" or \"[::1]:5270\")"),
-        )
+        format!("{s:?} is not an address with port (like \"10.0.0.2:5270\" or \"[::1]:5270\")")
     })
 }
 
-fn ipaddr(cx: &Ctx, item: &Item, key: &str) -> Result<IpAddr, ConfigError> {
-    let s = string(cx, item, key)?;
-    s.parse()
-        .map_err(|_| cx.err(span(item), key, format!("{s:?} is not an IP address")))
+fn ipaddr(s: &str) -> Result<IpAddr, String> {
+    s.parse().map_err(|_| format!("{s:?} is not an IP address"))
 }
 
 #[cfg(test)]
@@ -740,7 +589,86 @@ ack_delay_ms = 50
             "[component]\naddress = \"127.0.0.1:5347\"\n",
             "[component]\n",
         ));
-        assert!(e.starts_with("gw.toml: component.address: missing"), "{e}");
+        // A missing key points at its table.
+        assert_eq!(e, "gw.toml:12: component.address: missing (required)");
+        let e = err("remote_domains = [\"b.test\"]\n");
+        assert_eq!(e, "gw.toml: local_domains: missing (required)");
+    }
+
+    #[test]
+    fn structure_errors_come_from_the_types() {
+        let e = err(&GOOD.replace("[timing]\n", "[timing]\nack_evry = 3\n"));
+        assert_eq!(
+            e,
+            "gw.toml:20: timing.ack_evry: unknown key (did you mean `ack_every`?); valid keys: \
+             ack_every, ack_delay_ms, reconnect_min_ms, reconnect_max_ms, connect_timeout_ms, \
+             user_timeout_ms"
+        );
+        let e = err(&format!("colour = \"red\"\n{GOOD}"));
+        assert!(
+            e.starts_with("gw.toml:1: colour: unknown key; valid keys: name, local_domains,"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("queue_stanzas = 10", "queue_stanzas = -1"));
+        assert_eq!(
+            e,
+            "gw.toml:17: limits.queue_stanzas: expected a whole number >= 0, found integer `-1`"
+        );
+        let e = err(&GOOD.replace(
+            "remote_domains = [\"b.test\", \"muc.b.test\"]",
+            "remote_domains = \"b.test\"",
+        ));
+        assert_eq!(
+            e,
+            "gw.toml:3: remote_domains: expected a list, found string \"b.test\""
+        );
+        let e = err(&GOOD.replace("peer = \"10.0.0.2:5270\"\n", ""));
+        assert_eq!(e, "gw.toml:5: link.peer: missing (required)");
+        let e = err(&GOOD.replace("tfo = false", "tfo = false\nconnect = \"lazy\""));
+        assert_eq!(
+            e,
+            "gw.toml:11: link.connect: \"lazy\" is not one of \"eager\", \"on-demand\""
+        );
+        let e = err(&format!("log = \"debug\"\n{GOOD}"));
+        assert!(
+            e.starts_with("gw.toml:1: log: \"debug\" is not one of \"info\", \"warn\", \"off\""),
+            "{e}"
+        );
+        let e = err(&GOOD.replace(
+            "peer = \"10.0.0.2:5270\"",
+            "peer = \"10.0.0.2:5270\"\ndial_from = \"x\"",
+        ));
+        assert_eq!(e, "gw.toml:8: link.dial_from: \"x\" is not an IP address");
+        // A check on a key the file leaves out points at the key's table.
+        let e = err(&GOOD.replace("[limits]\n", "[limits]\nmax_stanza = 8388608\n"));
+        assert!(
+            e.starts_with("gw.toml:16: limits.queue_bytes: 4194304 is less"),
+            "{e}"
+        );
+    }
+
+    proptest::proptest! {
+        /// Without any one of its lines, the good file still reads, or fails naming a
+        /// line of the file; never a panic.
+        #[test]
+        fn any_line_left_out_is_located(n in 0usize..24) {
+            let lines: Vec<&str> = GOOD.lines().collect();
+            let text: String = lines
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != n % lines.len())
+                .map(|(_, l)| format!("{l}\n"))
+                .collect();
+            if let Err(e) = Config::from_toml_str(&text, "gw.toml") {
+                proptest::prop_assert!(e.line.is_none_or(|l| l >= 1 && l <= lines.len()), "{e}");
+                proptest::prop_assert!(e.key.is_some(), "{e}");
+            }
+        }
+
+        #[test]
+        fn any_text_gives_a_config_or_an_error(text in "[a-z_\\[\\]=\"{},.\\n 0-9:-]{0,120}") {
+            let _ = Config::from_toml_str(&text, "gw.toml");
+        }
     }
 
     #[test]
