@@ -392,7 +392,7 @@ pub struct ServeArgs {
     /// Do not log connections and errors.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Also serve XMPP client-to-server (the built-in server: SASL PLAIN, no TLS yet) on
+    /// Also serve XMPP client-to-server (the built-in server: SCRAM or PLAIN, no TLS yet) on
     /// this address, e.g. 127.0.0.1:5222. Users user1..userN, passwords pass1..passN.
     #[arg(long, value_name = "ADDR")]
     pub xmpp: Option<String>,

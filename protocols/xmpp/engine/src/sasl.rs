@@ -26,7 +26,7 @@ use hmac::{Hmac, Mac};
 
 use crate::error::XmppError;
 
-/// SASL mechanisms the client can use, named as on the wire.
+/// SASL mechanisms, named as on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mechanism {
     ScramSha256,
@@ -41,6 +41,17 @@ impl Mechanism {
             Mechanism::ScramSha1 => "SCRAM-SHA-1",
             Mechanism::Plain => "PLAIN",
         }
+    }
+
+    /// The mechanism of that wire name.
+    pub fn from_name(name: &str) -> Option<Mechanism> {
+        [
+            Mechanism::ScramSha256,
+            Mechanism::ScramSha1,
+            Mechanism::Plain,
+        ]
+        .into_iter()
+        .find(|m| m.name() == name)
     }
 
     fn hash(self) -> Option<Hash> {
@@ -279,6 +290,114 @@ impl Scram {
             ));
         }
         Ok(())
+    }
+}
+
+/// The server side of a SCRAM exchange (RFC 5802 §5): built from client-first, it
+/// answers server-first, then checks client-final's proof and answers server-final.
+///
+/// The salt is derived from the user name and the iteration count is fixed, so the
+/// salted password of a user is the same on every login and the shared [`ScramCache`]
+/// computes it once per account. An unknown user gets the same exchange with a password
+/// nobody knows, so the failure comes at the proof, as for a wrong password (§5.1 asks
+/// servers not to reveal which accounts exist).
+#[derive(Debug)]
+pub struct ScramServer {
+    hash: Hash,
+    user: String,
+    /// `client-first-bare,server-first`, the start of the AuthMessage.
+    auth_start: String,
+    nonce: String,
+    stored_key: Vec<u8>,
+    server_key: Vec<u8>,
+}
+
+/// Iterations the server asks for: RFC 7677's minimum for SCRAM-SHA-256.
+pub const SERVER_ITERATIONS: u32 = 4096;
+
+impl ScramServer {
+    /// Reads client-first-message; `password` looks an account up; `server_nonce` must be
+    /// printable ASCII without ','. Returns the exchange and server-first-message, or why
+    /// client-first is refused (`malformed-request`).
+    pub fn start(
+        mechanism: Mechanism,
+        client_first: &[u8],
+        password: impl FnOnce(&str) -> Option<String>,
+        server_nonce: &str,
+        cache: &ScramCache,
+    ) -> Result<(ScramServer, Vec<u8>), String> {
+        let hash = mechanism.hash().ok_or("not a SCRAM mechanism")?;
+        let cf = std::str::from_utf8(client_first).map_err(|_| "client-first is not UTF-8")?;
+        // gs2 header: no channel binding ("n"), no authzid.
+        let bare = cf
+            .strip_prefix("n,,")
+            .ok_or("only gs2 header n,, (no channel binding, no authzid) is supported")?;
+        let (mut user, mut nonce) = (None, None);
+        for part in bare.split(',') {
+            match part.split_once('=') {
+                Some(("n", v)) => user = Some(v.replace("=2C", ",").replace("=3D", "=")),
+                Some(("r", v)) => nonce = Some(v),
+                Some(("m", _)) => return Err("SCRAM extensions (m=) are not supported".into()),
+                _ => {}
+            }
+        }
+        let (Some(user), Some(cnonce)) = (user, nonce) else {
+            return Err("client-first lacks n= or r=".into());
+        };
+        if user.is_empty() || cnonce.is_empty() {
+            return Err("empty user name or nonce".into());
+        }
+        let salt = hash.digest(format!("wirebench-salt:{user}").as_bytes());
+        let salt = &salt[..16];
+        let known = password(&user);
+        let secret = known.unwrap_or_else(|| format!("\u{0}no such user {user}"));
+        let salted = cache.salted(hash, &secret, salt, SERVER_ITERATIONS);
+        let client_key = hash.hmac(&salted, b"Client Key");
+        let nonce = format!("{cnonce}{server_nonce}");
+        let server_first = format!("r={nonce},s={},i={SERVER_ITERATIONS}", B64.encode(salt));
+        Ok((
+            ScramServer {
+                hash,
+                user,
+                auth_start: format!("{bare},{server_first}"),
+                nonce,
+                stored_key: hash.digest(&client_key),
+                server_key: hash.hmac(&salted, b"Server Key"),
+            },
+            server_first.into_bytes(),
+        ))
+    }
+
+    /// The user name client-first gave.
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// Checks client-final-message; returns server-final-message (`v=...`) when the proof
+    /// shows the client knows the password.
+    pub fn finish(&self, client_final: &[u8]) -> Result<Vec<u8>, String> {
+        let cf = std::str::from_utf8(client_final).map_err(|_| "client-final is not UTF-8")?;
+        let (without_proof, proof) = cf.rsplit_once(",p=").ok_or("client-final lacks p=")?;
+        let mut parts = without_proof.split(',');
+        if parts.next() != Some("c=biws") {
+            return Err("channel binding data is not c=biws (n,,)".into());
+        }
+        if parts.next().and_then(|r| r.strip_prefix("r=")) != Some(self.nonce.as_str()) {
+            return Err("client-final's nonce is not the one agreed".into());
+        }
+        let proof = B64.decode(proof).map_err(|_| "proof is not base64")?;
+        let h = self.hash;
+        let auth_message = format!("{},{without_proof}", self.auth_start);
+        let signature = h.hmac(&self.stored_key, auth_message.as_bytes());
+        if proof.len() != signature.len() {
+            return Err("proof has the wrong length".into());
+        }
+        let client_key: Vec<u8> = proof.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
+        if h.digest(&client_key) != self.stored_key {
+            return Err("not-authorized".into());
+        }
+        let v = h.hmac(&self.server_key, auth_message.as_bytes());
+        Ok(format!("v={}", B64.encode(v)).into_bytes())
     }
 }
 

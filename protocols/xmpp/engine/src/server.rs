@@ -1,4 +1,5 @@
-//! Sans-IO XMPP server session, client-to-server (RFC 6120 streams, SASL PLAIN, resource
+//! Sans-IO XMPP server session, client-to-server (RFC 6120 streams, SASL PLAIN and
+//! SCRAM-SHA-1/-256 (RFC 4616, 5802, 7677), resource
 //! binding, stream errors; RFC 6121 roster get and presence; RFC 3921 §3 legacy session;
 //! XEP-0199 ping): the server side of one client connection, the counterpart of
 //! [`crate::Client`].
@@ -13,9 +14,10 @@
 //! small struct whose buffers are empty between stanzas (the driver may call
 //! [`ServerSession::shrink`] when it goes idle); the configuration is shared.
 //!
-//! Not yet here (issue #13): STARTTLS and SCRAM on the server side, XEP-0198.
+//! Not yet here (issue #13): STARTTLS on the server side, XEP-0198.
 
 use crate::framer::{Frame, Framer};
+use crate::sasl::{Mechanism, ScramCache, ScramServer};
 use crate::stanza::{self, Stanza, escape_into};
 use base64::Engine as _;
 use std::collections::VecDeque;
@@ -35,8 +37,13 @@ const MAX_AUTH_FAILURES: u8 = 2;
 
 /// Accounts and rosters, shared by every session of a server.
 pub trait Directory {
-    /// Whether account `user` (the local part) exists with this password.
-    fn authenticate(&self, user: &str, password: &str) -> bool;
+    /// The password of account `user` (the local part), if it exists. SCRAM needs it
+    /// (or keys derived from it) on the server side.
+    fn password(&self, user: &str) -> Option<String>;
+    /// Whether account `user` exists with this password.
+    fn authenticate(&self, user: &str, password: &str) -> bool {
+        self.password(user).is_some_and(|p| p == password)
+    }
     /// The bare JIDs on `user`'s roster.
     fn roster(&self, user: &str) -> Vec<String>;
 }
@@ -49,13 +56,32 @@ pub struct ServerConfig {
     /// Largest element accepted from a client, in bytes (RFC 6120 §13.12 suggests at least
     /// 10,000); larger ones get `policy-violation`.
     pub max_stanza: usize,
+    /// SASL mechanisms offered, in this order.
+    pub mechanisms: Vec<Mechanism>,
+    /// Salted passwords for SCRAM, shared by all sessions (one PBKDF2 per account).
+    pub scram_cache: ScramCache,
+    /// Makes SCRAM server nonces differ between server runs.
+    pub nonce_seed: u64,
 }
 
 impl ServerConfig {
+    /// SCRAM-SHA-256, SCRAM-SHA-1 and PLAIN offered; 64 KiB stanzas.
     pub fn new(domain: &str) -> ServerConfig {
+        use std::hash::{BuildHasher, Hasher};
+        // A per-process random value without a clock or an RNG crate: std's hasher keys.
+        let nonce_seed = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
         ServerConfig {
             domain: domain.to_string(),
             max_stanza: 64 * 1024,
+            mechanisms: vec![
+                Mechanism::ScramSha256,
+                Mechanism::ScramSha1,
+                Mechanism::Plain,
+            ],
+            scram_cache: ScramCache::new(),
+            nonce_seed,
         }
     }
 }
@@ -89,6 +115,8 @@ enum Phase {
     },
     /// Stream open, SASL not done.
     Auth,
+    /// SCRAM server-first sent; client-final expected in `<response>`.
+    Scram,
     /// Authenticated stream open, no resource bound.
     Bind,
     Bound,
@@ -106,6 +134,7 @@ pub struct ServerSession {
     user: String,
     full_jid: String,
     auth_failures: u8,
+    scram: Option<Box<ScramServer>>,
     /// Available presence was sent (so ending the session must announce unavailability).
     available: bool,
     out: Vec<u8>,
@@ -136,6 +165,7 @@ impl ServerSession {
             user: String::new(),
             full_jid: String::new(),
             auth_failures: 0,
+            scram: None,
             available: false,
             out: Vec::new(),
             events: VecDeque::new(),
@@ -275,10 +305,16 @@ impl ServerSession {
             );
             self.phase = Phase::Bind;
         } else {
-            self.out.extend_from_slice(
-                b"<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>\
-                  <mechanism>PLAIN</mechanism></mechanisms></stream:features>",
+            let mut f = String::from(
+                "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>",
             );
+            for m in &self.cfg.mechanisms {
+                f.push_str("<mechanism>");
+                f.push_str(m.name());
+                f.push_str("</mechanism>");
+            }
+            f.push_str("</mechanisms></stream:features>");
+            self.out.extend_from_slice(f.as_bytes());
             self.phase = Phase::Auth;
         }
     }
@@ -288,6 +324,20 @@ impl ServerSession {
             Phase::Auth => {
                 if s.is("auth", NS_SASL) {
                     self.on_auth(s, dir);
+                } else {
+                    self.stream_error("not-authorized", None);
+                }
+            }
+            Phase::Scram => {
+                if s.is("response", NS_SASL) {
+                    self.on_scram_response(s);
+                } else if s.is("abort", NS_SASL) {
+                    self.scram = None;
+                    self.out.extend_from_slice(
+                        b"<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><aborted/></failure>",
+                    );
+                    self.phase = Phase::Auth;
+                    self.auth_failed();
                 } else {
                     self.stream_error("not-authorized", None);
                 }
@@ -306,12 +356,24 @@ impl ServerSession {
         }
     }
 
+    fn sasl_failure(&mut self, condition: &str) {
+        self.out.extend_from_slice(
+            format!("<failure xmlns='{NS_SASL}'><{condition}/></failure>").as_bytes(),
+        );
+        self.phase = Phase::Auth;
+        self.auth_failed();
+    }
+
     fn on_auth(&mut self, s: &Stanza, dir: &dyn Directory) {
-        if s.attr("mechanism") != Some("PLAIN") {
-            self.out.extend_from_slice(
-                b"<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><invalid-mechanism/></failure>",
-            );
-            return self.auth_failed();
+        let mechanism = s
+            .attr("mechanism")
+            .and_then(Mechanism::from_name)
+            .filter(|m| self.cfg.mechanisms.contains(m));
+        let Some(mechanism) = mechanism else {
+            return self.sasl_failure("invalid-mechanism");
+        };
+        if mechanism != Mechanism::Plain {
+            return self.on_scram_first(mechanism, s, dir);
         }
         // RFC 4616: [authzid] NUL authcid NUL passwd.
         let decoded = base64::engine::general_purpose::STANDARD.decode(s.text(0).trim());
@@ -327,25 +389,71 @@ impl ServerSession {
             ))
         });
         let Some((user, pass)) = parts else {
-            self.out.extend_from_slice(
-                b"<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><malformed-request/></failure>",
-            );
-            return self.auth_failed();
+            return self.sasl_failure("malformed-request");
         };
         if user.is_empty() || !dir.authenticate(&user, &pass) {
-            self.out.extend_from_slice(
-                b"<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><not-authorized/></failure>",
-            );
-            return self.auth_failed();
+            return self.sasl_failure("not-authorized");
         }
         self.out
             .extend_from_slice(b"<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>");
+        self.authenticated(user);
+    }
+
+    /// Success: RFC 6120 §6.4.6, both sides restart the stream; what follows is a new
+    /// header.
+    fn authenticated(&mut self, user: String) {
         self.user = user;
-        // RFC 6120 §6.4.6: both sides restart the stream; what follows is a new header.
         self.framer.restart();
         self.phase = Phase::AwaitHeader {
             authenticated: true,
         };
+    }
+
+    fn on_scram_first(&mut self, mechanism: Mechanism, s: &Stanza, dir: &dyn Directory) {
+        let Ok(first) = base64::engine::general_purpose::STANDARD.decode(s.text(0).trim()) else {
+            return self.sasl_failure("malformed-request");
+        };
+        let nonce = format!(
+            "{:016x}{:x}",
+            splitmix(self.cfg.nonce_seed ^ self.stream_id),
+            self.stream_id
+        );
+        match ScramServer::start(
+            mechanism,
+            &first,
+            |u| dir.password(u),
+            &nonce,
+            &self.cfg.scram_cache,
+        ) {
+            Ok((scram, server_first)) => {
+                let mut c = format!("<challenge xmlns='{NS_SASL}'>");
+                c.push_str(&base64::engine::general_purpose::STANDARD.encode(server_first));
+                c.push_str("</challenge>");
+                self.out.extend_from_slice(c.as_bytes());
+                self.scram = Some(Box::new(scram));
+                self.phase = Phase::Scram;
+            }
+            Err(_) => self.sasl_failure("malformed-request"),
+        }
+    }
+
+    fn on_scram_response(&mut self, s: &Stanza) {
+        let Some(scram) = self.scram.take() else {
+            return self.sasl_failure("malformed-request");
+        };
+        let Ok(fin) = base64::engine::general_purpose::STANDARD.decode(s.text(0).trim()) else {
+            return self.sasl_failure("malformed-request");
+        };
+        match scram.finish(&fin) {
+            Ok(server_final) => {
+                let mut ok = format!("<success xmlns='{NS_SASL}'>");
+                ok.push_str(&base64::engine::general_purpose::STANDARD.encode(server_final));
+                ok.push_str("</success>");
+                self.out.extend_from_slice(ok.as_bytes());
+                self.authenticated(scram.user().to_string());
+            }
+            Err(_) => self.sasl_failure("not-authorized"),
+        }
     }
 
     fn auth_failed(&mut self) {
@@ -552,12 +660,9 @@ impl NumberedAccounts {
 }
 
 impl Directory for NumberedAccounts {
-    fn authenticate(&self, user: &str, password: &str) -> bool {
-        self.number(user).is_some_and(|n| {
-            password
-                .strip_prefix(&self.password_prefix)
-                .is_some_and(|rest| rest.parse() == Ok(n))
-        })
+    fn password(&self, user: &str) -> Option<String> {
+        self.number(user)
+            .map(|n| format!("{}{n}", self.password_prefix))
     }
 
     fn roster(&self, user: &str) -> Vec<String> {
@@ -619,4 +724,12 @@ pub fn fuzz_input(bytes: &[u8]) {
         let _ = s.poll_transmit();
         while s.poll_event().is_some() {}
     }
+}
+
+/// SplitMix64: a well-mixed 64-bit value from a counter (nonces, not secrets).
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }

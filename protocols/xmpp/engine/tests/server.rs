@@ -21,9 +21,13 @@ fn accounts(users: u64, contacts: u64) -> NumberedAccounts {
 }
 
 fn client(n: u64, password: &str) -> Client {
+    client_with(n, password, Mechanism::Plain)
+}
+
+fn client_with(n: u64, password: &str, m: Mechanism) -> Client {
     let mut cfg = ClientConfig::new(&format!("user{n}@example.com"), password);
     cfg.tls = TlsMode::Never;
-    cfg.mechanisms = vec![Mechanism::Plain];
+    cfg.mechanisms = vec![m];
     Client::new(cfg, None, n)
 }
 
@@ -148,7 +152,11 @@ fn clients_log_in_bind_fetch_rosters_and_exchange_messages() {
             w.events[i]
         );
         // user1's contacts are user2 and user10; user2's are user3 and user1.
-        assert!(w.events[i].contains(&Event::Roster { items: 2 }));
+        assert!(
+            w.events[i].contains(&Event::Roster { items: 2 }),
+            "{:?}",
+            w.events[i]
+        );
     }
     assert_eq!(w.servers[a].jid(), "user1@example.com/wirebench");
     // user2 came online after user1 and is on user1's roster: each sees the other.
@@ -181,6 +189,43 @@ fn clients_log_in_bind_fetch_rosters_and_exchange_messages() {
     assert_eq!(w.closed[a], Some(None));
     assert!(w.events[b].iter().any(|e| matches!(e,
         Event::Presence { from, kind: Some(k) } if from == "user1@example.com/wirebench" && k == "unavailable")));
+}
+
+#[test]
+fn scram_logins_prove_the_password_both_ways() {
+    let mut w = World::new(accounts(10, 2));
+    // The client checks the server's signature: success means both sides derived the
+    // same keys from the password.
+    let a = w.connect(client_with(1, "pass1", Mechanism::ScramSha256));
+    let b = w.connect(client_with(2, "pass2", Mechanism::ScramSha1));
+    let bad = w.connect(client_with(3, "pass4", Mechanism::ScramSha256));
+    let ghost = w.connect(client_with(42, "pass42", Mechanism::ScramSha1));
+    w.run();
+    for i in [a, b] {
+        assert!(
+            w.events[i].contains(&Event::Authenticated {
+                mechanism: if i == a {
+                    Mechanism::ScramSha256
+                } else {
+                    Mechanism::ScramSha1
+                }
+            }),
+            "{:?}",
+            w.events[i]
+        );
+        assert!(w.events[i].contains(&Event::SessionEstablished));
+    }
+    assert_eq!(w.servers[a].jid(), "user1@example.com/wirebench");
+    assert_eq!(w.servers[b].jid(), "user2@example.com/wirebench");
+    for i in [bad, ghost] {
+        assert!(!w.events[i].contains(&Event::SessionEstablished));
+        assert!(w.servers[i].jid().is_empty());
+    }
+    // One PBKDF2 per account and hash, shared through the server's cache.
+    w.clients[a].close();
+    let again = w.connect(client_with(1, "pass1", Mechanism::ScramSha256));
+    w.run();
+    assert!(w.events[again].contains(&Event::SessionEstablished));
 }
 
 #[test]
