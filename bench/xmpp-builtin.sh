@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The built-in XMPP server's relay cost on loopback (127.0.0.1 only), against raw TCP.
+#
+#   bench/xmpp-builtin.sh [--quick] [--help]
+#
+# One message between two sessions through the server is one relay hop: client1 ->
+# server -> client2 and back. Issue #13's target: its p50 at most 2x a raw TCP
+# ping-pong's p50 (no relay). Measured in the same run, alternating, REPEATS times:
+#   sockperf ping-pong --tcp -m 64 --full-rtt     raw TCP, 64 B, sockperf's own client/server
+#   wirebench run --payload 43                    wirebench's raw frames (43 + 21 = 64 B)
+#   wirebench run --protocol xmpp --payload 2     2-byte chat bodies through the built-in server
+# and prints xmpp p50 / sockperf p50 (target <= 2.0) and xmpp / raw.
+#
+# Not measured here yet: Prosody and ejabberd on loopback beside it (issue #13).
+#
+# Environment: WB (wirebench binary; default target/release/wirebench, built if missing),
+# ROUNDS (default 20000, --quick 2000), REPEATS (default 3, --quick 1),
+# SECONDS_PER_TEST (sockperf, default 5, --quick 2).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+QUICK=0
+for a in "$@"; do
+    case $a in
+    --quick) QUICK=1 ;;
+    --help | -h)
+        sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+        exit 0
+        ;;
+    *)
+        echo "xmpp-builtin.sh: unknown argument $a (try --help)" >&2
+        exit 2
+        ;;
+    esac
+done
+if ((QUICK)); then
+    : "${ROUNDS:=2000}" "${REPEATS:=1}" "${SECONDS_PER_TEST:=2}"
+else
+    : "${ROUNDS:=20000}" "${REPEATS:=3}" "${SECONDS_PER_TEST:=5}"
+fi
+
+die() {
+    echo "xmpp-builtin.sh: $*" >&2
+    exit 1
+}
+for t in sockperf jq; do
+    command -v "$t" >/dev/null || die "$t is missing: apt-get install -y sockperf jq"
+done
+WB=${WB:-$REPO/target/release/wirebench}
+if [[ ! -x $WB ]]; then
+    (cd "$REPO" && cargo build --release -p wirebench) || die "cargo build failed"
+fi
+
+LOG=$(mktemp -d /tmp/wirebench-xmpp-bench.XXXXXX)
+SP_PID=
+cleanup() {
+    if [[ -n $SP_PID ]] && kill -0 "$SP_PID" 2>/dev/null; then
+        kill "$SP_PID" 2>/dev/null || true
+        wait "$SP_PID" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+PORT=$((20000 + RANDOM % 40000))
+sockperf server --tcp -i 127.0.0.1 -p "$PORT" >"$LOG/sockperf-server.log" 2>&1 &
+SP_PID=$!
+sleep 1
+kill -0 "$SP_PID" 2>/dev/null || die "sockperf server did not start; see $LOG/sockperf-server.log"
+
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# wb_p50 NAME ARGS...: a wirebench ping-pong case's rtt.p50 in microseconds.
+wb_p50() {
+    local name=$1 out
+    shift
+    out=$LOG/$name.jsonl
+    "$WB" run --json --no-report --out "$LOG/$name-results" --workload pingpong --rounds "$ROUNDS" "$@" >"$out" 2>"$LOG/$name.err" ||
+        die "wirebench $* failed; see $LOG/$name.err"
+    rm -rf "$LOG/$name-results"
+    jq -Rr 'fromjson? | select(type == "object" and has("metrics")) | .metrics["rtt.p50"].value * 1e7 | round / 10' "$out" | tail -n 1
+}
+
+SP=() RAW=() XMPP=()
+for ((i = 1; i <= REPEATS; i++)); do
+    sockperf ping-pong --tcp -i 127.0.0.1 -p "$PORT" -m 64 -t "$SECONDS_PER_TEST" --full-rtt >"$LOG/sockperf-$i.log" 2>&1 ||
+        die "sockperf client failed; see $LOG/sockperf-$i.log"
+    SP+=("$(awk '/percentile 50.000 =/ { print $NF }' "$LOG/sockperf-$i.log" | tail -n 1)")
+    RAW+=("$(wb_p50 "raw-$i" --payload 43)")
+    XMPP+=("$(wb_p50 "xmpp-$i" --protocol xmpp --payload 2)")
+    echo "  [$i] sockperf p50 ${SP[-1]} us   wirebench raw p50 ${RAW[-1]} us   xmpp (built-in server) p50 ${XMPP[-1]} us"
+done
+sp=$(median "${SP[@]}")
+raw=$(median "${RAW[@]}")
+xmpp=$(median "${XMPP[@]}")
+ratio=$(awk -v a="$xmpp" -v b="$sp" 'BEGIN { printf "%.2f", a / b }')
+ratio_raw=$(awk -v a="$xmpp" -v b="$raw" 'BEGIN { printf "%.2f", a / b }')
+verdict=$(awk -v r="$ratio" 'BEGIN { print (r <= 2.0) ? "PASS" : "MISS" }')
+echo "== medians of $REPEATS: sockperf $sp us, wirebench raw $raw us, xmpp built-in $xmpp us"
+echo "== xmpp / sockperf p50: $ratio (target <= 2.0) $verdict; xmpp / wirebench raw: $ratio_raw"
+echo "   raw outputs: $LOG"
