@@ -49,6 +49,11 @@ pub trait Protocol: Sync {
     fn peer_model(&self, _case: &Case) -> Option<&'static PeerModel> {
         None
     }
+    /// Whether a stream case's messages come back (so both directions of the link carry
+    /// them): raw's `mode=echo`. Ping-pong always does.
+    fn stream_echoes(&self, _case: &Case) -> bool {
+        false
+    }
     /// Bytes each message adds to its payload on the wire above TCP, when fixed: the
     /// runner then records the link model's round trip (`rtt.model`) beside the measured.
     fn message_overhead(&self) -> Option<u64> {

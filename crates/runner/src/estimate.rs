@@ -262,7 +262,7 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
         .unwrap_or_default()
         .as_secs_f64();
     let stream = case.workload() == "stream";
-    let echo = case.get("mode").and_then(Value::as_word) == Some("echo");
+    let echo = crate::registry::of(case).stream_echoes(case);
     let duration = case
         .get("duration")
         .and_then(Value::as_duration)

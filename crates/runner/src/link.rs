@@ -127,8 +127,7 @@ pub fn add_wire_metrics(
         .map(|(_, v)| v.value)
         .unwrap_or(0.0);
     let workload = case.workload();
-    let echoed =
-        workload == "pingpong" || case.get("mode").and_then(Value::as_word) == Some("echo");
+    let echoed = workload == "pingpong" || crate::registry::of(case).stream_echoes(case);
     let crossings = if echoed { 2.0 * sent } else { sent };
     let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0);
     if out.local_port.is_none() {

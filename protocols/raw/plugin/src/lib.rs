@@ -63,6 +63,10 @@ impl Protocol for Raw {
         true
     }
 
+    fn stream_echoes(&self, case: &Case) -> bool {
+        case.word("mode") == Some("echo")
+    }
+
     fn message_overhead(&self) -> Option<u64> {
         Some(wirebench_proto::raw::HEADER_LEN as u64)
     }
