@@ -74,6 +74,9 @@ pub const METRICS: &[&str] = &[
     "x2x.bytes_per_stanza",
     "x2x.overhead_per_stanza",
     "x2x.resent",
+    "server.rss",
+    "server.cpu",
+    "server.routed",
 ];
 
 /// Checks one `--columns` pattern (a metric name, or a prefix ending in `*`) against

@@ -233,6 +233,10 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
         Some(link_setup),
     );
     let mut r = workload::run(&run, ctx);
+    if let Ok(o) = &mut r {
+        let both = a.usage().zip(b.usage()).map(|(x, y)| x + y);
+        wirebench_protocol::peer::record_usage(o, both);
+    }
     if let Ok(out) = &mut r {
         // Quiet means at least 100 ms of checks; more means something was in flight.
         if drained > Duration::from_millis(250) {

@@ -233,8 +233,8 @@ fn run_prosody(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome
         }
         Ok::<_, WorkloadError>(Prosody::start(cfg, &dir.join(sub), Some(ns))?)
     };
-    let _a = start("a.test", "alice", CLIENT_ADDR, lab.client().name(), "a")?;
-    let _b = start("b.test", "bob", SERVER_ADDR, lab.server().name(), "b")?;
+    let a = start("a.test", "alice", CLIENT_ADDR, lab.client().name(), "a")?;
+    let b = start("b.test", "bob", SERVER_ADDR, lab.server().name(), "b")?;
     let gateways = match s2s {
         x2x::S2s::X2x { tfo } => Some(x2x::Pair::start(lab, tfo)?),
         x2x::S2s::Standard => None,
@@ -259,6 +259,10 @@ fn run_prosody(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome
         ctx.shutdown,
     );
     let mut out = workload::run(&run, ctx);
+    if let Ok(o) = &mut out {
+        let both = a.usage().zip(b.usage()).map(|(x, y)| x + y);
+        wirebench_protocol::peer::record_usage(o, both);
+    }
     if let Some(pair) = gateways {
         let (a, b) = pair.stop();
         if let Ok(o) = &mut out {
