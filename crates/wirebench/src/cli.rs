@@ -392,8 +392,9 @@ pub struct ServeArgs {
     /// Do not log connections and errors.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Also serve XMPP client-to-server (the built-in server: SCRAM or PLAIN, no TLS yet) on
-    /// this address, e.g. 127.0.0.1:5222. Users user1..userN, passwords pass1..passN.
+    /// Also serve XMPP client-to-server on this address, e.g. 127.0.0.1:5222 (the built-in
+    /// server: SCRAM or PLAIN, STARTTLS with --xmpp-tls). Users user1..userN, passwords
+    /// pass1..passN.
     #[arg(long, value_name = "ADDR")]
     pub xmpp: Option<String>,
     /// The XMPP domain served (clients log in as user1@DOMAIN).
@@ -402,6 +403,10 @@ pub struct ServeArgs {
     /// XMPP accounts: user1..userN.
     #[arg(long, default_value_t = 100_000, value_name = "N")]
     pub xmpp_users: u64,
+    /// Offer STARTTLS on the XMPP port, with a self-signed certificate for the domain
+    /// made at start (clients must trust it or skip verification).
+    #[arg(long)]
+    pub xmpp_tls: bool,
 }
 
 /// The command line's definition, with each parameter's default (from the registry the

@@ -100,13 +100,24 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
             let at: std::net::SocketAddr = addr.trim().parse().map_err(|_| {
                 anyhow::anyhow!("--xmpp {addr}: expected IP:PORT, e.g. 127.0.0.1:5222")
             })?;
-            let cfg = XmppServerConfig::new(at, &args.xmpp_domain, args.xmpp_users);
+            let mut cfg = XmppServerConfig::new(at, &args.xmpp_domain, args.xmpp_users);
+            if args.xmpp_tls {
+                cfg.tls = Some(
+                    wirebench_plugin_xmpp::serve::self_signed(&args.xmpp_domain)
+                        .map_err(|e| anyhow::anyhow!("--xmpp-tls: {e}"))?,
+                );
+            }
             let xs = XmppServer::bind(cfg).with_context(|| format!("cannot listen on {at}"))?;
             eprintln!(
-                "wirebench serve: XMPP on {} for {} (users user1..user{}, passwords pass1..)",
+                "wirebench serve: XMPP on {} for {} (users user1..user{}, passwords pass1..{})",
                 xs.local_addr()?,
                 args.xmpp_domain,
-                args.xmpp_users
+                args.xmpp_users,
+                if args.xmpp_tls {
+                    ", STARTTLS with a self-signed certificate"
+                } else {
+                    ""
+                }
             );
             Some(xs.spawn(xmpp_stop.clone())?)
         }

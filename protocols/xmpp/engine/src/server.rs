@@ -14,15 +14,18 @@
 //! small struct whose buffers are empty between stanzas (the driver may call
 //! [`ServerSession::shrink`] when it goes idle); the configuration is shared.
 //!
-//! Not yet here (issue #13): STARTTLS on the server side, XEP-0198.
+//! STARTTLS (RFC 6120 §5) runs rustls's sans-IO `ServerConnection` under the framer when
+//! [`ServerConfig::tls`] is set. Not here: XEP-0198.
 
 use crate::framer::{Frame, Framer};
 use crate::sasl::{Mechanism, ScramCache, ScramServer};
 use crate::stanza::{self, Stanza, escape_into};
 use base64::Engine as _;
 use std::collections::VecDeque;
+use std::io::{Read, Write};
 use std::sync::Arc;
 
+const NS_TLS: &str = "urn:ietf:params:xml:ns:xmpp-tls";
 const NS_SASL: &str = "urn:ietf:params:xml:ns:xmpp-sasl";
 const NS_BIND: &str = "urn:ietf:params:xml:ns:xmpp-bind";
 const NS_SESSION: &str = "urn:ietf:params:xml:ns:xmpp-session";
@@ -62,6 +65,10 @@ pub struct ServerConfig {
     pub scram_cache: ScramCache,
     /// Makes SCRAM server nonces differ between server runs.
     pub nonce_seed: u64,
+    /// Offer STARTTLS (RFC 6120 §5) with this rustls configuration.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Refuse to authenticate before TLS (only with `tls`).
+    pub require_tls: bool,
 }
 
 impl ServerConfig {
@@ -82,6 +89,8 @@ impl ServerConfig {
             ],
             scram_cache: ScramCache::new(),
             nonce_seed,
+            tls: None,
+            require_tls: false,
         }
     }
 }
@@ -135,6 +144,10 @@ pub struct ServerSession {
     full_jid: String,
     auth_failures: u8,
     scram: Option<Box<ScramServer>>,
+    /// TLS after STARTTLS; boxed, so sessions without TLS stay small.
+    tls: Option<Box<rustls::ServerConnection>>,
+    /// Our stream header of the current stream was written.
+    stream_open: bool,
     /// Available presence was sent (so ending the session must announce unavailability).
     available: bool,
     out: Vec<u8>,
@@ -166,6 +179,8 @@ impl ServerSession {
             full_jid: String::new(),
             auth_failures: 0,
             scram: None,
+            tls: None,
+            stream_open: false,
             available: false,
             out: Vec::new(),
             events: VecDeque::new(),
@@ -205,7 +220,7 @@ impl ServerSession {
     /// A stanza routed to this session (already `from`-stamped by its sender's session).
     pub fn deliver(&mut self, stanza: &[u8]) {
         if self.phase == Phase::Bound {
-            self.out.extend_from_slice(stanza);
+            self.send(stanza);
         }
     }
 
@@ -226,7 +241,18 @@ impl ServerSession {
         if self.phase == Phase::Closed {
             return;
         }
-        self.framer.push(bytes);
+        if self.tls.is_some() {
+            if let Err(e) = self.tls_input(bytes) {
+                // No stream error: the TLS layer is what failed, it cannot carry one.
+                self.phase = Phase::Closed;
+                self.events.push_back(ServerEvent::Closed {
+                    error: Some(format!("TLS: {e}")),
+                });
+                return;
+            }
+        } else {
+            self.framer.push(bytes);
+        }
         while self.phase != Phase::Closed {
             let frame = match self.framer.next_frame() {
                 Ok(Some(f)) => f,
@@ -259,10 +285,93 @@ impl ServerSession {
                     }
                 }
                 Frame::End => {
-                    self.out.extend_from_slice(b"</stream:stream>");
+                    self.send(b"</stream:stream>");
                     self.finish(None);
                 }
             }
+        }
+    }
+
+    /// Queues bytes for the client, through TLS once it is on.
+    fn send(&mut self, bytes: &[u8]) {
+        match &mut self.tls {
+            Some(tls) => {
+                // Unlimited plaintext buffer (set at start): the write cannot be short.
+                let _ = tls.writer().write_all(bytes);
+                self.flush_tls();
+            }
+            None => self.out.extend_from_slice(bytes),
+        }
+    }
+
+    fn flush_tls(&mut self) {
+        if let Some(tls) = &mut self.tls {
+            while tls.wants_write() {
+                if tls.write_tls(&mut self.out).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn tls_input(&mut self, mut bytes: &[u8]) -> Result<(), String> {
+        let Some(tls) = &mut self.tls else {
+            return Ok(());
+        };
+        let mut result = Ok(());
+        while !bytes.is_empty() {
+            if let Err(e) = tls.read_tls(&mut bytes) {
+                result = Err(e.to_string());
+                break;
+            }
+            match tls.process_new_packets() {
+                Ok(st) => {
+                    let n = st.plaintext_bytes_to_read();
+                    if n > 0 {
+                        let mut buf = vec![0u8; n];
+                        if tls.reader().read_exact(&mut buf).is_ok() {
+                            self.framer.push(&buf);
+                        }
+                    }
+                }
+                Err(e) => {
+                    result = Err(e.to_string());
+                    break;
+                }
+            }
+        }
+        // Handshake messages and alerts (also the one rustls queues on error).
+        self.flush_tls();
+        result
+    }
+
+    /// `<starttls/>`: `<proceed/>` in the clear, then TLS; the client restarts its stream
+    /// inside it (RFC 6120 §5.4.3.3).
+    fn start_tls(&mut self) {
+        let Some(cfg) = self.cfg.tls.clone() else {
+            return;
+        };
+        self.send(b"<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>");
+        let mut conn = match rustls::ServerConnection::new(cfg) {
+            Ok(c) => c,
+            Err(e) => {
+                self.send(b"<failure xmlns='urn:ietf:params:xml:ns:xmpp-tls'/></stream:stream>");
+                self.finish(Some(format!("TLS: {e}")));
+                return;
+            }
+        };
+        conn.set_buffer_limit(None);
+        let rest = self.framer.take_unlexed();
+        self.tls = Some(Box::new(conn));
+        self.stream_open = false;
+        self.phase = Phase::AwaitHeader {
+            authenticated: false,
+        };
+        if let Err(e) = self.tls_input(&rest) {
+            self.phase = Phase::Closed;
+            self.events.push_back(ServerEvent::Closed {
+                error: Some(format!("TLS: {e}")),
+            });
         }
     }
 
@@ -284,7 +393,8 @@ impl ServerSession {
         h.push_str("' from='");
         escape_into(&mut h, &self.cfg.domain);
         h.push_str("' version='1.0' xml:lang='en'>");
-        self.out.extend_from_slice(h.as_bytes());
+        self.send(h.as_bytes());
+        self.stream_open = true;
         let header = match stanza::parse_header(bytes) {
             Ok(header) => header,
             Err(e) => {
@@ -298,23 +408,33 @@ impl ServerSession {
             return;
         }
         if authenticated {
-            self.out.extend_from_slice(
+            self.send(
                 b"<stream:features><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/>\
                   <session xmlns='urn:ietf:params:xml:ns:xmpp-session'><optional/></session>\
                   </stream:features>",
             );
             self.phase = Phase::Bind;
         } else {
-            let mut f = String::from(
-                "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>",
-            );
-            for m in &self.cfg.mechanisms {
-                f.push_str("<mechanism>");
-                f.push_str(m.name());
-                f.push_str("</mechanism>");
+            let mut f = String::from("<stream:features>");
+            let offer_tls = self.cfg.tls.is_some() && self.tls.is_none();
+            if offer_tls {
+                f.push_str("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'>");
+                if self.cfg.require_tls {
+                    f.push_str("<required/>");
+                }
+                f.push_str("</starttls>");
             }
-            f.push_str("</mechanisms></stream:features>");
-            self.out.extend_from_slice(f.as_bytes());
+            if !(offer_tls && self.cfg.require_tls) {
+                f.push_str("<mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'>");
+                for m in &self.cfg.mechanisms {
+                    f.push_str("<mechanism>");
+                    f.push_str(m.name());
+                    f.push_str("</mechanism>");
+                }
+                f.push_str("</mechanisms>");
+            }
+            f.push_str("</stream:features>");
+            self.send(f.as_bytes());
             self.phase = Phase::Auth;
         }
     }
@@ -322,7 +442,12 @@ impl ServerSession {
     fn on_element(&mut self, s: &Stanza, raw: &[u8], dir: &dyn Directory) {
         match self.phase {
             Phase::Auth => {
-                if s.is("auth", NS_SASL) {
+                if s.is("starttls", NS_TLS) && self.cfg.tls.is_some() && self.tls.is_none() {
+                    self.start_tls();
+                } else if s.is("auth", NS_SASL) {
+                    if self.cfg.require_tls && self.tls.is_none() {
+                        return self.sasl_failure("encryption-required");
+                    }
                     self.on_auth(s, dir);
                 } else {
                     self.stream_error("not-authorized", None);
@@ -333,7 +458,7 @@ impl ServerSession {
                     self.on_scram_response(s);
                 } else if s.is("abort", NS_SASL) {
                     self.scram = None;
-                    self.out.extend_from_slice(
+                    self.send(
                         b"<failure xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><aborted/></failure>",
                     );
                     self.phase = Phase::Auth;
@@ -357,9 +482,7 @@ impl ServerSession {
     }
 
     fn sasl_failure(&mut self, condition: &str) {
-        self.out.extend_from_slice(
-            format!("<failure xmlns='{NS_SASL}'><{condition}/></failure>").as_bytes(),
-        );
+        self.send(format!("<failure xmlns='{NS_SASL}'><{condition}/></failure>").as_bytes());
         self.phase = Phase::Auth;
         self.auth_failed();
     }
@@ -394,8 +517,7 @@ impl ServerSession {
         if user.is_empty() || !dir.authenticate(&user, &pass) {
             return self.sasl_failure("not-authorized");
         }
-        self.out
-            .extend_from_slice(b"<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>");
+        self.send(b"<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>");
         self.authenticated(user);
     }
 
@@ -403,6 +525,7 @@ impl ServerSession {
     /// header.
     fn authenticated(&mut self, user: String) {
         self.user = user;
+        self.stream_open = false;
         self.framer.restart();
         self.phase = Phase::AwaitHeader {
             authenticated: true,
@@ -429,7 +552,7 @@ impl ServerSession {
                 let mut c = format!("<challenge xmlns='{NS_SASL}'>");
                 c.push_str(&base64::engine::general_purpose::STANDARD.encode(server_first));
                 c.push_str("</challenge>");
-                self.out.extend_from_slice(c.as_bytes());
+                self.send(c.as_bytes());
                 self.scram = Some(Box::new(scram));
                 self.phase = Phase::Scram;
             }
@@ -449,7 +572,7 @@ impl ServerSession {
                 let mut ok = format!("<success xmlns='{NS_SASL}'>");
                 ok.push_str(&base64::engine::general_purpose::STANDARD.encode(server_final));
                 ok.push_str("</success>");
-                self.out.extend_from_slice(ok.as_bytes());
+                self.send(ok.as_bytes());
                 self.authenticated(scram.user().to_string());
             }
             Err(_) => self.sasl_failure("not-authorized"),
@@ -476,7 +599,7 @@ impl ServerSession {
         r.push_str("'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>");
         escape_into(&mut r, &self.full_jid);
         r.push_str("</jid></bind></iq>");
-        self.out.extend_from_slice(r.as_bytes());
+        self.send(r.as_bytes());
         self.phase = Phase::Bound;
         self.events.push_back(ServerEvent::Bound {
             user: self.user.clone(),
@@ -562,7 +685,7 @@ impl ServerSession {
             r.push_str(NS_STANZAS);
             r.push_str("'/></error></iq>");
         }
-        self.out.extend_from_slice(r.as_bytes());
+        self.send(r.as_bytes());
     }
 
     /// The stanza's bytes with `from` set to this session's full JID (RFC 6120 §8.1.2.1),
@@ -597,7 +720,7 @@ impl ServerSession {
         if self.phase == Phase::Closed {
             return;
         }
-        if matches!(self.phase, Phase::AwaitHeader { .. }) && self.out.is_empty() {
+        if !self.stream_open {
             // No stream of ours is open yet: open one to carry the error (§4.9.1.2).
             let mut h = String::from(
                 "<?xml version='1.0'?><stream:stream xmlns='jabber:client' \
@@ -605,7 +728,7 @@ impl ServerSession {
             );
             escape_into(&mut h, &self.cfg.domain);
             h.push_str("'>");
-            self.out.extend_from_slice(h.as_bytes());
+            self.send(h.as_bytes());
         }
         let mut e = format!("<stream:error><{condition} xmlns='{NS_STREAMS}'/>");
         if let Some(t) = text {
@@ -616,7 +739,7 @@ impl ServerSession {
             e.push_str("</text>");
         }
         e.push_str("</stream:error></stream:stream>");
-        self.out.extend_from_slice(e.as_bytes());
+        self.send(e.as_bytes());
         let reason = match text {
             Some(t) => format!("{condition}: {t}"),
             None => condition.to_string(),

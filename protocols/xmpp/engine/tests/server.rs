@@ -3,6 +3,8 @@
 //! gets. The router here is the smallest one that works (a map from bare JID to session),
 //! as a driver would have.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use wirebench_xmpp::{
@@ -45,9 +47,13 @@ struct World {
 
 impl World {
     fn new(dir: NumberedAccounts) -> World {
+        World::with_config(dir, ServerConfig::new("example.com"))
+    }
+
+    fn with_config(dir: NumberedAccounts, cfg: ServerConfig) -> World {
         World {
             dir,
-            cfg: Arc::new(ServerConfig::new("example.com")),
+            cfg: Arc::new(cfg),
             clients: Vec::new(),
             servers: Vec::new(),
             online: HashMap::new(),
@@ -226,6 +232,76 @@ fn scram_logins_prove_the_password_both_ways() {
     let again = w.connect(client_with(1, "pass1", Mechanism::ScramSha256));
     w.run();
     assert!(w.events[again].contains(&Event::SessionEstablished));
+}
+
+fn tls_client(n: u64, pki: &common::Pki, mode: TlsMode) -> Client {
+    let mut cfg = ClientConfig::new(&format!("user{n}@example.com"), &format!("pass{n}"));
+    cfg.tls = mode;
+    cfg.mechanisms = vec![Mechanism::ScramSha256];
+    let tls = (mode != TlsMode::Never).then(|| pki.client.clone());
+    Client::new(cfg, tls, n)
+}
+
+#[test]
+fn starttls_then_scram_then_messages_inside_tls() {
+    let pki = common::pki("example.com");
+    let cfg = ServerConfig {
+        tls: Some(pki.server.clone()),
+        ..ServerConfig::new("example.com")
+    };
+    let mut w = World::with_config(accounts(10, 2), cfg);
+    let a = w.connect(tls_client(1, &pki, TlsMode::Required));
+    let b = w.connect(tls_client(2, &pki, TlsMode::Required));
+    // TLS offered, not required: a client without TLS still gets in.
+    let c = w.connect(tls_client(3, &pki, TlsMode::Never));
+    w.run();
+    for i in [a, b] {
+        assert!(
+            w.events[i].contains(&Event::TlsEstablished),
+            "{:?}",
+            w.events[i]
+        );
+        assert!(
+            w.events[i].contains(&Event::SessionEstablished),
+            "{:?}",
+            w.events[i]
+        );
+    }
+    assert!(!w.events[c].contains(&Event::TlsEstablished));
+    assert!(
+        w.events[c].contains(&Event::SessionEstablished),
+        "{:?}",
+        w.events[c]
+    );
+    w.clients[a]
+        .send_message("user2@example.com", "inside TLS", "t1")
+        .unwrap();
+    w.run();
+    assert!(
+        w.events[b]
+            .iter()
+            .any(|e| matches!(e, Event::Message { body, .. } if body == "inside TLS"))
+    );
+}
+
+#[test]
+fn required_tls_refuses_a_client_without_it() {
+    let pki = common::pki("example.com");
+    let cfg = ServerConfig {
+        tls: Some(pki.server.clone()),
+        require_tls: true,
+        ..ServerConfig::new("example.com")
+    };
+    let mut w = World::with_config(accounts(10, 2), cfg);
+    let plain = w.connect(tls_client(1, &pki, TlsMode::Never));
+    let secure = w.connect(tls_client(2, &pki, TlsMode::IfOffered));
+    w.run();
+    assert!(!w.events[plain].contains(&Event::SessionEstablished));
+    assert!(
+        w.events[secure].contains(&Event::SessionEstablished),
+        "{:?}",
+        w.events[secure]
+    );
 }
 
 #[test]

@@ -2,41 +2,14 @@
 //! rcgen), then SASL PLAIN, binding and a message each way inside TLS.
 
 use std::io::{Read, Write};
-use std::sync::Arc;
 
 use wirebench_xmpp::{Client, ClientConfig, Event, Mechanism, State, TlsMode, XmppError};
 
 const SERVER_HEADER: &str = "<?xml version='1.0'?><stream:stream xmlns='jabber:client' \
     xmlns:stream='http://etherx.jabber.org/streams' id='t1' from='example.com' version='1.0'>";
 
-struct Pki {
-    server: Arc<rustls::ServerConfig>,
-    client: Arc<rustls::ClientConfig>,
-}
-
-fn pki(name: &str) -> Pki {
-    let ck = rcgen::generate_simple_self_signed(vec![name.to_string()]).unwrap();
-    let cert = ck.cert.der().clone();
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(ck.signing_key.serialize_der().into());
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let server = rustls::ServerConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.clone()], key)
-        .unwrap();
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(cert).unwrap();
-    let client = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Pki {
-        server: Arc::new(server),
-        client: Arc::new(client),
-    }
-}
+mod common;
+use common::pki;
 
 fn config(tls: TlsMode) -> ClientConfig {
     let mut c = ClientConfig::new("user@example.com", "pencil");

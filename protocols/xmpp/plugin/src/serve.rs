@@ -43,6 +43,8 @@ pub struct XmppServerConfig {
     /// Unwritten bytes a session may queue before it is closed as a slow reader.
     pub max_queued: usize,
     pub max_stanza: usize,
+    /// Offer STARTTLS with this configuration ([`self_signed`] makes one).
+    pub tls: Option<Arc<wirebench_xmpp::rustls::ServerConfig>>,
 }
 
 impl XmppServerConfig {
@@ -62,8 +64,27 @@ impl XmppServerConfig {
             handshake_timeout: Duration::from_secs(30),
             max_queued: 4 << 20,
             max_stanza: 64 * 1024,
+            tls: None,
         }
     }
+}
+
+/// A rustls server configuration with a certificate for `domain` made on the spot
+/// (self-signed, rcgen): enough for STARTTLS in a lab, where clients are told to trust it
+/// or not to verify. Not for anything facing real users.
+pub fn self_signed(domain: &str) -> Result<Arc<wirebench_xmpp::rustls::ServerConfig>, String> {
+    use wirebench_xmpp::rustls;
+    let ck = rcgen::generate_simple_self_signed(vec![domain.to_string()])
+        .map_err(|e| format!("cannot make a certificate for {domain}: {e}"))?;
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(ck.signing_key.serialize_der().into());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(vec![ck.cert.der().clone()], key)
+        .map_err(|e| e.to_string())?;
+    Ok(Arc::new(cfg))
 }
 
 /// Counters, readable while the server runs.
@@ -131,6 +152,7 @@ impl XmppServer {
             .register(&mut self.listener, LISTENER, Interest::READABLE)?;
         let scfg = Arc::new(ServerConfig {
             max_stanza: self.cfg.max_stanza,
+            tls: self.cfg.tls.clone(),
             ..ServerConfig::new(&self.cfg.domain)
         });
         let mut lp = Loop {
