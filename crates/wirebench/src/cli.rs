@@ -403,6 +403,9 @@ pub struct ServeArgs {
     /// XMPP accounts: user1..userN.
     #[arg(long, default_value_t = 100_000, value_name = "N")]
     pub xmpp_users: u64,
+    /// XMPP event-loop threads sharing the port (SO_REUSEPORT); default: one per core.
+    #[arg(long, value_name = "N")]
+    pub xmpp_workers: Option<usize>,
     /// Offer STARTTLS on the XMPP port, with a self-signed certificate for the domain
     /// made at start (clients must trust it or skip verification).
     #[arg(long)]

@@ -101,6 +101,7 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
                 anyhow::anyhow!("--xmpp {addr}: expected IP:PORT, e.g. 127.0.0.1:5222")
             })?;
             let mut cfg = XmppServerConfig::new(at, &args.xmpp_domain, args.xmpp_users);
+            cfg.workers = args.xmpp_workers.unwrap_or(0);
             if args.xmpp_tls {
                 cfg.tls = Some(
                     wirebench_plugin_xmpp::serve::self_signed(&args.xmpp_domain)
@@ -109,9 +110,11 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
             }
             let xs = XmppServer::bind(cfg).with_context(|| format!("cannot listen on {at}"))?;
             eprintln!(
-                "wirebench serve: XMPP on {} for {} (users user1..user{}, passwords pass1..{})",
+                "wirebench serve: XMPP on {} for {}, {} worker thread(s) (users user1..user{}, \
+                 passwords pass1..{})",
                 xs.local_addr()?,
                 args.xmpp_domain,
+                xs.workers(),
                 args.xmpp_users,
                 if args.xmpp_tls {
                     ", STARTTLS with a self-signed certificate"

@@ -164,7 +164,10 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
         Some(_) => (SERVER_ADDR, 5222).into(),
         None => ([127, 0, 0, 1], 0).into(),
     };
-    let cfg = serve::XmppServerConfig::new(listen, DOMAIN, 2);
+    let mut cfg = serve::XmppServerConfig::new(listen, DOMAIN, 2);
+    // Two sessions: one worker, so every case relays the same way (no thread hand-off
+    // that depends on where the kernel put each connection).
+    cfg.workers = 1;
     // Bound on a thread inside the server host: the listener belongs to its namespace.
     let ns = server_ns.clone();
     let server = std::thread::spawn(move || {

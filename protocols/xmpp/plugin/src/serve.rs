@@ -1,5 +1,5 @@
-//! The built-in XMPP server: the sans-IO [`ServerSession`] engine behind one mio event loop
-//! (epoll), with an in-process router between its sessions.
+//! The built-in XMPP server: the sans-IO [`ServerSession`] engine behind mio event loops
+//! (epoll), one per worker thread, with a router between all sessions.
 //!
 //! Why an event loop here when the measuring clients use blocking threads
 //! (docs/architecture.md): a server holding tens of thousands of mostly idle sessions
@@ -13,20 +13,27 @@
 //! reading while messages queue for it); stanzas are capped by the engine; connections
 //! beyond `max_sessions` are refused at accept.
 //!
-//! One process serves at most what its open-file limit allows (20,000 on these
-//! machines); running several workers and routing between them is issue #13's next step.
+//! Workers: `workers` threads, each with its own listener on the same port
+//! (`SO_REUSEPORT`: the kernel spreads new connections over them) and its own loop, so
+//! every core logs in and relays. Who is online where is one shared map (bare JID ->
+//! worker and slot); a stanza for a session of another worker goes into that worker's
+//! inbox and wakes its loop (a mio `Waker`). One process still serves at most what its
+//! open-file limit allows (20,000 on these machines); worker *processes* are the next
+//! step (issue #13).
 
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Token, Waker};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use wirebench_xmpp::{Directory, NumberedAccounts, ServerConfig, ServerEvent, ServerSession};
 
 const LISTENER: Token = Token(usize::MAX);
+const WAKER: Token = Token(usize::MAX - 1);
 /// How often the loop wakes without traffic: shutdown checks and handshake timeouts.
 const TICK: Duration = Duration::from_millis(100);
 
@@ -43,6 +50,8 @@ pub struct XmppServerConfig {
     /// Unwritten bytes a session may queue before it is closed as a slow reader.
     pub max_queued: usize,
     pub max_stanza: usize,
+    /// Event-loop threads sharing the port (`SO_REUSEPORT`); 0: one per core.
+    pub workers: usize,
     /// Offer STARTTLS with this configuration ([`self_signed`] makes one).
     pub tls: Option<Arc<wirebench_xmpp::rustls::ServerConfig>>,
 }
@@ -64,6 +73,7 @@ impl XmppServerConfig {
             handshake_timeout: Duration::from_secs(30),
             max_queued: 4 << 20,
             max_stanza: 64 * 1024,
+            workers: 0,
             tls: None,
         }
     }
@@ -100,6 +110,29 @@ pub struct ServerStats {
     pub closed_slow: AtomicU64,
     pub closed_error: AtomicU64,
     pub refused_full: AtomicU64,
+    /// Stanzas handed from one worker to another.
+    pub cross_worker: AtomicU64,
+}
+
+/// Stanzas left for a worker: (slot, stanza).
+type Inbox = Mutex<Vec<(usize, Vec<u8>)>>;
+
+/// What the workers share: who is online where, and each worker's inbox.
+struct Shared {
+    /// Bare JID -> (worker, slot) of its bound session.
+    online: Mutex<HashMap<String, (usize, usize)>>,
+    inboxes: Vec<Inbox>,
+    wakers: Vec<Waker>,
+}
+
+impl Shared {
+    fn lookup(&self, bare: &str) -> Option<(usize, usize)> {
+        self.online
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(bare)
+            .copied()
+    }
 }
 
 struct Conn {
@@ -116,22 +149,47 @@ struct Conn {
 /// A bound listener; [`XmppServer::run`] serves until the flag is set.
 pub struct XmppServer {
     cfg: XmppServerConfig,
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
     pub stats: Arc<ServerStats>,
 }
 
+/// A listener with `SO_REUSEPORT`, so every worker can have one on the same port.
+fn reuseport_listener(addr: SocketAddr) -> io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    s.listen(4096)?;
+    Ok(TcpListener::from_std(s.into()))
+}
+
 impl XmppServer {
-    pub fn bind(cfg: XmppServerConfig) -> io::Result<XmppServer> {
-        let listener = TcpListener::bind(cfg.listen)?;
+    /// Binds one listener per worker; port 0 picks one port for all.
+    pub fn bind(mut cfg: XmppServerConfig) -> io::Result<XmppServer> {
+        if cfg.workers == 0 {
+            cfg.workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        }
+        let first = reuseport_listener(cfg.listen)?;
+        let addr = first.local_addr()?;
+        let mut listeners = vec![first];
+        for _ in 1..cfg.workers {
+            listeners.push(reuseport_listener(addr)?);
+        }
         Ok(XmppServer {
             cfg,
-            listener,
+            listeners,
             stats: Arc::new(ServerStats::default()),
         })
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listener.local_addr()
+        self.listeners[0].local_addr()
+    }
+
+    pub fn workers(&self) -> usize {
+        self.listeners.len()
     }
 
     /// Runs the loop on a new thread until `shutdown` is set.
@@ -146,68 +204,131 @@ impl XmppServer {
     }
 
     /// Serves until `shutdown` is set; open sessions then get `system-shutdown`.
-    pub fn run(mut self, shutdown: &AtomicBool) -> io::Result<()> {
-        let mut poll = Poll::new()?;
-        poll.registry()
-            .register(&mut self.listener, LISTENER, Interest::READABLE)?;
+    pub fn run(self, shutdown: &AtomicBool) -> io::Result<()> {
         let scfg = Arc::new(ServerConfig {
             max_stanza: self.cfg.max_stanza,
             tls: self.cfg.tls.clone(),
             ..ServerConfig::new(&self.cfg.domain)
         });
-        let mut lp = Loop {
-            conns: Vec::new(),
-            free: Vec::new(),
-            online: HashMap::new(),
-            buf: vec![0; 64 * 1024],
-            next_id: 1,
-            stats: self.stats.clone(),
-            cfg: &self.cfg,
-            scfg,
-        };
-        let mut events = Events::with_capacity(1024);
-        let mut last_sweep = Instant::now();
-        while !shutdown.load(Ordering::Relaxed) {
-            match poll.poll(&mut events, Some(TICK)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+        let mut polls = Vec::new();
+        let mut wakers = Vec::new();
+        for _ in &self.listeners {
+            let poll = Poll::new()?;
+            wakers.push(Waker::new(poll.registry(), WAKER)?);
+            polls.push(poll);
+        }
+        let shared = Arc::new(Shared {
+            online: Mutex::new(HashMap::new()),
+            inboxes: self
+                .listeners
+                .iter()
+                .map(|_| Mutex::new(Vec::new()))
+                .collect(),
+            wakers,
+        });
+        let cfg = &self.cfg;
+        let stats = &self.stats;
+        std::thread::scope(|sc| {
+            let mut handles = Vec::new();
+            for (id, (listener, poll)) in self.listeners.into_iter().zip(polls).enumerate() {
+                let (shared, scfg) = (shared.clone(), scfg.clone());
+                handles.push(
+                    std::thread::Builder::new()
+                        .name(format!("wb-xmpp-w{id}"))
+                        .spawn_scoped(sc, move || {
+                            worker(id, listener, poll, cfg, scfg, stats, &shared, shutdown)
+                        }),
+                );
             }
-            for ev in events.iter() {
-                match ev.token() {
-                    LISTENER => lp.accept(&self.listener, &poll),
-                    Token(i) => {
-                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                            lp.read(i, &poll);
-                        }
-                        if ev.is_writable() {
-                            lp.flush(i, &poll);
-                        }
-                    }
+            let mut first_err = None;
+            for h in handles {
+                let r = match h {
+                    Ok(h) => h
+                        .join()
+                        .unwrap_or_else(|_| Err(io::Error::other("an XMPP worker panicked"))),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = r {
+                    // One worker failing stops the others too.
+                    first_err.get_or_insert(e);
                 }
             }
-            if last_sweep.elapsed() >= Duration::from_secs(1) {
-                last_sweep = Instant::now();
-                lp.sweep(&poll);
-            }
-        }
-        for i in 0..lp.conns.len() {
-            if let Some(c) = lp.conns[i].as_mut() {
-                c.session.close();
-                lp.after_input(i, &poll);
-            }
-        }
-        Ok(())
+            first_err.map_or(Ok(()), Err)
+        })
     }
 }
 
+#[allow(clippy::too_many_arguments)]
+fn worker(
+    id: usize,
+    mut listener: TcpListener,
+    mut poll: Poll,
+    cfg: &XmppServerConfig,
+    scfg: Arc<ServerConfig>,
+    stats: &Arc<ServerStats>,
+    shared: &Arc<Shared>,
+    shutdown: &AtomicBool,
+) -> io::Result<()> {
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)?;
+    let mut lp = Loop {
+        id,
+        conns: Vec::new(),
+        free: Vec::new(),
+        shared: shared.clone(),
+        buf: vec![0; 64 * 1024],
+        next_id: id as u64 + 1,
+        step: cfg.workers as u64,
+        stats: stats.clone(),
+        cfg,
+        scfg,
+    };
+    let mut events = Events::with_capacity(1024);
+    let mut last_sweep = Instant::now();
+    while !shutdown.load(Ordering::Relaxed) {
+        match poll.poll(&mut events, Some(TICK)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        for ev in events.iter() {
+            match ev.token() {
+                LISTENER => lp.accept(&listener, &poll),
+                WAKER => lp.drain_inbox(&poll),
+                Token(i) => {
+                    if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                        lp.read(i, &poll);
+                    }
+                    if ev.is_writable() {
+                        lp.flush(i, &poll);
+                    }
+                }
+            }
+        }
+        if last_sweep.elapsed() >= Duration::from_secs(1) {
+            last_sweep = Instant::now();
+            lp.sweep(&poll);
+        }
+    }
+    for i in 0..lp.conns.len() {
+        if let Some(c) = lp.conns[i].as_mut() {
+            c.session.close();
+            lp.after_input(i, &poll);
+        }
+    }
+    Ok(())
+}
+
 struct Loop<'a> {
+    /// This worker's index.
+    id: usize,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
-    /// Bare JID -> connection index of its available (or bound) session.
-    online: HashMap<String, usize>,
+    shared: Arc<Shared>,
     buf: Vec<u8>,
+    /// Stream ids: `id + 1`, then steps of the worker count, so they never collide.
     next_id: u64,
+    step: u64,
     stats: Arc<ServerStats>,
     cfg: &'a XmppServerConfig,
     scfg: Arc<ServerConfig>,
@@ -246,7 +367,7 @@ impl Loop<'_> {
                 continue;
             }
             let id = self.next_id;
-            self.next_id += 1;
+            self.next_id += self.step;
             self.conns[i] = Some(Conn {
                 stream,
                 session: ServerSession::new(self.scfg.clone(), id),
@@ -296,50 +417,49 @@ impl Loop<'_> {
                         c.bound = true;
                     }
                     self.stats.bound.fetch_add(1, Ordering::Relaxed);
-                    self.online.insert(format!("{user}@{}", self.cfg.domain), i);
+                    self.shared
+                        .online
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(format!("{user}@{}", self.cfg.domain), (self.id, i));
                 }
                 ServerEvent::Available { stanza } => {
                     let Some(me) = self.bare_of(i) else { continue };
                     let user = me.split('@').next().unwrap_or("").to_string();
+                    let mine = self.conns[i]
+                        .as_ref()
+                        .map(|c| c.session.jid().to_string())
+                        .unwrap_or_default();
                     for contact in self.cfg.accounts.roster(&user) {
-                        if let Some(&j) = self.online.get(&contact) {
-                            if j == i {
-                                continue;
-                            }
-                            let theirs = self.conns[j].as_ref().map(|c| {
-                                format!("<presence from='{}'/>", c.session.jid()).into_bytes()
-                            });
-                            if let Some(c) = self.conns[j].as_mut() {
-                                c.session.deliver(&stanza);
-                            }
-                            if let (Some(t), Some(c)) = (theirs, self.conns[i].as_mut()) {
-                                c.session.deliver(&t);
-                            }
-                            touched.push(j);
+                        let Some(at) = self.shared.lookup(&contact) else {
+                            continue;
+                        };
+                        if at == (self.id, i) {
+                            continue;
                         }
+                        self.send_to(at, &contact, stanza.clone(), &mut touched);
+                        // Theirs back to me: its full JID is only known where it lives,
+                        // so ask for it with a probe the other side answers.
+                        let probe =
+                            format!("<presence type='probe' from='{mine}' to='{contact}'/>");
+                        self.send_to(at, &contact, probe.into_bytes(), &mut touched);
                     }
                 }
                 ServerEvent::Unavailable { stanza } => {
                     let Some(me) = self.bare_of(i) else { continue };
                     let user = me.split('@').next().unwrap_or("").to_string();
                     for contact in self.cfg.accounts.roster(&user) {
-                        if let Some(&j) = self.online.get(&contact) {
-                            if let Some(c) = self.conns[j].as_mut() {
-                                c.session.deliver(&stanza);
-                            }
-                            touched.push(j);
+                        if let Some(at) = self.shared.lookup(&contact) {
+                            self.send_to(at, &contact, stanza.clone(), &mut touched);
                         }
                     }
                 }
                 ServerEvent::Route { to, stanza } => {
-                    let bare = to.split('/').next().unwrap_or("");
-                    match self.online.get(bare).copied() {
-                        Some(j) => {
-                            if let Some(c) = self.conns[j].as_mut() {
-                                c.session.deliver(&stanza);
-                            }
+                    let bare = to.split('/').next().unwrap_or("").to_string();
+                    match self.shared.lookup(&bare) {
+                        Some(at) => {
+                            self.send_to(at, &bare, stanza, &mut touched);
                             self.stats.routed.fetch_add(1, Ordering::Relaxed);
-                            touched.push(j);
                         }
                         None => {
                             self.stats.unroutable.fetch_add(1, Ordering::Relaxed);
@@ -354,6 +474,72 @@ impl Loop<'_> {
                         c.closing = true;
                     }
                 }
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for j in touched {
+            self.flush(j, poll);
+        }
+    }
+
+    /// Hands `stanza` to the session of `bare` at `(worker, slot)`: here directly, else
+    /// through that worker's inbox.
+    fn send_to(
+        &mut self,
+        at: (usize, usize),
+        bare: &str,
+        stanza: Vec<u8>,
+        touched: &mut Vec<usize>,
+    ) {
+        let (w, j) = at;
+        if w == self.id {
+            self.deliver_local(j, bare, &stanza, touched);
+            return;
+        }
+        self.stats.cross_worker.fetch_add(1, Ordering::Relaxed);
+        self.shared.inboxes[w]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((j, stanza));
+        let _ = self.shared.wakers[w].wake();
+    }
+
+    /// Delivers to slot `j` if it still holds `bare`'s session (it may have closed since
+    /// the lookup); a presence probe is answered with the session's own presence.
+    fn deliver_local(&mut self, j: usize, bare: &str, stanza: &[u8], touched: &mut Vec<usize>) {
+        let Some(c) = self.conns[j].as_mut() else {
+            return;
+        };
+        if c.session.jid().split('/').next() != Some(bare) {
+            return;
+        }
+        if let Some(from) = probe_from(stanza) {
+            let reply = format!("<presence from='{}' to='{from}'/>", c.session.jid());
+            let from_bare = from.split('/').next().unwrap_or("").to_string();
+            if let Some(at) = self.shared.lookup(&from_bare) {
+                self.send_to(at, &from_bare, reply.into_bytes(), touched);
+            }
+            return;
+        }
+        c.session.deliver(stanza);
+        touched.push(j);
+    }
+
+    /// Stanzas other workers left for this one.
+    fn drain_inbox(&mut self, poll: &Poll) {
+        let items = std::mem::take(
+            &mut *self.shared.inboxes[self.id]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        let mut touched = Vec::new();
+        for (j, stanza) in items {
+            let bare = self.conns[j]
+                .as_ref()
+                .and_then(|c| c.session.jid().split('/').next().map(str::to_string));
+            if let Some(bare) = bare {
+                self.deliver_local(j, &bare, &stanza, &mut touched);
             }
         }
         touched.sort_unstable();
@@ -431,9 +617,11 @@ impl Loop<'_> {
         };
         let _ = poll.registry().deregister(&mut c.stream);
         let bare = c.session.jid().split('/').next().unwrap_or("").to_string();
-        if self.online.get(&bare) == Some(&i) {
-            self.online.remove(&bare);
+        let mut online = self.shared.online.lock().unwrap_or_else(|p| p.into_inner());
+        if online.get(&bare) == Some(&(self.id, i)) {
+            online.remove(&bare);
         }
+        drop(online);
         self.free.push(i);
         self.stats.open.fetch_sub(1, Ordering::Relaxed);
     }
@@ -451,4 +639,11 @@ impl Loop<'_> {
             }
         }
     }
+}
+
+/// The `from` of a `<presence type='probe'>` the router made, if `stanza` is one.
+fn probe_from(stanza: &[u8]) -> Option<&str> {
+    let s = std::str::from_utf8(stanza).ok()?;
+    let rest = s.strip_prefix("<presence type='probe' from='")?;
+    rest.split('\'').next()
 }

@@ -123,3 +123,57 @@ fn bad_clients_are_shed_while_good_ones_carry_on() {
     a.close();
     b.close();
 }
+
+#[test]
+fn messages_cross_between_worker_threads() {
+    // Two workers on one port: the kernel spreads 40 sessions over both, so some of the
+    // 20 pairs (user 2k-1 -> user 2k) straddle them (all 20 on one side: p = 2^-20).
+    let srv = start(|c| c.workers = 2);
+    let mut sessions: Vec<XmppSession> = (1..=40)
+        .map(|n| login(srv.addr, n, &format!("pass{n}")).unwrap())
+        .collect();
+    for k in 0..20 {
+        let to = format!("user{}@example.com", 2 * k + 2);
+        sessions[2 * k]
+            .send_message(&to, &format!("hello {k}"), "x")
+            .unwrap();
+        let (from, body) = next_message(&mut sessions[2 * k + 1]);
+        assert_eq!(from, format!("user{}@example.com/wirebench", 2 * k + 1));
+        assert_eq!(body, format!("hello {k}"));
+    }
+    assert_eq!(srv.stats.routed.load(Ordering::Relaxed), 20);
+    assert!(
+        srv.stats.cross_worker.load(Ordering::Relaxed) > 0,
+        "no stanza crossed workers"
+    );
+    for s in sessions {
+        s.close();
+    }
+}
+
+#[test]
+fn contacts_see_each_others_presence_across_workers() {
+    let srv = start(|c| c.workers = 2);
+    let mut sessions: Vec<XmppSession> = (1..=10)
+        .map(|n| login(srv.addr, n, &format!("pass{n}")).unwrap())
+        .collect();
+    // Rosters are the neighbours (user k: k-1 and k+1); users 2..9 have both online.
+    for k in 2..=9usize {
+        let want = [
+            format!("user{}@example.com/wirebench", k - 1),
+            format!("user{}@example.com/wirebench", k + 1),
+        ];
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !want.iter().all(|w| seen.contains(w)) {
+            match sessions[k - 1].next_event(deadline, "presence") {
+                Ok((_, Event::Presence { from, kind: None })) => seen.push(from),
+                Ok(_) => {}
+                Err(e) => panic!("user{k} saw {seen:?}, not {want:?}: {e}"),
+            }
+        }
+    }
+    for s in sessions {
+        s.close();
+    }
+}
