@@ -493,12 +493,12 @@ impl Ngircd {
         tail_lines(&[self.dir.join("ngircd.log")], 8)
     }
 
-    /// Stops the server: SIGTERM, then SIGKILL after 5 s. Only this PID is signalled.
     /// What the server uses now (`None` once stopped).
     pub fn usage(&self) -> Option<wirebench_protocol::peer::Usage> {
         wirebench_protocol::peer::usage(self.child.as_ref()?.id())
     }
 
+    /// Stops the server: SIGTERM, then SIGKILL after 5 s. Only this PID is signalled.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             stop_child(&mut child, Duration::from_secs(5));

@@ -17,7 +17,7 @@
 //! which saves one one-way trip on slow links.
 
 use std::collections::VecDeque;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -438,12 +438,7 @@ impl Client {
 
     fn flush_tls(&mut self) {
         if let Some(tls) = &mut self.tls {
-            while tls.wants_write() {
-                // Writing into a Vec cannot fail.
-                if tls.write_tls(&mut self.out).is_err() {
-                    break;
-                }
-            }
+            crate::tls::flush(tls, &mut self.out);
         }
     }
 
@@ -508,32 +503,11 @@ impl Client {
         Ok(())
     }
 
-    fn tls_input(&mut self, mut bytes: &[u8]) -> Result<(), XmppError> {
+    fn tls_input(&mut self, bytes: &[u8]) -> Result<(), XmppError> {
         let Some(tls) = &mut self.tls else {
             return Ok(());
         };
-        let mut result = Ok(());
-        while !bytes.is_empty() {
-            if let Err(e) = tls.read_tls(&mut bytes) {
-                result = Err(XmppError::Tls(format!("reading TLS records: {e}")));
-                break;
-            }
-            match tls.process_new_packets() {
-                Ok(st) => {
-                    let n = st.plaintext_bytes_to_read();
-                    if n > 0 {
-                        let mut buf = vec![0u8; n];
-                        if tls.reader().read_exact(&mut buf).is_ok() {
-                            self.framer.push(&buf);
-                        }
-                    }
-                }
-                Err(e) => {
-                    result = Err(XmppError::Tls(e.to_string()));
-                    break;
-                }
-            }
-        }
+        let result = crate::tls::feed(tls, bytes, &mut self.framer).map_err(XmppError::Tls);
         let handshaking = tls.is_handshaking();
         // Handshake messages and alerts (also the one rustls queues on error).
         self.flush_tls();

@@ -23,6 +23,7 @@ pub mod framer;
 pub mod sasl;
 pub mod server;
 pub mod stanza;
+mod tls;
 
 pub use client::{Client, ClientConfig, Event, State, TlsMode};
 pub use error::XmppError;

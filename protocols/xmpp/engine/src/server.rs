@@ -22,7 +22,7 @@ use crate::sasl::{Mechanism, ScramCache, ScramServer};
 use crate::stanza::{self, Stanza, escape_into};
 use base64::Engine as _;
 use std::collections::VecDeque;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::sync::Arc;
 
 const NS_TLS: &str = "urn:ietf:params:xml:ns:xmpp-tls";
@@ -306,40 +306,15 @@ impl ServerSession {
 
     fn flush_tls(&mut self) {
         if let Some(tls) = &mut self.tls {
-            while tls.wants_write() {
-                if tls.write_tls(&mut self.out).is_err() {
-                    break;
-                }
-            }
+            crate::tls::flush(tls, &mut self.out);
         }
     }
 
-    fn tls_input(&mut self, mut bytes: &[u8]) -> Result<(), String> {
+    fn tls_input(&mut self, bytes: &[u8]) -> Result<(), String> {
         let Some(tls) = &mut self.tls else {
             return Ok(());
         };
-        let mut result = Ok(());
-        while !bytes.is_empty() {
-            if let Err(e) = tls.read_tls(&mut bytes) {
-                result = Err(e.to_string());
-                break;
-            }
-            match tls.process_new_packets() {
-                Ok(st) => {
-                    let n = st.plaintext_bytes_to_read();
-                    if n > 0 {
-                        let mut buf = vec![0u8; n];
-                        if tls.reader().read_exact(&mut buf).is_ok() {
-                            self.framer.push(&buf);
-                        }
-                    }
-                }
-                Err(e) => {
-                    result = Err(e.to_string());
-                    break;
-                }
-            }
-        }
+        let result = crate::tls::feed(tls, bytes, &mut self.framer);
         // Handshake messages and alerts (also the one rustls queues on error).
         self.flush_tls();
         result

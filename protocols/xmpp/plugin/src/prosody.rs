@@ -317,12 +317,12 @@ impl Prosody {
         )
     }
 
-    /// Stops the server: SIGTERM, then SIGKILL after 5 s (Prosody takes 1-3 s).
     /// What the server uses now (`None` once stopped).
     pub fn usage(&self) -> Option<wirebench_protocol::peer::Usage> {
         wirebench_protocol::peer::usage(self.child.as_ref()?.id())
     }
 
+    /// Stops the server: SIGTERM, then SIGKILL after 5 s (Prosody takes 1-3 s).
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             stop_child(&mut child, Duration::from_secs(5));
