@@ -114,8 +114,9 @@ pub struct ServerStats {
     pub cross_worker: AtomicU64,
 }
 
-/// Stanzas left for a worker: (slot, stanza).
-type Inbox = Mutex<Vec<(usize, Vec<u8>)>>;
+/// Stanzas left for a worker: (slot, recipient's bare JID, stanza). The JID is checked
+/// on delivery: the slot may hold another session by then.
+type Inbox = Mutex<Vec<(usize, String, Vec<u8>)>>;
 
 /// What the workers share: who is online where, and each worker's inbox.
 struct Shared {
@@ -501,7 +502,7 @@ impl Loop<'_> {
         self.shared.inboxes[w]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push((j, stanza));
+            .push((j, bare.to_string(), stanza));
         let _ = self.shared.wakers[w].wake();
     }
 
@@ -534,13 +535,8 @@ impl Loop<'_> {
                 .unwrap_or_else(|p| p.into_inner()),
         );
         let mut touched = Vec::new();
-        for (j, stanza) in items {
-            let bare = self.conns[j]
-                .as_ref()
-                .and_then(|c| c.session.jid().split('/').next().map(str::to_string));
-            if let Some(bare) = bare {
-                self.deliver_local(j, &bare, &stanza, &mut touched);
-            }
+        for (j, bare, stanza) in items {
+            self.deliver_local(j, &bare, &stanza, &mut touched);
         }
         touched.sort_unstable();
         touched.dedup();
