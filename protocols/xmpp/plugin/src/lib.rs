@@ -168,6 +168,9 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
     // Two sessions: one worker, so every case relays the same way (no thread hand-off
     // that depends on where the kernel put each connection).
     cfg.workers = 1;
+    // The case's messages must fit: the payload plus the stanza around it (from/to JIDs,
+    // id, envelope), with room to spare.
+    cfg.max_stanza = cfg.max_stanza.max(case.payload() as usize + 4096);
     // Bound on a thread inside the server host: the listener belongs to its namespace.
     let ns = server_ns.clone();
     let server = std::thread::spawn(move || {

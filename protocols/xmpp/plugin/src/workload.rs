@@ -100,9 +100,12 @@ fn login(
     server: SocketAddr,
     seed: u64,
     timeout: Duration,
+    payload: usize,
 ) -> Result<(XmppSession, Duration), WorkloadError> {
     let mut cfg = ClientConfig::new(jid, password);
     cfg.tls = TlsMode::Never;
+    // Messages of the case's payload must fit the client's stanza limit.
+    cfg.max_stanza = cfg.max_stanza.max(payload + 4096);
     let t = Instant::now();
     let (s, _) = XmppSession::login(server, cfg, seed, timeout)?;
     Ok((s, t.elapsed()))
@@ -150,6 +153,7 @@ impl Responder {
                         r.topology.b_server,
                         r.seed ^ 2,
                         timeout,
+                        r.payload,
                     )
                     .map_err(|e| e.to_string())
                 })();
@@ -257,6 +261,7 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
         run.topology.a_server,
         run.seed ^ 1,
         timeout,
+        run.payload,
     )?;
     let responder = Responder::start(run, timeout)?;
     let mut out = Outcome::default();
