@@ -56,6 +56,12 @@ pub enum Command {
         wirebench serve --listen [::1]:9000 --quiet\n\n\
         Then, from another terminal or host: wirebench run --server HOST[:PORT]")]
     Serve(ServeArgs),
+    /// One worker process of `serve --xmpp` (started by it, not by hand).
+    #[command(hide = true, name = "xmpp-worker")]
+    XmppWorker {
+        #[arg(long)]
+        index: usize,
+    },
     /// List the built-in scenarios.
     Scenarios,
     /// List the protocols, with the workloads and parameters each one uses.
@@ -403,9 +409,21 @@ pub struct ServeArgs {
     /// XMPP accounts: user1..userN.
     #[arg(long, default_value_t = 100_000, value_name = "N")]
     pub xmpp_users: u64,
-    /// XMPP event-loop threads sharing the port (SO_REUSEPORT); default: one per core.
+    /// XMPP sessions to be able to hold at once. Above what one process may open (its
+    /// open-file limit, 20,000 here), the XMPP workers are processes.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub xmpp_sessions: usize,
+    /// XMPP workers (event loops) sharing the port through SO_REUSEPORT; default: one per
+    /// core, or more when --xmpp-sessions needs more processes.
     #[arg(long, value_name = "N")]
     pub xmpp_workers: Option<usize>,
+    /// Run the XMPP workers as processes even when one process would hold the sessions.
+    #[arg(long)]
+    pub xmpp_processes: bool,
+    /// Give each XMPP worker its own port (PORT, PORT+1, ...) instead of one shared port,
+    /// so a client chooses its worker.
+    #[arg(long)]
+    pub xmpp_port_per_worker: bool,
     /// Offer STARTTLS on the XMPP port, with a self-signed certificate for the domain
     /// made at start (clients must trust it or skip verification).
     #[arg(long)]

@@ -21,6 +21,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(*args),
         Command::Serve(args) => serve(args),
+        Command::XmppWorker { index } => xmpp_worker(index),
         Command::Shell(args) => shell(args),
         Command::Lab { command } => lab(command),
         Command::Report { dir } => report(&dir),
@@ -102,6 +103,9 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
             })?;
             let mut cfg = XmppServerConfig::new(at, &args.xmpp_domain, args.xmpp_users);
             cfg.workers = args.xmpp_workers.unwrap_or(0);
+            cfg.sessions = args.xmpp_sessions;
+            cfg.processes = args.xmpp_processes;
+            cfg.port_per_worker = args.xmpp_port_per_worker;
             if args.xmpp_tls {
                 cfg.tls = Some(
                     wirebench_plugin_xmpp::serve::self_signed(&args.xmpp_domain)
@@ -110,19 +114,23 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
             }
             let xs = XmppServer::bind(cfg).with_context(|| format!("cannot listen on {at}"))?;
             eprintln!(
-                "wirebench serve: XMPP on {} for {}, {} worker thread(s) (users user1..user{}, \
-                 passwords pass1..{})",
-                xs.local_addr()?,
+                "wirebench serve: XMPP for {} (users user1..user{}, passwords pass1..pass{}{})\n\
+                 wirebench serve: XMPP layout: {}",
                 args.xmpp_domain,
-                xs.workers(),
+                args.xmpp_users,
                 args.xmpp_users,
                 if args.xmpp_tls {
                     ", STARTTLS with a self-signed certificate"
                 } else {
                     ""
-                }
+                },
+                xs.layout(),
             );
-            Some(xs.spawn(xmpp_stop.clone())?)
+            if !args.quiet {
+                xmpp_progress(xs.stats.clone(), xmpp_stop.clone());
+            }
+            let stats = xs.stats.clone();
+            Some((xs.spawn(xmpp_stop.clone())?, stats))
         }
         None => None,
     };
@@ -145,9 +153,69 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         })
         .context("cannot start the server thread")?;
     xmpp_stop.store(true, Ordering::SeqCst);
-    if let Some(t) = xmpp {
-        let _ = t.join();
+    if let Some((t, stats)) = xmpp {
+        let r = t.join();
+        eprintln!(
+            "wirebench serve: XMPP totals: {}",
+            xmpp_totals(&stats.snapshot())
+        );
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => bail!("the XMPP server failed: {e}"),
+            Err(_) => bail!("the XMPP server panicked"),
+        }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The counters a user of `serve --xmpp` watches, in one line.
+fn xmpp_totals(s: &wirebench_plugin_xmpp::serve::StatsSnapshot) -> String {
+    format!(
+        "{} open, {} logged in, {} stanzas routed ({} to another worker), {} unroutable; \
+         closed: {} on handshake timeout, {} slow readers, {} on stream errors, {} over \
+         the session cap",
+        s.open,
+        s.bound,
+        s.routed,
+        s.routed_across,
+        s.unroutable,
+        s.closed_timeout,
+        s.closed_slow,
+        s.closed_error,
+        s.refused_full
+    )
+}
+
+/// Prints the XMPP counters every 5 s while they change, until `stop`.
+fn xmpp_progress(stats: Arc<wirebench_plugin_xmpp::serve::ServerStats>, stop: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let mut last = stats.snapshot();
+        let mut waited = 0;
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            waited += 1;
+            if waited < 50 {
+                continue;
+            }
+            waited = 0;
+            let now = stats.snapshot();
+            if now != last {
+                eprintln!("wirebench serve: XMPP: {}", xmpp_totals(&now));
+                last = now;
+            }
+        }
+    });
+}
+
+/// A worker process of `serve --xmpp`: serves until its parent stops it.
+fn xmpp_worker(index: usize) -> Result<ExitCode> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    // Ctrl-C reaches the whole process group; the parent sends SIGTERM. Both end here.
+    ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst))
+        .context("cannot install the signal handler")?;
+    wirebench_plugin_xmpp::serve::procs::worker_main(index, &stop)
+        .with_context(|| format!("XMPP worker {index}"))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -14,6 +14,7 @@
 //! peer ([`prosody`]), the x2x gateway pair ([`x2x`], crate `wirebench-x2x`), the built-in
 //! server ([`serve`]) and the plugin.
 
+pub mod hold;
 pub mod prosody;
 pub mod serve;
 pub mod session;

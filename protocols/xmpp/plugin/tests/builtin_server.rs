@@ -14,7 +14,7 @@ use wirebench_xmpp::{ClientConfig, Event, Mechanism, TlsMode};
 struct Running {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
     stats: Arc<wirebench_plugin_xmpp::serve::ServerStats>,
 }
 
@@ -22,7 +22,7 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(t) = self.thread.take() {
-            t.join().unwrap();
+            t.join().unwrap().unwrap();
         }
     }
 }

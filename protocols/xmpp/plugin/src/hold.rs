@@ -1,0 +1,297 @@
+//! Many XMPP client sessions from one process: logs them all in, optionally has every
+//! pair exchange a message, holds them, and reports. One mio event loop drives every
+//! session's sans-IO client engine, `KEEP` logins at most in flight. The client side of
+//! `bench/xmpp-sessions.sh` (server memory per idle session, logins per second) and of
+//! the cross-worker delivery test; the `hold_sessions` example is its command line.
+//!
+//! Users are `user<FIRST>..` with passwords `pass<N>` (the built-in server's and Tsung's
+//! convention). Loopback or lab addresses only: this is a load tool, and [`hold`] refuses
+//! others.
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+use wirebench_xmpp::{Client, ClientConfig, Event, Mechanism, TlsMode};
+
+/// Logins in progress at once: enough to keep both cores busy, few enough that the
+/// server's accept queue never overflows.
+const KEEP: usize = 512;
+
+struct Session {
+    stream: TcpStream,
+    client: Client,
+    pending: Vec<u8>,
+    done: bool,
+}
+
+/// What to open and do.
+#[derive(Debug, Clone)]
+pub struct HoldOpts {
+    pub addrs: Vec<SocketAddr>,
+    pub domain: String,
+    /// Sessions.
+    pub n: usize,
+
+    /// The first user's number (users first..first+n-1).
+    pub first: usize,
+    /// Seconds to hold the sessions after logging in (and the messages).
+    pub hold: u64,
+    pub mechanism: Mechanism,
+    /// User 2k-1 sends user 2k a message, which answers (`first` odd, `n` even).
+    pub messages: bool,
+    /// Source address (one has about 28k ports towards one server port).
+    pub from: Option<IpAddr>,
+}
+
+/// What [`hold`] saw.
+#[derive(Debug, Clone, Default)]
+pub struct HoldReport {
+    pub established: usize,
+    pub failed: usize,
+    pub login_secs: f64,
+    /// Sent, received, from the wrong sender, seconds.
+    pub messages: Option<(usize, usize, usize, f64)>,
+}
+
+impl HoldReport {
+    /// Every login and (if asked) every message went through.
+    pub fn ok(&self) -> bool {
+        self.failed == 0
+            && self
+                .messages
+                .is_none_or(|(_, received, wrong, _)| received == self.established && wrong == 0)
+    }
+}
+
+/// Whether `ip` is one this tool may load: loopback or the lab's 198.18.0.0/15.
+pub fn lab_address(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_loopback() || (v4.octets()[0] == 198 && v4.octets()[1] & 0xfe == 18)
+        }
+        IpAddr::V6(v6) => v6.is_loopback(),
+    }
+}
+
+/// Opens `o.n` sessions, logs them in, exchanges messages if asked, holds them
+/// `o.hold` seconds, closes them.
+pub fn hold(o: &HoldOpts) -> std::io::Result<HoldReport> {
+    if !o.addrs.iter().all(|a| lab_address(a.ip())) || !o.from.is_none_or(lab_address) {
+        return Err(std::io::Error::other(
+            "only loopback or lab (198.18.0.0/15) addresses",
+        ));
+    }
+    if o.messages && (o.first % 2 == 0 || o.n % 2 == 1) {
+        return Err(std::io::Error::other(
+            "messages pair user 2k-1 with 2k: the first user must be odd and the count even",
+        ));
+    }
+    let n = o.n;
+    let mut poll = Poll::new()?;
+    let mut events = Events::with_capacity(1024);
+    let mut sessions: Vec<Option<Session>> = Vec::with_capacity(n);
+    let mut next = 0usize;
+    let mut in_flight = 0usize;
+    let mut established = 0usize;
+    let mut failed = 0usize;
+    let mut buf = vec![0u8; 64 * 1024];
+    let t0 = Instant::now();
+    let open = |i: usize, poll: &Poll| -> Option<Session> {
+        let mut stream = connect(o.addrs[i % o.addrs.len()], o.from).ok()?;
+        poll.registry()
+            .register(
+                &mut stream,
+                Token(i),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .ok()?;
+        let user = o.first + i;
+        let mut cfg =
+            ClientConfig::new(&format!("user{user}@{}", o.domain), &format!("pass{user}"));
+        cfg.tls = TlsMode::Never;
+        cfg.mechanisms = vec![o.mechanism];
+        cfg.roster = false;
+        cfg.max_stanza = 16 * 1024;
+        Some(Session {
+            stream,
+            client: Client::new(cfg, None, user as u64),
+            pending: Vec::new(),
+            done: false,
+        })
+    };
+    while established + failed < n {
+        while in_flight < KEEP && next < n {
+            let s = open(next, &poll);
+            if s.is_none() {
+                failed += 1;
+            } else {
+                in_flight += 1;
+            }
+            sessions.push(s);
+            next += 1;
+        }
+        match poll.poll(&mut events, Some(Duration::from_millis(100))) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        for ev in events.iter() {
+            let Some(s) = sessions[ev.token().0].as_mut() else {
+                continue;
+            };
+            for e in pump(s, &mut buf, ev.is_readable()) {
+                match e {
+                    Event::SessionEstablished if !s.done => {
+                        s.done = true;
+                        established += 1;
+                        in_flight -= 1;
+                    }
+                    Event::Closed if !s.done => {
+                        s.done = true;
+                        failed += 1;
+                        in_flight -= 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    let mut report = HoldReport {
+        established,
+        failed,
+        login_secs: t0.elapsed().as_secs_f64(),
+        messages: None,
+    };
+    if o.messages && failed == 0 {
+        report.messages = Some(exchange(
+            &mut sessions,
+            &mut poll,
+            &mut events,
+            &mut buf,
+            o.first,
+            &o.domain,
+        ));
+    }
+    std::thread::sleep(Duration::from_secs(o.hold));
+    for s in sessions.iter_mut().flatten() {
+        s.client.close();
+        flush(s);
+    }
+    Ok(report)
+}
+
+fn connect(addr: SocketAddr, from: Option<IpAddr>) -> std::io::Result<TcpStream> {
+    let Some(ip) = from else {
+        return TcpStream::connect(addr);
+    };
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    s.set_nonblocking(true)?;
+    s.bind(&SocketAddr::new(ip, 0).into())?;
+    match s.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(TcpStream::from_std(s.into()))
+}
+
+/// Reads what arrived for session `s` and writes what it has to say; returns its events.
+fn pump(s: &mut Session, buf: &mut [u8], readable: bool) -> Vec<Event> {
+    if readable {
+        loop {
+            match s.stream.read(buf) {
+                Ok(0) => {
+                    let _ = s.client.handle_eof();
+                    break;
+                }
+                Ok(k) => {
+                    let _ = s.client.handle_input(0, &buf[..k]);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    let _ = s.client.handle_eof();
+                    break;
+                }
+            }
+        }
+    }
+    flush(s);
+    std::iter::from_fn(|| s.client.poll_event()).collect()
+}
+
+fn flush(s: &mut Session) {
+    if let Some(out) = s.client.poll_transmit() {
+        s.pending.extend_from_slice(&out);
+    }
+    while !s.pending.is_empty() {
+        match s.stream.write(&s.pending) {
+            Ok(0) => break,
+            Ok(k) => {
+                s.pending.drain(..k);
+            }
+            Err(_) => break,
+        }
+    }
+}
+
+/// Every user 2k-1 sends user 2k a message naming itself, and user 2k answers; true if
+/// every message arrived, from the right sender, within 60 s.
+fn exchange(
+    sessions: &mut [Option<Session>],
+    poll: &mut Poll,
+    events: &mut Events,
+    buf: &mut [u8],
+    first: usize,
+    domain: &str,
+) -> (usize, usize, usize, f64) {
+    let t0 = Instant::now();
+    let jid = |i: usize, domain: &str| format!("user{}@{domain}", first + i);
+    let mut sent = 0usize;
+    for i in (0..sessions.len()).step_by(2) {
+        let to = jid(i + 1, domain);
+        if let Some(s) = sessions[i].as_mut()
+            && s.client
+                .send_message(&to, &format!("hi from {i}"), "m")
+                .is_ok()
+        {
+            flush(s);
+            sent += 1;
+        }
+    }
+    let expected = sessions.len();
+    let mut received = 0usize;
+    let mut wrong = 0usize;
+    let deadline = t0 + Duration::from_secs(60);
+    while received + wrong < expected && Instant::now() < deadline {
+        if poll.poll(events, Some(Duration::from_millis(100))).is_err() {
+            continue;
+        }
+        for ev in events.iter() {
+            let i = ev.token().0;
+            let Some(s) = sessions[i].as_mut() else {
+                continue;
+            };
+            for e in pump(s, buf, ev.is_readable()) {
+                let Event::Message { from, body, .. } = e else {
+                    continue;
+                };
+                let partner = i ^ 1;
+                if !from.starts_with(&format!("{}/", jid(partner, domain))) {
+                    wrong += 1;
+                    continue;
+                }
+                received += 1;
+                if i % 2 == 1 && body == format!("hi from {partner}") {
+                    let _ = s.client.send_message(&from, &format!("back from {i}"), "r");
+                    flush(s);
+                    sent += 1;
+                }
+            }
+        }
+    }
+    (sent, received, wrong, t0.elapsed().as_secs_f64())
+}
