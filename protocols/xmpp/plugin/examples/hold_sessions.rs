@@ -7,6 +7,8 @@
 //!     [--messages] [--from IP]
 //! ```
 //!
+//! Ctrl-C or SIGTERM ends the hold early; the sessions are closed properly either way.
+//!
 //! Users are `user<FIRST>..user<FIRST+SESSIONS-1>` (FIRST defaults to 1) with passwords
 //! `pass<N>`; session k connects to the k-th address round-robin, from source address IP
 //! if given. Prints `established N in S s = R logins/s (F failed)`; with `--messages`,
@@ -51,6 +53,7 @@ fn parse() -> HoldOpts {
         mechanism: Mechanism::Plain,
         messages: false,
         from: None,
+        stop: None,
     };
     let mut rest = args[3..].iter();
     while let Some(a) = rest.next() {
@@ -87,23 +90,40 @@ fn parse() -> HoldOpts {
 }
 
 fn main() {
-    let o = parse();
-    match hold(&o) {
-        Ok(r) => {
-            println!(
-                "established {} in {:.3} s = {:.0} logins/s ({} failed)",
-                r.established,
-                r.login_secs,
-                r.established as f64 / r.login_secs,
-                r.failed
-            );
-            if let Some((sent, received, wrong, secs)) = r.messages {
-                println!(
-                    "messages: sent {sent}, received {received} in {secs:.3} s ({wrong} from the wrong sender)"
-                );
-            }
-            std::process::exit(if r.ok() { 0 } else { 1 });
+    let mut o = parse();
+    // Ctrl-C or SIGTERM ends the hold: the sessions still close properly (a killed
+    // client would leave its source ports in TIME_WAIT for the next run).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let presses = std::sync::atomic::AtomicUsize::new(0);
+    let _ = ctrlc::set_handler(move || {
+        if presses.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            std::process::exit(130);
         }
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    o.stop = Some(stop);
+    let print = |r: &wirebench_plugin_xmpp::hold::HoldReport| {
+        println!(
+            "established {} in {:.3} s = {:.0} logins/s ({} failed)",
+            r.established,
+            r.login_secs,
+            r.established as f64 / r.login_secs,
+            r.failed
+        );
+        if let Some(e) = &r.first_error {
+            println!("first failure: {e}");
+        }
+        if let Some((sent, received, wrong, secs)) = r.messages {
+            println!(
+                "messages: sent {sent}, received {received} in {secs:.3} s ({wrong} from the wrong sender)"
+            );
+        }
+        // Read by scripts while the sessions are held.
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+    };
+    match hold(&o, print) {
+        Ok(r) => std::process::exit(if r.ok() { 0 } else { 1 }),
         Err(e) => {
             eprintln!("hold_sessions: {e}");
             std::process::exit(2);

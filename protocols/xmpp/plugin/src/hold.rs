@@ -38,10 +38,13 @@ pub struct HoldOpts {
     pub first: usize,
     /// Seconds to hold the sessions after logging in (and the messages).
     pub hold: u64,
+    /// Ends the hold early when set (a signal handler's flag): the sessions are then
+    /// closed as usual.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     pub mechanism: Mechanism,
     /// User 2k-1 sends user 2k a message, which answers (`first` odd, `n` even).
     pub messages: bool,
-    /// Source address (one has about 28k ports towards one server port).
+    /// Source address; its ports 10000-32767 are used, so at most 22,768 sessions each.
     pub from: Option<IpAddr>,
 }
 
@@ -51,6 +54,8 @@ pub struct HoldReport {
     pub established: usize,
     pub failed: usize,
     pub login_secs: f64,
+    /// Why the first failed session failed.
+    pub first_error: Option<String>,
     /// Sent, received, from the wrong sender, seconds.
     pub messages: Option<(usize, usize, usize, f64)>,
 }
@@ -75,9 +80,9 @@ pub fn lab_address(ip: IpAddr) -> bool {
     }
 }
 
-/// Opens `o.n` sessions, logs them in, exchanges messages if asked, holds them
-/// `o.hold` seconds, closes them.
-pub fn hold(o: &HoldOpts) -> std::io::Result<HoldReport> {
+/// Opens `o.n` sessions, logs them in, exchanges messages if asked, tells `ready`, holds
+/// them `o.hold` seconds, closes them.
+pub fn hold(o: &HoldOpts, ready: impl FnOnce(&HoldReport)) -> std::io::Result<HoldReport> {
     if !o.addrs.iter().all(|a| lab_address(a.ip())) || !o.from.is_none_or(lab_address) {
         return Err(std::io::Error::other(
             "only loopback or lab (198.18.0.0/15) addresses",
@@ -98,15 +103,17 @@ pub fn hold(o: &HoldOpts) -> std::io::Result<HoldReport> {
     let mut failed = 0usize;
     let mut buf = vec![0u8; 64 * 1024];
     let t0 = Instant::now();
-    let open = |i: usize, poll: &Poll| -> Option<Session> {
-        let mut stream = connect(o.addrs[i % o.addrs.len()], o.from).ok()?;
+    let mut first_error: Option<String> = None;
+    let open = |i: usize, poll: &Poll| -> Result<Session, String> {
+        let mut stream =
+            connect(o.addrs[i % o.addrs.len()], o.from, i).map_err(|e| format!("connect: {e}"))?;
         poll.registry()
             .register(
                 &mut stream,
                 Token(i),
                 Interest::READABLE | Interest::WRITABLE,
             )
-            .ok()?;
+            .map_err(|e| format!("register: {e}"))?;
         let user = o.first + i;
         let mut cfg =
             ClientConfig::new(&format!("user{user}@{}", o.domain), &format!("pass{user}"));
@@ -114,7 +121,7 @@ pub fn hold(o: &HoldOpts) -> std::io::Result<HoldReport> {
         cfg.mechanisms = vec![o.mechanism];
         cfg.roster = false;
         cfg.max_stanza = 16 * 1024;
-        Some(Session {
+        Ok(Session {
             stream,
             client: Client::new(cfg, None, user as u64),
             pending: Vec::new(),
@@ -123,13 +130,17 @@ pub fn hold(o: &HoldOpts) -> std::io::Result<HoldReport> {
     };
     while established + failed < n {
         while in_flight < KEEP && next < n {
-            let s = open(next, &poll);
-            if s.is_none() {
-                failed += 1;
-            } else {
-                in_flight += 1;
+            match open(next, &poll) {
+                Ok(s) => {
+                    in_flight += 1;
+                    sessions.push(Some(s));
+                }
+                Err(e) => {
+                    failed += 1;
+                    first_error.get_or_insert(e);
+                    sessions.push(None);
+                }
             }
-            sessions.push(s);
             next += 1;
         }
         match poll.poll(&mut events, Some(Duration::from_millis(100))) {
@@ -151,6 +162,12 @@ pub fn hold(o: &HoldOpts) -> std::io::Result<HoldReport> {
                     Event::Closed if !s.done => {
                         s.done = true;
                         failed += 1;
+                        first_error.get_or_insert_with(|| {
+                            format!(
+                                "closed before the session was established (user {})",
+                                o.first + ev.token().0
+                            )
+                        });
                         in_flight -= 1;
                     }
                     _ => {}
@@ -162,6 +179,7 @@ pub fn hold(o: &HoldOpts) -> std::io::Result<HoldReport> {
         established,
         failed,
         login_secs: t0.elapsed().as_secs_f64(),
+        first_error,
         messages: None,
     };
     if o.messages && failed == 0 {
@@ -174,22 +192,91 @@ pub fn hold(o: &HoldOpts) -> std::io::Result<HoldReport> {
             &o.domain,
         ));
     }
-    std::thread::sleep(Duration::from_secs(o.hold));
+    ready(&report);
+    let until = Instant::now() + Duration::from_secs(o.hold);
+    while Instant::now() < until
+        && !o
+            .stop
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+    {
+        std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+    }
     for s in sessions.iter_mut().flatten() {
         s.client.close();
         flush(s);
     }
+    // Wait for the server to close each stream and its connection (RFC 6120 section 4.4)
+    // before closing ours, so the TIME_WAIT state stays on the server's side: on ours it
+    // would hold the source port, which the next run binds again.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut open = sessions.iter().flatten().count();
+    while open > 0 && Instant::now() < deadline {
+        if poll
+            .poll(&mut events, Some(Duration::from_millis(100)))
+            .is_err()
+        {
+            continue;
+        }
+        for ev in events.iter() {
+            let Some(s) = sessions[ev.token().0].as_mut() else {
+                continue;
+            };
+            let mut eof = ev.is_read_closed();
+            loop {
+                match s.stream.read(&mut buf) {
+                    Ok(0) => {
+                        eof = true;
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        eof = true;
+                        break;
+                    }
+                }
+            }
+            if eof {
+                sessions[ev.token().0] = None;
+                open -= 1;
+            }
+        }
+    }
     Ok(report)
 }
 
-fn connect(addr: SocketAddr, from: Option<IpAddr>) -> std::io::Result<TcpStream> {
+/// First source port tried when a source address is given: above the ports servers in
+/// this lab listen on, below the kernel's ephemeral range (32768-60999).
+const FIRST_SOURCE_PORT: u16 = 10_000;
+
+/// Connects session `i` to `addr`, from `from` if given. With a source address the source
+/// port is chosen here (`FIRST_SOURCE_PORT + i`, then upwards past ports in use), not by
+/// the kernel: its search for a free ephemeral port grows with the connections already
+/// open to the same server, and took a fifth of all CPU at 16k sessions
+/// (`__inet_hash_connect`, perf).
+fn connect(addr: SocketAddr, from: Option<IpAddr>, i: usize) -> std::io::Result<TcpStream> {
     let Some(ip) = from else {
         return TcpStream::connect(addr);
     };
     use socket2::{Domain, Socket, Type};
     let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     s.set_nonblocking(true)?;
-    s.bind(&SocketAddr::new(ip, 0).into())?;
+    let mut port = FIRST_SOURCE_PORT as usize + i;
+    loop {
+        let p = u16::try_from(port)
+            .ok()
+            .filter(|p| *p < 32_768)
+            .ok_or_else(|| {
+                std::io::Error::other(format!("no source port left on {ip} below 32768"))
+            })?;
+        match s.bind(&SocketAddr::new(ip, p).into()) {
+            Ok(()) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => port += 1,
+            Err(e) => return Err(e),
+        }
+    }
     match s.connect(&addr.into()) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}

@@ -65,8 +65,9 @@ fn client(addr: &str, first: &str, from: &str) {
         mechanism: Mechanism::Plain,
         messages: true,
         from: Some(from.parse().unwrap()),
+        stop: None,
     };
-    let r = hold(&o).unwrap();
+    let r = hold(&o, |_| {}).unwrap();
     let (sent, received, wrong, _) = r.messages.unwrap_or_default();
     println!(
         "established {} failed {} sent {sent} received {received} wrong {wrong}",
@@ -107,7 +108,7 @@ fn test() {
     let mut guard = Stop(stop, Some(thread));
 
     let me = std::env::current_exe().unwrap();
-    let mut clients: Vec<_> = [("1", "127.0.0.1"), ("12001", "127.0.0.2")]
+    let mut clients: Vec<_> = [("1", "127.0.1.1"), ("12001", "127.0.1.2")]
         .iter()
         .map(|(first, from)| {
             Command::new(&me)
