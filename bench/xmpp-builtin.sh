@@ -11,6 +11,12 @@
 #   wirebench run --protocol xmpp --payload 2     2-byte chat bodies through the built-in server
 # and prints xmpp p50 / sockperf p50 (target <= 2.0) and xmpp / raw.
 #
+# Then the price of a worker hand-off: `wirebench serve --xmpp` with two worker processes,
+# each on its own port (--xmpp-port-per-worker), and the `hold_sessions` example's
+# ping-pong (one mio loop, two sessions) with both sessions on worker 0 ("same worker")
+# or one on each ("across workers": every message crosses the workers' Unix socket
+# pair), alternating; prints across / same.
+#
 # Not measured here yet: Prosody and ejabberd on loopback beside it (issue #13).
 #
 # Environment: WB (wirebench binary; default target/release/wirebench, built if missing),
@@ -50,14 +56,21 @@ WB=${WB:-$REPO/target/release/wirebench}
 if [[ ! -x $WB ]]; then
     (cd "$REPO" && cargo build --release -p wirebench) || die "cargo build failed"
 fi
+HOLD=$REPO/target/release/examples/hold_sessions
+(cd "$REPO" && cargo build --release -q -p wirebench-plugin-xmpp --example hold_sessions) ||
+    die "cargo build failed"
 
 LOG=$(mktemp -d /tmp/wirebench-xmpp-bench.XXXXXX)
 SP_PID=
+WB_PID=
 cleanup() {
-    if [[ -n $SP_PID ]] && kill -0 "$SP_PID" 2>/dev/null; then
-        kill "$SP_PID" 2>/dev/null || true
-        wait "$SP_PID" 2>/dev/null || true
-    fi
+    local pid
+    for pid in $SP_PID $WB_PID; do
+        if kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -100,3 +113,31 @@ verdict=$(awk -v r="$ratio" 'BEGIN { print (r <= 2.0) ? "PASS" : "MISS" }')
 echo "== medians of $REPEATS: sockperf $sp us, wirebench raw $raw us, xmpp built-in $xmpp us"
 echo "== xmpp / sockperf p50: $ratio (target <= 2.0) $verdict; xmpp / wirebench raw: $ratio_raw"
 echo "   raw outputs: $LOG"
+
+# The worker hand-off.
+XPORT=$((40000 + RANDOM % 20000))
+"$WB" serve --quiet --listen 127.0.0.1:0 --xmpp "127.0.0.1:$XPORT" --xmpp-workers 2 --xmpp-processes \
+    --xmpp-port-per-worker >"$LOG/serve.log" 2>&1 &
+WB_PID=$!
+for _ in $(seq 100); do
+    grep -q "XMPP layout" "$LOG/serve.log" && break
+    kill -0 "$WB_PID" 2>/dev/null || die "wirebench serve did not start; see $LOG/serve.log"
+    sleep 0.05
+done
+sleep 0.5
+grep "XMPP layout" "$LOG/serve.log" | sed 's/^wirebench serve: /== /'
+# hold_p50 ADDRS: the ping-pong's p50 in microseconds.
+hold_p50() {
+    "$HOLD" "$1" wirebench.test 2 --hold 0 --pingpong "$ROUNDS" >"$LOG/hold.out" 2>&1 ||
+        die "hold_sessions failed: $(cat "$LOG/hold.out")"
+    sed -n 's/.* p50 \([0-9.]*\) us.*/\1/p' "$LOG/hold.out"
+}
+SAME=() ACROSS=()
+for ((i = 1; i <= REPEATS; i++)); do
+    SAME+=("$(hold_p50 "127.0.0.1:$XPORT")")
+    ACROSS+=("$(hold_p50 "127.0.0.1:$XPORT,127.0.0.1:$((XPORT + 1))")")
+    echo "  [$i] same worker p50 ${SAME[-1]} us   across workers p50 ${ACROSS[-1]} us"
+done
+same=$(median "${SAME[@]}")
+across=$(median "${ACROSS[@]}")
+echo "== medians of $REPEATS: same worker $same us, across workers $across us: across / same $(awk -v a="$across" -v b="$same" 'BEGIN { printf "%.2f", a / b }')"

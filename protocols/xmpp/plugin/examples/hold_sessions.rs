@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p wirebench-plugin-xmpp --example hold_sessions -- \
 //!     ADDR[,ADDR...] DOMAIN SESSIONS [--first N] [--hold SECS] [--mech MECH]
-//!     [--messages] [--from IP]
+//!     [--messages] [--pingpong ROUNDS] [--from IP]
 //! ```
 //!
 //! Ctrl-C or SIGTERM ends the hold early; the sessions are closed properly either way.
@@ -13,7 +13,9 @@
 //! `pass<N>`; session k connects to the k-th address round-robin, from source address IP
 //! if given. Prints `established N in S s = R logins/s (F failed)`; with `--messages`,
 //! each user 2k-1 sends one message to user 2k, which answers (FIRST odd, SESSIONS even),
-//! and it prints `messages: sent N, received M in S s`; then it holds the sessions
+//! and it prints `messages: sent N, received M in S s`; with `--pingpong ROUNDS` and two
+//! sessions, user FIRST sends user FIRST+1 a message ROUNDS times, each after the echo of
+//! the last, and it prints the round trips' p50/p90/p99; then it holds the sessions
 //! HOLD_SECS seconds (default 10), closes them and exits, with status 1 if any login or
 //! message failed. Loopback or lab addresses only.
 
@@ -24,7 +26,7 @@ use wirebench_xmpp::Mechanism;
 fn usage(why: &str) -> ! {
     eprintln!(
         "hold_sessions: {why}\nusage: hold_sessions ADDR[,ADDR...] DOMAIN SESSIONS [--first N] \
-         [--hold SECS] [--mech PLAIN|SCRAM-SHA-1|SCRAM-SHA-256] [--messages] [--from IP]"
+         [--hold SECS] [--mech PLAIN|SCRAM-SHA-1|SCRAM-SHA-256] [--messages] [--pingpong ROUNDS] [--from IP]"
     );
     std::process::exit(2);
 }
@@ -54,6 +56,7 @@ fn parse() -> HoldOpts {
         messages: false,
         from: None,
         stop: None,
+        pingpong: 0,
     };
     let mut rest = args[3..].iter();
     while let Some(a) = rest.next() {
@@ -68,6 +71,11 @@ fn parse() -> HoldOpts {
                 o.mechanism = Mechanism::from_name(value()).unwrap_or_else(|| usage("--mech"))
             }
             "--messages" => o.messages = true,
+            "--pingpong" => {
+                o.pingpong = value()
+                    .parse()
+                    .unwrap_or_else(|_| usage("--pingpong ROUNDS"))
+            }
             "--from" => {
                 let ip: IpAddr = value().parse().unwrap_or_else(|_| usage("--from IP"));
                 if !lab(ip) {
@@ -113,6 +121,18 @@ fn main() {
         );
         if let Some(e) = &r.first_error {
             println!("first failure: {e}");
+        }
+        if !r.rtt_ns.is_empty() {
+            let mut v = r.rtt_ns.clone();
+            v.sort_unstable();
+            let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize] as f64 / 1000.0;
+            println!(
+                "pingpong: {} round trips, p50 {:.1} us, p90 {:.1} us, p99 {:.1} us",
+                v.len(),
+                q(0.5),
+                q(0.9),
+                q(0.99)
+            );
         }
         if let Some((sent, received, wrong, secs)) = r.messages {
             println!(

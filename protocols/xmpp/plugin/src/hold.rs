@@ -44,6 +44,9 @@ pub struct HoldOpts {
     pub mechanism: Mechanism,
     /// User 2k-1 sends user 2k a message, which answers (`first` odd, `n` even).
     pub messages: bool,
+    /// With two sessions: this many message round trips, user `first` to `first + 1` and
+    /// back, one at a time (the relay-hop latency bench).
+    pub pingpong: usize,
     /// Source address; its ports 10000-32767 are used, so at most 22,768 sessions each.
     pub from: Option<IpAddr>,
 }
@@ -58,6 +61,8 @@ pub struct HoldReport {
     pub first_error: Option<String>,
     /// Sent, received, from the wrong sender, seconds.
     pub messages: Option<(usize, usize, usize, f64)>,
+    /// Round-trip times of the ping-pong, in nanoseconds, in the order measured.
+    pub rtt_ns: Vec<u64>,
 }
 
 impl HoldReport {
@@ -86,6 +91,11 @@ pub fn hold(o: &HoldOpts, ready: impl FnOnce(&HoldReport)) -> std::io::Result<Ho
     if !o.addrs.iter().all(|a| lab_address(a.ip())) || !o.from.is_none_or(lab_address) {
         return Err(std::io::Error::other(
             "only loopback or lab (198.18.0.0/15) addresses",
+        ));
+    }
+    if o.pingpong > 0 && o.n != 2 {
+        return Err(std::io::Error::other(
+            "a ping-pong is between exactly two sessions",
         ));
     }
     if o.messages && (o.first % 2 == 0 || o.n % 2 == 1) {
@@ -181,7 +191,11 @@ pub fn hold(o: &HoldOpts, ready: impl FnOnce(&HoldReport)) -> std::io::Result<Ho
         login_secs: t0.elapsed().as_secs_f64(),
         first_error,
         messages: None,
+        rtt_ns: Vec::new(),
     };
+    if o.pingpong > 0 && failed == 0 {
+        report.rtt_ns = pingpong(&mut sessions, &mut poll, &mut events, &mut buf, o)?;
+    }
     if o.messages && failed == 0 {
         report.messages = Some(exchange(
             &mut sessions,
@@ -323,6 +337,67 @@ fn flush(s: &mut Session) {
             Err(_) => break,
         }
     }
+}
+
+/// `o.pingpong` round trips between the two sessions: session 0 sends, session 1 echoes
+/// the body back, session 0 times the pair and sends the next.
+fn pingpong(
+    sessions: &mut [Option<Session>],
+    poll: &mut Poll,
+    events: &mut Events,
+    buf: &mut [u8],
+    o: &HoldOpts,
+) -> std::io::Result<Vec<u64>> {
+    let a_jid = format!("user{}@{}", o.first, o.domain);
+    let b_jid = format!("user{}@{}", o.first + 1, o.domain);
+    let mut rtts = Vec::with_capacity(o.pingpong);
+    let send = |s: &mut Session, to: &str, body: &str| -> std::io::Result<()> {
+        s.client
+            .send_message(to, body, "p")
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        flush(s);
+        Ok(())
+    };
+    let mut sent_at = Instant::now();
+    if let Some(a) = sessions[0].as_mut() {
+        send(a, &b_jid, "0")?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(60 + o.pingpong as u64 / 1000);
+    while rtts.len() < o.pingpong {
+        if Instant::now() > deadline {
+            return Err(std::io::Error::other(format!(
+                "ping-pong stalled after {} of {} round trips",
+                rtts.len(),
+                o.pingpong
+            )));
+        }
+        match poll.poll(events, Some(Duration::from_millis(100))) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        for ev in events.iter() {
+            let i = ev.token().0;
+            let Some(s) = sessions[i].as_mut() else {
+                continue;
+            };
+            for e in pump(s, buf, ev.is_readable()) {
+                let Event::Message { body, .. } = e else {
+                    continue;
+                };
+                if i == 1 {
+                    send(s, &a_jid, &body)?;
+                } else {
+                    rtts.push(sent_at.elapsed().as_nanos() as u64);
+                    if rtts.len() < o.pingpong {
+                        sent_at = Instant::now();
+                        send(s, &b_jid, &rtts.len().to_string())?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(rtts)
 }
 
 /// Every user 2k-1 sends user 2k a message naming itself, and user 2k answers; true if

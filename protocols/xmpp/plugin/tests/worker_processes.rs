@@ -66,6 +66,7 @@ fn client(addr: &str, first: &str, from: &str) {
         messages: true,
         from: Some(from.parse().unwrap()),
         stop: None,
+        pingpong: 0,
     };
     let r = hold(&o, |_| {}).unwrap();
     let (sent, received, wrong, _) = r.messages.unwrap_or_default();
