@@ -77,6 +77,10 @@ pub const METRICS: &[&str] = &[
     "server.rss",
     "server.cpu",
     "server.routed",
+    "server.sessions",
+    "server.rss_per_session",
+    "server.cpu_per_session",
+    "kernel.tcp_mem",
 ];
 
 /// Checks one `--columns` pattern (a metric name, or a prefix ending in `*`) against

@@ -100,6 +100,54 @@ pub fn record_usage(out: &mut crate::Outcome, usage: Option<Usage>) {
     }
 }
 
+/// Records `server.sessions` (sessions the server held for the case) and, where
+/// `server.rss` and `server.cpu` were recorded, each divided by it.
+pub fn record_sessions(out: &mut crate::Outcome, sessions: u64) {
+    out.push("server.sessions", sessions as f64, "count");
+    if sessions == 0 {
+        return;
+    }
+    let get = |name: &str| {
+        out.metrics
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, m)| m.value)
+    };
+    let (rss, cpu) = (get("server.rss"), get("server.cpu"));
+    if let Some(rss) = rss {
+        out.push("server.rss_per_session", rss / sessions as f64, "B");
+    }
+    if let Some(cpu) = cpu {
+        out.push("server.cpu_per_session", cpu / sessions as f64, "s");
+    }
+}
+
+/// The kernel's TCP socket buffer memory now, in bytes (`/proc/net/sockstat`, the `mem`
+/// of its `TCP:` line, in pages). The whole machine's, not one process's: what every open
+/// TCP socket holds in queued data.
+pub fn kernel_tcp_mem() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/net/sockstat").ok()?;
+    let line = s.lines().find(|l| l.starts_with("TCP:"))?;
+    let mut words = line.split_whitespace();
+    while let Some(w) = words.next() {
+        if w == "mem" {
+            let pages: u64 = words.next()?.parse().ok()?;
+            // SAFETY: sysconf has no preconditions.
+            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+            return Some(pages * page);
+        }
+    }
+    None
+}
+
+/// Records [`kernel_tcp_mem`] as `kernel.tcp_mem`, read while the case's sessions are
+/// still open.
+pub fn record_kernel_tcp(out: &mut crate::Outcome) {
+    if let Some(b) = kernel_tcp_mem() {
+        out.push("kernel.tcp_mem", b as f64, "B");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +158,26 @@ mod tests {
         assert!(u.rss_bytes > 100 * 1024 && u.rss_bytes < 1 << 40, "{u:?}");
         assert!(u.cpu_s >= 0.0 && u.cpu_s < 1e6, "{u:?}");
         assert!(usage(u32::MAX).is_none());
+    }
+
+    #[test]
+    fn per_session_figures_divide_what_was_recorded() {
+        let mut o = crate::Outcome::default();
+        o.push("server.rss", 2048.0, "B");
+        o.push("server.cpu", 0.5, "s");
+        record_sessions(&mut o, 4);
+        let get = |n: &str| o.metrics.iter().find(|(m, _)| m == n).map(|(_, m)| m.value);
+        assert_eq!(get("server.sessions"), Some(4.0));
+        assert_eq!(get("server.rss_per_session"), Some(512.0));
+        assert_eq!(get("server.cpu_per_session"), Some(0.125));
+        let mut none = crate::Outcome::default();
+        record_sessions(&mut none, 0);
+        assert_eq!(none.metrics.len(), 1);
+    }
+
+    #[test]
+    fn kernel_tcp_memory_is_read() {
+        // Linux always has the line; the value may be 0 on an idle machine.
+        assert!(kernel_tcp_mem().is_some());
     }
 }

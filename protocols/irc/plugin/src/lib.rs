@@ -236,6 +236,9 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
     if let Ok(o) = &mut r {
         let both = a.usage().zip(b.usage()).map(|(x, y)| x + y);
         wirebench_protocol::peer::record_usage(o, both);
+        // One client on each server.
+        wirebench_protocol::peer::record_sessions(o, 2);
+        wirebench_protocol::peer::record_kernel_tcp(o);
     }
     if let Ok(out) = &mut r {
         // Quiet means at least 100 ms of checks; more means something was in flight.

@@ -205,6 +205,8 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
         env.seed,
     );
     let mut out = workload::run(&run, ctx);
+    // Read before the worker threads end with the server.
+    let cpu = serve::worker_cpu_seconds();
     stop.store(true, Ordering::SeqCst);
     let _ = thread.join();
     if let Ok(o) = &mut out {
@@ -213,6 +215,11 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
             stats.routed.load(Ordering::Relaxed) as f64,
             "count",
         );
+        // The server shares this process with the clients: its CPU is its threads', its
+        // memory is not separable and is not recorded.
+        o.push("server.cpu", cpu, "s");
+        wirebench_protocol::peer::record_sessions(o, stats.bound.load(Ordering::Relaxed));
+        wirebench_protocol::peer::record_kernel_tcp(o);
     }
     out
 }
@@ -269,6 +276,9 @@ fn run_prosody(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome
     if let Ok(o) = &mut out {
         let both = a.usage().zip(b.usage()).map(|(x, y)| x + y);
         wirebench_protocol::peer::record_usage(o, both);
+        // One client on each server.
+        wirebench_protocol::peer::record_sessions(o, 2);
+        wirebench_protocol::peer::record_kernel_tcp(o);
     }
     if let Some(pair) = gateways {
         let (a, b) = pair.stop();

@@ -177,3 +177,20 @@ fn contacts_see_each_others_presence_across_workers() {
         s.close();
     }
 }
+
+#[test]
+fn a_message_sent_right_after_the_recipients_login_reaches_it() {
+    // The recipient's worker tells the others before its login completes (acked notes),
+    // so a message sent the moment its login returns finds it on any worker. Without
+    // that, about one pair in four straddling the workers lost this message.
+    let srv = start(|c| c.workers = 2);
+    for k in 0..30u64 {
+        let mut a = login(srv.addr, 2 * k + 1, &format!("pass{}", 2 * k + 1)).unwrap();
+        let mut b = login(srv.addr, 2 * k + 2, &format!("pass{}", 2 * k + 2)).unwrap();
+        a.send_message(&format!("user{}@example.com", 2 * k + 2), "now", "x")
+            .unwrap();
+        assert_eq!(next_message(&mut b).1, "now", "pair {k}");
+        a.close();
+        b.close();
+    }
+}

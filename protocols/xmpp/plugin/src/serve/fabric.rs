@@ -8,7 +8,13 @@
 //! `[u32 LE: length of what follows][u8 kind][u16 LE: JID length][JID][body]`:
 //! - `Online(bare JID)`: a session of that user bound at the sender;
 //! - `Offline(bare JID)`: it closed;
-//! - `Stanza(bare JID, bytes)`: deliver to that user's session at the receiver.
+//! - `Stanza(bare JID, bytes)`: deliver to that user's session at the receiver;
+//! - `Ack(bare JID)`: the receiver has taken in the sender's `Online` for that user.
+//!
+//! A worker holds back a session's bind result until every other worker has acked its
+//! `Online`: once a client knows it is logged in, a stanza for it from any worker finds
+//! it, and of two contacts logging in at once on different workers, the later one's
+//! presence always finds the earlier one (docs/xmpp.md).
 //!
 //! Each worker keeps a directory (bare JID -> here, at slot S | at worker W) built from
 //! its own sessions and the notes of the others, so a stanza crosses at most one link:
@@ -21,6 +27,7 @@ use std::io::{self, Read, Write};
 const ONLINE: u8 = 1;
 const OFFLINE: u8 = 2;
 const STANZA: u8 = 3;
+const ACK: u8 = 4;
 /// Kind and JID length.
 const HEAD: usize = 3;
 /// A frame longer than this is a bug in the sender: links carry only what our own
@@ -35,6 +42,7 @@ pub enum Note<'a> {
     Online(&'a str),
     Offline(&'a str),
     Stanza { to: &'a str, body: &'a [u8] },
+    Ack(&'a str),
 }
 
 /// Appends `note`'s frame to `out`.
@@ -43,6 +51,7 @@ pub fn encode(out: &mut Vec<u8>, note: &Note) {
         Note::Online(j) => (ONLINE, j, &[]),
         Note::Offline(j) => (OFFLINE, j, &[]),
         Note::Stanza { to, body } => (STANZA, to, body),
+        Note::Ack(j) => (ACK, j, &[]),
     };
     // JIDs are at most 3 x 1023 bytes (RFC 7622), so u16 always holds one.
     let jid = &jid.as_bytes()[..jid.len().min(u16::MAX as usize)];
@@ -77,6 +86,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Note<'_>, usize)>, String> {
         ONLINE => Note::Online(jid),
         OFFLINE => Note::Offline(jid),
         STANZA => Note::Stanza { to: jid, body },
+        ACK => Note::Ack(jid),
         k => return Err(format!("unknown note kind {k}")),
     };
     Ok(Some((note, 4 + len)))
@@ -180,6 +190,7 @@ mod tests {
                 body: b"<message to='user3@a.test'><body>hi</body></message>",
             },
             Note::Stanza { to: "", body: b"" },
+            Note::Ack("user4@a.test"),
         ];
         let mut wire = Vec::new();
         for n in &notes {

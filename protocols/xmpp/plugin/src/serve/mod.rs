@@ -440,6 +440,29 @@ impl XmppServer {
     }
 }
 
+/// CPU seconds of this process's built-in server worker threads (named `wb-xmpp-w<N>`),
+/// from /proc: nanoseconds on CPU from each thread's `schedstat` (a short case uses less
+/// than one 10 ms tick of `stat`'s counters); 0 if there are none.
+pub fn worker_cpu_seconds() -> f64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0.0;
+    };
+    let mut ns = 0u64;
+    for t in tasks.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("wb-xmpp-w") {
+            continue;
+        }
+        let sched = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+        ns += sched
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    ns as f64 / 1e9
+}
+
 fn mio_listener(l: TcpListener) -> std::io::Result<mio::net::TcpListener> {
     l.set_nonblocking(true)?;
     Ok(mio::net::TcpListener::from_std(l))

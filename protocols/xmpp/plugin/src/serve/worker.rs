@@ -58,6 +58,9 @@ struct Conn {
     opened: Instant,
     bound: bool,
     closing: bool,
+    /// Acks still awaited from other workers for this session's `Online`: its output
+    /// (the bind result first) is held until they are all in.
+    held: u32,
 }
 
 /// Serves until `ctx.shutdown` is set; open sessions then get `system-shutdown`.
@@ -182,6 +185,7 @@ impl Loop<'_> {
                 opened: Instant::now(),
                 bound: false,
                 closing: false,
+                held: 0,
             });
             stats.open.fetch_add(1, Ordering::Relaxed);
         }
@@ -227,8 +231,10 @@ impl Loop<'_> {
         while let Some(ev) = self.conns[i].as_mut().and_then(|c| c.session.poll_event()) {
             match ev {
                 ServerEvent::Bound { user, .. } => {
+                    let others = self.links.iter().flatten().count() as u32;
                     if let Some(c) = self.conns[i].as_mut() {
                         c.bound = true;
+                        c.held = others;
                     }
                     stats.bound.fetch_add(1, Ordering::Relaxed);
                     let bare = format!("{user}@{}", self.ctx.cfg.domain);
@@ -411,6 +417,20 @@ impl Loop<'_> {
                 if let Where::At(_) = e {
                     *e = Where::At(w as u16);
                 }
+                if let Some(l) = self.links[w].as_mut() {
+                    l.push(&Note::Ack(bare));
+                }
+            }
+            Note::Ack(bare) => {
+                if let Some(Where::Here(j)) = self.online.get(bare).copied()
+                    && let Some(c) = self.conns[j as usize].as_mut()
+                    && c.held > 0
+                {
+                    c.held -= 1;
+                    if c.held == 0 {
+                        touched.push(j as usize);
+                    }
+                }
             }
             Note::Offline(bare) => {
                 if self.online.get(bare) == Some(&Where::At(w as u16)) {
@@ -477,7 +497,7 @@ impl Loop<'_> {
             }
         }
         let mut broken = false;
-        while !c.pending.is_empty() {
+        while !c.pending.is_empty() && c.held == 0 {
             match c.stream.write(&c.pending) {
                 Ok(0) => {
                     broken = true;
