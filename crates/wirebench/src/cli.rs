@@ -406,9 +406,19 @@ pub struct ServeArgs {
     /// The XMPP domain served (clients log in as user1@DOMAIN).
     #[arg(long, default_value = "wirebench.test", value_name = "DOMAIN")]
     pub xmpp_domain: String,
-    /// XMPP accounts: user1..userN.
+    /// XMPP accounts: user1..userN, passwords pass1..passN (Tsung's convention).
     #[arg(long, default_value_t = 100_000, value_name = "N")]
     pub xmpp_users: u64,
+    /// Roster size of each numbered XMPP user: the N/2 users before and after it.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub xmpp_contacts: u64,
+    /// XMPP accounts from a file instead: one `NAME PASSWORD` per line (# comments).
+    #[arg(long, value_name = "FILE")]
+    pub xmpp_users_file: Option<PathBuf>,
+    /// XMPP rosters from a file: one `NAME: CONTACT CONTACT ...` per line, a contact
+    /// being a user name or a bare JID.
+    #[arg(long, value_name = "FILE")]
+    pub xmpp_roster_file: Option<PathBuf>,
     /// XMPP sessions to be able to hold at once. Above what one process may open (its
     /// open-file limit, 20,000 here), the XMPP workers are processes.
     #[arg(long, default_value_t = 10_000, value_name = "N")]
@@ -594,6 +604,45 @@ impl RunArgs {
 }
 
 impl ServeArgs {
+    /// The built-in XMPP server's configuration, if `--xmpp` was given: its address,
+    /// accounts (files read and checked here) and layout wishes.
+    pub fn xmpp_config(&self) -> Result<Option<wirebench_plugin_xmpp::serve::XmppServerConfig>> {
+        let Some(addr) = &self.xmpp else {
+            return Ok(None);
+        };
+        let at: std::net::SocketAddr = addr
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("--xmpp {addr}: expected IP:PORT, e.g. 127.0.0.1:5222"))?;
+        let mut cfg = wirebench_plugin_xmpp::serve::XmppServerConfig::new(
+            at,
+            &self.xmpp_domain,
+            self.xmpp_users,
+        );
+        cfg.workers = self.xmpp_workers.unwrap_or(0);
+        cfg.sessions = self.xmpp_sessions;
+        cfg.processes = self.xmpp_processes;
+        cfg.port_per_worker = self.xmpp_port_per_worker;
+        cfg.accounts.numbered.contacts = self.xmpp_contacts;
+        if let Some(f) = &self.xmpp_users_file {
+            cfg.accounts
+                .load_users(f)
+                .map_err(|e| anyhow::anyhow!("--xmpp-users-file {e}"))?;
+        }
+        if let Some(f) = &self.xmpp_roster_file {
+            cfg.accounts
+                .load_rosters(f)
+                .map_err(|e| anyhow::anyhow!("--xmpp-roster-file {e}"))?;
+        }
+        if self.xmpp_tls {
+            cfg.tls = Some(
+                wirebench_plugin_xmpp::serve::self_signed(&self.xmpp_domain)
+                    .map_err(|e| anyhow::anyhow!("--xmpp-tls: {e}"))?,
+            );
+        }
+        Ok(Some(cfg))
+    }
+
     /// The address to listen on (`host:port` for the resolver) and the server's limits.
     pub fn config(&self) -> Result<(String, ServerConfig)> {
         let max = Bytes::parse(&self.max_payload).context("--max-payload")?;

@@ -87,6 +87,9 @@ fn run(args: RunArgs) -> Result<ExitCode> {
 }
 
 fn serve(args: ServeArgs) -> Result<ExitCode> {
+    use wirebench_plugin_xmpp::serve::XmppServer;
+    // Every argument is checked before anything listens.
+    let xmpp_cfg = args.xmpp_config()?;
     let (listen, cfg) = args.config()?;
     let server =
         Server::bind(listen.as_str(), cfg).with_context(|| format!("cannot listen on {listen}"))?;
@@ -95,30 +98,22 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         server.local_addr()
     );
     let xmpp_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let xmpp = match &args.xmpp {
-        Some(addr) => {
-            use wirebench_plugin_xmpp::serve::{XmppServer, XmppServerConfig};
-            let at: std::net::SocketAddr = addr.trim().parse().map_err(|_| {
-                anyhow::anyhow!("--xmpp {addr}: expected IP:PORT, e.g. 127.0.0.1:5222")
-            })?;
-            let mut cfg = XmppServerConfig::new(at, &args.xmpp_domain, args.xmpp_users);
-            cfg.workers = args.xmpp_workers.unwrap_or(0);
-            cfg.sessions = args.xmpp_sessions;
-            cfg.processes = args.xmpp_processes;
-            cfg.port_per_worker = args.xmpp_port_per_worker;
-            if args.xmpp_tls {
-                cfg.tls = Some(
-                    wirebench_plugin_xmpp::serve::self_signed(&args.xmpp_domain)
-                        .map_err(|e| anyhow::anyhow!("--xmpp-tls: {e}"))?,
-                );
-            }
-            let xs = XmppServer::bind(cfg).with_context(|| format!("cannot listen on {at}"))?;
+    let xmpp = match xmpp_cfg {
+        Some(cfg) => {
+            let at = cfg.listen;
+            let cfg_accounts = cfg.accounts.count();
+            let xs = XmppServer::bind(cfg).with_context(|| format!("XMPP server on {at}"))?;
+            let users = match &args.xmpp_users_file {
+                Some(f) => format!("{} accounts from {}", cfg_accounts, f.display()),
+                None => format!(
+                    "users user1..user{n}, passwords pass1..pass{n}",
+                    n = args.xmpp_users
+                ),
+            };
             eprintln!(
-                "wirebench serve: XMPP for {} (users user1..user{}, passwords pass1..pass{}{})\n\
+                "wirebench serve: XMPP for {} ({users}{})\n\
                  wirebench serve: XMPP layout: {}",
                 args.xmpp_domain,
-                args.xmpp_users,
-                args.xmpp_users,
                 if args.xmpp_tls {
                     ", STARTTLS with a self-signed certificate"
                 } else {

@@ -16,10 +16,12 @@
 //! of its own, and every pair of workers shares a Unix socket pair over which they announce
 //! who is online and hand each other stanzas ([`fabric`]).
 
+pub mod accounts;
 pub mod fabric;
 pub mod procs;
 mod worker;
 
+pub use accounts::Accounts;
 use fabric::Link;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -37,7 +39,7 @@ const FD_RESERVE: u64 = 256;
 pub struct XmppServerConfig {
     pub listen: SocketAddr,
     pub domain: String,
-    pub accounts: NumberedAccounts,
+    pub accounts: Accounts,
     /// Sessions the server should be able to hold at once; sizes the layout ([`plan`]).
     /// 0: as many as one process holds.
     pub sessions: usize,
@@ -63,13 +65,13 @@ impl XmppServerConfig {
         XmppServerConfig {
             listen,
             domain: domain.to_string(),
-            accounts: NumberedAccounts {
+            accounts: Accounts::numbered(NumberedAccounts {
                 user_prefix: "user".into(),
                 password_prefix: "pass".into(),
                 users,
                 contacts: 2,
                 domain: domain.to_string(),
-            },
+            }),
             sessions: 0,
             handshake_timeout: Duration::from_secs(30),
             max_queued: 4 << 20,

@@ -39,6 +39,8 @@ struct Spec {
     password_prefix: String,
     users: u64,
     contacts: u64,
+    users_file: Option<std::path::PathBuf>,
+    roster_file: Option<std::path::PathBuf>,
     handshake_timeout_ms: u64,
     max_queued: usize,
     max_stanza: usize,
@@ -129,15 +131,18 @@ pub(super) fn run(server: XmppServer, shutdown: &AtomicBool) -> io::Result<()> {
 }
 
 fn spec_of(cfg: &XmppServerConfig, index: usize, workers: usize, per_process: usize) -> Spec {
+    let (users_file, roster_file) = cfg.accounts.files();
     Spec {
         index,
         workers,
         per_process,
         domain: cfg.domain.clone(),
-        user_prefix: cfg.accounts.user_prefix.clone(),
-        password_prefix: cfg.accounts.password_prefix.clone(),
-        users: cfg.accounts.users,
-        contacts: cfg.accounts.contacts,
+        user_prefix: cfg.accounts.numbered.user_prefix.clone(),
+        password_prefix: cfg.accounts.numbered.password_prefix.clone(),
+        users: cfg.accounts.numbered.users,
+        contacts: cfg.accounts.numbered.contacts,
+        users_file,
+        roster_file,
         handshake_timeout_ms: cfg.handshake_timeout.as_millis() as u64,
         max_queued: cfg.max_queued,
         max_stanza: cfg.max_stanza,
@@ -194,13 +199,20 @@ pub fn worker_main(index: usize, shutdown: &AtomicBool) -> io::Result<()> {
         }
     }
     let mut cfg = XmppServerConfig::new(listener.local_addr()?, &spec.domain, spec.users);
-    cfg.accounts = NumberedAccounts {
+    // Each worker reads the files again (the parent checked them): one copy per worker.
+    cfg.accounts = super::Accounts::numbered(NumberedAccounts {
         user_prefix: spec.user_prefix,
         password_prefix: spec.password_prefix,
         users: spec.users,
         contacts: spec.contacts,
         domain: spec.domain.clone(),
-    };
+    });
+    if let Some(f) = &spec.users_file {
+        cfg.accounts.load_users(f).map_err(io::Error::other)?;
+    }
+    if let Some(f) = &spec.roster_file {
+        cfg.accounts.load_rosters(f).map_err(io::Error::other)?;
+    }
     cfg.handshake_timeout = Duration::from_millis(spec.handshake_timeout_ms);
     cfg.max_queued = spec.max_queued;
     cfg.max_stanza = spec.max_stanza;
