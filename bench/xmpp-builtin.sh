@@ -15,9 +15,10 @@
 # each on its own port (--xmpp-port-per-worker), and the `hold_sessions` example's
 # ping-pong (one mio loop, two sessions) with both sessions on worker 0 ("same worker")
 # or one on each ("across workers": every message crosses the workers' Unix socket
-# pair), alternating; prints across / same.
+# pair), alternating; prints across / same. Then Prosody (one server, loopback, configured
+# as in bench/lib/xmpp-peers.sh) with the same ping-pong client: prosody / built-in.
 #
-# Not measured here yet: Prosody and ejabberd on loopback beside it (issue #13).
+# Not measured here yet: ejabberd on loopback beside it (issue #13).
 #
 # Environment: WB (wirebench binary; default target/release/wirebench, built if missing),
 # ROUNDS (default 20000, --quick 2000), REPEATS (default 3, --quick 1),
@@ -61,11 +62,14 @@ HOLD=$REPO/target/release/examples/hold_sessions
     die "cargo build failed"
 
 LOG=$(mktemp -d /tmp/wirebench-xmpp-bench.XXXXXX)
+# shellcheck source=bench/lib/xmpp-peers.sh
+source "$REPO/bench/lib/xmpp-peers.sh"
 SP_PID=
 WB_PID=
+SERVER_PID=
 cleanup() {
     local pid
-    for pid in $SP_PID $WB_PID; do
+    for pid in $SP_PID $WB_PID $SERVER_PID; do
         if kill -0 "$pid" 2>/dev/null; then
             kill "$pid" 2>/dev/null || true
             wait "$pid" 2>/dev/null || true
@@ -141,3 +145,14 @@ done
 same=$(median "${SAME[@]}")
 across=$(median "${ACROSS[@]}")
 echo "== medians of $REPEATS: same worker $same us, across workers $across us: across / same $(awk -v a="$across" -v b="$same" 'BEGIN { printf "%.2f", a / b }')"
+
+# Prosody, one server, the same client.
+PPORT=$((30000 + RANDOM % 10000))
+start_prosody "$LOG/prosody" "$PPORT" 2
+PROS=()
+for ((i = 1; i <= REPEATS; i++)); do
+    PROS+=("$(hold_p50 "127.0.0.1:$PPORT")")
+    echo "  [$i] prosody p50 ${PROS[-1]} us"
+done
+pros=$(median "${PROS[@]}")
+echo "== median of $REPEATS: prosody $pros us: prosody / built-in (same worker) $(awk -v a="$pros" -v b="$same" 'BEGIN { printf "%.2f", a / b }')"

@@ -62,6 +62,8 @@ WB=${WB:-$REPO/target/release/wirebench}
 HOLD=$REPO/target/release/examples/hold_sessions
 
 LOG=$(mktemp -d /tmp/wirebench-xmpp-sessions.XXXXXX)
+# shellcheck source=bench/lib/xmpp-peers.sh
+source "$REPO/bench/lib/xmpp-peers.sh"
 SERVER_PID=
 CLIENT_PIDS=()
 # Clients first, all at once: each closes its sessions properly on SIGTERM (a few seconds),
@@ -148,49 +150,8 @@ builtin_per=$PER_KIB builtin_rate=$RATE
 echo "== built-in: targets: <= 4 KiB per idle session at 100k, >= 10k logins/s"
 
 if ((PROSODY_SESSIONS > 0)); then
-    # Prosody, configured by this script (see docs/xmpp.md for why each option is there):
-    # warnings only, since logging each of thousands of logins costs Prosody's one core;
-    # a listen backlog like the built-in server's (Prosody's default of 128 overflows with
-    # 1,024 logins in flight, and those clients see their connection closed).
-    P=$LOG/prosody
     PORT=$((30000 + RANDOM % 10000))
-    mkdir -p "$P/data/wirebench%2etest/accounts"
-    cat >"$P/prosody.cfg.lua" <<EOF
-run_as_root = true
-daemonize = false
-pidfile = "$P/prosody.pid"
-data_path = "$P/data"
-log = { warn = "$P/prosody.log"; error = "$P/prosody.err"; }
-interfaces = { "127.0.0.1" }
-c2s_ports = { $PORT }
-s2s_ports = { }
-http_ports = { }
-https_ports = { }
-c2s_direct_tls_ports = { }
-s2s_direct_tls_ports = { }
-c2s_require_encryption = false
-allow_unencrypted_plain_auth = true
-authentication = "internal_plain"
-modules_enabled = { "roster"; "saslauth"; "ping"; "posix"; }
-modules_disabled = { "tls"; "s2s"; }
-network_settings = { nagle = false; tcp_backlog = 4096 }
-VirtualHost "wirebench.test"
-EOF
-    # Prosody's file storage: one Lua table per account.
-    awk -v n="$PROSODY_SESSIONS" -v d="$P/data/wirebench%2etest/accounts" 'BEGIN {
-        for (i = 1; i <= n; i++) {
-            f = d "/user" i ".dat"
-            printf "return {\n\t[\"password\"] = \"pass%d\";\n};\n", i > f
-            close(f)
-        }
-    }'
-    prosody --config "$P/prosody.cfg.lua" -F >"$P/stdout.log" 2>&1 &
-    SERVER_PID=$!
-    for _ in $(seq 100); do
-        (echo >"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
-        kill -0 "$SERVER_PID" 2>/dev/null || die "prosody did not start: $(cat "$P/stdout.log" "$P/prosody.err" 2>/dev/null)"
-        sleep 0.1
-    done
+    start_prosody "$LOG/prosody" "$PORT" "$PROSODY_SESSIONS"
     measure prosody "$PORT" "$PROSODY_SESSIONS" 127.0.3
     echo "== prosody / built-in: memory per idle session $(awk -v a="$PER_KIB" -v b="$builtin_per" 'BEGIN { printf "%.1f", a / b }')x, logins/s $(awk -v a="$RATE" -v b="$builtin_rate" 'BEGIN { printf "%.2f", a / b }')x (built-in at $SESSIONS sessions, Prosody at $PROSODY_SESSIONS)"
 fi
