@@ -534,7 +534,11 @@ pub fn parse() -> Cli {
                     cmd = sub;
                 }
             }
-            let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+            let names: Vec<&str> = cmd
+                .get_subcommands()
+                .filter(|c| !c.is_hide_set())
+                .map(|c| c.get_name())
+                .collect();
             eprintln!("wirebench: {}", unknown_command(word, &names));
             std::process::exit(2);
         }
