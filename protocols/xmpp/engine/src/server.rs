@@ -265,7 +265,7 @@ impl ServerSession {
                     break;
                 }
                 Err(e) => {
-                    self.stream_error("not-well-formed", Some(&e.to_string()));
+                    self.stream_error("not-well-formed", Some(&client_said(&e)));
                     break;
                 }
             };
@@ -281,7 +281,7 @@ impl ServerSession {
                             let raw = self.framer.buf()[r].to_vec();
                             self.on_element(&s, &raw, dir);
                         }
-                        Err(e) => self.stream_error("not-well-formed", Some(&e.to_string())),
+                        Err(e) => self.stream_error("not-well-formed", Some(&client_said(&e))),
                     }
                 }
                 Frame::End => {
@@ -774,6 +774,18 @@ impl Directory for NumberedAccounts {
             .chain((1..=half).map(|k| (n - 1 + self.users - k) % self.users + 1))
             .map(jid)
             .collect()
+    }
+}
+
+/// The text of a stream error for bad XML from the client. The framer and parser are the
+/// client's too, and word their errors from a client's side ("server sent ...").
+fn client_said(e: &crate::XmppError) -> String {
+    match e {
+        crate::XmppError::Malformed(m) => format!(
+            "malformed XML from the client: {}",
+            m.strip_prefix("server ").unwrap_or(m)
+        ),
+        other => other.to_string(),
     }
 }
 

@@ -110,6 +110,7 @@ fn bad_clients_are_shed_while_good_ones_carry_on() {
     let _ = garbage.read_to_end(&mut buf);
     let text = String::from_utf8_lossy(&buf);
     assert!(text.contains("not-well-formed"), "{text}");
+    assert!(text.contains("malformed XML from the client"), "{text}");
 
     // The silent one is closed after the handshake timeout (1 s, swept every second).
     silent
