@@ -5,13 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests use: iproute2 (ip netns), util-linux (setpriv), prosody and
-# ngircd (real servers), chromium (the HTML report is checked in a real browser), curl
+# Debian packages the tests use: iproute2 (ip netns), util-linux (setpriv), prosody,
+# ejabberd and ngircd (real servers), chromium (the HTML report is checked in a real browser), curl
 # (a README example runs it behind a link).
 missing=()
 command -v ip >/dev/null || missing+=(iproute2)
 command -v setpriv >/dev/null || missing+=(util-linux)
 command -v prosody >/dev/null || missing+=(prosody)
+command -v erl >/dev/null && compgen -G '/usr/lib/x86_64-linux-gnu/ejabberd-*' >/dev/null || missing+=(ejabberd)
 command -v ngircd >/dev/null || missing+=(ngircd)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v curl >/dev/null || missing+=(curl)

@@ -1,5 +1,5 @@
-//! XMPP cases (RFC 6120/6121 between clients and servers), against one of two server set-ups
-//! chosen by the `xmpp.server` parameter, both started fresh per case:
+//! XMPP cases (RFC 6120/6121 between clients and servers), against one of three server
+//! set-ups chosen by the `xmpp.server` parameter, each started fresh per case:
 //!
 //! - `builtin` (the default unless `s2s` is given): wirebench's own server ([`serve`]), on loopback or, with a
 //!   link, in the lab's server host; client1 crosses the link, client2 sits beside the
@@ -8,20 +8,24 @@
 //!   `b.test` in the server host, linked by RFC 6120 server-to-server or XEP-0361 x2x
 //!   gateways (`s2s`, which implies this set-up); only their server link crosses the
 //!   emulated link. Needs root.
+//! - `ejabberd`: the same topology with two ejabberd 23.01 servers ([`ejabberd`]): its
+//!   dialback s2s, or the x2x gateways as its XEP-0114 components. Needs root.
 //!
 //! The folder: the sans-IO client engine in `protocols/xmpp/engine` (`wirebench-xmpp`);
-//! here its blocking driver ([`session`]), the S1 workloads ([`workload`]), the Prosody
-//! peer ([`prosody`]), the x2x gateway pair ([`x2x`], crate `wirebench-x2x`), the built-in
+//! here its blocking driver ([`session`]), the S1 workloads ([`workload`]), the real
+//! servers ([`peer`], [`prosody`], [`ejabberd`]), the x2x gateway pair ([`x2x`], crate `wirebench-x2x`), the built-in
 //! server ([`serve`]) and the plugin.
 
+pub mod ejabberd;
 pub mod hold;
+pub mod peer;
 pub mod prosody;
 pub mod serve;
 pub mod session;
 pub mod workload;
 pub mod x2x;
 
-use prosody::{Prosody, ProsodyConfig};
+use peer::{PeerConfig, Server};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
@@ -34,7 +38,7 @@ use workload::{Topology, XmppRun};
 pub const S2S: &[&str] = &["standard", "x2x", "x2x-tfo"];
 
 /// Server set-ups.
-pub const SERVERS: &[&str] = &["builtin", "prosody"];
+pub const SERVERS: &[&str] = &["builtin", "prosody", "ejabberd"];
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -42,7 +46,7 @@ const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(SERVERS),
         default: "",
         workloads: WORKLOADS,
-        help: "XMPP servers: builtin (wirebench's own, one server, no root needed; the default unless s2s is given) or prosody (two Prosody servers in lab hosts, study S1's topology; needs root; the default with s2s)",
+        help: "XMPP servers: builtin (wirebench's own, one server, no root needed; the default unless s2s is given), prosody (two Prosody 0.12 servers in lab hosts, study S1's topology; needs root; the default with s2s) or ejabberd (the same with two ejabberd 23.01 servers)",
         words: "XMPP server",
     },
     ParamSpec {
@@ -50,7 +54,7 @@ const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(S2S),
         default: "",
         workloads: WORKLOADS,
-        help: "server-to-server link between the two Prosody servers (xmpp.server=prosody): standard (dialback over TCP), x2x (wirebench's zero-handshake XEP-0361 gateways, zlib + dictionary, connect on demand) or x2x-tfo (the same with TCP Fast Open)",
+        help: "server-to-server link between the two real servers (xmpp.server=prosody or ejabberd): standard (dialback over TCP), x2x (wirebench's zero-handshake XEP-0361 gateways as each server's XEP-0114 component, zlib + dictionary, connect on demand) or x2x-tfo (the same with TCP Fast Open)",
         words: "server link",
     },
 ];
@@ -97,7 +101,7 @@ impl Protocol for Xmpp {
 
     fn summary(&self) -> &'static str {
         "XMPP client-to-server against wirebench's built-in server (default, no root), or \
-         between two Prosody servers in lab hosts over standard S2S or wirebench's x2x \
+         between two Prosody or ejabberd servers in lab hosts over standard S2S or wirebench's x2x \
          gateways (xmpp.server=prosody: study S1; needs root)"
     }
 
@@ -106,14 +110,16 @@ impl Protocol for Xmpp {
     }
 
     fn lab_hosts(&self, case: &Case) -> Option<&'static [(Ipv4Addr, &'static str)]> {
-        prosody_case(case).then_some(&[(CLIENT_ADDR, "a.test"), (SERVER_ADDR, "b.test")])
+        real_server(case)
+            .is_some()
+            .then_some(&[(CLIENT_ADDR, "a.test"), (SERVER_ADDR, "b.test")])
     }
 
     fn servers(&self, case: &Case) -> Option<&'static str> {
-        Some(if prosody_case(case) {
-            "two Prosody servers started in the lab"
-        } else {
-            "wirebench's built-in XMPP server"
+        Some(match real_server(case) {
+            Some(Server::Prosody) => "two Prosody servers started in the lab",
+            Some(Server::Ejabberd) => "two ejabberd servers started in the lab",
+            None => "wirebench's built-in XMPP server",
         })
     }
 
@@ -123,7 +129,7 @@ impl Protocol for Xmpp {
 
     fn peer_model(&self, case: &Case) -> Option<&'static PeerModel> {
         Some(match case.word("s2s") {
-            _ if !prosody_case(case) => &XMPP_BUILTIN,
+            _ if real_server(case).is_none() => &XMPP_BUILTIN,
             Some("x2x" | "x2x-tfo") => &XMPP_X2X,
             _ => &XMPP_STANDARD,
         })
@@ -137,20 +143,22 @@ impl Protocol for Xmpp {
         _link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
-        if prosody_case(case) {
-            run_prosody(env, case, repeat, ctx)
-        } else {
-            run_builtin(env, case, ctx)
+        match real_server(case) {
+            Some(server) => run_real(env, case, repeat, ctx, server),
+            None => run_builtin(env, case, ctx),
         }
     }
 }
 
-/// `xmpp.server=prosody`, or `s2s` given without `xmpp.server`: a server-to-server link
-/// only exists between two servers.
-fn prosody_case(case: &Case) -> bool {
+/// The real servers a case runs, if any: `xmpp.server=prosody` or `ejabberd`, or Prosody
+/// when `s2s` is given without `xmpp.server` (a server-to-server link only exists
+/// between two servers).
+fn real_server(case: &Case) -> Option<Server> {
     match case.word("xmpp.server") {
-        Some(s) => s == "prosody",
-        None => case.get("s2s").is_some(),
+        Some("prosody") => Some(Server::Prosody),
+        Some("ejabberd") => Some(Server::Ejabberd),
+        Some(_) => None,
+        None => case.get("s2s").is_some().then_some(Server::Prosody),
     }
 }
 
@@ -224,15 +232,21 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
     out
 }
 
-/// An XMPP case in study S1's topology: fresh Prosody servers (so the first round
+/// An XMPP case in study S1's topology: fresh real servers (so the first round
 /// includes server-to-server set-up), client1 here (client host), client2 in the server
 /// host. Server logs are kept under `peers/` in the results directory.
-fn run_prosody(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+fn run_real(
+    env: &Env,
+    case: &Case,
+    repeat: u32,
+    ctx: &Ctx,
+    server: Server,
+) -> Result<Outcome, WorkloadError> {
     let lab = env.need_lab("XMPP")?;
     let dir = env.peer_dir(case, repeat);
     let s2s = x2x::S2s::from_word(case.word("s2s"));
     let start = |domain: &str, user: &str, addr: std::net::Ipv4Addr, ns: &str, sub: &str| {
-        let mut cfg = ProsodyConfig::new(domain, addr.into());
+        let mut cfg = PeerConfig::new(domain, addr.into());
         cfg.users.push((user.into(), XMPP_PASSWORD.into()));
         if let x2x::S2s::X2x { .. } = s2s {
             // The gateway is the other domain, as a component (XEP-0114).
@@ -245,7 +259,7 @@ fn run_prosody(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome
             cfg.component_port = x2x::COMPONENT_PORT;
             cfg.s2s = false;
         }
-        Ok::<_, WorkloadError>(Prosody::start(cfg, &dir.join(sub), Some(ns))?)
+        Ok::<_, WorkloadError>(server.start(cfg, &dir.join(sub), Some(ns))?)
     };
     let a = start("a.test", "alice", CLIENT_ADDR, lab.client().name(), "a")?;
     let b = start("b.test", "bob", SERVER_ADDR, lab.server().name(), "b")?;

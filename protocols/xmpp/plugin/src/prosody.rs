@@ -7,65 +7,23 @@
 //! plain-text c2s allowed, s2s over dialback without TLS, Nagle off, and Prosody's
 //! resolver told to read the hosts file (it ignores it by default).
 
+use crate::peer::{command_in, need_program, wait_ports};
+pub use crate::peer::{PeerConfig, TlsFiles};
 use std::fmt::Write as _;
-use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wirebench_protocol::peer::{PeerError, stop_child, tail_lines};
 
 /// Debian's package; the message a user sees when it is missing.
 pub const INSTALL: &str =
     "DEBIAN_FRONTEND=noninteractive apt-get install -y prosody (after apt-get update)";
 
-/// One Prosody server's settings.
-#[derive(Debug, Clone)]
-pub struct ProsodyConfig {
-    /// The XMPP domain it serves (`a.test`).
-    pub domain: String,
-    /// Address it listens on inside its host.
-    pub addr: IpAddr,
-    pub c2s_port: u16,
-    pub s2s_port: u16,
-    /// Users to register: (name, password).
-    pub users: Vec<(String, String)>,
-    /// Extra components (XEP-0114): (name, secret).
-    pub components: Vec<(String, String)>,
-    pub component_port: u16,
-    /// Certificate and key (PEM files) for STARTTLS. `None`: TLS is disabled and never
-    /// offered, as in study S1. With TLS on, Prosody also offers STARTTLS on s2s.
-    pub tls: Option<TlsFiles>,
-    /// Refuse c2s logins without TLS (RFC 6120 §5.3.1 mandatory-to-negotiate).
-    pub c2s_require_encryption: bool,
-    /// Standard server-to-server links. Off when a gateway carries the remote domains as
-    /// components (XEP-0114), so nothing can bypass it.
-    pub s2s: bool,
-}
+/// Prosody's settings are the common ones.
+pub type ProsodyConfig = PeerConfig;
 
-/// PEM files for a server's certificate and private key.
-#[derive(Debug, Clone)]
-pub struct TlsFiles {
-    pub cert: PathBuf,
-    pub key: PathBuf,
-}
-
-impl ProsodyConfig {
-    pub fn new(domain: &str, addr: IpAddr) -> ProsodyConfig {
-        ProsodyConfig {
-            domain: domain.to_string(),
-            addr,
-            c2s_port: 5222,
-            s2s_port: 5269,
-            users: Vec::new(),
-            components: Vec::new(),
-            component_port: 5347,
-            tls: None,
-            c2s_require_encryption: false,
-            s2s: true,
-        }
-    }
-
+impl PeerConfig {
     /// The Lua configuration file for a server whose private directory is `dir`.
     pub fn render(&self, dir: &Path) -> String {
         let d = dir.display();
@@ -156,18 +114,8 @@ pub struct Prosody {
 }
 
 fn ensure_installed() -> Result<(), PeerError> {
-    for bin in ["prosody", "prosodyctl"] {
-        let found = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).exists()))
-            .unwrap_or(false);
-        if !found {
-            return Err(PeerError::Missing {
-                program: bin.into(),
-                install: INSTALL.into(),
-            });
-        }
-    }
-    Ok(())
+    need_program("prosody", INSTALL)?;
+    need_program("prosodyctl", INSTALL)
 }
 
 impl Prosody {
@@ -208,32 +156,12 @@ impl Prosody {
                 });
             }
         }
-        let mut cmd = match netns {
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns, "prosody"]);
-                c
-            }
-            None => Command::new("prosody"),
-        };
-        // Its own process group, so a Ctrl-C at the terminal reaches only wirebench,
-        // which records the interrupted case and then stops the server itself.
-        cmd.process_group(0);
+        let mut cmd = command_in(netns, "prosody");
         let stdout = std::fs::File::create(dir.join("stdout.log"))
             .map_err(io("cannot create stdout.log".into()))?;
         let stderr = stdout
             .try_clone()
             .map_err(io("cannot create stdout.log".into()))?;
-        // If wirebench dies without stopping the server (SIGKILL), the kernel sends it
-        // SIGTERM: no orphaned servers. `ip netns exec` execs prosody in place, and the
-        // death signal survives exec.
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                Ok(())
-            });
-        }
         let child = cmd
             .args(["--config", &conf_s, "-F"])
             .stdin(Stdio::null())
@@ -251,61 +179,13 @@ impl Prosody {
     }
 
     fn wait_ready(&mut self, netns: Option<&str>, limit: Duration) -> Result<(), PeerError> {
-        // Every listener the configuration asks for: c2s, s2s unless off, components.
-        let mut ports = vec![self.cfg.c2s_port];
-        if self.cfg.s2s {
-            ports.push(self.cfg.s2s_port);
-        }
-        if !self.cfg.components.is_empty() {
-            ports.push(self.cfg.component_port);
-        }
-        let addr = self.cfg.addr;
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(child) = &mut self.child {
-                if let Ok(Some(status)) = child.try_wait() {
-                    return Err(PeerError::Failed {
-                        what: format!(
-                            "prosody for {} exited ({status}) during start-up",
-                            self.cfg.domain
-                        ),
-                        detail: self.log_tail(),
-                    });
-                }
-            }
-            let ns = netns.map(str::to_string);
-            let up = std::thread::scope(|s| {
-                s.spawn(|| {
-                    if let Some(ns) = &ns {
-                        if wirebench_lab::netns::enter(ns).is_err() {
-                            return false;
-                        }
-                    }
-                    ports.iter().all(|p| {
-                        TcpStream::connect_timeout(
-                            &SocketAddr::new(addr, *p),
-                            Duration::from_millis(200),
-                        )
-                        .is_ok()
-                    })
-                })
-                .join()
-                .unwrap_or(false)
-            });
-            if up {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(PeerError::Failed {
-                    what: format!(
-                        "prosody for {} did not open its ports within {}s",
-                        self.cfg.domain,
-                        limit.as_secs()
-                    ),
-                    detail: self.log_tail(),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        let what = format!("prosody for {}", self.cfg.domain);
+        let ports = self.cfg.ports();
+        let dir = self.dir.clone();
+        let logs = || tail_lines(&[dir.join("prosody.err"), dir.join("stdout.log")], 5);
+        match &mut self.child {
+            Some(child) => wait_ports(child, &what, self.cfg.addr, &ports, netns, limit, logs),
+            None => Ok(()),
         }
     }
 

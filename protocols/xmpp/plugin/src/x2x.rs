@@ -107,8 +107,8 @@ impl Pair {
             if std::time::Instant::now() > deadline {
                 let (_, _) = (a.stop(), b.stop());
                 return Err(WorkloadError::Peer(
-                    "x2x gateways did not attach to Prosody as components within 15 s \
-                     (see the Prosody logs under peers/)"
+                    "x2x gateways did not attach to their servers as components within 15 s \
+                     (see the server logs under peers/)"
                         .into(),
                 ));
             }

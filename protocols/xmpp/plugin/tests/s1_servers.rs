@@ -1,13 +1,13 @@
-//! Study S1's topology with real servers: client1 and Prosody A (a.test) in one lab host,
-//! Prosody B (b.test) and client2 in the other, only the emulated link between them, so
-//! the messages cross it over server-to-server (dialback, no TLS). Needs root and Prosody
-//! (`bash scripts/test.sh` installs it).
+//! Study S1's topology with real servers: client1 and server A (a.test) in one lab host,
+//! server B (b.test) and client2 in the other, only the emulated link between them, so
+//! the messages cross it over server-to-server (dialback, no TLS). Once with Prosody, once
+//! with ejabberd. Needs root and both servers (`bash scripts/test.sh` installs them).
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 use wirebench_lab::{CLIENT_ADDR, Lab, SERVER_ADDR};
 use wirebench_link::LinkSpec;
-use wirebench_plugin_xmpp::prosody::{Prosody, ProsodyConfig};
+use wirebench_plugin_xmpp::peer::{PeerConfig, Server};
 use wirebench_plugin_xmpp::session::XmppSession;
 use wirebench_xmpp::{ClientConfig, Event, TlsMode};
 
@@ -37,7 +37,20 @@ fn wait_message(s: &mut XmppSession, secs: u64) -> (String, String) {
 }
 
 #[test]
-fn messages_cross_the_link_over_server_to_server() {
+fn messages_cross_the_link_between_prosody_servers() {
+    messages_cross_the_link_over_server_to_server(Server::Prosody);
+}
+
+#[test]
+fn messages_cross_the_link_between_ejabberd_servers() {
+    messages_cross_the_link_over_server_to_server(Server::Ejabberd);
+}
+
+/// A lab's namespaces are named after the process: one lab at a time per test binary.
+static ONE_LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn messages_cross_the_link_over_server_to_server(server: Server) {
+    let _lab = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
     let spec = LinkSpec::parse("10Mbit/20ms").unwrap();
     let lab = Lab::create(spec.to_params(), spec.to_params(), 1, None).unwrap();
     let hosts = [
@@ -47,12 +60,16 @@ fn messages_cross_the_link_over_server_to_server() {
     lab.client().set_hosts(&hosts).unwrap();
     lab.server().set_hosts(&hosts).unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let mut ca = ProsodyConfig::new("a.test", IpAddr::V4(CLIENT_ADDR));
+    let mut ca = PeerConfig::new("a.test", IpAddr::V4(CLIENT_ADDR));
     ca.users.push(("alice".into(), "secret".into()));
-    let mut cb = ProsodyConfig::new("b.test", IpAddr::V4(SERVER_ADDR));
+    let mut cb = PeerConfig::new("b.test", IpAddr::V4(SERVER_ADDR));
     cb.users.push(("bob".into(), "secret".into()));
-    let pa = Prosody::start(ca, &tmp.path().join("a"), Some(lab.client().name())).unwrap();
-    let pb = Prosody::start(cb, &tmp.path().join("b"), Some(lab.server().name())).unwrap();
+    let pa = server
+        .start(ca, &tmp.path().join("a"), Some(lab.client().name()))
+        .unwrap();
+    let pb = server
+        .start(cb, &tmp.path().join("b"), Some(lab.server().name()))
+        .unwrap();
 
     let mut alice = login(lab.client().name(), IpAddr::V4(CLIENT_ADDR), "alice@a.test");
     let mut bob = login(lab.server().name(), IpAddr::V4(SERVER_ADDR), "bob@b.test");

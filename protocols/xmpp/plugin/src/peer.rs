@@ -1,0 +1,231 @@
+//! What the real XMPP servers (Prosody 0.12, ejabberd 23.01) have in common as lab peers:
+//! the settings a run gives them ([`PeerConfig`]), which one to start ([`Server`]), and a
+//! running one ([`RealServer`]) with its start-up wait, resource figures and stop.
+//!
+//! Both run as a child process in the foreground, inside a lab host via `ip netns exec`
+//! (which execs in place, so the child's PID is the server's and `/etc/netns/<host>/hosts`
+//! is its `/etc/hosts`), in their own process group (Ctrl-C is for wirebench, which stops
+//! them itself) and with a parent-death signal (no orphan if wirebench is killed).
+
+use crate::ejabberd::Ejabberd;
+use crate::prosody::Prosody;
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+use wirebench_protocol::peer::{PeerError, Usage};
+
+/// One real server's settings, whichever implementation runs it.
+#[derive(Debug, Clone)]
+pub struct PeerConfig {
+    /// The XMPP domain it serves (`a.test`).
+    pub domain: String,
+    /// Address it listens on inside its host.
+    pub addr: IpAddr,
+    pub c2s_port: u16,
+    pub s2s_port: u16,
+    /// Users to register: (name, password).
+    pub users: Vec<(String, String)>,
+    /// Extra components (XEP-0114): (name, secret).
+    pub components: Vec<(String, String)>,
+    pub component_port: u16,
+    /// Certificate and key (PEM files) for STARTTLS. `None`: TLS is disabled and never
+    /// offered, as in study S1. With TLS on, STARTTLS is offered on s2s too.
+    pub tls: Option<TlsFiles>,
+    /// Refuse c2s logins without TLS (RFC 6120 §5.3.1 mandatory-to-negotiate).
+    pub c2s_require_encryption: bool,
+    /// Standard server-to-server links. Off when a gateway carries the remote domains as
+    /// components (XEP-0114), so nothing can bypass it.
+    pub s2s: bool,
+}
+
+/// PEM files for a server's certificate and private key.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl PeerConfig {
+    pub fn new(domain: &str, addr: IpAddr) -> PeerConfig {
+        PeerConfig {
+            domain: domain.to_string(),
+            addr,
+            c2s_port: 5222,
+            s2s_port: 5269,
+            users: Vec::new(),
+            components: Vec::new(),
+            component_port: 5347,
+            tls: None,
+            c2s_require_encryption: false,
+            s2s: true,
+        }
+    }
+
+    /// Every listener the configuration asks for: c2s, s2s unless off, components.
+    pub fn ports(&self) -> Vec<u16> {
+        let mut ports = vec![self.c2s_port];
+        if self.s2s {
+            ports.push(self.s2s_port);
+        }
+        if !self.components.is_empty() {
+            ports.push(self.component_port);
+        }
+        ports
+    }
+}
+
+/// Which real server implementation a case runs (`xmpp.server`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    Prosody,
+    Ejabberd,
+}
+
+impl Server {
+    pub fn name(self) -> &'static str {
+        match self {
+            Server::Prosody => "prosody",
+            Server::Ejabberd => "ejabberd",
+        }
+    }
+
+    /// Starts one server of this kind with `cfg`, its files under `dir`, in network
+    /// namespace `netns` (or here), and waits until every port listens.
+    pub fn start(
+        self,
+        cfg: PeerConfig,
+        dir: &Path,
+        netns: Option<&str>,
+    ) -> Result<RealServer, PeerError> {
+        Ok(match self {
+            Server::Prosody => RealServer::Prosody(Prosody::start(cfg, dir, netns)?),
+            Server::Ejabberd => RealServer::Ejabberd(Ejabberd::start(cfg, dir, netns)?),
+        })
+    }
+}
+
+/// A running real server; stopped when dropped.
+pub enum RealServer {
+    Prosody(Prosody),
+    Ejabberd(Ejabberd),
+}
+
+impl RealServer {
+    /// What the server uses now (`None` once stopped).
+    pub fn usage(&self) -> Option<Usage> {
+        match self {
+            RealServer::Prosody(p) => p.usage(),
+            RealServer::Ejabberd(e) => e.usage(),
+        }
+    }
+
+    /// The last lines of the server's logs, for error messages.
+    pub fn log_tail(&self) -> String {
+        match self {
+            RealServer::Prosody(p) => p.log_tail(),
+            RealServer::Ejabberd(e) => e.log_tail(),
+        }
+    }
+}
+
+/// Whether `bin` is on the PATH; the error a user sees if not.
+pub(crate) fn need_program(bin: &str, install: &str) -> Result<(), PeerError> {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).exists()))
+        .unwrap_or(false);
+    if found {
+        Ok(())
+    } else {
+        Err(PeerError::Missing {
+            program: bin.into(),
+            install: install.into(),
+        })
+    }
+}
+
+/// `program` started in network namespace `netns` (or here), in its own process group and
+/// with SIGTERM as its parent-death signal.
+pub(crate) fn command_in(netns: Option<&str>, program: &str) -> Command {
+    let mut cmd = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, program]);
+            c
+        }
+        None => Command::new(program),
+    };
+    // Its own process group, so a Ctrl-C at the terminal reaches only wirebench, which
+    // records the interrupted case and then stops the server itself.
+    cmd.process_group(0);
+    // If wirebench dies without stopping the server (SIGKILL), the kernel sends it
+    // SIGTERM: no orphaned servers. `ip netns exec` execs in place, and the death signal
+    // survives exec.
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Runs `f` on a thread inside network namespace `netns` (or on one here): sockets it
+/// opens belong to that namespace.
+pub(crate) fn in_netns<T: Send>(netns: Option<&str>, f: impl FnOnce() -> T + Send) -> Option<T> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Some(ns) = netns {
+                wirebench_lab::netns::enter(ns).ok()?;
+            }
+            Some(f())
+        })
+        .join()
+        .ok()
+        .flatten()
+    })
+}
+
+/// Waits until `addr` accepts connections on every one of `ports` (checked from inside
+/// `netns`), failing with `logs` if the child exits first or `limit` passes.
+pub(crate) fn wait_ports(
+    child: &mut Child,
+    what: &str,
+    addr: IpAddr,
+    ports: &[u16],
+    netns: Option<&str>,
+    limit: Duration,
+    logs: impl Fn() -> String,
+) -> Result<(), PeerError> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(PeerError::Failed {
+                what: format!("{what} exited ({status}) during start-up"),
+                detail: logs(),
+            });
+        }
+        let up = in_netns(netns, || {
+            ports.iter().all(|p| {
+                TcpStream::connect_timeout(&SocketAddr::new(addr, *p), Duration::from_millis(200))
+                    .is_ok()
+            })
+        })
+        .unwrap_or(false);
+        if up {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(PeerError::Failed {
+                what: format!(
+                    "{what} did not open its ports {ports:?} within {}s",
+                    limit.as_secs()
+                ),
+                detail: logs(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
