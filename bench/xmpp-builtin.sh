@@ -15,10 +15,9 @@
 # each on its own port (--xmpp-port-per-worker), and the `hold_sessions` example's
 # ping-pong (one mio loop, two sessions) with both sessions on worker 0 ("same worker")
 # or one on each ("across workers": every message crosses the workers' Unix socket
-# pair), alternating; prints across / same. Then Prosody (one server, loopback, configured
-# as in bench/lib/xmpp-peers.sh) with the same ping-pong client: prosody / built-in.
-#
-# Not measured here yet: ejabberd on loopback beside it (issue #13).
+# pair), alternating; prints across / same. Then Prosody and ejabberd (one server each,
+# loopback, configured as in bench/lib/xmpp-peers.sh) with the same ping-pong client:
+# prosody / built-in and ejabberd / built-in.
 #
 # Environment: WB (wirebench binary; default target/release/wirebench, built if missing),
 # ROUNDS (default 20000, --quick 2000), REPEATS (default 3, --quick 1),
@@ -156,3 +155,18 @@ for ((i = 1; i <= REPEATS; i++)); do
 done
 pros=$(median "${PROS[@]}")
 echo "== median of $REPEATS: prosody $pros us: prosody / built-in (same worker) $(awk -v a="$pros" -v b="$same" 'BEGIN { printf "%.2f", a / b }')"
+kill "$SERVER_PID" 2>/dev/null || true
+wait "$SERVER_PID" 2>/dev/null || true
+
+# ejabberd, one server, the same client. Its first stanzas load code (PEERS.md: 35-124 ms):
+# a warm-up ping-pong first.
+EPORT=$((30000 + RANDOM % 10000))
+start_ejabberd "$LOG/ejabberd" "$EPORT" 2
+"$HOLD" "127.0.0.1:$EPORT" wirebench.test 2 --hold 0 --pingpong 200 >/dev/null 2>&1 || true
+EJ=()
+for ((i = 1; i <= REPEATS; i++)); do
+    EJ+=("$(hold_p50 "127.0.0.1:$EPORT")")
+    echo "  [$i] ejabberd p50 ${EJ[-1]} us"
+done
+ej=$(median "${EJ[@]}")
+echo "== median of $REPEATS: ejabberd $ej us: ejabberd / built-in (same worker) $(awk -v a="$ej" -v b="$same" 'BEGIN { printf "%.2f", a / b }'), ejabberd / prosody $(awk -v a="$ej" -v b="$pros" 'BEGIN { printf "%.2f", a / b }')"

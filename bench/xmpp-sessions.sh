@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Memory per idle session and logins per second of the built-in XMPP server, on loopback,
-# with Prosody measured the same way in the same run.
+# with Prosody and ejabberd measured the same way in the same run.
 #
 #   bench/xmpp-sessions.sh [--quick] [--help]
 #
 # Built-in server: `wirebench serve --xmpp --xmpp-sessions SESSIONS` (worker processes when
 # one process cannot hold them: 20,000 open files per process here). Prosody 0.12: one
 # process (single-threaded), PROSODY_SESSIONS accounts written as files before it starts
-# (internal_plain storage), no TLS, c2s only. For each server: its RSS (the serve process
+# (internal_plain storage), no TLS, c2s only. ejabberd 23.01: one Erlang VM (both cores),
+# EJABBERD_SESSIONS accounts registered over its HTTP API, no TLS, c2s only, no shapers
+# (bench/lib/xmpp-peers.sh). For each server: its RSS (the serve process
 # plus its workers), then N client sessions logged in from several client processes (the
 # `hold_sessions` example: one mio loop driving the sans-IO client engine, 512 logins in
 # flight, at most 16,000 sessions each, each from its own 127.0.x.y source address), then
@@ -15,13 +17,12 @@
 #   (RSS held - RSS before) / sessions     issue #13's target: <= 4 KiB at 100k sessions
 #   logins/s (PLAIN, no TLS)               issue #13's target: >= 10k/s
 # the kernel's TCP memory (/proc/net/sockstat) for the record, and the ratios Prosody /
-# built-in. The client processes share the machine's two cores with the server: a login
+# built-in and ejabberd / built-in. The client processes share the machine's two cores with the server: a login
 # rate is the pair's.
 #
-# Not measured here yet: ejabberd (issue #13).
-#
 # Environment: SESSIONS (built-in; default 100000, --quick 2000), PROSODY_SESSIONS
-# (default 18000, about what one process holds; --quick 1000; 0 skips Prosody), MECH
+# (default 18000, about what one process holds; --quick 1000; 0 skips Prosody),
+# EJABBERD_SESSIONS (the same for ejabberd), MECH
 # (PLAIN, SCRAM-SHA-1 or SCRAM-SHA-256; default PLAIN), WB (wirebench binary, built if
 # missing).
 set -euo pipefail
@@ -42,9 +43,9 @@ for a in "$@"; do
     esac
 done
 if ((QUICK)); then
-    : "${SESSIONS:=2000}" "${PROSODY_SESSIONS:=1000}"
+    : "${SESSIONS:=2000}" "${PROSODY_SESSIONS:=1000}" "${EJABBERD_SESSIONS:=1000}"
 else
-    : "${SESSIONS:=100000}" "${PROSODY_SESSIONS:=18000}"
+    : "${SESSIONS:=100000}" "${PROSODY_SESSIONS:=18000}" "${EJABBERD_SESSIONS:=18000}"
 fi
 : "${MECH:=PLAIN}"
 
@@ -54,6 +55,10 @@ die() {
 }
 if ((PROSODY_SESSIONS > 0)); then
     command -v prosody >/dev/null || die "prosody is missing: apt-get install -y prosody (or PROSODY_SESSIONS=0)"
+fi
+if ((EJABBERD_SESSIONS > 0)); then
+    command -v erl >/dev/null && compgen -G '/usr/lib/x86_64-linux-gnu/ejabberd-*' >/dev/null ||
+        die "ejabberd is missing: apt-get install -y ejabberd (or EJABBERD_SESSIONS=0)"
 fi
 # Two builds: with --example, cargo builds only that target of every package named.
 (cd "$REPO" && cargo build --release -p wirebench && cargo build --release -p wirebench-plugin-xmpp --example hold_sessions) ||
@@ -154,5 +159,11 @@ if ((PROSODY_SESSIONS > 0)); then
     start_prosody "$LOG/prosody" "$PORT" "$PROSODY_SESSIONS"
     measure prosody "$PORT" "$PROSODY_SESSIONS" 127.0.3
     echo "== prosody / built-in: memory per idle session $(awk -v a="$PER_KIB" -v b="$builtin_per" 'BEGIN { printf "%.1f", a / b }')x, logins/s $(awk -v a="$RATE" -v b="$builtin_rate" 'BEGIN { printf "%.2f", a / b }')x (built-in at $SESSIONS sessions, Prosody at $PROSODY_SESSIONS)"
+fi
+if ((EJABBERD_SESSIONS > 0)); then
+    PORT=$((30000 + RANDOM % 10000))
+    start_ejabberd "$LOG/ejabberd" "$PORT" "$EJABBERD_SESSIONS"
+    measure ejabberd "$PORT" "$EJABBERD_SESSIONS" 127.0.4
+    echo "== ejabberd / built-in: memory per idle session $(awk -v a="$PER_KIB" -v b="$builtin_per" 'BEGIN { printf "%.1f", a / b }')x, logins/s $(awk -v a="$RATE" -v b="$builtin_rate" 'BEGIN { printf "%.2f", a / b }')x (built-in at $SESSIONS sessions, ejabberd at $EJABBERD_SESSIONS)"
 fi
 echo "   logs: $LOG"
