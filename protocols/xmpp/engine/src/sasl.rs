@@ -307,6 +307,8 @@ pub struct ScramServer {
     user: String,
     /// `client-first-bare,server-first`, the start of the AuthMessage.
     auth_start: String,
+    /// client-final's channel-binding attribute: `c=` and the gs2 header in base64.
+    binding: String,
     nonce: String,
     stored_key: Vec<u8>,
     server_key: Vec<u8>,
@@ -328,10 +330,16 @@ impl ScramServer {
     ) -> Result<(ScramServer, Vec<u8>), String> {
         let hash = mechanism.hash().ok_or("not a SCRAM mechanism")?;
         let cf = std::str::from_utf8(client_first).map_err(|_| "client-first is not UTF-8")?;
-        // gs2 header: no channel binding ("n"), no authzid.
-        let bare = cf
-            .strip_prefix("n,,")
-            .ok_or("only gs2 header n,, (no channel binding, no authzid) is supported")?;
+        // gs2 header (RFC 5802 §7): "n" (no channel binding) or "y" (the client could bind
+        // but this server offers no -PLUS mechanism, which is true: slixmpp sends "y"),
+        // never "p=" (binding asked of a server that cannot); no authzid.
+        let (header, bare) = match cf.get(..3) {
+            Some(h @ ("n,," | "y,,")) => (h, &cf[3..]),
+            _ if cf.starts_with("p=") => {
+                return Err("channel binding (p=) is not supported: no -PLUS mechanism".into());
+            }
+            _ => return Err("gs2 header must be n,, or y,, (no authzid is supported)".into()),
+        };
         let (mut user, mut nonce) = (None, None);
         for part in bare.split(',') {
             match part.split_once('=') {
@@ -360,6 +368,7 @@ impl ScramServer {
                 hash,
                 user,
                 auth_start: format!("{bare},{server_first}"),
+                binding: format!("c={}", B64.encode(header)),
                 nonce,
                 stored_key: hash.digest(&client_key),
                 server_key: hash.hmac(&salted, b"Server Key"),
@@ -379,8 +388,11 @@ impl ScramServer {
         let cf = std::str::from_utf8(client_final).map_err(|_| "client-final is not UTF-8")?;
         let (without_proof, proof) = cf.rsplit_once(",p=").ok_or("client-final lacks p=")?;
         let mut parts = without_proof.split(',');
-        if parts.next() != Some("c=biws") {
-            return Err("channel binding data is not c=biws (n,,)".into());
+        if parts.next() != Some(self.binding.as_str()) {
+            return Err(format!(
+                "channel binding data is not {} (the gs2 header of client-first)",
+                self.binding
+            ));
         }
         if parts.next().and_then(|r| r.strip_prefix("r=")) != Some(self.nonce.as_str()) {
             return Err("client-final's nonce is not the one agreed".into());
@@ -496,6 +508,38 @@ mod tests {
             let mut s = Scram::new(Mechanism::ScramSha1, "u", "p", "abc").unwrap();
             let e = s.client_final(bad, &cache).unwrap_err();
             assert!(matches!(e, XmppError::Auth(_)), "{bad:?}: {e}");
+        }
+    }
+
+    /// A client that could bind but sees no -PLUS mechanism says "y" (slixmpp does): the
+    /// server must take it, and then expect c=base64("y,,") in client-final.
+    #[test]
+    fn gs2_header_y_is_accepted_and_bound_into_client_final() {
+        let cache = ScramCache::new();
+        let pw = |_: &str| Some("pencil".to_string());
+        let (server, first) =
+            ScramServer::start(Mechanism::ScramSha1, b"y,,n=user,r=abc", pw, "XYZ", &cache)
+                .unwrap();
+        let first = String::from_utf8(first).unwrap();
+        let h = Hash::Sha1;
+        let salt = &h.digest(b"wirebench-salt:user")[..16];
+        let salted = cache.salted(h, "pencil", salt, SERVER_ITERATIONS);
+        let client_key = h.hmac(&salted, b"Client Key");
+        let without_proof = "c=eSws,r=abcXYZ";
+        let auth = format!("n=user,r=abc,{first},{without_proof}");
+        let sig = h.hmac(&h.digest(&client_key), auth.as_bytes());
+        let proof: Vec<u8> = client_key.iter().zip(&sig).map(|(a, b)| a ^ b).collect();
+        let good = format!("{without_proof},p={}", B64.encode(&proof));
+        assert!(server.finish(good.as_bytes()).is_ok());
+        // The same proof under the "n" header's binding data is refused.
+        let bad = format!("c=biws,r=abcXYZ,p={}", B64.encode(&proof));
+        assert!(server.finish(bad.as_bytes()).unwrap_err().contains("eSws"));
+        for refused in [
+            &b"p=tls-unique,,n=user,r=abc"[..],
+            b"n,a=admin,n=user,r=abc",
+            b"x,,n=u,r=a",
+        ] {
+            assert!(ScramServer::start(Mechanism::ScramSha1, refused, pw, "XYZ", &cache).is_err());
         }
     }
 

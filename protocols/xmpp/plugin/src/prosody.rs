@@ -7,11 +7,11 @@
 //! plain-text c2s allowed, s2s over dialback without TLS, Nagle off, and Prosody's
 //! resolver told to read the hosts file (it ignores it by default).
 
-use crate::peer::{command_in, need_program, wait_ports};
 pub use crate::peer::{PeerConfig, TlsFiles};
+use crate::peer::{command_in, need_program, wait_ports};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use wirebench_protocol::peer::{PeerError, stop_child, tail_lines};
