@@ -438,6 +438,18 @@ pub struct ServeArgs {
     /// made at start (clients must trust it or skip verification).
     #[arg(long)]
     pub xmpp_tls: bool,
+    /// Close an XMPP connection that has not bound a resource this long after connecting
+    /// (a client that connects and stalls holds a socket until then).
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub xmpp_handshake_timeout: String,
+    /// Largest XMPP stanza a client may send; a larger one gets a policy-violation stream
+    /// error and the connection is closed.
+    #[arg(long, default_value = "64KiB", value_name = "SIZE")]
+    pub xmpp_max_stanza: String,
+    /// Unsent bytes an XMPP session may queue (a client that stops reading) before it is
+    /// closed.
+    #[arg(long, default_value = "4MiB", value_name = "SIZE")]
+    pub xmpp_max_queued: String,
 }
 
 /// The command line's definition, with each parameter's default (from the registry the
@@ -628,6 +640,20 @@ impl ServeArgs {
         cfg.processes = self.xmpp_processes;
         cfg.port_per_worker = self.xmpp_port_per_worker;
         cfg.accounts.numbered.contacts = self.xmpp_contacts;
+        cfg.handshake_timeout = wirebench_model::parse_duration(&self.xmpp_handshake_timeout)
+            .context("--xmpp-handshake-timeout")?;
+        if cfg.handshake_timeout.is_zero() {
+            anyhow::bail!("--xmpp-handshake-timeout must be more than 0 (every login needs time)");
+        }
+        let size = |flag: &str, text: &str| -> Result<usize> {
+            let b = Bytes::parse(text).with_context(|| flag.to_string())?;
+            match usize::try_from(b.0) {
+                Ok(n) if n >= 1024 => Ok(n),
+                _ => anyhow::bail!("{flag} {text}: give at least 1KiB"),
+            }
+        };
+        cfg.max_stanza = size("--xmpp-max-stanza", &self.xmpp_max_stanza)?;
+        cfg.max_queued = size("--xmpp-max-queued", &self.xmpp_max_queued)?;
         if let Some(f) = &self.xmpp_users_file {
             cfg.accounts
                 .load_users(f)

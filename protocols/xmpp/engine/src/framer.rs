@@ -19,6 +19,11 @@
 //! DTDs (`<!DOCTYPE`, `<!ENTITY`). Non-whitespace text between stanzas is refused too
 //! (the stream element has element-only content). Entity references are checked later by
 //! the stanza parser, which knows the five predefined ones and character references.
+//!
+//! Inside a stanza every end tag must name the element it closes (XML 1.0 §3, "element
+//! type match"): checked as the end tag arrives, not when the stanza completes, because
+//! `<message><body>x</message>` never completes and would otherwise sit in the buffer
+//! until a timeout instead of earning its `not-well-formed` at once.
 
 use crate::error::XmppError;
 
@@ -67,6 +72,11 @@ pub struct Framer {
     lex: Lex,
     /// Element depth: 0 = outside the stream, 1 = inside the stream between stanzas.
     depth: usize,
+    /// Where the tag being lexed starts (its `<`), as an offset from `mark`.
+    tag: u32,
+    /// The open elements of the stanza in progress, outermost first: offsets of their
+    /// start tags from `mark` (offsets survive [`Framer::push`] compacting the buffer).
+    open: Vec<u32>,
     header_seen: bool,
     ended: bool,
     max_stanza: usize,
@@ -83,6 +93,8 @@ impl Framer {
             mark: 0,
             lex: Lex::Text,
             depth: 0,
+            tag: 0,
+            open: Vec::new(),
             header_seen: false,
             ended: false,
             max_stanza,
@@ -110,6 +122,7 @@ impl Framer {
         self.mark = 0;
         self.lex = Lex::Text;
         self.depth = 0;
+        self.open.clear();
         self.header_seen = false;
         self.ended = false;
     }
@@ -125,6 +138,9 @@ impl Framer {
     pub fn shrink(&mut self) {
         self.compact();
         self.buf.shrink_to_fit();
+        if self.open.is_empty() {
+            self.open.shrink_to_fit();
+        }
     }
 
     /// Bytes held: the element in progress plus unlexed input.
@@ -159,6 +175,8 @@ impl Framer {
                             self.mark = at;
                             self.consumed = at;
                         }
+                        // Stanzas are at most max_stanza bytes: the offset fits.
+                        self.tag = (at - self.mark) as u32;
                         self.lex = Lex::Lt;
                     } else if self.depth <= 1 && !is_xml_space(b) {
                         return Err(malformed_text(self.depth, b));
@@ -242,6 +260,9 @@ impl Framer {
                 Lex::EndTag => match b {
                     b'>' => {
                         self.lex = Lex::Text;
+                        if self.depth >= 2 {
+                            self.match_end_tag()?;
+                        }
                         self.depth -= 1;
                         if self.depth == 1 {
                             let range = self.mark_range();
@@ -361,9 +382,32 @@ impl Framer {
                 return Ok(Some(Frame::Element(range)));
             }
         } else {
+            if self.depth == 1 {
+                self.open.clear();
+            }
+            self.open.push(self.tag);
             self.depth += 1;
         }
         Ok(None)
+    }
+
+    /// The end tag just lexed (`</name>`, ending at `pos`) must close the innermost open
+    /// element of the stanza.
+    fn match_end_tag(&mut self) -> Result<(), XmppError> {
+        let end = &self.buf[self.mark + self.tag as usize + 2..self.pos - 1];
+        let end = tag_name(end);
+        let start = self.open.pop().map(|o| {
+            let at = self.mark + o as usize + 1;
+            tag_name(&self.buf[at..self.pos])
+        });
+        match start {
+            Some(start) if start == end => Ok(()),
+            start => Err(XmppError::Malformed(format!(
+                "server sent end tag </{}> where </{}> was due",
+                String::from_utf8_lossy(&end[..end.len().min(64)]),
+                String::from_utf8_lossy(start.map_or(&b""[..], |s| &s[..s.len().min(64)]))
+            ))),
+        }
     }
 
     fn check_size(&self) -> Result<(), XmppError> {
@@ -386,6 +430,15 @@ fn malformed_text(depth: usize, b: u8) -> XmppError {
         "between stanzas (only whitespace keepalives are allowed there)"
     };
     XmppError::Malformed(format!("server sent text byte 0x{b:02x} {place}"))
+}
+
+/// A tag's name: its bytes up to whitespace, `/` or `>`.
+fn tag_name(bytes: &[u8]) -> &[u8] {
+    let end = bytes
+        .iter()
+        .position(|&b| is_xml_space(b) || b == b'/' || b == b'>')
+        .unwrap_or(bytes.len());
+    &bytes[..end]
 }
 
 fn is_xml_space(b: u8) -> bool {
@@ -476,6 +529,25 @@ mod tests {
         assert!(e.to_string().contains("between stanzas"), "{e}");
         let e = frames(&[b"hello"]).unwrap_err();
         assert!(e.to_string().contains("before the stream header"), "{e}");
+    }
+
+    #[test]
+    fn a_mismatched_end_tag_is_refused_when_it_arrives() {
+        // Never completes at depth 1, so only the name check can catch it.
+        let d = format!("{HEADER}<message><body>x</message>");
+        let e = frames(&[d.as_bytes()]).unwrap_err();
+        assert!(e.to_string().contains("</message> where </body>"), "{e}");
+        // Prefixes, whitespace before '>', empty elements and nesting all match; split
+        // anywhere, the same.
+        let ok = format!(
+            "{HEADER}<iq type='get'><q:query xmlns:q='x'><item a='1'/><x >y</x ></q:query ></iq>"
+        );
+        for cut in 0..ok.len() {
+            let (a, b) = ok.as_bytes().split_at(cut);
+            assert_eq!(frames(&[a, b]).unwrap().len(), 2, "cut at {cut}");
+        }
+        let e = frames(&[format!("{HEADER}<a><b></bb></a>").as_bytes()]).unwrap_err();
+        assert!(e.to_string().contains("</bb> where </b>"), "{e}");
     }
 
     #[test]
