@@ -1,0 +1,10 @@
+//! Open-loop session load, independent of the protocol: Tsung-style arrival phases and the
+//! schedule of intended starts they imply ([`phase`]), and the per-interval time series
+//! whose histograms merge exactly across generator workers ([`series`]). A protocol plugin
+//! that offers sessions drives them from these (issue #14; docs/load.md).
+
+pub mod phase;
+pub mod series;
+
+pub use phase::{Arrivals, Phase, PhaseError, Schedule};
+pub use series::{Cause, Counts, Interval, Latency, Recorder, Series, Wire};

@@ -1,0 +1,251 @@
+//! Arrival phases, as Tsung's `<arrivalphase>` has them, and the schedule of intended
+//! session starts they imply.
+//!
+//! A phase lasts `duration` and brings new sessions at `rate` per second, at most
+//! `max_users` of them. Arrivals are a Poisson process by default (exponential gaps, as
+//! Tsung draws them) or evenly spaced. The schedule is a pure function of the phases and
+//! a seed, so every generator worker computes the same one and takes its share (user `i`
+//! goes to worker `i mod W`): the intended start of every session is fixed before the run,
+//! which is what makes the timing open-loop (a latency counts from the intended start, so
+//! a stalled server or generator shows in the percentiles instead of slowing the arrivals
+//! down).
+
+use std::time::Duration;
+
+/// How gaps between arrivals are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    /// Exponential gaps with mean 1/rate (Tsung's behaviour).
+    Poisson,
+    /// Gaps of exactly 1/rate.
+    Uniform,
+}
+
+/// One arrival phase.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Phase {
+    pub duration: Duration,
+    /// New sessions per second.
+    pub rate: f64,
+    /// At most this many arrivals in the phase (Tsung's `maxnumber`).
+    pub max_users: Option<u64>,
+}
+
+/// Why phases cannot make a schedule.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PhaseError {
+    #[error("no arrival phase given")]
+    Empty,
+    #[error("phase {0}: the arrival rate must be a positive number of sessions per second")]
+    Rate(usize),
+    #[error("phase {0}: the duration must be more than 0")]
+    Duration(usize),
+    #[error("the phases bring {0} sessions, more than the {1} a run may have")]
+    TooMany(u64, u64),
+}
+
+/// Most sessions one run may schedule: the schedule is held in memory (8 bytes a session).
+pub const MAX_SESSIONS: u64 = 50_000_000;
+
+/// Intended start times of every session, in arrival order.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    /// Offsets from the run's start, nanoseconds, non-decreasing.
+    starts: Vec<u64>,
+    /// Index of the first session of each phase, and the phase's start offset.
+    phase_starts: Vec<(usize, Duration)>,
+    end: Duration,
+}
+
+/// splitmix64 (Steele, Lea, Flood 2014): a seeded stream of uniform 64-bit values, enough
+/// for exponential gaps; reproducible on every worker without a shared generator.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Schedule {
+    /// The schedule of `phases`, one after the other; `seed` draws Poisson gaps.
+    pub fn new(phases: &[Phase], arrivals: Arrivals, seed: u64) -> Result<Schedule, PhaseError> {
+        if phases.is_empty() {
+            return Err(PhaseError::Empty);
+        }
+        let mut starts = Vec::new();
+        let mut phase_starts = Vec::new();
+        let mut state = seed;
+        let mut begin = 0u64;
+        for (k, p) in phases.iter().enumerate() {
+            if !(p.rate.is_finite() && p.rate > 0.0) {
+                return Err(PhaseError::Rate(k + 1));
+            }
+            if p.duration.is_zero() {
+                return Err(PhaseError::Duration(k + 1));
+            }
+            let len = p.duration.as_nanos() as u64;
+            let expected = (p.rate * p.duration.as_secs_f64()).ceil() as u64;
+            let expected = p.max_users.map_or(expected, |m| m.min(expected));
+            if starts.len() as u64 + expected > MAX_SESSIONS {
+                return Err(PhaseError::TooMany(
+                    starts.len() as u64 + expected,
+                    MAX_SESSIONS,
+                ));
+            }
+            phase_starts.push((starts.len(), Duration::from_nanos(begin)));
+            let gap = 1e9 / p.rate;
+            let mut t = 0f64;
+            let mut n = 0u64;
+            loop {
+                // The first arrival comes at the phase's start (Tsung launches one at once).
+                if n > 0 {
+                    t += match arrivals {
+                        Arrivals::Uniform => gap,
+                        Arrivals::Poisson => {
+                            // 53 random bits in (0, 1]: never ln(0).
+                            let u =
+                                ((splitmix64(&mut state) >> 11) + 1) as f64 / (1u64 << 53) as f64;
+                            -gap * u.ln()
+                        }
+                    };
+                }
+                if t >= len as f64 || p.max_users.is_some_and(|m| n >= m) {
+                    break;
+                }
+                starts.push(begin + t as u64);
+                n += 1;
+            }
+            begin += len;
+        }
+        Ok(Schedule {
+            starts,
+            phase_starts,
+            end: Duration::from_nanos(begin),
+        })
+    }
+
+    /// Sessions scheduled in all.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// When session `i` is meant to start, from the run's start.
+    pub fn start(&self, i: usize) -> Duration {
+        Duration::from_nanos(self.starts[i])
+    }
+
+    /// The end of the last phase: no arrival is scheduled after it.
+    pub fn end(&self) -> Duration {
+        self.end
+    }
+
+    /// The phase (numbered from 1) session `i` arrives in.
+    pub fn phase_of(&self, i: usize) -> usize {
+        self.phase_starts.partition_point(|&(first, _)| first <= i)
+    }
+
+    /// Worker `w` of `workers`'s share: sessions `w, w + workers, ...`.
+    pub fn share(&self, w: usize, workers: usize) -> impl Iterator<Item = usize> + '_ {
+        (w..self.starts.len()).step_by(workers.max(1))
+    }
+
+    /// Sessions that arrive in the first `d` of the run.
+    pub fn arrived_by(&self, d: Duration) -> usize {
+        let t = d.as_nanos() as u64;
+        self.starts.partition_point(|&s| s <= t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn phase(secs: u64, rate: f64, max: Option<u64>) -> Phase {
+        Phase {
+            duration: Duration::from_secs(secs),
+            rate,
+            max_users: max,
+        }
+    }
+
+    #[test]
+    fn uniform_phases_follow_each_other() {
+        let s = Schedule::new(
+            &[phase(2, 10.0, None), phase(1, 100.0, Some(30))],
+            Arrivals::Uniform,
+            0,
+        )
+        .unwrap();
+        // 20 in the first two seconds (t = 0, 0.1, ... 1.9), then 30 capped by max_users.
+        assert_eq!(s.len(), 50);
+        assert_eq!(s.start(1), Duration::from_millis(100));
+        assert_eq!(s.start(20), Duration::from_secs(2));
+        assert_eq!(s.phase_of(19), 1);
+        assert_eq!(s.phase_of(20), 2);
+        assert_eq!(s.end(), Duration::from_secs(3));
+        assert_eq!(s.arrived_by(Duration::from_millis(250)), 3);
+        let mine: Vec<usize> = s.share(1, 4).take(3).collect();
+        assert_eq!(mine, vec![1, 5, 9]);
+    }
+
+    #[test]
+    fn poisson_arrivals_average_the_rate_and_repeat_with_the_seed() {
+        let p = [phase(100, 1000.0, None)];
+        let a = Schedule::new(&p, Arrivals::Poisson, 7).unwrap();
+        let b = Schedule::new(&p, Arrivals::Poisson, 7).unwrap();
+        assert_eq!(a.starts, b.starts);
+        // 100,000 expected; a Poisson count's sd is ~316.
+        assert!((a.len() as i64 - 100_000).abs() < 2_000, "{}", a.len());
+        let c = Schedule::new(&p, Arrivals::Poisson, 8).unwrap();
+        assert_ne!(a.starts, c.starts);
+    }
+
+    #[test]
+    fn bad_phases_are_named() {
+        assert_eq!(
+            Schedule::new(&[], Arrivals::Uniform, 0).unwrap_err(),
+            PhaseError::Empty
+        );
+        let e = Schedule::new(
+            &[phase(1, 1.0, None), phase(1, 0.0, None)],
+            Arrivals::Uniform,
+            0,
+        );
+        assert_eq!(e.unwrap_err(), PhaseError::Rate(2));
+        let e = Schedule::new(&[phase(0, 1.0, None)], Arrivals::Uniform, 0);
+        assert_eq!(e.unwrap_err(), PhaseError::Duration(1));
+        let e = Schedule::new(&[phase(1000, 1e6, None)], Arrivals::Uniform, 0);
+        assert!(matches!(e.unwrap_err(), PhaseError::TooMany(..)));
+    }
+
+    proptest! {
+        #[test]
+        fn starts_are_ordered_within_their_phase_and_shares_partition(
+            secs in 1u64..5, rate in 0.5f64..500.0, max in proptest::option::of(0u64..300),
+            workers in 1usize..7, poisson: bool, seed: u64,
+        ) {
+            let how = if poisson { Arrivals::Poisson } else { Arrivals::Uniform };
+            let s = Schedule::new(&[phase(secs, rate, max), phase(1, rate, None)], how, seed).unwrap();
+            for i in 1..s.len() {
+                prop_assert!(s.start(i - 1) <= s.start(i));
+            }
+            for i in 0..s.len() {
+                let end = if s.phase_of(i) == 1 { Duration::from_secs(secs) } else { s.end() };
+                prop_assert!(s.start(i) < end);
+            }
+            if let Some(m) = max {
+                prop_assert!(s.len() as u64 <= m + (rate.ceil() as u64) * 3 + 16);
+            }
+            let mut all: Vec<usize> = (0..workers).flat_map(|w| s.share(w, workers)).collect();
+            all.sort_unstable();
+            prop_assert_eq!(all, (0..s.len()).collect::<Vec<_>>());
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! Per-interval time series of a session load: counters and HdrHistograms (connect,
+//! login, message round trip; nanoseconds, 3 significant digits) for each interval of the
+//! run, recorded by every generator worker and merged exactly by adding them.
+//!
+//! A worker keeps one [`Interval`] open (events are counted in the interval they complete
+//! in) and hands each closed one over as a [`Wire`] record (histograms V2-deflate
+//! serialized, base64), one JSON line; the parent adds the workers' records of an
+//! interval into one ([`Series`]), so the merged histogram of an interval is exactly the
+//! sum of the workers' (HdrHistogram addition loses nothing at equal precision).
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Why a session failed, as a user asks about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// The connection was refused (nothing listening, or the backlog overflowed).
+    Refused,
+    /// A step did not complete in time (connect, login, a message's answer).
+    Timeout,
+    /// The server refused the credentials.
+    Auth,
+    /// The server sent a stream error (or the client found the stream malformed).
+    StreamError,
+    /// The connection was reset or closed by the server mid-session.
+    Reset,
+    /// Anything else (local resource limits, I/O errors).
+    Other,
+}
+
+impl Cause {
+    pub const ALL: [Cause; 6] = [
+        Cause::Refused,
+        Cause::Timeout,
+        Cause::Auth,
+        Cause::StreamError,
+        Cause::Reset,
+        Cause::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Refused => "refused",
+            Cause::Timeout => "timeout",
+            Cause::Auth => "auth",
+            Cause::StreamError => "stream_error",
+            Cause::Reset => "reset",
+            Cause::Other => "other",
+        }
+    }
+
+    fn index(self) -> usize {
+        Cause::ALL.iter().position(|c| *c == self).unwrap_or(5)
+    }
+}
+
+/// The counters of one interval (or of a whole run, summed).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Counts {
+    /// Sessions started (at or after their intended start).
+    pub arrivals: u64,
+    /// TCP connections established.
+    pub connected: u64,
+    /// Sessions that completed their login (bound, with presence sent if scripted).
+    pub logged_in: u64,
+    /// Messages sent and received by the sessions.
+    pub sent: u64,
+    pub received: u64,
+    /// Sessions that left as their script said.
+    pub left: u64,
+    /// Failed sessions, by [`Cause`] (in [`Cause::ALL`]'s order).
+    pub failed: [u64; 6],
+    /// Change in sessions logged in and not yet gone during the interval.
+    pub active_delta: i64,
+}
+
+impl Counts {
+    pub fn failures(&self) -> u64 {
+        self.failed.iter().sum()
+    }
+
+    fn add(&mut self, o: &Counts) {
+        self.arrivals += o.arrivals;
+        self.connected += o.connected;
+        self.logged_in += o.logged_in;
+        self.sent += o.sent;
+        self.received += o.received;
+        self.left += o.left;
+        for (a, b) in self.failed.iter_mut().zip(o.failed) {
+            *a += b;
+        }
+        self.active_delta += o.active_delta;
+    }
+}
+
+/// Which latency a sample is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Latency {
+    /// From the session's intended start to its TCP connection.
+    Connect = 0,
+    /// From the intended start to the end of its login.
+    Login = 1,
+    /// From a message's intended send time to its answer (open-loop).
+    Message = 2,
+}
+
+pub const LATENCY_NAMES: [&str; 3] = ["connect", "login", "message"];
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::<u64>::new(3).unwrap_or_else(|_| unreachable!("3 digits is valid"))
+}
+
+/// One interval's counters and histograms.
+#[derive(Debug, Clone)]
+pub struct Interval {
+    /// Interval number from the run's start (0: the first `width`).
+    pub index: u64,
+    pub counts: Counts,
+    pub latency: [Histogram<u64>; 3],
+}
+
+impl Interval {
+    pub fn new(index: u64) -> Interval {
+        Interval {
+            index,
+            counts: Counts::default(),
+            latency: [new_histogram(), new_histogram(), new_histogram()],
+        }
+    }
+
+    pub fn record(&mut self, which: Latency, d: Duration) {
+        // `record` resizes the histogram; 1 ns floor (0 is outside its range).
+        let _ = self.latency[which as usize].record((d.as_nanos() as u64).max(1));
+    }
+
+    pub fn fail(&mut self, cause: Cause) {
+        self.counts.failed[cause.index()] += 1;
+    }
+
+    /// Adds another worker's record of the same interval (or any interval, for totals).
+    pub fn add(&mut self, o: &Interval) {
+        self.counts.add(&o.counts);
+        for (a, b) in self.latency.iter_mut().zip(&o.latency) {
+            // Both auto-resize, so addition cannot overflow the range.
+            let _ = a.add(b);
+        }
+    }
+
+    pub fn to_wire(&self) -> Wire {
+        let mut ser = V2DeflateSerializer::new();
+        let hist = self.latency.each_ref().map(|h| {
+            let mut buf = Vec::new();
+            let _ = ser.serialize(h, &mut buf);
+            B64.encode(&buf)
+        });
+        Wire {
+            index: self.index,
+            counts: self.counts.clone(),
+            hist,
+        }
+    }
+
+    pub fn from_wire(w: &Wire) -> Result<Interval, String> {
+        let mut de = Deserializer::new();
+        let mut latency = [new_histogram(), new_histogram(), new_histogram()];
+        for (h, text) in latency.iter_mut().zip(&w.hist) {
+            let bytes = B64
+                .decode(text)
+                .map_err(|e| format!("interval {}: histogram is not base64: {e}", w.index))?;
+            *h = de
+                .deserialize(&mut &bytes[..])
+                .map_err(|e| format!("interval {}: bad histogram: {e:?}", w.index))?;
+        }
+        Ok(Interval {
+            index: w.index,
+            counts: w.counts.clone(),
+            latency,
+        })
+    }
+}
+
+/// An interval as a worker reports it: one JSON line.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Wire {
+    pub index: u64,
+    pub counts: Counts,
+    /// connect, login, message: V2-deflate HdrHistograms in base64.
+    pub hist: [String; 3],
+}
+
+/// A worker's recorder: the open interval, closed ones handed out as time passes.
+#[derive(Debug)]
+pub struct Recorder {
+    width: Duration,
+    current: Interval,
+}
+
+impl Recorder {
+    pub fn new(width: Duration) -> Recorder {
+        Recorder {
+            width: width.max(Duration::from_millis(1)),
+            current: Interval::new(0),
+        }
+    }
+
+    /// The interval open at `since_start`, after closing any that ended before it
+    /// (`closed` gets each, empty ones included, so a quiet second shows as zero).
+    pub fn at(&mut self, since_start: Duration, mut closed: impl FnMut(Interval)) -> &mut Interval {
+        let index = (since_start.as_nanos() / self.width.as_nanos()) as u64;
+        while self.current.index < index {
+            let next = Interval::new(self.current.index + 1);
+            closed(std::mem::replace(&mut self.current, next));
+        }
+        &mut self.current
+    }
+
+    /// Closes the open interval (at the end of the run).
+    pub fn finish(self) -> Interval {
+        self.current
+    }
+}
+
+/// The merged series: every worker's intervals added up.
+#[derive(Debug, Default)]
+pub struct Series {
+    intervals: BTreeMap<u64, Interval>,
+}
+
+impl Series {
+    pub fn new() -> Series {
+        Series::default()
+    }
+
+    pub fn add(&mut self, i: &Interval) {
+        self.intervals
+            .entry(i.index)
+            .or_insert_with(|| Interval::new(i.index))
+            .add(i);
+    }
+
+    pub fn intervals(&self) -> impl Iterator<Item = &Interval> {
+        self.intervals.values()
+    }
+
+    /// Every interval summed.
+    pub fn totals(&self) -> Interval {
+        let mut t = Interval::new(0);
+        for i in self.intervals.values() {
+            t.add(i);
+        }
+        t
+    }
+
+    /// Sessions active at the end of each interval, and the most at any interval's end.
+    pub fn active(&self) -> Vec<(u64, i64)> {
+        let mut now = 0i64;
+        self.intervals
+            .values()
+            .map(|i| {
+                now += i.counts.active_delta;
+                (i.index, now)
+            })
+            .collect()
+    }
+
+    /// The CSV time series: one row per interval, counters and latency percentiles (ms).
+    pub fn csv(&self, width: Duration) -> String {
+        let mut s = String::from("seconds,active,arrivals,connected,logins,sent,received,left");
+        for c in Cause::ALL {
+            s.push_str(&format!(",failed_{}", c.name()));
+        }
+        for n in LATENCY_NAMES {
+            s.push_str(&format!(",{n}_p50_ms,{n}_p99_ms,{n}_max_ms"));
+        }
+        s.push('\n');
+        let active = self.active();
+        for (i, (_, act)) in self.intervals.values().zip(active) {
+            let c = &i.counts;
+            let end = (i.index + 1) as f64 * width.as_secs_f64();
+            s.push_str(&format!(
+                "{end},{act},{},{},{},{},{},{}",
+                c.arrivals, c.connected, c.logged_in, c.sent, c.received, c.left
+            ));
+            for f in c.failed {
+                s.push_str(&format!(",{f}"));
+            }
+            for h in &i.latency {
+                if h.is_empty() {
+                    s.push_str(",,,");
+                } else {
+                    let ms = |v: u64| v as f64 / 1e6;
+                    s.push_str(&format!(
+                        ",{},{},{}",
+                        ms(h.value_at_quantile(0.5)),
+                        ms(h.value_at_quantile(0.99)),
+                        ms(h.max())
+                    ));
+                }
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn recorder_closes_every_interval_up_to_now() {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        let mut closed = Vec::new();
+        r.at(Duration::from_millis(100), |i| closed.push(i))
+            .counts
+            .arrivals += 1;
+        r.at(Duration::from_millis(3500), |i| closed.push(i))
+            .counts
+            .arrivals += 2;
+        assert_eq!(
+            closed.iter().map(|i| i.index).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        assert_eq!(closed[0].counts.arrivals, 1);
+        assert_eq!(closed[1].counts.arrivals, 0);
+        let last = r.finish();
+        assert_eq!((last.index, last.counts.arrivals), (3, 2));
+    }
+
+    #[test]
+    fn csv_has_a_row_per_interval_and_running_active() {
+        let mut s = Series::new();
+        for k in 0..3 {
+            let mut i = Interval::new(k);
+            i.counts.active_delta = 10;
+            i.counts.logged_in = 10;
+            i.record(Latency::Login, Duration::from_millis(2));
+            s.add(&i);
+        }
+        let csv = s.csv(Duration::from_secs(1));
+        let rows: Vec<&str> = csv.lines().collect();
+        assert_eq!(rows.len(), 4);
+        assert!(rows[3].starts_with("3,30,0,0,10,"), "{}", rows[3]);
+        // p50 of one 2 ms sample, within HdrHistogram's 3 digits.
+        assert!(rows[1].contains(",2.00"), "{}", rows[1]);
+    }
+
+    proptest! {
+        /// Splitting samples over workers and merging their wire records gives exactly the
+        /// histogram and counts of recording them all in one place.
+        #[test]
+        fn merged_workers_equal_one_recorder(
+            samples in proptest::collection::vec((0u64..5, 1u64..10_000_000_000, 0usize..3), 0..400),
+            workers in 1usize..5,
+        ) {
+            let mut one = Series::new();
+            let mut merged = Series::new();
+            let mut per: Vec<BTreeMap<u64, Interval>> = vec![BTreeMap::new(); workers];
+            for (n, (index, ns, kind)) in samples.iter().enumerate() {
+                let which = [Latency::Connect, Latency::Login, Latency::Message][*kind];
+                let mut single = Interval::new(*index);
+                single.record(which, Duration::from_nanos(*ns));
+                single.counts.sent += 1;
+                one.add(&single);
+                per[n % workers].entry(*index).or_insert_with(|| Interval::new(*index)).add(&single);
+            }
+            for w in &per {
+                for i in w.values() {
+                    let back = Interval::from_wire(&serde_json::from_str(&serde_json::to_string(&i.to_wire()).unwrap()).unwrap()).unwrap();
+                    merged.add(&back);
+                }
+            }
+            for (a, b) in one.intervals().zip(merged.intervals()) {
+                prop_assert_eq!(a.index, b.index);
+                prop_assert_eq!(&a.counts, &b.counts);
+                for k in 0..3 {
+                    prop_assert_eq!(&a.latency[k], &b.latency[k]);
+                }
+            }
+            prop_assert_eq!(one.totals().latency[1].len(), merged.totals().latency[1].len());
+        }
+    }
+}
