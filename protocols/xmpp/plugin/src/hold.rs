@@ -270,7 +270,11 @@ const FIRST_SOURCE_PORT: u16 = 10_000;
 /// the kernel: its search for a free ephemeral port grows with the connections already
 /// open to the same server, and took a fifth of all CPU at 16k sessions
 /// (`__inet_hash_connect`, perf).
-fn connect(addr: SocketAddr, from: Option<IpAddr>, i: usize) -> std::io::Result<TcpStream> {
+pub(crate) fn connect(
+    addr: SocketAddr,
+    from: Option<IpAddr>,
+    i: usize,
+) -> std::io::Result<TcpStream> {
     let Some(ip) = from else {
         return TcpStream::connect(addr);
     };

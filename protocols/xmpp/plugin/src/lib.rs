@@ -18,6 +18,7 @@
 
 pub mod ejabberd;
 pub mod hold;
+pub mod load;
 pub mod peer;
 pub mod prosody;
 pub mod serve;

@@ -1,0 +1,523 @@
+//! Open-loop XMPP session load (study S4; issue #14): one mio event loop drives its share of
+//! a [`Schedule`] of sessions through a script (connect, authenticate, roster, initial
+//! presence, messages to a partner at a fixed interval, stay, leave), recording counters
+//! and latencies per interval in a [`Recorder`] (crate `wirebench-load`).
+//!
+//! Open-loop means every time is measured from when something was *meant* to happen:
+//! session `i` is meant to connect at `schedule.start(i)`, its `k`-th message is meant to
+//! leave at `start + first_message + k * message_every`. A server (or generator) that
+//! stalls makes the following sessions late, and their lateness is in the latencies, not
+//! hidden by arrivals slowing down (coordinated omission).
+//!
+//! Messages go to the session's partner (user 2k-1 and user 2k, the numbered accounts'
+//! neighbours, so contacts on the built-in server), which may run in another worker or
+//! process. The body carries the intended send time on `CLOCK_MONOTONIC`, which every
+//! process on the machine shares, so the receiver records the one-way latency.
+//!
+//! Loopback or lab addresses only ([`crate::hold::lab_address`]).
+
+use crate::hold::lab_address;
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use wirebench_load::{Cause, Interval, Latency, Recorder, Schedule};
+use wirebench_xmpp::{Client, ClientConfig, Event, Mechanism, TlsMode, XmppError};
+
+/// What every session does.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Script {
+    /// Server addresses; session `i` uses `addrs[i % len]`.
+    pub addrs: Vec<SocketAddr>,
+    pub domain: String,
+    /// Session `i` is user `first_user + i`, password `pass<N>`.
+    pub first_user: u64,
+    /// SASL mechanism (`Mechanism::name`, e.g. PLAIN or SCRAM-SHA-256).
+    pub mechanism: String,
+    pub roster: bool,
+    pub presence: bool,
+    /// How long a session stays after its intended start, then leaves.
+    pub stay: Duration,
+    /// Messages to the partner every this long (none if `None`), the first
+    /// `first_message` after the intended start, the last before `stay` ends.
+    pub message_every: Option<Duration>,
+    pub first_message: Duration,
+    /// A session not logged in this long after its intended start fails (timeout).
+    pub login_timeout: Duration,
+    /// Body bytes of each message (at least the timestamp, ~20 characters).
+    pub payload: usize,
+    /// Source addresses, used in turn; each gives ports 10000-32767 (22,768 sessions).
+    pub from: Vec<IpAddr>,
+}
+
+/// A session's life.
+enum Stage {
+    Connecting,
+    LoggingIn,
+    Established,
+    /// Stream closed by us; waiting for the server to close the connection.
+    Leaving,
+}
+
+struct Session {
+    /// Index in the schedule.
+    index: usize,
+    stream: TcpStream,
+    client: Client,
+    pending: Vec<u8>,
+    stage: Stage,
+    /// Messages sent so far (the next one's number).
+    sent: u64,
+}
+
+/// A timer: (due, monotonic ns) -> (slot, what).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Due {
+    LoginTimeout,
+    Message,
+    Leave,
+    /// A leaving session the server has not closed yet.
+    Drop,
+}
+
+/// How long a leaving session waits for the server to close its connection.
+const LEAVE_GRACE_NS: u64 = 5_000_000_000;
+
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we own; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// What one worker saw, besides its intervals.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct WorkerSummary {
+    pub sessions: u64,
+    /// Most sessions open at once in this worker.
+    pub peak_open: u64,
+    /// The first failure, in words.
+    pub first_error: Option<String>,
+}
+
+/// Which part of a run a worker plays.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub struct Part {
+    /// This worker's number, from 0, and how many share the schedule: it runs sessions
+    /// `worker, worker + workers, ...`.
+    pub worker: usize,
+    pub workers: usize,
+    /// The run's start, monotonic ns ([`monotonic_ns`]), the same for every worker.
+    pub t0: u64,
+    /// Width of the time series' intervals.
+    pub width: Duration,
+}
+
+/// Runs one worker's share of `schedule`. Every closed interval goes to `on_interval`, the
+/// last one too. Returns when every session has left or failed, or `stop` is set
+/// (sessions still open are then closed).
+pub fn run_worker(
+    schedule: &Schedule,
+    part: Part,
+    script: &Script,
+    stop: &AtomicBool,
+    mut on_interval: impl FnMut(Interval),
+) -> std::io::Result<WorkerSummary> {
+    let Part {
+        worker: w,
+        workers,
+        t0,
+        width,
+    } = part;
+    if !script.addrs.iter().all(|a| lab_address(a.ip()))
+        || !script.from.iter().all(|ip| lab_address(*ip))
+    {
+        return Err(std::io::Error::other(
+            "load: only loopback or lab (198.18.0.0/15) addresses",
+        ));
+    }
+    if Mechanism::from_name(&script.mechanism).is_none() {
+        return Err(std::io::Error::other(format!(
+            "load: unknown SASL mechanism {:?} (PLAIN, SCRAM-SHA-1 or SCRAM-SHA-256)",
+            script.mechanism
+        )));
+    }
+    if script.addrs.is_empty() {
+        return Err(std::io::Error::other("load: no server address"));
+    }
+    let mut poll = Poll::new()?;
+    let mut events = Events::with_capacity(1024);
+    let mut slots: Vec<Option<Session>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut timers: BinaryHeap<Reverse<(u64, usize, usize, Due)>> = BinaryHeap::new();
+    let mut rec = Recorder::new(width);
+    let mut mine = schedule.share(w, workers).peekable();
+    let mut summary = WorkerSummary::default();
+    let mut open = 0u64;
+    let mut buf = vec![0u8; 64 * 1024];
+    let since = |now: u64| Duration::from_nanos(now.saturating_sub(t0));
+    let intended = |i: usize| t0 + schedule.start(i).as_nanos() as u64;
+    let body_pad = "x".repeat(script.payload.saturating_sub(21));
+    // Sessions count towards `open` from connect to close.
+    loop {
+        let now = monotonic_ns();
+        let stopping = stop.load(Ordering::Relaxed);
+        // Start every session whose time has come.
+        while !stopping && mine.peek().is_some_and(|&i| intended(i) <= now) {
+            let i = mine.next().unwrap_or_default();
+            summary.sessions += 1;
+            let iv = rec.at(since(now), &mut on_interval);
+            iv.counts.arrivals += 1;
+            match open_session(i, script, &poll, &mut slots, &mut free) {
+                Ok(slot) => {
+                    open += 1;
+                    summary.peak_open = summary.peak_open.max(open);
+                    timers.push(Reverse((
+                        intended(i) + script.login_timeout.as_nanos() as u64,
+                        slot,
+                        i,
+                        Due::LoginTimeout,
+                    )));
+                }
+                Err((cause, e)) => {
+                    iv.fail(cause);
+                    summary.first_error.get_or_insert(e);
+                }
+            }
+        }
+        // Timers that are due.
+        while let Some(&Reverse((due, slot, i, what))) = timers.peek() {
+            if due > now {
+                break;
+            }
+            timers.pop();
+            // A timer outlives its session when the slot was reused: check the index.
+            let Some(s) = slots.get_mut(slot).and_then(|s| s.as_mut()) else {
+                continue;
+            };
+            if s.index != i {
+                continue;
+            }
+            let iv = rec.at(since(now), &mut on_interval);
+            let mut dropped = false;
+            match (what, &s.stage) {
+                (Due::LoginTimeout, Stage::Connecting | Stage::LoggingIn) => {
+                    iv.fail(Cause::Timeout);
+                    summary.first_error.get_or_insert_with(|| {
+                        format!(
+                            "user {}: not logged in within {:?} of its intended start",
+                            script.first_user + i as u64,
+                            script.login_timeout
+                        )
+                    });
+                    dropped = true;
+                }
+                // Messages are meant strictly before the session leaves.
+                (Due::Message, Stage::Established)
+                    if due < intended(i) + script.stay.as_nanos() as u64 =>
+                {
+                    let to = partner(i, schedule.len())
+                        .map(|p| format!("user{}@{}", script.first_user + p as u64, script.domain));
+                    if let Some(to) = to {
+                        let body = format!("{due} {body_pad}");
+                        let id = format!("m{}", s.sent);
+                        if s.client.send_message(&to, &body, &id).is_ok() {
+                            s.sent += 1;
+                            iv.counts.sent += 1;
+                            flush(s);
+                        }
+                        if let Some(every) = script.message_every {
+                            timers.push(Reverse((
+                                due + every.as_nanos() as u64,
+                                slot,
+                                i,
+                                Due::Message,
+                            )));
+                        }
+                    }
+                }
+                (Due::Leave, Stage::Established) => {
+                    s.client.close();
+                    flush(s);
+                    s.stage = Stage::Leaving;
+                    iv.counts.left += 1;
+                    iv.counts.active_delta -= 1;
+                    // The server closes the connection after our </stream:stream>; one
+                    // that does not is dropped after a grace period.
+                    timers.push(Reverse((now + LEAVE_GRACE_NS, slot, i, Due::Drop)));
+                }
+                (Due::Drop, Stage::Leaving) => dropped = true,
+                _ => {}
+            }
+            if dropped {
+                drop_session(&mut slots, &mut free, slot, &poll);
+                open -= 1;
+            }
+        }
+        if stopping || (mine.peek().is_none() && open == 0) {
+            break;
+        }
+        // Sleep until the next arrival, timer or interval boundary (1 s at most).
+        let next_arrival = mine.peek().map(|&i| intended(i));
+        let next_timer = timers.peek().map(|Reverse((d, ..))| *d);
+        let wake = [next_arrival, next_timer]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(now + 1_000_000_000)
+            .min(now + 1_000_000_000);
+        let timeout = Duration::from_nanos(wake.saturating_sub(monotonic_ns()));
+        match poll.poll(&mut events, Some(timeout)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        let now = monotonic_ns();
+        for ev in events.iter() {
+            let slot = ev.token().0;
+            let Some(s) = slots.get_mut(slot).and_then(|s| s.as_mut()) else {
+                continue;
+            };
+            let i = s.index;
+            let iv = rec.at(since(now), &mut on_interval);
+            let late = |now: u64| Duration::from_nanos(now.saturating_sub(intended(i)));
+            // Why the session ended, if it did: (cause to count, words for the first
+            // failure); `None` as the cause for a session that had already left.
+            let mut gone: Option<(Option<Cause>, String)> = None;
+            if matches!(s.stage, Stage::Connecting) && ev.is_writable() {
+                match s.stream.peer_addr() {
+                    Ok(_) => {
+                        iv.counts.connected += 1;
+                        iv.record(Latency::Connect, late(now));
+                        s.stage = Stage::LoggingIn;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotConnected => {
+                        let err = s.stream.take_error().ok().flatten();
+                        let refused = err
+                            .as_ref()
+                            .is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
+                        let cause = if refused {
+                            Cause::Refused
+                        } else {
+                            Cause::Other
+                        };
+                        let why = err.map_or("failed".into(), |e| e.to_string());
+                        gone = Some((Some(cause), format!("connect: {why}")));
+                    }
+                    Err(_) => {}
+                }
+            }
+            if gone.is_none() {
+                let (evs, error) = pump(s, &mut buf, ev.is_readable(), now);
+                for e in evs {
+                    match e {
+                        Event::SessionEstablished => {
+                            iv.counts.logged_in += 1;
+                            iv.counts.active_delta += 1;
+                            iv.record(Latency::Login, late(now));
+                            s.stage = Stage::Established;
+                            let start = intended(i);
+                            let leave = start + script.stay.as_nanos() as u64;
+                            timers.push(Reverse((leave, slot, i, Due::Leave)));
+                            if script.message_every.is_some()
+                                && partner(i, schedule.len()).is_some()
+                            {
+                                let first = start + script.first_message.as_nanos() as u64;
+                                timers.push(Reverse((first, slot, i, Due::Message)));
+                            }
+                        }
+                        Event::Message { body, .. } => {
+                            iv.counts.received += 1;
+                            let sent = body.split(' ').next().and_then(|t| t.parse::<u64>().ok());
+                            if let Some(sent) = sent {
+                                let d = Duration::from_nanos(now.saturating_sub(sent));
+                                iv.record(Latency::Message, d);
+                            }
+                        }
+                        Event::StreamError { condition, .. }
+                            if !matches!(s.stage, Stage::Leaving) =>
+                        {
+                            let why = format!("stream error <{condition}/>");
+                            gone = Some((Some(Cause::StreamError), why));
+                        }
+                        Event::Closed => {
+                            gone.get_or_insert_with(|| match (&s.stage, &error) {
+                                (Stage::Leaving, _) => (None, String::new()),
+                                (_, Some(XmppError::Auth(t))) => {
+                                    (Some(Cause::Auth), format!("authentication failed: {t}"))
+                                }
+                                (_, Some(e)) => (Some(Cause::StreamError), e.to_string()),
+                                (_, None) => (
+                                    Some(Cause::Reset),
+                                    "the server closed the connection".into(),
+                                ),
+                            });
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            if let Some((cause, why)) = gone {
+                if let Some(cause) = cause {
+                    if matches!(s.stage, Stage::Established) {
+                        iv.counts.active_delta -= 1;
+                    }
+                    iv.fail(cause);
+                    summary.first_error.get_or_insert_with(|| {
+                        format!("user {}: {why}", script.first_user + i as u64)
+                    });
+                }
+                drop_session(&mut slots, &mut free, slot, &poll);
+                open -= 1;
+            }
+        }
+    }
+    // Stopped early: close what is still open, counting the established as having left.
+    let now = monotonic_ns();
+    let iv = rec.at(since(now), &mut on_interval);
+    for slot in 0..slots.len() {
+        if let Some(s) = slots[slot].as_mut() {
+            if matches!(s.stage, Stage::Established) {
+                iv.counts.active_delta -= 1;
+                iv.counts.left += 1;
+            }
+            s.client.close();
+            flush(s);
+            drop_session(&mut slots, &mut free, slot, &poll);
+        }
+    }
+    on_interval(rec.finish());
+    Ok(summary)
+}
+
+/// Session `i`'s partner in the schedule (2k and 2k+1), if it exists.
+fn partner(i: usize, n: usize) -> Option<usize> {
+    let p = i ^ 1;
+    (p < n).then_some(p)
+}
+
+fn open_session(
+    i: usize,
+    script: &Script,
+    poll: &Poll,
+    slots: &mut Vec<Option<Session>>,
+    free: &mut Vec<usize>,
+) -> Result<usize, (Cause, String)> {
+    let addr = script.addrs[i % script.addrs.len()];
+    let from = (!script.from.is_empty()).then(|| {
+        let per = i / script.from.len();
+        (script.from[i % script.from.len()], per)
+    });
+    let (ip, port_index) = from.map_or((None, 0), |(ip, k)| (Some(ip), k));
+    let mut stream = crate::hold::connect(addr, ip, port_index).map_err(|e| {
+        let cause = match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => Cause::Refused,
+            _ => Cause::Other,
+        };
+        (cause, format!("connect to {addr}: {e}"))
+    })?;
+    let slot = free.pop().unwrap_or_else(|| {
+        slots.push(None);
+        slots.len() - 1
+    });
+    poll.registry()
+        .register(
+            &mut stream,
+            Token(slot),
+            Interest::READABLE | Interest::WRITABLE,
+        )
+        .map_err(|e| (Cause::Other, format!("register: {e}")))?;
+    let user = script.first_user + i as u64;
+    let mut cfg = ClientConfig::new(
+        &format!("user{user}@{}", script.domain),
+        &format!("pass{user}"),
+    );
+    cfg.tls = TlsMode::Never;
+    // Checked by run_worker before any session starts.
+    cfg.mechanisms = vec![Mechanism::from_name(&script.mechanism).unwrap_or(Mechanism::Plain)];
+    cfg.roster = script.roster;
+    cfg.initial_presence = script.presence;
+    cfg.max_stanza = 64 * 1024;
+    slots[slot] = Some(Session {
+        index: i,
+        stream,
+        client: Client::new(cfg, None, user),
+        pending: Vec::new(),
+        stage: Stage::Connecting,
+        sent: 0,
+    });
+    Ok(slot)
+}
+
+fn drop_session(slots: &mut [Option<Session>], free: &mut Vec<usize>, slot: usize, poll: &Poll) {
+    if let Some(mut s) = slots[slot].take() {
+        let _ = poll.registry().deregister(&mut s.stream);
+        free.push(slot);
+    }
+}
+
+/// Reads what arrived and writes what the engine has to say; returns its events and the
+/// error that ended the session, if one did.
+fn pump(
+    s: &mut Session,
+    buf: &mut [u8],
+    readable: bool,
+    now: u64,
+) -> (Vec<Event>, Option<XmppError>) {
+    let mut error = None;
+    if readable {
+        loop {
+            match s.stream.read(buf) {
+                Ok(0) => {
+                    if let Err(e) = s.client.handle_eof() {
+                        error.get_or_insert(e);
+                    }
+                    break;
+                }
+                Ok(k) => {
+                    if let Err(e) = s.client.handle_input(now, &buf[..k]) {
+                        error.get_or_insert(e);
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    let _ = s.client.handle_eof();
+                    break;
+                }
+            }
+        }
+    }
+    flush(s);
+    (
+        std::iter::from_fn(|| s.client.poll_event()).collect(),
+        error,
+    )
+}
+
+fn flush(s: &mut Session) {
+    if let Some(out) = s.client.poll_transmit() {
+        s.pending.extend_from_slice(&out);
+    }
+    while !s.pending.is_empty() {
+        match s.stream.write(&s.pending) {
+            Ok(0) => break,
+            Ok(k) => {
+                s.pending.drain(..k);
+            }
+            Err(_) => break,
+        }
+    }
+    if s.pending.capacity() > 4096 && s.pending.is_empty() {
+        s.pending = Vec::new();
+    }
+}
