@@ -6,5 +6,5 @@
 pub mod phase;
 pub mod series;
 
-pub use phase::{Arrivals, Phase, PhaseError, Schedule};
+pub use phase::{Arrivals, Phase, PhaseError, Schedule, parse_phases};
 pub use series::{Cause, Counts, Interval, Latency, Recorder, Series, Wire};

@@ -37,8 +37,10 @@ pub struct Phase {
 pub enum PhaseError {
     #[error("no arrival phase given")]
     Empty,
-    #[error("phase {0}: the arrival rate must be a positive number of sessions per second")]
+    #[error("phase {0}: the arrival rate must be a number of sessions per second, 0 or more")]
     Rate(usize),
+    #[error("the phases bring no session (every rate is 0, or every phase too short)")]
+    NoSession,
     #[error("phase {0}: the duration must be more than 0")]
     Duration(usize),
     #[error("the phases bring {0} sessions, more than the {1} a run may have")]
@@ -79,7 +81,7 @@ impl Schedule {
         let mut state = seed;
         let mut begin = 0u64;
         for (k, p) in phases.iter().enumerate() {
-            if !(p.rate.is_finite() && p.rate > 0.0) {
+            if !(p.rate.is_finite() && p.rate >= 0.0) {
                 return Err(PhaseError::Rate(k + 1));
             }
             if p.duration.is_zero() {
@@ -95,6 +97,11 @@ impl Schedule {
                 ));
             }
             phase_starts.push((starts.len(), Duration::from_nanos(begin)));
+            if p.rate == 0.0 {
+                // A hold phase: time passes, nobody arrives.
+                begin += len;
+                continue;
+            }
             let gap = 1e9 / p.rate;
             let mut t = 0f64;
             let mut n = 0u64;
@@ -118,6 +125,9 @@ impl Schedule {
                 n += 1;
             }
             begin += len;
+        }
+        if starts.is_empty() {
+            return Err(PhaseError::NoSession);
         }
         Ok(Schedule {
             starts,
@@ -155,11 +165,103 @@ impl Schedule {
         (w..self.starts.len()).step_by(workers.max(1))
     }
 
+    /// Most sessions alive at once if each stays `stay` from its intended start: the
+    /// largest number of intended starts within any window of `stay`.
+    pub fn peak(&self, stay: Duration) -> usize {
+        let stay = stay.as_nanos() as u64;
+        let mut first = 0;
+        let mut peak = 0;
+        for (i, &s) in self.starts.iter().enumerate() {
+            while self.starts[first] + stay <= s {
+                first += 1;
+            }
+            peak = peak.max(i + 1 - first);
+        }
+        peak
+    }
+
     /// Sessions that arrive in the first `d` of the run.
     pub fn arrived_by(&self, d: Duration) -> usize {
         let t = d.as_nanos() as u64;
         self.starts.partition_point(|&s| s <= t)
     }
+}
+
+/// Reads phases written `DURATION@RATE[:max=N]`, joined by `+`: `30s@1000/s+10m@0` is
+/// 30 s of 1,000 arrivals a second, then 10 minutes with none. RATE is sessions per
+/// second, or per minute or hour with `/min`, `/h`; `:max=N` caps the phase's arrivals
+/// (Tsung's `maxnumber`). Errors name the phase and what is wrong with it.
+pub fn parse_phases(text: &str) -> Result<Vec<Phase>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err("no phase: write DURATION@RATE, e.g. 30s@1000/s".into());
+    }
+    text.split('+')
+        .enumerate()
+        .map(|(k, p)| {
+            let p = p.trim();
+            let bad = |why: String| {
+                format!("phase {} ({p:?}): {why} (expected DURATION@RATE[:max=N], e.g. 30s@1000/s:max=20000)", k + 1)
+            };
+            let (d, rest) = p.split_once('@').ok_or_else(|| bad("no '@' between duration and rate".into()))?;
+            let duration = wirebench_duration(d.trim()).map_err(bad)?;
+            let (rate, max) = match rest.split_once(':') {
+                Some((r, m)) => {
+                    let n = m
+                        .trim()
+                        .strip_prefix("max=")
+                        .ok_or_else(|| bad(format!("unknown option {m:?}")))?;
+                    let n: u64 = n.trim().replace('_', "").parse().map_err(|_| bad(format!("max={n} is not a whole number")))?;
+                    (r, Some(n))
+                }
+                None => (rest, None),
+            };
+            let rate = rate.trim();
+            let (num, per) = match rate.split_once('/') {
+                Some((n, "s")) => (n, 1.0),
+                Some((n, "min")) => (n, 60.0),
+                Some((n, "h")) => (n, 3600.0),
+                Some((_, u)) => return Err(bad(format!("unknown rate unit /{u} (use /s, /min or /h)"))),
+                None => (rate, 1.0),
+            };
+            let n: f64 = num.trim().parse().map_err(|_| bad(format!("rate {num:?} is not a number")))?;
+            if !(n.is_finite() && n >= 0.0) {
+                return Err(bad(format!("rate {num} must be 0 or more")));
+            }
+            Ok(Phase {
+                duration,
+                rate: n / per,
+                max_users: max,
+            })
+        })
+        .collect()
+}
+
+/// Durations as the rest of wirebench writes them: `500ms`, `30s`, `10m`, `1h`, `1.5s`.
+fn wirebench_duration(s: &str) -> Result<Duration, String> {
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: f64 = n
+        .parse()
+        .map_err(|_| format!("duration {s:?} is not a number with a unit"))?;
+    let secs = match unit {
+        "ms" => n / 1e3,
+        "s" => n,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        "" => return Err(format!("duration {s:?} needs a unit (ms, s, m, h)")),
+        u => {
+            return Err(format!(
+                "unknown duration unit {u:?} in {s:?} (ms, s, m, h)"
+            ));
+        }
+    };
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("duration {s:?} must be more than 0"));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 #[cfg(test)]
@@ -214,7 +316,7 @@ mod tests {
             PhaseError::Empty
         );
         let e = Schedule::new(
-            &[phase(1, 1.0, None), phase(1, 0.0, None)],
+            &[phase(1, 1.0, None), phase(1, -1.0, None)],
             Arrivals::Uniform,
             0,
         );
@@ -225,7 +327,52 @@ mod tests {
         assert!(matches!(e.unwrap_err(), PhaseError::TooMany(..)));
     }
 
+    #[test]
+    fn phases_parse_and_errors_name_the_phase() {
+        let p = parse_phases("30s@1000/s + 10m@0+1h@60/min:max=50").unwrap();
+        assert_eq!(p.len(), 3);
+        assert_eq!(p[0], phase(30, 1000.0, None));
+        assert_eq!(p[1].duration, Duration::from_secs(600));
+        assert_eq!(p[1].rate, 0.0);
+        assert_eq!(p[2], phase(3600, 1.0, Some(50)));
+        for (bad, needle) in [
+            ("", "no phase"),
+            ("30s", "phase 1"),
+            ("30s@10/s+5@1", "phase 2"),
+            ("30s@10/d", "/d"),
+            ("30s@ten", "not a number"),
+            ("30s@10:maxi=3", "unknown option"),
+            ("0s@10", "more than 0"),
+        ] {
+            let e = parse_phases(bad).unwrap_err();
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn hold_phases_bring_nobody_and_peak_counts_overlap() {
+        let s = Schedule::new(
+            &[phase(2, 10.0, None), phase(5, 0.0, None)],
+            Arrivals::Uniform,
+            0,
+        )
+        .unwrap();
+        assert_eq!(s.len(), 20);
+        assert_eq!(s.end(), Duration::from_secs(7));
+        assert_eq!(s.peak(Duration::from_secs(10)), 20);
+        assert_eq!(s.peak(Duration::from_millis(250)), 3);
+        assert_eq!(
+            Schedule::new(&[phase(1, 0.0, None)], Arrivals::Uniform, 0).unwrap_err(),
+            PhaseError::NoSession
+        );
+    }
+
     proptest! {
+        #[test]
+        fn any_text_parses_or_is_refused_without_panicking(t in ".{0,40}") {
+            let _ = parse_phases(&t);
+        }
+
         #[test]
         fn starts_are_ordered_within_their_phase_and_shares_partition(
             secs in 1u64..5, rate in 0.5f64..500.0, max in proptest::option::of(0u64..300),

@@ -28,6 +28,9 @@ pub enum Workload {
         count: Option<u64>,
         duration: Option<Duration>,
     },
+    /// Many sessions arriving open-loop in phases, each running a script; the protocol
+    /// reads the phases and the script from its own parameters (`load.*`).
+    Load,
 }
 
 impl Workload {
@@ -36,6 +39,7 @@ impl Workload {
         match self {
             Workload::PingPong { rounds, .. } => *rounds,
             Workload::Stream { count, .. } => count.unwrap_or(0),
+            Workload::Load => 0,
         }
     }
 
@@ -47,7 +51,7 @@ impl Workload {
     pub fn think(&self) -> Duration {
         match self {
             Workload::PingPong { think, .. } => *think,
-            Workload::Stream { .. } => Duration::ZERO,
+            Workload::Stream { .. } | Workload::Load => Duration::ZERO,
         }
     }
 }
@@ -81,6 +85,7 @@ impl Case {
     /// The workload and its parameters.
     pub fn workload_params(&self) -> Workload {
         match self.workload() {
+            "load" => Workload::Load,
             "stream" => Workload::Stream {
                 count: self.get("count").and_then(Value::as_count),
                 duration: self.get("duration").and_then(Value::as_duration),

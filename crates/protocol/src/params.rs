@@ -8,7 +8,8 @@ use wirebench_link::LinkSpec;
 use wirebench_model::param::ValueError;
 use wirebench_model::{Kind, ParamValue, Value};
 
-pub const WORKLOADS: &[&str] = &["pingpong", "stream"];
+/// Every workload; a protocol offers some of them ([`crate::Protocol::workloads`]).
+pub const WORKLOADS: &[&str] = &["pingpong", "stream", "load"];
 pub const ON_OFF: &[&str] = &["on", "off"];
 
 /// A stream case with neither `count` nor `duration`, of a protocol without its own
@@ -48,7 +49,7 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(WORKLOADS),
         default: "pingpong",
         workloads: WORKLOADS,
-        help: "pingpong (latency, one message in flight) or stream (throughput)",
+        help: "pingpong (latency, one message in flight), stream (throughput) or load (many sessions arriving open-loop in phases, as Tsung does: xmpp only)",
         words: "workload",
     },
     ParamSpec {

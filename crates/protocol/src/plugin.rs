@@ -18,6 +18,18 @@ pub trait Protocol: Sync {
     fn name(&self) -> &'static str;
     /// One line for `wirebench protocols`.
     fn summary(&self) -> &'static str;
+    /// The workloads it can run ([`crate::params::WORKLOADS`] names); the runner refuses
+    /// a case of any other before anything starts.
+    fn workloads(&self) -> &'static [&'static str] {
+        &["pingpong", "stream"]
+    }
+
+    /// Its own estimate of one run of `case`, seconds, when the shared estimator cannot
+    /// make one (a load's phases and script are the protocol's parameters).
+    fn estimate_secs(&self, _case: &Case) -> Option<f64> {
+        None
+    }
+
     /// Parameters only this protocol reads, with the workloads they apply to. A case of
     /// another protocol drops them, as a case drops parameters of other workloads.
     fn params(&self) -> &'static [ParamSpec] {

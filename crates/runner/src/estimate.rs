@@ -261,6 +261,17 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
         .and_then(Value::as_duration)
         .unwrap_or_default()
         .as_secs_f64();
+    if let Some(secs) = crate::registry::of(case).estimate_secs(case) {
+        return CaseEstimate {
+            index: case.index,
+            secs,
+            fixed: secs,
+            knob: Knob::Duration { secs: 0.0 },
+            payload_share: 0.0,
+            think_share: 0.0,
+            packets: Vec::new(),
+        };
+    }
     let stream = case.workload() == "stream";
     let echo = crate::registry::of(case).stream_echoes(case);
     let duration = case

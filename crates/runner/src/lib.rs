@@ -73,6 +73,34 @@ pub fn plan(scenario: &Scenario) -> Vec<Case> {
     cases
 }
 
+/// Refuses a plan with a case whose protocol does not offer its workload (raw has no
+/// `load`), naming the protocols that do.
+pub fn check_workloads(cases: &[Case]) -> Result<(), RunError> {
+    for c in cases {
+        let p = registry::of(c);
+        let w = c.workload();
+        if !p.workloads().contains(&w) {
+            let offer: Vec<&str> = registry::REGISTRY
+                .iter()
+                .filter(|q| q.workloads().contains(&w))
+                .map(|q| q.name())
+                .collect();
+            return Err(RunError::Usage(format!(
+                "case {}: protocol {} has no {w} workload (it offers {}); {w} is offered by {}",
+                c.index,
+                p.name(),
+                p.workloads().join(", "),
+                if offer.is_empty() {
+                    "no protocol yet".to_string()
+                } else {
+                    offer.join(", ")
+                }
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The parameters whose value differs between the planned cases, in order of first
 /// appearance: what a progress line must show to tell the cases apart, also when
 /// `[[part]]`s or link parameters make them differ. Absent counts as a value, except
@@ -238,6 +266,7 @@ pub fn run(
         ..opts.clone()
     };
     let cases = plan(scenario);
+    check_workloads(&cases)?;
     let links = case_links(&cases)?;
     // Hosts-file entries of every protocol in the plan that places named servers.
     let mut hosts: Vec<(std::net::IpAddr, &str)> = Vec::new();

@@ -62,8 +62,9 @@ pub fn check(
     let limit_secs = parse_duration(max_case_time)
         .map_err(|e| RunError::Usage(format!("--max-case-time: {e}")))?
         .as_secs_f64();
-    let est = estimate::estimate(scenario)?;
     let cases = crate::plan(scenario);
+    crate::check_workloads(&cases)?;
+    let est = estimate::estimate(scenario)?;
     let long = est
         .cases
         .iter()

@@ -119,6 +119,10 @@ fn run_case(
             Ok(out)
         }
         Workload::PingPong { .. } => pingpong::run(ctl, &PingPong::from_case(case, seed)?, ctx),
+        // Refused by the runner before the run starts (raw offers no sessions).
+        Workload::Load => Err(WorkloadError::Environment(
+            "raw has no load workload (xmpp has)".into(),
+        )),
     }
 }
 
