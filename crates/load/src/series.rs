@@ -84,6 +84,11 @@ impl Counts {
         self.failed.iter().sum()
     }
 
+    /// Failures of one cause.
+    pub fn failures_of(&self, cause: Cause) -> u64 {
+        self.failed[cause.index()]
+    }
+
     fn add(&mut self, o: &Counts) {
         self.arrivals += o.arrivals;
         self.connected += o.connected;

@@ -92,6 +92,8 @@ pub fn human(value: f64, unit: &str) -> String {
             }
         }
         "ratio" => format!("{}%", sig3(value * 100.0)),
+        // Events per second: "293/s", "12.5k/s".
+        "1/s" => format!("{}/s", human(value, "count")),
         "" => sig3(value),
         other => format!("{} {other}", sig3(value)),
     }

@@ -23,6 +23,12 @@ const HEADLINE: &[(&str, &str)] = &[
     ("rtt.max", "max"),
     ("throughput.bits_per_s", "throughput"),
     ("throughput.messages_per_s", "messages/s"),
+    ("load.logged_in", "logged in"),
+    ("load.failed", "failed"),
+    ("load.peak_active", "peak sessions"),
+    ("load.logins_per_s.max", "logins/s"),
+    ("load.login.p99", "login p99"),
+    ("load.message.p99", "message p99"),
 ];
 
 /// Metric columns given up when the table is too wide, first to go first. The median is
@@ -30,6 +36,8 @@ const HEADLINE: &[(&str, &str)] = &[
 /// connection time are the least read. What stays is the first and stable round trip
 /// and the throughput, the figures the studies compare.
 const DROP_ORDER: &[&str] = &[
+    "load.logins_per_s.max",
+    "load.peak_active",
     "rtt.p50",
     "rtt.max",
     "connect.time",

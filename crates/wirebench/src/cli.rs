@@ -62,6 +62,9 @@ pub enum Command {
         #[arg(long)]
         index: usize,
     },
+    /// One generator process of an XMPP load case (started by `run`, not by hand).
+    #[command(hide = true, name = "xmpp-load-worker")]
+    XmppLoadWorker,
     /// List the built-in scenarios.
     Scenarios,
     /// List the protocols, with the workloads and parameters each one uses.

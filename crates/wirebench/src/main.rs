@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(*args),
         Command::Serve(args) => serve(args),
         Command::XmppWorker { index } => xmpp_worker(index),
+        Command::XmppLoadWorker => xmpp_load_worker(),
         Command::Shell(args) => shell(args),
         Command::Lab { command } => lab(command),
         Command::Report { dir } => report(&dir),
@@ -200,6 +201,18 @@ fn xmpp_progress(stats: Arc<wirebench_plugin_xmpp::serve::ServerStats>, stop: Ar
             }
         }
     });
+}
+
+/// A generator process of an XMPP load case: runs its part until done or SIGTERM.
+fn xmpp_load_worker() -> Result<ExitCode> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    // The parent sends SIGTERM (Ctrl-C reaches the whole group): close the sessions,
+    // report what was measured, exit.
+    ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst))
+        .context("cannot install the signal handler")?;
+    wirebench_plugin_xmpp::load_case::worker_main(&stop).context("XMPP load generator")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A worker process of `serve --xmpp`: serves until its parent stops it.

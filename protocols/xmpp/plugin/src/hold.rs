@@ -266,10 +266,16 @@ pub fn hold(o: &HoldOpts, ready: impl FnOnce(&HoldReport)) -> std::io::Result<Ho
 const FIRST_SOURCE_PORT: u16 = 10_000;
 
 /// Connects session `i` to `addr`, from `from` if given. With a source address the source
-/// port is chosen here (`FIRST_SOURCE_PORT + i`, then upwards past ports in use), not by
-/// the kernel: its search for a free ephemeral port grows with the connections already
-/// open to the same server, and took a fifth of all CPU at 16k sessions
-/// (`__inet_hash_connect`, perf).
+/// port is chosen here (`FIRST_SOURCE_PORT + i`, wrapping around within
+/// FIRST_SOURCE_PORT..32767), not by the kernel: its search for a free ephemeral port
+/// grows with the connections already open to the same server, and took a fifth of all
+/// CPU at 16k sessions (`__inet_hash_connect`, perf).
+///
+/// `SO_REUSEADDR` lets the bind take a port whose last connection is in TIME_WAIT here
+/// (sessions closed from this side, or by an earlier run): without it every bind walked
+/// past thousands of such ports and a load spent nine tenths of its CPU in `bind()`. The
+/// kernel still refuses a connect that would repeat a live connection's addresses
+/// (EADDRNOTAVAIL), and then the next port is tried.
 pub(crate) fn connect(
     addr: SocketAddr,
     from: Option<IpAddr>,
@@ -279,28 +285,30 @@ pub(crate) fn connect(
         return TcpStream::connect(addr);
     };
     use socket2::{Domain, Socket, Type};
-    let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
-    s.set_nonblocking(true)?;
-    let mut port = FIRST_SOURCE_PORT as usize + i;
-    loop {
-        let p = u16::try_from(port)
-            .ok()
-            .filter(|p| *p < 32_768)
-            .ok_or_else(|| {
-                std::io::Error::other(format!("no source port left on {ip} below 32768"))
-            })?;
+    let range = 32_768 - FIRST_SOURCE_PORT as usize;
+    // A few ports at most: a port is only busy if a session that used it is still open.
+    for k in 0..64 {
+        let p = FIRST_SOURCE_PORT + ((i + k) % range) as u16;
+        let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+        s.set_nonblocking(true)?;
+        s.set_reuse_address(true)?;
         match s.bind(&SocketAddr::new(ip, p).into()) {
-            Ok(()) => break,
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => port += 1,
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
             Err(e) => return Err(e),
         }
+        match s.connect(&addr.into()) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => continue,
+            Err(e) => return Err(e),
+        }
+        return Ok(TcpStream::from_std(s.into()));
     }
-    match s.connect(&addr.into()) {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-        Err(e) => return Err(e),
-    }
-    Ok(TcpStream::from_std(s.into()))
+    Err(std::io::Error::other(format!(
+        "no free source port on {ip} near {} (64 tried)",
+        FIRST_SOURCE_PORT as usize + i % range
+    )))
 }
 
 /// Reads what arrived for session `s` and writes what it has to say; returns its events.

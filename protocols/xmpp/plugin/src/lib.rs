@@ -19,6 +19,7 @@
 pub mod ejabberd;
 pub mod hold;
 pub mod load;
+pub mod load_case;
 pub mod peer;
 pub mod prosody;
 pub mod serve;
@@ -40,6 +41,10 @@ pub const S2S: &[&str] = &["standard", "x2x", "x2x-tfo"];
 
 /// Server set-ups.
 pub const SERVERS: &[&str] = &["builtin", "prosody", "ejabberd"];
+
+/// The plugin's parameters: the server set-up's below, then the load workload's.
+static ALL_PARAMS: std::sync::LazyLock<Vec<ParamSpec>> =
+    std::sync::LazyLock::new(|| PARAMS.iter().chain(load_case::PARAMS).copied().collect());
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -107,7 +112,17 @@ impl Protocol for Xmpp {
     }
 
     fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+        &ALL_PARAMS
+    }
+
+    fn workloads(&self) -> &'static [&'static str] {
+        &["pingpong", "stream", "load"]
+    }
+
+    fn estimate_secs(&self, case: &Case) -> Option<f64> {
+        (case.workload() == "load")
+            .then(|| load_case::estimate_secs(case))
+            .flatten()
     }
 
     fn lab_hosts(&self, case: &Case) -> Option<&'static [(Ipv4Addr, &'static str)]> {
@@ -144,6 +159,9 @@ impl Protocol for Xmpp {
         _link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
+        if case.workload() == "load" {
+            return load_case::run(env, case, repeat, ctx);
+        }
         match real_server(case) {
             Some(server) => run_real(env, case, repeat, ctx, server),
             None => run_builtin(env, case, ctx),

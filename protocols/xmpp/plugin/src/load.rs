@@ -50,7 +50,8 @@ pub struct Script {
     pub login_timeout: Duration,
     /// Body bytes of each message (at least the timestamp, ~20 characters).
     pub payload: usize,
-    /// Source addresses, used in turn; each gives ports 10000-32767 (22,768 sessions).
+    /// Source addresses, used in turn; each gives ports 10000-32767 (22,768 sessions at
+    /// once). The ports are chosen per worker: two workers must not share an address.
     pub from: Vec<IpAddr>,
 }
 
@@ -173,10 +174,11 @@ pub fn run_worker(
         // Start every session whose time has come.
         while !stopping && mine.peek().is_some_and(|&i| intended(i) <= now) {
             let i = mine.next().unwrap_or_default();
+            let opened = summary.sessions as usize;
             summary.sessions += 1;
             let iv = rec.at(since(now), &mut on_interval);
             iv.counts.arrivals += 1;
-            match open_session(i, script, &poll, &mut slots, &mut free) {
+            match open_session(i, opened, script, &poll, &mut slots, &mut free) {
                 Ok(slot) => {
                     open += 1;
                     summary.peak_open = summary.peak_open.max(open);
@@ -316,7 +318,13 @@ pub fn run_worker(
                 }
             }
             if gone.is_none() {
-                let (evs, error) = pump(s, &mut buf, ev.is_readable(), now);
+                let (evs, error, eof) = pump(s, &mut buf, ev.is_readable(), now);
+                // A leaving session is dropped once the server has closed the connection,
+                // not when its closing tag arrives: closing first would leave this side's
+                // port in TIME_WAIT.
+                if eof && matches!(s.stage, Stage::Leaving) {
+                    gone = Some((None, String::new()));
+                }
                 for e in evs {
                     match e {
                         Event::SessionEstablished => {
@@ -348,14 +356,13 @@ pub fn run_worker(
                             let why = format!("stream error <{condition}/>");
                             gone = Some((Some(Cause::StreamError), why));
                         }
-                        Event::Closed => {
-                            gone.get_or_insert_with(|| match (&s.stage, &error) {
-                                (Stage::Leaving, _) => (None, String::new()),
-                                (_, Some(XmppError::Auth(t))) => {
+                        Event::Closed if !matches!(s.stage, Stage::Leaving) => {
+                            gone.get_or_insert_with(|| match &error {
+                                Some(XmppError::Auth(t)) => {
                                     (Some(Cause::Auth), format!("authentication failed: {t}"))
                                 }
-                                (_, Some(e)) => (Some(Cause::StreamError), e.to_string()),
-                                (_, None) => (
+                                Some(e) => (Some(Cause::StreamError), e.to_string()),
+                                None => (
                                     Some(Cause::Reset),
                                     "the server closed the connection".into(),
                                 ),
@@ -404,8 +411,11 @@ fn partner(i: usize, n: usize) -> Option<usize> {
     (p < n).then_some(p)
 }
 
+/// Opens session `i` of the schedule, this worker's `nth` (which picks its source address
+/// and port).
 fn open_session(
     i: usize,
+    nth: usize,
     script: &Script,
     poll: &Poll,
     slots: &mut Vec<Option<Session>>,
@@ -413,8 +423,8 @@ fn open_session(
 ) -> Result<usize, (Cause, String)> {
     let addr = script.addrs[i % script.addrs.len()];
     let from = (!script.from.is_empty()).then(|| {
-        let per = i / script.from.len();
-        (script.from[i % script.from.len()], per)
+        let per = nth / script.from.len();
+        (script.from[nth % script.from.len()], per)
     });
     let (ip, port_index) = from.map_or((None, 0), |(ip, k)| (Some(ip), k));
     let mut stream = crate::hold::connect(addr, ip, port_index).map_err(|e| {
@@ -445,7 +455,8 @@ fn open_session(
     cfg.mechanisms = vec![Mechanism::from_name(&script.mechanism).unwrap_or(Mechanism::Plain)];
     cfg.roster = script.roster;
     cfg.initial_presence = script.presence;
-    cfg.max_stanza = 64 * 1024;
+    // Messages of the case's payload must fit, with the stanza around them.
+    cfg.max_stanza = (64 * 1024).max(script.payload + 4096);
     slots[slot] = Some(Session {
         index: i,
         stream,
@@ -464,19 +475,21 @@ fn drop_session(slots: &mut [Option<Session>], free: &mut Vec<usize>, slot: usiz
     }
 }
 
-/// Reads what arrived and writes what the engine has to say; returns its events and the
-/// error that ended the session, if one did.
+/// Reads what arrived and writes what the engine has to say; returns its events, the
+/// error that ended the session if one did, and whether the server closed the connection.
 fn pump(
     s: &mut Session,
     buf: &mut [u8],
     readable: bool,
     now: u64,
-) -> (Vec<Event>, Option<XmppError>) {
+) -> (Vec<Event>, Option<XmppError>, bool) {
     let mut error = None;
+    let mut eof = false;
     if readable {
         loop {
             match s.stream.read(buf) {
                 Ok(0) => {
+                    eof = true;
                     if let Err(e) = s.client.handle_eof() {
                         error.get_or_insert(e);
                     }
@@ -491,6 +504,7 @@ fn pump(
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => {
+                    eof = true;
                     let _ = s.client.handle_eof();
                     break;
                 }
@@ -501,6 +515,7 @@ fn pump(
     (
         std::iter::from_fn(|| s.client.poll_event()).collect(),
         error,
+        eof,
     )
 }
 

@@ -41,13 +41,16 @@ fn two_workers_share_a_schedule_and_their_series_merge_exactly() {
         first_message: Duration::from_secs(3),
         login_timeout: Duration::from_secs(10),
         payload: 32,
-        from: vec!["127.0.0.1".parse().unwrap()],
+        from: Vec::new(),
     };
     let t0 = monotonic_ns() + 100_000_000;
     let stop = Arc::new(AtomicBool::new(false));
     let workers: Vec<_> = (0..2)
         .map(|w| {
-            let (schedule, script, stop) = (schedule.clone(), script.clone(), stop.clone());
+            let (schedule, mut script, stop) = (schedule.clone(), script.clone(), stop.clone());
+            // Each generator its own source address, as the load case gives them: the
+            // source ports are chosen per generator.
+            script.from = vec![format!("127.0.2.{}", w + 1).parse().unwrap()];
             std::thread::spawn(move || {
                 let mut mine: Vec<Interval> = Vec::new();
                 let part = Part {

@@ -1,0 +1,507 @@
+//! The `load` workload of `--protocol xmpp` (study S4, issue #14): sessions arriving in
+//! Tsung-style phases against a built-in server started for the case, each running the
+//! script of [`crate::load`], with the per-interval time series written beside the
+//! records and the totals as the case's metrics.
+//!
+//! Layout: one generator thread inside wirebench while the peak of concurrent sessions
+//! fits beside the server in one process's open files; beyond that the server runs worker
+//! processes and the generator too (`EXE xmpp-load-worker`, each at most
+//! [`PER_GENERATOR`] sessions, each from its own 127.0.x.y source address). A generator
+//! process gets its part on stdin as JSON and sends its closed intervals back on stdout,
+//! one JSON line each; the parent adds them up, so the merged histograms are exact.
+
+use crate::load::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
+use crate::serve;
+use std::io::{self, BufRead, Write};
+use std::net::{IpAddr, Ipv4Addr};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wirebench_load::{Arrivals, Cause, Interval, Phase, Schedule, Series, Wire};
+use wirebench_model::{Kind, Value};
+use wirebench_protocol::params::{ON_OFF, ParamSpec};
+use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
+
+/// The subcommand a generator process runs as; `wirebench` routes it to [`worker_main`].
+pub const WORKER_COMMAND: &str = "xmpp-load-worker";
+
+/// Sessions one generator process holds at most (open files are capped at 20,000 per
+/// process here; each session is one socket).
+pub const PER_GENERATOR: usize = 15_000;
+
+/// Up to this peak everything runs inside wirebench: the server's sessions and the
+/// generator's share one process's open files.
+pub const IN_PROCESS: usize = 8_000;
+
+const LOAD: &[&str] = &["load"];
+
+fn check_phases(s: &str) -> Result<(), String> {
+    let phases = wirebench_load::parse_phases(s)?;
+    Schedule::new(&phases, Arrivals::Uniform, 0)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "load.phases",
+        kind: Kind::Custom {
+            what: "arrival phases",
+            check: check_phases,
+        },
+        default: "5s@200/s",
+        workloads: LOAD,
+        help: "arrival phases, DURATION@RATE[:max=N] joined by +, e.g. 30s@1000/s+10m@0 (Tsung's arrivalphase: sessions per second, at most N; rate 0 holds)",
+        words: "arrival phases",
+    },
+    ParamSpec {
+        name: "load.arrivals",
+        kind: Kind::Choice(&["poisson", "uniform"]),
+        default: "poisson",
+        workloads: LOAD,
+        help: "gaps between arrivals: poisson (exponential, as Tsung) or uniform",
+        words: "arrivals",
+    },
+    ParamSpec {
+        name: "load.stay",
+        kind: Kind::Duration,
+        default: "10s",
+        workloads: LOAD,
+        help: "how long each session stays, from its intended start, before it leaves",
+        words: "session stay",
+    },
+    ParamSpec {
+        name: "load.every",
+        kind: Kind::Duration,
+        default: "1s",
+        workloads: LOAD,
+        help: "each session sends its partner (user 2k-1 <-> 2k) a message this often until it leaves (0: no messages)",
+        words: "message interval",
+    },
+    ParamSpec {
+        name: "load.think",
+        kind: Kind::Duration,
+        default: "2s",
+        workloads: LOAD,
+        help: "think time before the first message: it is meant this long after the session's intended start",
+        words: "first message",
+    },
+    ParamSpec {
+        name: "load.mech",
+        kind: Kind::Choice(&["PLAIN", "SCRAM-SHA-1", "SCRAM-SHA-256"]),
+        default: "PLAIN",
+        workloads: LOAD,
+        help: "SASL mechanism of every session",
+        words: "SASL mechanism",
+    },
+    ParamSpec {
+        name: "load.roster",
+        kind: Kind::Choice(ON_OFF),
+        default: "on",
+        workloads: LOAD,
+        help: "fetch the roster after binding",
+        words: "roster get",
+    },
+    ParamSpec {
+        name: "load.presence",
+        kind: Kind::Choice(ON_OFF),
+        default: "on",
+        workloads: LOAD,
+        help: "send initial presence (the server fans it out to online contacts)",
+        words: "initial presence",
+    },
+    ParamSpec {
+        name: "load.interval",
+        kind: Kind::Duration,
+        default: "1s",
+        workloads: LOAD,
+        help: "width of the time series' intervals (the .load.csv file)",
+        words: "interval",
+    },
+    ParamSpec {
+        name: "load.timeout",
+        kind: Kind::Duration,
+        default: "30s",
+        workloads: LOAD,
+        help: "a session not logged in this long after its intended start fails (timeout)",
+        words: "login timeout",
+    },
+];
+
+/// A load case's settings, read from the case.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct LoadSpec {
+    pub phases: Vec<Phase>,
+    pub arrivals: Arrivals,
+    pub seed: u64,
+    pub script: Script,
+    pub width: Duration,
+}
+
+impl LoadSpec {
+    pub fn from_case(case: &Case, seed: u64) -> Result<LoadSpec, WorkloadError> {
+        let dur = |n: &str, d: u64| {
+            case.get(n)
+                .and_then(Value::as_duration)
+                .unwrap_or(Duration::from_secs(d))
+        };
+        let word = |n: &str, d: &'static str| case.word(n).unwrap_or(d).to_string();
+        let phases = wirebench_load::parse_phases(&word("load.phases", "5s@200/s"))
+            .map_err(|e| WorkloadError::Input(format!("load.phases: {e}")))?;
+        let every = dur("load.every", 1);
+        Ok(LoadSpec {
+            phases,
+            arrivals: if word("load.arrivals", "poisson") == "uniform" {
+                Arrivals::Uniform
+            } else {
+                Arrivals::Poisson
+            },
+            seed,
+            script: Script {
+                addrs: Vec::new(),
+                domain: DOMAIN.into(),
+                first_user: 1,
+                mechanism: word("load.mech", "PLAIN"),
+                roster: word("load.roster", "on") == "on",
+                presence: word("load.presence", "on") == "on",
+                stay: dur("load.stay", 10),
+                message_every: (!every.is_zero()).then_some(every),
+                first_message: dur("load.think", 2),
+                login_timeout: dur("load.timeout", 30),
+                payload: case.payload() as usize,
+                from: Vec::new(),
+            },
+            width: dur("load.interval", 1).max(Duration::from_millis(10)),
+        })
+    }
+
+    pub fn schedule(&self) -> Result<Schedule, WorkloadError> {
+        Schedule::new(&self.phases, self.arrivals, self.seed)
+            .map_err(|e| WorkloadError::Input(format!("load.phases: {e}")))
+    }
+}
+
+const DOMAIN: &str = "wirebench.test";
+
+/// Seconds a load case takes: its phases, the last arrival's stay, start-up and a
+/// leaving margin.
+pub fn estimate_secs(case: &Case) -> Option<f64> {
+    let spec = LoadSpec::from_case(case, 0).ok()?;
+    let phases: f64 = spec.phases.iter().map(|p| p.duration.as_secs_f64()).sum();
+    Some(phases + spec.script.stay.as_secs_f64() + 3.0)
+}
+
+/// What a generator process is told on its stdin.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct WorkerSpec {
+    spec: LoadSpec,
+    part: Part,
+}
+
+/// What a generator process says on its stdout, a line each.
+#[derive(serde::Serialize, serde::Deserialize)]
+enum WorkerLine {
+    Interval(Wire),
+    Done(WorkerSummary),
+    Failed(String),
+}
+
+/// A generator process: reads its part, runs it, reports. Ends early on SIGTERM (`stop`).
+pub fn worker_main(stop: &AtomicBool) -> io::Result<()> {
+    let mut input = String::new();
+    io::Read::read_to_string(&mut io::stdin(), &mut input)?;
+    let w: WorkerSpec = serde_json::from_str(&input)
+        .map_err(|e| io::Error::other(format!("bad generator spec on stdin: {e}")))?;
+    let out = Mutex::new(io::stdout().lock());
+    let say = |line: &WorkerLine| {
+        if let Ok(text) = serde_json::to_string(line) {
+            let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = writeln!(o, "{text}");
+            let _ = o.flush();
+        }
+    };
+    let schedule = Schedule::new(&w.spec.phases, w.spec.arrivals, w.spec.seed)
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    match run_worker(&schedule, w.part, &w.spec.script, stop, |i| {
+        say(&WorkerLine::Interval(i.to_wire()))
+    }) {
+        Ok(summary) => say(&WorkerLine::Done(summary)),
+        Err(e) => say(&WorkerLine::Failed(e.to_string())),
+    }
+    Ok(())
+}
+
+/// Runs a load case against a built-in server started for it.
+pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+    if env.lab.is_some() {
+        return Err(WorkloadError::Input(
+            "the load workload runs on loopback for now (no link parameters)".into(),
+        ));
+    }
+    if case.word("xmpp.server").is_some_and(|s| s != "builtin") || case.get("s2s").is_some() {
+        return Err(WorkloadError::Input(
+            "the load workload targets the built-in server for now (xmpp.server=builtin, no s2s)"
+                .into(),
+        ));
+    }
+    let mut spec = LoadSpec::from_case(case, env.seed)?;
+    let schedule = spec.schedule()?;
+    let peak = schedule.peak(spec.script.stay);
+    let in_process = peak <= IN_PROCESS;
+    // The server: sized for the peak, worker processes when one process cannot hold it.
+    let mut cfg =
+        serve::XmppServerConfig::new(([127, 0, 0, 1], 0).into(), DOMAIN, schedule.len() as u64);
+    cfg.sessions = peak + peak / 10 + 100;
+    cfg.processes = !in_process;
+    cfg.max_stanza = cfg.max_stanza.max(spec.script.payload + 4096);
+    let server = serve::XmppServer::bind(cfg)
+        .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
+    let layout = server.layout().to_string();
+    spec.script.addrs = server.layout().addrs.clone();
+    let stats = server.stats.clone();
+    let stop_server = Arc::new(AtomicBool::new(false));
+    let server_thread = server
+        .spawn(stop_server.clone())
+        .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
+
+    let generators = if in_process {
+        1
+    } else {
+        peak.div_ceil(PER_GENERATOR).max(2)
+    };
+    // Start far enough ahead for every generator process to be up.
+    let t0 = monotonic_ns() + if in_process { 100_000_000 } else { 500_000_000 };
+    let series = Arc::new(Mutex::new(Series::new()));
+    let summaries = Arc::new(Mutex::new(Vec::<WorkerSummary>::new()));
+    let total = schedule.len() as u64;
+    let progress = |s: &Series| {
+        let t = s.totals();
+        (ctx.progress)(t.counts.logged_in + t.counts.failures(), total);
+    };
+    let result: Result<(), WorkloadError> = if in_process {
+        spec.script.from = vec![IpAddr::V4(Ipv4Addr::new(127, 0, 1, 1))];
+        let part = Part {
+            worker: 0,
+            workers: 1,
+            t0,
+            width: spec.width,
+        };
+        let s = series.clone();
+        run_worker(&schedule, part, &spec.script, ctx.shutdown, |i| {
+            let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+            s.add(&i);
+            progress(&s);
+        })
+        .map(|summary| {
+            summaries
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(summary)
+        })
+        .map_err(|e| WorkloadError::Environment(format!("load generator: {e}")))
+    } else {
+        run_processes(&spec, generators, t0, ctx, &series, &summaries, &progress)
+    };
+    // What the server held, before it stops.
+    let server_cpu = serve::worker_cpu_seconds();
+    stop_server.store(true, Ordering::SeqCst);
+    let _ = server_thread.join();
+    result?;
+
+    let series = std::mem::take(&mut *series.lock().unwrap_or_else(|e| e.into_inner()));
+    let summaries = std::mem::take(&mut *summaries.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut out = Outcome::default();
+    let t = series.totals();
+    let c = &t.counts;
+    out.push("load.sessions", total as f64, "count");
+    out.push("load.logged_in", c.logged_in as f64, "count");
+    out.push("load.failed", c.failures() as f64, "count");
+    for cause in Cause::ALL {
+        out.push(
+            &format!("load.failed.{}", cause.name()),
+            c.failures_of(cause) as f64,
+            "count",
+        );
+    }
+    let peak_active = series.active().iter().map(|a| a.1).max().unwrap_or(0);
+    out.push("load.peak_active", peak_active as f64, "count");
+    let width = spec.width.as_secs_f64();
+    let best = series
+        .intervals()
+        .map(|i| i.counts.logged_in)
+        .max()
+        .unwrap_or(0);
+    out.push("load.logins_per_s.max", best as f64 / width, "1/s");
+    out.push("messages.sent", c.sent as f64, "count");
+    out.push("messages.received", c.received as f64, "count");
+    out.push(
+        "messages.lost",
+        c.sent.saturating_sub(c.received) as f64,
+        "count",
+    );
+    for (k, name) in wirebench_load::series::LATENCY_NAMES.iter().enumerate() {
+        let h = &t.latency[k];
+        if h.is_empty() {
+            continue;
+        }
+        let s = |v: u64| v as f64 / 1e9;
+        out.push(
+            &format!("load.{name}.p50"),
+            s(h.value_at_quantile(0.5)),
+            "s",
+        );
+        out.push(
+            &format!("load.{name}.p99"),
+            s(h.value_at_quantile(0.99)),
+            "s",
+        );
+        out.push(&format!("load.{name}.max"), s(h.max()), "s");
+        out.histograms.push((format!("load.{name}"), h.clone()));
+    }
+    if in_process {
+        // Its worker threads'; with worker processes their CPU is not collected yet.
+        out.push("server.cpu", server_cpu, "s");
+    }
+    wirebench_protocol::peer::record_sessions(&mut out, stats.bound.load(Ordering::Relaxed));
+    wirebench_protocol::peer::record_kernel_tcp(&mut out);
+    // The time series beside the records: case-NNNN-rK.load.csv.
+    let name = format!("case-{:04}-r{repeat}.load.csv", case.index);
+    std::fs::write(env.out.join(&name), series.csv(spec.width)).map_err(|e| {
+        WorkloadError::Environment(format!(
+            "cannot write {}: {e}",
+            env.out.join(&name).display()
+        ))
+    })?;
+    out.notes.push(format!(
+        "load: {total} sessions, peak {peak_active} at once, {generators} generator(s); server: {layout}; time series in {name}"
+    ));
+    if let Some(e) = summaries.iter().find_map(|s| s.first_error.clone()) {
+        out.notes.push(format!("first failure: {e}"));
+    }
+    Ok(out)
+}
+
+/// Runs `generators` generator processes and merges what they report.
+fn run_processes(
+    spec: &LoadSpec,
+    generators: usize,
+    t0: u64,
+    ctx: &Ctx,
+    series: &Arc<Mutex<Series>>,
+    summaries: &Arc<Mutex<Vec<WorkerSummary>>>,
+    progress: &(dyn Fn(&Series) + Sync),
+) -> Result<(), WorkloadError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| WorkloadError::Environment(format!("cannot find wirebench itself: {e}")))?;
+    let mut children: Vec<Child> = Vec::new();
+    let spawn_all = (|| -> io::Result<()> {
+        for w in 0..generators {
+            let mut spec = spec.clone();
+            // Each generator its own source address: 22,768 source ports each.
+            spec.script.from = vec![IpAddr::V4(Ipv4Addr::new(
+                127,
+                0,
+                1 + (w / 250) as u8,
+                1 + (w % 250) as u8,
+            ))];
+            let part = Part {
+                worker: w,
+                workers: generators,
+                t0,
+                width: spec.width,
+            };
+            let mut child = Command::new(&exe)
+                .arg(WORKER_COMMAND)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()?;
+            let text =
+                serde_json::to_string(&WorkerSpec { spec, part }).map_err(io::Error::other)?;
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin.write_all(text.as_bytes())?;
+            }
+            children.push(child);
+        }
+        Ok(())
+    })();
+    let stop_all = |children: &mut Vec<Child>| {
+        for c in children.iter() {
+            // SAFETY: signals a generator process this case started, by its PID.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        }
+        for c in children.iter_mut() {
+            wirebench_protocol::peer::stop_child(c, Duration::from_secs(10));
+        }
+    };
+    if let Err(e) = spawn_all {
+        stop_all(&mut children);
+        return Err(WorkloadError::Environment(format!(
+            "cannot start a load generator: {e}"
+        )));
+    }
+    let failed: Mutex<Option<String>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        let mut readers = Vec::new();
+        for c in children.iter_mut() {
+            let Some(stdout) = c.stdout.take() else {
+                continue;
+            };
+            let failed = &failed;
+            readers.push(scope.spawn(move || {
+                for line in io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                    match serde_json::from_str::<WorkerLine>(&line) {
+                        Ok(WorkerLine::Interval(w)) => match Interval::from_wire(&w) {
+                            Ok(i) => {
+                                let mut s = series.lock().unwrap_or_else(|e| e.into_inner());
+                                s.add(&i);
+                                progress(&s);
+                            }
+                            Err(e) => {
+                                failed
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .get_or_insert(e);
+                            }
+                        },
+                        Ok(WorkerLine::Done(s)) => {
+                            summaries.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+                        }
+                        Ok(WorkerLine::Failed(e)) => {
+                            failed
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .get_or_insert(format!("a load generator failed: {e}"));
+                        }
+                        Err(_) => {}
+                    }
+                }
+            }));
+        }
+        // Ctrl-C: the generators close their sessions and report what they have.
+        let mut told = false;
+        while readers.iter().any(|r| !r.is_finished()) {
+            if !told && ctx.shutdown.load(Ordering::Relaxed) {
+                told = true;
+                for c in children.iter() {
+                    // SAFETY: signals a generator process this case started, by its PID.
+                    unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    stop_all(&mut children);
+    let done = summaries.lock().unwrap_or_else(|e| e.into_inner()).len();
+    if let Some(e) = failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(WorkloadError::Environment(e));
+    }
+    if done < generators && !ctx.shutdown.load(Ordering::Relaxed) {
+        return Err(WorkloadError::Environment(format!(
+            "{} of {generators} load generators ended without reporting (see the messages above)",
+            generators - done
+        )));
+    }
+    Ok(())
+}
