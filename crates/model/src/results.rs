@@ -101,6 +101,10 @@ pub const METRICS: &[&str] = &[
     "load.message.p50",
     "load.message.p99",
     "load.message.max",
+    "generator.rss",
+    "generator.cpu",
+    "generator.rss_per_session",
+    "generator.cpu_per_session",
 ];
 
 /// Checks one `--columns` pattern (a metric name, or a prefix ending in `*`) against

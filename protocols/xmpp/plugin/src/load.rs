@@ -103,6 +103,15 @@ pub fn monotonic_ns() -> u64 {
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct WorkerSummary {
     pub sessions: u64,
+    /// A generator process's resident memory before its first session and at its
+    /// highest (VmHWM), KiB, and its CPU seconds; absent for a generator thread, whose
+    /// process holds other things too.
+    #[serde(default)]
+    pub rss_start_kib: Option<u64>,
+    #[serde(default)]
+    pub rss_peak_kib: Option<u64>,
+    #[serde(default)]
+    pub cpu_s: Option<f64>,
     /// Most sessions open at once in this worker.
     pub peak_open: u64,
     /// The first failure, in words.

@@ -223,13 +223,32 @@ pub fn worker_main(stop: &AtomicBool) -> io::Result<()> {
     };
     let schedule = Schedule::new(&w.spec.phases, w.spec.arrivals, w.spec.seed)
         .map_err(|e| io::Error::other(e.to_string()))?;
+    let me = std::process::id();
+    let rss_start = wirebench_protocol::peer::usage(me).map(|u| u.rss_bytes / 1024);
     match run_worker(&schedule, w.part, &w.spec.script, stop, |i| {
         say(&WorkerLine::Interval(i.to_wire()))
     }) {
-        Ok(summary) => say(&WorkerLine::Done(summary)),
+        Ok(mut summary) => {
+            summary.rss_start_kib = rss_start;
+            summary.rss_peak_kib = peak_rss_kib();
+            summary.cpu_s = wirebench_protocol::peer::usage(me).map(|u| u.cpu_s);
+            say(&WorkerLine::Done(summary))
+        }
         Err(e) => say(&WorkerLine::Failed(e.to_string())),
     }
     Ok(())
+}
+
+/// This process's highest resident memory (VmHWM), KiB.
+fn peak_rss_kib() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Runs a load case against a built-in server started for it.
@@ -362,6 +381,25 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     if in_process {
         // Its worker threads'; with worker processes their CPU is not collected yet.
         out.push("server.cpu", server_cpu, "s");
+    }
+    // Generator processes' own figures (a generator thread shares wirebench's process).
+    let gens: Vec<&WorkerSummary> = summaries
+        .iter()
+        .filter(|s| s.rss_peak_kib.is_some())
+        .collect();
+    if !gens.is_empty() && gens.len() == summaries.len() {
+        let peak: u64 = gens.iter().filter_map(|s| s.rss_peak_kib).sum();
+        let start: u64 = gens.iter().filter_map(|s| s.rss_start_kib).sum();
+        let cpu: f64 = gens.iter().filter_map(|s| s.cpu_s).sum();
+        out.push("generator.rss", (peak * 1024) as f64, "B");
+        out.push("generator.cpu", cpu, "s");
+        if peak_active > 0 {
+            let per = peak.saturating_sub(start) as f64 * 1024.0 / peak_active as f64;
+            out.push("generator.rss_per_session", per, "B");
+        }
+        if c.logged_in > 0 {
+            out.push("generator.cpu_per_session", cpu / c.logged_in as f64, "s");
+        }
     }
     wirebench_protocol::peer::record_sessions(&mut out, stats.bound.load(Ordering::Relaxed));
     wirebench_protocol::peer::record_kernel_tcp(&mut out);
