@@ -542,6 +542,119 @@ fn rounds_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planne
     }
 }
 
+/// Columns of a CSV by header name, one value per row (empty cells are NaN).
+type Columns = Vec<(String, Vec<f64>)>;
+
+/// A load case's time series (`case-NNNN-rK.load.csv`, docs/load.md).
+fn load_series(dir: &Path, r: &Record) -> Option<Columns> {
+    let file = dir.join(format!("case-{:04}-r{}.load.csv", r.case, r.repeat));
+    let text = std::fs::read_to_string(file).ok()?;
+    let mut lines = text.lines();
+    let mut cols: Columns = lines
+        .next()?
+        .split(',')
+        .map(|h| (h.to_string(), Vec::new()))
+        .collect();
+    for line in lines {
+        for (col, cell) in cols.iter_mut().zip(line.split(',')) {
+            col.1.push(cell.trim().parse().unwrap_or(f64::NAN));
+        }
+    }
+    (cols.first().is_some_and(|c| !c.1.is_empty())).then_some(cols)
+}
+
+/// Charts over time of load cases: sessions active, logins per second, and the login and
+/// message latency percentiles per interval, one series per case.
+fn load_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planned>) {
+    let with: Vec<(&Case, Columns)> = all
+        .iter()
+        .filter_map(|c| Some((*c, load_series(dir, c.first)?)))
+        .take(CASES_PER_CHART)
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
+    let varying = params_varying(&cases, info);
+    let name = |c: &Case| {
+        let d = describe(c.first, &varying, info);
+        if d.is_empty() {
+            format!("case {}", c.first.case)
+        } else {
+            d
+        }
+    };
+    let col = |cols: &[(String, Vec<f64>)], n: &str| -> Vec<f64> {
+        cols.iter()
+            .find(|(h, _)| h == n)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let sub = constants(&cases, &varying, info);
+    // (stem, title, kind, y axis, value of interval i from the columns)
+    type Value = fn(&[f64], &[f64], usize) -> f64;
+    let charts: [(&str, &str, Kind, Axis, &str, &str, Value); 4] = [
+        (
+            "load-active",
+            "Sessions logged in over time",
+            Kind::Steps,
+            Axis::new("Sessions", Unit::Count),
+            "active",
+            "seconds",
+            |v, _, i| v[i],
+        ),
+        (
+            "load-logins",
+            "Logins per second over time",
+            Kind::Lines,
+            Axis::new("Logins per second", Unit::Count),
+            "logins",
+            "seconds",
+            |v, t, i| {
+                let dt = if i == 0 { t[0] } else { t[i] - t[i - 1] };
+                if dt > 0.0 { v[i] / dt } else { f64::NAN }
+            },
+        ),
+        (
+            "load-login-p99",
+            "Login time p99 over time (from the intended start)",
+            Kind::Lines,
+            Axis::new("Login time, p99", Unit::Seconds),
+            "login_p99_ms",
+            "seconds",
+            |v, _, i| v[i] / 1e3,
+        ),
+        (
+            "load-message-p99",
+            "Message latency p99 over time (from the intended send)",
+            Kind::Lines,
+            Axis::new("Message latency, p99", Unit::Seconds),
+            "message_p99_ms",
+            "seconds",
+            |v, _, i| v[i] / 1e3,
+        ),
+    ];
+    for (stem, title, kind, y, column, x, value) in charts {
+        let mut chart = Chart::new(title, kind, Axis::new("Time", Unit::Seconds), y);
+        if !sub.is_empty() {
+            chart = chart.subtitle(sub.clone());
+        }
+        for (c, cols) in &with {
+            let (v, t) = (col(cols, column), col(cols, x));
+            let pts: Vec<(f64, f64)> = (0..v.len().min(t.len()))
+                .map(|i| (t[i], value(&v, &t, i)))
+                .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .collect();
+            if pts.len() >= 2 {
+                chart.series.push(Series::from_xy(name(c), pts));
+            }
+        }
+        if !chart.series.is_empty() {
+            out.push(Planned::new(stem.to_string(), chart));
+        }
+    }
+}
+
 /// The charts for a results directory.
 pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
     let folded = cases(records);
@@ -622,6 +735,7 @@ pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
         }
     }
     rounds_charts(&all, dir, info, &mut out);
+    load_charts(&all, dir, info, &mut out);
     for (i, p) in out.iter_mut().enumerate() {
         p.stem = format!("{:02}-{}", i + 1, p.stem);
     }

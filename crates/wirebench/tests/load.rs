@@ -71,6 +71,22 @@ fn twenty_thousand_sessions_over_worker_processes_on_both_sides() {
         .parse()
         .unwrap();
     assert_eq!(last_active, 0.0);
+    // The report charts the series over time.
+    let charts: Vec<String> = std::fs::read_dir(out.join("charts"))
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+        .collect();
+    for stem in [
+        "load-active",
+        "load-logins",
+        "load-login-p99",
+        "load-message-p99",
+    ] {
+        assert!(
+            charts.iter().any(|c| c.ends_with(&format!("{stem}.svg"))),
+            "{stem} missing from {charts:?}"
+        );
+    }
     // The three latency histograms were written.
     for family in ["connect", "login", "message"] {
         assert!(
