@@ -50,6 +50,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "satcom-irc",
         include_str!("../../../scenarios/satcom-irc.toml"),
     ),
+    (
+        "s4-tigase",
+        include_str!("../../../scenarios/s4-tigase.toml"),
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq)]

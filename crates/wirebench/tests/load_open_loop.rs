@@ -49,6 +49,7 @@ fn a_server_pause_shows_in_the_open_loop_percentiles() {
         addrs: vec![([127, 0, 0, 1], port).into()],
         domain: "wirebench.test".into(),
         first_user: 1,
+        user_stride: 1,
         mechanism: "PLAIN".into(),
         roster: false,
         presence: false,

@@ -34,8 +34,11 @@ pub struct Script {
     /// Server addresses; session `i` uses `addrs[i % len]`.
     pub addrs: Vec<SocketAddr>,
     pub domain: String,
-    /// Session `i` is user `first_user + i`, password `pass<N>`.
+    /// Session `i` is user `first_user + i * user_stride`, password `pass<N>`. A stride of
+    /// 2 logs in every other user, so half of each numbered roster is online (study S4).
     pub first_user: u64,
+    #[serde(default = "one")]
+    pub user_stride: u64,
     /// SASL mechanism (`Mechanism::name`, e.g. PLAIN or SCRAM-SHA-256).
     pub mechanism: String,
     pub roster: bool,
@@ -53,6 +56,17 @@ pub struct Script {
     /// Source addresses, used in turn; each gives ports 10000-32767 (22,768 sessions at
     /// once). The ports are chosen per worker: two workers must not share an address.
     pub from: Vec<IpAddr>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+impl Script {
+    /// The user number of session `i`.
+    pub fn user(&self, i: usize) -> u64 {
+        self.first_user + i as u64 * self.user_stride.max(1)
+    }
 }
 
 /// A session's life.
@@ -225,7 +239,7 @@ pub fn run_worker(
                     summary.first_error.get_or_insert_with(|| {
                         format!(
                             "user {}: not logged in within {:?} of its intended start",
-                            script.first_user + i as u64,
+                            script.user(i),
                             script.login_timeout
                         )
                     });
@@ -236,7 +250,7 @@ pub fn run_worker(
                     if due < intended(i) + script.stay.as_nanos() as u64 =>
                 {
                     let to = partner(i, schedule.len())
-                        .map(|p| format!("user{}@{}", script.first_user + p as u64, script.domain));
+                        .map(|p| format!("user{}@{}", script.user(p), script.domain));
                     if let Some(to) = to {
                         let body = format!("{due} {body_pad}");
                         let id = format!("m{}", s.sent);
@@ -387,9 +401,9 @@ pub fn run_worker(
                         iv.counts.active_delta -= 1;
                     }
                     iv.fail(cause);
-                    summary.first_error.get_or_insert_with(|| {
-                        format!("user {}: {why}", script.first_user + i as u64)
-                    });
+                    summary
+                        .first_error
+                        .get_or_insert_with(|| format!("user {}: {why}", script.user(i)));
                 }
                 drop_session(&mut slots, &mut free, slot, &poll);
                 open -= 1;
@@ -454,7 +468,7 @@ fn open_session(
             Interest::READABLE | Interest::WRITABLE,
         )
         .map_err(|e| (Cause::Other, format!("register: {e}")))?;
-    let user = script.first_user + i as u64;
+    let user = script.user(i);
     let mut cfg = ClientConfig::new(
         &format!("user{user}@{}", script.domain),
         &format!("pass{user}"),

@@ -112,6 +112,22 @@ pub const PARAMS: &[ParamSpec] = &[
         words: "initial presence",
     },
     ParamSpec {
+        name: "load.contacts",
+        kind: Kind::Count,
+        default: "2",
+        workloads: LOAD,
+        help: "roster size of every user: the k/2 users before and after it (0: empty rosters; study S4 used 0 and 50)",
+        words: "roster size",
+    },
+    ParamSpec {
+        name: "load.online",
+        kind: Kind::Choice(&["all", "half"]),
+        default: "all",
+        workloads: LOAD,
+        help: "which users log in: all, or half (every other user, so half of each roster is online, as in study S4)",
+        words: "users online",
+    },
+    ParamSpec {
         name: "load.interval",
         kind: Kind::Duration,
         default: "1s",
@@ -137,6 +153,8 @@ pub struct LoadSpec {
     pub seed: u64,
     pub script: Script,
     pub width: Duration,
+    /// Roster size of the numbered accounts.
+    pub contacts: u64,
 }
 
 impl LoadSpec {
@@ -162,6 +180,11 @@ impl LoadSpec {
                 addrs: Vec::new(),
                 domain: DOMAIN.into(),
                 first_user: 1,
+                user_stride: if word("load.online", "all") == "half" {
+                    2
+                } else {
+                    1
+                },
                 mechanism: word("load.mech", "PLAIN"),
                 roster: word("load.roster", "on") == "on",
                 presence: word("load.presence", "on") == "on",
@@ -173,6 +196,10 @@ impl LoadSpec {
                 from: Vec::new(),
             },
             width: dur("load.interval", 1).max(Duration::from_millis(10)),
+            contacts: case
+                .get("load.contacts")
+                .and_then(Value::as_count)
+                .unwrap_or(2),
         })
     }
 
@@ -269,8 +296,12 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     let peak = schedule.peak(spec.script.stay);
     let in_process = peak <= IN_PROCESS;
     // The server: sized for the peak, worker processes when one process cannot hold it.
-    let mut cfg =
-        serve::XmppServerConfig::new(([127, 0, 0, 1], 0).into(), DOMAIN, schedule.len() as u64);
+    let mut cfg = serve::XmppServerConfig::new(
+        ([127, 0, 0, 1], 0).into(),
+        DOMAIN,
+        spec.script.user(schedule.len()),
+    );
+    cfg.accounts.numbered.contacts = spec.contacts;
     cfg.sessions = peak + peak / 10 + 100;
     cfg.processes = !in_process;
     cfg.max_stanza = cfg.max_stanza.max(spec.script.payload + 4096);
@@ -401,6 +432,11 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
             out.push("generator.cpu_per_session", cpu / c.logged_in as f64, "s");
         }
     }
+    out.push(
+        "server.routed",
+        stats.routed.load(Ordering::Relaxed) as f64,
+        "count",
+    );
     wirebench_protocol::peer::record_sessions(&mut out, stats.bound.load(Ordering::Relaxed));
     wirebench_protocol::peer::record_kernel_tcp(&mut out);
     // The time series beside the records: case-NNNN-rK.load.csv.

@@ -32,6 +32,7 @@ fn two_workers_share_a_schedule_and_their_series_merge_exactly() {
         addrs: vec![addr],
         domain: "wirebench.test".into(),
         first_user: 1,
+        user_stride: 1,
         mechanism: "PLAIN".into(),
         roster: true,
         presence: true,
