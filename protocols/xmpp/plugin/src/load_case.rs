@@ -266,6 +266,54 @@ pub fn worker_main(stop: &AtomicBool) -> io::Result<()> {
     Ok(())
 }
 
+/// Kernel memory a loopback TCP socket costs at rest (socket, sock, file, dentry and
+/// inode objects; slabinfo on this machine, rounded up), for the up-front check.
+const KERNEL_PER_SOCKET_KIB: u64 = 4;
+/// The generator's and the server's userspace memory per session, measured (docs/load.md)
+/// and rounded up.
+const USER_PER_SESSION_KIB: u64 = 5;
+
+/// Whether this machine can hold `peak` sessions with both ends on it: open files
+/// system-wide and memory. The error says what the run needs and what there is.
+fn check_limits(peak: usize) -> Result<(), WorkloadError> {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let first = |t: &str| {
+        t.split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    let peak = peak as u64;
+    // Two sockets per session, plus slack for everything else.
+    let files_needed = 2 * peak + 10_000;
+    if let (Some(max), Some(used)) = (
+        first(&read("/proc/sys/fs/file-max")),
+        first(&read("/proc/sys/fs/file-nr")),
+    ) && files_needed > max.saturating_sub(used)
+    {
+        return Err(WorkloadError::Environment(format!(
+            "a peak of {peak} sessions needs about {files_needed} open files on this machine \
+             (both ends of each session are here); fs.file-max allows {} more",
+            max.saturating_sub(used)
+        )));
+    }
+    let available_kib = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(first);
+    let needed_kib = peak * (2 * KERNEL_PER_SOCKET_KIB + USER_PER_SESSION_KIB);
+    if let Some(avail) = available_kib
+        && needed_kib > avail * 9 / 10
+    {
+        return Err(WorkloadError::Environment(format!(
+            "a peak of {peak} sessions needs about {} MiB of memory (kernel sockets, server \
+             and generator); {} MiB are available",
+            needed_kib / 1024,
+            avail / 1024
+        )));
+    }
+    Ok(())
+}
+
 /// This process's highest resident memory (VmHWM), KiB.
 fn peak_rss_kib() -> Option<u64> {
     std::fs::read_to_string("/proc/self/status")
@@ -294,6 +342,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     let mut spec = LoadSpec::from_case(case, env.seed)?;
     let schedule = spec.schedule()?;
     let peak = schedule.peak(spec.script.stay);
+    check_limits(peak)?;
     let in_process = peak <= IN_PROCESS;
     // The server: sized for the peak, worker processes when one process cannot hold it.
     let mut cfg = serve::XmppServerConfig::new(
@@ -315,6 +364,16 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         .spawn(stop_server.clone())
         .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
 
+    // With worker processes, their memory before the first session (they report twice a
+    // second).
+    let mut server_rss_start = 0;
+    if !in_process {
+        let until = std::time::Instant::now() + Duration::from_secs(3);
+        while stats.rss_kib.load(Ordering::Relaxed) == 0 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server_rss_start = stats.rss_kib.load(Ordering::Relaxed);
+    }
     let generators = if in_process {
         1
     } else {
@@ -353,8 +412,14 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     } else {
         run_processes(&spec, generators, t0, ctx, &series, &summaries, &progress)
     };
-    // What the server held, before it stops.
-    let server_cpu = serve::worker_cpu_seconds();
+    // What the server used, before it stops: its threads' CPU, or its worker processes'
+    // memory at its highest and CPU.
+    let server_cpu = if in_process {
+        serve::worker_cpu_seconds()
+    } else {
+        stats.cpu_ms.load(Ordering::Relaxed) as f64 / 1000.0
+    };
+    let server_rss_peak = stats.rss_peak_kib.load(Ordering::Relaxed);
     stop_server.store(true, Ordering::SeqCst);
     let _ = server_thread.join();
     result?;
@@ -409,9 +474,16 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         out.push(&format!("load.{name}.max"), s(h.max()), "s");
         out.histograms.push((format!("load.{name}"), h.clone()));
     }
-    if in_process {
-        // Its worker threads'; with worker processes their CPU is not collected yet.
-        out.push("server.cpu", server_cpu, "s");
+    out.push("server.cpu", server_cpu, "s");
+    // A server inside wirebench shares its memory with the generator thread: not
+    // separable, not recorded.
+    if !in_process && server_rss_peak > 0 {
+        out.push("server.rss", (server_rss_peak * 1024) as f64, "B");
+        if peak_active > 0 {
+            let per = server_rss_peak.saturating_sub(server_rss_start) as f64 * 1024.0
+                / peak_active as f64;
+            out.push("server.rss_per_session", per, "B");
+        }
     }
     // Generator processes' own figures (a generator thread shares wirebench's process).
     let gens: Vec<&WorkerSummary> = summaries

@@ -194,6 +194,11 @@ counters! {
     cross_worker,
     /// Stanzas dropped because the link to their worker was backed up.
     dropped_link,
+    /// Worker processes only (0 with threads): resident memory now and at its highest
+    /// (VmRSS, VmHWM), KiB, and CPU time, ms; summed over the workers.
+    rss_kib,
+    rss_peak_kib,
+    cpu_ms,
 }
 
 /// How the server's workers are laid out.

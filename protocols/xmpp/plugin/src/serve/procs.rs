@@ -257,8 +257,24 @@ pub fn worker_main(index: usize, shutdown: &AtomicBool) -> io::Result<()> {
     })
 }
 
-/// Prints the counters on stdout if they changed since `last`.
+/// Prints the counters on stdout if they changed since `last`, with this process's
+/// memory and CPU.
 fn report(stats: &ServerStats, last: &mut Option<StatsSnapshot>) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    stats.rss_kib.store(kib("VmRSS:"), Ordering::Relaxed);
+    stats.rss_peak_kib.store(kib("VmHWM:"), Ordering::Relaxed);
+    if let Some(u) = wirebench_protocol::peer::usage(std::process::id()) {
+        stats
+            .cpu_ms
+            .store((u.cpu_s * 1000.0) as u64, Ordering::Relaxed);
+    }
     let now = stats.snapshot();
     if *last != Some(now) {
         let mut out = io::stdout().lock();
