@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The million (issue #14): SESSIONS concurrent XMPP sessions against the built-in server,
+# generator and server on this machine, ramped open-loop at RATE arrivals a second and
+# then all held for HOLD seconds.
+#
+#   bench/load.sh [--quick] [--help]
+#
+# Runs `wirebench run --protocol xmpp --workload load` (docs/load.md) with empty rosters,
+# initial presence, no messages unless EVERY is set, uniform arrivals, and prints from its
+# record and time series:
+#   sessions held at once and for how long            target: 1,000,000 for 600 s
+#   failures by cause                                 target: 0
+#   logins/s during the ramp (mean and slowest second) target: >= 10,000
+#   login p50/p99/max from the intended start
+#   generator and server memory per session            target (generator): <= 4 KiB
+# The run checks open files and memory up front and says what it needs. Everything stays
+# on 127.0.0.0/8; it stops by itself (Ctrl-C ends it early, keeping what was measured).
+#
+# Environment: SESSIONS (default 1000000, --quick 100000), RATE (arrivals/s, default
+# 5000), HOLD (seconds every session is held once all have arrived; default 600, --quick
+# 30), EVERY (a message to the partner this often, e.g. 60s; default 0: none), WB
+# (wirebench binary, built if missing), OUT (results directory; default a new one under
+# /tmp).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+QUICK=0
+for a in "$@"; do
+    case $a in
+    --quick) QUICK=1 ;;
+    --help | -h)
+        sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+        exit 0
+        ;;
+    *)
+        echo "load.sh: unknown argument $a (try --help)" >&2
+        exit 2
+        ;;
+    esac
+done
+if ((QUICK)); then
+    : "${SESSIONS:=100000}" "${HOLD:=30}"
+else
+    : "${SESSIONS:=1000000}" "${HOLD:=600}"
+fi
+: "${RATE:=5000}" "${EVERY:=0}"
+die() {
+    echo "load.sh: $*" >&2
+    exit 1
+}
+command -v jq >/dev/null || die "jq is missing: apt-get install -y jq"
+WB=${WB:-$REPO/target/release/wirebench}
+if [[ ! -x $WB ]]; then
+    (cd "$REPO" && cargo build --release -p wirebench) || die "cargo build failed"
+fi
+OUT=${OUT:-$(mktemp -d /tmp/wirebench-load.XXXXXX)/run}
+
+RAMP=$(((SESSIONS + RATE - 1) / RATE))
+STAY=$((RAMP + HOLD))
+echo "== $SESSIONS sessions at $RATE/s (ramp ${RAMP}s), all held ${HOLD}s, each staying ${STAY}s; results in $OUT"
+"$WB" run --protocol xmpp --workload load --payload 32 \
+    --load-phases "${RAMP}s@${RATE}/s:max=${SESSIONS}+${HOLD}s@0" --load-arrivals uniform \
+    --load-stay "${STAY}s" --load-think "$((RAMP + 1))s" --load-every "$EVERY" \
+    --load-contacts 0 --load-timeout 60s --yes --out "$OUT" ||
+    echo "load.sh: the run did not end cleanly; figures below are what it recorded" >&2
+
+REC=$OUT/results.jsonl
+[[ -s $REC ]] || die "no record in $REC"
+m() { jq -r --arg k "$1" 'select(.metrics) | .metrics[$k].value // empty' "$REC" | tail -n 1; }
+CSV=$OUT/case-0001-r1.load.csv
+echo "== held at once: $(m load.peak_active) of $(m load.sessions) (logged in $(m load.logged_in), failed $(m load.failed))"
+for c in refused timeout auth stream_error reset other; do
+    v=$(m "load.failed.$c")
+    [[ ${v%.*} == 0 ]] || echo "   failed ($c): $v"
+done
+# The ramp: intervals whose arrivals were scheduled (all but the last, partial, one).
+# Two passes over the series: the peak, then the seconds spent at it.
+awk -F, -v ramp="$RAMP" 'FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    NR == FNR { if ($c["active"] + 0 > peak) peak = $c["active"] + 0; next }
+    $c["seconds"] <= ramp { n++; s += $c["logins"]; if (min == "" || $c["logins"] + 0 < min) min = $c["logins"] + 0 }
+    peak > 0 && $c["active"] + 0 == peak { held++ }
+    END {
+        if (n) printf "== logins during the ramp: %.0f/s mean, %d in the slowest second (target >= 10,000/s)\n", s / n, min
+        printf "== seconds with all %d held: %d (target: 600 at 1,000,000)\n", peak, held
+    }' "$CSV" "$CSV"
+awk -v a="$(m load.login.p50)" -v b="$(m load.login.p99)" -v c="$(m load.login.max)" \
+    'BEGIN { printf "== login from intended start: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", a * 1e3, b * 1e3, c * 1e3 }'
+awk -v g="$(m generator.rss_per_session)" -v s="$(m server.rss_per_session)" \
+    'BEGIN { printf "== memory per session: generator %.2f KiB (target <= 4), server %.2f KiB\n", g / 1024, s / 1024 }'
+awk -v g="$(m generator.cpu_per_session)" -v s="$(m server.cpu_per_session)" \
+    'BEGIN { printf "== CPU per session: generator %.0f us, server %.0f us\n", g * 1e6, s * 1e6 }'
