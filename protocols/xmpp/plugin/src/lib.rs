@@ -135,6 +135,9 @@ impl Protocol for Xmpp {
         Some(match real_server(case) {
             Some(Server::Prosody) => "two Prosody servers started in the lab",
             Some(Server::Ejabberd) => "two ejabberd servers started in the lab",
+            None if case.word("load.target").is_some_and(|t| t != "builtin") => {
+                "the XMPP server at load.target"
+            }
             None => "wirebench's built-in XMPP server",
         })
     }

@@ -43,7 +43,59 @@ fn check_phases(s: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+fn check_domain(s: &str) -> Result<(), String> {
+    if s.is_empty() || s.len() > 253 || s.chars().any(|c| !(c.is_ascii_alphanumeric() || c == '.' || c == '-')) {
+        return Err("expected a domain name (letters, digits, dots and hyphens)".into());
+    }
+    Ok(())
+}
+
+/// `load.target`: `builtin`, or the address of a server already running on this machine.
+fn check_target(s: &str) -> Result<(), String> {
+    target_addr(s).map(|_| ())
+}
+
+/// The server a load case targets: `None` for the built-in one started for the case. Only
+/// loopback addresses: load stays on this machine.
+pub fn target_addr(s: &str) -> Result<Option<std::net::SocketAddr>, String> {
+    if s == "builtin" {
+        return Ok(None);
+    }
+    let addr: std::net::SocketAddr = s
+        .parse()
+        .map_err(|_| "expected builtin or IP:PORT of a server on this machine, e.g. 127.0.0.1:5222".to_string())?;
+    if !addr.ip().is_loopback() {
+        return Err(format!(
+            "{} is not a loopback address: load is only generated towards this machine (127.0.0.0/8, ::1)",
+            addr.ip()
+        ));
+    }
+    Ok(Some(addr))
+}
+
 pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "load.target",
+        kind: Kind::Custom {
+            what: "load target",
+            check: check_target,
+        },
+        default: "builtin",
+        workloads: LOAD,
+        help: "the server sessions log in to: builtin (started for the case), or IP:PORT of one already running on loopback with accounts user<N>/pass<N> (Tsung's convention), e.g. `wirebench serve --xmpp 127.0.0.1:5222` or Prosody",
+        words: "load target",
+    },
+    ParamSpec {
+        name: "load.domain",
+        kind: Kind::Custom {
+            what: "XMPP domain",
+            check: check_domain,
+        },
+        default: DOMAIN,
+        workloads: LOAD,
+        help: "the XMPP domain of the accounts (with load.target=IP:PORT: the server's)",
+        words: "domain",
+    },
     ParamSpec {
         name: "load.phases",
         kind: Kind::Custom {
@@ -155,6 +207,8 @@ pub struct LoadSpec {
     pub width: Duration,
     /// Roster size of the numbered accounts.
     pub contacts: u64,
+    /// A server already running (`load.target`); `None`: the built-in one for the case.
+    pub target: Option<std::net::SocketAddr>,
 }
 
 impl LoadSpec {
@@ -178,7 +232,7 @@ impl LoadSpec {
             seed,
             script: Script {
                 addrs: Vec::new(),
-                domain: DOMAIN.into(),
+                domain: word("load.domain", DOMAIN),
                 first_user: 1,
                 user_stride: if word("load.online", "all") == "half" {
                     2
@@ -200,6 +254,8 @@ impl LoadSpec {
                 .get("load.contacts")
                 .and_then(Value::as_count)
                 .unwrap_or(2),
+            target: target_addr(&word("load.target", "builtin"))
+                .map_err(|e| WorkloadError::Input(format!("load.target: {e}")))?,
         })
     }
 
@@ -335,7 +391,8 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     }
     if case.word("xmpp.server").is_some_and(|s| s != "builtin") || case.get("s2s").is_some() {
         return Err(WorkloadError::Input(
-            "the load workload targets the built-in server for now (xmpp.server=builtin, no s2s)"
+            "the load workload starts no Prosody or ejabberd of its own (xmpp.server=builtin, no \
+             s2s): start one yourself and give its address as load.target=IP:PORT"
                 .into(),
         ));
     }
@@ -343,40 +400,28 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     let schedule = spec.schedule()?;
     let peak = schedule.peak(spec.script.stay);
     check_limits(peak)?;
-    let in_process = peak <= IN_PROCESS;
-    // The server: sized for the peak, worker processes when one process cannot hold it.
-    let mut cfg = serve::XmppServerConfig::new(
-        ([127, 0, 0, 1], 0).into(),
-        DOMAIN,
-        spec.script.user(schedule.len()),
-    );
-    cfg.accounts.numbered.contacts = spec.contacts;
-    cfg.sessions = peak + peak / 10 + 100;
-    cfg.processes = !in_process;
-    cfg.max_stanza = cfg.max_stanza.max(spec.script.payload + 4096);
-    let server = serve::XmppServer::bind(cfg)
-        .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
-    let layout = server.layout().to_string();
-    spec.script.addrs = server.layout().addrs.clone();
-    let stats = server.stats.clone();
-    let stop_server = Arc::new(AtomicBool::new(false));
-    let server_thread = server
-        .spawn(stop_server.clone())
-        .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
-
-    // With worker processes, their memory before the first session (they report twice a
-    // second).
-    let mut server_rss_start = 0;
-    if !in_process {
-        let until = std::time::Instant::now() + Duration::from_secs(3);
-        while stats.rss_kib.load(Ordering::Relaxed) == 0 && std::time::Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
+    // The server: an external one, or the built-in one sized for the peak (worker
+    // processes when one process cannot hold it).
+    let in_process = spec.target.is_none() && peak <= IN_PROCESS;
+    let server = match spec.target {
+        Some(addr) => {
+            spec.script.addrs = vec![addr];
+            None
         }
-        server_rss_start = stats.rss_kib.load(Ordering::Relaxed);
-    }
+        None => {
+            let s = start_builtin(&spec, schedule.len(), peak, in_process)?;
+            spec.script.addrs = s.addrs.clone();
+            Some(s)
+        }
+    };
     let generators = if in_process {
         1
+    } else if spec.target.is_some() {
+        // As many as the open files need, and no more (a Tsung run beside it uses as
+        // many VMs).
+        peak.div_ceil(PER_GENERATOR).max(1)
     } else {
+        // At least two, so that partners' messages cross between generators.
         peak.div_ceil(PER_GENERATOR).max(2)
     };
     // Start far enough ahead for every generator process to be up.
@@ -412,16 +457,8 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     } else {
         run_processes(&spec, generators, t0, ctx, &series, &summaries, &progress)
     };
-    // What the server used, before it stops: its threads' CPU, or its worker processes'
-    // memory at its highest and CPU.
-    let server_cpu = if in_process {
-        serve::worker_cpu_seconds()
-    } else {
-        stats.cpu_ms.load(Ordering::Relaxed) as f64 / 1000.0
-    };
-    let server_rss_peak = stats.rss_peak_kib.load(Ordering::Relaxed);
-    stop_server.store(true, Ordering::SeqCst);
-    let _ = server_thread.join();
+    // What the server used, before it stops.
+    let server = server.map(|s| s.stop(in_process));
     result?;
 
     let series = std::mem::take(&mut *series.lock().unwrap_or_else(|e| e.into_inner()));
@@ -472,17 +509,21 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
             "s",
         );
         out.push(&format!("load.{name}.max"), s(h.max()), "s");
+        // Tsung reports means only: this one is for comparing with it.
+        out.push(&format!("load.{name}.mean"), h.mean() / 1e9, "s");
         out.histograms.push((format!("load.{name}"), h.clone()));
     }
-    out.push("server.cpu", server_cpu, "s");
-    // A server inside wirebench shares its memory with the generator thread: not
-    // separable, not recorded.
-    if !in_process && server_rss_peak > 0 {
-        out.push("server.rss", (server_rss_peak * 1024) as f64, "B");
-        if peak_active > 0 {
-            let per = server_rss_peak.saturating_sub(server_rss_start) as f64 * 1024.0
-                / peak_active as f64;
-            out.push("server.rss_per_session", per, "B");
+    if let Some(s) = &server {
+        out.push("server.cpu", s.cpu, "s");
+        // A server inside wirebench shares its memory with the generator thread: not
+        // separable, not recorded.
+        if !in_process && s.rss_peak_kib > 0 {
+            out.push("server.rss", (s.rss_peak_kib * 1024) as f64, "B");
+            if peak_active > 0 {
+                let per = s.rss_peak_kib.saturating_sub(s.rss_start_kib) as f64 * 1024.0
+                    / peak_active as f64;
+                out.push("server.rss_per_session", per, "B");
+            }
         }
     }
     // Generator processes' own figures (a generator thread shares wirebench's process).
@@ -504,12 +545,10 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
             out.push("generator.cpu_per_session", cpu / c.logged_in as f64, "s");
         }
     }
-    out.push(
-        "server.routed",
-        stats.routed.load(Ordering::Relaxed) as f64,
-        "count",
-    );
-    wirebench_protocol::peer::record_sessions(&mut out, stats.bound.load(Ordering::Relaxed));
+    if let Some(s) = &server {
+        out.push("server.routed", s.routed as f64, "count");
+        wirebench_protocol::peer::record_sessions(&mut out, s.bound);
+    }
     wirebench_protocol::peer::record_kernel_tcp(&mut out);
     // The time series beside the records: case-NNNN-rK.load.csv.
     let name = format!("case-{:04}-r{repeat}.load.csv", case.index);
@@ -520,12 +559,106 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         ))
     })?;
     out.notes.push(format!(
-        "load: {total} sessions, peak {peak_active} at once, {generators} generator(s); server: {layout}; time series in {name}"
+        "load: {total} sessions, peak {peak_active} at once, {generators} generator(s); server: {}; time series in {name}",
+        server.as_ref().map_or_else(
+            || format!("{} (load.target)", spec.script.addrs[0]),
+            |s| s.layout.clone()
+        )
     ));
     if let Some(e) = summaries.iter().find_map(|s| s.first_error.clone()) {
         out.notes.push(format!("first failure: {e}"));
     }
     Ok(out)
+}
+
+/// The built-in server while a case runs.
+struct Builtin {
+    addrs: Vec<std::net::SocketAddr>,
+    layout: String,
+    stats: Arc<serve::ServerStats>,
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<io::Result<()>>,
+    /// Its worker processes' memory before the first session, KiB.
+    rss_start_kib: u64,
+}
+
+/// What the built-in server used, read as it stops.
+struct BuiltinUsage {
+    layout: String,
+    cpu: f64,
+    rss_start_kib: u64,
+    rss_peak_kib: u64,
+    routed: u64,
+    bound: u64,
+}
+
+/// Starts the built-in server for a case: accounts for every session of the schedule,
+/// room for the peak, worker processes unless it runs `in_process`.
+fn start_builtin(
+    spec: &LoadSpec,
+    sessions: usize,
+    peak: usize,
+    in_process: bool,
+) -> Result<Builtin, WorkloadError> {
+    let mut cfg = serve::XmppServerConfig::new(
+        ([127, 0, 0, 1], 0).into(),
+        &spec.script.domain,
+        spec.script.user(sessions),
+    );
+    cfg.accounts.numbered.contacts = spec.contacts;
+    cfg.sessions = peak + peak / 10 + 100;
+    cfg.processes = !in_process;
+    cfg.max_stanza = cfg.max_stanza.max(spec.script.payload + 4096);
+    let server = serve::XmppServer::bind(cfg)
+        .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
+    let layout = server.layout().to_string();
+    let addrs = server.layout().addrs.clone();
+    let stats = server.stats.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = server
+        .spawn(stop.clone())
+        .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
+    // With worker processes, their memory before the first session (they report twice a
+    // second).
+    let mut rss_start_kib = 0;
+    if !in_process {
+        let until = std::time::Instant::now() + Duration::from_secs(3);
+        while stats.rss_kib.load(Ordering::Relaxed) == 0 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        rss_start_kib = stats.rss_kib.load(Ordering::Relaxed);
+    }
+    Ok(Builtin {
+        addrs,
+        layout,
+        stats,
+        stop,
+        thread,
+        rss_start_kib,
+    })
+}
+
+impl Builtin {
+    /// Reads what the server used (its threads' CPU, or its worker processes' memory at
+    /// their highest and CPU) and stops it.
+    fn stop(self, in_process: bool) -> BuiltinUsage {
+        let cpu = if in_process {
+            serve::worker_cpu_seconds()
+        } else {
+            self.stats.cpu_ms.load(Ordering::Relaxed) as f64 / 1000.0
+        };
+        let usage = BuiltinUsage {
+            layout: self.layout,
+            cpu,
+            rss_start_kib: self.rss_start_kib,
+            rss_peak_kib: self.stats.rss_peak_kib.load(Ordering::Relaxed),
+            routed: self.stats.routed.load(Ordering::Relaxed),
+            bound: self.stats.bound.load(Ordering::Relaxed),
+        };
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.thread.join();
+        usage
+    }
 }
 
 /// Runs `generators` generator processes and merges what they report.
