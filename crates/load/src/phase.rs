@@ -62,7 +62,7 @@ pub struct Schedule {
 
 /// splitmix64 (Steele, Lea, Flood 2014): a seeded stream of uniform 64-bit values, enough
 /// for exponential gaps; reproducible on every worker without a shared generator.
-fn splitmix64(state: &mut u64) -> u64 {
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -238,7 +238,7 @@ pub fn parse_phases(text: &str) -> Result<Vec<Phase>, String> {
 }
 
 /// Durations as the rest of wirebench writes them: `500ms`, `30s`, `10m`, `1h`, `1.5s`.
-fn wirebench_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn wirebench_duration(s: &str) -> Result<Duration, String> {
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());

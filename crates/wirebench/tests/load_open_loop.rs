@@ -7,7 +7,7 @@
 use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
-use wirebench_load::{Arrivals, Interval, Phase, Schedule, Series};
+use wirebench_load::{Arrivals, Dist, Interval, Phase, Schedule, Series};
 use wirebench_plugin_xmpp::load::{Part, Script, monotonic_ns, run_worker};
 
 #[test]
@@ -53,9 +53,10 @@ fn a_server_pause_shows_in_the_open_loop_percentiles() {
         mechanism: "PLAIN".into(),
         roster: false,
         presence: false,
-        stay: Duration::from_secs(4),
-        message_every: Some(Duration::from_millis(100)),
-        first_message: Duration::from_millis(200),
+        stay: Dist::Fixed(Duration::from_secs(4)),
+        message_every: Some(Dist::Fixed(Duration::from_millis(100))),
+        first_message: Dist::Fixed(Duration::from_millis(200)),
+        seed: 0,
         login_timeout: Duration::from_secs(10),
         payload: 32,
         from: vec![],

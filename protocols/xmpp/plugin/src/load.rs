@@ -25,7 +25,7 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use wirebench_load::{Cause, Interval, Latency, Recorder, Schedule};
+use wirebench_load::{Cause, Dist, Interval, Latency, Recorder, Schedule};
 use wirebench_xmpp::{Client, ClientConfig, Event, Mechanism, TlsMode, XmppError};
 
 /// What every session does.
@@ -43,12 +43,17 @@ pub struct Script {
     pub mechanism: String,
     pub roster: bool,
     pub presence: bool,
-    /// How long a session stays after its intended start, then leaves.
-    pub stay: Duration,
-    /// Messages to the partner every this long (none if `None`), the first
-    /// `first_message` after the intended start, the last before `stay` ends.
-    pub message_every: Option<Duration>,
-    pub first_message: Duration,
+    /// How long a session stays after its intended start, then leaves (drawn once per
+    /// session).
+    pub stay: Dist,
+    /// Messages to the partner every this long (none if `None`; drawn for each message),
+    /// the first `first_message` after the intended start (drawn once per session), the
+    /// last before the session's stay ends.
+    pub message_every: Option<Dist>,
+    pub first_message: Dist,
+    /// Seeds the draws of `stay`, `first_message` and `message_every`.
+    #[serde(default)]
+    pub seed: u64,
     /// A session not logged in this long after its intended start fails (timeout).
     pub login_timeout: Duration,
     /// Body bytes of each message (at least the timestamp, ~20 characters).
@@ -62,11 +67,36 @@ fn one() -> u64 {
     1
 }
 
+/// Keys of the draws: session `i`'s stay, its first message, its message `k`'s gap.
+const DRAW_STAY: u64 = 0;
+const DRAW_THINK: u64 = 1;
+const DRAW_EVERY: u64 = 2;
+
 impl Script {
+    /// How long session `i` stays.
+    pub fn stay_of(&self, i: usize) -> Duration {
+        self.stay.draw(self.seed, draw_key(i, DRAW_STAY))
+    }
+
+    /// When session `i` sends its first message, after its intended start.
+    pub fn think_of(&self, i: usize) -> Duration {
+        self.first_message.draw(self.seed, draw_key(i, DRAW_THINK))
+    }
+
+    /// The gap after session `i`'s message `k`.
+    pub fn gap_of(&self, i: usize, k: u64) -> Option<Duration> {
+        self.message_every
+            .map(|d| d.draw(self.seed, draw_key(i, DRAW_EVERY + k)))
+    }
+
     /// The user number of session `i`.
     pub fn user(&self, i: usize) -> u64 {
         self.first_user + i as u64 * self.user_stride.max(1)
     }
+}
+
+fn draw_key(i: usize, what: u64) -> u64 {
+    (i as u64) << 24 ^ what
 }
 
 /// A session's life.
@@ -247,7 +277,7 @@ pub fn run_worker(
                 }
                 // Messages are meant strictly before the session leaves.
                 (Due::Message, Stage::Established)
-                    if due < intended(i) + script.stay.as_nanos() as u64 =>
+                    if due < intended(i) + script.stay_of(i).as_nanos() as u64 =>
                 {
                     let to = partner(i, schedule.len())
                         .map(|p| format!("user{}@{}", script.user(p), script.domain));
@@ -259,9 +289,9 @@ pub fn run_worker(
                             iv.counts.sent += 1;
                             flush(s);
                         }
-                        if let Some(every) = script.message_every {
+                        if let Some(gap) = script.gap_of(i, s.sent) {
                             timers.push(Reverse((
-                                due + every.as_nanos() as u64,
+                                due + gap.as_nanos().max(1) as u64,
                                 slot,
                                 i,
                                 Due::Message,
@@ -356,12 +386,12 @@ pub fn run_worker(
                             iv.record(Latency::Login, late(now));
                             s.stage = Stage::Established;
                             let start = intended(i);
-                            let leave = start + script.stay.as_nanos() as u64;
+                            let leave = start + script.stay_of(i).as_nanos() as u64;
                             timers.push(Reverse((leave, slot, i, Due::Leave)));
                             if script.message_every.is_some()
                                 && partner(i, schedule.len()).is_some()
                             {
-                                let first = start + script.first_message.as_nanos() as u64;
+                                let first = start + script.think_of(i).as_nanos() as u64;
                                 timers.push(Reverse((first, slot, i, Due::Message)));
                             }
                         }

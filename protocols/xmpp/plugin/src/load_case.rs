@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wirebench_load::{Arrivals, Cause, Interval, Phase, Schedule, Series, Wire};
+use wirebench_load::{Arrivals, Cause, Dist, Interval, Phase, Schedule, Series, Wire};
 use wirebench_model::{Kind, Value};
 use wirebench_protocol::params::{ON_OFF, ParamSpec};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
@@ -43,8 +43,16 @@ fn check_phases(s: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+fn check_dist(s: &str) -> Result<(), String> {
+    Dist::parse(s).map(|_| ())
+}
+
 fn check_domain(s: &str) -> Result<(), String> {
-    if s.is_empty() || s.len() > 253 || s.chars().any(|c| !(c.is_ascii_alphanumeric() || c == '.' || c == '-')) {
+    if s.is_empty()
+        || s.len() > 253
+        || s.chars()
+            .any(|c| !(c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+    {
         return Err("expected a domain name (letters, digits, dots and hyphens)".into());
     }
     Ok(())
@@ -61,9 +69,9 @@ pub fn target_addr(s: &str) -> Result<Option<std::net::SocketAddr>, String> {
     if s == "builtin" {
         return Ok(None);
     }
-    let addr: std::net::SocketAddr = s
-        .parse()
-        .map_err(|_| "expected builtin or IP:PORT of a server on this machine, e.g. 127.0.0.1:5222".to_string())?;
+    let addr: std::net::SocketAddr = s.parse().map_err(|_| {
+        "expected builtin or IP:PORT of a server on this machine, e.g. 127.0.0.1:5222".to_string()
+    })?;
     if !addr.ip().is_loopback() {
         return Err(format!(
             "{} is not a loopback address: load is only generated towards this machine (127.0.0.0/8, ::1)",
@@ -117,26 +125,35 @@ pub const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "load.stay",
-        kind: Kind::Duration,
+        kind: Kind::Custom {
+            what: "duration or distribution",
+            check: check_dist,
+        },
         default: "10s",
         workloads: LOAD,
-        help: "how long each session stays, from its intended start, before it leaves",
+        help: "how long each session stays, from its intended start, before it leaves: a duration, exp:MEAN (exponential, Tsung's random thinktime) or uniform:MIN..MAX, drawn per session",
         words: "session stay",
     },
     ParamSpec {
         name: "load.every",
-        kind: Kind::Duration,
+        kind: Kind::Custom {
+            what: "duration or distribution",
+            check: check_dist,
+        },
         default: "1s",
         workloads: LOAD,
-        help: "each session sends its partner (user 2k-1 <-> 2k) a message this often until it leaves (0: no messages)",
+        help: "each session sends its partner (user 2k-1 <-> 2k) a message this often until it leaves (0: no messages); a duration, exp:MEAN or uniform:MIN..MAX drawn for each gap",
         words: "message interval",
     },
     ParamSpec {
         name: "load.think",
-        kind: Kind::Duration,
+        kind: Kind::Custom {
+            what: "duration or distribution",
+            check: check_dist,
+        },
         default: "2s",
         workloads: LOAD,
-        help: "think time before the first message: it is meant this long after the session's intended start",
+        help: "think time before the first message: it is meant this long after the session's intended start (a duration, exp:MEAN or uniform:MIN..MAX, drawn per session)",
         words: "first message",
     },
     ParamSpec {
@@ -221,7 +238,10 @@ impl LoadSpec {
         let word = |n: &str, d: &'static str| case.word(n).unwrap_or(d).to_string();
         let phases = wirebench_load::parse_phases(&word("load.phases", "5s@200/s"))
             .map_err(|e| WorkloadError::Input(format!("load.phases: {e}")))?;
-        let every = dur("load.every", 1);
+        let dist = |n: &str, d: &'static str| {
+            Dist::parse(&word(n, d)).map_err(|e| WorkloadError::Input(format!("{n}: {e}")))
+        };
+        let every = dist("load.every", "1s")?;
         Ok(LoadSpec {
             phases,
             arrivals: if word("load.arrivals", "poisson") == "uniform" {
@@ -242,9 +262,10 @@ impl LoadSpec {
                 mechanism: word("load.mech", "PLAIN"),
                 roster: word("load.roster", "on") == "on",
                 presence: word("load.presence", "on") == "on",
-                stay: dur("load.stay", 10),
+                stay: dist("load.stay", "10s")?,
                 message_every: (!every.is_zero()).then_some(every),
-                first_message: dur("load.think", 2),
+                first_message: dist("load.think", "2s")?,
+                seed,
                 login_timeout: dur("load.timeout", 30),
                 payload: case.payload() as usize,
                 from: Vec::new(),
@@ -257,6 +278,16 @@ impl LoadSpec {
             target: target_addr(&word("load.target", "builtin"))
                 .map_err(|e| WorkloadError::Input(format!("load.target: {e}")))?,
         })
+    }
+
+    /// The stay that sizes the layout and the up-front check: the longest there can be,
+    /// except for an exponential, whose concurrency settles near rate x mean (Little's
+    /// law); a quarter more for its fluctuation.
+    pub fn peak_stay(&self) -> Duration {
+        match self.script.stay {
+            Dist::Exp(mean) => mean + mean / 4,
+            d => d.max(),
+        }
     }
 
     pub fn schedule(&self) -> Result<Schedule, WorkloadError> {
@@ -272,7 +303,7 @@ const DOMAIN: &str = "wirebench.test";
 pub fn estimate_secs(case: &Case) -> Option<f64> {
     let spec = LoadSpec::from_case(case, 0).ok()?;
     let phases: f64 = spec.phases.iter().map(|p| p.duration.as_secs_f64()).sum();
-    Some(phases + spec.script.stay.as_secs_f64() + 3.0)
+    Some(phases + spec.script.stay.max().as_secs_f64() + 3.0)
 }
 
 /// What a generator process is told on its stdin.
@@ -398,7 +429,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     }
     let mut spec = LoadSpec::from_case(case, env.seed)?;
     let schedule = spec.schedule()?;
-    let peak = schedule.peak(spec.script.stay);
+    let peak = schedule.peak(spec.peak_stay());
     check_limits(peak)?;
     // The server: an external one, or the built-in one sized for the peak (worker
     // processes when one process cannot hold it).

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use wirebench_load::{Arrivals, Interval, Phase, Schedule, Series};
+use wirebench_load::{Arrivals, Dist, Interval, Phase, Schedule, Series};
 use wirebench_plugin_xmpp::load::{Part, Script, monotonic_ns, run_worker};
 use wirebench_plugin_xmpp::serve::{XmppServer, XmppServerConfig};
 
@@ -37,9 +37,10 @@ fn two_workers_share_a_schedule_and_their_series_merge_exactly() {
         roster: true,
         presence: true,
         // Everyone is online from ~2 s to 5 s: messages at 3 and 4 s find their partner.
-        stay: Duration::from_secs(5),
-        message_every: Some(Duration::from_secs(1)),
-        first_message: Duration::from_secs(3),
+        stay: Dist::Fixed(Duration::from_secs(5)),
+        message_every: Some(Dist::Fixed(Duration::from_secs(1))),
+        first_message: Dist::Fixed(Duration::from_secs(3)),
+        seed: 0,
         login_timeout: Duration::from_secs(10),
         payload: 32,
         from: Vec::new(),
