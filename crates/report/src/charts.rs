@@ -564,7 +564,8 @@ fn load_series(dir: &Path, r: &Record) -> Option<Columns> {
 }
 
 /// Charts over time of load cases: sessions active, logins per second, and the login and
-/// message latency percentiles per interval, one series per case.
+/// message latency percentiles per interval, one series per case; memory and CPU of the
+/// generator and the server, a series per case and process group.
 fn load_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planned>) {
     let with: Vec<(&Case, Columns)> = all
         .iter()
@@ -647,6 +648,54 @@ fn load_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planned>
                 .collect();
             if pts.len() >= 2 {
                 chart.series.push(Series::from_xy(name(c), pts));
+            }
+        }
+        if !chart.series.is_empty() {
+            out.push(Planned::new(stem.to_string(), chart));
+        }
+    }
+    // What the processes used: a line per process group and case (columns the load
+    // workload samples beside its intervals; a generator running inside wirebench with the
+    // server is one group, `wirebench`).
+    let groups = [
+        ("generator", "generator"),
+        ("wirebench", "wirebench"),
+        ("server", "server"),
+    ];
+    let usage: [(&str, &str, Axis, &str, f64); 2] = [
+        (
+            "load-memory",
+            "Memory over time (resident)",
+            Axis::new("Resident memory", Unit::Bytes),
+            "rss_mib",
+            1024.0 * 1024.0,
+        ),
+        (
+            "load-cpu",
+            "CPU over time (100% = one core)",
+            Axis::new("CPU (100% = one core)", Unit::Percent),
+            "cpu_pct",
+            0.01,
+        ),
+    ];
+    for (stem, title, y, suffix, scale) in usage {
+        let mut chart = Chart::new(title, Kind::Lines, Axis::new("Time", Unit::Seconds), y);
+        if !sub.is_empty() {
+            chart = chart.subtitle(sub.clone());
+        }
+        for (c, cols) in &with {
+            let t = col(cols, "seconds");
+            for (prefix, label) in groups {
+                let v = col(cols, &format!("{prefix}_{suffix}"));
+                let pts: Vec<(f64, f64)> = (0..v.len().min(t.len()))
+                    .map(|i| (t[i], v[i] * scale))
+                    .filter(|(x, y)| x.is_finite() && y.is_finite())
+                    .collect();
+                if pts.len() >= 2 {
+                    chart
+                        .series
+                        .push(Series::from_xy(format!("{}, {label}", name(c)), pts));
+                }
             }
         }
         if !chart.series.is_empty() {

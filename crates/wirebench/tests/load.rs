@@ -71,6 +71,24 @@ fn twenty_thousand_sessions_over_worker_processes_on_both_sides() {
         .parse()
         .unwrap();
     assert_eq!(last_active, 0.0);
+    // Resources were sampled beside the intervals: at the peak (20,000 held, 40,000
+    // loopback sockets) the generators and the server hold memory and the kernel counts
+    // the sockets.
+    let peak_row = csv
+        .lines()
+        .skip(1)
+        .find(|l| l.split(',').nth(col("active")) == Some("20000"))
+        .expect("an interval with every session held");
+    let cell = |name: &str| -> f64 {
+        peak_row
+            .split(',')
+            .nth(col(name))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} empty in {peak_row}"))
+    };
+    assert!(cell("generator_rss_mib") > 20.0, "{peak_row}");
+    assert!(cell("server_rss_mib") > 5.0, "{peak_row}");
+    assert!(cell("tcp_sockets") >= 40000.0, "{peak_row}");
     // The report charts the series over time.
     let charts: Vec<String> = std::fs::read_dir(out.join("charts"))
         .unwrap()
@@ -81,6 +99,8 @@ fn twenty_thousand_sessions_over_worker_processes_on_both_sides() {
         "load-logins",
         "load-login-p99",
         "load-message-p99",
+        "load-memory",
+        "load-cpu",
     ] {
         assert!(
             charts.iter().any(|c| c.ends_with(&format!("{stem}.svg"))),
