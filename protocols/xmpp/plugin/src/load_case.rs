@@ -494,9 +494,13 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         })
         .map_err(|e| WorkloadError::Environment(format!("load generator: {e}")))
     } else {
-        run_processes(
-            &spec, generators, t0, ctx, &series, &summaries, &progress, &gen_pids,
-        )
+        let to = Collect {
+            series: &series,
+            summaries: &summaries,
+            progress: &progress,
+            pids: &gen_pids,
+        };
+        run_processes(&spec, generators, t0, ctx, &to)
     };
     // What the server used, before it stops.
     let usage = sampler.finish();
@@ -857,16 +861,22 @@ impl Usage {
     }
 }
 
+/// Where generator processes' reports go: the merged series, their summaries, progress,
+/// and their PIDs (for the usage sampler).
+struct Collect<'a> {
+    series: &'a Arc<Mutex<Series>>,
+    summaries: &'a Arc<Mutex<Vec<WorkerSummary>>>,
+    progress: &'a (dyn Fn(&Series) + Sync),
+    pids: &'a Mutex<Vec<u32>>,
+}
+
 /// Runs `generators` generator processes and merges what they report.
 fn run_processes(
     spec: &LoadSpec,
     generators: usize,
     t0: u64,
     ctx: &Ctx,
-    series: &Arc<Mutex<Series>>,
-    summaries: &Arc<Mutex<Vec<WorkerSummary>>>,
-    progress: &(dyn Fn(&Series) + Sync),
-    pids: &Mutex<Vec<u32>>,
+    to: &Collect<'_>,
 ) -> Result<(), WorkloadError> {
     let exe = std::env::current_exe()
         .map_err(|e| WorkloadError::Environment(format!("cannot find wirebench itself: {e}")))?;
@@ -898,7 +908,8 @@ fn run_processes(
             if let Some(mut stdin) = child.stdin.take() {
                 stdin.write_all(text.as_bytes())?;
             }
-            pids.lock()
+            to.pids
+                .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(child.id());
             children.push(child);
@@ -933,9 +944,9 @@ fn run_processes(
                     match serde_json::from_str::<WorkerLine>(&line) {
                         Ok(WorkerLine::Interval(w)) => match Interval::from_wire(&w) {
                             Ok(i) => {
-                                let mut s = series.lock().unwrap_or_else(|e| e.into_inner());
+                                let mut s = to.series.lock().unwrap_or_else(|e| e.into_inner());
                                 s.add(&i);
-                                progress(&s);
+                                (to.progress)(&s);
                             }
                             Err(e) => {
                                 failed
@@ -945,7 +956,10 @@ fn run_processes(
                             }
                         },
                         Ok(WorkerLine::Done(s)) => {
-                            summaries.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+                            to.summaries
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push(s);
                         }
                         Ok(WorkerLine::Failed(e)) => {
                             failed
@@ -972,7 +986,7 @@ fn run_processes(
         }
     });
     stop_all(&mut children);
-    let done = summaries.lock().unwrap_or_else(|e| e.into_inner()).len();
+    let done = to.summaries.lock().unwrap_or_else(|e| e.into_inner()).len();
     if let Some(e) = failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(WorkloadError::Environment(e));
     }
