@@ -30,7 +30,7 @@ impl Dist {
     /// Parses `10s`, `exp:10s` or `uniform:5s..15s`.
     pub fn parse(text: &str) -> Result<Dist, String> {
         let t = text.trim();
-        let dur = |s: &str| wirebench_duration(s.trim());
+        let dur = |s: &str| duration(s.trim());
         if let Some(mean) = t.strip_prefix("exp:") {
             return Ok(Dist::Exp(dur(mean)?));
         }
@@ -93,6 +93,15 @@ impl Dist {
     pub fn is_zero(&self) -> bool {
         self.max().is_zero()
     }
+}
+
+/// A duration (`500ms`, `30s`, `10m`), or zero: `0` with or without a unit.
+fn duration(s: &str) -> Result<Duration, String> {
+    let number = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    if number.parse::<f64>().is_ok_and(|n| n == 0.0) {
+        return Ok(Duration::ZERO);
+    }
+    wirebench_duration(s)
 }
 
 /// A uniform value in (0, 1] from (seed, key).

@@ -57,6 +57,8 @@ fn a_server_pause_shows_in_the_open_loop_percentiles() {
         message_every: Some(Dist::Fixed(Duration::from_millis(100))),
         first_message: Dist::Fixed(Duration::from_millis(200)),
         seed: 0,
+        tls: false,
+        tls_cert: None,
         login_timeout: Duration::from_secs(10),
         payload: 32,
         from: vec![],

@@ -24,6 +24,7 @@ pub mod peer;
 pub mod prosody;
 pub mod serve;
 pub mod session;
+pub mod tls;
 pub mod workload;
 pub mod x2x;
 

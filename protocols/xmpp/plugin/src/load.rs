@@ -23,6 +23,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use wirebench_load::{Cause, Dist, Interval, Latency, Recorder, Schedule};
@@ -54,6 +55,13 @@ pub struct Script {
     /// Seeds the draws of `stay`, `first_message` and `message_every`.
     #[serde(default)]
     pub seed: u64,
+    /// STARTTLS before authenticating (required: a server that does not offer it fails
+    /// the session).
+    #[serde(default)]
+    pub tls: bool,
+    /// The certificate (DER) to trust for STARTTLS; `None`: any (a server not ours).
+    #[serde(default)]
+    pub tls_cert: Option<Vec<u8>>,
     /// A session not logged in this long after its intended start fails (timeout).
     pub login_timeout: Duration,
     /// Body bytes of each message (at least the timestamp, ~20 characters).
@@ -207,6 +215,15 @@ pub fn run_worker(
     if script.addrs.is_empty() {
         return Err(std::io::Error::other("load: no server address"));
     }
+    // One TLS configuration for all of this worker's sessions (rustls shares it).
+    let tls = if script.tls {
+        Some(
+            crate::tls::client_config(script.tls_cert.as_deref())
+                .map_err(|e| std::io::Error::other(format!("load: TLS: {e}")))?,
+        )
+    } else {
+        None
+    };
     let mut poll = Poll::new()?;
     let mut events = Events::with_capacity(1024);
     let mut slots: Vec<Option<Session>> = Vec::new();
@@ -231,7 +248,7 @@ pub fn run_worker(
             summary.sessions += 1;
             let iv = rec.at(since(now), &mut on_interval);
             iv.counts.arrivals += 1;
-            match open_session(i, opened, script, &poll, &mut slots, &mut free) {
+            match open_session(i, opened, script, &tls, &poll, &mut slots, &mut free) {
                 Ok(slot) => {
                     open += 1;
                     summary.peak_open = summary.peak_open.max(open);
@@ -470,6 +487,7 @@ fn open_session(
     i: usize,
     nth: usize,
     script: &Script,
+    tls: &Option<Arc<wirebench_xmpp::rustls::ClientConfig>>,
     poll: &Poll,
     slots: &mut Vec<Option<Session>>,
     free: &mut Vec<usize>,
@@ -503,7 +521,11 @@ fn open_session(
         &format!("user{user}@{}", script.domain),
         &format!("pass{user}"),
     );
-    cfg.tls = TlsMode::Never;
+    cfg.tls = if tls.is_some() {
+        TlsMode::Required
+    } else {
+        TlsMode::Never
+    };
     // Checked by run_worker before any session starts.
     cfg.mechanisms = vec![Mechanism::from_name(&script.mechanism).unwrap_or(Mechanism::Plain)];
     cfg.roster = script.roster;
@@ -513,7 +535,7 @@ fn open_session(
     slots[slot] = Some(Session {
         index: i,
         stream,
-        client: Client::new(cfg, None, user),
+        client: Client::new(cfg, tls.clone(), user),
         pending: Vec::new(),
         stage: Stage::Connecting,
         sent: 0,

@@ -165,6 +165,14 @@ pub const PARAMS: &[ParamSpec] = &[
         words: "SASL mechanism",
     },
     ParamSpec {
+        name: "load.tls",
+        kind: Kind::Choice(ON_OFF),
+        default: "off",
+        workloads: LOAD,
+        help: "STARTTLS before authenticating (RFC 6120 section 5): the built-in server offers it with a certificate made for the case; a load.target server must offer it (its certificate is not checked)",
+        words: "STARTTLS",
+    },
+    ParamSpec {
         name: "load.roster",
         kind: Kind::Choice(ON_OFF),
         default: "on",
@@ -266,6 +274,8 @@ impl LoadSpec {
                 message_every: (!every.is_zero()).then_some(every),
                 first_message: dist("load.think", "2s")?,
                 seed,
+                tls: word("load.tls", "off") == "on",
+                tls_cert: None,
                 login_timeout: dur("load.timeout", 30),
                 payload: case.payload() as usize,
                 from: Vec::new(),
@@ -442,6 +452,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         None => {
             let s = start_builtin(&spec, schedule.len(), peak, in_process)?;
             spec.script.addrs = s.addrs.clone();
+            spec.script.tls_cert = s.cert.clone();
             Some(s)
         }
     };
@@ -620,6 +631,8 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
 
 /// The built-in server while a case runs.
 struct Builtin {
+    /// Its STARTTLS certificate (DER), if it offers STARTTLS.
+    cert: Option<Vec<u8>>,
     addrs: Vec<std::net::SocketAddr>,
     layout: String,
     stats: Arc<serve::ServerStats>,
@@ -656,6 +669,12 @@ fn start_builtin(
     cfg.sessions = peak + peak / 10 + 100;
     cfg.processes = !in_process;
     cfg.max_stanza = cfg.max_stanza.max(spec.script.payload + 4096);
+    let mut cert = None;
+    if spec.script.tls {
+        let id = serve::self_signed(&spec.script.domain).map_err(WorkloadError::Environment)?;
+        cert = Some(id.cert_der().to_vec());
+        cfg.tls = Some(id);
+    }
     let server = serve::XmppServer::bind(cfg)
         .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
     let layout = server.layout().to_string();
@@ -676,6 +695,7 @@ fn start_builtin(
         rss_start_kib = stats.rss_kib.load(Ordering::Relaxed);
     }
     Ok(Builtin {
+        cert,
         addrs,
         layout,
         stats,

@@ -41,6 +41,8 @@ fn two_workers_share_a_schedule_and_their_series_merge_exactly() {
         message_every: Some(Dist::Fixed(Duration::from_secs(1))),
         first_message: Dist::Fixed(Duration::from_secs(3)),
         seed: 0,
+        tls: false,
+        tls_cert: None,
         login_timeout: Duration::from_secs(10),
         payload: 32,
         from: Vec::new(),

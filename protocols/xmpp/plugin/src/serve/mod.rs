@@ -112,6 +112,11 @@ impl std::fmt::Debug for TlsIdentity {
 }
 
 impl TlsIdentity {
+    /// The certificate, DER: what a client of ours trusts.
+    pub fn cert_der(&self) -> &[u8] {
+        &self.cert_der
+    }
+
     pub fn server_config(&self) -> Result<Arc<wirebench_xmpp::rustls::ServerConfig>, String> {
         use wirebench_xmpp::rustls;
         let key = rustls::pki_types::PrivateKeyDer::Pkcs8(self.key_der.clone().into());

@@ -1,0 +1,121 @@
+//! The load workload against a server it did not start (`load.target`): a `wirebench
+//! serve --xmpp --xmpp-tls` process of the test's own, every session doing STARTTLS
+//! (certificate not checked, as against any server not ours) and SCRAM-SHA-256, staying
+//! for an exponentially drawn time. Every session must log in over TLS, the server must
+//! count them all, and the stays must spread as drawn. 127.0.0.1 only; the server ends
+//! with the test.
+
+mod common;
+use common::{m, records, run_ok};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server(Child, std::path::PathBuf);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SAFETY: signals the server this test started, by its PID.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn sessions_log_in_over_starttls_to_a_server_given_by_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log = dir.path().join("serve.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--xmpp-users", "2000", "--xmpp-tls"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let server = Server(child, log);
+    let end = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&server.1)
+        .unwrap_or_default()
+        .contains("XMPP layout")
+    {
+        assert!(Instant::now() < end, "the server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let out = dir.path().join("run");
+    let target = format!("127.0.0.1:{port}");
+    let o = run_ok(&[
+        "run",
+        "--protocol",
+        "xmpp",
+        "--workload",
+        "load",
+        "--load-target",
+        &target,
+        "--load-tls",
+        "on",
+        "--load-mech",
+        "SCRAM-SHA-256",
+        "--load-phases",
+        "2s@500/s:max=1000",
+        "--load-arrivals",
+        "uniform",
+        "--load-stay",
+        "exp:2s",
+        "--load-every",
+        "0",
+        "--payload",
+        "32",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let rs = records(&out);
+    assert_eq!(rs.len(), 1, "{stderr}");
+    let r = &rs[0];
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(m(r, "load.sessions"), 1000.0, "{r}");
+    assert_eq!(m(r, "load.logged_in"), 1000.0, "{r}");
+    assert_eq!(m(r, "load.failed"), 0.0, "{r}");
+    // Not our server: no server figures in the record.
+    assert!(r["metrics"].get("server.cpu").is_none(), "{r}");
+    assert!(
+        stderr.contains("the XMPP server at load.target"),
+        "{stderr}"
+    );
+    // Stays drawn from an exponential with a 2 s mean, arrivals spread over 2 s: about a
+    // third of the sessions have left by 2 s (a fixed stay would have none), and about 6%
+    // are still there at 6 s (e^-2.5 to e^-3 of them; a fixed stay would have none).
+    let csv = std::fs::read_to_string(out.join("case-0001-r1.load.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let rows: Vec<Vec<f64>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.split(',')
+                .map(|v| v.parse().unwrap_or(f64::NAN))
+                .collect()
+        })
+        .collect();
+    let left_by_2s: f64 = rows
+        .iter()
+        .filter(|r| r[col("seconds")] <= 2.0)
+        .map(|r| r[col("left")])
+        .sum();
+    let active_at_6s = rows
+        .iter()
+        .find(|r| r[col("seconds")] == 6.0)
+        .map_or(0.0, |r| r[col("active")]);
+    assert!(left_by_2s > 100.0, "{csv}");
+    assert!(active_at_6s > 10.0, "{csv}");
+    let text = std::fs::read_to_string(&server.1).unwrap();
+    drop(server);
+    assert!(text.contains("XMPP"), "{text}");
+}
