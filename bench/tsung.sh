@@ -123,6 +123,9 @@ epmd -port "$EPMD_PORT" >"$OUT/epmd.log" 2>&1 &
 PIDS+=($!)
 HOST=$(hostname -s)
 mkdir -p "$OUT/tsung"
+# Source addresses: one per 20,000 sessions (127.0.3.k), as wirebench gives each of its
+# generator processes its own (127.0.1.k): from one address Tsung runs out of ephemeral
+# ports near 28,000 sessions (error_connect_eaddrinuse).
 # Both generators get a phase 20 s longer than RATE needs, stopped at SESSIONS (Tsung's
 # maxnumber, wirebench's max=): Tsung's phase clock starts before its first VM is up, and
 # Poisson arrivals can fall short of RATE x RAMP.
@@ -131,7 +134,9 @@ cat >"$OUT/tsung/tsung.xml" <<EOF
 <!DOCTYPE tsung SYSTEM "/usr/share/tsung/tsung-1.0.dtd">
 <tsung loglevel="warning" version="1.0">
   <clients>
-    <client host="$HOST" use_controller_vm="false" maxusers="$PER_VM"/>
+    <client host="$HOST" use_controller_vm="false" maxusers="$PER_VM">
+$(for ((k = 1; k <= SESSIONS / 20000 + 1; k++)); do echo "      <ip value=\"127.0.3.$k\"/>"; done)
+    </client>
   </clients>
   <servers>
     <server host="127.0.0.1" port="$PORT" type="tcp"/>

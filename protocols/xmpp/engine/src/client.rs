@@ -194,7 +194,8 @@ pub struct Client {
     domain: String,
     config_error: Option<String>,
     tls_config: Option<Arc<rustls::ClientConfig>>,
-    tls: Option<rustls::ClientConnection>,
+    /// Boxed: a rustls connection is over a kilobyte, and most sessions of a load have none.
+    tls: Option<Box<rustls::ClientConnection>>,
     tls_announced: bool,
     framer: Framer,
     stream_prefix: String,
@@ -293,6 +294,14 @@ impl Client {
             Phase::Established => State::Established,
             Phase::Closed => State::Closed,
         }
+    }
+
+    /// Gives back buffer capacity an idle session does not need (a load generator holds
+    /// many idle sessions; the server's sessions do the same).
+    pub fn shrink(&mut self) {
+        self.framer.shrink();
+        self.out.shrink_to_fit();
+        self.events.shrink_to_fit();
     }
 
     /// Bytes to write to the transport: everything queued since the last call (already
@@ -533,7 +542,7 @@ impl Client {
             .map_err(|e| XmppError::Tls(format!("starting TLS: {e}")))?;
         conn.set_buffer_limit(None);
         let rest = self.framer.take_unlexed();
-        self.tls = Some(conn);
+        self.tls = Some(Box::new(conn));
         self.peer_open = false;
         self.phase = Phase::AwaitHeader(Stage::Secured);
         self.send_header();
