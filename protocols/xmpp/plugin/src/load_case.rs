@@ -308,12 +308,18 @@ impl LoadSpec {
 
 const DOMAIN: &str = "wirebench.test";
 
-/// Seconds a load case takes: its phases, the last arrival's stay, start-up and a
-/// leaving margin.
+/// Seconds a load case takes: its last arrival, that session's longest stay, start-up
+/// and a leaving margin.
 pub fn estimate_secs(case: &Case) -> Option<f64> {
     let spec = LoadSpec::from_case(case, 0).ok()?;
-    let phases: f64 = spec.phases.iter().map(|p| p.duration.as_secs_f64()).sum();
-    Some(phases + spec.script.stay.max().as_secs_f64() + 3.0)
+    // The case ends when its last session has left, not when its phases end (a hold
+    // phase with no arrivals adds nothing after that).
+    let schedule = spec.schedule().ok()?;
+    let last = match schedule.len() {
+        0 => 0.0,
+        n => schedule.start(n - 1).as_secs_f64(),
+    };
+    Some(last + spec.script.stay.max().as_secs_f64() + 3.0)
 }
 
 /// What a generator process is told on its stdin.
