@@ -204,6 +204,19 @@ fn xmpp_progress(stats: Arc<wirebench_plugin_xmpp::serve::ServerStats>, stop: Ar
 }
 
 /// A generator process of an XMPP load case: runs its part until done or SIGTERM.
+/// Asks the kernel to send this process SIGTERM when the process that started it ends,
+/// however it ends (a second Ctrl-C, SIGKILL): a worker never outlives its wirebench.
+fn die_with_parent() {
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and changes nothing else.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+    // The parent may have gone before the call: then this process is already orphaned.
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } == 1 {
+        // SAFETY: raising a signal at this process.
+        unsafe { libc::raise(libc::SIGTERM) };
+    }
+}
+
 fn xmpp_load_worker() -> Result<ExitCode> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
@@ -211,6 +224,7 @@ fn xmpp_load_worker() -> Result<ExitCode> {
     // report what was measured, exit.
     ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst))
         .context("cannot install the signal handler")?;
+    die_with_parent();
     wirebench_plugin_xmpp::load_case::worker_main(&stop).context("XMPP load generator")?;
     Ok(ExitCode::SUCCESS)
 }
@@ -222,6 +236,7 @@ fn xmpp_worker(index: usize) -> Result<ExitCode> {
     // Ctrl-C reaches the whole process group; the parent sends SIGTERM. Both end here.
     ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst))
         .context("cannot install the signal handler")?;
+    die_with_parent();
     wirebench_plugin_xmpp::serve::procs::worker_main(index, &stop)
         .with_context(|| format!("XMPP worker {index}"))?;
     Ok(ExitCode::SUCCESS)

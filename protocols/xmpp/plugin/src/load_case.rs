@@ -343,29 +343,43 @@ pub fn worker_main(stop: &AtomicBool) -> io::Result<()> {
     io::Read::read_to_string(&mut io::stdin(), &mut input)?;
     let w: WorkerSpec = serde_json::from_str(&input)
         .map_err(|e| io::Error::other(format!("bad generator spec on stdin: {e}")))?;
-    let out = Mutex::new(io::stdout().lock());
-    let say = |line: &WorkerLine| {
-        if let Ok(text) = serde_json::to_string(line) {
-            let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = writeln!(o, "{text}");
-            let _ = o.flush();
+    // The reports leave through a thread of their own: the event loop must never wait
+    // for the parent to read (its sessions' timers would run late, and open-loop figures
+    // would blame the server for it).
+    // Ok: an interval (compressing its histograms is the writer's work too); Err: the
+    // last line.
+    let (tx, rx) = std::sync::mpsc::channel::<Result<Interval, WorkerLine>>();
+    let writer = std::thread::spawn(move || {
+        let mut o = io::stdout().lock();
+        for msg in rx {
+            let line = match msg {
+                Ok(i) => WorkerLine::Interval(i.to_wire()),
+                Err(line) => line,
+            };
+            if let Ok(text) = serde_json::to_string(&line) {
+                let _ = writeln!(o, "{text}");
+                let _ = o.flush();
+            }
         }
-    };
+    });
     let schedule = Schedule::new(&w.spec.phases, w.spec.arrivals, w.spec.seed)
         .map_err(|e| io::Error::other(e.to_string()))?;
     let me = std::process::id();
     let rss_start = wirebench_protocol::peer::usage(me).map(|u| u.rss_bytes / 1024);
-    match run_worker(&schedule, w.part, &w.spec.script, stop, |i| {
-        say(&WorkerLine::Interval(i.to_wire()))
+    let last = match run_worker(&schedule, w.part, &w.spec.script, stop, |i| {
+        let _ = tx.send(Ok(i));
     }) {
         Ok(mut summary) => {
             summary.rss_start_kib = rss_start;
             summary.rss_peak_kib = peak_rss_kib();
             summary.cpu_s = wirebench_protocol::peer::usage(me).map(|u| u.cpu_s);
-            say(&WorkerLine::Done(summary))
+            WorkerLine::Done(summary)
         }
-        Err(e) => say(&WorkerLine::Failed(e.to_string())),
-    }
+        Err(e) => WorkerLine::Failed(e.to_string()),
+    };
+    let _ = tx.send(Err(last));
+    drop(tx);
+    let _ = writer.join();
     Ok(())
 }
 
@@ -478,8 +492,8 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     let summaries = Arc::new(Mutex::new(Vec::<WorkerSummary>::new()));
     let total = schedule.len() as u64;
     let progress = |s: &Series| {
-        let t = s.totals();
-        (ctx.progress)(t.counts.logged_in + t.counts.failures(), total);
+        let c = s.counts();
+        (ctx.progress)(c.logged_in + c.failures(), total);
     };
     let gen_pids = Arc::new(Mutex::new(Vec::<u32>::new()));
     let sampler = UsageSampler::start(
