@@ -4,21 +4,28 @@
 //! workers are threads of one process or processes of their own: one design for both, so
 //! the thread layout the tests run is the process layout a 100k-session run uses.
 //!
-//! Three notes cross a link, framed as
+//! Five notes cross a link, framed as
 //! `[u32 LE: length of what follows][u8 kind][u16 LE: JID length][JID][body]`:
 //! - `Online(bare JID)`: a session of that user bound at the sender;
 //! - `Offline(bare JID)`: it closed;
-//! - `Stanza(bare JID, bytes)`: deliver to that user's session at the receiver;
+//! - `Stanza(bare JID, bytes)`: deliver to that user's session (or, at the user's home
+//!   worker, pass it on to the worker that has the session);
+//! - `Presence(bare JID, bytes)`: the same for a presence broadcast to a roster, which is
+//!   dropped without counting when the contact is offline;
 //! - `Ack(bare JID)`: the receiver has taken in the sender's `Online` for that user.
 //!
-//! A worker holds back a session's bind result until every other worker has acked its
-//! `Online`: once a client knows it is logged in, a stanza for it from any worker finds
-//! it, and of two contacts logging in at once on different workers, the later one's
-//! presence always finds the earlier one (docs/xmpp.md).
-//!
-//! Each worker keeps a directory (bare JID -> here, at slot S | at worker W) built from
-//! its own sessions and the notes of the others, so a stanza crosses at most one link:
-//! one extra hop, priced in docs/performance.md. Frames are batched: a worker writes a
+//! **Home workers.** Every user has a home worker, `hash(bare JID) mod workers`, which
+//! alone keeps track of where that user's session is. A worker that binds a session tells
+//! only the user's home (`Online`, later `Offline`) and holds the bind result back until
+//! the home has acked: once a client knows it is logged in, a stanza for it from any
+//! worker finds it, and of two contacts logging in at once on different workers, the later
+//! one's presence always finds the earlier one (docs/xmpp.md). A stanza for a user who is
+//! not on the sending worker goes to the user's home, which delivers it or passes it on:
+//! at most two links. The first design told every worker of every login and so crossed at
+//! most one link, but a login then cost a note and an ack per worker, and every worker
+//! kept an entry for every online user: at a million sessions over 51 worker processes
+//! that was 100 notes per login and 0.8 KiB per session of directories, and logins fell
+//! behind (docs/performance.md, "The million"). Frames are batched: a worker writes a
 //! link once per loop iteration.
 
 use mio::net::UnixStream;
@@ -28,6 +35,7 @@ const ONLINE: u8 = 1;
 const OFFLINE: u8 = 2;
 const STANZA: u8 = 3;
 const ACK: u8 = 4;
+const PRESENCE: u8 = 5;
 /// Kind and JID length.
 const HEAD: usize = 3;
 /// A frame longer than this is a bug in the sender: links carry only what our own
@@ -42,6 +50,7 @@ pub enum Note<'a> {
     Online(&'a str),
     Offline(&'a str),
     Stanza { to: &'a str, body: &'a [u8] },
+    Presence { to: &'a str, body: &'a [u8] },
     Ack(&'a str),
 }
 
@@ -51,6 +60,7 @@ pub fn encode(out: &mut Vec<u8>, note: &Note) {
         Note::Online(j) => (ONLINE, j, &[]),
         Note::Offline(j) => (OFFLINE, j, &[]),
         Note::Stanza { to, body } => (STANZA, to, body),
+        Note::Presence { to, body } => (PRESENCE, to, body),
         Note::Ack(j) => (ACK, j, &[]),
     };
     // JIDs are at most 3 x 1023 bytes (RFC 7622), so u16 always holds one.
@@ -86,6 +96,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Note<'_>, usize)>, String> {
         ONLINE => Note::Online(jid),
         OFFLINE => Note::Offline(jid),
         STANZA => Note::Stanza { to: jid, body },
+        PRESENCE => Note::Presence { to: jid, body },
         ACK => Note::Ack(jid),
         k => return Err(format!("unknown note kind {k}")),
     };
@@ -115,7 +126,9 @@ impl Link {
 
     /// Queues `note`; false if the link's backlog is full and a stanza was dropped.
     pub fn push(&mut self, note: &Note) -> bool {
-        if matches!(note, Note::Stanza { .. }) && self.tx.len() > MAX_BACKLOG {
+        if matches!(note, Note::Stanza { .. } | Note::Presence { .. })
+            && self.tx.len() > MAX_BACKLOG
+        {
             return false;
         }
         encode(&mut self.tx, note);
@@ -190,6 +203,10 @@ mod tests {
                 body: b"<message to='user3@a.test'><body>hi</body></message>",
             },
             Note::Stanza { to: "", body: b"" },
+            Note::Presence {
+                to: "user5@a.test",
+                body: b"<presence from='user6@a.test/r'/>",
+            },
             Note::Ack("user4@a.test"),
         ];
         let mut wire = Vec::new();
@@ -210,6 +227,7 @@ mod tests {
     fn bad_frames_are_errors_not_panics() {
         assert!(decode(&[0, 0, 0, 0]).is_err(), "shorter than its head");
         assert!(decode(&[3, 0, 0, 0, 9, 0, 0]).is_err(), "unknown kind");
+        assert!(decode(&[3, 0, 0, 0, 0, 0, 0]).is_err(), "kind zero");
         assert!(
             decode(&[4, 0, 0, 0, 1, 5, 0, b'x']).is_err(),
             "JID past the end"

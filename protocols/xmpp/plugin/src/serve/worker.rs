@@ -35,13 +35,12 @@ enum Where {
 }
 
 /// Bare JID -> where its session is, keyed by a 64-bit hash of the JID rather than the
-/// JID itself: every worker holds an entry for every online user of the whole server, so
-/// an entry's size is paid (users x workers) times; 16 bytes instead of ~70 took the
-/// directory from ~0.3 KiB to ~0.1 KiB per session at 100k sessions over 6 workers. A
-/// collision (p ~ n^2 / 2^65: 3e-8 at a million users) would send a stanza to the wrong
-/// worker, which finds no session for its JID there and counts it unroutable; delivery
-/// always checks the session's own JID. The hash is std's SipHash with fixed keys, the
-/// same in every worker process (they run the same binary).
+/// JID itself (16 bytes an entry instead of ~70). A worker holds entries for its own
+/// sessions and for the users whose home it is ([`super::fabric`]). A collision (p ~ n^2 /
+/// 2^65: 3e-8 at a million users) would send a stanza to the wrong worker, which finds no
+/// session for its JID there and counts it unroutable; delivery always checks the
+/// session's own JID. The hash is std's SipHash with fixed keys, the same in every worker
+/// process (they run the same binary), so every worker computes the same home.
 #[derive(Default)]
 struct Located(HashMap<u64, Where>);
 
@@ -51,6 +50,11 @@ impl Located {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         h.write(bare.as_bytes());
         h.finish()
+    }
+
+    /// The worker (of `workers`) that keeps track of `bare`'s session.
+    fn home(bare: &str, workers: usize) -> usize {
+        (Self::key(bare) % workers.max(1) as u64) as usize
     }
 
     fn get(&self, bare: &str) -> Option<Where> {
@@ -90,8 +94,8 @@ struct Conn {
     opened: Instant,
     bound: bool,
     closing: bool,
-    /// Acks still awaited from other workers for this session's `Online`: its output
-    /// (the bind result first) is held until they are all in.
+    /// Acks still awaited for this session's `Online` (from its user's home worker, if
+    /// that is another): its output (the bind result first) is held until then.
     held: u32,
 }
 
@@ -169,8 +173,8 @@ struct Loop<'a> {
     ctx: WorkerCtx<'a>,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
-    /// Bare JID -> where its bound session is: this worker's own sessions, and the other
-    /// workers' from their `Online`/`Offline` notes.
+    /// Bare JID -> where its bound session is: this worker's own sessions, and those of
+    /// the users whose home this worker is, from the other workers' `Online`/`Offline`.
     online: Located,
     links: Vec<Option<Link>>,
     buf: Vec<u8>,
@@ -249,10 +253,20 @@ impl Loop<'_> {
         self.after_input(i, poll);
     }
 
-    /// Tells every other worker.
-    fn announce(&mut self, note: &Note) {
-        for link in self.links.iter_mut().flatten() {
-            link.push(note);
+    /// `bare`'s home worker, if it is not this one.
+    fn home_elsewhere(&self, bare: &str) -> Option<usize> {
+        let home = Located::home(bare, self.ctx.workers);
+        (home != self.ctx.id).then_some(home)
+    }
+
+    /// Tells `bare`'s home worker, if that is another; true if it was told.
+    fn tell_home(&mut self, bare: &str, note: &Note) -> bool {
+        let Some(home) = self.home_elsewhere(bare) else {
+            return false;
+        };
+        match self.links.get_mut(home).and_then(Option::as_mut) {
+            Some(link) => link.push(note),
+            None => false,
         }
     }
 
@@ -263,15 +277,14 @@ impl Loop<'_> {
         while let Some(ev) = self.conns[i].as_mut().and_then(|c| c.session.poll_event()) {
             match ev {
                 ServerEvent::Bound { user, .. } => {
-                    let others = self.links.iter().flatten().count() as u32;
-                    if let Some(c) = self.conns[i].as_mut() {
-                        c.bound = true;
-                        c.held = others;
-                    }
                     stats.bound.fetch_add(1, Ordering::Relaxed);
                     let bare = format!("{user}@{}", self.ctx.cfg.domain);
                     self.online.insert(&bare, Where::Here(i as u32));
-                    self.announce(&Note::Online(&bare));
+                    let told = self.tell_home(&bare, &Note::Online(&bare));
+                    if let Some(c) = self.conns[i].as_mut() {
+                        c.bound = true;
+                        c.held = u32::from(told);
+                    }
                 }
                 ServerEvent::Available { stanza } => {
                     let Some(me) = self.bare_of(i) else { continue };
@@ -281,44 +294,29 @@ impl Loop<'_> {
                         .map(|c| c.session.jid().to_string())
                         .unwrap_or_default();
                     for contact in self.ctx.cfg.accounts.roster(&user) {
-                        let Some(at) = self.online.get(contact.as_str()) else {
-                            continue;
-                        };
-                        if at == Where::Here(i as u32) {
+                        if contact == me {
                             continue;
                         }
-                        self.send_to(at, &contact, &stanza, &mut touched);
+                        self.route(&contact, &stanza, true, &mut touched);
                         // Theirs back to me: its full JID is only known where it lives,
                         // so ask for it with a probe the other side answers.
                         let probe =
                             format!("<presence type='probe' from='{mine}' to='{contact}'/>");
-                        self.send_to(at, &contact, probe.as_bytes(), &mut touched);
+                        self.route(&contact, probe.as_bytes(), true, &mut touched);
                     }
                 }
                 ServerEvent::Unavailable { stanza } => {
                     let Some(me) = self.bare_of(i) else { continue };
                     let user = me.split('@').next().unwrap_or("").to_string();
                     for contact in self.ctx.cfg.accounts.roster(&user) {
-                        if let Some(at) = self.online.get(contact.as_str()) {
-                            self.send_to(at, &contact, &stanza, &mut touched);
+                        if contact != me {
+                            self.route(&contact, &stanza, true, &mut touched);
                         }
                     }
                 }
                 ServerEvent::Route { to, stanza } => {
-                    let bare = to.split('/').next().unwrap_or("");
-                    match self.online.get(bare) {
-                        Some(at) => {
-                            if let Where::At(_) = at {
-                                stats.routed_across.fetch_add(1, Ordering::Relaxed);
-                            }
-                            let bare = bare.to_string();
-                            self.send_to(at, &bare, &stanza, &mut touched);
-                            stats.routed.fetch_add(1, Ordering::Relaxed);
-                        }
-                        None => {
-                            stats.unroutable.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
+                    let bare = to.split('/').next().unwrap_or("").to_string();
+                    self.route(&bare, &stanza, false, &mut touched);
                 }
                 ServerEvent::Closed { error } => {
                     if error.is_some() {
@@ -337,24 +335,51 @@ impl Loop<'_> {
         }
     }
 
-    /// Hands `stanza` to `bare`'s session: here directly, else over the link to its worker
-    /// (written at the end of this loop iteration).
-    fn send_to(&mut self, at: Where, bare: &str, stanza: &[u8], touched: &mut Vec<usize>) {
-        match at {
-            Where::Here(j) => self.deliver_local(j as usize, bare, stanza, touched),
-            Where::At(w) => {
-                let Some(link) = self.links.get_mut(w as usize).and_then(Option::as_mut) else {
-                    return;
-                };
-                if link.push(&Note::Stanza {
-                    to: bare,
-                    body: stanza,
-                }) {
-                    self.ctx.stats.cross_worker.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    self.ctx.stats.dropped_link.fetch_add(1, Ordering::Relaxed);
+    /// Hands `stanza` from one of this worker's sessions to `bare`'s session: here
+    /// directly; else to the worker that has it, if this is `bare`'s home; else to `bare`'s
+    /// home, which passes it on (links are written at the end of this loop iteration).
+    /// `presence`: a roster broadcast, for which an offline contact is no failure.
+    fn route(&mut self, bare: &str, stanza: &[u8], presence: bool, touched: &mut Vec<usize>) {
+        let stats = self.ctx.stats;
+        let to = match (self.online.get(bare), self.home_elsewhere(bare)) {
+            (Some(Where::Here(j)), _) => {
+                if !presence {
+                    stats.routed.fetch_add(1, Ordering::Relaxed);
                 }
+                return self.deliver_local(j as usize, bare, stanza, touched);
             }
+            (Some(Where::At(w)), None) => w as usize,
+            (None, Some(home)) => home,
+            // At its home (here) and not online, or a stale entry at a home elsewhere
+            // (cannot happen: entries for users homed elsewhere are only this worker's own).
+            (None, None) | (Some(Where::At(_)), Some(_)) => {
+                if !presence {
+                    stats.unroutable.fetch_add(1, Ordering::Relaxed);
+                }
+                return;
+            }
+        };
+        if !presence {
+            stats.routed.fetch_add(1, Ordering::Relaxed);
+            stats.routed_across.fetch_add(1, Ordering::Relaxed);
+        }
+        self.push_stanza(to, bare, stanza, presence);
+    }
+
+    /// Queues a stanza for `bare` on the link to worker `w`.
+    fn push_stanza(&mut self, w: usize, bare: &str, body: &[u8], presence: bool) {
+        let Some(link) = self.links.get_mut(w).and_then(Option::as_mut) else {
+            return;
+        };
+        let note = if presence {
+            Note::Presence { to: bare, body }
+        } else {
+            Note::Stanza { to: bare, body }
+        };
+        if link.push(&note) {
+            self.ctx.stats.cross_worker.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.ctx.stats.dropped_link.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -370,9 +395,7 @@ impl Loop<'_> {
         if let Some(from) = probe_from(stanza) {
             let reply = format!("<presence from='{}' to='{from}'/>", c.session.jid());
             let from_bare = from.split('/').next().unwrap_or("").to_string();
-            if let Some(at) = self.online.get(from_bare.as_str()) {
-                self.send_to(at, &from_bare, reply.as_bytes(), touched);
-            }
+            self.route(&from_bare, reply.as_bytes(), true, touched);
             return;
         }
         c.session.deliver(stanza);
@@ -464,12 +487,31 @@ impl Loop<'_> {
                     self.online.remove(bare);
                 }
             }
-            Note::Stanza { to, body } => match self.online.get(to) {
-                Some(Where::Here(j)) => self.deliver_local(j as usize, to, body, touched),
-                _ => {
-                    self.ctx.stats.unroutable.fetch_add(1, Ordering::Relaxed);
-                }
-            },
+            Note::Stanza { to, body } => self.arrived(w, to, body, false, touched),
+            Note::Presence { to, body } => self.arrived(w, to, body, true, touched),
+        }
+    }
+
+    /// A stanza from worker `w` for `to`: delivered if its session is here, passed on if
+    /// this is `to`'s home and the session is on a third worker (the second and last hop),
+    /// otherwise undeliverable (counted, unless a roster presence).
+    fn arrived(
+        &mut self,
+        w: usize,
+        to: &str,
+        body: &[u8],
+        presence: bool,
+        touched: &mut Vec<usize>,
+    ) {
+        match self.online.get(to) {
+            Some(Where::Here(j)) => self.deliver_local(j as usize, to, body, touched),
+            Some(Where::At(owner)) if owner as usize != w && self.home_elsewhere(to).is_none() => {
+                self.push_stanza(owner as usize, to, body, presence);
+            }
+            _ if presence => {}
+            _ => {
+                self.ctx.stats.unroutable.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -577,7 +619,7 @@ impl Loop<'_> {
             if self.online.get(bare) == Some(Where::Here(i as u32)) {
                 self.online.remove(bare);
                 let bare = bare.to_string();
-                self.announce(&Note::Offline(&bare));
+                self.tell_home(&bare, &Note::Offline(&bare));
             }
         }
         self.free.push(i);
