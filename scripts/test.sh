@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests use: iproute2 (ip netns), util-linux (setpriv), prosody,
-# ejabberd and ngircd (real servers), tsung (a real client; slixmpp comes from PyPI through
+# ejabberd and ngircd (real servers; erlang-luerl lets ejabberd import load runs' accounts), tsung (a real client; slixmpp comes from PyPI through
 # scripts/install-interop.sh, which the interop tests run), chromium (the HTML report is checked in a real browser), curl
 # (a README example runs it behind a link).
 missing=()
@@ -14,6 +14,7 @@ command -v ip >/dev/null || missing+=(iproute2)
 command -v setpriv >/dev/null || missing+=(util-linux)
 command -v prosody >/dev/null || missing+=(prosody)
 command -v erl >/dev/null && compgen -G '/usr/lib/x86_64-linux-gnu/ejabberd-*' >/dev/null || missing+=(ejabberd)
+compgen -G '/usr/lib/erlang/lib/luerl-*' >/dev/null || missing+=(erlang-luerl)
 command -v ngircd >/dev/null || missing+=(ngircd)
 command -v tsung >/dev/null || missing+=(tsung)
 command -v chromium >/dev/null || missing+=(chromium)

@@ -113,7 +113,10 @@ pub fn record_sessions(out: &mut crate::Outcome, sessions: u64) {
             .find(|(n, _)| n == name)
             .map(|(_, m)| m.value)
     };
-    let (rss, cpu) = (get("server.rss"), get("server.cpu"));
+    // A caller that measured a figure per session more closely (memory from before the
+    // first session to the peak, say) has pushed it already: that one stands.
+    let rss = get("server.rss").filter(|_| get("server.rss_per_session").is_none());
+    let cpu = get("server.cpu").filter(|_| get("server.cpu_per_session").is_none());
     if let Some(rss) = rss {
         out.push("server.rss_per_session", rss / sessions as f64, "B");
     }

@@ -53,7 +53,7 @@ const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(SERVERS),
         default: "",
         workloads: WORKLOADS,
-        help: "XMPP servers: builtin (wirebench's own, one server, no root needed; the default unless s2s is given), prosody (two Prosody 0.12 servers in lab hosts, study S1's topology; needs root; the default with s2s) or ejabberd (the same with two ejabberd 23.01 servers)",
+        help: "XMPP servers: builtin (wirebench's own, one server, no root needed; the default unless s2s is given), prosody (two Prosody 0.12 servers in lab hosts, study S1's topology; needs root; the default with s2s) or ejabberd (the same with two ejabberd 23.01 servers); for workload load, one server of the kind on loopback with the accounts and rosters the sessions need",
         words: "XMPP server",
     },
     ParamSpec {
@@ -127,13 +127,16 @@ impl Protocol for Xmpp {
     }
 
     fn lab_hosts(&self, case: &Case) -> Option<&'static [(Ipv4Addr, &'static str)]> {
-        real_server(case)
-            .is_some()
+        // A load case runs its one server on loopback.
+        (case.workload() != "load" && real_server(case).is_some())
             .then_some(&[(CLIENT_ADDR, "a.test"), (SERVER_ADDR, "b.test")])
     }
 
     fn servers(&self, case: &Case) -> Option<&'static str> {
+        let load = case.workload() == "load";
         Some(match real_server(case) {
+            Some(Server::Prosody) if load => "a Prosody server started on loopback",
+            Some(Server::Ejabberd) if load => "an ejabberd server started on loopback",
             Some(Server::Prosody) => "two Prosody servers started in the lab",
             Some(Server::Ejabberd) => "two ejabberd servers started in the lab",
             None if case.word("load.target").is_some_and(|t| t != "builtin") => {

@@ -166,6 +166,12 @@ pub struct WorkerSummary {
     pub cpu_s: Option<f64>,
     /// Most sessions open at once in this worker.
     pub peak_open: u64,
+    /// Roster items the server sent, all sessions together: the rosters it holds.
+    #[serde(default)]
+    pub roster_items: u64,
+    /// Available presences from contacts: the server's fan-out, seen from the clients.
+    #[serde(default)]
+    pub presences: u64,
     /// The first failure, in words.
     pub first_error: Option<String>,
 }
@@ -411,6 +417,13 @@ pub fn run_worker(
                                 let first = start + script.think_of(i).as_nanos() as u64;
                                 timers.push(Reverse((first, slot, i, Due::Message)));
                             }
+                        }
+                        Event::Roster { items } => summary.roster_items += items as u64,
+                        // RFC 6121 4.2.2: a session also gets its own presence back.
+                        Event::Presence { kind: None, from }
+                            if !from.starts_with(&format!("user{}@", script.user(i))) =>
+                        {
+                            summary.presences += 1
                         }
                         Event::Message { body, .. } => {
                             iv.counts.received += 1;

@@ -450,26 +450,48 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
             "the load workload runs on loopback for now (no link parameters)".into(),
         ));
     }
-    if case.word("xmpp.server").is_some_and(|s| s != "builtin") || case.get("s2s").is_some() {
+    if case.get("s2s").is_some() {
         return Err(WorkloadError::Input(
-            "the load workload starts no Prosody or ejabberd of its own (xmpp.server=builtin, no \
-             s2s): start one yourself and give its address as load.target=IP:PORT"
-                .into(),
+            "the load workload runs one server: no s2s (xmpp.server chooses the server)".into(),
         ));
     }
     let mut spec = LoadSpec::from_case(case, env.seed)?;
+    let real = match case.word("xmpp.server").unwrap_or("builtin") {
+        "builtin" => None,
+        "prosody" => Some(crate::peer::Server::Prosody),
+        "ejabberd" => Some(crate::peer::Server::Ejabberd),
+        other => {
+            return Err(WorkloadError::Input(format!(
+                "xmpp.server: unknown server {other:?} (builtin, prosody or ejabberd)"
+            )));
+        }
+    };
+    if let (Some(r), Some(t)) = (real, spec.target) {
+        return Err(WorkloadError::Input(format!(
+            "load.target={t} and xmpp.server={}: a case loads either a server it starts or one \
+             already running, not both",
+            r.name()
+        )));
+    }
     let schedule = spec.schedule()?;
     let peak = schedule.peak(spec.peak_stay());
     check_limits(peak)?;
-    // The server: an external one, or the built-in one sized for the peak (worker
-    // processes when one process cannot hold it).
-    let in_process = spec.target.is_none() && peak <= IN_PROCESS;
-    let server = match spec.target {
-        Some(addr) => {
+    // The server: an external one, a real one started for the case, or the built-in one
+    // sized for the peak (worker processes when one process cannot hold it).
+    let in_process = spec.target.is_none() && real.is_none() && peak <= IN_PROCESS;
+    let mut placed = None;
+    let server = match (spec.target, real) {
+        (Some(addr), _) => {
             spec.script.addrs = vec![addr];
             None
         }
-        None => {
+        (None, Some(kind)) => {
+            let r = start_real(kind, env, case, &spec, schedule.len(), peak)?;
+            spec.script.addrs = vec![r.addr];
+            placed = Some(r);
+            None
+        }
+        (None, None) => {
             let s = start_builtin(&spec, schedule.len(), peak, in_process)?;
             spec.script.addrs = s.addrs.clone();
             spec.script.tls_cert = s.cert.clone();
@@ -478,7 +500,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     };
     let generators = if in_process {
         1
-    } else if spec.target.is_some() {
+    } else if server.is_none() {
         // As many as the open files need, and no more (a Tsung run beside it uses as
         // many VMs).
         peak.div_ceil(PER_GENERATOR).max(1)
@@ -496,13 +518,12 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         (ctx.progress)(c.logged_in + c.failures(), total);
     };
     let gen_pids = Arc::new(Mutex::new(Vec::<u32>::new()));
-    let sampler = UsageSampler::start(
-        t0,
-        spec.width,
-        gen_pids.clone(),
-        in_process,
-        server.as_ref().map(|s| s.stats.clone()),
-    );
+    let probe = match (&server, &placed) {
+        (Some(s), _) if !in_process => Some(ServerProbe::Builtin(s.stats.clone())),
+        (_, Some(r)) => r.server.pid().map(ServerProbe::Pid),
+        _ => None,
+    };
+    let sampler = UsageSampler::start(t0, spec.width, gen_pids.clone(), in_process, probe);
     let result: Result<(), WorkloadError> = if in_process {
         spec.script.from = vec![IpAddr::V4(Ipv4Addr::new(127, 0, 1, 1))];
         let part = Part {
@@ -536,6 +557,20 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     // What the server used, before it stops.
     let usage = sampler.finish();
     let server = server.map(|s| s.stop(in_process));
+    let placed_usage = placed.as_ref().and_then(|r| r.server.usage());
+    let (placed_rss_start_kib, placed_cpu_start) = placed
+        .as_ref()
+        .map_or((0, 0.0), |r| (r.start.rss_bytes / 1024, r.start.cpu_s));
+    let placed_name = placed.as_ref().map(|r| r.name);
+    let placed_dir = placed.as_ref().map(|r| r.dir.clone());
+    // Stopped (SIGTERM, then SIGKILL) as it drops. The accounts and rosters written for
+    // it (a file or two per user) go with it; its logs stay with the results.
+    drop(placed.take());
+    if let Some(d) = &placed_dir {
+        for sub in ["data", "prosody-data", "spool"] {
+            let _ = std::fs::remove_dir_all(d.join(sub));
+        }
+    }
     result?;
 
     let series = std::mem::take(&mut *series.lock().unwrap_or_else(|e| e.into_inner()));
@@ -569,6 +604,17 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         c.sent.saturating_sub(c.received) as f64,
         "count",
     );
+    // The rosters the server holds and its presence fan-out, as the clients saw them.
+    let roster_items: u64 = summaries.iter().map(|s| s.roster_items).sum();
+    let presences: u64 = summaries.iter().map(|s| s.presences).sum();
+    if c.logged_in > 0 {
+        out.push(
+            "load.roster_items",
+            roster_items as f64 / c.logged_in as f64,
+            "count",
+        );
+    }
+    out.push("load.presences", presences as f64, "count");
     for (k, name) in wirebench_load::series::LATENCY_NAMES.iter().enumerate() {
         let h = &t.latency[k];
         if h.is_empty() {
@@ -626,6 +672,31 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         out.push("server.routed", s.routed as f64, "count");
         wirebench_protocol::peer::record_sessions(&mut out, s.bound);
     }
+    if let Some(u) = placed_usage {
+        // Its memory at the highest sample, less what it held before the first session.
+        let top = usage
+            .rows
+            .values()
+            .filter_map(|r| r.server.map(|s| s.0))
+            .max();
+        out.push("server.cpu", u.cpu_s - placed_cpu_start, "s");
+        if let Some(top) = top {
+            out.push("server.rss", (top * 1024) as f64, "B");
+            if peak_active > 0 {
+                let per =
+                    top.saturating_sub(placed_rss_start_kib) as f64 * 1024.0 / peak_active as f64;
+                out.push("server.rss_per_session", per, "B");
+            }
+        }
+        if c.logged_in > 0 {
+            out.push(
+                "server.cpu_per_session",
+                (u.cpu_s - placed_cpu_start) / c.logged_in as f64,
+                "s",
+            );
+        }
+        wirebench_protocol::peer::record_sessions(&mut out, c.logged_in);
+    }
     wirebench_protocol::peer::record_kernel_tcp(&mut out);
     // The time series beside the records: case-NNNN-rK.load.csv.
     let name = format!("case-{:04}-r{repeat}.load.csv", case.index);
@@ -638,15 +709,100 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     })?;
     out.notes.push(format!(
         "load: {total} sessions, peak {peak_active} at once, {generators} generator(s); server: {}; time series in {name}",
-        server.as_ref().map_or_else(
-            || format!("{} (load.target)", spec.script.addrs[0]),
-            |s| s.layout.clone()
-        )
+        match (&server, placed_name) {
+            (Some(s), _) => s.layout.clone(),
+            (None, Some(name)) => format!(
+                "{name} on {} (its files in {})",
+                spec.script.addrs[0],
+                placed_dir.as_ref().map_or(String::new(), |d| d.display().to_string())
+            ),
+            (None, None) => format!("{} (load.target)", spec.script.addrs[0]),
+        }
     ));
     if let Some(e) = summaries.iter().find_map(|s| s.first_error.clone()) {
         out.notes.push(format!("first failure: {e}"));
     }
     Ok(out)
+}
+
+/// Prosody or ejabberd, started for a load case on loopback.
+struct Placed {
+    server: crate::peer::RealServer,
+    name: &'static str,
+    addr: std::net::SocketAddr,
+    dir: std::path::PathBuf,
+    /// What it used once started, before the first session.
+    start: wirebench_protocol::peer::Usage,
+}
+
+/// Starts Prosody or ejabberd on 127.0.0.1 with the accounts (and rosters) of every session
+/// of the schedule, its files in the case's own directory under the results.
+fn start_real(
+    kind: crate::peer::Server,
+    env: &Env,
+    case: &Case,
+    spec: &LoadSpec,
+    sessions: usize,
+    peak: usize,
+) -> Result<Placed, WorkloadError> {
+    let name = kind.name();
+    if spec.script.tls {
+        return Err(WorkloadError::Input(format!(
+            "load.tls=on with xmpp.server={name} is not supported yet (the built-in server \
+             and load.target are)"
+        )));
+    }
+    // One process holds every session: its open-file limit caps them.
+    let files = open_file_limit();
+    let cap = files.saturating_sub(1_000) as usize;
+    if peak > cap {
+        return Err(WorkloadError::Input(format!(
+            "{name} runs as one process, and a process may open {files} files here (ulimit -n): \
+             at most {cap} sessions at once, but this case's peak is {peak}; lower load.phases' \
+             rate or load.stay"
+        )));
+    }
+    // Any free port: a fixed one could be taken by a server the user runs.
+    let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| WorkloadError::Environment(format!("no free port on 127.0.0.1: {e}")))?;
+    let mut cfg = crate::peer::PeerConfig::new(&spec.script.domain, [127, 0, 0, 1].into());
+    cfg.c2s_port = port;
+    cfg.s2s = false;
+    cfg.for_load = true;
+    cfg.numbered = Some(wirebench_xmpp::NumberedAccounts {
+        user_prefix: "user".into(),
+        password_prefix: "pass".into(),
+        users: spec.script.user(sessions.saturating_sub(1)).max(1),
+        contacts: spec.contacts,
+        domain: spec.script.domain.clone(),
+    });
+    let dir = env.out.join(format!("case-{:04}-{name}", case.index));
+    let server = kind
+        .start(cfg, &dir, None)
+        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
+    Ok(Placed {
+        start: server.usage().unwrap_or_default(),
+        server,
+        name,
+        addr: ([127, 0, 0, 1], port).into(),
+        dir,
+    })
+}
+
+/// This process's open-file limit (its children inherit it).
+fn open_file_limit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+        r.rlim_cur
+    } else {
+        20_000
+    }
 }
 
 /// The built-in server while a case runs.
@@ -792,13 +948,20 @@ fn sockstat() -> (u64, u64) {
     (field("inuse"), field("mem") * page / 1024)
 }
 
+/// Where the sampler reads the server's memory and CPU: the built-in server's worker
+/// processes' reports, or a real server's process.
+enum ServerProbe {
+    Builtin(Arc<serve::ServerStats>),
+    Pid(u32),
+}
+
 impl UsageSampler {
     fn start(
         t0: u64,
         width: Duration,
         gen_pids: Arc<Mutex<Vec<u32>>>,
         in_process: bool,
-        server: Option<Arc<serve::ServerStats>>,
+        server: Option<ServerProbe>,
     ) -> UsageSampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -830,10 +993,15 @@ impl UsageSampler {
                     *before = now;
                     p
                 };
-                let server = server.as_ref().filter(|_| !in_process).map(|s| {
-                    let cpu = s.cpu_ms.load(Ordering::Relaxed) as f64 / 1000.0;
-                    (s.rss_kib.load(Ordering::Relaxed), pct(cpu, &mut server_cpu))
-                });
+                let server = match &server {
+                    Some(ServerProbe::Builtin(s)) => {
+                        let cpu = s.cpu_ms.load(Ordering::Relaxed) as f64 / 1000.0;
+                        Some((s.rss_kib.load(Ordering::Relaxed), pct(cpu, &mut server_cpu)))
+                    }
+                    Some(ServerProbe::Pid(p)) => wirebench_protocol::peer::usage(*p)
+                        .map(|u| (u.rss_bytes / 1024, pct(u.cpu_s, &mut server_cpu))),
+                    None => None,
+                };
                 let (tcp_sockets, tcp_mem_kib) = sockstat();
                 usage.rows.insert(
                     index,

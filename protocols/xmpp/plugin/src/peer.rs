@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 use wirebench_protocol::peer::{PeerError, Usage};
+use wirebench_xmpp::NumberedAccounts;
 
 /// One real server's settings, whichever implementation runs it.
 #[derive(Debug, Clone)]
@@ -38,6 +39,14 @@ pub struct PeerConfig {
     /// Standard server-to-server links. Off when a gateway carries the remote domains as
     /// components (XEP-0114), so nothing can bypass it.
     pub s2s: bool,
+    /// Accounts `user<N>`/`pass<N>` for N in 1..=users with the formula's rosters (Tsung's
+    /// convention, as the built-in server has them), for session load: thousands of
+    /// accounts, so they are written in bulk rather than registered one by one.
+    pub numbered: Option<NumberedAccounts>,
+    /// Set up for session load: warnings only in the log (logging every login costs a
+    /// single-threaded server its core) and a listen backlog of 4096 (Prosody's 128
+    /// overflows with a thousand logins in flight; the kernel then drops connections).
+    pub for_load: bool,
 }
 
 /// PEM files for a server's certificate and private key.
@@ -60,6 +69,8 @@ impl PeerConfig {
             tls: None,
             c2s_require_encryption: false,
             s2s: true,
+            numbered: None,
+            for_load: false,
         }
     }
 
@@ -113,6 +124,14 @@ pub enum RealServer {
 }
 
 impl RealServer {
+    /// The server's process ID (`None` once stopped).
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            RealServer::Prosody(p) => p.pid(),
+            RealServer::Ejabberd(e) => e.pid(),
+        }
+    }
+
     /// What the server uses now (`None` once stopped).
     pub fn usage(&self) -> Option<Usage> {
         match self {
