@@ -18,9 +18,14 @@
 #
 # Environment: SESSIONS (default 1000000, --quick 100000), RATE (arrivals/s, default
 # 5000), HOLD (seconds every session is held once all have arrived; default 600, --quick
-# 30), EVERY (a message to the partner this often, e.g. 60s; default 0: none), WB
-# (wirebench binary, built if missing), OUT (results directory; default a new one under
-# /tmp).
+# 30), EVERY (a message to the partner this often, e.g. 60s; default 0: none), CONTACTS
+# (roster entries per user; default 0), ONLINE (all, or half: every other user logs in, so
+# half of each roster is online; default all), WB (wirebench binary, built if missing),
+# OUT (results directory; default a new one under /tmp).
+#
+# Study S4's second configuration, 300,000 sessions with 50-entry rosters, half online,
+# a message a minute, held 10 minutes:
+#   SESSIONS=300000 RATE=2000 CONTACTS=50 ONLINE=half EVERY=60s bench/load.sh
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -43,7 +48,7 @@ if ((QUICK)); then
 else
     : "${SESSIONS:=1000000}" "${HOLD:=600}"
 fi
-: "${RATE:=5000}" "${EVERY:=0}"
+: "${RATE:=5000}" "${EVERY:=0}" "${CONTACTS:=0}" "${ONLINE:=all}"
 die() {
     echo "load.sh: $*" >&2
     exit 1
@@ -57,11 +62,11 @@ OUT=${OUT:-$(mktemp -d /tmp/wirebench-load.XXXXXX)/run}
 
 RAMP=$(((SESSIONS + RATE - 1) / RATE))
 STAY=$((RAMP + HOLD))
-echo "== $SESSIONS sessions at $RATE/s (ramp ${RAMP}s), all held ${HOLD}s, each staying ${STAY}s; results in $OUT"
+echo "== $SESSIONS sessions at $RATE/s (ramp ${RAMP}s), all held ${HOLD}s, each staying ${STAY}s, $CONTACTS contacts ($ONLINE online); results in $OUT"
 "$WB" run --protocol xmpp --workload load --payload 32 \
     --load-phases "${RAMP}s@${RATE}/s:max=${SESSIONS}+${HOLD}s@0" --load-arrivals uniform \
     --load-stay "${STAY}s" --load-think "$((RAMP + 1))s" --load-every "$EVERY" \
-    --load-contacts 0 --load-timeout 60s --yes --out "$OUT" ||
+    --load-contacts "$CONTACTS" --load-online "$ONLINE" --load-timeout 60s --yes --out "$OUT" ||
     echo "load.sh: the run did not end cleanly; figures below are what it recorded" >&2
 
 REC=$OUT/results.jsonl
@@ -69,6 +74,7 @@ REC=$OUT/results.jsonl
 m() { jq -r --arg k "$1" 'select(.metrics) | .metrics[$k].value // empty' "$REC" | tail -n 1; }
 CSV=$OUT/case-0001-r1.load.csv
 echo "== held at once: $(m load.peak_active) of $(m load.sessions) (logged in $(m load.logged_in), failed $(m load.failed))"
+echo "== messages: sent $(m messages.sent), lost $(m messages.lost); roster items per session $(m load.roster_items), contacts' presences $(m load.presences)"
 for c in refused timeout auth stream_error reset other; do
     v=$(m "load.failed.$c")
     [[ ${v%.*} == 0 ]] || echo "   failed ($c): $v"

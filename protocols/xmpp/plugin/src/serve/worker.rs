@@ -24,6 +24,9 @@ const LISTENER: Token = Token(usize::MAX);
 const LINK0: usize = usize::MAX - 1;
 /// How often the loop wakes without traffic: shutdown checks and handshake timeouts.
 const TICK: Duration = Duration::from_millis(100);
+/// How long a worker waits, after a link to another worker broke, for its own stop before
+/// it calls the loss an error (the parent stops workers one after another).
+const LINK_GRACE: Duration = Duration::from_secs(2);
 
 /// Where a bound user's session is, as this worker knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,6 +126,7 @@ pub(super) fn run(
         online: Located::default(),
         links,
         buf: vec![0; 64 * 1024],
+        lost: None,
     };
     let mut events = Events::with_capacity(1024);
     let mut last_sweep = Instant::now();
@@ -152,6 +156,17 @@ pub(super) fn run(
             }
         }
         lp.flush_links(&poll)?;
+        if let Some((at, _)) = &lp.lost
+            && at.elapsed() > LINK_GRACE
+            && !lp.ctx.shutdown.load(Ordering::Relaxed)
+            && !(lp.ctx.also_stop)()
+        {
+            return Err(lp
+                .lost
+                .take()
+                .map(|l| l.1)
+                .unwrap_or_else(|| io::Error::other("lost")));
+        }
         if last_sweep.elapsed() >= Duration::from_secs(1) {
             last_sweep = Instant::now();
             lp.sweep(&poll);
@@ -180,6 +195,8 @@ struct Loop<'a> {
     buf: Vec<u8>,
     /// Stream ids: `id + 1`, then steps of the worker count, so they never collide.
     next_id: u64,
+    /// The first link to another worker that broke, and when.
+    lost: Option<(Instant, io::Error)>,
 }
 
 impl Loop<'_> {
@@ -439,18 +456,20 @@ impl Loop<'_> {
             (Err(e), None) => Some(e),
             (Ok(()), None) => None,
         };
-        match failed {
-            None => Ok(()),
-            // Workers stop one by one at shutdown; otherwise losing one is fatal.
-            Some(_) if self.ctx.shutdown.load(Ordering::Relaxed) => {
-                self.forget(w, poll);
-                Ok(())
+        if let Some(e) = failed {
+            // Workers stop one by one at shutdown (the parent signals each in turn), so a
+            // link may close just before this worker is told to stop: losing one is
+            // fatal only if no stop follows within LINK_GRACE (checked in the loop).
+            self.forget(w, poll);
+            if !self.ctx.shutdown.load(Ordering::Relaxed) && self.lost.is_none() {
+                let e = io::Error::new(
+                    e.kind(),
+                    format!("worker {} lost its link to worker {w}: {e}", self.ctx.id),
+                );
+                self.lost = Some((Instant::now(), e));
             }
-            Some(e) => Err(io::Error::new(
-                e.kind(),
-                format!("worker {} lost its link to worker {w}: {e}", self.ctx.id),
-            )),
         }
+        Ok(())
     }
 
     /// Stops watching the link to `w` (it closed at shutdown).
