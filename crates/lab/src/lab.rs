@@ -32,6 +32,21 @@ pub struct Lab {
     mtu: AtomicU32,
 }
 
+/// A root-namespace TUN device of another running shell (`wb<pid>`) and that pid. Such a
+/// device is not persistent: it goes when its process does, so finding one means the
+/// shell is still running.
+fn running_shell() -> Option<(String, u32)> {
+    let me = std::process::id();
+    std::fs::read_dir("/sys/class/net")
+        .ok()?
+        .filter_map(|e| e.ok())
+        .find_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let pid: u32 = name.strip_prefix("wb")?.parse().ok()?;
+            (pid != me).then_some((name, pid))
+        })
+}
+
 impl Lab {
     /// Creates both hosts and starts the emulator with `up` (client to server) and
     /// `down` models.
@@ -75,6 +90,15 @@ impl Lab {
         seed: u64,
         pcap: Option<&PcapOptions>,
     ) -> Result<Lab, LabError> {
+        // Every shell puts 198.18.0.1/24 on a root-namespace device: a second one would
+        // take the first one's traffic or lose its own (issue #19).
+        if let Some((dev, pid)) = running_shell() {
+            return Err(LabError::Busy(format!(
+                "another `wirebench shell` is running (pid {pid}, device {dev} with \
+                 {CLIENT_ADDR}): one shell at a time, since each uses the same addresses; \
+                 wait for it to end or stop it (kill {pid})"
+            )));
+        }
         let host = Netns::create("shell")?;
         let mtu = up.mtu.max(down.mtu);
         let th = Tun::create(&host, &SERVER_ADDR.to_string(), 24, mtu)?;

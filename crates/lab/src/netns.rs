@@ -35,6 +35,8 @@ pub enum LabError {
     Command { command: String, detail: String },
     #[error("{what}: {error}")]
     Io { what: String, error: io::Error },
+    #[error("{0}")]
+    Busy(String),
 }
 
 /// Runs a command, turning a non-zero exit into an error carrying its stderr.

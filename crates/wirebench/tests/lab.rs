@@ -10,6 +10,14 @@ use std::time::{Duration, Instant};
 mod common;
 use common::{m, namespaces_of, records, wirebench};
 
+/// One `wirebench shell` at a time: a second one is refused while the first runs, and the
+/// tests of this file run in parallel.
+static SHELL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_shell() -> std::sync::MutexGuard<'static, ()> {
+    SHELL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn rtt_at_2400_bits_follows_the_link_law() {
     let tmp = tempfile::tempdir().unwrap();
@@ -175,6 +183,7 @@ fn ctrl_c_tears_the_lab_down_and_keeps_results() {
 #[test]
 fn shell_puts_a_command_behind_the_link() {
     use std::io::{BufRead, BufReader, Write};
+    let _one = one_shell();
     // A listener in the root namespace; the shell's host reaches it as 198.18.0.1.
     let listener = TcpListener::bind("0.0.0.0:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -501,6 +510,7 @@ fn pcap_estimate_refuses_big_captures_and_relative_paths_land_in_the_current_dir
 
 #[test]
 fn shell_capture_stops_at_its_limit_and_says_so() {
+    let _one = one_shell();
     use std::io::{Read, Write};
     let listener = TcpListener::bind("0.0.0.0:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -539,4 +549,46 @@ fn shell_capture_stops_at_its_limit_and_says_so() {
     );
     let len = std::fs::metadata(&path).unwrap().len();
     assert!(len <= 20 * 1024 && len > 10_000, "{len}");
+}
+
+#[test]
+fn a_second_shell_is_refused_while_one_runs() {
+    let _one = one_shell();
+    let mut first = wirebench()
+        .args(["shell", "--link", "1Mbit/10ms", "--", "sleep", "20"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dev = format!("/sys/class/net/wb{}", first.id());
+    let end = Instant::now() + Duration::from_secs(20);
+    while !Path::new(&dev).exists() {
+        assert!(Instant::now() < end, "the first shell did not come up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = wirebench()
+        .args(["shell", "--link", "1Mbit/10ms", "--", "true"])
+        .output()
+        .unwrap();
+    // SAFETY: signals the shell this test started, by its PID.
+    unsafe { libc::kill(first.id() as i32, libc::SIGTERM) };
+    let _ = first.wait();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{err}");
+    assert!(
+        err.contains("another `wirebench shell` is running")
+            && err.contains(&format!("pid {}", first.id())),
+        "{err}"
+    );
+    // Once the first has gone, a shell starts again.
+    let third = wirebench()
+        .args(["shell", "--link", "1Mbit/10ms", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        third.status.success(),
+        "{}",
+        String::from_utf8_lossy(&third.stderr)
+    );
 }
