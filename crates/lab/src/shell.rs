@@ -45,6 +45,8 @@ pub fn run(
     started: impl FnOnce(&str),
 ) -> Result<ShellOutcome, LabError> {
     let lab = Lab::shell(up, down, seed, pcap)?;
+    // Left by an earlier shell that was killed before it could do this itself.
+    close_root_sockets();
     let mut child = Command::new("ip")
         .args(["netns", "exec", lab.client().name()])
         .args(command)
@@ -60,12 +62,34 @@ pub fn run(
         error,
     });
     CHILD.store(0, Ordering::SeqCst);
+    close_root_sockets();
     let status = status?;
     Ok(ShellOutcome {
         status,
         counters: lab.counters(),
         pcap: lab.pcap_stats(),
     })
+}
+
+/// Destroys this machine's root-namespace TCP sockets whose peer is the shell host: they
+/// belonged to the shell's command (a server here that it talked to), and once the host is
+/// gone they would go on retransmitting for minutes; the next shell, on the same
+/// addresses, would then carry their segments over its own link (issue #19: a stray
+/// 1380-byte segment once delayed a 2400 bit/s sample to 4.7 s). `ss -K` (iproute2) asks
+/// the kernel to abort them (SOCK_DESTROY, CONFIG_INET_DIAG_DESTROY). Only one shell runs
+/// at a time ([`Lab::shell`] refuses a second), so every such socket is ours. Returns how
+/// many it closed.
+pub fn close_root_sockets() -> usize {
+    let host = crate::SERVER_ADDR.to_string();
+    let out = Command::new("ss")
+        .args(["-K", "-H", "-t", "-n", "dst", &host])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    // ss lists what it destroyed; a listener in the list is not ours (no peer), and the
+    // filter never matches one.
+    out.map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
+        .unwrap_or(0)
 }
 
 /// Passes SIGTERM to the running command, if any (for a signal handler).

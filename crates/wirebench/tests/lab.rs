@@ -592,3 +592,44 @@ fn a_second_shell_is_refused_while_one_runs() {
         String::from_utf8_lossy(&third.stderr)
     );
 }
+
+#[test]
+fn a_shell_leaves_no_root_socket_talking_to_its_host() {
+    use std::io::Write;
+    let _one = one_shell();
+    let listener = TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // The server side sends far more than a 2400 bit/s link carries in the command's
+    // lifetime, so its socket still holds data in flight when the host goes away.
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let _ = s.write_all(&[0u8; 64 * 1024]);
+        s
+    });
+    let script = format!("exec 3<>/dev/tcp/198.18.0.1/{port}; sleep 1");
+    let out = wirebench()
+        .args([
+            "shell",
+            "--link",
+            "2400bit/100ms",
+            "--",
+            "bash",
+            "-c",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut s = server.join().unwrap();
+    let left = Command::new("ss")
+        .args(["-H", "-t", "-n", "dst", "198.18.0.2"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "");
+    // Aborted by the kernel, not left retransmitting into the next shell's link.
+    assert!(s.write_all(b"more").is_err());
+}
