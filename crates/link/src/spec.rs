@@ -23,7 +23,7 @@
 //! | `jitter` | duration; each packet gets an extra delay uniform in `[0, jitter]` | `0` |
 //! | `loss` | `1%`, `0.01`, `ge:P_GB/P_BG/LOSS_GOOD/LOSS_BAD`, or `none` | `none` |
 //! | `queue` (or `queue_bytes`) | bytes (`64KiB`) or `unlimited` | `unlimited` |
-//! | `queue_packets` | count (`1000`, `10k`) or `unlimited` | `1000` |
+//! | `queue_packets` | count (`1000`, `10k`) or `unlimited` | `1000`; `unlimited` when `queue` gives a byte bound alone |
 //! | `mtu` | bytes, 68 to 65535 | `1500` |
 //! | `reorder` | `on`/`off` (also `true`/`false`, `yes`/`no`, `1`/`0`) | `off` |
 //! | `outage` | `START+DURATION` or `every PERIOD for DURATION [from START]`; repeatable | none |
@@ -42,7 +42,9 @@
 //!
 //! # Default queue
 //!
-//! 1000 packets and no byte bound: netem's default `limit`. Mahimahi's default is an
+//! 1000 packets and no byte bound: netem's default `limit`. A byte bound given alone
+//! (`queue=4MiB`) replaces it: the queue is then bounded in bytes only, as the spec
+//! says; give both (`queue=4MiB,queue_packets=1000`) to keep both. Mahimahi's default is an
 //! unbounded drop-tail queue; wirebench bounds it so that a sender cannot make the
 //! emulator hold unbounded memory, and 1000 packets is far more than the
 //! bandwidth-delay product of the slow links studied (only a fast, long link such as
@@ -462,6 +464,15 @@ impl LinkSpec {
                 Field::Outage => spec.outages.push(parse_outage(v)?),
             }
         }
+        // A byte bound given alone is the only bound: keeping the default packet bound
+        // beside it silently capped `queue=4MiB` at 1000 packets (~1.5 MB) on a fast link
+        // (issue #19).
+        if seen[Field::Queue.index()]
+            && !seen[Field::QueuePackets.index()]
+            && spec.queue_bytes.is_some()
+        {
+            spec.queue_packets = None;
+        }
         if let Some(q) = spec.queue_bytes
             && q < u64::from(spec.mtu)
         {
@@ -614,7 +625,14 @@ impl fmt::Display for LinkSpec {
                 None => f.write_str(",queue=unlimited")?,
             }
         }
-        if self.queue_packets != d.queue_packets {
+        // With a byte bound, a packet bound is written whenever there is one (alone, the
+        // byte bound would parse back without it); without one, only if not the default.
+        let packets_differ = if self.queue_bytes.is_some() {
+            self.queue_packets.is_some()
+        } else {
+            self.queue_packets != d.queue_packets
+        };
+        if packets_differ {
             match self.queue_packets {
                 Some(n) => write!(f, ",queue_packets={n}")?,
                 None => f.write_str(",queue_packets=unlimited")?,
@@ -869,6 +887,20 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_bound_alone_is_the_only_bound() {
+        let alone = p("1Gbit/10ms,queue=4MiB");
+        assert_eq!(alone.queue_bytes, Some(4 << 20));
+        assert_eq!(alone.queue_packets, None, "the default 1000 packets must not stay");
+        let both = p("1Gbit/10ms,queue=4MiB,queue_packets=1000");
+        assert_eq!(both.queue_packets, Some(1000));
+        assert_eq!(p(&both.to_string()), both, "{both}");
+        assert_eq!(p(&alone.to_string()), alone, "{alone}");
+        // Without a byte bound the default packet bound stays.
+        assert_eq!(p("1Gbit/10ms").queue_packets, Some(DEFAULT_QUEUE_PACKETS));
+        assert_eq!(p("queue=unlimited").queue_packets, Some(DEFAULT_QUEUE_PACKETS));
+    }
+
+    #[test]
     fn display_is_canonical() {
         assert_eq!(p("2400bit/500ms").to_string(), "2.4kbit/500ms");
         assert_eq!(p("500ms").to_string(), "unlimited/500ms");
@@ -877,8 +909,7 @@ mod tests {
             p("rate=2400bit,delay=1.5s,jitter=10ms,loss=1%,queue=64KiB,\
                queue_packets=unlimited,mtu=9000,reorder=on")
             .to_string(),
-            "2.4kbit/1.5s,jitter=10ms,loss=1%,queue=64KiB,queue_packets=unlimited,\
-             mtu=9000,reorder=on"
+            "2.4kbit/1.5s,jitter=10ms,loss=1%,queue=64KiB,mtu=9000,reorder=on"
         );
         assert_eq!(
             p("loss=ge:0.01/0.3/0/0.5").to_string(),

@@ -293,7 +293,8 @@ pub struct RunArgs {
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link_loss: Option<String>,
-    /// Drop-tail queue bound in bytes [default: 1000 packets].
+    /// Drop-tail queue bound in bytes; given alone it is the only bound (add
+    /// queue_packets=N in --link to keep a packet bound too) [default: 1000 packets].
     #[arg(
         long,
         value_name = "LIST",
