@@ -57,6 +57,27 @@ echo "-- 2. 1 Gbit/s + 10 ms, queue 4 MiB, one TCP flow (128 KiB writes)"
 run gig --workload stream --payload 128KiB --count "$COUNT_G" --repeat "$REPEAT" --link "rate=1Gbit,delay=10ms,queue=4MiB"
 jq -r '"  run \(.repeat): wire \((.metrics["wire.up.bytes"].value*8/.metrics["throughput.duration"].value/1e6)|round) Mbit/s (\((.metrics["wire.up.bytes"].value*8/.metrics["throughput.duration"].value/1e7)|.*100|round/100)% of rate), goodput \((.metrics["throughput.bits_per_s"].value/1e6)|round) Mbit/s, release error p50 \(.metrics["link.release_error.p50"].value*1e6|.*10|round/10) us p99 \(.metrics["link.release_error.p99"].value*1e6|.*10|round/10) us max \(.metrics["link.release_error.max"].value*1e6|round) us, emulator \(.metrics["link.emulator_cpu"].value|.*100|round/100) cores, queue drops \(.metrics["link.dropped.queue"].value)"' "$OUT/gig.jsonl"
 
+echo "-- 2b. the same link with iperf3 (a client nobody here wrote) through wirebench shell"
+if command -v iperf3 >/dev/null; then
+    # iperf3's server here in the root namespace (198.18.0.1 inside the shell), its client
+    # in the shell's host: one CUBIC flow, 10 s, upload. TCP/IP limit at MTU 1500 with
+    # timestamps: 1448 payload bytes per 1500-byte IP packet, 965.3 Mbit/s at 1 Gbit/s.
+    port=$((20000 + RANDOM % 20000))
+    iperf3 -s -1 -p "$port" >"$OUT/iperf3-server.log" 2>&1 &
+    ipid=$!
+    "$WB" shell --link "rate=1Gbit,delay=10ms,queue=4MiB" -- bash -c \
+        "sleep 1; iperf3 -c 198.18.0.1 -p $port -t 10 -J" >"$OUT/iperf3.json" 2>"$OUT/iperf3-shell.err" ||
+        echo "  iperf3 through the shell failed: $OUT/iperf3-shell.err" >&2
+    kill "$ipid" 2>/dev/null || true
+    wait "$ipid" 2>/dev/null || true
+    jq -r '.end.sum_received.bits_per_second as $g |
+      "  iperf3 goodput \($g/1e6|round) Mbit/s = \($g/965.3e6*100|.*10|round/10)% of the TCP/IP limit (target >= 95%); retransmits \(.end.sum_sent.retransmits)"' \
+        "$OUT/iperf3.json" 2>/dev/null || echo "  (no iperf3 result: $OUT/iperf3.json)"
+    grep -h "queue\|dropped" "$OUT/iperf3-shell.err" | sed 's/^/  shell: /' || true
+else
+    echo "  iperf3 is missing (apt-get install -y iperf3): skipped"
+fi
+
 echo "-- 3. long-run rate: 10 Mbit/s saturated"
 run rate --workload stream --payload 128KiB --count "$COUNT_R" --link 10Mbit
 jq -r '(.metrics["wire.up.bytes"].value*8/.metrics["throughput.duration"].value) as $r |
