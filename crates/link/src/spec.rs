@@ -890,14 +890,20 @@ mod tests {
     fn a_byte_bound_alone_is_the_only_bound() {
         let alone = p("1Gbit/10ms,queue=4MiB");
         assert_eq!(alone.queue_bytes, Some(4 << 20));
-        assert_eq!(alone.queue_packets, None, "the default 1000 packets must not stay");
+        assert_eq!(
+            alone.queue_packets, None,
+            "the default 1000 packets must not stay"
+        );
         let both = p("1Gbit/10ms,queue=4MiB,queue_packets=1000");
         assert_eq!(both.queue_packets, Some(1000));
         assert_eq!(p(&both.to_string()), both, "{both}");
         assert_eq!(p(&alone.to_string()), alone, "{alone}");
         // Without a byte bound the default packet bound stays.
         assert_eq!(p("1Gbit/10ms").queue_packets, Some(DEFAULT_QUEUE_PACKETS));
-        assert_eq!(p("queue=unlimited").queue_packets, Some(DEFAULT_QUEUE_PACKETS));
+        assert_eq!(
+            p("queue=unlimited").queue_packets,
+            Some(DEFAULT_QUEUE_PACKETS)
+        );
     }
 
     #[test]
