@@ -179,7 +179,7 @@ impl Protocol for Xmpp {
 /// The real servers a case runs, if any: `xmpp.server=prosody` or `ejabberd`, or Prosody
 /// when `s2s` is given without `xmpp.server` (a server-to-server link only exists
 /// between two servers).
-fn real_server(case: &Case) -> Option<Server> {
+pub(crate) fn real_server(case: &Case) -> Option<Server> {
     match case.word("xmpp.server") {
         Some("prosody") => Some(Server::Prosody),
         Some("ejabberd") => Some(Server::Ejabberd),

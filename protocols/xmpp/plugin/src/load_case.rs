@@ -456,16 +456,8 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         ));
     }
     let mut spec = LoadSpec::from_case(case, env.seed)?;
-    let real = match case.word("xmpp.server").unwrap_or("builtin") {
-        "builtin" => None,
-        "prosody" => Some(crate::peer::Server::Prosody),
-        "ejabberd" => Some(crate::peer::Server::Ejabberd),
-        other => {
-            return Err(WorkloadError::Input(format!(
-                "xmpp.server: unknown server {other:?} (builtin, prosody or ejabberd)"
-            )));
-        }
-    };
+    // Choices checked by the parameter table; s2s (which would imply Prosody) refused above.
+    let real = crate::real_server(case);
     if let (Some(r), Some(t)) = (real, spec.target) {
         return Err(WorkloadError::Input(format!(
             "load.target={t} and xmpp.server={}: a case loads either a server it starts or one \
@@ -557,20 +549,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     // What the server used, before it stops.
     let usage = sampler.finish();
     let server = server.map(|s| s.stop(in_process));
-    let placed_usage = placed.as_ref().and_then(|r| r.server.usage());
-    let (placed_rss_start_kib, placed_cpu_start) = placed
-        .as_ref()
-        .map_or((0, 0.0), |r| (r.start.rss_bytes / 1024, r.start.cpu_s));
-    let placed_name = placed.as_ref().map(|r| r.name);
-    let placed_dir = placed.as_ref().map(|r| r.dir.clone());
-    // Stopped (SIGTERM, then SIGKILL) as it drops. The accounts and rosters written for
-    // it (a file or two per user) go with it; its logs stay with the results.
-    drop(placed.take());
-    if let Some(d) = &placed_dir {
-        for sub in ["data", "prosody-data", "spool"] {
-            let _ = std::fs::remove_dir_all(d.join(sub));
-        }
-    }
+    let placed = placed.map(Placed::stop);
     result?;
 
     let series = std::mem::take(&mut *series.lock().unwrap_or_else(|e| e.into_inner()));
@@ -672,28 +651,27 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         out.push("server.routed", s.routed as f64, "count");
         wirebench_protocol::peer::record_sessions(&mut out, s.bound);
     }
-    if let Some(u) = placed_usage {
+    if let Some(p) = &placed
+        && let Some(u) = p.end
+    {
         // Its memory at the highest sample, less what it held before the first session.
         let top = usage
             .rows
             .values()
             .filter_map(|r| r.server.map(|s| s.0))
             .max();
-        out.push("server.cpu", u.cpu_s - placed_cpu_start, "s");
+        let cpu = u.cpu_s - p.start.cpu_s;
+        out.push("server.cpu", cpu, "s");
         if let Some(top) = top {
             out.push("server.rss", (top * 1024) as f64, "B");
             if peak_active > 0 {
-                let per =
-                    top.saturating_sub(placed_rss_start_kib) as f64 * 1024.0 / peak_active as f64;
+                let per = top.saturating_sub(p.start.rss_bytes / 1024) as f64 * 1024.0
+                    / peak_active as f64;
                 out.push("server.rss_per_session", per, "B");
             }
         }
         if c.logged_in > 0 {
-            out.push(
-                "server.cpu_per_session",
-                (u.cpu_s - placed_cpu_start) / c.logged_in as f64,
-                "s",
-            );
+            out.push("server.cpu_per_session", cpu / c.logged_in as f64, "s");
         }
         wirebench_protocol::peer::record_sessions(&mut out, c.logged_in);
     }
@@ -709,12 +687,13 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     })?;
     out.notes.push(format!(
         "load: {total} sessions, peak {peak_active} at once, {generators} generator(s); server: {}; time series in {name}",
-        match (&server, placed_name) {
+        match (&server, &placed) {
             (Some(s), _) => s.layout.clone(),
-            (None, Some(name)) => format!(
-                "{name} on {} (its files in {})",
+            (None, Some(p)) => format!(
+                "{} on {} (its files in {})",
+                p.name,
                 spec.script.addrs[0],
-                placed_dir.as_ref().map_or(String::new(), |d| d.display().to_string())
+                p.dir.display()
             ),
             (None, None) => format!("{} (load.target)", spec.script.addrs[0]),
         }
@@ -733,6 +712,41 @@ struct Placed {
     dir: std::path::PathBuf,
     /// What it used once started, before the first session.
     start: wirebench_protocol::peer::Usage,
+}
+
+/// What a [`Placed`] server used, read as it stops.
+struct PlacedUsage {
+    name: &'static str,
+    dir: std::path::PathBuf,
+    start: wirebench_protocol::peer::Usage,
+    /// At the end of the case (`None` if it had died).
+    end: Option<wirebench_protocol::peer::Usage>,
+}
+
+impl Placed {
+    /// Reads what it used and stops it (SIGTERM, then SIGKILL, as it drops). The accounts
+    /// and rosters written for it (a file or two per user) go with it; its logs stay with
+    /// the results.
+    fn stop(self) -> PlacedUsage {
+        let end = self.server.usage();
+        let Placed {
+            server,
+            name,
+            dir,
+            start,
+            ..
+        } = self;
+        drop(server);
+        for sub in ["data", "prosody-data", "spool"] {
+            let _ = std::fs::remove_dir_all(dir.join(sub));
+        }
+        PlacedUsage {
+            name,
+            dir,
+            start,
+            end,
+        }
+    }
 }
 
 /// Starts Prosody or ejabberd on 127.0.0.1 with the accounts (and rosters) of every session
