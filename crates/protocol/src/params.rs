@@ -12,6 +12,27 @@ use wirebench_model::{Kind, ParamValue, Value};
 pub const WORKLOADS: &[&str] = &["pingpong", "stream", "load"];
 pub const ON_OFF: &[&str] = &["on", "off"];
 
+/// `mode`: whether a stream's messages come back. Every protocol with one-way and echo
+/// streams declares this same spec among its own.
+pub const MODE: ParamSpec = ParamSpec {
+    name: "mode",
+    kind: Kind::Choice(&["oneway", "echo"]),
+    default: "oneway",
+    workloads: &["stream"],
+    help: "stream direction: oneway (server counts) or echo (server returns every message)",
+    words: "mode",
+};
+
+/// `nodelay`: TCP_NODELAY on both ends, for protocols whose both ends are ours.
+pub const NODELAY: ParamSpec = ParamSpec {
+    name: "nodelay",
+    kind: Kind::Choice(ON_OFF),
+    default: "on",
+    workloads: WORKLOADS,
+    help: "TCP_NODELAY on both ends: on sends each message at once; off lets Nagle coalesce",
+    words: "TCP_NODELAY",
+};
+
 /// A stream case with neither `count` nor `duration`, of a protocol without its own
 /// [`crate::Protocol::stream_count`], sends for this long: long enough for repeats to
 /// agree within a few percent on loopback (docs/performance.md, "Stream duration").

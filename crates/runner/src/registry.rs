@@ -10,6 +10,7 @@ pub static REGISTRY: &[&dyn Protocol] = &[
     &wirebench_plugin_raw::Raw,
     &wirebench_plugin_xmpp::Xmpp,
     &wirebench_plugin_irc::Irc,
+    &wirebench_plugin_http::Http,
 ];
 
 /// The protocol of that name (`raw` for a name the parameter check let through and no

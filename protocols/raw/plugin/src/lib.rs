@@ -16,31 +16,13 @@ pub mod stream;
 use pingpong::PingPong;
 use std::time::Duration;
 use stream::{Mode, Stream};
-use wirebench_model::Kind;
 use wirebench_net::ControlClient;
-use wirebench_protocol::params::{ON_OFF, ParamSpec, WORKLOADS};
+use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, Workload, WorkloadError};
 
 pub const MODES: &[&str] = &["oneway", "echo"];
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "mode",
-        kind: Kind::Choice(MODES),
-        default: "oneway",
-        workloads: &["stream"],
-        help: "stream direction: oneway (server counts) or echo (server returns every message)",
-        words: "mode",
-    },
-    ParamSpec {
-        name: "nodelay",
-        kind: Kind::Choice(ON_OFF),
-        default: "on",
-        workloads: WORKLOADS,
-        help: "TCP_NODELAY on both ends: on sends each message at once; off lets Nagle coalesce",
-        words: "TCP_NODELAY",
-    },
-];
+const PARAMS: &[ParamSpec] = &[MODE, NODELAY];
 
 /// The plugin.
 pub struct Raw;

@@ -1,0 +1,96 @@
+//! Parameters every request/response protocol reads: the open-loop request rate and the
+//! number of connections. Each plugin lists these same specs among its own, so a raw or
+//! XMPP case drops them (with a note) instead of silently running closed-loop.
+
+use wirebench_model::Kind;
+use wirebench_protocol::params::ParamSpec;
+
+pub const RATE: ParamSpec = ParamSpec {
+    name: "rate",
+    kind: Kind::Custom {
+        what: "request rate",
+        check: check_rate,
+    },
+    default: "",
+    workloads: &["pingpong"],
+    help: "open loop: send the ping-pong's requests on a fixed schedule at this rate (10k/s, 500/s, 60/min) and time each from its intended send; unset: closed loop, one request in flight per connection",
+    words: "request rate",
+};
+
+pub const CONNECTIONS: ParamSpec = ParamSpec {
+    name: "connections",
+    kind: Kind::Count,
+    default: "1",
+    workloads: &["pingpong"],
+    help: "connections the ping-pong's requests are spread over (wrk's -c); HTTP/2 and gRPC also multiplex requests on each",
+    words: "connections",
+};
+
+fn check_rate(text: &str) -> Result<(), String> {
+    parse_rate(text).map(|_| ())
+}
+
+/// Requests per second from `10k/s`, `2500/s`, `600/min`, `1M/h` or a bare number (per
+/// second). Suffixes k and M multiply by 1e3 and 1e6.
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (num, per) = match t.split_once('/') {
+        Some((n, u)) => (n.trim(), u.trim()),
+        None => (t, "s"),
+    };
+    let per_s = match per {
+        "s" | "sec" => 1.0,
+        "min" => 60.0,
+        "h" => 3600.0,
+        u => {
+            return Err(format!(
+                "unknown rate unit /{u} (use /s, /min or /h, e.g. 10k/s)"
+            ));
+        }
+    };
+    let (digits, mult) = match num.strip_suffix(['k', 'K']) {
+        Some(d) => (d, 1e3),
+        None => match num.strip_suffix('M') {
+            Some(d) => (d, 1e6),
+            None => (num, 1.0),
+        },
+    };
+    let v: f64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a request rate (examples: 10k/s, 500/s, 60/min)"))?;
+    let r = v * mult / per_s;
+    if !r.is_finite() || r <= 0.0 {
+        return Err(format!("{text:?}: the rate must be above zero"));
+    }
+    if r > 10e6 {
+        return Err(format!(
+            "{text:?}: more than 10M requests/s is beyond any one machine; lower the rate"
+        ));
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_rate;
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("10k/s"), Ok(10_000.0));
+        assert_eq!(parse_rate("2500"), Ok(2500.0));
+        assert_eq!(parse_rate("600/min"), Ok(10.0));
+        assert_eq!(parse_rate("0.5/s"), Ok(0.5));
+        assert!(parse_rate("0/s").is_err());
+        assert!(parse_rate("-3/s").is_err());
+        assert!(parse_rate("fast").unwrap_err().contains("examples"));
+        assert!(parse_rate("10/day").unwrap_err().contains("unit"));
+        assert!(parse_rate("100M/s").is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in ".{0,20}") {
+            let _ = parse_rate(&s);
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! `http`: HTTP/1.1 keep-alive (RFC 9112) and HTTP/2 with prior knowledge (RFC 9113)
+//! on hyper, against a server of ours started for each case (in the lab's server host,
+//! or on loopback). Messages are POST bodies: `/echo?seq=N` returns the body, `/sink?seq=N`
+//! an empty 200; the server verifies each body against the case's payload pattern.
+//! `docs/protocols/http.md`.
+//!
+//! [`codec`] is how a message sits in a request; [`client`] and [`server`] are written
+//! against it, so `soap` reuses both with its envelopes.
+
+pub mod client;
+pub mod codec;
+pub mod server;
+
+use client::{HttpClient, Version};
+use std::sync::Arc;
+use wirebench_model::Kind;
+use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
+use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
+use wirebench_rpc::NoStreams;
+use wirebench_rpc::params::{CONNECTIONS, RATE};
+
+pub const VERSION: ParamSpec = ParamSpec {
+    name: "http.version",
+    kind: Kind::Choice(&["1.1", "2"]),
+    default: "1.1",
+    workloads: &["pingpong", "stream"],
+    help: "HTTP/1.1 (keep-alive, one request at a time per connection) or 2 (prior knowledge, requests multiplexed)",
+    words: "HTTP version",
+};
+
+const PARAMS: &[ParamSpec] = &[VERSION, MODE, NODELAY, RATE, CONNECTIONS];
+
+/// Bytes an HTTP/1.1 exchange adds to a payload, about (request line and headers, status
+/// line and headers): for link budgets only.
+const OVERHEAD: u64 = 200;
+
+pub struct Http;
+
+impl Protocol for Http {
+    fn name(&self) -> &'static str {
+        "http"
+    }
+
+    fn summary(&self) -> &'static str {
+        "HTTP/1.1 or HTTP/2 POSTs (hyper) against a server of ours started per case; open-loop with --rate"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn servers(&self, _case: &Case) -> Option<&'static str> {
+        Some("HTTP servers of ours started per case")
+    }
+
+    fn stream_echoes(&self, case: &Case) -> bool {
+        case.word("mode") == Some("echo")
+    }
+
+    fn run(
+        &self,
+        env: &Env,
+        case: &Case,
+        _repeat: u32,
+        _link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError> {
+        let version = Version::from_word(case.word("http.version"));
+        wirebench_rpc::workload::run_case(
+            env,
+            case,
+            ctx,
+            "http",
+            |l, c, b| server::serve(l, c, b, Arc::new(codec::Plain)),
+            |addr, plan| {
+                let client = HttpClient {
+                    addr,
+                    version,
+                    codec: Arc::new(codec::Plain),
+                    max_payload: plan.payload,
+                    nodelay: plan.nodelay,
+                };
+                (client, None::<NoStreams>)
+            },
+            OVERHEAD,
+        )
+    }
+}
