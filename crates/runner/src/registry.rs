@@ -11,6 +11,8 @@ pub static REGISTRY: &[&dyn Protocol] = &[
     &wirebench_plugin_xmpp::Xmpp,
     &wirebench_plugin_irc::Irc,
     &wirebench_plugin_http::Http,
+    &wirebench_plugin_websocket::WebSocket,
+    &wirebench_plugin_grpc::Grpc,
 ];
 
 /// The protocol of that name (`raw` for a name the parameter check let through and no

@@ -1,0 +1,310 @@
+//! `grpc`: gRPC over HTTP/2 (tonic) against a server of ours started for each case. The
+//! service is `proto/wirebench.proto`'s `wirebench.Bench`; its one message, `Blob`, is
+//! encoded by `wirebench-grpc` (no protoc). `grpc.call=unary`: every message is a unary
+//! `Echo` or `Sink` call, several in flight on one connection in rate mode; `stream`:
+//! messages flow on one bidirectional `EchoStream` call (or `SinkStream`, whose reply is
+//! the server's count). `docs/protocols/grpc.md`.
+
+mod codec;
+pub mod server;
+
+use bytes::Bytes;
+use codec::BlobCodec;
+use std::net::SocketAddr;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::{Channel, Endpoint};
+use wirebench_model::Kind;
+use wirebench_model::clock::monotonic_ns;
+use wirebench_protocol::params::{MODE, ParamSpec};
+use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
+use wirebench_rpc::params::{CONNECTIONS, RATE};
+use wirebench_rpc::{Call, Connect, Connected, Incoming, MsgRx, MsgTx, Opened, Streams, Summary};
+
+pub const CALL: ParamSpec = ParamSpec {
+    name: "grpc.call",
+    kind: Kind::Choice(&["unary", "stream"]),
+    default: "unary",
+    workloads: &["pingpong", "stream"],
+    help: "unary (a call per message) or stream (messages on one bidirectional streaming call)",
+    words: "gRPC call",
+};
+
+const PARAMS: &[ParamSpec] = &[CALL, MODE, RATE, CONNECTIONS];
+
+/// A message's gRPC framing (5 bytes), protobuf tag and length (~4), and for a unary call
+/// the HTTP/2 HEADERS and trailers (~60 with HPACK): for link budgets only.
+const OVERHEAD: u64 = 70;
+
+pub const SERVICE: &str = "/wirebench.Bench/";
+
+pub struct Grpc;
+
+impl Protocol for Grpc {
+    fn name(&self) -> &'static str {
+        "grpc"
+    }
+
+    fn summary(&self) -> &'static str {
+        "gRPC unary or bidirectional-streaming calls (tonic) against a server of ours started per case"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn servers(&self, _case: &Case) -> Option<&'static str> {
+        Some("gRPC servers of ours started per case")
+    }
+
+    fn stream_echoes(&self, case: &Case) -> bool {
+        case.word("mode") == Some("echo")
+    }
+
+    fn run(
+        &self,
+        env: &Env,
+        case: &Case,
+        _repeat: u32,
+        _link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError> {
+        let streaming = case.word("grpc.call") == Some("stream");
+        wirebench_rpc::workload::run_case(
+            env,
+            case,
+            ctx,
+            "grpc",
+            server::serve,
+            |addr, plan| {
+                let c = Client {
+                    addr,
+                    max_payload: plan.payload,
+                    streaming,
+                };
+                // Unary streams are calls one after another: no message-stream half.
+                (c.clone(), streaming.then_some(c))
+            },
+            OVERHEAD,
+        )
+    }
+}
+
+fn status_error(s: tonic::Status, during: &'static str) -> WorkloadError {
+    use tonic::Code;
+    match s.code() {
+        Code::Unavailable => WorkloadError::Link(format!("gRPC {during}: {}", s.message())),
+        Code::Cancelled => WorkloadError::Closed { during },
+        _ => WorkloadError::Peer(format!("gRPC {during}: {:?}: {}", s.code(), s.message())),
+    }
+}
+
+#[derive(Clone)]
+pub struct Client {
+    pub addr: SocketAddr,
+    pub max_payload: usize,
+    /// Ping-pong over one bidirectional stream rather than unary calls.
+    pub streaming: bool,
+}
+
+impl Client {
+    async fn channel(&self) -> Result<(tonic::client::Grpc<Channel>, u64), WorkloadError> {
+        let t = monotonic_ns();
+        let ch = Endpoint::from_shared(format!("http://{}", self.addr))
+            .map_err(|e| WorkloadError::Input(format!("gRPC endpoint: {e}")))?
+            .tcp_nodelay(true)
+            .initial_stream_window_size(8 << 20)
+            .initial_connection_window_size(16 << 20)
+            .connect()
+            .await
+            .map_err(|e| WorkloadError::Link(format!("cannot connect to {}: {e}", self.addr)))?;
+        let limit = self.max_payload + 64;
+        let g = tonic::client::Grpc::new(ch)
+            .max_decoding_message_size(limit)
+            .max_encoding_message_size(limit);
+        Ok((g, monotonic_ns() - t))
+    }
+
+    async fn open_stream(
+        &self,
+        g: &mut tonic::client::Grpc<Channel>,
+    ) -> Result<(mpsc::Sender<Bytes>, tonic::Streaming<Bytes>), WorkloadError> {
+        // A short queue: the sender waits for the HTTP/2 stream instead of buffering.
+        let (tx, rx) = mpsc::channel::<Bytes>(16);
+        g.ready()
+            .await
+            .map_err(|e| WorkloadError::Link(format!("gRPC channel: {e}")))?;
+        let path = http::uri::PathAndQuery::from_static("/wirebench.Bench/EchoStream");
+        let resp = g
+            .streaming(
+                tonic::Request::new(ReceiverStream::new(rx)),
+                path,
+                BlobCodec,
+            )
+            .await
+            .map_err(|s| status_error(s, "opening EchoStream"))?;
+        Ok((tx, resp.into_inner()))
+    }
+}
+
+pub enum Conn {
+    Unary(tonic::client::Grpc<Channel>),
+    Stream(mpsc::Sender<Bytes>, tonic::Streaming<Bytes>),
+}
+
+impl Connect for Client {
+    type Conn = Conn;
+    async fn connect(&self) -> Result<Connected<Conn>, WorkloadError> {
+        let (mut g, handshake_ns) = self.channel().await?;
+        let conn = if self.streaming {
+            let (tx, rx) = self.open_stream(&mut g).await?;
+            Conn::Stream(tx, rx)
+        } else {
+            Conn::Unary(g)
+        };
+        Ok(Connected {
+            conn,
+            handshake_ns,
+            local_port: None,
+        })
+    }
+}
+
+impl Call for Conn {
+    async fn call(&mut self, seq: u64, body: Bytes, echo: bool) -> Result<Bytes, WorkloadError> {
+        match self {
+            Conn::Unary(g) => {
+                g.ready()
+                    .await
+                    .map_err(|e| WorkloadError::Link(format!("gRPC channel: {e}")))?;
+                let mut req = tonic::Request::new(body);
+                req.metadata_mut().insert(
+                    "wb-seq",
+                    seq.to_string()
+                        .parse()
+                        .map_err(|_| WorkloadError::Input("seq".into()))?,
+                );
+                let path = http::uri::PathAndQuery::from_static(if echo {
+                    "/wirebench.Bench/Echo"
+                } else {
+                    "/wirebench.Bench/Sink"
+                });
+                let r = g
+                    .unary(req, path, BlobCodec)
+                    .await
+                    .map_err(|s| status_error(s, "call"))?;
+                Ok(r.into_inner())
+            }
+            Conn::Stream(tx, rx) => {
+                tx.send(body).await.map_err(|_| WorkloadError::Closed {
+                    during: "sending on EchoStream",
+                })?;
+                match rx.message().await {
+                    Ok(Some(b)) => Ok(b),
+                    Ok(None) => Err(WorkloadError::Closed {
+                        during: "waiting for an echo",
+                    }),
+                    Err(s) => Err(status_error(s, "EchoStream")),
+                }
+            }
+        }
+    }
+
+    fn share(&self) -> Option<Self> {
+        match self {
+            Conn::Unary(g) => Some(Conn::Unary(g.clone())),
+            Conn::Stream(..) => None,
+        }
+    }
+}
+
+pub struct Tx(Option<mpsc::Sender<Bytes>>);
+
+pub enum Rx {
+    Echo(Box<tonic::Streaming<Bytes>>),
+    /// The `SinkStream` call, running as a task until the sender finishes.
+    Sink(Option<tokio::task::JoinHandle<Result<Bytes, tonic::Status>>>),
+}
+
+impl Streams for Client {
+    type Tx = Tx;
+    type Rx = Rx;
+    async fn open(&self, echo: bool) -> Result<Opened<Tx, Rx>, WorkloadError> {
+        let (mut g, handshake_ns) = self.channel().await?;
+        if echo {
+            let (tx, rx) = self.open_stream(&mut g).await?;
+            return Ok(Opened {
+                tx: Tx(Some(tx)),
+                rx: Rx::Echo(Box::new(rx)),
+                handshake_ns,
+                local_port: None,
+            });
+        }
+        let (tx, rx) = mpsc::channel::<Bytes>(16);
+        g.ready()
+            .await
+            .map_err(|e| WorkloadError::Link(format!("gRPC channel: {e}")))?;
+        let call = tokio::spawn(async move {
+            let path = http::uri::PathAndQuery::from_static("/wirebench.Bench/SinkStream");
+            g.client_streaming(
+                tonic::Request::new(ReceiverStream::new(rx)),
+                path,
+                BlobCodec,
+            )
+            .await
+            .map(tonic::Response::into_inner)
+        });
+        Ok(Opened {
+            tx: Tx(Some(tx)),
+            rx: Rx::Sink(Some(call)),
+            handshake_ns,
+            local_port: None,
+        })
+    }
+}
+
+impl MsgTx for Tx {
+    async fn send(&mut self, body: Bytes) -> Result<(), WorkloadError> {
+        let Some(tx) = &self.0 else {
+            return Err(WorkloadError::Closed {
+                during: "sending after the end",
+            });
+        };
+        tx.send(body).await.map_err(|_| WorkloadError::Closed {
+            during: "sending on the stream",
+        })
+    }
+
+    /// Dropping the sender ends the request stream (END_STREAM).
+    async fn finish(&mut self) -> Result<(), WorkloadError> {
+        self.0 = None;
+        Ok(())
+    }
+}
+
+impl MsgRx for Rx {
+    async fn recv(&mut self) -> Result<Option<Incoming>, WorkloadError> {
+        match self {
+            Rx::Echo(s) => match s.message().await {
+                Ok(m) => Ok(m.map(Incoming::Echo)),
+                Err(st) => Err(status_error(st, "EchoStream")),
+            },
+            Rx::Sink(call) => {
+                let Some(h) = call.take() else {
+                    return Ok(None);
+                };
+                let b = h
+                    .await
+                    .map_err(|e| WorkloadError::Peer(format!("SinkStream task: {e}")))?
+                    .map_err(|s| status_error(s, "SinkStream"))?;
+                Summary::decode(&b)
+                    .map(|s| Some(Incoming::Summary(s)))
+                    .ok_or_else(|| {
+                        WorkloadError::Peer(
+                            "SinkStream's reply is not `messages bytes corrupt`".into(),
+                        )
+                    })
+            }
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! `websocket`: binary messages over RFC 6455 (tokio-tungstenite) against a server of
+//! ours started for each case. The upgrade request's path says what the server does with
+//! the connection's binary messages: `/echo` returns each one, `/sink` counts and
+//! verifies them (the n-th message of a connection against the payload pattern's n-th).
+//! A text message `end` asks for the server's count, which it sends as text
+//! (`messages payload_bytes corrupt`) after everything before it; that closes a stream.
+//! Ping-pong sends a message and waits for its echo. `docs/protocols/websocket.md`.
+
+use bytes::Bytes;
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpStream;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{self, Message};
+use wirebench_model::clock::monotonic_ns;
+use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
+use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
+use wirebench_rpc::params::{CONNECTIONS, RATE};
+use wirebench_rpc::server::accept_loop;
+use wirebench_rpc::{
+    Behaviour, Call, Connect, Connected, Counters, Incoming, MsgRx, MsgTx, Opened, Streams, Summary,
+};
+
+const PARAMS: &[ParamSpec] = &[MODE, NODELAY, RATE, CONNECTIONS];
+
+/// A binary frame's header, client to server (masked): up to 14 bytes.
+const OVERHEAD: u64 = 14;
+
+pub struct WebSocket;
+
+impl Protocol for WebSocket {
+    fn name(&self) -> &'static str {
+        "websocket"
+    }
+
+    fn summary(&self) -> &'static str {
+        "binary WebSocket messages (RFC 6455, tokio-tungstenite) against a server of ours started per case"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn servers(&self, _case: &Case) -> Option<&'static str> {
+        Some("WebSocket servers of ours started per case")
+    }
+
+    fn stream_echoes(&self, case: &Case) -> bool {
+        case.word("mode") == Some("echo")
+    }
+
+    fn run(
+        &self,
+        env: &Env,
+        case: &Case,
+        _repeat: u32,
+        _link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError> {
+        wirebench_rpc::workload::run_case(
+            env,
+            case,
+            ctx,
+            "websocket",
+            serve,
+            |addr, plan| {
+                let c = Client {
+                    addr,
+                    max_payload: plan.payload,
+                    nodelay: plan.nodelay,
+                };
+                (c.clone(), Some(c))
+            },
+            OVERHEAD,
+        )
+    }
+}
+
+/// Frames and messages bounded by the case's payload (plus room for the text summary),
+/// so a peer cannot make either side buffer more.
+fn config(max_payload: usize) -> WebSocketConfig {
+    let limit = max_payload.max(256);
+    WebSocketConfig::default()
+        .max_message_size(Some(limit))
+        .max_frame_size(Some(limit))
+}
+
+// ---- server ----
+
+/// Serves WebSocket connections on `l` until the runtime stops.
+pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, b: Behaviour) {
+    let b = Arc::new(b);
+    let b2 = b.clone();
+    accept_loop(l, &b2, counters, move |s, c| serve_conn(s, c, b.clone())).await
+}
+
+#[allow(clippy::result_large_err)] // tungstenite's callback signature
+async fn serve_conn(s: TcpStream, c: Arc<Counters>, b: Arc<Behaviour>) -> Result<(), String> {
+    let mut path = String::new();
+    let ws = tokio_tungstenite::accept_hdr_async_with_config(
+        s,
+        |req: &tungstenite::handshake::server::Request, resp| {
+            path = req.uri().path().to_string();
+            Ok(resp)
+        },
+        Some(config(b.max_payload)),
+    )
+    .await
+    .map_err(|e| format!("WebSocket handshake: {e}"))?;
+    let echo = match path.as_str() {
+        "/echo" | "/" => true,
+        "/sink" => false,
+        p => return Err(format!("WebSocket path {p:?} (use /echo or /sink)")),
+    };
+    let (mut tx, mut rx) = ws.split();
+    let mut seq = 0u64;
+    let mut seen = Summary::default();
+    while let Some(m) = rx.next().await {
+        let m = match m {
+            Ok(m) => m,
+            // Clients (ours included) may hang up without a close frame once done.
+            Err(tungstenite::Error::Protocol(
+                tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
+            )) => break,
+            Err(e) => return Err(format!("WebSocket: {e}")),
+        };
+        match m {
+            Message::Binary(body) => {
+                let intact = echo || c.record(&b, seq, &body);
+                seen.messages += 1;
+                seen.payload_bytes += body.len() as u64;
+                seen.corrupt += u64::from(!intact);
+                seq += 1;
+                if echo {
+                    if !b.think.is_zero() {
+                        tokio::time::sleep(b.think).await;
+                    }
+                    tx.send(Message::Binary(body))
+                        .await
+                        .map_err(|e| format!("WebSocket send: {e}"))?;
+                }
+            }
+            Message::Text(t) if t.as_str() == "end" => {
+                let s = String::from_utf8_lossy(&seen.encode()).into_owned();
+                tx.send(Message::text(s))
+                    .await
+                    .map_err(|e| format!("WebSocket send: {e}"))?;
+            }
+            Message::Text(t) => {
+                let t: String = t.as_str().chars().take(40).collect();
+                return Err(format!("unexpected WebSocket text message {t:?}"));
+            }
+            Message::Close(_) => break,
+            // tungstenite answers pings itself.
+            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
+        }
+    }
+    Ok(())
+}
+
+// ---- client ----
+
+#[derive(Clone)]
+pub struct Client {
+    pub addr: SocketAddr,
+    pub max_payload: usize,
+    pub nodelay: bool,
+}
+
+type Ws = WebSocketStream<TcpStream>;
+
+fn ws_error(e: tungstenite::Error, during: &'static str) -> WorkloadError {
+    match e {
+        tungstenite::Error::ConnectionClosed | tungstenite::Error::AlreadyClosed => {
+            WorkloadError::Closed { during }
+        }
+        tungstenite::Error::Io(error) => WorkloadError::Io { during, error },
+        e => WorkloadError::Peer(format!("WebSocket {during}: {e}")),
+    }
+}
+
+impl Client {
+    async fn open_ws(&self, path: &str) -> Result<(Ws, u64, Option<u16>), WorkloadError> {
+        let t = monotonic_ns();
+        let s = TcpStream::connect(self.addr)
+            .await
+            .map_err(|error| WorkloadError::Connect {
+                addr: self.addr.to_string(),
+                error,
+            })?;
+        let _ = s.set_nodelay(self.nodelay);
+        let port = s.local_addr().ok().map(|a| a.port());
+        let url = format!("ws://{}{path}", self.addr);
+        let (ws, _) =
+            tokio_tungstenite::client_async_with_config(url, s, Some(config(self.max_payload)))
+                .await
+                .map_err(|e| ws_error(e, "upgrade"))?;
+        Ok((ws, monotonic_ns() - t, port))
+    }
+}
+
+/// The next data message: binary as an echo, text as the server's summary.
+async fn next_message(
+    rx: &mut (impl futures_util::Stream<Item = Result<Message, tungstenite::Error>> + Unpin),
+) -> Result<Option<Incoming>, WorkloadError> {
+    loop {
+        match rx.next().await {
+            None => return Ok(None),
+            Some(m) => match m.map_err(|e| ws_error(e, "receiving"))? {
+                Message::Binary(b) => return Ok(Some(Incoming::Echo(b))),
+                Message::Text(t) => {
+                    return Summary::decode(t.as_bytes())
+                        .map(|s| Some(Incoming::Summary(s)))
+                        .ok_or_else(|| {
+                            WorkloadError::Peer(format!(
+                                "the server's summary {:?} is not `messages bytes corrupt`",
+                                t.as_str()
+                            ))
+                        });
+                }
+                Message::Close(_) => return Ok(None),
+                Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
+            },
+        }
+    }
+}
+
+pub struct Conn(Ws);
+
+impl Connect for Client {
+    type Conn = Conn;
+    async fn connect(&self) -> Result<Connected<Conn>, WorkloadError> {
+        let (ws, handshake_ns, local_port) = self.open_ws("/echo").await?;
+        Ok(Connected {
+            conn: Conn(ws),
+            handshake_ns,
+            local_port,
+        })
+    }
+}
+
+impl Call for Conn {
+    /// Always an echo: a one-way stream over WebSocket is a [`Streams`] stream.
+    async fn call(&mut self, _seq: u64, body: Bytes, _echo: bool) -> Result<Bytes, WorkloadError> {
+        self.0
+            .send(Message::Binary(body))
+            .await
+            .map_err(|e| ws_error(e, "sending"))?;
+        match next_message(&mut self.0).await? {
+            Some(Incoming::Echo(b)) => Ok(b),
+            Some(Incoming::Summary(_)) => Err(WorkloadError::Peer(
+                "the server sent a summary where an echo was due".into(),
+            )),
+            None => Err(WorkloadError::Closed {
+                during: "waiting for an echo",
+            }),
+        }
+    }
+}
+
+pub struct Tx(SplitSink<Ws, Message>);
+pub struct Rx(SplitStream<Ws>);
+
+impl Streams for Client {
+    type Tx = Tx;
+    type Rx = Rx;
+    async fn open(&self, echo: bool) -> Result<Opened<Tx, Rx>, WorkloadError> {
+        let (ws, handshake_ns, local_port) =
+            self.open_ws(if echo { "/echo" } else { "/sink" }).await?;
+        let (tx, rx) = ws.split();
+        Ok(Opened {
+            tx: Tx(tx),
+            rx: Rx(rx),
+            handshake_ns,
+            local_port,
+        })
+    }
+}
+
+impl MsgTx for Tx {
+    async fn send(&mut self, body: Bytes) -> Result<(), WorkloadError> {
+        // Each message is written as it is sent (flushed), as an application sends it and
+        // as raw sends its frames, so streams compare per-message costs alike.
+        self.0
+            .send(Message::Binary(body))
+            .await
+            .map_err(|e| ws_error(e, "sending"))
+    }
+
+    async fn finish(&mut self) -> Result<(), WorkloadError> {
+        self.0
+            .send(Message::text("end"))
+            .await
+            .map_err(|e| ws_error(e, "ending the stream"))
+    }
+}
+
+impl MsgRx for Rx {
+    async fn recv(&mut self) -> Result<Option<Incoming>, WorkloadError> {
+        next_message(&mut self.0).await
+    }
+}
