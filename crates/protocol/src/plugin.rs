@@ -71,6 +71,17 @@ pub trait Protocol: Sync {
     fn message_overhead(&self) -> Option<u64> {
         None
     }
+    /// Starts this protocol's own server on `listener`, alone, for `wirebench serve
+    /// --also NAME=ADDR` (so wrk, h2load, ghz or a remote wirebench can reach it), serving
+    /// payloads up to `max_payload` until the process ends. `None`: its cases use the
+    /// reference server or third-party servers instead.
+    fn serve_alone(
+        &self,
+        _listener: std::net::TcpListener,
+        _max_payload: usize,
+    ) -> Option<Result<(), String>> {
+        None
+    }
     /// Runs one case (repeat `repeat`) and returns its metrics.
     fn run(
         &self,

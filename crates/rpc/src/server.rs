@@ -223,6 +223,43 @@ where
     }
 }
 
+/// Runs `serve` on `listener` in a thread of its own until the process ends (for
+/// `wirebench serve --also`): the behaviour of a server no case configures, with no think
+/// time, payloads up to `max_payload`, unverified unless the client names its seed 0
+/// pattern's sequence numbers.
+pub fn serve_alone<F, Fut>(
+    listener: std::net::TcpListener,
+    what: &str,
+    max_payload: usize,
+    serve: F,
+) -> Result<(), String>
+where
+    F: FnOnce(tokio::net::TcpListener, Arc<Counters>, Behaviour) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let b = Behaviour::new(0, max_payload, Duration::ZERO, true);
+    std::thread::Builder::new()
+        .name(format!("{what}-server"))
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&rt, async move {
+                let Ok(l) = tokio::net::TcpListener::from_std(listener) else {
+                    return;
+                };
+                serve(l, Arc::new(Counters::default()), b).await
+            });
+        })
+        .map(|_| ())
+        .map_err(|e| format!("cannot start a thread: {e}"))
+}
+
 /// Accepts connections until stopped, each served by `conn` in a task of its own; a
 /// connection's failure is counted and closes only that connection.
 pub async fn accept_loop<F, Fut>(

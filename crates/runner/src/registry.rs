@@ -13,6 +13,7 @@ pub static REGISTRY: &[&dyn Protocol] = &[
     &wirebench_plugin_http::Http,
     &wirebench_plugin_websocket::WebSocket,
     &wirebench_plugin_grpc::Grpc,
+    &wirebench_plugin_soap::Soap,
     &wirebench_plugin_rmi::Rmi,
 ];
 

@@ -54,6 +54,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "s4-tigase",
         include_str!("../../../scenarios/s4-tigase.toml"),
     ),
+    (
+        "soapstone",
+        include_str!("../../../scenarios/soapstone.toml"),
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq)]

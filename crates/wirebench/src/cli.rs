@@ -402,6 +402,12 @@ pub struct ServeArgs {
     /// Do not log connections and errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Also serve another protocol's server alone, NAME=ADDR (repeatable): http
+    /// (HTTP/1.1 and h2c: POST /echo, /sink), soap (POST /soap), grpc
+    /// (wirebench.Bench, protocols/grpc/plugin/proto/wirebench.proto), websocket
+    /// (ws://ADDR/echo, /sink). For third-party clients: wrk, h2load, ghz, browsers.
+    #[arg(long, value_name = "NAME=ADDR")]
+    pub also: Vec<String>,
     /// Also serve XMPP client-to-server on this address, e.g. 127.0.0.1:5222 (the built-in
     /// server: SCRAM or PLAIN, STARTTLS with --xmpp-tls). Users user1..userN, passwords
     /// pass1..passN.

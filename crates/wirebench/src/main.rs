@@ -98,6 +98,33 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         "wirebench serve: listening on {} (Ctrl-C to stop)",
         server.local_addr()
     );
+    let max_payload = wirebench_model::Bytes::parse(&args.max_payload)
+        .context("--max-payload")?
+        .0;
+    for also in &args.also {
+        let Some((name, addr)) = also.split_once('=') else {
+            anyhow::bail!("--also {also:?}: write NAME=ADDR, e.g. --also http=127.0.0.1:8080");
+        };
+        let Some(p) = wirebench_runner::registry::REGISTRY
+            .iter()
+            .find(|p| p.name() == name)
+        else {
+            anyhow::bail!(
+                "--also {also:?}: no protocol {name:?}; protocols: {}",
+                wirebench_runner::registry::names().join(", ")
+            );
+        };
+        let l = std::net::TcpListener::bind(addr)
+            .with_context(|| format!("--also {also}: cannot listen on {addr}"))?;
+        let at = l.local_addr()?;
+        match p.serve_alone(l, max_payload as usize) {
+            Some(Ok(())) => eprintln!("wirebench serve: {name} on {at}"),
+            Some(Err(e)) => anyhow::bail!("--also {also}: {e}"),
+            None => anyhow::bail!(
+                "--also {also}: {name} has no server of its own to run alone (its cases use the reference server or third-party servers)"
+            ),
+        }
+    }
     let xmpp_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let xmpp = match xmpp_cfg {
         Some(cfg) => {

@@ -61,6 +61,19 @@ impl Protocol for Grpc {
         case.word("mode") == Some("echo")
     }
 
+    fn serve_alone(
+        &self,
+        listener: std::net::TcpListener,
+        max_payload: usize,
+    ) -> Option<Result<(), String>> {
+        Some(wirebench_rpc::server::serve_alone(
+            listener,
+            "grpc",
+            max_payload,
+            server::serve,
+        ))
+    }
+
     fn run(
         &self,
         env: &Env,

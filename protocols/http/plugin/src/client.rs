@@ -118,9 +118,13 @@ impl<K: Codec> Connect for HttpClient<K> {
 
 impl<K: Codec> Call for HttpConn<K> {
     async fn call(&mut self, seq: u64, body: Bytes, echo: bool) -> Result<Bytes, WorkloadError> {
+        let action = self.codec.action(echo);
         let (path, ct, b) = self.codec.request(seq, body, echo);
-        let mut req = Request::post(path)
-            .header(header::CONTENT_TYPE, ct)
+        let mut req = Request::post(path).header(header::CONTENT_TYPE, ct);
+        if let Some(a) = action {
+            req = req.header("soapaction", a);
+        }
+        let mut req = req
             .body(Full::new(b))
             .map_err(|e| WorkloadError::Input(format!("cannot build a request: {e}")))?;
         let resp = match &mut self.sender {

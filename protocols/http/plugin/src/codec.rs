@@ -36,6 +36,10 @@ pub trait Codec: Send + Sync + 'static {
     fn name(&self) -> &'static str;
     /// The request for message `seq`: path (with query), content type, body.
     fn request(&self, seq: u64, payload: Bytes, echo: bool) -> (String, &'static str, Bytes);
+    /// The SOAPAction header a request carries (SOAP 1.1 section 6.1.1), if any.
+    fn action(&self, _echo: bool) -> Option<&'static str> {
+        None
+    }
     /// Reads a request the server received.
     fn parse_request(&self, path: &str, body: Bytes) -> Result<Parsed, Refusal>;
     /// The response body to a request: the payload echoed, or nothing.

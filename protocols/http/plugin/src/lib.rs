@@ -57,6 +57,19 @@ impl Protocol for Http {
         case.word("mode") == Some("echo")
     }
 
+    fn serve_alone(
+        &self,
+        listener: std::net::TcpListener,
+        max_payload: usize,
+    ) -> Option<Result<(), String>> {
+        Some(wirebench_rpc::server::serve_alone(
+            listener,
+            "http",
+            max_payload,
+            |l, c, b| server::serve(l, c, b, Arc::new(codec::Plain)),
+        ))
+    }
+
     fn run(
         &self,
         env: &Env,

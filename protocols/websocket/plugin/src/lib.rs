@@ -52,6 +52,19 @@ impl Protocol for WebSocket {
         case.word("mode") == Some("echo")
     }
 
+    fn serve_alone(
+        &self,
+        listener: std::net::TcpListener,
+        max_payload: usize,
+    ) -> Option<Result<(), String>> {
+        Some(wirebench_rpc::server::serve_alone(
+            listener,
+            "websocket",
+            max_payload,
+            serve,
+        ))
+    }
+
     fn run(
         &self,
         env: &Env,

@@ -1,0 +1,211 @@
+//! Study S5's protocols end to end through the binary: each of http (1.1 and 2), soap,
+//! grpc (unary and streaming), websocket and rmi runs a ping-pong and one-way and echo
+//! streams on loopback with every message accounted for; http and grpc cross an emulated
+//! link (their servers placed in the lab's server host); the open-loop rate mode keeps
+//! its schedule. rmi needs a JDK (`scripts/test.sh` installs it).
+
+mod common;
+use common::{m, namespaces_of, records, wirebench};
+
+fn run(args: &[&str]) -> Vec<serde_json::Value> {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = wirebench()
+        .args([
+            "run",
+            "--quiet",
+            "--no-report",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "wirebench run {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    records(&out)
+}
+
+/// Every message came back (or was counted) intact.
+fn all_delivered(r: &serde_json::Value) {
+    let what = &r["params"];
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(m(r, "messages.received"), m(r, "messages.sent"), "{what}");
+    assert_eq!(m(r, "messages.corrupt"), 0.0, "{what}");
+    assert!(m(r, "messages.sent") > 0.0, "{what}");
+    if r["params"]["workload"] == "stream" {
+        assert!(m(r, "throughput.bits_per_s") > 0.0, "{what}");
+    } else {
+        // A loopback round trip well under a second, whatever the protocol.
+        assert!(
+            m(r, "rtt.stable") > 0.0 && m(r, "rtt.stable") < 1.0,
+            "{what}"
+        );
+    }
+}
+
+fn each_protocol(protocol: &str, extra: &[&str]) {
+    let mut args = vec![
+        "--protocol",
+        protocol,
+        "--workload",
+        "pingpong,stream",
+        "--mode",
+        "oneway,echo",
+        "--payload",
+        "100,100KiB",
+        "--rounds",
+        "50",
+        "--count",
+        "300",
+    ];
+    args.extend_from_slice(extra);
+    let recs = run(&args);
+    // pingpong x 2 payloads (mode is a stream parameter) + stream x 2 modes x 2 payloads,
+    // times the extra axis.
+    assert!(recs.len() >= 6, "{} records", recs.len());
+    for r in &recs {
+        all_delivered(r);
+    }
+}
+
+#[test]
+fn http_both_versions() {
+    each_protocol("http", &["--http-version", "1.1,2"]);
+}
+
+#[test]
+fn grpc_unary_and_streaming() {
+    each_protocol("grpc", &["--grpc-call", "unary,stream"]);
+}
+
+#[test]
+fn websocket() {
+    each_protocol("websocket", &[]);
+}
+
+#[test]
+fn soap() {
+    each_protocol("soap", &[]);
+}
+
+#[test]
+fn rmi() {
+    each_protocol("rmi", &[]);
+}
+
+#[test]
+fn open_loop_rate_keeps_its_schedule() {
+    let recs = run(&[
+        "--protocol",
+        "http",
+        "--http-version",
+        "1.1,2",
+        "--rate",
+        "2k/s",
+        "--rounds",
+        "2000",
+        "--connections",
+        "2",
+        "--workload",
+        "pingpong",
+    ]);
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        all_delivered(r);
+        let achieved = m(r, "rate.achieved");
+        // One second of requests: generous bounds for a loaded 2-core machine.
+        assert!(
+            (1000.0..=2100.0).contains(&achieved),
+            "rate.achieved {achieved}"
+        );
+        assert_eq!(m(r, "rate.offered"), 2000.0);
+        // Timed from the intended send, a request can only take longer than from its
+        // actual send.
+        assert!(
+            m(r, "rtt.p99") >= m(r, "rtt.uncorrected.p99") * 0.999,
+            "{r}"
+        );
+    }
+}
+
+#[test]
+fn across_an_emulated_link() {
+    if !nix_is_root() {
+        eprintln!("skipped: the lab needs root");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let child = wirebench()
+        .args([
+            "run",
+            "--quiet",
+            "--no-report",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args([
+            "--protocol",
+            "http,grpc,websocket",
+            "--workload",
+            "pingpong",
+        ])
+        .args(["--rounds", "20", "--payload", "100", "--link", "10Mbit/5ms"])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert!(namespaces_of(pid).is_empty(), "namespaces left");
+    let recs = records(&out);
+    assert_eq!(recs.len(), 3);
+    for r in &recs {
+        all_delivered(r);
+        // 5 ms each way: every round trip crosses the link.
+        assert!(
+            m(r, "rtt.min") >= 0.0099,
+            "{}: {}",
+            r["params"],
+            m(r, "rtt.min")
+        );
+    }
+}
+
+#[test]
+fn a_rate_the_protocol_cannot_run_is_refused_per_case() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = wirebench()
+        .args([
+            "run",
+            "--quiet",
+            "--no-report",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(["--protocol", "http,rmi", "--workload", "pingpong"])
+        .args(["--rate", "100/s", "--rounds", "20"])
+        .output()
+        .unwrap();
+    let recs = records(&out);
+    assert_eq!(recs.len(), 2, "{}", String::from_utf8_lossy(&o.stderr));
+    let by = |p: &str| {
+        recs.iter()
+            .find(|r| r["params"]["protocol"] == p)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(by("http")["status"], "ok");
+    let rmi = by("rmi");
+    assert_ne!(rmi["status"], "ok");
+    assert!(rmi.to_string().contains("no open-loop rate mode"), "{rmi}");
+}
+
+fn nix_is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}

@@ -1,0 +1,167 @@
+//! `soap`: SOAP 1.1 (W3C Note 2000-05-08) request/response over HTTP/1.1, the messaging
+//! style study S5 found one to two orders of magnitude slower than raw sockets. Each
+//! message is an envelope whose `wb:Echo` or `wb:Sink` operation carries the payload as
+//! `xsd:base64Binary`, as the Java SOAP stacks of the study serialized `byte[]`; both
+//! sides build and parse the XML (`wirebench-soap`, quick-xml). The HTTP client and
+//! server are the `http` plugin's, with this envelope as their codec; a refused request
+//! gets a SOAP Fault with HTTP status 500 (SOAP 1.1 section 6.2). `docs/protocols/soap.md`.
+
+use bytes::Bytes;
+use std::sync::Arc;
+use wirebench_plugin_http::client::{HttpClient, Version};
+use wirebench_plugin_http::codec::{Codec, Parsed, Refusal};
+use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
+use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
+use wirebench_rpc::NoStreams;
+use wirebench_rpc::params::{CONNECTIONS, RATE};
+use wirebench_soap::Response;
+
+const PARAMS: &[ParamSpec] = &[MODE, NODELAY, RATE, CONNECTIONS];
+
+/// HTTP headers plus the envelope around the data, about; base64 adds a third on top.
+const OVERHEAD: u64 = 500;
+
+/// SOAP envelopes as an HTTP codec.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Envelope;
+
+impl Codec for Envelope {
+    fn name(&self) -> &'static str {
+        "SOAP"
+    }
+
+    fn request(&self, seq: u64, payload: Bytes, echo: bool) -> (String, &'static str, Bytes) {
+        (
+            "/soap".into(),
+            wirebench_soap::CONTENT_TYPE,
+            wirebench_soap::encode_request(Some(seq), echo, &payload),
+        )
+    }
+
+    fn action(&self, echo: bool) -> Option<&'static str> {
+        Some(if echo {
+            wirebench_soap::SOAP_ACTION_ECHO
+        } else {
+            wirebench_soap::SOAP_ACTION_SINK
+        })
+    }
+
+    fn parse_request(&self, path: &str, body: Bytes) -> Result<Parsed, Refusal> {
+        if path.split('?').next() != Some("/soap") {
+            return Err(Refusal {
+                status: 404,
+                why: format!("no SOAP endpoint at {path:?} (POST envelopes to /soap)"),
+            });
+        }
+        let r = wirebench_soap::parse_request(&body).map_err(|e| Refusal {
+            status: 500,
+            why: e.to_string(),
+        })?;
+        Ok(Parsed {
+            seq: r.seq,
+            payload: r.data,
+            echo: r.echo,
+        })
+    }
+
+    fn response(&self, _seq: Option<u64>, echoed: Option<Bytes>) -> (&'static str, Bytes) {
+        let r = match echoed {
+            Some(b) => Response::Echo(b),
+            None => Response::Sink,
+        };
+        (
+            wirebench_soap::CONTENT_TYPE,
+            wirebench_soap::encode_response(&r),
+        )
+    }
+
+    fn refusal(&self, r: &Refusal) -> (&'static str, Bytes) {
+        let f = Response::Fault {
+            code: "soap:Client".into(),
+            text: r.why.clone(),
+        };
+        (
+            wirebench_soap::CONTENT_TYPE,
+            wirebench_soap::encode_response(&f),
+        )
+    }
+
+    fn parse_response(&self, status: u16, body: Bytes) -> Result<Bytes, String> {
+        match wirebench_soap::parse_response(&body) {
+            Ok(Response::Echo(b)) if status == 200 => Ok(b),
+            Ok(Response::Sink) if status == 200 => Ok(Bytes::new()),
+            Ok(Response::Fault { code, text }) => Err(format!("SOAP Fault {code}: {text}")),
+            Ok(_) => Err(format!("status {status} with a non-fault envelope")),
+            Err(e) => Err(format!("status {status}, unreadable envelope: {e}")),
+        }
+    }
+
+    fn max_body(&self, max_payload: usize) -> usize {
+        wirebench_soap::max_envelope(max_payload)
+    }
+}
+
+pub struct Soap;
+
+impl Protocol for Soap {
+    fn name(&self) -> &'static str {
+        "soap"
+    }
+
+    fn summary(&self) -> &'static str {
+        "SOAP 1.1 envelopes (payload as base64 in XML) over HTTP/1.1 against a server of ours started per case"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn servers(&self, _case: &Case) -> Option<&'static str> {
+        Some("SOAP servers of ours started per case")
+    }
+
+    fn stream_echoes(&self, case: &Case) -> bool {
+        case.word("mode") == Some("echo")
+    }
+
+    fn serve_alone(
+        &self,
+        listener: std::net::TcpListener,
+        max_payload: usize,
+    ) -> Option<Result<(), String>> {
+        Some(wirebench_rpc::server::serve_alone(
+            listener,
+            "soap",
+            max_payload,
+            |l, c, b| wirebench_plugin_http::server::serve(l, c, b, Arc::new(Envelope)),
+        ))
+    }
+
+    fn run(
+        &self,
+        env: &Env,
+        case: &Case,
+        _repeat: u32,
+        _link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError> {
+        wirebench_rpc::workload::run_case(
+            env,
+            case,
+            ctx,
+            "soap",
+            |l, c, b| wirebench_plugin_http::server::serve(l, c, b, Arc::new(Envelope)),
+            |addr, plan| {
+                let client = HttpClient {
+                    addr,
+                    version: Version::Http1,
+                    codec: Arc::new(Envelope),
+                    max_payload: plan.payload,
+                    nodelay: plan.nodelay,
+                };
+                (client, None::<NoStreams>)
+            },
+            OVERHEAD,
+        )
+    }
+}
