@@ -5,8 +5,8 @@
 //! case where this thread's sockets live). The client prints one JSON line; this plugin
 //! turns it into the same metrics as every other protocol. `docs/protocols/rmi.md`.
 //!
-//! What it cannot do, and says so: open-loop `rate` and more than one connection (the
-//! Java client is closed-loop, one call in flight).
+//! It does not declare `rate` or `connections` (the Java client is closed-loop, one call
+//! in flight), so the planner drops them from rmi cases with a note.
 
 use serde::Deserialize;
 use std::io::{BufRead, BufReader, Read};
@@ -220,11 +220,6 @@ fn client_args(
     server: &str,
     ctx: &Ctx,
 ) -> Result<Vec<String>, WorkloadError> {
-    if case.word("rate").is_some() {
-        return Err(WorkloadError::Input(
-            "rmi has no open-loop rate mode (the Java client keeps one call in flight)".into(),
-        ));
-    }
     let mut a = vec![
         "--server".to_string(),
         server.to_string(),
