@@ -210,3 +210,108 @@ fn nix_is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// `wirebench serve --also` with `--max-payload 1KiB`, and the address each protocol got.
+struct Served {
+    child: std::process::Child,
+    addrs: Vec<(String, String)>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve_also(protocols: &[&str]) -> Served {
+    use std::io::BufRead;
+    let mut cmd = wirebench();
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--max-payload",
+        "1KiB",
+        "--quiet",
+    ]);
+    for p in protocols {
+        cmd.args(["--also", &format!("{p}=127.0.0.1:0")]);
+    }
+    let mut child = cmd
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut addrs = Vec::new();
+    while addrs.len() < protocols.len() {
+        let l = lines.next().expect("serve ended early").unwrap();
+        if let Some(rest) = l.strip_prefix("wirebench serve: ")
+            && let Some((name, addr)) = rest.split_once(" on ")
+            && protocols.contains(&name)
+        {
+            addrs.push((name.to_string(), addr.to_string()));
+        }
+    }
+    Served { child, addrs }
+}
+
+/// Sends `req` on a fresh connection and returns what comes back until the server closes
+/// or 2 s pass.
+fn exchange(addr: &str, req: &[u8]) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .unwrap();
+    s.write_all(req).unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = s.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if buf.windows(4).any(|w| w == b"\r\n\r\n") && !req.starts_with(b"POST /echo?ok") {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[test]
+fn misbehaving_http_and_soap_clients_get_errors_and_others_carry_on() {
+    let s = serve_also(&["http", "soap"]);
+    let addr = |p: &str| s.addrs.iter().find(|(n, _)| n == p).unwrap().1.clone();
+    let http = addr("http");
+    // Not HTTP at all.
+    let r = exchange(&http, b"HELLO THERE\r\n\r\n");
+    assert!(r.is_empty() || r.starts_with("HTTP/1.1 400"), "{r}");
+    // A body over the 1 KiB limit, announced: refused unread, the connection closed.
+    let r = exchange(
+        &http,
+        b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 100000\r\n\r\n",
+    );
+    assert!(r.starts_with("HTTP/1.1 413"), "{r}");
+    // A truncated body, then the client goes away.
+    drop(std::net::TcpStream::connect(&http).map(|mut c| {
+        use std::io::Write;
+        let _ = c.write_all(b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 500\r\n\r\nabc");
+    }));
+    // A well-formed SOAP request with a broken envelope gets a SOAP Fault and status 500.
+    let env = b"<soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body><x/></soap:Body></soap:Envelope>";
+    let mut req = format!(
+        "POST /soap HTTP/1.1\r\nhost: x\r\ncontent-type: text/xml\r\ncontent-length: {}\r\n\r\n",
+        env.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(env);
+    let r = exchange(&addr("soap"), &req);
+    assert!(r.starts_with("HTTP/1.1 500"), "{r}");
+    // After all that, a good client is served.
+    let r = exchange(
+        &http,
+        b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello",
+    );
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+}

@@ -90,6 +90,14 @@ async fn handle<K: Codec>(
         .map_or("/", |p| p.as_str())
         .to_string();
     let limit = codec.max_body(b.max_payload);
+    // An announced length over the limit is refused before a byte of it is read.
+    if hyper::body::Body::size_hint(req.body()).lower() > limit as u64 {
+        let r = Refusal {
+            status: 413,
+            why: format!("body over {limit} bytes"),
+        };
+        return refuse(r, true);
+    }
     let body = match Limited::new(req.into_body(), limit).collect().await {
         Ok(c) => c.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
