@@ -3,7 +3,7 @@
 //! encoded by `wirebench-grpc` (no protoc). `grpc.call=unary`: every message is a unary
 //! `Echo` or `Sink` call, several in flight on one connection in rate mode; `stream`:
 //! messages flow on one bidirectional `EchoStream` call (or `SinkStream`, whose reply is
-//! the server's count). `docs/protocols/grpc.md`.
+//! the server's count). `docs/protocols/soapstone.md`.
 
 mod codec;
 pub mod server;

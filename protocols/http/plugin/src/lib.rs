@@ -2,7 +2,7 @@
 //! on hyper, against a server of ours started for each case (in the lab's server host,
 //! or on loopback). Messages are POST bodies: `/echo?seq=N` returns the body, `/sink?seq=N`
 //! an empty 200; the server verifies each body against the case's payload pattern.
-//! `docs/protocols/http.md`.
+//! `docs/protocols/soapstone.md`.
 //!
 //! [`codec`] is how a message sits in a request; [`client`] and [`server`] are written
 //! against it, so `soap` reuses both with its envelopes.

@@ -3,7 +3,7 @@
 //! with `javac` at the first case of a run, gives a server (`WbRmiServer`, started per
 //! case in the lab's server host or on loopback) and a client (`WbRmiClient`, run per
 //! case where this thread's sockets live). The client prints one JSON line; this plugin
-//! turns it into the same metrics as every other protocol. `docs/protocols/rmi.md`.
+//! turns it into the same metrics as every other protocol. `docs/protocols/soapstone.md`.
 //!
 //! It does not declare `rate` or `connections` (the Java client is closed-loop, one call
 //! in flight), so the planner drops them from rmi cases with a note.

@@ -115,8 +115,8 @@ fn classify(res: ResolveResult<'_>) -> Option<Ns> {
 
 impl<'i> Parser<'i> {
     fn new(xml: &'i [u8]) -> Self {
-        // quick-xml's defaults already check what matters here: end tags must match their
-        // start tags, `&` must start a reference, attributes are parsed strictly.
+        // quick-xml's defaults check that end tags match their start tags and that `&`
+        // starts a reference; attributes are checked in `open`.
         Self {
             r: NsReader::from_reader(xml),
             depth: 0,

@@ -4,7 +4,7 @@
 //! `xsd:base64Binary`, as the Java SOAP stacks of the study serialized `byte[]`; both
 //! sides build and parse the XML (`wirebench-soap`, quick-xml). The HTTP client and
 //! server are the `http` plugin's, with this envelope as their codec; a refused request
-//! gets a SOAP Fault with HTTP status 500 (SOAP 1.1 section 6.2). `docs/protocols/soap.md`.
+//! gets a SOAP Fault with HTTP status 500 (SOAP 1.1 section 6.2). `docs/protocols/soapstone.md`.
 
 use bytes::Bytes;
 use std::sync::Arc;

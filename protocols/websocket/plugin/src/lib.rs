@@ -4,7 +4,7 @@
 //! verifies them (the n-th message of a connection against the payload pattern's n-th).
 //! A text message `end` asks for the server's count, which it sends as text
 //! (`messages payload_bytes corrupt`) after everything before it; that closes a stream.
-//! Ping-pong sends a message and waits for its echo. `docs/protocols/websocket.md`.
+//! Ping-pong sends a message and waits for its echo. `docs/protocols/soapstone.md`.
 
 use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};
