@@ -314,6 +314,6 @@ mod tests {
         let good = b.pattern.payload(5, 100).to_vec();
         assert!(b.verify(5, &good));
         assert!(!b.verify(6, &good));
-        assert!(!b.verify(5, &vec![0u8; 200]));
+        assert!(!b.verify(5, &[0u8; 200]));
     }
 }
