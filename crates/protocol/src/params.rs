@@ -62,7 +62,7 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(&[]),
         default: "raw",
         workloads: WORKLOADS,
-        help: "wire protocol: raw (wirebench's server), xmpp (two Prosody servers) or irc (two linked ngircd servers)",
+        help: "wire protocol: raw (wirebench's server), xmpp, irc, or S5's http, websocket, grpc, soap, rmi (`wirebench protocols` lists them)",
         words: "protocol",
     },
     ParamSpec {
