@@ -92,6 +92,30 @@ pub fn push_rtts(out: &mut Outcome, rtts: Vec<u64>) {
     out.rounds = Some(rtts);
 }
 
+/// Round trips of messages under load (an echo stream's): mean, p50, p90, p99, max and
+/// the histogram, without ping-pong's first/second/stable or the per-round list.
+pub fn push_load_rtts(out: &mut Outcome, rtts: &[u64]) {
+    if rtts.is_empty() {
+        return;
+    }
+    let mut sorted = rtts.to_vec();
+    sorted.sort_unstable();
+    if let Some(m) = mean(&sorted) {
+        out.push("rtt.mean", m / 1e9, "s");
+    }
+    for (name, q) in [
+        ("rtt.p50", 50.0),
+        ("rtt.p90", 90.0),
+        ("rtt.p99", 99.0),
+        ("rtt.max", 100.0),
+    ] {
+        if let Some(v) = percentile(&sorted, q) {
+            out.push(name, secs(v), "s");
+        }
+    }
+    out.histograms.push(("rtt".into(), histogram(rtts)));
+}
+
 /// What a ping-pong interrupted after `rtts.len()` of `planned` rounds keeps: the
 /// finished rounds' metrics, as an [`WorkloadError::InterruptedAfter`] (or a plain
 /// interrupt when no round finished).

@@ -22,7 +22,7 @@ use wirebench_model::clock::monotonic_ns;
 use wirebench_proto::raw::Pattern;
 use wirebench_proto::tally::Tally;
 use wirebench_protocol::stats::{
-    histogram, interrupted, mean, percentile, push_counts, push_rtts, secs,
+    histogram, interrupted, mean, percentile, push_counts, push_load_rtts, push_rtts, secs,
 };
 use wirebench_protocol::{Case, Ctx, Outcome, TICK, Workload, WorkloadError};
 
@@ -717,23 +717,8 @@ fn stream_outcome(
         out.push("throughput.messages_per_s", s.delivered as f64 / t, "msg/s");
     }
     out.push("bytes.payload", s.payload_bytes as f64, "B");
-    if echo && !s.rtts.is_empty() {
-        let mut sorted = s.rtts.clone();
-        sorted.sort_unstable();
-        if let Some(m) = mean(&sorted) {
-            out.push("rtt.mean", m / 1e9, "s");
-        }
-        for (name, q) in [
-            ("rtt.p50", 50.0),
-            ("rtt.p90", 90.0),
-            ("rtt.p99", 99.0),
-            ("rtt.max", 100.0),
-        ] {
-            if let Some(v) = percentile(&sorted, q) {
-                out.push(name, secs(v), "s");
-            }
-        }
-        out.histograms.push(("rtt".into(), histogram(&s.rtts)));
+    if echo {
+        push_load_rtts(&mut out, &s.rtts);
     }
     out.notes.push(format!("stream: {how}"));
     if let (Some(d), true) = (duration, count.is_none_or(|c| s.sent < c)) {

@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use wirebench_protocol::params::{MODE, ParamSpec};
 use wirebench_protocol::peer::stop_child;
-use wirebench_protocol::stats::{histogram, mean, percentile, push_counts, push_rtts, secs};
+use wirebench_protocol::stats::{push_counts, push_load_rtts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
 use wirebench_protocol::{
     Case, CaseLink, Ctx, Env, Outcome, Protocol, TICK, Workload, WorkloadError,
@@ -377,23 +377,8 @@ fn outcome(case: &Case, r: Report, think: Duration) -> Result<Outcome, WorkloadE
                 out.push("throughput.messages_per_s", delivered as f64 / t, "msg/s");
             }
             out.push("bytes.payload", bytes as f64, "B");
-            if echo && !r.rtts_ns.is_empty() {
-                let mut sorted = r.rtts_ns.clone();
-                sorted.sort_unstable();
-                if let Some(m) = mean(&sorted) {
-                    out.push("rtt.mean", m / 1e9, "s");
-                }
-                for (name, q) in [
-                    ("rtt.p50", 50.0),
-                    ("rtt.p90", 90.0),
-                    ("rtt.p99", 99.0),
-                    ("rtt.max", 100.0),
-                ] {
-                    if let Some(v) = percentile(&sorted, q) {
-                        out.push(name, secs(v), "s");
-                    }
-                }
-                out.histograms.push(("rtt".into(), histogram(&r.rtts_ns)));
+            if echo {
+                push_load_rtts(&mut out, &r.rtts_ns);
             }
             out.notes.push(
                 "stream: one RMI call in flight, each sent when the last returned (RMI has no one-way call: sink() returns an empty reply)"
