@@ -1,5 +1,5 @@
-//! Parameters every request/response protocol reads: the open-loop request rate and the
-//! number of connections. Each plugin lists these same specs among its own, so a raw or
+//! Parameters every request/response protocol reads: the open-loop request rate, the
+//! number of connections and the server to target. Each plugin lists these same specs among its own, so a raw or
 //! XMPP case drops them (with a note) instead of silently running closed-loop.
 
 use wirebench_model::Kind;
@@ -25,6 +25,47 @@ pub const CONNECTIONS: ParamSpec = ParamSpec {
     help: "connections the ping-pong's requests are spread over (wrk's -c); HTTP/2 and gRPC also multiplex requests on each",
     words: "connections",
 };
+
+pub const TARGET: ParamSpec = ParamSpec {
+    name: "target",
+    kind: Kind::Custom {
+        what: "server address",
+        check: check_target,
+    },
+    default: "builtin",
+    workloads: &["pingpong", "stream"],
+    help: "the server: builtin (started for each case, in the lab's server host when there is a link), or IP:PORT of one already running on loopback, e.g. `wirebench serve --also http=127.0.0.1:8080`, so other clients (wrk, h2load, ghz) can be measured against the same server",
+    words: "server address",
+};
+
+/// Whether `case` targets a server already running rather than one of its own.
+pub fn has_target(case: &wirebench_protocol::Case) -> bool {
+    case.word("target").is_some_and(|t| t != "builtin")
+}
+
+fn check_target(text: &str) -> Result<(), String> {
+    parse_target(text).map(|_| ())
+}
+
+/// The server a case targets: `None` for the one started for the case. Loopback only:
+/// load is never sent off this machine.
+pub fn parse_target(text: &str) -> Result<Option<std::net::SocketAddr>, String> {
+    if text == "builtin" {
+        return Ok(None);
+    }
+    let addr: std::net::SocketAddr = text.parse().map_err(|_| {
+        format!(
+            "{text:?}: expected builtin or IP:PORT of a server on this machine, e.g. 127.0.0.1:8080"
+        )
+    })?;
+    if !addr.ip().is_loopback() {
+        return Err(format!(
+            "{} is not a loopback address: requests are only sent to this machine (127.0.0.0/8, ::1)",
+            addr.ip()
+        ));
+    }
+    Ok(Some(addr))
+}
 
 fn check_rate(text: &str) -> Result<(), String> {
     parse_rate(text).map(|_| ())
@@ -72,7 +113,27 @@ pub fn parse_rate(text: &str) -> Result<f64, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_rate;
+    use super::{parse_rate, parse_target};
+
+    #[test]
+    fn targets() {
+        assert_eq!(parse_target("builtin"), Ok(None));
+        assert_eq!(
+            parse_target("127.0.0.1:8080"),
+            Ok(Some("127.0.0.1:8080".parse().unwrap()))
+        );
+        assert!(parse_target("[::1]:80").unwrap().is_some());
+        assert!(
+            parse_target("10.0.0.1:80")
+                .unwrap_err()
+                .contains("loopback")
+        );
+        assert!(
+            parse_target("localhost:80")
+                .unwrap_err()
+                .contains("IP:PORT")
+        );
+    }
 
     #[test]
     fn rates() {

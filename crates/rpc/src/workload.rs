@@ -753,6 +753,11 @@ where
     C: Connect,
     S: Streams,
 {
+    let target = crate::params::parse_target(case.word("target").unwrap_or("builtin"))
+        .map_err(WorkloadError::Input)?;
+    if let Some(addr) = target {
+        return run_against(env, case, ctx, addr, client, overhead);
+    }
     let plan = Plan::from_case(case, env.seed)?;
     let b = plan.behaviour();
     let placed = crate::place(env.lab, what, move |l, c| serve(l, c, b))?;
@@ -783,5 +788,37 @@ where
             "the server closed or refused {rejected} connection(s) or request(s); the first: {first}"
         ));
     }
+    Ok(out)
+}
+
+/// A case against a server already running (`target=IP:PORT`), e.g. `wirebench serve
+/// --also`, which verifies payloads against the seed-0 pattern and has no think time:
+/// the client uses seed 0 too, and a case that needs more of its server is refused.
+fn run_against<C: Connect, S: Streams>(
+    env: &wirebench_protocol::Env,
+    case: &Case,
+    ctx: &Ctx,
+    addr: std::net::SocketAddr,
+    client: impl FnOnce(std::net::SocketAddr, &Plan) -> (C, Option<S>),
+    overhead: u64,
+) -> Result<Outcome, WorkloadError> {
+    if env.lab.is_some() {
+        return Err(WorkloadError::Input(format!(
+            "target={addr} with a link: a case with a link runs its own server in the lab's \
+             server host; drop the link parameters or set target=builtin"
+        )));
+    }
+    let plan = Plan::from_case(case, 0)?;
+    if !plan.think.is_zero() {
+        return Err(WorkloadError::Input(format!(
+            "target={addr} with think time: a server started apart (wirebench serve) does not \
+             think; set think=0 or target=builtin"
+        )));
+    }
+    let (c, s) = client(addr, &plan);
+    let mut out = run(&plan, &c, s.as_ref(), overhead, ctx)?;
+    out.notes.push(format!(
+        "against the server at {addr} (not started for the case); its own counts are not in the results"
+    ));
     Ok(out)
 }

@@ -315,3 +315,101 @@ fn misbehaving_http_and_soap_clients_get_errors_and_others_carry_on() {
     );
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
 }
+
+#[test]
+fn our_clients_reach_a_server_started_apart() {
+    let protocols = ["http", "soap", "grpc", "websocket"];
+    let s = serve_also(&protocols);
+    for (p, addr) in &s.addrs {
+        // Payloads within the server's 1 KiB limit; seed 0 whatever --seed says, so the
+        // server's verification matches.
+        let recs = run(&[
+            "--protocol",
+            p,
+            "--workload",
+            "pingpong,stream",
+            "--mode",
+            "echo",
+            "--payload",
+            "100",
+            "--rounds",
+            "50",
+            "--count",
+            "200",
+            "--seed",
+            "9",
+            "--target",
+            addr,
+        ]);
+        assert_eq!(recs.len(), 2, "{p}");
+        for r in &recs {
+            all_delivered(r);
+            let notes = r["notes"].to_string();
+            assert!(
+                notes.contains(&format!("against the server at {addr}")),
+                "{r}"
+            );
+        }
+    }
+    // A server of the wrong protocol: the case fails with the peer's answer, the run goes on.
+    let http = &s.addrs.iter().find(|(n, _)| n == "http").unwrap().1;
+    let tmp = tempfile::tempdir().unwrap();
+    let o = wirebench()
+        .current_dir(tmp.path())
+        .args([
+            "run",
+            "--quiet",
+            "--no-report",
+            "--protocol",
+            "websocket,http",
+        ])
+        .args([
+            "--workload",
+            "pingpong",
+            "--payload",
+            "100",
+            "--rounds",
+            "20",
+        ])
+        .args(["--target", http])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let runs = tmp.path().join("wirebench-runs");
+    let dir = runs.read_dir().unwrap().next().unwrap().unwrap().path();
+    let mut status: Vec<_> = records(&dir)
+        .iter()
+        .map(|r| format!("{} {}", r["params"]["protocol"], r["status"]))
+        .collect();
+    status.sort();
+    assert_eq!(status, [r#""http" "ok""#, r#""websocket" "failed""#]);
+}
+
+#[test]
+fn a_target_off_this_machine_or_with_a_link_is_refused() {
+    let o = wirebench()
+        .args([
+            "run",
+            "--protocol",
+            "http",
+            "--target",
+            "192.0.2.1:80",
+            "--dry-run",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not a loopback address"), "{err}");
+    let tmp = tempfile::tempdir().unwrap();
+    let o = wirebench()
+        .current_dir(tmp.path())
+        .args(["run", "--quiet", "--no-report", "--protocol", "http"])
+        .args(["--workload", "pingpong", "--rounds", "5", "--think", "10ms"])
+        .args(["--target", "127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("think"), "{err}");
+}

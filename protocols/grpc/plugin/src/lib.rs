@@ -18,7 +18,7 @@ use wirebench_model::Kind;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::params::{MODE, ParamSpec};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
-use wirebench_rpc::params::{CONNECTIONS, RATE};
+use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
 use wirebench_rpc::{Call, Connect, Connected, Incoming, MsgRx, MsgTx, Opened, Streams, Summary};
 
 pub const CALL: ParamSpec = ParamSpec {
@@ -30,7 +30,7 @@ pub const CALL: ParamSpec = ParamSpec {
     words: "gRPC call",
 };
 
-const PARAMS: &[ParamSpec] = &[CALL, MODE, RATE, CONNECTIONS];
+const PARAMS: &[ParamSpec] = &[CALL, MODE, RATE, CONNECTIONS, TARGET];
 
 /// A message's gRPC framing (5 bytes), protobuf tag and length (~4), and for a unary call
 /// the HTTP/2 HEADERS and trailers (~60 with HPACK): for link budgets only.
@@ -53,8 +53,12 @@ impl Protocol for Grpc {
         PARAMS
     }
 
-    fn servers(&self, _case: &Case) -> Option<&'static str> {
-        Some("gRPC servers of ours started per case")
+    fn servers(&self, case: &Case) -> Option<&'static str> {
+        Some(if wirebench_rpc::params::has_target(case) {
+            "the gRPC server at --target (started apart)"
+        } else {
+            "gRPC servers of ours started per case"
+        })
     }
 
     fn stream_echoes(&self, case: &Case) -> bool {

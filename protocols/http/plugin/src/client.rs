@@ -1,13 +1,11 @@
-//! The HTTP client: one hyper connection per [`HttpConn`], HTTP/1.1 keep-alive (one
-//! request at a time; hyper does not pipeline) or HTTP/2 with prior knowledge (requests
-//! multiplexed as streams on one connection).
+//! The HTTP client: one connection per [`HttpConn`], HTTP/1.1 keep-alive ([`crate::h1`],
+//! one request at a time, no pipelining) or HTTP/2 with prior knowledge (the h2 crate,
+//! requests multiplexed as streams on one connection). hyper serves both on the other
+//! side ([`crate::server`]).
 
 use crate::codec::Codec;
 use bytes::Bytes;
 use http::{Request, header};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::client::conn::{http1, http2};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use wirebench_model::clock::monotonic_ns;
@@ -39,26 +37,31 @@ pub struct HttpClient<K> {
 }
 
 enum Sender {
-    H1(http1::SendRequest<Full<Bytes>>),
-    H2(http2::SendRequest<Full<Bytes>>),
+    H1(crate::h1::H1),
+    /// The h2 crate (hyper's own HTTP/2) directly: hyper's HTTP/2 client adds a task per
+    /// request body and a dispatch channel, a fifth of the client's time per small request.
+    H2(h2::client::SendRequest<Bytes>),
 }
 
 pub struct HttpConn<K> {
     sender: Sender,
     codec: Arc<K>,
-    authority: Arc<str>,
+    /// The URI's authority (HTTP/2), parsed once per connection.
+    authority: http::uri::Authority,
     max_body: usize,
 }
 
-fn hyper_error(e: hyper::Error, during: &str) -> WorkloadError {
-    if e.is_parse() || e.is_parse_status() || e.is_user() {
-        WorkloadError::Peer(format!("the HTTP server broke the protocol {during}: {e}"))
-    } else if e.is_closed() || e.is_incomplete_message() || e.is_canceled() {
+fn h2_error(e: h2::Error, during: &str) -> WorkloadError {
+    if e.is_io() {
+        WorkloadError::Link(format!("HTTP/2 connection failed {during}: {e}"))
+    } else if e.is_go_away() && e.reason() == Some(h2::Reason::NO_ERROR) {
         WorkloadError::Closed {
-            during: "an HTTP exchange",
+            during: "an HTTP/2 exchange",
         }
     } else {
-        WorkloadError::Link(format!("HTTP connection failed {during}: {e}"))
+        WorkloadError::Peer(format!(
+            "the HTTP/2 server broke the exchange {during}: {e}"
+        ))
     }
 }
 
@@ -75,39 +78,35 @@ impl<K: Codec> Connect for HttpClient<K> {
             })?;
         let _ = s.set_nodelay(self.nodelay);
         let local_port = s.local_addr().ok().map(|a| a.port());
-        let io = TokioIo::new(s);
         let sender = match self.version {
-            Version::Http1 => {
-                let (mut tx, conn) = http1::handshake(io)
-                    .await
-                    .map_err(|e| hyper_error(e, "in the handshake"))?;
-                tokio::spawn(conn);
-                tx.ready()
-                    .await
-                    .map_err(|e| hyper_error(e, "in the handshake"))?;
-                Sender::H1(tx)
-            }
+            Version::Http1 => Sender::H1(crate::h1::H1::new(s, self.addr.to_string())),
             Version::Http2 => {
-                let (mut tx, conn) = http2::Builder::new(TokioExecutor::new())
+                let (tx, conn) = h2::client::Builder::new()
                     // Large payloads: windows that do not throttle a 1 MiB body on a
-                    // fast link (hyper's defaults are 64 KiB-ish).
-                    .initial_stream_window_size(8 << 20)
+                    // fast link (the protocol's default is 64 KiB).
+                    .initial_window_size(8 << 20)
                     .initial_connection_window_size(16 << 20)
-                    .handshake(io)
+                    .handshake::<_, Bytes>(s)
                     .await
-                    .map_err(|e| hyper_error(e, "in the handshake"))?;
-                tokio::spawn(conn);
-                tx.ready()
+                    .map_err(|e| h2_error(e, "in the handshake"))?;
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+                let tx = tx
+                    .ready()
                     .await
-                    .map_err(|e| hyper_error(e, "in the handshake"))?;
+                    .map_err(|e| h2_error(e, "in the handshake"))?;
                 Sender::H2(tx)
             }
         };
+        let authority = self.addr.to_string();
         Ok(Connected {
             conn: HttpConn {
                 sender,
                 codec: self.codec.clone(),
-                authority: self.addr.to_string().into(),
+                authority: authority
+                    .parse()
+                    .map_err(|e| WorkloadError::Input(format!("authority {authority}: {e}")))?,
                 max_body: self.codec.max_body(self.max_payload),
             },
             handshake_ns: monotonic_ns() - t,
@@ -120,45 +119,77 @@ impl<K: Codec> Call for HttpConn<K> {
     async fn call(&mut self, seq: u64, body: Bytes, echo: bool) -> Result<Bytes, WorkloadError> {
         let action = self.codec.action(echo);
         let (path, ct, b) = self.codec.request(seq, body, echo);
-        let mut req = Request::post(path).header(header::CONTENT_TYPE, ct);
-        if let Some(a) = action {
-            req = req.header("soapaction", a);
-        }
-        let mut req = req
-            .body(Full::new(b))
-            .map_err(|e| WorkloadError::Input(format!("cannot build a request: {e}")))?;
-        let resp = match &mut self.sender {
-            Sender::H1(tx) => {
-                req.headers_mut().insert(
-                    header::HOST,
-                    header::HeaderValue::from_str(&self.authority)
-                        .map_err(|e| WorkloadError::Input(e.to_string()))?,
-                );
-                tx.ready()
-                    .await
-                    .map_err(|e| hyper_error(e, "before a request"))?;
-                tx.send_request(req).await
+        let limit = self.max_body.max(4096);
+        let too_big = |e: &dyn std::fmt::Display| {
+            WorkloadError::Peer(format!(
+                "{} response body: {e} (limit {limit} bytes)",
+                self.codec.name()
+            ))
+        };
+        let (status, body) = match &mut self.sender {
+            Sender::H1(c) => {
+                let post = crate::h1::Post {
+                    path: &path,
+                    content_type: ct,
+                    soap_action: action,
+                    body: b,
+                };
+                c.post(post, limit).await?
             }
             Sender::H2(tx) => {
-                *req.uri_mut() = format!("http://{}{}", self.authority, req.uri())
-                    .parse()
+                let uri = http::Uri::builder()
+                    .scheme(http::uri::Scheme::HTTP)
+                    .authority(self.authority.clone())
+                    .path_and_query(path)
+                    .build()
                     .map_err(|e| WorkloadError::Input(format!("bad URI: {e}")))?;
-                tx.send_request(req).await
+                let mut req = Request::post(uri).header(header::CONTENT_TYPE, ct);
+                if let Some(a) = action {
+                    req = req.header("soapaction", a);
+                }
+                let req = req
+                    .body(())
+                    .map_err(|e| WorkloadError::Input(format!("cannot build a request: {e}")))?;
+                std::future::poll_fn(|cx| tx.poll_ready(cx))
+                    .await
+                    .map_err(|e| h2_error(e, "before a request"))?;
+                let (resp, mut out) = tx
+                    .send_request(req, b.is_empty())
+                    .map_err(|e| h2_error(e, "sending a request"))?;
+                if !b.is_empty() {
+                    // Buffered by h2 until the server's window admits it.
+                    out.send_data(b, true)
+                        .map_err(|e| h2_error(e, "sending a request"))?;
+                }
+                let resp = resp
+                    .await
+                    .map_err(|e| h2_error(e, "waiting for a response"))?;
+                let status = resp.status().as_u16();
+                let mut rx = resp.into_body();
+                // One DATA frame (the usual small reply) is kept as it came, uncopied.
+                let mut first: Option<Bytes> = None;
+                let mut joined: Vec<u8> = Vec::new();
+                let mut have = 0usize;
+                while let Some(chunk) = rx.data().await {
+                    let chunk = chunk.map_err(|e| h2_error(e, "reading a response"))?;
+                    let _ = rx.flow_control().release_capacity(chunk.len());
+                    have += chunk.len();
+                    if have > limit {
+                        return Err(too_big(&"longer than the limit"));
+                    }
+                    match first.take() {
+                        None if joined.is_empty() => first = Some(chunk),
+                        Some(f) => {
+                            joined.extend_from_slice(&f);
+                            joined.extend_from_slice(&chunk);
+                        }
+                        None => joined.extend_from_slice(&chunk),
+                    }
+                }
+                let body = first.unwrap_or_else(|| Bytes::from(joined));
+                (status, body)
             }
-        }
-        .map_err(|e| hyper_error(e, "waiting for a response"))?;
-        let status = resp.status().as_u16();
-        let body = Limited::new(resp.into_body(), self.max_body.max(4096))
-            .collect()
-            .await
-            .map_err(|e| {
-                WorkloadError::Peer(format!(
-                    "{} response body: {e} (limit {} bytes)",
-                    self.codec.name(),
-                    self.max_body.max(4096)
-                ))
-            })?
-            .to_bytes();
+        };
         self.codec
             .parse_response(status, body)
             .map_err(|e| WorkloadError::Peer(format!("{} server: {e}", self.codec.name())))

@@ -1,6 +1,6 @@
-//! `http`: HTTP/1.1 keep-alive (RFC 9112) and HTTP/2 with prior knowledge (RFC 9113)
-//! on hyper, against a server of ours started for each case (in the lab's server host,
-//! or on loopback). Messages are POST bodies: `/echo?seq=N` returns the body, `/sink?seq=N`
+//! `http`: HTTP/1.1 keep-alive (RFC 9112) and HTTP/2 with prior knowledge (RFC 9113),
+//! the server on hyper, the client on httparse ([`h1`]) and h2, against a server of ours
+//! started for each case (in the lab's server host, or on loopback; or `target`). Messages are POST bodies: `/echo?seq=N` returns the body, `/sink?seq=N`
 //! an empty 200; the server verifies each body against the case's payload pattern.
 //! `docs/protocols/soapstone.md`.
 //!
@@ -9,6 +9,7 @@
 
 pub mod client;
 pub mod codec;
+pub mod h1;
 pub mod server;
 
 use client::{HttpClient, Version};
@@ -17,7 +18,7 @@ use wirebench_model::Kind;
 use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 use wirebench_rpc::NoStreams;
-use wirebench_rpc::params::{CONNECTIONS, RATE};
+use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
 
 pub const VERSION: ParamSpec = ParamSpec {
     name: "http.version",
@@ -28,7 +29,7 @@ pub const VERSION: ParamSpec = ParamSpec {
     words: "HTTP version",
 };
 
-const PARAMS: &[ParamSpec] = &[VERSION, MODE, NODELAY, RATE, CONNECTIONS];
+const PARAMS: &[ParamSpec] = &[VERSION, MODE, NODELAY, RATE, CONNECTIONS, TARGET];
 
 /// Bytes an HTTP/1.1 exchange adds to a payload, about (request line and headers, status
 /// line and headers): for link budgets only.
@@ -49,8 +50,12 @@ impl Protocol for Http {
         PARAMS
     }
 
-    fn servers(&self, _case: &Case) -> Option<&'static str> {
-        Some("HTTP servers of ours started per case")
+    fn servers(&self, case: &Case) -> Option<&'static str> {
+        Some(if wirebench_rpc::params::has_target(case) {
+            "the HTTP server at --target (started apart)"
+        } else {
+            "HTTP servers of ours started per case"
+        })
     }
 
     fn stream_echoes(&self, case: &Case) -> bool {

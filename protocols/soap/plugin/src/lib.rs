@@ -13,10 +13,10 @@ use wirebench_plugin_http::codec::{Codec, Parsed, Refusal};
 use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 use wirebench_rpc::NoStreams;
-use wirebench_rpc::params::{CONNECTIONS, RATE};
+use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
 use wirebench_soap::Response;
 
-const PARAMS: &[ParamSpec] = &[MODE, NODELAY, RATE, CONNECTIONS];
+const PARAMS: &[ParamSpec] = &[MODE, NODELAY, RATE, CONNECTIONS, TARGET];
 
 /// HTTP headers plus the envelope around the data, about; base64 adds a third on top.
 const OVERHEAD: u64 = 500;
@@ -116,8 +116,12 @@ impl Protocol for Soap {
         PARAMS
     }
 
-    fn servers(&self, _case: &Case) -> Option<&'static str> {
-        Some("SOAP servers of ours started per case")
+    fn servers(&self, case: &Case) -> Option<&'static str> {
+        Some(if wirebench_rpc::params::has_target(case) {
+            "the SOAP server at --target (started apart)"
+        } else {
+            "SOAP servers of ours started per case"
+        })
     }
 
     fn stream_echoes(&self, case: &Case) -> bool {

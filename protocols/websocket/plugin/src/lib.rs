@@ -18,13 +18,13 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
-use wirebench_rpc::params::{CONNECTIONS, RATE};
+use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
 use wirebench_rpc::server::accept_loop;
 use wirebench_rpc::{
     Behaviour, Call, Connect, Connected, Counters, Incoming, MsgRx, MsgTx, Opened, Streams, Summary,
 };
 
-const PARAMS: &[ParamSpec] = &[MODE, NODELAY, RATE, CONNECTIONS];
+const PARAMS: &[ParamSpec] = &[MODE, NODELAY, RATE, CONNECTIONS, TARGET];
 
 /// A binary frame's header, client to server (masked): up to 14 bytes.
 const OVERHEAD: u64 = 14;
@@ -44,8 +44,12 @@ impl Protocol for WebSocket {
         PARAMS
     }
 
-    fn servers(&self, _case: &Case) -> Option<&'static str> {
-        Some("WebSocket servers of ours started per case")
+    fn servers(&self, case: &Case) -> Option<&'static str> {
+        Some(if wirebench_rpc::params::has_target(case) {
+            "the WebSocket server at --target (started apart)"
+        } else {
+            "WebSocket servers of ours started per case"
+        })
     }
 
     fn stream_echoes(&self, case: &Case) -> bool {
