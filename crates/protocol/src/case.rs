@@ -31,6 +31,10 @@ pub enum Workload {
     /// Many sessions arriving open-loop in phases, each running a script; the protocol
     /// reads the phases and the script from its own parameters (`load.*`).
     Load,
+    /// Fresh connections, each set up (through a proxy, for the proxies), sent one
+    /// message and timed to the first byte of the answer; the protocol reads how many
+    /// and how many at once from its own parameters (`connects`, `concurrency`).
+    Connect,
 }
 
 impl Workload {
@@ -39,7 +43,7 @@ impl Workload {
         match self {
             Workload::PingPong { rounds, .. } => *rounds,
             Workload::Stream { count, .. } => count.unwrap_or(0),
-            Workload::Load => 0,
+            Workload::Load | Workload::Connect => 0,
         }
     }
 
@@ -51,7 +55,7 @@ impl Workload {
     pub fn think(&self) -> Duration {
         match self {
             Workload::PingPong { think, .. } => *think,
-            Workload::Stream { .. } | Workload::Load => Duration::ZERO,
+            Workload::Stream { .. } | Workload::Load | Workload::Connect => Duration::ZERO,
         }
     }
 }
@@ -86,6 +90,7 @@ impl Case {
     pub fn workload_params(&self) -> Workload {
         match self.workload() {
             "load" => Workload::Load,
+            "connect" => Workload::Connect,
             "stream" => Workload::Stream {
                 count: self.get("count").and_then(Value::as_count),
                 duration: self.get("duration").and_then(Value::as_duration),

@@ -9,7 +9,7 @@ use wirebench_model::param::ValueError;
 use wirebench_model::{Kind, ParamValue, Value};
 
 /// Every workload; a protocol offers some of them ([`crate::Protocol::workloads`]).
-pub const WORKLOADS: &[&str] = &["pingpong", "stream", "load"];
+pub const WORKLOADS: &[&str] = &["pingpong", "stream", "load", "connect"];
 pub const ON_OFF: &[&str] = &["on", "off"];
 
 /// `mode`: whether a stream's messages come back. Every protocol with one-way and echo
@@ -62,7 +62,7 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(&[]),
         default: "raw",
         workloads: WORKLOADS,
-        help: "wire protocol: raw (wirebench's server), xmpp, irc, or S5's http, websocket, grpc, soap, rmi (`wirebench protocols` lists them)",
+        help: "wire protocol: raw (wirebench's server), xmpp, irc, S5's http, websocket, grpc, soap, rmi, or S3's direct and socks5 (`wirebench protocols` lists them)",
         words: "protocol",
     },
     ParamSpec {
@@ -70,7 +70,7 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(WORKLOADS),
         default: "pingpong",
         workloads: WORKLOADS,
-        help: "pingpong (latency, one message in flight), stream (throughput) or load (many sessions arriving open-loop in phases, as Tsung does: xmpp only)",
+        help: "pingpong (latency, one message in flight), stream (throughput), load (many sessions arriving open-loop in phases, as Tsung does: xmpp only) or connect (fresh connections, each timed to its first byte: direct and the proxies)",
         words: "workload",
     },
     ParamSpec {

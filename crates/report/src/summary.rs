@@ -29,6 +29,11 @@ const HEADLINE: &[(&str, &str)] = &[
     ("load.logins_per_s.max", "logins/s"),
     ("load.login.p99", "login p99"),
     ("load.message.p99", "message p99"),
+    ("connect.tcp.p50", "TCP p50"),
+    ("connect.proxy.p50", "proxy p50"),
+    ("ttfb.p50", "TTFB p50"),
+    ("ttfb.p99", "TTFB p99"),
+    ("connects.per_s", "conn/s"),
 ];
 
 /// Metric columns given up when the table is too wide, first to go first. The median is
@@ -36,6 +41,8 @@ const HEADLINE: &[(&str, &str)] = &[
 /// connection time are the least read. What stays is the first and stable round trip
 /// and the throughput, the figures the studies compare.
 const DROP_ORDER: &[&str] = &[
+    "connects.per_s",
+    "connect.tcp.p50",
     "load.logins_per_s.max",
     "load.peak_active",
     "rtt.p50",

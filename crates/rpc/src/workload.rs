@@ -91,10 +91,11 @@ impl Plan {
                 count,
                 duration,
             },
-            Workload::Load => {
+            Workload::Load | Workload::Connect => {
                 return Err(WorkloadError::Input(format!(
-                    "{} has no load workload",
-                    case.protocol()
+                    "{} has no {} workload",
+                    case.protocol(),
+                    case.workload()
                 )));
             }
         };

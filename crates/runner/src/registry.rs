@@ -15,6 +15,9 @@ pub static REGISTRY: &[&dyn Protocol] = &[
     &wirebench_plugin_grpc::Grpc,
     &wirebench_plugin_soap::Soap,
     &wirebench_plugin_rmi::Rmi,
+    // The proxies' baseline lives with their shared connect workload.
+    &wirebench_connect::DirectProtocol,
+    &wirebench_plugin_socks5::Socks5,
 ];
 
 /// The protocol of that name (`raw` for a name the parameter check let through and no

@@ -156,9 +156,11 @@ impl Observer for Terminal {
         let headline = match (
             record.metric("rtt.stable").or(record.metric("rtt.p50")),
             record.metric("throughput.bits_per_s"),
+            record.metric("ttfb.p50"),
         ) {
-            (_, Some(t)) => human(t.value, &t.unit),
-            (Some(r), None) => format!("RTT {}", human(r.value, &r.unit)),
+            (_, Some(t), _) => human(t.value, &t.unit),
+            (Some(r), None, _) => format!("RTT {}", human(r.value, &r.unit)),
+            (None, None, Some(t)) => format!("TTFB p50 {}", human(t.value, &t.unit)),
             _ => String::new(),
         };
         let status = match record.status {

@@ -102,9 +102,10 @@ fn run_case(
         }
         Workload::PingPong { .. } => pingpong::run(ctl, &PingPong::from_case(case, seed)?, ctx),
         // Refused by the runner before the run starts (raw offers no sessions).
-        Workload::Load => Err(WorkloadError::Environment(
-            "raw has no load workload (xmpp has)".into(),
-        )),
+        Workload::Load | Workload::Connect => Err(WorkloadError::Environment(format!(
+            "raw has no {} workload",
+            case.workload()
+        ))),
     }
 }
 

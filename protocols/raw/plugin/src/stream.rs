@@ -49,9 +49,9 @@ impl Stream {
     pub fn from_case(case: &wirebench_protocol::Case, seed: u64) -> Result<Self, WorkloadError> {
         let (count, duration) = match case.workload_params() {
             wirebench_protocol::Workload::Stream { count, duration } => (count, duration),
-            wirebench_protocol::Workload::PingPong { .. } | wirebench_protocol::Workload::Load => {
-                (None, None)
-            }
+            wirebench_protocol::Workload::PingPong { .. }
+            | wirebench_protocol::Workload::Load
+            | wirebench_protocol::Workload::Connect => (None, None),
         };
         Ok(Stream {
             protocol: "raw".into(),

@@ -256,7 +256,12 @@ fn client_args(
                 a.extend(["--duration-ms".into(), d.as_millis().max(1).to_string()]);
             }
         }
-        Workload::Load => return Err(WorkloadError::Input("rmi has no load workload".into())),
+        Workload::Load | Workload::Connect => {
+            return Err(WorkloadError::Input(format!(
+                "rmi has no {} workload",
+                case.workload()
+            )));
+        }
     }
     Ok(a)
 }

@@ -1,0 +1,416 @@
+//! The connect workload of study S3 (docs/protocols/proxies.md): `connects` fresh
+//! connections, `concurrency` of them at a time, each opened to an echo server (the
+//! "origin") directly or through a proxy, sent one message of `payload` bytes and timed
+//! until the first byte of its echo comes back. Every proxy handshake round trip is paid
+//! again on every connection, which is what the study measured.
+//!
+//! Per connection, three times are kept, each as a distribution (`.min`, `.mean`, `.p50`,
+//! `.p90`, `.p99`, `.max` and an HdrHistogram):
+//! - `connect.tcp`: the TCP handshake, to the origin or to the proxy;
+//! - `connect.proxy`: the proxy's own handshake after it (zero for `direct`);
+//! - `ttfb`: from the start of the TCP connect to the first byte of the answer, the figure
+//!   S3's CDFs show.
+//!
+//! Each protocol supplies a [`Dial`]: `direct` (here) or a proxy's client (the `socks5`
+//! plugin). The origin and any proxy run in the lab's server host, so the emulated link
+//! lies between the client and both, and the proxy reaches the origin over that host's
+//! own loopback: what a proxy adds is its handshake's round trips on the client's path.
+//!
+//! Connections are closed with SO_LINGER 0 (a reset, no TIME_WAIT): 30,000 connections a
+//! minute from one address would otherwise run out of ephemeral ports.
+
+pub mod params;
+
+use futures_util::future::try_join_all;
+use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use wirebench_model::Value;
+use wirebench_model::clock::monotonic_ns;
+use wirebench_protocol::params::ParamSpec;
+use wirebench_protocol::stats::{histogram, mean, percentile, secs};
+use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, TICK, WorkloadError};
+use wirebench_rpc::{Counters, Placed};
+
+/// A connection ready for its first message, and what opening it took.
+pub struct Dialed {
+    pub stream: TcpStream,
+    /// The TCP handshake (to the origin or the proxy), ns.
+    pub tcp_ns: u64,
+    /// The proxy's handshake after it, ns; 0 without a proxy.
+    pub proxy_ns: u64,
+}
+
+/// How a protocol opens a connection to the origin.
+pub trait Dial {
+    /// Opens a connection that reaches `origin`, through whatever the protocol puts
+    /// between, and returns it with its phases timed.
+    fn dial(
+        &self,
+        origin: SocketAddr,
+    ) -> impl std::future::Future<Output = Result<Dialed, WorkloadError>>;
+}
+
+/// Opens a TCP connection to `addr` with the workload's socket options, and how long
+/// the handshake took (ns).
+pub async fn tcp(addr: SocketAddr) -> Result<(TcpStream, u64), WorkloadError> {
+    let t = monotonic_ns();
+    let s = TcpStream::connect(addr)
+        .await
+        .map_err(|error| WorkloadError::Connect {
+            addr: addr.to_string(),
+            error,
+        })?;
+    let took = monotonic_ns() - t;
+    let _ = s.set_nodelay(true);
+    // A reset on close: no TIME_WAIT to exhaust the ephemeral ports (see the module doc).
+    let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+    Ok((s, took))
+}
+
+/// The baseline: straight to the origin.
+pub struct Direct;
+
+impl Dial for Direct {
+    async fn dial(&self, origin: SocketAddr) -> Result<Dialed, WorkloadError> {
+        let (stream, tcp_ns) = tcp(origin).await?;
+        Ok(Dialed {
+            stream,
+            tcp_ns,
+            proxy_ns: 0,
+        })
+    }
+}
+
+/// The origin: returns every byte it receives until the client closes. One 16 KiB
+/// buffer per connection; a connection's error closes only it.
+pub async fn serve_echo(l: tokio::net::TcpListener, counters: Arc<Counters>) {
+    loop {
+        let Ok((mut s, _)) = l.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let _ = s.set_nodelay(true);
+        let c = counters.clone();
+        tokio::task::spawn_local(async move {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        c.payload_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                        if s.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// A case's connect workload, typed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Plan {
+    pub connects: u64,
+    pub concurrency: u32,
+    pub payload: usize,
+}
+
+impl Plan {
+    pub fn from_case(case: &Case) -> Result<Plan, WorkloadError> {
+        let count =
+            |name: &str, default: u64| case.get(name).and_then(Value::as_count).unwrap_or(default);
+        let connects = count("connects", 200);
+        let concurrency = count("concurrency", 1);
+        if connects == 0 {
+            return Err(WorkloadError::Input("connects=0: open at least one".into()));
+        }
+        let concurrency = u32::try_from(concurrency)
+            .ok()
+            .filter(|c| (1..=10_000).contains(c) && u64::from(*c) <= connects)
+            .ok_or_else(|| {
+                WorkloadError::Input(format!(
+                    "concurrency={concurrency}: use 1 to 10000, at most connects={connects}"
+                ))
+            })?;
+        let payload = usize::try_from(case.payload())
+            .ok()
+            .filter(|p| (1..=1 << 20).contains(p))
+            .ok_or_else(|| {
+                WorkloadError::Input(format!(
+                    "payload={}: the connect workload sends 1 byte to 1 MiB (its answer's first byte is the measure)",
+                    case.payload()
+                ))
+            })?;
+        Ok(Plan {
+            connects,
+            concurrency,
+            payload,
+        })
+    }
+}
+
+/// A whole connect case: places the origin (in the lab's server host, or on loopback),
+/// lets `dialer` place what it needs for that origin (a proxy), runs the workload, and
+/// stops everything placed.
+pub fn run_case<D: Dial>(
+    env: &Env,
+    case: &Case,
+    ctx: &Ctx,
+    dialer: impl FnOnce(SocketAddr) -> Result<(D, Vec<Placed>), WorkloadError>,
+) -> Result<Outcome, WorkloadError> {
+    let plan = Plan::from_case(case)?;
+    let origin = wirebench_rpc::place(env.lab, "origin", serve_echo)?;
+    let (d, proxies) = dialer(origin.addr)?;
+    let r = run(&plan, &d, origin.addr, ctx);
+    let rejected: u64 = proxies
+        .iter()
+        .map(|p| p.counters.rejected.load(Ordering::Relaxed))
+        .sum();
+    let first = proxies.iter().find_map(|p| {
+        p.counters
+            .first_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    });
+    drop(proxies);
+    let note = (rejected > 0).then(|| {
+        format!(
+            "the proxy closed {rejected} connection(s) on an error; the first: {}",
+            first.unwrap_or_default()
+        )
+    });
+    match (r, note) {
+        (Ok(mut out), Some(n)) => {
+            out.notes.push(n);
+            Ok(out)
+        }
+        (Err(WorkloadError::InterruptedAfter(mut out)), Some(n)) => {
+            out.notes.push(n);
+            Err(WorkloadError::InterruptedAfter(out))
+        }
+        (r, _) => r,
+    }
+}
+
+/// The three times of each finished connection, ns.
+#[derive(Default)]
+struct Samples {
+    tcp: Vec<u64>,
+    proxy: Vec<u64>,
+    ttfb: Vec<u64>,
+}
+
+/// Runs `plan` through `d` to `origin` on a single-threaded runtime of this thread.
+pub fn run<D: Dial>(
+    plan: &Plan,
+    d: &D,
+    origin: SocketAddr,
+    ctx: &Ctx,
+) -> Result<Outcome, WorkloadError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| WorkloadError::Environment(format!("cannot start a runtime: {e}")))?;
+    let samples = RefCell::new(Samples::default());
+    let done = Cell::new(0u64);
+    let message: Vec<u8> = (0..plan.payload).map(|i| (i % 251) as u8).collect();
+    let t0 = monotonic_ns();
+    let lanes = (0..plan.concurrency).map(|lane| {
+        let (samples, done, message) = (&samples, &done, &message);
+        async move {
+            let mut k = u64::from(lane);
+            while k < plan.connects {
+                let start = monotonic_ns();
+                let Dialed {
+                    mut stream,
+                    tcp_ns,
+                    proxy_ns,
+                } = within(ctx.connect_timeout, "connecting", d.dial(origin)).await?;
+                let ttfb = within(
+                    ctx.stall_timeout,
+                    "waiting for the first byte",
+                    exchange(&mut stream, message, start),
+                )
+                .await?;
+                drop(stream);
+                let mut s = samples.borrow_mut();
+                s.tcp.push(tcp_ns);
+                s.proxy.push(proxy_ns);
+                s.ttfb.push(ttfb);
+                done.set(done.get() + 1);
+                k += u64::from(plan.concurrency);
+            }
+            Ok::<(), WorkloadError>(())
+        }
+    });
+    let report = async {
+        loop {
+            (ctx.progress)(done.get(), plan.connects);
+            tokio::time::sleep(TICK).await;
+            if ctx.shutdown.load(Ordering::Relaxed) {
+                return;
+            }
+        }
+    };
+    let r = rt.block_on(async {
+        tokio::select! {
+            r = try_join_all(lanes) => r.map(|_| ()),
+            _ = report => Err(WorkloadError::Interrupted),
+        }
+    });
+    let elapsed = monotonic_ns() - t0;
+    let s = samples.into_inner();
+    match r {
+        Ok(()) => {
+            (ctx.progress)(plan.connects, plan.connects);
+            Ok(outcome(plan, s, elapsed))
+        }
+        Err(WorkloadError::Interrupted) if !s.ttfb.is_empty() => {
+            let n = s.ttfb.len();
+            let mut out = outcome(plan, s, elapsed);
+            out.notes.push(format!(
+                "interrupted after {n} of {} connections: the metrics cover those",
+                plan.connects
+            ));
+            Err(WorkloadError::InterruptedAfter(Box::new(out)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Sends `message` and reads its echo back whole, returning the time from `start` to its
+/// first byte.
+async fn exchange(s: &mut TcpStream, message: &[u8], start: u64) -> Result<u64, WorkloadError> {
+    let io = |during: &'static str| move |error| WorkloadError::Io { during, error };
+    s.write_all(message)
+        .await
+        .map_err(io("sending the first message"))?;
+    let mut buf = vec![0u8; message.len().min(64 * 1024)];
+    let mut got = 0usize;
+    let mut first = None;
+    while got < message.len() {
+        let want = (message.len() - got).min(buf.len());
+        let n = s
+            .read(&mut buf[..want])
+            .await
+            .map_err(io("reading the answer"))?;
+        if n == 0 {
+            return Err(WorkloadError::Closed {
+                during: "waiting for the answer",
+            });
+        }
+        first.get_or_insert_with(monotonic_ns);
+        if buf[..n] != message[got..got + n] {
+            return Err(WorkloadError::Peer(format!(
+                "the answer differs from the message at byte {got} or after: the path altered it"
+            )));
+        }
+        got += n;
+    }
+    Ok(first.unwrap_or(start) - start)
+}
+
+async fn within<T>(
+    limit: Duration,
+    during: &'static str,
+    f: impl std::future::Future<Output = Result<T, WorkloadError>>,
+) -> Result<T, WorkloadError> {
+    match tokio::time::timeout(limit, f).await {
+        Ok(r) => r,
+        Err(_) => Err(WorkloadError::Stalled {
+            secs: limit.as_secs(),
+            during,
+        }),
+    }
+}
+
+/// `name.min`, `.mean`, `.p50`, `.p90`, `.p99`, `.max` and the histogram `name`.
+fn push_distribution(out: &mut Outcome, name: &str, samples: &[u64]) {
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    if let Some(m) = mean(&sorted) {
+        out.push(&format!("{name}.mean"), m / 1e9, "s");
+    }
+    for (q_name, q) in [
+        ("min", 0.0),
+        ("p50", 50.0),
+        ("p90", 90.0),
+        ("p99", 99.0),
+        ("max", 100.0),
+    ] {
+        if let Some(v) = percentile(&sorted, q) {
+            out.push(&format!("{name}.{q_name}"), secs(v), "s");
+        }
+    }
+    out.histograms.push((name.into(), histogram(samples)));
+}
+
+fn outcome(plan: &Plan, s: Samples, elapsed: u64) -> Outcome {
+    let mut out = Outcome::default();
+    let n = s.ttfb.len() as u64;
+    out.push("connects.ok", n as f64, "count");
+    if elapsed > 0 {
+        out.push("connects.per_s", n as f64 / secs(elapsed), "conn/s");
+    }
+    push_distribution(&mut out, "connect.tcp", &s.tcp);
+    push_distribution(&mut out, "connect.proxy", &s.proxy);
+    push_distribution(&mut out, "ttfb", &s.ttfb);
+    // Per connection, in order: the per-connection chart and the CDF.
+    out.rounds = Some(s.ttfb);
+    if plan.concurrency > 1 {
+        out.notes.push(format!(
+            "{} connections, {} at a time",
+            plan.connects, plan.concurrency
+        ));
+    }
+    out
+}
+
+/// `direct`: the baseline of the proxies, a plain TCP connection to the origin.
+pub struct DirectProtocol;
+
+const DIRECT_PARAMS: &[ParamSpec] = &[params::CONNECTS, params::CONCURRENCY];
+
+impl Protocol for DirectProtocol {
+    fn name(&self) -> &'static str {
+        "direct"
+    }
+
+    fn summary(&self) -> &'static str {
+        "plain TCP to an echo server, the proxies' baseline (workload connect: time to first byte)"
+    }
+
+    fn workloads(&self) -> &'static [&'static str] {
+        &["connect"]
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        DIRECT_PARAMS
+    }
+
+    fn servers(&self, _case: &Case) -> Option<&'static str> {
+        Some("an echo server of ours started per case")
+    }
+
+    fn uses_reference_server(&self) -> bool {
+        false
+    }
+
+    fn run(
+        &self,
+        env: &Env,
+        case: &Case,
+        _repeat: u32,
+        _link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError> {
+        run_case(env, case, ctx, |_| Ok((Direct, Vec::new())))
+    }
+}

@@ -1,0 +1,23 @@
+//! The connect workload's parameters. Every protocol with a connect workload (`direct`,
+//! the proxies) lists these same specs among its own.
+
+use wirebench_model::Kind;
+use wirebench_protocol::params::ParamSpec;
+
+pub const CONNECTS: ParamSpec = ParamSpec {
+    name: "connects",
+    kind: Kind::Count,
+    default: "200",
+    workloads: &["connect"],
+    help: "fresh connections per case, each set up, sent one message of `payload` bytes and timed to the first byte of its echo (study S3 opened 30000)",
+    words: "connections",
+};
+
+pub const CONCURRENCY: ParamSpec = ParamSpec {
+    name: "concurrency",
+    kind: Kind::Count,
+    default: "1",
+    workloads: &["connect"],
+    help: "connections being set up at once; each starts the next when its echo is back",
+    words: "concurrency",
+};

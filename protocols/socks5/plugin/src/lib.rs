@@ -1,0 +1,271 @@
+//! `socks5`: the connect workload through a SOCKS5 proxy (RFC 1928 CONNECT; RFC 1929
+//! username/password with `socks5.auth=userpass`), study S3's first proxy
+//! (docs/protocols/proxies.md). Our proxy ([`server`]) is started per case beside the
+//! origin, in the lab's server host, so the link lies between the client and the proxy
+//! and each handshake round trip the protocol needs is paid on it:
+//!
+//! - `socks5.pipeline=off`: greeting, method choice, request, reply: two round trips
+//!   before the first byte can be sent (three with username/password);
+//! - `socks5.pipeline=on`: greeting and request in one write, as some clients do when
+//!   no-auth is the only method they offer: one round trip.
+//!
+//! The codec is `wirebench-socks5` (protocols/socks5/engine).
+
+pub mod server;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use wirebench_connect::params::{CONCURRENCY, CONNECTS};
+use wirebench_connect::{Dial, Dialed};
+use wirebench_model::Kind;
+use wirebench_model::clock::monotonic_ns;
+use wirebench_protocol::params::ParamSpec;
+use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
+use wirebench_socks5 as s5;
+
+pub const AUTH: ParamSpec = ParamSpec {
+    name: "socks5.auth",
+    kind: Kind::Choice(&["none", "userpass"]),
+    default: "none",
+    workloads: &["connect"],
+    help: "none, or RFC 1929 username/password (one more round trip per connection)",
+    words: "SOCKS5 authentication",
+};
+
+pub const PIPELINE: ParamSpec = ParamSpec {
+    name: "socks5.pipeline",
+    kind: Kind::Choice(&["off", "on"]),
+    default: "off",
+    workloads: &["connect"],
+    help: "off: wait for the method choice before the request (RFC 1928's order); on: greeting and request in one write (no-auth only), a round trip less",
+    words: "SOCKS5 pipelining",
+};
+
+const PARAMS: &[ParamSpec] = &[AUTH, PIPELINE, CONNECTS, CONCURRENCY];
+
+/// The credentials of `socks5.auth=userpass` cases (the proxy is the case's own).
+const USER: &[u8] = b"wirebench";
+const PASS: &[u8] = b"wirebench";
+
+/// The client side: connects to `proxy` and asks it for the origin.
+pub struct Socks5Dial {
+    pub proxy: SocketAddr,
+    pub userpass: Option<(Vec<u8>, Vec<u8>)>,
+    pub pipeline: bool,
+}
+
+fn peer(e: impl std::fmt::Display) -> WorkloadError {
+    WorkloadError::Peer(format!("the SOCKS5 proxy: {e}"))
+}
+
+/// Reads until `parse` accepts the buffer; the message must be all the buffer holds (the
+/// proxy has nothing else to say before the client's first data).
+async fn read_msg<T>(
+    s: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    what: &'static str,
+    parse: impl Fn(&[u8]) -> s5::Parsed<T>,
+) -> Result<T, WorkloadError> {
+    loop {
+        match parse(buf).map_err(|e| peer(format!("unreadable {what}: {e}")))? {
+            Some((v, n)) => {
+                buf.drain(..n);
+                return Ok(v);
+            }
+            None if buf.len() > 1024 => return Err(peer(format!("a {what} over 1024 bytes"))),
+            None => {}
+        }
+        let mut chunk = [0u8; 512];
+        let n = s
+            .read(&mut chunk)
+            .await
+            .map_err(|error| WorkloadError::Io {
+                during: what,
+                error,
+            })?;
+        if n == 0 {
+            return Err(WorkloadError::Closed { during: what });
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+impl Dial for Socks5Dial {
+    async fn dial(&self, origin: SocketAddr) -> Result<Dialed, WorkloadError> {
+        let (mut s, tcp_ns) = wirebench_connect::tcp(self.proxy).await?;
+        let t = monotonic_ns();
+        let io = |during: &'static str| move |error| WorkloadError::Io { during, error };
+        let target = s5::Target::from(origin);
+        let mut buf = Vec::with_capacity(64);
+        let method = if self.pipeline && self.userpass.is_none() {
+            let both =
+                s5::pipelined_connect(&target).map_err(|e| WorkloadError::Input(e.to_string()))?;
+            s.write_all(&both)
+                .await
+                .map_err(io("sending the SOCKS5 greeting and request"))?;
+            read_msg(
+                &mut s,
+                &mut buf,
+                "SOCKS5 method choice",
+                s5::parse_method_choice,
+            )
+            .await?
+        } else {
+            let m = if self.userpass.is_some() {
+                s5::USER_PASS
+            } else {
+                s5::NO_AUTH
+            };
+            s.write_all(&s5::greeting(&[m]))
+                .await
+                .map_err(io("sending the SOCKS5 greeting"))?;
+            let method = read_msg(
+                &mut s,
+                &mut buf,
+                "SOCKS5 method choice",
+                s5::parse_method_choice,
+            )
+            .await?;
+            if method == m {
+                if let Some((u, p)) = &self.userpass {
+                    let req = s5::userpass_request(u, p)
+                        .map_err(|e| WorkloadError::Input(e.to_string()))?;
+                    s.write_all(&req)
+                        .await
+                        .map_err(io("sending the SOCKS5 username/password"))?;
+                    let ok = read_msg(
+                        &mut s,
+                        &mut buf,
+                        "SOCKS5 username/password reply",
+                        s5::parse_userpass_reply,
+                    )
+                    .await?;
+                    if !ok {
+                        return Err(peer("refused the username and password"));
+                    }
+                }
+                let req = s5::request(s5::Command::Connect, &target)
+                    .map_err(|e| WorkloadError::Input(e.to_string()))?;
+                s.write_all(&req)
+                    .await
+                    .map_err(io("sending the SOCKS5 request"))?;
+            }
+            method
+        };
+        let wanted = if self.userpass.is_some() {
+            s5::USER_PASS
+        } else {
+            s5::NO_AUTH
+        };
+        if method != wanted {
+            return Err(peer(format!(
+                "chose method {method:#04x}, not the {wanted:#04x} offered"
+            )));
+        }
+        let (code, _bound) = read_msg(&mut s, &mut buf, "SOCKS5 reply", s5::parse_reply).await?;
+        if code != s5::ReplyCode::Succeeded {
+            return Err(peer(format!("refused to connect to {origin}: {code}")));
+        }
+        if !buf.is_empty() {
+            return Err(peer(format!(
+                "sent {} bytes after its reply, before the client's first",
+                buf.len()
+            )));
+        }
+        Ok(Dialed {
+            stream: s,
+            tcp_ns,
+            proxy_ns: monotonic_ns() - t,
+        })
+    }
+}
+
+pub struct Socks5;
+
+impl Protocol for Socks5 {
+    fn name(&self) -> &'static str {
+        "socks5"
+    }
+
+    fn summary(&self) -> &'static str {
+        "connections through a SOCKS5 proxy of ours (RFC 1928/1929) to an echo server (workload connect: time to first byte)"
+    }
+
+    fn workloads(&self) -> &'static [&'static str] {
+        &["connect"]
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn servers(&self, _case: &Case) -> Option<&'static str> {
+        Some("a SOCKS5 proxy and an echo server of ours started per case")
+    }
+
+    fn uses_reference_server(&self) -> bool {
+        false
+    }
+
+    fn serve_alone(
+        &self,
+        listener: std::net::TcpListener,
+        max_payload: usize,
+    ) -> Option<Result<(), String>> {
+        let cfg = Arc::new(server::Config {
+            userpass: None,
+            allow: server::Allow::Loopback,
+        });
+        Some(wirebench_rpc::server::serve_alone(
+            listener,
+            "socks5",
+            max_payload,
+            move |l, c, _| server::serve(l, c, cfg),
+        ))
+    }
+
+    fn run(
+        &self,
+        env: &Env,
+        case: &Case,
+        _repeat: u32,
+        _link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError> {
+        let userpass =
+            (case.word("socks5.auth") == Some("userpass")).then(|| (USER.to_vec(), PASS.to_vec()));
+        let pipeline = case.word("socks5.pipeline") == Some("on");
+        if pipeline && userpass.is_some() {
+            return Err(WorkloadError::Input(
+                "socks5.pipeline=on with socks5.auth=userpass: a client can only send its request with the greeting when no-auth is the one method it offers".into(),
+            ));
+        }
+        let lab = env.lab;
+        let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
+            let cfg = Arc::new(server::Config {
+                userpass: userpass.clone(),
+                allow: server::Allow::Only(vec![origin]),
+            });
+            let proxy = wirebench_rpc::place(lab, "socks5", move |l, c| server::serve(l, c, cfg))?;
+            let d = Socks5Dial {
+                proxy: proxy.addr,
+                userpass,
+                pipeline,
+            };
+            Ok((d, vec![proxy]))
+        })?;
+        out.notes.push(format!(
+            "SOCKS5 handshake: {} round trip(s) before the first byte",
+            if pipeline {
+                1
+            } else if case.word("socks5.auth") == Some("userpass") {
+                3
+            } else {
+                2
+            }
+        ));
+        Ok(out)
+    }
+}

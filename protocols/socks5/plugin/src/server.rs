@@ -1,0 +1,233 @@
+//! The SOCKS5 proxy (RFC 1928 CONNECT, no authentication or RFC 1929
+//! username/password). Not an open relay: it connects only to the destinations its
+//! [`Allow`] names, and answers any other with the protocol's own "connection not allowed
+//! by ruleset". A client has [`HANDSHAKE_TIMEOUT`] to finish its handshake, and at most
+//! [`MAX_HANDSHAKE`] bytes of it are held; a connection's failure closes only it.
+//!
+//! A client may pipeline: the greeting, the request and even its first data in one
+//! write. Whatever follows a message in the buffer is kept for the next step and, after
+//! the reply, forwarded to the destination first.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use wirebench_rpc::Counters;
+use wirebench_socks5 as s5;
+
+/// Time a client has from connecting to its complete request.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time the proxy gives its own connection to the destination.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Handshake bytes held at most: a greeting (257), a username/password (513) and a
+/// request (262) fit with room to spare.
+pub const MAX_HANDSHAKE: usize = 2048;
+
+/// Which destinations the proxy connects to.
+#[derive(Debug, Clone)]
+pub enum Allow {
+    /// Exactly these addresses (a case's origin).
+    Only(Vec<SocketAddr>),
+    /// Any port of a loopback address (`wirebench serve --also socks5=...`).
+    Loopback,
+}
+
+impl Allow {
+    fn admits(&self, a: SocketAddr) -> bool {
+        match self {
+            Allow::Only(v) => v.contains(&a),
+            Allow::Loopback => a.ip().is_loopback(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// RFC 1929 credentials the client must give; `None`: no authentication.
+    pub userpass: Option<(Vec<u8>, Vec<u8>)>,
+    pub allow: Allow,
+}
+
+/// Serves SOCKS5 on `l` until the runtime stops.
+pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc<Config>) {
+    loop {
+        let Ok((s, _)) = l.accept().await else {
+            // Out of descriptors or a connection reset before accept: wait, go on.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let _ = s.set_nodelay(true);
+        let (c, cfg) = (counters.clone(), cfg.clone());
+        tokio::task::spawn_local(async move {
+            if let Err(e) = session(s, &cfg).await {
+                c.reject(format!("SOCKS5 client: {e}"));
+            }
+        });
+    }
+}
+
+/// A client's connection: the handshake under its time limit, then the relay.
+async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
+    let mut buf = Vec::with_capacity(512);
+    let up = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut s, &mut buf, cfg)).await {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(format!(
+                "no complete handshake within {}s",
+                HANDSHAKE_TIMEOUT.as_secs()
+            ));
+        }
+    };
+    let mut up = up;
+    if !buf.is_empty() {
+        up.write_all(&buf)
+            .await
+            .map_err(|e| format!("forwarding pipelined data: {e}"))?;
+    }
+    // The relay ends when either side closes or fails; neither is the client's fault.
+    let _ = tokio::io::copy_bidirectional(&mut s, &mut up).await;
+    Ok(())
+}
+
+/// Reads until `parse` accepts what `buf` holds, consuming the message from `buf`.
+async fn read_msg<T>(
+    s: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    what: &str,
+    parse: impl Fn(&[u8]) -> s5::Parsed<T>,
+) -> Result<Result<T, s5::Error>, String> {
+    loop {
+        match parse(buf) {
+            Ok(Some((v, n))) => {
+                buf.drain(..n);
+                return Ok(Ok(v));
+            }
+            Ok(None) => {}
+            Err(e) => return Ok(Err(e)),
+        }
+        if buf.len() >= MAX_HANDSHAKE {
+            return Err(format!("{what} longer than {MAX_HANDSHAKE} bytes"));
+        }
+        let mut chunk = [0u8; 512];
+        let want = chunk.len().min(MAX_HANDSHAKE - buf.len());
+        let n = s
+            .read(&mut chunk[..want])
+            .await
+            .map_err(|e| format!("reading the {what}: {e}"))?;
+        if n == 0 {
+            return Err(format!("closed during the {what}"));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// The handshake, and the connection to the destination; a refusal is sent to the
+/// client before the error that explains it is returned.
+async fn handshake(
+    s: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    cfg: &Config,
+) -> Result<TcpStream, String> {
+    let w = |e: std::io::Error| format!("writing to the client: {e}");
+    let methods = match read_msg(s, buf, "greeting", s5::parse_greeting).await? {
+        Ok(m) => m,
+        Err(e) => return Err(format!("bad greeting: {e}")),
+    };
+    let want = if cfg.userpass.is_some() {
+        s5::USER_PASS
+    } else {
+        s5::NO_AUTH
+    };
+    if !methods.contains(&want) {
+        s.write_all(&s5::method_choice(s5::NO_ACCEPTABLE))
+            .await
+            .map_err(w)?;
+        return Err(format!(
+            "offered methods {methods:?}, none of them {want:#04x}, which this proxy requires"
+        ));
+    }
+    s.write_all(&s5::method_choice(want)).await.map_err(w)?;
+    if let Some((user, pass)) = &cfg.userpass {
+        let (u, p) = match read_msg(s, buf, "username/password", s5::parse_userpass_request).await?
+        {
+            Ok(up) => up,
+            Err(e) => return Err(format!("bad username/password request: {e}")),
+        };
+        let ok = &u == user && &p == pass;
+        s.write_all(&s5::userpass_reply(ok)).await.map_err(w)?;
+        if !ok {
+            return Err("wrong username or password".into());
+        }
+    }
+    let unbound = s5::Target::from(SocketAddr::new(IpAddr::from([0, 0, 0, 0]), 0));
+    let refuse = |code: s5::ReplyCode| s5::reply(code, &unbound);
+    let (cmd, target) = match read_msg(s, buf, "request", s5::parse_request).await? {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = s.write_all(&refuse(e.reply_code())).await;
+            return Err(format!("bad request: {e}"));
+        }
+    };
+    if cmd != s5::Command::Connect {
+        s.write_all(&refuse(s5::ReplyCode::CommandNotSupported))
+            .await
+            .map_err(w)?;
+        return Err(format!("{cmd:?} requested: only CONNECT is served"));
+    }
+    let dest = match resolve(&target).await {
+        Some(a) => a,
+        None => {
+            s.write_all(&refuse(s5::ReplyCode::HostUnreachable))
+                .await
+                .map_err(w)?;
+            return Err(format!("{target} does not resolve"));
+        }
+    };
+    if !cfg.allow.admits(dest) {
+        s.write_all(&refuse(s5::ReplyCode::NotAllowed))
+            .await
+            .map_err(w)?;
+        return Err(format!("{dest} is not an allowed destination"));
+    }
+    let up = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(dest)).await {
+        Ok(Ok(up)) => up,
+        Ok(Err(e)) => {
+            let code = match e.kind() {
+                std::io::ErrorKind::ConnectionRefused => s5::ReplyCode::ConnectionRefused,
+                std::io::ErrorKind::HostUnreachable => s5::ReplyCode::HostUnreachable,
+                std::io::ErrorKind::NetworkUnreachable => s5::ReplyCode::NetworkUnreachable,
+                _ => s5::ReplyCode::GeneralFailure,
+            };
+            s.write_all(&refuse(code)).await.map_err(w)?;
+            return Err(format!("connecting to {dest}: {e}"));
+        }
+        Err(_) => {
+            s.write_all(&refuse(s5::ReplyCode::TtlExpired))
+                .await
+                .map_err(w)?;
+            return Err(format!(
+                "connecting to {dest}: no answer within {}s",
+                CONNECT_TIMEOUT.as_secs()
+            ));
+        }
+    };
+    let _ = up.set_nodelay(true);
+    let bound = up.local_addr().map_err(|e| e.to_string())?;
+    s.write_all(&s5::reply(s5::ReplyCode::Succeeded, &bound.into()))
+        .await
+        .map_err(w)?;
+    Ok(up)
+}
+
+/// The destination's address: as given, or the first a domain name resolves to.
+async fn resolve(t: &s5::Target) -> Option<SocketAddr> {
+    match &t.host {
+        s5::Host::V4(a) => Some(SocketAddr::new((*a).into(), t.port)),
+        s5::Host::V6(a) => Some(SocketAddr::new((*a).into(), t.port)),
+        s5::Host::Domain(d) => tokio::net::lookup_host((d.as_str(), t.port))
+            .await
+            .ok()?
+            .next(),
+    }
+}
