@@ -1,7 +1,13 @@
-//! What every protocol that places third-party servers (Prosody, ngircd, ...) in lab hosts
-//! shares: their errors, stopping a child by its PID, and quoting its logs. Each server's
+//! What every protocol that places third-party servers (Prosody, ngircd, microsocks, ...)
+//! in lab hosts shares: their errors, finding and starting them in a host's namespace,
+//! waiting for their ports, stopping a child by its PID, and quoting its logs. Each server's
 //! own configuration, start and readiness live in its protocol's folder
 //! (`protocols/xmpp/plugin/src/prosody.rs`, `protocols/irc/plugin/src/ngircd.rs`).
+
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PeerError {
@@ -182,5 +188,105 @@ mod tests {
     fn kernel_tcp_memory_is_read() {
         // Linux always has the line; the value may be 0 on an idle machine.
         assert!(kernel_tcp_mem().is_some());
+    }
+}
+
+/// Whether `bin` is on the PATH; the error a user sees if not.
+pub fn need_program(bin: &str, install: &str) -> Result<(), PeerError> {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).exists()))
+        .unwrap_or(false);
+    if found {
+        Ok(())
+    } else {
+        Err(PeerError::Missing {
+            program: bin.into(),
+            install: install.into(),
+        })
+    }
+}
+
+/// `program` started in network namespace `netns` (or here), in its own process group and
+/// with SIGTERM as its parent-death signal.
+pub fn command_in(netns: Option<&str>, program: &str) -> Command {
+    let mut cmd = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, program]);
+            c
+        }
+        None => Command::new(program),
+    };
+    // Its own process group, so a Ctrl-C at the terminal reaches only wirebench, which
+    // records the interrupted case and then stops the server itself.
+    cmd.process_group(0);
+    // If wirebench dies without stopping the server (SIGKILL), the kernel sends it
+    // SIGTERM: no orphaned servers. `ip netns exec` execs in place, and the death signal
+    // survives exec.
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Runs `f` on a thread inside network namespace `netns` (or on one here): sockets it
+/// opens belong to that namespace.
+pub fn in_netns<T: Send>(netns: Option<&str>, f: impl FnOnce() -> T + Send) -> Option<T> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Some(ns) = netns {
+                wirebench_lab::netns::enter(ns).ok()?;
+            }
+            Some(f())
+        })
+        .join()
+        .ok()
+        .flatten()
+    })
+}
+
+/// Waits until `addr` accepts connections on every one of `ports` (checked from inside
+/// `netns`), failing with `logs` if the child exits first or `limit` passes.
+pub fn wait_ports(
+    child: &mut Child,
+    what: &str,
+    addr: IpAddr,
+    ports: &[u16],
+    netns: Option<&str>,
+    limit: Duration,
+    logs: impl Fn() -> String,
+) -> Result<(), PeerError> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(PeerError::Failed {
+                what: format!("{what} exited ({status}) during start-up"),
+                detail: logs(),
+            });
+        }
+        let up = in_netns(netns, || {
+            ports.iter().all(|p| {
+                TcpStream::connect_timeout(&SocketAddr::new(addr, *p), Duration::from_millis(200))
+                    .is_ok()
+            })
+        })
+        .unwrap_or(false);
+        if up {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(PeerError::Failed {
+                what: format!(
+                    "{what} did not open its ports {ports:?} within {}s",
+                    limit.as_secs()
+                ),
+                detail: logs(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

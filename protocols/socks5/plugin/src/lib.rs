@@ -11,6 +11,7 @@
 //!
 //! The codec is `wirebench-socks5` (protocols/socks5/engine).
 
+pub mod peers;
 pub mod server;
 
 use std::net::SocketAddr;
@@ -43,7 +44,16 @@ pub const PIPELINE: ParamSpec = ParamSpec {
     words: "SOCKS5 pipelining",
 };
 
-const PARAMS: &[ParamSpec] = &[AUTH, PIPELINE, CONNECTS, CONCURRENCY];
+pub const SERVER: ParamSpec = ParamSpec {
+    name: "socks5.server",
+    kind: Kind::Choice(&["ours", "microsocks", "dante"]),
+    default: "ours",
+    workloads: &["connect"],
+    help: "the proxy: ours (wirebench's, allow-listed to the origin), microsocks or dante (Debian's, started per case the same way; dante without userpass)",
+    words: "SOCKS5 proxy",
+};
+
+const PARAMS: &[ParamSpec] = &[SERVER, AUTH, PIPELINE, CONNECTS, CONCURRENCY];
 
 /// The credentials of `socks5.auth=userpass` cases (the proxy is the case's own).
 const USER: &[u8] = b"wirebench";
@@ -54,6 +64,8 @@ pub struct Socks5Dial {
     pub proxy: SocketAddr,
     pub userpass: Option<(Vec<u8>, Vec<u8>)>,
     pub pipeline: bool,
+    /// A third-party proxy started for the case, stopped when the dialer is dropped.
+    pub _external: Option<peers::External>,
 }
 
 fn peer(e: impl std::fmt::Display) -> WorkloadError {
@@ -201,8 +213,12 @@ impl Protocol for Socks5 {
         PARAMS
     }
 
-    fn servers(&self, _case: &Case) -> Option<&'static str> {
-        Some("a SOCKS5 proxy and an echo server of ours started per case")
+    fn servers(&self, case: &Case) -> Option<&'static str> {
+        Some(match case.word("socks5.server") {
+            Some("microsocks") => "microsocks and an echo server of ours started per case",
+            Some("dante") => "Dante and an echo server of ours started per case",
+            _ => "a SOCKS5 proxy and an echo server of ours started per case",
+        })
     }
 
     fn uses_reference_server(&self) -> bool {
@@ -230,7 +246,7 @@ impl Protocol for Socks5 {
         &self,
         env: &Env,
         case: &Case,
-        _repeat: u32,
+        repeat: u32,
         _link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
@@ -243,18 +259,37 @@ impl Protocol for Socks5 {
             ));
         }
         let lab = env.lab;
+        let server = case.word("socks5.server").unwrap_or("ours");
+        let dir = env.peer_dir(case, repeat);
         let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
-            let cfg = Arc::new(server::Config {
-                userpass: userpass.clone(),
-                allow: server::Allow::Only(vec![origin]),
-            });
-            let proxy = wirebench_rpc::place(lab, "socks5", move |l, c| server::serve(l, c, cfg))?;
+            let (proxy, placed, external) = match server {
+                "microsocks" | "dante" => {
+                    let kind = if server == "dante" {
+                        peers::Kind::Dante
+                    } else {
+                        peers::Kind::Microsocks
+                    };
+                    let up = userpass.as_ref().map(|(u, p)| (u.as_slice(), p.as_slice()));
+                    let e = peers::start(kind, lab, &dir, origin, up)?;
+                    (e.addr, Vec::new(), Some(e))
+                }
+                _ => {
+                    let cfg = Arc::new(server::Config {
+                        userpass: userpass.clone(),
+                        allow: server::Allow::Only(vec![origin]),
+                    });
+                    let p =
+                        wirebench_rpc::place(lab, "socks5", move |l, c| server::serve(l, c, cfg))?;
+                    (p.addr, vec![p], None)
+                }
+            };
             let d = Socks5Dial {
-                proxy: proxy.addr,
+                proxy,
                 userpass,
                 pipeline,
+                _external: external,
             };
-            Ok((d, vec![proxy]))
+            Ok((d, placed))
         })?;
         out.notes.push(format!(
             "SOCKS5 handshake: {} round trip(s) before the first byte",

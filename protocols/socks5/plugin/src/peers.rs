@@ -1,0 +1,156 @@
+//! Third-party SOCKS5 proxies started per case beside the origin, in the lab's server
+//! host (or on loopback), for `socks5.server=microsocks` and `socks5.server=dante`:
+//! Debian's microsocks 1.0.3 and Dante 1.4.2 (`danted`). Each listens only on the case's
+//! server address and, for Dante, relays only to the origin (its `socks pass` rule), so
+//! neither is an open relay beyond the lab.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+use wirebench_lab::Lab;
+use wirebench_protocol::WorkloadError;
+use wirebench_protocol::peer::{
+    PeerError, command_in, in_netns, need_program, stop_child, tail_lines, wait_ports,
+};
+
+/// A proxy process of ours to stop: by its PID, when the case ends.
+pub struct External {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Drop for External {
+    fn drop(&mut self) {
+        stop_child(&mut self.child, Duration::from_secs(2));
+    }
+}
+
+fn peer_error(e: PeerError) -> WorkloadError {
+    match e {
+        PeerError::Missing { .. } => WorkloadError::Environment(e.to_string()),
+        _ => WorkloadError::Peer(e.to_string()),
+    }
+}
+
+/// A free port on `ip` inside `netns` (bound and released: the proxy binds it next).
+fn free_port(netns: Option<&str>, ip: IpAddr) -> Result<u16, WorkloadError> {
+    in_netns(netns, || {
+        std::net::TcpListener::bind((ip, 0)).and_then(|l| l.local_addr().map(|a| a.port()))
+    })
+    .and_then(Result::ok)
+    .ok_or_else(|| WorkloadError::Environment(format!("no free port on {ip}")))
+}
+
+/// Which third-party proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Microsocks,
+    Dante,
+}
+
+impl Kind {
+    fn program(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Microsocks => ("microsocks", "apt-get install microsocks"),
+            Kind::Dante => ("danted", "apt-get install dante-server"),
+        }
+    }
+}
+
+/// Starts `kind` for `origin` with optional credentials, its configuration and log in
+/// `dir`.
+pub fn start(
+    kind: Kind,
+    lab: Option<&Lab>,
+    dir: &Path,
+    origin: SocketAddr,
+    userpass: Option<(&[u8], &[u8])>,
+) -> Result<External, WorkloadError> {
+    let (program, install) = kind.program();
+    need_program(program, install).map_err(peer_error)?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| WorkloadError::Environment(format!("cannot create {}: {e}", dir.display())))?;
+    let netns = lab.map(|l| l.server().name().to_string());
+    let ip = wirebench_rpc::server::server_ip(lab);
+    let port = free_port(netns.as_deref(), ip)?;
+    let log = dir.join(format!("{program}.log"));
+    let mut cmd = command_in(netns.as_deref(), program);
+    match kind {
+        Kind::Microsocks => {
+            cmd.args(["-i", &ip.to_string(), "-p", &port.to_string()]);
+            if let Some((u, p)) = userpass {
+                cmd.args([
+                    "-u",
+                    &String::from_utf8_lossy(u),
+                    "-P",
+                    &String::from_utf8_lossy(p),
+                ]);
+            }
+        }
+        Kind::Dante => {
+            if userpass.is_some() {
+                return Err(WorkloadError::Input(
+                    "socks5.server=dante with socks5.auth=userpass: Dante checks passwords against the system's accounts, which a case does not create; use microsocks or ours".into(),
+                ));
+            }
+            let conf = dir.join("sockd.conf");
+            std::fs::write(&conf, dante_conf(ip, port, origin, &log)).map_err(|e| {
+                WorkloadError::Environment(format!("cannot write {}: {e}", conf.display()))
+            })?;
+            cmd.args(["-f", &conf.to_string_lossy(), "-N", "1"]);
+        }
+    }
+    let out = std::fs::File::create(dir.join(format!("{program}.out")))
+        .map_err(|e| WorkloadError::Environment(format!("{program} output: {e}")))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err));
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| WorkloadError::Environment(format!("cannot start {program}: {e}")))?;
+    let logs = {
+        let files: Vec<PathBuf> = vec![dir.join(format!("{program}.out")), log];
+        move || tail_lines(&files, 20)
+    };
+    if let Err(e) = wait_ports(
+        &mut child,
+        program,
+        ip,
+        &[port],
+        netns.as_deref(),
+        Duration::from_secs(10),
+        logs,
+    ) {
+        stop_child(&mut child, Duration::from_secs(1));
+        return Err(peer_error(e));
+    }
+    Ok(External {
+        child,
+        addr: SocketAddr::new(ip, port),
+    })
+}
+
+/// Dante's configuration: listen on the case's address, no authentication, CONNECT to the
+/// origin only. `-N 1` (one process) and no `child.maxidle` keep it to one worker, as our
+/// proxy and microsocks are.
+fn dante_conf(ip: IpAddr, port: u16, origin: SocketAddr, log: &Path) -> String {
+    format!(
+        "logoutput: {log}\n\
+         internal: {ip} port = {port}\n\
+         external: {ip}\n\
+         clientmethod: none\n\
+         socksmethod: none\n\
+         user.privileged: root\n\
+         user.unprivileged: nobody\n\
+         client pass {{\n  from: 0.0.0.0/0 to: 0.0.0.0/0\n  log: error\n}}\n\
+         socks pass {{\n  from: 0.0.0.0/0 to: {oip}/32 port = {oport}\n  command: connect\n  log: error\n}}\n\
+         socks block {{\n  from: 0.0.0.0/0 to: 0.0.0.0/0\n  log: connect error\n}}\n",
+        log = log.display(),
+        oip = origin.ip(),
+        oport = origin.port(),
+    )
+}
