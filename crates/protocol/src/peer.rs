@@ -157,40 +157,6 @@ pub fn record_kernel_tcp(out: &mut crate::Outcome) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn usage_of_this_process_is_plausible() {
-        let u = usage(std::process::id()).unwrap();
-        assert!(u.rss_bytes > 100 * 1024 && u.rss_bytes < 1 << 40, "{u:?}");
-        assert!(u.cpu_s >= 0.0 && u.cpu_s < 1e6, "{u:?}");
-        assert!(usage(u32::MAX).is_none());
-    }
-
-    #[test]
-    fn per_session_figures_divide_what_was_recorded() {
-        let mut o = crate::Outcome::default();
-        o.push("server.rss", 2048.0, "B");
-        o.push("server.cpu", 0.5, "s");
-        record_sessions(&mut o, 4);
-        let get = |n: &str| o.metrics.iter().find(|(m, _)| m == n).map(|(_, m)| m.value);
-        assert_eq!(get("server.sessions"), Some(4.0));
-        assert_eq!(get("server.rss_per_session"), Some(512.0));
-        assert_eq!(get("server.cpu_per_session"), Some(0.125));
-        let mut none = crate::Outcome::default();
-        record_sessions(&mut none, 0);
-        assert_eq!(none.metrics.len(), 1);
-    }
-
-    #[test]
-    fn kernel_tcp_memory_is_read() {
-        // Linux always has the line; the value may be 0 on an idle machine.
-        assert!(kernel_tcp_mem().is_some());
-    }
-}
-
 /// Whether `bin` is on the PATH; the error a user sees if not.
 pub fn need_program(bin: &str, install: &str) -> Result<(), PeerError> {
     let found = std::env::var_os("PATH")
@@ -288,5 +254,39 @@ pub fn wait_ports(
             });
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_of_this_process_is_plausible() {
+        let u = usage(std::process::id()).unwrap();
+        assert!(u.rss_bytes > 100 * 1024 && u.rss_bytes < 1 << 40, "{u:?}");
+        assert!(u.cpu_s >= 0.0 && u.cpu_s < 1e6, "{u:?}");
+        assert!(usage(u32::MAX).is_none());
+    }
+
+    #[test]
+    fn per_session_figures_divide_what_was_recorded() {
+        let mut o = crate::Outcome::default();
+        o.push("server.rss", 2048.0, "B");
+        o.push("server.cpu", 0.5, "s");
+        record_sessions(&mut o, 4);
+        let get = |n: &str| o.metrics.iter().find(|(m, _)| m == n).map(|(_, m)| m.value);
+        assert_eq!(get("server.sessions"), Some(4.0));
+        assert_eq!(get("server.rss_per_session"), Some(512.0));
+        assert_eq!(get("server.cpu_per_session"), Some(0.125));
+        let mut none = crate::Outcome::default();
+        record_sessions(&mut none, 0);
+        assert_eq!(none.metrics.len(), 1);
+    }
+
+    #[test]
+    fn kernel_tcp_memory_is_read() {
+        // Linux always has the line; the value may be 0 on an idle machine.
+        assert!(kernel_tcp_mem().is_some());
     }
 }
