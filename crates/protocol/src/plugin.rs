@@ -71,6 +71,11 @@ pub trait Protocol: Sync {
     fn message_overhead(&self) -> Option<u64> {
         None
     }
+    /// Round trips a connect case's connection takes to its first byte on an idle path
+    /// (the TCP handshake, the protocol's own, the request and its answer), for estimates.
+    fn connect_round_trips(&self, _case: &Case) -> f64 {
+        2.0
+    }
     /// Starts this protocol's own server on `listener`, alone, for `wirebench serve
     /// --also NAME=ADDR` (so wrk, h2load, ghz or a remote wirebench can reach it), serving
     /// payloads up to `max_payload` until the process ends. `None`: its cases use the

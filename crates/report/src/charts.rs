@@ -490,15 +490,34 @@ fn rounds_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planne
             }
         };
         let longest = chunk.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+        // A connect case's per-round values are each connection's time to first byte.
+        let connect = chunk.iter().all(|(c, _)| {
+            c.first.params.get("workload").and_then(|w| w.as_str()) == Some("connect")
+        });
+        let (title, each, value, share) = if connect {
+            (
+                "Time to first byte per connection",
+                "Connection",
+                "Time to first byte",
+                "Connections at or below",
+            )
+        } else {
+            (
+                "Round trip per round",
+                "Round",
+                "Round trip",
+                "Rounds at or below",
+            )
+        };
         let mut chart = Chart::new(
-            format!("Round trip per round{part}"),
+            format!("{title}{part}"),
             if longest > 2000 {
                 Kind::Scatter
             } else {
                 Kind::Lines
             },
-            Axis::new("Round", Unit::Count),
-            Axis::new("Round trip", Unit::Seconds),
+            Axis::new(each, Unit::Count),
+            Axis::new(value, Unit::Seconds),
         );
         let ys = chunk.iter().flat_map(|(_, v)| v.iter().copied());
         if wide(ys, 100.0) {
@@ -522,10 +541,14 @@ fn rounds_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planne
         out.push(Planned::new(format!("rounds-{}", i + 1), chart));
 
         let mut cdf = Chart::new(
-            format!("Distribution of round trips{part}"),
+            if connect {
+                format!("Distribution of time to first byte{part}")
+            } else {
+                format!("Distribution of round trips{part}")
+            },
             Kind::Cdf,
-            Axis::new("Round trip", Unit::Seconds),
-            Axis::new("Rounds at or below", Unit::Percent),
+            Axis::new(value, Unit::Seconds),
+            Axis::new(share, Unit::Percent),
         );
         if wide(chunk.iter().flat_map(|(_, v)| v.iter().copied()), 20.0) {
             cdf.x = cdf.x.log();

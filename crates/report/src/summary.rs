@@ -583,7 +583,9 @@ pub fn comparisons(records: &[Record], width: usize) -> String {
             continue;
         }
         let mut parts = Vec::new();
-        for metric in ["rtt.first", "rtt.stable"] {
+        // A connect case's time to first byte and its proxy's share: study S3's round
+        // trips per handshake, read off the slope.
+        for metric in ["rtt.first", "rtt.stable", "ttfb.p50", "connect.proxy.p50"] {
             let delay = |r: &Record| r.params.get("link.delay")?.as_f64();
             let ours: Vec<(f64, f64)> = rs
                 .iter()

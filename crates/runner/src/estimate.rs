@@ -56,6 +56,8 @@ pub enum Knob {
     Count { n: u64, each: f64 },
     /// Stream: sending for this long.
     Duration { secs: f64 },
+    /// Connect: `n` connections of `each` seconds, `lanes` at a time.
+    Connects { n: u64, lanes: u64, each: f64 },
 }
 
 /// One run of one case.
@@ -104,6 +106,16 @@ impl CaseEstimate {
             }
             Knob::Duration { secs } if secs > room && room > 0.0 => {
                 ways.push(format!("use --duration {}", duration_text(room)));
+            }
+            Knob::Connects { n, lanes, each } if n > 1 => {
+                let fit =
+                    nice_floor((room / (each * MARGIN).max(1e-12)).floor() as u64 * lanes).max(1);
+                if fit < n {
+                    ways.push(format!(
+                        "use --connects {} or a higher --concurrency",
+                        count_text(fit)
+                    ));
+                }
             }
             _ => {}
         }
@@ -287,6 +299,9 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
         think_share: 0.0,
         packets: Vec::new(),
     };
+    if case.workload() == "connect" {
+        return connect_estimate(case, link, e);
+    }
     let Some(link) = link else {
         // Loopback: only the machine's speed.
         let frame = payload + FRAME_HEADER;
@@ -416,6 +431,37 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
     e
 }
 
+/// A connect case: its connections one after another on each of `concurrency` lanes,
+/// each the protocol's round trips to the first byte plus the payload's time each way.
+fn connect_estimate(case: &Case, link: Option<&CaseLink>, mut e: CaseEstimate) -> CaseEstimate {
+    let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0) as f64;
+    let connects = count_of(case, "connects").unwrap_or(200);
+    let lanes = count_of(case, "concurrency").unwrap_or(1).max(1);
+    let trips = crate::registry::of(case).connect_round_trips(case);
+    let each = match link {
+        // About 150 us per round trip of set-up and echo on this machine's loopback.
+        None => trips * LOOPBACK_ROUND_S,
+        Some(link) => {
+            let trace_bps = link.trace.as_ref().map(|t| t.mean_rate_bps());
+            let up = Dir::of(&link.up, trace_bps);
+            let down = Dir::of(&link.down, trace_bps);
+            let rtt0 = up.delay + down.delay;
+            trips * (rtt0 + up.ser(SYN) + down.ser(SYN))
+                + up.ser(up.wire(payload))
+                + down.ser(down.wire(payload))
+        }
+    };
+    e.fixed = LOOPBACK_CASE_S;
+    e.knob = Knob::Connects {
+        n: connects,
+        lanes,
+        each,
+    };
+    e.packets = vec![(connects as f64 * (2.0 * trips + 4.0), (SYN + ACK) as u64)];
+    e.secs = (e.fixed + scaled(e.knob)) * MARGIN;
+    e
+}
+
 fn stream_knob(count: Option<u64>, duration: Option<f64>, each: f64) -> Knob {
     match (count, duration) {
         (Some(n), Some(d)) if (n as f64) * each <= d => Knob::Count { n, each },
@@ -430,6 +476,7 @@ fn stream_knob(count: Option<u64>, duration: Option<f64>, each: f64) -> Knob {
 fn scaled(k: Knob) -> f64 {
     match k {
         Knob::Rounds { n, each } | Knob::Count { n, each } => n as f64 * each,
+        Knob::Connects { n, lanes, each } => n.div_ceil(lanes.max(1)) as f64 * each,
         Knob::Duration { secs } => secs,
     }
 }

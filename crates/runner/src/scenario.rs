@@ -58,6 +58,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "soapstone",
         include_str!("../../../scenarios/soapstone.toml"),
     ),
+    (
+        "proxy-ttfb",
+        include_str!("../../../scenarios/proxy-ttfb.toml"),
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq)]

@@ -194,6 +194,17 @@ impl Dial for Socks5Dial {
     }
 }
 
+/// Round trips the SOCKS5 handshake adds: method choice and request (or both at once
+/// when pipelined), plus RFC 1929's exchange.
+fn handshake_round_trips(case: &Case) -> u32 {
+    let userpass = u32::from(case.word("socks5.auth") == Some("userpass"));
+    if case.word("socks5.pipeline") == Some("on") {
+        1 + userpass
+    } else {
+        2 + userpass
+    }
+}
+
 pub struct Socks5;
 
 impl Protocol for Socks5 {
@@ -223,6 +234,10 @@ impl Protocol for Socks5 {
 
     fn uses_reference_server(&self) -> bool {
         false
+    }
+
+    fn connect_round_trips(&self, case: &Case) -> f64 {
+        2.0 + f64::from(handshake_round_trips(case))
     }
 
     fn serve_alone(
@@ -292,14 +307,8 @@ impl Protocol for Socks5 {
             Ok((d, placed))
         })?;
         out.notes.push(format!(
-            "SOCKS5 handshake: {} round trip(s) before the first byte",
-            if pipeline {
-                1
-            } else if case.word("socks5.auth") == Some("userpass") {
-                3
-            } else {
-                2
-            }
+            "SOCKS5 handshake: {} round trip(s) before the client's first byte",
+            handshake_round_trips(case)
         ));
         Ok(out)
     }
