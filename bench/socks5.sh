@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# Our SOCKS5 proxy against microsocks (Debian), both on 127.0.0.1, in the same run.
+#
+#   bench/socks5.sh [--quick] [--help]
+#
+# 1. Single-stream throughput: iperf3 -c through each proxy (proxychains4 redirects its
+#    connections), 128 KiB writes, SECONDS_PER_TEST s, REPEATS times alternating; our
+#    proxy is `wirebench serve --also socks5=...` (it relays to loopback only).
+#      ratio = ours / microsocks, median of each          target >= 0.9
+# 2. Connection set-up: wirebench's connect workload through each proxy started per
+#    case, CONNECTS connections 32 at a time (64-byte echo each), REPEATS times:
+#      wirebench run --protocol direct,socks5 --workload connect --connects N
+#        --concurrency 32 --socks5-server ours,microsocks --repeat R
+#    connects.per_s of each (target: ours >= 20k/s), with direct (no proxy) as the
+#    machine's ceiling: client, proxy and origin share this machine's CPUs.
+#
+# Missing tools are installed when possible (Debian: iperf3, microsocks, proxychains4;
+# needs root). Environment (all optional):
+#   WB                wirebench binary (default $REPO/target/release/wirebench; built if missing)
+#   SECONDS_PER_TEST  iperf3 run length (default 5; --quick: 2)
+#   REPEATS           repeats (default 3; --quick: 1)
+#   CONNECTS          connections per connect case (default 20000; --quick: 5000)
+#   LOG_DIR           raw outputs (default: a new /tmp/wirebench-socks5.XXXXXX)
+#
+# Exit status: 0 when everything ran (a missed target is reported, not an error).
+
+# shellcheck disable=SC2317  # cleanup is called through trap
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+HOST=127.0.0.1
+
+QUICK=0
+for a in "$@"; do
+    case $a in
+    --quick) QUICK=1 ;;
+    -h | --help)
+        sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+        exit 0
+        ;;
+    *)
+        echo "socks5.sh: unknown argument: $a (try --help)" >&2
+        exit 2
+        ;;
+    esac
+done
+if ((QUICK)); then
+    : "${SECONDS_PER_TEST:=2}" "${REPEATS:=1}" "${CONNECTS:=5000}"
+fi
+SECONDS_PER_TEST=${SECONDS_PER_TEST:-5}
+REPEATS=${REPEATS:-3}
+CONNECTS=${CONNECTS:-20000}
+for v in SECONDS_PER_TEST REPEATS CONNECTS; do
+    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || {
+        echo "socks5.sh: $v must be a positive integer (got '${!v}')" >&2
+        exit 2
+    }
+done
+
+die() {
+    echo "socks5.sh: error: $*" >&2
+    exit 1
+}
+log() { printf '%s\n' "$*"; }
+show_cmd() {
+    printf '  $'
+    printf ' %q' "$@"
+    printf '\n'
+}
+
+LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/wirebench-socks5.XXXXXX)}
+mkdir -p "$LOG_DIR"
+LOG_DIR=$(cd "$LOG_DIR" && pwd)
+
+missing=()
+command -v iperf3 >/dev/null || missing+=(iperf3)
+command -v microsocks >/dev/null || missing+=(microsocks)
+command -v proxychains4 >/dev/null || missing+=(proxychains4)
+if ((${#missing[@]})); then
+    ((EUID == 0)) && command -v apt-get >/dev/null || die "missing: ${missing[*]} (install them with apt-get)"
+    log "installing ${missing[*]}:"
+    show_cmd apt-get install -y "${missing[@]}"
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"; } \
+        >"$LOG_DIR/install.log" 2>&1 || die "installation failed: $LOG_DIR/install.log"
+fi
+command -v python3 >/dev/null || die "python3 is missing"
+
+WB=${WB:-$REPO/target/release/wirebench}
+if [[ ! -x $WB ]]; then
+    log "building wirebench:"
+    show_cmd cargo build --release -p wirebench
+    (cd "$REPO" && cargo build --release -p wirebench) || die "cargo build failed"
+fi
+
+PIDS=()
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do
+        kill "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+log "== our SOCKS5 proxy vs microsocks ($(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -sr), $(nproc) cpus)"
+log "wirebench: $WB ($("$WB" --version 2>/dev/null | head -n 1))"
+log "microsocks: $(dpkg-query -W -f '${Version}' microsocks 2>/dev/null || echo '?'), iperf3: $(iperf3 --version | head -n 1)"
+log "logs: $LOG_DIR"
+
+# ---------------------------------------------------------------- 1. throughput
+OURS=$(free_port)
+MICRO=$(free_port)
+IPERF=$(free_port)
+"$WB" serve --listen "$HOST:0" --also "socks5=$HOST:$OURS" >"$LOG_DIR/serve.log" 2>&1 &
+PIDS+=($!)
+microsocks -i "$HOST" -p "$MICRO" >"$LOG_DIR/microsocks.log" 2>&1 &
+PIDS+=($!)
+for name in ours micro; do
+    port=$OURS
+    [[ $name == micro ]] && port=$MICRO
+    printf 'strict_chain\nquiet_mode\ntcp_read_time_out 15000\ntcp_connect_time_out 8000\n[ProxyList]\nsocks5 %s %s\n' \
+        "$HOST" "$port" >"$LOG_DIR/proxychains-$name.conf"
+done
+sleep 1
+
+log ""
+log "== 1. one iperf3 stream through each proxy, 128 KiB writes, ${SECONDS_PER_TEST} s"
+show_cmd proxychains4 -f PROXY.conf iperf3 -c "$HOST" -p "$IPERF" -t "$SECONDS_PER_TEST" -l 128K -J
+: >"$LOG_DIR/throughput.txt"
+for i in $(seq "$REPEATS"); do
+    for name in ours micro; do
+        iperf3 -s -B "$HOST" -p "$IPERF" -1 >"$LOG_DIR/iperf3-server-$name-$i.log" 2>&1 &
+        srv=$!
+        sleep 0.3
+        out=$LOG_DIR/iperf3-$name-$i.json
+        if proxychains4 -f "$LOG_DIR/proxychains-$name.conf" iperf3 -c "$HOST" -p "$IPERF" \
+            -t "$SECONDS_PER_TEST" -l 128K -J >"$out" 2>"$out.err"; then
+            bps=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"])' "$out")
+            echo "$name $bps" >>"$LOG_DIR/throughput.txt"
+            log "  repeat $i: $name $(python3 -c "print(f'{$bps / 1e9:.2f} Gbit/s')")"
+        else
+            log "  repeat $i: $name FAILED ($out.err)"
+        fi
+        kill "$srv" 2>/dev/null || true
+        wait "$srv" 2>/dev/null || true
+    done
+done
+
+# ---------------------------------------------------------------- 2. connections/s
+log ""
+log "== 2. connection set-up, $CONNECTS connections 32 at a time, ${REPEATS} repeat(s)"
+cmd=("$WB" run --protocol direct,socks5 --workload connect --connects "$CONNECTS" --concurrency 32
+    --payload 64 --socks5-server ours,microsocks --repeat "$REPEATS"
+    --out "$LOG_DIR/connect" --no-report --quiet)
+show_cmd "${cmd[@]}"
+"${cmd[@]}" >"$LOG_DIR/connect.log" 2>&1 || die "the connect run failed: $LOG_DIR/connect.log"
+
+log ""
+python3 - "$LOG_DIR/throughput.txt" "$LOG_DIR/connect/results.jsonl" <<'PY'
+import json, statistics, sys
+from collections import defaultdict
+t = defaultdict(list)
+for line in open(sys.argv[1]):
+    name, bps = line.split()
+    t[name].append(float(bps))
+print("| measure | ours | microsocks | ratio (target) |")
+print("|---|---:|---:|---:|")
+if t["ours"] and t["micro"]:
+    o, m = statistics.median(t["ours"]), statistics.median(t["micro"])
+    print(f"| iperf3 through the proxy, Gbit/s (median of {len(t['ours'])}) | {o / 1e9:.2f} | {m / 1e9:.2f} | {o / m:.2f} (>= 0.9) |")
+c = defaultdict(list)
+for line in open(sys.argv[2]):
+    r = json.loads(line)
+    if r.get("status") != "ok":
+        continue
+    p = r["params"]
+    key = p.get("socks5.server", "direct") if p["protocol"] == "socks5" else "direct"
+    c[key].append(r["metrics"]["connects.per_s"]["value"])
+if c["ours"] and c["microsocks"]:
+    o, m = statistics.median(c["ours"]), statistics.median(c["microsocks"])
+    print(f"| connections/s, 32 at a time (median of {len(c['ours'])}) | {o:,.0f} | {m:,.0f} | {o / m:.2f} (ours >= 20,000/s) |")
+if c["direct"]:
+    print(f"\ndirect, no proxy (the machine's ceiling for client + origin): {statistics.median(c['direct']):,.0f} connections/s")
+PY
