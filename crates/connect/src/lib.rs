@@ -72,12 +72,43 @@ pub async fn tcp(addr: SocketAddr) -> Result<(TcpStream, u64), WorkloadError> {
     Ok((s, took))
 }
 
-/// The baseline: straight to the origin.
-pub struct Direct;
+/// Like [`tcp`], with `TCP_FASTOPEN_CONNECT` (RFC 7413): with a cookie for `addr`, the
+/// kernel returns from `connect` at once and sends the SYN with the first write, carrying
+/// it; without one (the first connection), the handshake is ordinary and fetches one.
+pub async fn tcp_fast_open(addr: SocketAddr) -> Result<(TcpStream, u64), WorkloadError> {
+    let fail = |error| WorkloadError::Connect {
+        addr: addr.to_string(),
+        error,
+    };
+    let sock = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )
+    .map_err(fail)?;
+    wirebench_net::sock::set_fastopen_connect(&sock).map_err(fail)?;
+    sock.set_nonblocking(true).map_err(fail)?;
+    let sock = tokio::net::TcpSocket::from_std_stream(std::net::TcpStream::from(sock));
+    let t = monotonic_ns();
+    let s = sock.connect(addr).await.map_err(fail)?;
+    let took = monotonic_ns() - t;
+    let _ = s.set_nodelay(true);
+    let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+    Ok((s, took))
+}
+
+/// The baseline: straight to the origin, with TCP Fast Open when `tfo`.
+pub struct Direct {
+    pub tfo: bool,
+}
 
 impl Dial for Direct {
     async fn dial(&self, origin: SocketAddr) -> Result<Dialed, WorkloadError> {
-        let (stream, tcp_ns) = tcp(origin).await?;
+        let (stream, tcp_ns) = if self.tfo {
+            tcp_fast_open(origin).await?
+        } else {
+            tcp(origin).await?
+        };
         Ok(Dialed {
             stream,
             tcp_ns,
@@ -86,9 +117,52 @@ impl Dial for Direct {
     }
 }
 
+/// Turns TCP Fast Open on for a case: client and server bits of `net.ipv4.tcp_fastopen`
+/// in both lab hosts (a per-namespace sysctl); on loopback the machine's own setting must
+/// already allow it, since a run does not change its host's configuration.
+pub fn enable_tfo(lab: Option<&wirebench_lab::Lab>) -> Result<(), WorkloadError> {
+    match lab {
+        Some(lab) => {
+            for host in [lab.client(), lab.server()] {
+                wirebench_lab::netns::run(
+                    "ip",
+                    &[
+                        "netns",
+                        "exec",
+                        host.name(),
+                        "sysctl",
+                        "-qw",
+                        "net.ipv4.tcp_fastopen=3",
+                    ],
+                )
+                .map_err(|e| WorkloadError::Environment(format!("enabling TCP Fast Open: {e}")))?;
+            }
+            Ok(())
+        }
+        None => match wirebench_net::sock::tfo_sysctl_problem(
+            wirebench_net::sock::tfo_sysctl(),
+            true,
+            true,
+        ) {
+            None => Ok(()),
+            Some(p) => Err(WorkloadError::Environment(format!(
+                "tfo=on on loopback: {p}; or give the case a link (the lab sets it in its own hosts)"
+            ))),
+        },
+    }
+}
+
 /// The origin: returns every byte it receives until the client closes. One 16 KiB
 /// buffer per connection; a connection's error closes only it.
 pub async fn serve_echo(l: tokio::net::TcpListener, counters: Arc<Counters>) {
+    serve_echo_with(l, counters, false).await
+}
+
+/// [`serve_echo`], with a TCP Fast Open queue on the listener when `tfo`.
+pub async fn serve_echo_with(l: tokio::net::TcpListener, counters: Arc<Counters>, tfo: bool) {
+    if tfo && let Err(e) = wirebench_net::sock::set_listener_fastopen(&l) {
+        counters.reject(format!("the origin cannot take TCP Fast Open: {e}"));
+    }
     loop {
         let Ok((mut s, _)) = l.accept().await else {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -119,6 +193,8 @@ pub struct Plan {
     pub connects: u64,
     pub concurrency: u32,
     pub payload: usize,
+    /// TCP Fast Open to the origin (`tfo=on`; `direct` only so far).
+    pub tfo: bool,
 }
 
 impl Plan {
@@ -151,6 +227,7 @@ impl Plan {
             connects,
             concurrency,
             payload,
+            tfo: case.word("tfo") == Some("on"),
         })
     }
 }
@@ -165,7 +242,11 @@ pub fn run_case<D: Dial>(
     dialer: impl FnOnce(SocketAddr) -> Result<(D, Vec<Placed>), WorkloadError>,
 ) -> Result<Outcome, WorkloadError> {
     let plan = Plan::from_case(case)?;
-    let origin = wirebench_rpc::place(env.lab, "origin", serve_echo)?;
+    if plan.tfo {
+        enable_tfo(env.lab)?;
+    }
+    let tfo = plan.tfo;
+    let origin = wirebench_rpc::place(env.lab, "origin", move |l, c| serve_echo_with(l, c, tfo))?;
     let (d, proxies) = dialer(origin.addr)?;
     let r = run(&plan, &d, origin.addr, ctx);
     let rejected: u64 = proxies
@@ -205,6 +286,8 @@ struct Samples {
     tcp: Vec<u64>,
     proxy: Vec<u64>,
     ttfb: Vec<u64>,
+    /// Connections whose SYN carried data the other end accepted.
+    syn_data: u64,
 }
 
 /// Runs `plan` through `d` to `origin` on a single-threaded runtime of this thread.
@@ -239,8 +322,10 @@ pub fn run<D: Dial>(
                     exchange(&mut stream, message, start),
                 )
                 .await?;
+                let syn_data = wirebench_net::sock::syn_data_acked(&stream);
                 drop(stream);
                 let mut s = samples.borrow_mut();
+                s.syn_data += u64::from(syn_data);
                 s.tcp.push(tcp_ns);
                 s.proxy.push(proxy_ns);
                 s.ttfb.push(ttfb);
@@ -359,6 +444,13 @@ fn outcome(plan: &Plan, s: Samples, elapsed: u64) -> Outcome {
     if elapsed > 0 {
         out.push("connects.per_s", n as f64 / secs(elapsed), "conn/s");
     }
+    if plan.tfo {
+        out.push("connects.tfo", s.syn_data as f64, "count");
+        out.notes.push(format!(
+            "TCP Fast Open: {} of {n} connections carried their message in the SYN (the first fetches the cookie)",
+            s.syn_data
+        ));
+    }
     push_distribution(&mut out, "connect.tcp", &s.tcp);
     push_distribution(&mut out, "connect.proxy", &s.proxy);
     push_distribution(&mut out, "ttfb", &s.ttfb);
@@ -376,7 +468,7 @@ fn outcome(plan: &Plan, s: Samples, elapsed: u64) -> Outcome {
 /// `direct`: the baseline of the proxies, a plain TCP connection to the origin.
 pub struct DirectProtocol;
 
-const DIRECT_PARAMS: &[ParamSpec] = &[params::CONNECTS, params::CONCURRENCY];
+const DIRECT_PARAMS: &[ParamSpec] = &[params::CONNECTS, params::CONCURRENCY, params::TFO];
 
 impl Protocol for DirectProtocol {
     fn name(&self) -> &'static str {
@@ -403,6 +495,14 @@ impl Protocol for DirectProtocol {
         false
     }
 
+    fn connect_round_trips(&self, case: &Case) -> f64 {
+        if case.word("tfo") == Some("on") {
+            1.0
+        } else {
+            2.0
+        }
+    }
+
     fn run(
         &self,
         env: &Env,
@@ -411,6 +511,7 @@ impl Protocol for DirectProtocol {
         _link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
-        run_case(env, case, ctx, |_| Ok((Direct, Vec::new())))
+        let tfo = case.word("tfo") == Some("on");
+        run_case(env, case, ctx, |_| Ok((Direct { tfo }, Vec::new())))
     }
 }

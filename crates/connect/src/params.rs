@@ -21,3 +21,12 @@ pub const CONCURRENCY: ParamSpec = ParamSpec {
     help: "connections being set up at once; each starts the next when its echo is back",
     words: "concurrency",
 };
+
+pub const TFO: ParamSpec = ParamSpec {
+    name: "tfo",
+    kind: Kind::Choice(&["off", "on"]),
+    default: "off",
+    workloads: &["connect"],
+    help: "TCP Fast Open (RFC 7413) to the origin: the message rides in the SYN once the first connection has fetched a cookie, saving a round trip (needs net.ipv4.tcp_fastopen=3, which a lab sets in its own hosts)",
+    words: "TCP Fast Open",
+};

@@ -121,6 +121,7 @@ pub const METRICS: &[&str] = &[
     "rate.achieved",
     "connects.ok",
     "connects.per_s",
+    "connects.tfo",
     "connect.tcp.min",
     "connect.tcp.mean",
     "connect.tcp.p50",

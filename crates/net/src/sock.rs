@@ -208,6 +208,16 @@ pub fn listen(addr: SocketAddr, tfo: bool) -> io::Result<(TcpListener, bool)> {
     Ok((sock.into(), tfo_set))
 }
 
+/// `TCP_FASTOPEN_CONNECT` on a socket about to connect (see the module doc).
+pub fn set_fastopen_connect(s: &impl AsFd) -> io::Result<()> {
+    setsockopt(s, sockopt::TcpFastOpenConnect, &true).map_err(io::Error::from)
+}
+
+/// A TFO queue on a listener, before or after `listen` (Linux accepts both).
+pub fn set_listener_fastopen(s: &impl AsFd) -> io::Result<()> {
+    set_tcp_fastopen(s, TFO_QUEUE)
+}
+
 /// `TCP_FASTOPEN` (a listener's queue of pending TFO requests): neither nix nor socket2
 /// has it.
 fn set_tcp_fastopen(s: &impl AsFd, queue: libc::c_int) -> io::Result<()> {
@@ -261,7 +271,7 @@ pub fn delay_acks(s: &TcpStream) {
 
 /// The kernel's TCP_INFO for a connection, if it can be read (neither nix nor socket2
 /// reads it).
-fn tcp_info(s: &TcpStream) -> Option<libc::tcp_info> {
+fn tcp_info(s: &impl AsRawFd) -> Option<libc::tcp_info> {
     // SAFETY: tcp_info is plain data (all-zero is a valid value); the kernel writes at
     // most `len` bytes into it, and `s` is a live socket borrowed for the call.
     unsafe {
@@ -280,13 +290,13 @@ fn tcp_info(s: &TcpStream) -> Option<libc::tcp_info> {
 
 /// Whether the connection's SYN carried data that the other end accepted (TCP_INFO
 /// `tcpi_options & TCPI_OPT_SYN_DATA`). Meaningful once the handshake is over.
-pub fn syn_data_acked(s: &TcpStream) -> bool {
+pub fn syn_data_acked(s: &impl AsRawFd) -> bool {
     tcp_info(s).is_some_and(|i| i.tcpi_options & TCPI_OPT_SYN_DATA != 0)
 }
 
 /// Whether the connection is established (TCP_INFO `tcpi_state`): the handshake is over,
 /// so a TFO cookie the peer offered is in the kernel's cache.
-pub fn established(s: &TcpStream) -> bool {
+pub fn established(s: &impl AsRawFd) -> bool {
     // 1 = TCP_ESTABLISHED (include/net/tcp_states.h).
     tcp_info(s).is_some_and(|i| i.tcpi_state == 1)
 }
