@@ -41,8 +41,32 @@ pub struct Dialed {
     pub stream: TcpStream,
     /// The TCP handshake (to the origin or the proxy), ns.
     pub tcp_ns: u64,
-    /// The proxy's handshake after it, ns; 0 without a proxy.
+    /// The proxy's handshake after it, ns; 0 without a proxy (or when the handshake
+    /// rides with the first message: see `reply`).
     pub proxy_ns: u64,
+    /// Bytes sent in front of the first message, in the same write: a 0-RTT protocol's
+    /// request, which must share the SYN (TCP Fast Open) with the message.
+    pub prefix: Vec<u8>,
+    /// Reads the proxy's reply off the front of the answer: `Ok(None)` while incomplete,
+    /// `Ok(Some(n))` once its `n` bytes are in, an error for a refusal. Its arrival,
+    /// from the first write, is then the connection's `connect.proxy`.
+    pub reply: Option<ReplyReader>,
+}
+
+/// See [`Dialed::reply`].
+pub type ReplyReader = fn(&[u8]) -> Result<Option<usize>, WorkloadError>;
+
+impl Dialed {
+    /// A connection ready for the first message, nothing to add or strip.
+    pub fn plain(stream: TcpStream, tcp_ns: u64, proxy_ns: u64) -> Dialed {
+        Dialed {
+            stream,
+            tcp_ns,
+            proxy_ns,
+            prefix: Vec::new(),
+            reply: None,
+        }
+    }
 }
 
 /// How a protocol opens a connection to the origin.
@@ -109,11 +133,7 @@ impl Dial for Direct {
         } else {
             tcp(origin).await?
         };
-        Ok(Dialed {
-            stream,
-            tcp_ns,
-            proxy_ns: 0,
-        })
+        Ok(Dialed::plain(stream, tcp_ns, 0))
     }
 }
 
@@ -315,13 +335,16 @@ pub fn run<D: Dial>(
                     mut stream,
                     tcp_ns,
                     proxy_ns,
+                    prefix,
+                    reply,
                 } = within(ctx.connect_timeout, "connecting", d.dial(origin)).await?;
-                let ttfb = within(
+                let (ttfb, replied) = within(
                     ctx.stall_timeout,
                     "waiting for the first byte",
-                    exchange(&mut stream, message, start),
+                    exchange(&mut stream, &prefix, message, reply, start),
                 )
                 .await?;
+                let proxy_ns = replied.unwrap_or(proxy_ns);
                 let syn_data = wirebench_net::sock::syn_data_acked(&stream);
                 drop(stream);
                 let mut s = samples.borrow_mut();
@@ -370,16 +393,71 @@ pub fn run<D: Dial>(
     }
 }
 
-/// Sends `message` and reads its echo back whole, returning the time from `start` to its
-/// first byte.
-async fn exchange(s: &mut TcpStream, message: &[u8], start: u64) -> Result<u64, WorkloadError> {
+/// Sends `prefix` and `message` in one write, reads the proxy's reply off the front of
+/// the answer when there is one, then the echo, whole. Returns the time from `start` to
+/// the echo's first byte, and from the write to the reply's completion.
+async fn exchange(
+    s: &mut TcpStream,
+    prefix: &[u8],
+    message: &[u8],
+    reply: Option<ReplyReader>,
+    start: u64,
+) -> Result<(u64, Option<u64>), WorkloadError> {
     let io = |during: &'static str| move |error| WorkloadError::Io { during, error };
-    s.write_all(message)
-        .await
-        .map_err(io("sending the first message"))?;
-    let mut buf = vec![0u8; message.len().min(64 * 1024)];
+    let sent_at = monotonic_ns();
+    if prefix.is_empty() {
+        s.write_all(message).await
+    } else {
+        let mut both = Vec::with_capacity(prefix.len() + message.len());
+        both.extend_from_slice(prefix);
+        both.extend_from_slice(message);
+        s.write_all(&both).await
+    }
+    .map_err(io("sending the first message"))?;
+    let mut buf = vec![0u8; message.len().clamp(1024, 64 * 1024)];
+    // The reply, then whatever of the echo came with it.
+    let mut pending: Vec<u8> = Vec::new();
+    let mut replied = None;
+    if let Some(parse) = reply {
+        loop {
+            if let Some(n) = parse(&pending)? {
+                replied = Some(monotonic_ns() - sent_at);
+                pending.drain(..n);
+                break;
+            }
+            if pending.len() > 64 * 1024 {
+                return Err(WorkloadError::Peer(
+                    "the proxy's reply is over 64 KiB".into(),
+                ));
+            }
+            let n = s
+                .read(&mut buf)
+                .await
+                .map_err(io("reading the proxy's reply"))?;
+            if n == 0 {
+                return Err(WorkloadError::Closed {
+                    during: "waiting for the proxy's reply",
+                });
+            }
+            pending.extend_from_slice(&buf[..n]);
+        }
+    }
     let mut got = 0usize;
     let mut first = None;
+    let mut check = |chunk: &[u8], got: &mut usize| {
+        first.get_or_insert_with(monotonic_ns);
+        let end = (*got + chunk.len()).min(message.len());
+        if chunk.len() > message.len() - *got || chunk != &message[*got..end] {
+            return Err(WorkloadError::Peer(format!(
+                "the answer differs from the message at byte {got} or after: the path altered it"
+            )));
+        }
+        *got += chunk.len();
+        Ok(())
+    };
+    if !pending.is_empty() {
+        check(&pending, &mut got)?;
+    }
     while got < message.len() {
         let want = (message.len() - got).min(buf.len());
         let n = s
@@ -391,15 +469,9 @@ async fn exchange(s: &mut TcpStream, message: &[u8], start: u64) -> Result<u64, 
                 during: "waiting for the answer",
             });
         }
-        first.get_or_insert_with(monotonic_ns);
-        if buf[..n] != message[got..got + n] {
-            return Err(WorkloadError::Peer(format!(
-                "the answer differs from the message at byte {got} or after: the path altered it"
-            )));
-        }
-        got += n;
+        check(&buf[..n], &mut got)?;
     }
-    Ok(first.unwrap_or(start) - start)
+    Ok((first.unwrap_or(start) - start, replied))
 }
 
 async fn within<T>(

@@ -186,11 +186,7 @@ impl Dial for Socks5Dial {
                 buf.len()
             )));
         }
-        Ok(Dialed {
-            stream: s,
-            tcp_ns,
-            proxy_ns: monotonic_ns() - t,
-        })
+        Ok(Dialed::plain(s, tcp_ns, monotonic_ns() - t))
     }
 }
 
