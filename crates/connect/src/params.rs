@@ -27,6 +27,6 @@ pub const TFO: ParamSpec = ParamSpec {
     kind: Kind::Choice(&["off", "on"]),
     default: "off",
     workloads: &["connect"],
-    help: "TCP Fast Open (RFC 7413) to the origin: the message rides in the SYN once the first connection has fetched a cookie, saving a round trip (needs net.ipv4.tcp_fastopen=3, which a lab sets in its own hosts)",
+    help: "TCP Fast Open (RFC 7413) on the first hop (the origin for direct, the converter for convert): the message rides in the SYN once the first connection has fetched a cookie, saving a round trip (needs net.ipv4.tcp_fastopen=3, which a lab sets in its own hosts)",
     words: "TCP Fast Open",
 };
