@@ -18,6 +18,7 @@ pub static REGISTRY: &[&dyn Protocol] = &[
     // The proxies' baseline lives with their shared connect workload.
     &wirebench_connect::DirectProtocol,
     &wirebench_plugin_socks5::Socks5,
+    &wirebench_plugin_convert::Convert,
 ];
 
 /// The protocol of that name (`raw` for a name the parameter check let through and no

@@ -1,0 +1,241 @@
+//! The Transport Converter of RFC 8803: a client's SYN carries (with TCP Fast Open) a
+//! Convert message whose Connect TLV names the server, followed by the client's first
+//! data; the converter connects onwards, and only once the server has accepted does it
+//! answer with its own Convert message and forward the data, then relay both ways. A
+//! refusal is the RFC's Error TLV, after which the converter closes.
+//!
+//! Not an open relay: it connects only to destinations its [`Allow`] admits, and answers
+//! any other with "Not Authorized to Connect". A client has [`HANDSHAKE_TIMEOUT`] to
+//! send its whole Convert message (at most [`MAX_MESSAGE`] bytes, what the 8-bit length
+//! in 32-bit words can say); a connection's failure closes only it.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use wirebench_convert as cv;
+use wirebench_rpc::Counters;
+
+/// Time a client has from connecting to its complete Convert message.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time the converter gives its own connection to the server.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest Convert message: 255 32-bit words.
+pub const MAX_MESSAGE: usize = 255 * 4;
+
+/// Which destinations the converter connects to: addresses or networks (`a.b.c.d/n`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Allow {
+    Only(Vec<SocketAddr>),
+    Networks(Vec<(IpAddr, u8)>),
+}
+
+impl Allow {
+    pub fn admits(&self, a: SocketAddr) -> bool {
+        match self {
+            Allow::Only(v) => v.contains(&a),
+            Allow::Networks(nets) => nets.iter().any(|(net, bits)| within(a.ip(), *net, *bits)),
+        }
+    }
+
+    /// `127.0.0.0/8,::1/128,10.1.2.3`: networks, a bare address being its own /32 or /128.
+    pub fn parse(text: &str) -> Result<Allow, String> {
+        let mut nets = Vec::new();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (ip, bits) = match part.split_once('/') {
+                Some((ip, bits)) => (ip, Some(bits)),
+                None => (part, None),
+            };
+            let ip: IpAddr = ip
+                .parse()
+                .map_err(|_| format!("{part:?} is not an address or network (e.g. 127.0.0.0/8)"))?;
+            let max = if ip.is_ipv4() { 32 } else { 128 };
+            let bits = match bits {
+                Some(b) => b
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|b| *b <= max)
+                    .ok_or_else(|| format!("{part:?}: the prefix length must be 0 to {max}"))?,
+                None => max,
+            };
+            nets.push((ip, bits));
+        }
+        if nets.is_empty() {
+            return Err("no destination allowed: name at least one network".into());
+        }
+        Ok(Allow::Networks(nets))
+    }
+}
+
+fn within(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
+    match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
+            u32::from(a) & mask == u32::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
+            u128::from(a) & mask == u128::from(n) & mask
+        }
+        _ => false,
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub allow: Allow,
+    /// A TCP Fast Open queue on the listener, so clients' SYNs may carry their request.
+    pub tfo: bool,
+}
+
+/// Serves the Convert Protocol on `l` until the runtime stops.
+pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc<Config>) {
+    if cfg.tfo
+        && let Err(e) = wirebench_net::sock::set_listener_fastopen(&l)
+    {
+        counters.reject(format!("the converter cannot take TCP Fast Open: {e}"));
+    }
+    loop {
+        let Ok((s, _)) = l.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let _ = s.set_nodelay(true);
+        let (c, cfg) = (counters.clone(), cfg.clone());
+        tokio::task::spawn_local(async move {
+            if let Err(e) = session(s, &cfg).await {
+                c.reject(format!("Convert client: {e}"));
+            }
+        });
+    }
+}
+
+/// Sends the Error TLV for `code` and returns `why` as the session's error.
+async fn refuse(s: &mut TcpStream, code: cv::ErrorCode, why: String) -> Result<TcpStream, String> {
+    let _ = s.write_all(&cv::error_reply(code)).await;
+    Err(why)
+}
+
+async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
+    let mut buf = Vec::with_capacity(256);
+    let up = match tokio::time::timeout(HANDSHAKE_TIMEOUT, open(&mut s, &mut buf, cfg)).await {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(format!(
+                "no complete Convert message within {}s",
+                HANDSHAKE_TIMEOUT.as_secs()
+            ));
+        }
+    };
+    let mut up = up;
+    // The relay ends when either side closes or fails; neither is the client's fault.
+    let _ = tokio::io::copy_bidirectional(&mut s, &mut up).await;
+    Ok(())
+}
+
+/// Reads the client's Convert message, connects to its server, answers and forwards the
+/// data that came with the message. `buf` keeps what follows the message.
+async fn open(s: &mut TcpStream, buf: &mut Vec<u8>, cfg: &Config) -> Result<TcpStream, String> {
+    let tlvs = loop {
+        match cv::parse(buf) {
+            Ok(Some((tlvs, n))) => {
+                buf.drain(..n);
+                break tlvs;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let code = e.reply_code();
+                return refuse(s, code, format!("bad Convert message: {e}")).await;
+            }
+        }
+        if buf.len() >= MAX_MESSAGE + 64 * 1024 {
+            return Err("a Convert message that never ends".into());
+        }
+        let mut chunk = [0u8; 2048];
+        let n = s
+            .read(&mut chunk)
+            .await
+            .map_err(|e| format!("reading the Convert message: {e}"))?;
+        if n == 0 {
+            return Err("closed before the Convert message was complete".into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let Some(dest) = cv::connect_target(&tlvs) else {
+        return refuse(
+            s,
+            cv::ErrorCode::MalformedMessage,
+            "a Convert message without a Connect TLV".into(),
+        )
+        .await;
+    };
+    if !cfg.allow.admits(dest) {
+        return refuse(
+            s,
+            cv::ErrorCode::NotAuthorized,
+            format!("{dest} is not an allowed destination"),
+        )
+        .await;
+    }
+    let mut up = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(dest)).await {
+        Ok(Ok(up)) => up,
+        Ok(Err(e)) => {
+            let code = match e.kind() {
+                std::io::ErrorKind::ConnectionRefused => cv::ErrorCode::ConnectionReset,
+                _ => cv::ErrorCode::DestinationUnreachable,
+            };
+            return refuse(s, code, format!("connecting to {dest}: {e}")).await;
+        }
+        Err(_) => {
+            return refuse(
+                s,
+                cv::ErrorCode::DestinationUnreachable,
+                format!(
+                    "connecting to {dest}: no answer within {}s",
+                    CONNECT_TIMEOUT.as_secs()
+                ),
+            )
+            .await;
+        }
+    };
+    let _ = up.set_nodelay(true);
+    // The server has accepted: now the answer, then the client's early data onwards.
+    s.write_all(&cv::success_reply())
+        .await
+        .map_err(|e| format!("answering the client: {e}"))?;
+    if !buf.is_empty() {
+        up.write_all(buf)
+            .await
+            .map_err(|e| format!("forwarding the client's first data: {e}"))?;
+        buf.clear();
+    }
+    Ok(up)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_lists() {
+        let a = Allow::parse("127.0.0.0/8, 10.1.2.3, ::1/128").unwrap();
+        assert!(a.admits("127.9.9.9:80".parse().unwrap()));
+        assert!(a.admits("10.1.2.3:1".parse().unwrap()));
+        assert!(!a.admits("10.1.2.4:1".parse().unwrap()));
+        assert!(a.admits("[::1]:5".parse().unwrap()));
+        assert!(!a.admits("192.0.2.1:80".parse().unwrap()));
+        assert!(
+            Allow::parse("0.0.0.0/0")
+                .unwrap()
+                .admits("192.0.2.1:80".parse().unwrap())
+        );
+        assert!(Allow::parse("").is_err());
+        assert!(Allow::parse("10.0.0.0/33").unwrap_err().contains("0 to 32"));
+        assert!(
+            Allow::parse("example.org")
+                .unwrap_err()
+                .contains("not an address")
+        );
+    }
+}

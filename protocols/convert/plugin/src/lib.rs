@@ -1,0 +1,152 @@
+//! `convert`: the connect workload through an RFC 8803 Transport Converter (the 0-RTT
+//! TCP Convert Protocol), study S3's answer to SOCKS5's round trips
+//! (docs/protocols/proxies.md). Our converter ([`converter`]) is started per case beside
+//! the origin, in the lab's server host; the client puts its Convert message (a Connect
+//! TLV naming the origin) and its first data in one write, which with `tfo=on` rides in
+//! the SYN:
+//!
+//! - `tfo=on`: one round trip to the first byte, as direct TCP with Fast Open (plus the
+//!   converter's own leg to the server, here inside one host);
+//! - `tfo=off`: two, as direct TCP: the request costs no round trip of its own either way.
+//!
+//! The codec is `wirebench-convert` (protocols/convert/engine).
+
+pub mod converter;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use wirebench_connect::params::{CONCURRENCY, CONNECTS, TFO};
+use wirebench_connect::{Dial, Dialed};
+use wirebench_convert as cv;
+use wirebench_protocol::params::ParamSpec;
+use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
+
+const PARAMS: &[ParamSpec] = &[TFO, CONNECTS, CONCURRENCY];
+
+/// The client side: connects to the converter; its request travels with the first data.
+pub struct ConvertDial {
+    pub converter: SocketAddr,
+    pub tfo: bool,
+}
+
+/// The converter's answer off the front of the stream: its length once complete, its
+/// Error TLV as a refusal.
+fn read_reply(buf: &[u8]) -> Result<Option<usize>, WorkloadError> {
+    match cv::parse(buf) {
+        Ok(None) => Ok(None),
+        Ok(Some((tlvs, n))) => match tlvs.iter().find_map(|t| match t {
+            cv::Tlv::Error { code, .. } => Some(*code),
+            _ => None,
+        }) {
+            Some(code) => Err(WorkloadError::Peer(format!(
+                "the converter refused: {code}"
+            ))),
+            None => Ok(Some(n)),
+        },
+        Err(e) => Err(WorkloadError::Peer(format!(
+            "the converter's answer is not a Convert message: {e}"
+        ))),
+    }
+}
+
+impl Dial for ConvertDial {
+    async fn dial(&self, origin: SocketAddr) -> Result<Dialed, WorkloadError> {
+        let (stream, tcp_ns) = if self.tfo {
+            wirebench_connect::tcp_fast_open(self.converter).await?
+        } else {
+            wirebench_connect::tcp(self.converter).await?
+        };
+        Ok(Dialed {
+            stream,
+            tcp_ns,
+            proxy_ns: 0,
+            prefix: cv::connect_request(origin),
+            reply: Some(read_reply),
+        })
+    }
+}
+
+pub struct Convert;
+
+impl Protocol for Convert {
+    fn name(&self) -> &'static str {
+        "convert"
+    }
+
+    fn summary(&self) -> &'static str {
+        "connections through an RFC 8803 0-RTT Transport Converter of ours to an echo server (workload connect: time to first byte)"
+    }
+
+    fn workloads(&self) -> &'static [&'static str] {
+        &["connect"]
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn servers(&self, _case: &Case) -> Option<&'static str> {
+        Some("a Transport Converter and an echo server of ours started per case")
+    }
+
+    fn uses_reference_server(&self) -> bool {
+        false
+    }
+
+    fn connect_round_trips(&self, case: &Case) -> f64 {
+        if case.word("tfo") == Some("on") {
+            1.0
+        } else {
+            2.0
+        }
+    }
+
+    fn serve_alone(
+        &self,
+        listener: std::net::TcpListener,
+        max_payload: usize,
+    ) -> Option<Result<(), String>> {
+        let cfg = Arc::new(converter::Config {
+            allow: converter::Allow::Networks(vec![
+                (std::net::Ipv4Addr::LOCALHOST.into(), 8),
+                (std::net::Ipv6Addr::LOCALHOST.into(), 128),
+            ]),
+            tfo: true,
+        });
+        Some(wirebench_rpc::server::serve_alone(
+            listener,
+            "convert",
+            max_payload,
+            move |l, c, _| converter::serve(l, c, cfg),
+        ))
+    }
+
+    fn run(
+        &self,
+        env: &Env,
+        case: &Case,
+        _repeat: u32,
+        _link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError> {
+        let tfo = case.word("tfo") == Some("on");
+        let lab = env.lab;
+        let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
+            let cfg = Arc::new(converter::Config {
+                allow: converter::Allow::Only(vec![origin]),
+                tfo,
+            });
+            let placed =
+                wirebench_rpc::place(lab, "convert", move |l, c| converter::serve(l, c, cfg))?;
+            let d = ConvertDial {
+                converter: placed.addr,
+                tfo,
+            };
+            Ok((d, vec![placed]))
+        })?;
+        out.notes.push(
+            "Convert (RFC 8803): the Connect TLV and the first message share one write (the SYN with tfo=on); connect.proxy is the converter's answer, from that write".into(),
+        );
+        Ok(out)
+    }
+}
