@@ -113,6 +113,29 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
     },
+    /// Run an RFC 8803 Transport Converter (the 0-RTT TCP Convert Protocol) until Ctrl-C.
+    ///
+    /// A client's SYN carries (with TCP Fast Open) a Connect TLV naming its server and its
+    /// first data; the converter connects onwards, answers once the server has accepted,
+    /// forwards the data and relays both ways. It connects only to the networks --allow
+    /// names and answers others with the RFC's "Not Authorized" error. RFC 8803 forbids
+    /// loopback destinations: name them in --allow only to test on one machine. Clients
+    /// need net.ipv4.tcp_fastopen with bit 1, this host bit 2 (3 for both). The client
+    /// side is in the connect workload (--protocol convert); docs/protocols/proxies.md.
+    #[command(after_help = "Examples:\n  \
+        wirebench converter --listen 0.0.0.0:5124 --allow 198.51.100.0/24,2001:db8::/32\n  \
+        wirebench converter --listen 127.0.0.1:5124 --allow 127.0.0.1   # a test on this machine")]
+    Converter {
+        /// Address and port to listen on.
+        #[arg(long, value_name = "ADDR")]
+        listen: String,
+        /// Destinations the converter may connect to: addresses and networks, comma-separated.
+        #[arg(long, value_name = "NETWORKS")]
+        allow: String,
+        /// Do not offer TCP Fast Open (clients then pay a round trip for the handshake).
+        #[arg(long)]
+        no_tfo: bool,
+    },
     /// Manage lab leftovers.
     #[command(after_help = "Examples:\n  \
         wirebench lab list          # namespaces of wirebench runs, alive or gone\n  \

@@ -27,6 +27,11 @@ fn main() -> ExitCode {
         Command::Lab { command } => lab(command),
         Command::Report { dir } => report(&dir),
         Command::X2x { config } => x2x(&config),
+        Command::Converter {
+            listen,
+            allow,
+            no_tfo,
+        } => converter(&listen, &allow, !no_tfo),
         Command::Compare(args) => compare(args),
         Command::Scenarios => {
             render::scenarios(&wirebench_runner::catalog::scenarios());
@@ -343,6 +348,38 @@ fn compare(args: CompareArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn converter(listen: &str, allow: &str, tfo: bool) -> Result<ExitCode> {
+    use wirebench_plugin_convert::converter::{self, Allow, Config};
+    let allow_list = Allow::parse(allow).map_err(|e| anyhow::anyhow!("--allow: {e}"))?;
+    let l = std::net::TcpListener::bind(listen)
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    if tfo
+        && let Some(p) =
+            wirebench_net::sock::tfo_sysctl_problem(wirebench_net::sock::tfo_sysctl(), false, true)
+    {
+        eprintln!("wirebench converter: warning: {p}");
+    }
+    eprintln!(
+        "wirebench converter: listening on {}, connecting to {allow} only{} (Ctrl-C to stop)",
+        l.local_addr()?,
+        if tfo { ", TCP Fast Open offered" } else { "" }
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst))
+            .context("cannot install the Ctrl-C handler")?;
+    }
+    let cfg = Config {
+        allow: allow_list,
+        tfo,
+        log: true,
+    };
+    converter::run_standalone(l, cfg, stop).map_err(|e| anyhow::anyhow!(e))?;
+    eprintln!("wirebench converter: stopped");
+    Ok(ExitCode::SUCCESS)
 }
 
 fn x2x(path: &Path) -> Result<ExitCode> {

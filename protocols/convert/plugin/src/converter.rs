@@ -87,6 +87,8 @@ pub struct Config {
     pub allow: Allow,
     /// A TCP Fast Open queue on the listener, so clients' SYNs may carry their request.
     pub tfo: bool,
+    /// Each refused or failed connection on stderr (`wirebench converter`).
+    pub log: bool,
 }
 
 /// Serves the Convert Protocol on `l` until the runtime stops.
@@ -105,6 +107,9 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
         let (c, cfg) = (counters.clone(), cfg.clone());
         tokio::task::spawn_local(async move {
             if let Err(e) = session(s, &cfg).await {
+                if cfg.log {
+                    eprintln!("wirebench converter: a client: {e}");
+                }
                 c.reject(format!("Convert client: {e}"));
             }
         });
@@ -238,4 +243,31 @@ mod tests {
                 .contains("not an address")
         );
     }
+}
+
+/// `wirebench converter`: serves on `listener` until `stop` is set (checked every 100 ms).
+pub fn run_standalone(
+    listener: std::net::TcpListener,
+    cfg: Config,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> Result<(), String> {
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let l = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+        let stopped = async {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        };
+        tokio::select! {
+            _ = serve(l, Arc::new(Counters::default()), Arc::new(cfg)) => {}
+            _ = stopped => {}
+        }
+        Ok(())
+    })
 }

@@ -112,6 +112,7 @@ impl Protocol for Convert {
                 (std::net::Ipv6Addr::LOCALHOST.into(), 128),
             ]),
             tfo: true,
+            log: false,
         });
         Some(wirebench_rpc::server::serve_alone(
             listener,
@@ -135,6 +136,7 @@ impl Protocol for Convert {
             let cfg = Arc::new(converter::Config {
                 allow: converter::Allow::Only(vec![origin]),
                 tfo,
+                log: false,
             });
             let placed =
                 wirebench_rpc::place(lab, "convert", move |l, c| converter::serve(l, c, cfg))?;

@@ -175,42 +175,54 @@ async fn handshake(
             .map_err(w)?;
         return Err(format!("{cmd:?} requested: only CONNECT is served"));
     }
-    let dest = match resolve(&target).await {
-        Some(a) => a,
-        None => {
-            s.write_all(&refuse(s5::ReplyCode::HostUnreachable))
-                .await
-                .map_err(w)?;
-            return Err(format!("{target} does not resolve"));
-        }
-    };
-    if !cfg.allow.admits(dest) {
+    let addrs = resolve(&target).await;
+    if addrs.is_empty() {
+        s.write_all(&refuse(s5::ReplyCode::HostUnreachable))
+            .await
+            .map_err(w)?;
+        return Err(format!("{target} does not resolve"));
+    }
+    // A name may resolve to several addresses (::1 and 127.0.0.1 for localhost): each
+    // allowed one is tried in turn, as a client connecting by name would.
+    let allowed: Vec<SocketAddr> = addrs.into_iter().filter(|a| cfg.allow.admits(*a)).collect();
+    if allowed.is_empty() {
         s.write_all(&refuse(s5::ReplyCode::NotAllowed))
             .await
             .map_err(w)?;
-        return Err(format!("{dest} is not an allowed destination"));
+        return Err(format!("{target} is not an allowed destination"));
     }
-    let up = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(dest)).await {
-        Ok(Ok(up)) => up,
-        Ok(Err(e)) => {
-            let code = match e.kind() {
-                std::io::ErrorKind::ConnectionRefused => s5::ReplyCode::ConnectionRefused,
-                std::io::ErrorKind::HostUnreachable => s5::ReplyCode::HostUnreachable,
-                std::io::ErrorKind::NetworkUnreachable => s5::ReplyCode::NetworkUnreachable,
-                _ => s5::ReplyCode::GeneralFailure,
-            };
-            s.write_all(&refuse(code)).await.map_err(w)?;
-            return Err(format!("connecting to {dest}: {e}"));
+    let mut last = None;
+    let mut up = None;
+    for dest in &allowed {
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(dest)).await {
+            Ok(Ok(u)) => {
+                up = Some(u);
+                break;
+            }
+            Ok(Err(e)) => {
+                let code = match e.kind() {
+                    std::io::ErrorKind::ConnectionRefused => s5::ReplyCode::ConnectionRefused,
+                    std::io::ErrorKind::HostUnreachable => s5::ReplyCode::HostUnreachable,
+                    std::io::ErrorKind::NetworkUnreachable => s5::ReplyCode::NetworkUnreachable,
+                    _ => s5::ReplyCode::GeneralFailure,
+                };
+                last = Some((code, format!("connecting to {dest}: {e}")));
+            }
+            Err(_) => {
+                last = Some((
+                    s5::ReplyCode::TtlExpired,
+                    format!(
+                        "connecting to {dest}: no answer within {}s",
+                        CONNECT_TIMEOUT.as_secs()
+                    ),
+                ));
+            }
         }
-        Err(_) => {
-            s.write_all(&refuse(s5::ReplyCode::TtlExpired))
-                .await
-                .map_err(w)?;
-            return Err(format!(
-                "connecting to {dest}: no answer within {}s",
-                CONNECT_TIMEOUT.as_secs()
-            ));
-        }
+    }
+    let Some(up) = up else {
+        let (code, why) = last.unwrap_or((s5::ReplyCode::GeneralFailure, "no address".into()));
+        s.write_all(&refuse(code)).await.map_err(w)?;
+        return Err(why);
     };
     let _ = up.set_nodelay(true);
     let bound = up.local_addr().map_err(|e| e.to_string())?;
@@ -220,14 +232,14 @@ async fn handshake(
     Ok(up)
 }
 
-/// The destination's address: as given, or the first a domain name resolves to.
-async fn resolve(t: &s5::Target) -> Option<SocketAddr> {
+/// The destination's addresses: as given, or all a domain name resolves to (at most 8).
+async fn resolve(t: &s5::Target) -> Vec<SocketAddr> {
     match &t.host {
-        s5::Host::V4(a) => Some(SocketAddr::new((*a).into(), t.port)),
-        s5::Host::V6(a) => Some(SocketAddr::new((*a).into(), t.port)),
+        s5::Host::V4(a) => vec![SocketAddr::new((*a).into(), t.port)],
+        s5::Host::V6(a) => vec![SocketAddr::new((*a).into(), t.port)],
         s5::Host::Domain(d) => tokio::net::lookup_host((d.as_str(), t.port))
             .await
-            .ok()?
-            .next(),
+            .map(|it| it.take(8).collect())
+            .unwrap_or_default(),
     }
 }
