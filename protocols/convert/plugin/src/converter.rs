@@ -218,33 +218,6 @@ async fn open(s: &mut TcpStream, buf: &mut Vec<u8>, cfg: &Config) -> Result<TcpS
     Ok(up)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn allow_lists() {
-        let a = Allow::parse("127.0.0.0/8, 10.1.2.3, ::1/128").unwrap();
-        assert!(a.admits("127.9.9.9:80".parse().unwrap()));
-        assert!(a.admits("10.1.2.3:1".parse().unwrap()));
-        assert!(!a.admits("10.1.2.4:1".parse().unwrap()));
-        assert!(a.admits("[::1]:5".parse().unwrap()));
-        assert!(!a.admits("192.0.2.1:80".parse().unwrap()));
-        assert!(
-            Allow::parse("0.0.0.0/0")
-                .unwrap()
-                .admits("192.0.2.1:80".parse().unwrap())
-        );
-        assert!(Allow::parse("").is_err());
-        assert!(Allow::parse("10.0.0.0/33").unwrap_err().contains("0 to 32"));
-        assert!(
-            Allow::parse("example.org")
-                .unwrap_err()
-                .contains("not an address")
-        );
-    }
-}
-
 /// `wirebench converter`: serves on `listener` until `stop` is set (checked every 100 ms).
 pub fn run_standalone(
     listener: std::net::TcpListener,
@@ -270,4 +243,31 @@ pub fn run_standalone(
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_lists() {
+        let a = Allow::parse("127.0.0.0/8, 10.1.2.3, ::1/128").unwrap();
+        assert!(a.admits("127.9.9.9:80".parse().unwrap()));
+        assert!(a.admits("10.1.2.3:1".parse().unwrap()));
+        assert!(!a.admits("10.1.2.4:1".parse().unwrap()));
+        assert!(a.admits("[::1]:5".parse().unwrap()));
+        assert!(!a.admits("192.0.2.1:80".parse().unwrap()));
+        assert!(
+            Allow::parse("0.0.0.0/0")
+                .unwrap()
+                .admits("192.0.2.1:80".parse().unwrap())
+        );
+        assert!(Allow::parse("").is_err());
+        assert!(Allow::parse("10.0.0.0/33").unwrap_err().contains("0 to 32"));
+        assert!(
+            Allow::parse("example.org")
+                .unwrap_err()
+                .contains("not an address")
+        );
+    }
 }
