@@ -117,8 +117,23 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
 }
 
 /// Sends the Error TLV for `code` and returns `why` as the session's error.
+/// Then a FIN, and what the client still sends is read and dropped (at most 64 KiB, for
+/// at most a second): unread data would make the kernel answer with a reset that could
+/// destroy the Error TLV before the client has read it.
 async fn refuse(s: &mut TcpStream, code: cv::ErrorCode, why: String) -> Result<TcpStream, String> {
     let _ = s.write_all(&cv::error_reply(code)).await;
+    let _ = s.shutdown().await;
+    let drain = async {
+        let mut chunk = [0u8; 4096];
+        let mut left = 64 * 1024usize;
+        while left > 0 {
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
     Err(why)
 }
 

@@ -71,7 +71,11 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
 async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
     let mut buf = Vec::with_capacity(512);
     let up = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut s, &mut buf, cfg)).await {
-        Ok(r) => r?,
+        Ok(Ok(up)) => up,
+        Ok(Err(e)) => {
+            close_gently(&mut s).await;
+            return Err(e);
+        }
         Err(_) => {
             return Err(format!(
                 "no complete handshake within {}s",
@@ -88,6 +92,24 @@ async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
     // The relay ends when either side closes or fails; neither is the client's fault.
     let _ = tokio::io::copy_bidirectional(&mut s, &mut up).await;
     Ok(())
+}
+
+/// After a refusal: a FIN, then what the client still sends is read and dropped (at most
+/// 64 KiB, for at most a second), so the kernel does not answer unread data with a reset
+/// that could destroy the refusal before the client has read it.
+async fn close_gently(s: &mut TcpStream) {
+    let _ = s.shutdown().await;
+    let drain = async {
+        let mut chunk = [0u8; 4096];
+        let mut left = 64 * 1024usize;
+        while left > 0 {
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
 }
 
 /// Reads until `parse` accepts what `buf` holds, consuming the message from `buf`.
