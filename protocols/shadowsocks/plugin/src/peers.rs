@@ -1,0 +1,182 @@
+//! Debian's shadowsocks-libev (`ss-server`, 3.3.5) started per case beside the origin,
+//! in the lab's server host (or on loopback), for `shadowsocks.server=libev`. It listens
+//! only on the case's server address, with a password drawn for the case, and its ACL
+//! blocks every outbound destination but the origin (the complement of the origin's
+//! address as networks), so it is no relay beyond the case.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+use wirebench_lab::Lab;
+use wirebench_protocol::WorkloadError;
+use wirebench_protocol::peer::{
+    PeerError, command_in, in_netns, need_program, stop_child, tail_lines, wait_ports,
+};
+use wirebench_shadowsocks::Cipher;
+
+pub const PROGRAM: &str = "ss-server";
+const INSTALL: &str = "apt-get install shadowsocks-libev";
+
+/// An ss-server of ours, stopped by its PID when the case ends.
+pub struct External {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Drop for External {
+    fn drop(&mut self) {
+        stop_child(&mut self.child, Duration::from_secs(2));
+    }
+}
+
+fn peer_error(e: PeerError) -> WorkloadError {
+    match e {
+        PeerError::Missing { .. } => WorkloadError::Environment(e.to_string()),
+        _ => WorkloadError::Peer(e.to_string()),
+    }
+}
+
+/// A free port on `ip` inside `netns` (bound and released: ss-server binds it next).
+fn free_port(netns: Option<&str>, ip: IpAddr) -> Result<u16, WorkloadError> {
+    in_netns(netns, || {
+        std::net::TcpListener::bind((ip, 0)).and_then(|l| l.local_addr().map(|a| a.port()))
+    })
+    .and_then(Result::ok)
+    .ok_or_else(|| WorkloadError::Environment(format!("no free port on {ip}")))
+}
+
+/// Every IPv4 network but `keep` (a /32): one network per bit, each the sibling of a
+/// prefix of `keep`, 32 in all.
+pub fn complement_v4(keep: Ipv4Addr) -> Vec<String> {
+    let k = u32::from(keep);
+    (1..=32u32)
+        .map(|len| {
+            // Same first len-1 bits as `keep`, the len-th flipped.
+            let flip = 1u32 << (32 - len);
+            let mask = u32::MAX.checked_shl(32 - len).unwrap_or(0);
+            let net = (k ^ flip) & mask;
+            format!("{}/{len}", Ipv4Addr::from(net))
+        })
+        .collect()
+}
+
+/// ss-server's ACL: accept clients, block every outbound destination but `origin`.
+fn acl(origin: SocketAddr) -> Result<String, WorkloadError> {
+    let IpAddr::V4(o) = origin.ip() else {
+        return Err(WorkloadError::Input(format!(
+            "shadowsocks.server=libev: the origin {origin} is IPv6, which this ACL does not cover"
+        )));
+    };
+    let mut s = String::from("[accept_all]\n\n[outbound_block_list]\n");
+    for n in complement_v4(o) {
+        s.push_str(&n);
+        s.push('\n');
+    }
+    s.push_str("::/0\n");
+    Ok(s)
+}
+
+/// Starts ss-server for `origin` with `cipher` and `password`, its ACL and output in
+/// `dir`; TCP Fast Open on its listener when `tfo`.
+pub fn start(
+    lab: Option<&Lab>,
+    dir: &Path,
+    origin: SocketAddr,
+    cipher: Cipher,
+    password: &str,
+    tfo: bool,
+) -> Result<External, WorkloadError> {
+    need_program(PROGRAM, INSTALL).map_err(peer_error)?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| WorkloadError::Environment(format!("cannot create {}: {e}", dir.display())))?;
+    let netns = lab.map(|l| l.server().name().to_string());
+    let ip = wirebench_rpc::server::server_ip(lab);
+    let port = free_port(netns.as_deref(), ip)?;
+    let acl_path = dir.join("ss-server.acl");
+    std::fs::write(&acl_path, acl(origin)?).map_err(|e| {
+        WorkloadError::Environment(format!("cannot write {}: {e}", acl_path.display()))
+    })?;
+    let out_path = dir.join("ss-server.out");
+    let out = std::fs::File::create(&out_path)
+        .map_err(|e| WorkloadError::Environment(format!("ss-server output: {e}")))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
+    let mut cmd = command_in(netns.as_deref(), PROGRAM);
+    cmd.args([
+        "-s",
+        &ip.to_string(),
+        "-p",
+        &port.to_string(),
+        "-k",
+        password,
+        "-m",
+        cipher.name(),
+        "-t",
+        "30",
+        "--no-delay",
+        "--acl",
+        &acl_path.to_string_lossy(),
+    ]);
+    if tfo {
+        cmd.arg("--fast-open");
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err));
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| WorkloadError::Environment(format!("cannot start {PROGRAM}: {e}")))?;
+    let logs = {
+        let files: Vec<PathBuf> = vec![out_path];
+        move || tail_lines(&files, 20)
+    };
+    if let Err(e) = wait_ports(
+        &mut child,
+        PROGRAM,
+        ip,
+        &[port],
+        netns.as_deref(),
+        Duration::from_secs(10),
+        logs,
+    ) {
+        stop_child(&mut child, Duration::from_secs(1));
+        return Err(peer_error(e));
+    }
+    Ok(External {
+        child,
+        addr: SocketAddr::new(ip, port),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn complement_covers_all_but_one() {
+        let keep = Ipv4Addr::new(198, 18, 0, 1);
+        let nets = complement_v4(keep);
+        assert_eq!(nets.len(), 32);
+        let inside = |a: Ipv4Addr| {
+            nets.iter().any(|n| {
+                let (ip, len) = n.split_once('/').unwrap();
+                let (ip, len): (Ipv4Addr, u32) = (ip.parse().unwrap(), len.parse().unwrap());
+                let mask = u32::MAX.checked_shl(32 - len).unwrap_or(0);
+                u32::from(a) & mask == u32::from(ip) & mask
+            })
+        };
+        assert!(!inside(keep));
+        for a in [
+            Ipv4Addr::new(198, 18, 0, 0),
+            Ipv4Addr::new(198, 18, 0, 2),
+            Ipv4Addr::new(127, 0, 0, 1),
+            Ipv4Addr::new(8, 8, 8, 8),
+            Ipv4Addr::new(255, 255, 255, 255),
+            Ipv4Addr::UNSPECIFIED,
+        ] {
+            assert!(inside(a), "{a}");
+        }
+    }
+}
