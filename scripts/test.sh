@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 # ejabberd and ngircd (real servers; erlang-luerl lets ejabberd import load runs' accounts), tsung (a real client; slixmpp comes from PyPI through
 # scripts/install-interop.sh, which the interop tests run), chromium (the HTML report is checked in a real browser), curl
 # (a README example runs it behind a link), a JDK (rmi's Java pair), microsocks (a real
-# SOCKS5 proxy beside ours).
+# SOCKS5 proxy beside ours), shadowsocks-libev (ss-server and ss-tunnel beside our
+# Shadowsocks server and client).
 missing=()
 command -v ip >/dev/null || missing+=(iproute2)
 command -v setpriv >/dev/null || missing+=(util-linux)
@@ -23,6 +24,7 @@ command -v curl >/dev/null || missing+=(curl)
 # The rmi protocol compiles its Java RMI client/server pair with the JDK at run time.
 command -v javac >/dev/null || missing+=(default-jdk-headless)
 command -v microsocks >/dev/null || missing+=(microsocks)
+command -v ss-server >/dev/null || missing+=(shadowsocks-libev)
 if ((${#missing[@]})); then
     echo "scripts/test.sh: installing ${missing[*]}" >&2
     apt-get update -q >/dev/null
