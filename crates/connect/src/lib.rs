@@ -36,9 +36,23 @@ use wirebench_protocol::stats::{histogram, mean, percentile, secs};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, TICK, WorkloadError};
 use wirebench_rpc::{Counters, Placed};
 
+/// A connection's bytes as the workload writes and reads them: the TCP stream itself, or
+/// a protocol's layer over it that frames and encrypts in place (Shadowsocks' AEAD), so
+/// no relay or extra task sits on the timed path.
+pub trait Conn: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin {
+    /// The TCP connection underneath (for TCP_INFO and its addresses).
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl Conn for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
 /// A connection ready for its first message, and what opening it took.
 pub struct Dialed {
-    pub stream: TcpStream,
+    pub stream: Box<dyn Conn>,
     /// The TCP handshake (to the origin or the proxy), ns.
     pub tcp_ns: u64,
     /// The proxy's handshake after it, ns; 0 without a proxy (or when the handshake
@@ -58,9 +72,9 @@ pub type ReplyReader = fn(&[u8]) -> Result<Option<usize>, WorkloadError>;
 
 impl Dialed {
     /// A connection ready for the first message, nothing to add or strip.
-    pub fn plain(stream: TcpStream, tcp_ns: u64, proxy_ns: u64) -> Dialed {
+    pub fn plain(stream: impl Conn + 'static, tcp_ns: u64, proxy_ns: u64) -> Dialed {
         Dialed {
-            stream,
+            stream: Box::new(stream),
             tcp_ns,
             proxy_ns,
             prefix: Vec::new(),
@@ -268,7 +282,7 @@ pub fn run_case<D: Dial>(
     let tfo = plan.tfo;
     let origin = wirebench_rpc::place(env.lab, "origin", move |l, c| serve_echo_with(l, c, tfo))?;
     let (d, proxies) = dialer(origin.addr)?;
-    let r = run(&plan, &d, origin.addr, ctx);
+    let r = run(&plan, &d, origin.addr, env.lab, ctx);
     let rejected: u64 = proxies
         .iter()
         .map(|p| p.counters.rejected.load(Ordering::Relaxed))
@@ -306,15 +320,20 @@ struct Samples {
     tcp: Vec<u64>,
     proxy: Vec<u64>,
     ttfb: Vec<u64>,
+    /// Each connection's round trip on the emulated link (ns), when there is one.
+    path: Vec<u64>,
     /// Connections whose SYN carried data the other end accepted.
     syn_data: u64,
 }
 
 /// Runs `plan` through `d` to `origin` on a single-threaded runtime of this thread.
+/// With a `lab`, each connection's path round trip is read from it, so the times can be
+/// given in round trips of the connection's own path.
 pub fn run<D: Dial>(
     plan: &Plan,
     d: &D,
     origin: SocketAddr,
+    lab: Option<&wirebench_lab::Lab>,
     ctx: &Ctx,
 ) -> Result<Outcome, WorkloadError> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -323,13 +342,16 @@ pub fn run<D: Dial>(
         .map_err(|e| WorkloadError::Environment(format!("cannot start a runtime: {e}")))?;
     let samples = RefCell::new(Samples::default());
     let done = Cell::new(0u64);
+    // The next connection to open: lanes take them as they come free, so one lane stuck
+    // on a slow path (a drawn round trip of seconds) does not hold back a fixed share.
+    let next = Cell::new(0u64);
     let message: Vec<u8> = (0..plan.payload).map(|i| (i % 251) as u8).collect();
     let t0 = monotonic_ns();
-    let lanes = (0..plan.concurrency).map(|lane| {
-        let (samples, done, message) = (&samples, &done, &message);
+    let lanes = (0..plan.concurrency).map(|_| {
+        let (samples, done, message, next) = (&samples, &done, &message, &next);
         async move {
-            let mut k = u64::from(lane);
-            while k < plan.connects {
+            while next.get() < plan.connects {
+                next.set(next.get() + 1);
                 let start = monotonic_ns();
                 let Dialed {
                     mut stream,
@@ -345,15 +367,19 @@ pub fn run<D: Dial>(
                 )
                 .await?;
                 let proxy_ns = replied.unwrap_or(proxy_ns);
-                let syn_data = wirebench_net::sock::syn_data_acked(&stream);
+                let syn_data = wirebench_net::sock::syn_data_acked(stream.tcp());
+                let path = lab.and_then(|l| {
+                    let tcp = stream.tcp();
+                    l.path_rtt_ns(tcp.local_addr().ok()?, tcp.peer_addr().ok()?)
+                });
                 drop(stream);
                 let mut s = samples.borrow_mut();
+                s.path.extend(path);
                 s.syn_data += u64::from(syn_data);
                 s.tcp.push(tcp_ns);
                 s.proxy.push(proxy_ns);
                 s.ttfb.push(ttfb);
                 done.set(done.get() + 1);
-                k += u64::from(plan.concurrency);
             }
             Ok::<(), WorkloadError>(())
         }
@@ -396,8 +422,8 @@ pub fn run<D: Dial>(
 /// Sends `prefix` and `message` in one write, reads the proxy's reply off the front of
 /// the answer when there is one, then the echo, whole. Returns the time from `start` to
 /// the echo's first byte, and from the write to the reply's completion.
-async fn exchange(
-    s: &mut TcpStream,
+async fn exchange<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + ?Sized>(
+    s: &mut S,
     prefix: &[u8],
     message: &[u8],
     reply: Option<ReplyReader>,
@@ -414,6 +440,8 @@ async fn exchange(
         s.write_all(&both).await
     }
     .map_err(io("sending the first message"))?;
+    // Free on a TcpStream; a layer may hold bytes until it is flushed.
+    s.flush().await.map_err(io("sending the first message"))?;
     let mut buf = vec![0u8; message.len().clamp(1024, 64 * 1024)];
     // The reply, then whatever of the echo came with it.
     let mut pending: Vec<u8> = Vec::new();
@@ -488,6 +516,30 @@ async fn within<T>(
     }
 }
 
+/// `name.min`, `.mean`, `.p50`, `.p90`, `.p99`, `.max` of dimensionless values.
+fn push_ratios(out: &mut Outcome, name: &str, mut v: Vec<f64>, unit: &str) {
+    if v.is_empty() {
+        return;
+    }
+    v.sort_unstable_by(f64::total_cmp);
+    out.push(
+        &format!("{name}.mean"),
+        v.iter().sum::<f64>() / v.len() as f64,
+        unit,
+    );
+    for (q_name, q) in [
+        ("min", 0.0),
+        ("p50", 50.0),
+        ("p90", 90.0),
+        ("p99", 99.0),
+        ("max", 100.0),
+    ] {
+        // Nearest rank, as `stats::percentile` does for the times.
+        let i = ((q / 100.0 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+        out.push(&format!("{name}.{q_name}"), v[i], unit);
+    }
+}
+
 /// `name.min`, `.mean`, `.p50`, `.p90`, `.p99`, `.max` and the histogram `name`.
 fn push_distribution(out: &mut Outcome, name: &str, samples: &[u64]) {
     let mut sorted = samples.to_vec();
@@ -526,6 +578,38 @@ fn outcome(plan: &Plan, s: Samples, elapsed: u64) -> Outcome {
     push_distribution(&mut out, "connect.tcp", &s.tcp);
     push_distribution(&mut out, "connect.proxy", &s.proxy);
     push_distribution(&mut out, "ttfb", &s.ttfb);
+    // Study S3's own reading points: the slowest 15% and 5% of connections.
+    let mut sorted = s.ttfb.clone();
+    sorted.sort_unstable();
+    for (q_name, q) in [("p85", 85.0), ("p95", 95.0)] {
+        if let Some(v) = percentile(&sorted, q) {
+            out.push(&format!("ttfb.{q_name}"), secs(v), "s");
+        }
+    }
+    // Over a link: each connection's times in round trips of its own path, the cost of
+    // each handshake read off the measurement (a path without delay has no round trip
+    // to count in).
+    if s.path.len() == s.ttfb.len() && s.path.iter().all(|p| *p > 0) {
+        push_distribution(&mut out, "path.rtt", &s.path);
+        let per_path = |v: &[u64]| -> Vec<f64> {
+            v.iter()
+                .zip(&s.path)
+                .map(|(t, p)| *t as f64 / *p as f64)
+                .collect()
+        };
+        push_ratios(
+            &mut out,
+            "ttfb.round_trips",
+            per_path(&s.ttfb),
+            "round trips",
+        );
+        push_ratios(
+            &mut out,
+            "connect.proxy.round_trips",
+            per_path(&s.proxy),
+            "round trips",
+        );
+    }
     // Per connection, in order: the per-connection chart and the CDF.
     out.rounds = Some(s.ttfb);
     if plan.concurrency > 1 {

@@ -65,6 +65,11 @@ impl FlowKey {
         }
         k
     }
+
+    /// The flow's key for per-connection path round trips, the same both ways.
+    fn path(&self) -> u64 {
+        wirebench_link::path_key(self.proto, (self.src, self.sport), (self.dst, self.dport))
+    }
 }
 
 /// Counters of one direction.
@@ -423,7 +428,8 @@ impl Worker {
                 let now = monotonic_ns();
                 let pkt = buf[..n].to_vec();
                 let key = FlowKey::parse(&pkt);
-                let verdict = self.links[i].enqueue(pkt, now);
+                let path = self.links[i].params().paths.is_some().then(|| key.path());
+                let verdict = self.links[i].enqueue_on_path(pkt, now, path);
                 let mut c = self
                     .shared
                     .counters

@@ -15,8 +15,10 @@ use crate::netns::{LabError, Netns};
 use crate::pcap::{PcapOptions, PcapStats, PcapWriter};
 use crate::tun::Tun;
 use std::net::Ipv4Addr;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
-use wirebench_link::LinkParams;
+use std::sync::{Arc, Mutex};
+use wirebench_link::{LinkParams, PathRtts};
 
 pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
@@ -30,6 +32,9 @@ pub struct Lab {
     /// Interfaces whose MTU follows the link's: (namespace or None for the root, name).
     interfaces: Vec<(Option<String>, String)>,
     mtu: AtomicU32,
+    /// The configured link's round trip without queueing (both delays, ns) and its
+    /// per-connection path round trips, for [`Lab::path_rtt_ns`].
+    paths: Mutex<(u64, Option<Arc<PathRtts>>)>,
 }
 
 /// A root-namespace TUN device of another running shell (`wb<pid>`) and that pid. Such a
@@ -62,6 +67,7 @@ impl Lab {
         let ta = Tun::create(&client, &CLIENT_ADDR.to_string(), 24, mtu)?;
         let tb = Tun::create(&server, &SERVER_ADDR.to_string(), 24, mtu)?;
         let pcap = open_pcap(pcap)?;
+        let paths = Mutex::new((up.delay_ns + down.delay_ns, up.paths.clone()));
         let emulator = start_emulator(ta, tb, up, down, seed, pcap)?;
         let interfaces = vec![
             (
@@ -78,6 +84,7 @@ impl Lab {
             hosts: vec![client, server],
             interfaces,
             mtu: AtomicU32::new(mtu),
+            paths,
         })
     }
 
@@ -105,6 +112,7 @@ impl Lab {
         let root_name = format!("wb{}", std::process::id());
         let tr = Tun::create_root(&root_name, &CLIENT_ADDR.to_string(), 24, mtu)?;
         let pcap = open_pcap(pcap)?;
+        let paths = Mutex::new((up.delay_ns + down.delay_ns, up.paths.clone()));
         let emulator = start_emulator(th, tr, up, down, seed, pcap)?;
         let interfaces = vec![
             (
@@ -118,6 +126,7 @@ impl Lab {
             hosts: vec![host],
             interfaces,
             mtu: AtomicU32::new(mtu),
+            paths,
         })
     }
 
@@ -146,6 +155,8 @@ impl Lab {
             }
             self.mtu.store(mtu, Ordering::SeqCst);
         }
+        *self.paths.lock().unwrap_or_else(|p| p.into_inner()) =
+            (up.delay_ns + down.delay_ns, up.paths.clone());
         self.emulator
             .configure(up, down, seed)
             .map_err(|error| LabError::Io {
@@ -154,6 +165,20 @@ impl Lab {
             })?;
         self.emulator.reset_release_error();
         Ok(())
+    }
+
+    /// The round trip the link gives a TCP connection between these two endpoints,
+    /// without serialization or queueing: both directions' delay plus the connection's
+    /// own path round trip when `link.paths` is set (ns). `None` for IPv6.
+    pub fn path_rtt_ns(&self, local: SocketAddr, remote: SocketAddr) -> Option<u64> {
+        let (SocketAddr::V4(a), SocketAddr::V4(b)) = (local, remote) else {
+            return None;
+        };
+        let (base, paths) = &*self.paths.lock().unwrap_or_else(|p| p.into_inner());
+        let key =
+            wirebench_link::path_key(6, (a.ip().octets(), a.port()), (b.ip().octets(), b.port()));
+        // Each direction holds half the path's round trip (rounded down).
+        Some(base + paths.as_ref().map_or(0, |p| p.rtt_ns(key) / 2 * 2))
     }
 
     /// Packets the hosts' kernels dropped on their TUN devices before the emulator saw

@@ -112,6 +112,7 @@
 
 mod link;
 pub mod outage;
+pub mod paths;
 mod rng;
 pub mod sim;
 pub mod spec;
@@ -122,6 +123,7 @@ pub use link::{
     Released, Stats, serialization_ns,
 };
 pub use outage::Outage;
+pub use paths::{PathRtts, PathsError, path_key};
 pub use spec::{LinkSpec, SpecError};
 pub use trace::{OPPORTUNITY_BYTES, Trace, TraceError};
 

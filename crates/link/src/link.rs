@@ -5,6 +5,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
 use crate::outage::{self, Outage};
+use crate::paths::PathRtts;
 use crate::rng::Xoshiro256;
 use crate::trace::{OPPORTUNITY_BYTES, Opportunity, Trace};
 
@@ -53,6 +54,9 @@ pub struct LinkParams {
     pub trace: Option<Arc<Trace>>,
     /// Scheduled outages, in time from the link's origin ([`Link::with_origin`]).
     pub outages: Vec<Outage>,
+    /// Per-flow path round trips: a packet offered with [`Link::enqueue_on_path`] is
+    /// held half its flow's round trip on top of `delay_ns` (see [`crate::paths`]).
+    pub paths: Option<Arc<PathRtts>>,
 }
 
 impl Default for LinkParams {
@@ -68,6 +72,7 @@ impl Default for LinkParams {
             mtu: DEFAULT_MTU,
             trace: None,
             outages: Vec::new(),
+            paths: None,
         }
     }
 }
@@ -497,6 +502,19 @@ impl<P: AsRef<[u8]>> Link<P> {
     /// the loss sequence depends only on that sequence of packets, not on how full the
     /// queue was.
     pub fn enqueue(&mut self, pkt: P, now_ns: u64) -> Result<(), DropCause> {
+        self.enqueue_on_path(pkt, now_ns, None)
+    }
+
+    /// [`Link::enqueue`] for a packet of the flow whose [`path_key`](crate::path_key)
+    /// is `path`: with [`LinkParams::paths`] set, the packet is held half the flow's
+    /// round trip longer. Order is kept per flow, not across flows: a packet of a short
+    /// path does not wait behind one of a long path that left the serializer before it.
+    pub fn enqueue_on_path(
+        &mut self,
+        pkt: P,
+        now_ns: u64,
+        path: Option<u64>,
+    ) -> Result<(), DropCause> {
         let now = self.advance(now_ns);
         let len = pkt.as_ref().len() as u64;
         self.stats.offered.add(len);
@@ -548,6 +566,11 @@ impl<P: AsRef<[u8]>> Link<P> {
             due = due.max(self.last_due_ns);
         }
         self.last_due_ns = self.last_due_ns.max(due);
+        // Added after the order rule: a flow's extra delay is constant, so its packets
+        // stay in order among themselves, and no flow waits for another's path.
+        if let (Some(paths), Some(key)) = (&self.params.paths, path) {
+            due = due.saturating_add(paths.rtt_ns(key) / 2);
+        }
         self.stats.held.add(len);
         // The packet is in the link from now to `due`, both included: an outage
         // beginning in that span takes it. The schedule is fixed, so this is known now.

@@ -501,6 +501,7 @@ impl LinkSpec {
             mtu: self.mtu,
             trace: None,
             outages: self.outages.clone(),
+            paths: None,
         }
     }
 }

@@ -53,6 +53,92 @@ fn ceil_div(a: u128, b: u128) -> u64 {
     a.div_ceil(b) as u64
 }
 
+// ---- per-connection paths ----
+
+fn paths(spec: &str) -> Option<Arc<PathRtts>> {
+    Some(Arc::new(PathRtts::parse(spec).unwrap()))
+}
+
+#[test]
+fn a_flow_is_held_half_its_path_round_trip_on_top_of_the_delay() {
+    let params = LinkParams {
+        delay_ns: 10 * MS,
+        paths: paths("fixed:40ms"),
+        ..LinkParams::default()
+    };
+    let mut link = Link::new(params, 1);
+    link.enqueue_on_path(pkt(1, 100), 0, Some(7)).unwrap();
+    // Without a flow key (not IPv4, or a caller that does not know it) only the delay.
+    link.enqueue_on_path(pkt(2, 100), 0, None).unwrap();
+    link.enqueue(pkt(3, 100), 0).unwrap();
+    let out = drain(&mut link);
+    let due: Vec<(u32, u64)> = out.iter().map(|r| (r.packet.id, r.due_ns)).collect();
+    assert_eq!(due, vec![(2, 10 * MS), (3, 10 * MS), (1, 30 * MS)]);
+}
+
+#[test]
+fn flows_keep_their_order_without_waiting_for_each_other() {
+    // Jitter without reorder: each flow's packets stay in order, and a short path's
+    // packets are not held behind a long path's that left the serializer earlier.
+    let params = LinkParams {
+        rate_bps: Some(100_000_000),
+        jitter_ns: 2 * MS,
+        paths: paths("uniform:1ms..400ms"),
+        queue_packets: None,
+        ..LinkParams::default()
+    };
+    let mut link = Link::new(params.clone(), 3);
+    let p = PathRtts::parse("uniform:1ms..400ms").unwrap();
+    let keys: Vec<u64> = (0..20u16)
+        .map(|i| path_key(6, ([198, 18, 0, 1], 40_000 + i), ([198, 18, 0, 2], 80)))
+        .collect();
+    let mut t = 0;
+    for id in 0..2000u32 {
+        let flow = id as usize % keys.len();
+        link.enqueue_on_path(pkt(id, 200), t, Some(keys[flow]))
+            .unwrap();
+        t += 20_000;
+    }
+    let out = drain(&mut link);
+    assert_eq!(out.len(), 2000);
+    let mut last = vec![None; keys.len()];
+    for r in &out {
+        let flow = r.packet.id as usize % keys.len();
+        let sent = u64::from(r.packet.id) * 20_000;
+        let floor = sent + p.rtt_ns(keys[flow]) / 2;
+        assert!(r.due_ns >= floor, "packet {} early", r.packet.id);
+        assert!(last[flow] < Some(r.packet.id), "flow {flow} reordered");
+        last[flow] = Some(r.packet.id);
+    }
+    // The shortest path's packets overtake the longest's: no head-of-line blocking
+    // across flows.
+    let (short, _) = keys
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, k)| p.rtt_ns(**k))
+        .unwrap();
+    let (long, _) = keys
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, k)| p.rtt_ns(**k))
+        .unwrap();
+    let pos = |flow: usize| {
+        out.iter()
+            .position(|r| r.packet.id as usize % keys.len() == flow)
+            .unwrap()
+    };
+    assert!(pos(short) < pos(long));
+    let first_short = out
+        .iter()
+        .find(|r| r.packet.id as usize % keys.len() == short)
+        .unwrap();
+    assert!(
+        first_short.due_ns < p.rtt_ns(keys[short]) / 2 + 5 * MS,
+        "the short path waited: {}",
+        first_short.due_ns
+    );
+}
+
 // ---- rate and delay ----
 
 #[test]
@@ -1036,6 +1122,7 @@ fn params_strategy() -> impl Strategy<Value = LinkParams> {
         .prop_map(
             |(rate_bps, delay_ns, jitter_ns, reorder, loss, qb, qp, mtu, trace)| LinkParams {
                 outages: Vec::new(),
+                paths: None,
                 rate_bps,
                 delay_ns,
                 jitter_ns,

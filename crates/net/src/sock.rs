@@ -119,8 +119,11 @@ pub fn fd(s: &TcpStream) -> RawFd {
 
 /// `TCPI_OPT_SYN_DATA` of `<linux/tcp.h>`: SYN data was acknowledged (both ends).
 const TCPI_OPT_SYN_DATA: u8 = 32;
-/// Pending TFO requests a listener queues (RFC 7413 §5.1 suggests bounding them).
-const TFO_QUEUE: libc::c_int = 64;
+/// Pending TFO requests a listener queues (RFC 7413 §5.1 suggests bounding them): the
+/// listen backlog wirebench's servers use. A smaller bound (64 at first) turned Fast Open
+/// off for most of a connect case's connections once more than that many were in their
+/// first round trip at once, which costs them a retransmitted SYN payload.
+const TFO_QUEUE: libc::c_int = 4096;
 
 /// `net.ipv4.tcp_fastopen` as the calling thread's network namespace sees it.
 pub fn tfo_sysctl() -> Option<u32> {

@@ -2,7 +2,7 @@
 //! drivers build themselves from a case without looking parameters up by name.
 
 use std::time::Duration;
-use wirebench_link::{LinkParams, LinkSpec, Trace};
+use wirebench_link::{LinkParams, LinkSpec, PathRtts, Trace};
 use wirebench_model::{Point, Value};
 
 /// One point of the grid, with only the parameters its protocol and workload use.
@@ -123,18 +123,22 @@ pub struct CaseLink {
     pub down: LinkSpec,
     /// A Mahimahi trace replacing the rate in both directions.
     pub trace: Option<std::sync::Arc<Trace>>,
+    /// Per-connection path round trips (`link.paths`), both directions.
+    pub paths: Option<std::sync::Arc<PathRtts>>,
 }
 
 impl CaseLink {
     pub fn up_params(&self) -> LinkParams {
         LinkParams {
             trace: self.trace.clone(),
+            paths: self.paths.clone(),
             ..self.up.to_params()
         }
     }
     pub fn down_params(&self) -> LinkParams {
         LinkParams {
             trace: self.trace.clone(),
+            paths: self.paths.clone(),
             ..self.down.to_params()
         }
     }

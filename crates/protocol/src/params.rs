@@ -125,6 +125,12 @@ fn check_loss(s: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+fn check_paths(text: &str) -> Result<(), String> {
+    wirebench_link::PathRtts::parse(text)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 fn check_trace(path: &str) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
     wirebench_link::Trace::parse(&text)
@@ -224,6 +230,17 @@ pub const LINK_PARAMS: &[ParamSpec] = &[
         workloads: WORKLOADS,
         help: "Mahimahi trace file (one 1500-byte delivery opportunity per line, in ms); replaces the rate",
         words: "trace",
+    },
+    ParamSpec {
+        name: "link.paths",
+        kind: Kind::Custom {
+            what: "path round-trip distribution",
+            check: check_paths,
+        },
+        default: "",
+        workloads: WORKLOADS,
+        help: "a round trip per connection, drawn from a distribution and added to the link's delay: s3, lognormal:p50=20ms,p95=200ms, uniform:10ms..300ms, fixed:50ms or cdf:FILE",
+        words: "path round trips",
     },
 ];
 

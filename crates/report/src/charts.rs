@@ -225,6 +225,9 @@ fn numeric(cases: &[&Case], p: &str, info: &RunInfo) -> bool {
 fn describe(r: &Record, params: &[String], info: &RunInfo) -> String {
     params
         .iter()
+        // A parameter the case's protocol does not have ("-") tells its reader nothing,
+        // and pushed the part that did past the legend's width (S3's two SOCKS5 lines).
+        .filter(|p| label(r, p) != "-")
         .map(|p| format!("{} {}", info.words(p), label(r, p)))
         .collect::<Vec<_>>()
         .join(", ")

@@ -148,6 +148,22 @@ pub fn server_ip(lab: Option<&Lab>) -> IpAddr {
     }
 }
 
+/// A listening socket with a backlog of 4096 (the kernel's default `somaxconn`), not
+/// std's 128: a connect case opens up to 10,000 connections at once, and an overflowing
+/// accept queue turns some of them into resets that no real server of that load would
+/// send.
+fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(4096)?;
+    Ok(s.into())
+}
+
 /// Starts `serve` on a listener of its own (an ephemeral port of [`server_ip`]) in a
 /// thread of its own, inside the lab's server host when there is a lab. `serve` runs
 /// until the returned [`Placed`] is dropped.
@@ -174,7 +190,7 @@ where
                     .enable_all()
                     .build()
                     .map_err(|e| format!("cannot start the {name}'s runtime: {e}"))?;
-                let std_l = std::net::TcpListener::bind((ip, 0))
+                let std_l = listen(SocketAddr::new(ip, 0))
                     .map_err(|e| format!("cannot listen on {ip}: {e}"))?;
                 std_l.set_nonblocking(true).map_err(|e| e.to_string())?;
                 let addr = std_l.local_addr().map_err(|e| e.to_string())?;

@@ -324,7 +324,7 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
     let trace_bps = link.trace.as_ref().map(|t| t.mean_rate_bps());
     let up = Dir::of(&link.up, trace_bps);
     let down = Dir::of(&link.down, trace_bps);
-    let rtt0 = up.delay + down.delay;
+    let rtt0 = up.delay + down.delay + paths_mean_s(link);
     // Lost segments cost a retransmission each, at least a 200 ms timer.
     let loss = up.loss.max(down.loss);
     let lossy = |t: f64| t * (1.0 + 2.0 * loss) + if loss > 0.0 { 0.2 } else { 0.0 };
@@ -431,6 +431,11 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
     e
 }
 
+/// The mean per-connection path round trip (`link.paths`), s.
+fn paths_mean_s(link: &CaseLink) -> f64 {
+    link.paths.as_ref().map_or(0.0, |p| p.mean_ns() / 1e9)
+}
+
 /// A connect case: its connections one after another on each of `concurrency` lanes,
 /// each the protocol's round trips to the first byte plus the payload's time each way.
 fn connect_estimate(case: &Case, link: Option<&CaseLink>, mut e: CaseEstimate) -> CaseEstimate {
@@ -445,7 +450,7 @@ fn connect_estimate(case: &Case, link: Option<&CaseLink>, mut e: CaseEstimate) -
             let trace_bps = link.trace.as_ref().map(|t| t.mean_rate_bps());
             let up = Dir::of(&link.up, trace_bps);
             let down = Dir::of(&link.down, trace_bps);
-            let rtt0 = up.delay + down.delay;
+            let rtt0 = up.delay + down.delay + paths_mean_s(link);
             trips * (rtt0 + up.ser(SYN) + down.ser(SYN))
                 + up.ser(up.wire(payload))
                 + down.ser(down.wire(payload))

@@ -7,7 +7,7 @@
 
 use crate::Case;
 use wirebench_lab::{CLIENT_ADDR, Counters, DirCounters};
-use wirebench_link::{LinkSpec, Loss, Trace, serialization_ns};
+use wirebench_link::{LinkSpec, Loss, PathRtts, Trace, serialization_ns};
 use wirebench_model::{Metric, Value};
 use wirebench_protocol::Outcome;
 use wirebench_protocol::params::is_link;
@@ -79,7 +79,18 @@ pub fn case_link(case: &Case) -> Result<Option<CaseLink>, CaseLinkError> {
         }
         None => None,
     };
-    Ok(Some(CaseLink { up, down, trace }))
+    let paths = match case.get("link.paths").and_then(Value::as_word) {
+        Some(text) => Some(std::sync::Arc::new(
+            PathRtts::parse(text).map_err(|e| err(e.to_string()))?,
+        )),
+        None => None,
+    };
+    Ok(Some(CaseLink {
+        up,
+        down,
+        trace,
+        paths,
+    }))
 }
 
 /// The data connection's packets in one direction (its flow in the emulator's counters).
@@ -273,9 +284,12 @@ pub fn add_wire_metrics(
             m.push(metric("link.release_error.max", h.max() as f64 / 1e9, "s"));
         }
     }
-    // With a trace the rate varies in time; the closed form below does not apply.
+    // With a trace the rate varies in time, and with per-connection paths the delay is
+    // the connection's: the closed form below does not apply.
     let overhead = crate::registry::of(case).message_overhead();
-    if let (true, Some(overhead), None) = (workload == "pingpong", overhead, &link.trace) {
+    if let (true, Some(overhead), None, None) =
+        (workload == "pingpong", overhead, &link.trace, &link.paths)
+    {
         let frame = payload + overhead;
         let model = one_way_ns(frame, &link.up) + one_way_ns(frame, &link.down);
         m.push(metric("rtt.model", model as f64 / 1e9, "s"));

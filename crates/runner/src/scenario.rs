@@ -62,6 +62,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "proxy-ttfb",
         include_str!("../../../scenarios/proxy-ttfb.toml"),
     ),
+    (
+        "proxy-delays",
+        include_str!("../../../scenarios/proxy-delays.toml"),
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq)]

@@ -338,6 +338,15 @@ pub struct RunArgs {
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link_trace: Option<String>,
+    /// A round trip per connection, added to the link's delay: s3 (study S3's
+    /// population), lognormal:p50=20ms,p95=200ms, uniform:10ms..300ms, fixed:50ms or
+    /// cdf:FILE (lines RTT,FRACTION).
+    #[arg(
+        long,
+        value_name = "DIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub link_paths: Option<String>,
     /// Write every packet that crosses the link to this pcap file (tshark/Wireshark).
     #[arg(
         long,
@@ -623,6 +632,7 @@ impl RunArgs {
             ("link.queue", &self.link_queue),
             ("link.mtu", &self.link_mtu),
             ("link.trace", &self.link_trace),
+            ("link.paths", &self.link_paths),
         ];
         let given = |list: &[(&str, &Option<String>)]| -> Vec<(String, String)> {
             list.iter()

@@ -176,6 +176,53 @@ fn handshake_round_trips_over_a_link() {
     assert_eq!(seen, 6);
 }
 
+/// `--link-paths`: every connection gets its own round trip from the distribution, the
+/// emulator holds each flow's packets half of it each way, and the workload reads each
+/// connection's time to first byte in round trips of its own path.
+#[test]
+fn per_connection_paths_over_a_link() {
+    if !is_root() {
+        eprintln!("skipped: needs root for the lab");
+        return;
+    }
+    let (ok, recs) = run(&[
+        "--protocol",
+        "direct,socks5",
+        "--connects",
+        "300",
+        "--concurrency",
+        "10",
+        "--link-paths",
+        "uniform:4ms..200ms",
+    ]);
+    assert!(ok, "{recs:?}");
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        ok_connects(r, 300.0);
+        // The draws follow the distribution (300 of them: the median within 20%).
+        let p50 = m(r, "path.rtt.p50");
+        assert!((p50 - 0.102).abs() < 0.02, "path.rtt.p50 {p50}: {r}");
+        assert!(m(r, "path.rtt.min") >= 0.004 && m(r, "path.rtt.max") <= 0.2, "{r}");
+        // Each connection's own round trips: 2 direct, 4 through SOCKS5 (no auth). A
+        // busy machine adds time, never removes a round trip.
+        let trips = if r["params"]["protocol"] == "direct" { 2.0 } else { 4.0 };
+        let rt = m(r, "ttfb.round_trips.p50");
+        assert!(rt >= trips && rt < trips * 1.15, "ttfb.round_trips.p50 {rt}: {r}");
+        assert!(m(r, "ttfb.round_trips.min") > trips * 0.99, "{r}");
+    }
+    // A distribution that does not parse is refused before any lab is built, naming it.
+    let (ok, _) = run(&["--protocol", "direct", "--link-paths", "uniform:9ms..1ms"]);
+    assert!(!ok);
+    let o = wirebench()
+        .args(["run", "--dry-run", "--workload", "connect", "--protocol", "direct"])
+        .args(["--link-paths", "cdf:/nonexistent/paths.csv"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("link.paths") && err.contains("/nonexistent/paths.csv"), "{err}");
+}
+
 #[test]
 fn our_converter_alone_relays_and_refuses() {
     use std::io::BufRead;

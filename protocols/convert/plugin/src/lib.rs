@@ -57,7 +57,7 @@ impl Dial for ConvertDial {
             wirebench_connect::tcp(self.converter).await?
         };
         Ok(Dialed {
-            stream,
+            stream: Box::new(stream),
             tcp_ns,
             proxy_ns: 0,
             prefix: cv::connect_request(origin),
