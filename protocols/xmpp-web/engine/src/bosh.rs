@@ -237,6 +237,13 @@ impl Manager {
         self.sessions.len()
     }
 
+    /// Server output waiting for the session's client, in bytes (`None`: no such
+    /// session). A driver stops reading the server's stream while this is high, so a
+    /// bulk transfer waits for the client instead of reaching `max_queued`.
+    pub fn queued(&self, sid: &str) -> Option<usize> {
+        self.sessions.get(sid).map(|s| s.queued)
+    }
+
     pub fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()
     }

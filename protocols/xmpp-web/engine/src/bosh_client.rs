@@ -27,6 +27,10 @@ pub struct BoshClientConfig {
     /// `hold` asked for.
     pub hold: u64,
     pub max_stanza: usize,
+    /// Stanzas per request stop at this many bytes (one always goes): a manager refuses
+    /// bodies over its limit (`policy-violation`), and a client that queued a burst
+    /// while its requests were out must not build one.
+    pub max_body: usize,
 }
 
 impl BoshClientConfig {
@@ -36,6 +40,7 @@ impl BoshClientConfig {
             wait: 60,
             hold: 1,
             max_stanza: 64 * 1024,
+            max_body: 64 * 1024,
         }
     }
 }
@@ -54,7 +59,7 @@ pub struct BoshClient {
     restart: bool,
     terminate: bool,
     terminate_sent: bool,
-    queue: Vec<u8>,
+    queue: std::collections::VecDeque<Vec<u8>>,
     to_engine: Vec<u8>,
     closed: bool,
     /// The manager's condition, if it ended the session with one.
@@ -76,7 +81,7 @@ impl BoshClient {
             restart: false,
             terminate: false,
             terminate_sent: false,
-            queue: Vec::new(),
+            queue: std::collections::VecDeque::new(),
             to_engine: Vec::new(),
             closed: false,
             condition: None,
@@ -117,7 +122,7 @@ impl BoshClient {
                 }
                 Frame::Element(r) => {
                     let el = xml::qualify(&self.framer.buf()[r])?;
-                    self.queue.extend_from_slice(&el);
+                    self.queue.push_back(el);
                 }
                 Frame::End => {
                     self.terminate = true;
@@ -186,16 +191,25 @@ impl BoshClient {
             self.in_flight += 1;
             return Some(b.into_bytes());
         }
-        if self.terminate {
+        let mut inner = Vec::new();
+        while let Some(el) = self.queue.front() {
+            if !inner.is_empty() && inner.len() + el.len() > self.cfg.max_body {
+                break;
+            }
+            inner.extend_from_slice(el);
+            self.queue.pop_front();
+        }
+        // The terminate goes with the last of the stanzas queued before it.
+        if self.terminate && self.queue.is_empty() {
             b.push_str(" type='terminate'");
             self.terminate_sent = true;
         }
         let mut body = b.into_bytes();
-        if self.queue.is_empty() {
+        if inner.is_empty() {
             body.extend_from_slice(b"/>");
         } else {
             body.push(b'>');
-            body.append(&mut self.queue);
+            body.append(&mut inner);
             body.extend_from_slice(b"</body>");
         }
         self.in_flight += 1;

@@ -25,6 +25,8 @@ pub mod prosody;
 pub mod serve;
 pub mod session;
 pub mod tls;
+pub mod transport;
+pub mod web;
 pub mod workload;
 pub mod x2x;
 
@@ -55,6 +57,22 @@ const PARAMS: &[ParamSpec] = &[
         workloads: WORKLOADS,
         help: "XMPP servers: builtin (wirebench's own, one server, no root needed; the default unless s2s is given), prosody (two Prosody 0.12 servers in lab hosts, study S1's topology; needs root; the default with s2s) or ejabberd (the same with two ejabberd 23.01 servers); for workload load, one server of the kind on loopback with the accounts and rosters the sessions need",
         words: "XMPP server",
+    },
+    ParamSpec {
+        name: "xmpp.transport",
+        kind: Kind::Choice(transport::TRANSPORTS),
+        default: "tcp",
+        workloads: &["pingpong", "stream"],
+        help: "what carries the clients' XMPP streams to the built-in server: tcp (RFC 6120), websocket (RFC 7395, through wirebench's WebSocket endpoint) or bosh (XEP-0124/0206, through wirebench's BOSH connection manager); the endpoint runs in front of the server, each session with its own TCP connection to it",
+        words: "XMPP transport",
+    },
+    ParamSpec {
+        name: "xmpp.ping",
+        kind: Kind::Choice(workload::PINGS),
+        default: "message",
+        workloads: &["pingpong"],
+        help: "what one ping-pong round is: message (client1 -> client2 -> client1 chat messages) or server (study S2: client1 alone sends XEP-0199 iq pings to its server, each waiting for its pong; s2.total times connect, login and every round)",
+        words: "XMPP ping",
     },
     ParamSpec {
         name: "s2s",
@@ -225,6 +243,41 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
     let thread = server
         .spawn(stop.clone())
         .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
+    let transport = transport::Transport::from_word(case.word("xmpp.transport"));
+    let max_stanza = case.payload() as usize + 4096;
+    // The transport's endpoint beside the server, in its namespace (its thread inherits it).
+    let endpoint = match &transport {
+        transport::Transport::Tcp => None,
+        t => {
+            let kind = match t {
+                transport::Transport::WebSocket { .. } => web::Kind::WebSocket { max_stanza },
+                _ => web::Kind::Bosh(wirebench_xmpp_web::BoshConfig {
+                    max_stanza,
+                    // Our client sends at most 64 KiB of stanzas per request, or one stanza.
+                    max_body: (max_stanza * 2 + 4096).max(128 * 1024),
+                    ..Default::default()
+                }),
+            };
+            let ns = server_ns.clone();
+            let bind: std::net::SocketAddr = match &ns {
+                Some(_) => (SERVER_ADDR, 5280).into(),
+                None => ([127, 0, 0, 1], 0).into(),
+            };
+            let e = std::thread::spawn(move || {
+                if let Some(ns) = &ns {
+                    wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
+                }
+                let l = std::net::TcpListener::bind(bind)
+                    .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
+                web::spawn(l, addr, kind, false).map_err(|e| e.to_string())
+            })
+            .join()
+            .map_err(|_| WorkloadError::Environment("the endpoint's start-up panicked".into()))?
+            .map_err(WorkloadError::Environment)?;
+            Some(e)
+        }
+    };
+    let front = endpoint.as_ref().map_or(addr, |e| e.addr);
     let run = XmppRun::from_case(
         case,
         Topology {
@@ -232,15 +285,31 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
             a_password: "pass1".into(),
             b_jid: format!("user2@{DOMAIN}"),
             b_password: "pass2".into(),
-            a_server: addr,
-            b_server: addr,
+            a_server: front,
+            b_server: front,
             b_netns: server_ns,
+            transport: transport.clone(),
         },
         env.seed,
     );
     let mut out = workload::run(&run, ctx);
     // Read before the worker threads end with the server.
     let cpu = serve::worker_cpu_seconds();
+    if let Some(e) = endpoint {
+        if let Ok(o) = &mut out {
+            o.push(
+                "transport.sessions",
+                e.stats.sessions.load(Ordering::Relaxed) as f64,
+                "count",
+            );
+            o.push(
+                "transport.requests",
+                e.stats.requests.load(Ordering::Relaxed) as f64,
+                "count",
+            );
+        }
+        e.stop();
+    }
     stop.store(true, Ordering::SeqCst);
     let _ = thread.join();
     if let Ok(o) = &mut out {
@@ -268,6 +337,18 @@ fn run_real(
     ctx: &Ctx,
     server: Server,
 ) -> Result<Outcome, WorkloadError> {
+    if case.word("xmpp.transport").is_some_and(|t| t != "tcp") {
+        return Err(WorkloadError::Input(
+            "xmpp.transport=websocket or bosh needs xmpp.server=builtin (endpoints in front \
+             of Prosody and ejabberd are not wired yet)"
+                .into(),
+        ));
+    }
+    if case.word("xmpp.ping") == Some("server") {
+        return Err(WorkloadError::Input(
+            "xmpp.ping=server needs xmpp.server=builtin".into(),
+        ));
+    }
     let lab = env.need_lab("XMPP")?;
     let dir = env.peer_dir(case, repeat);
     let s2s = x2x::S2s::from_word(case.word("s2s"));
@@ -303,6 +384,7 @@ fn run_real(
             a_server: (CLIENT_ADDR, 5222).into(),
             b_server: (SERVER_ADDR, 5222).into(),
             b_netns: Some(lab.server().name().to_string()),
+            transport: transport::Transport::Tcp,
         },
         env.seed,
     );

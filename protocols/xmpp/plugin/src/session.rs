@@ -1,8 +1,10 @@
-//! A blocking driver for the sans-IO XMPP engine (`wirebench-xmpp`): one TCP connection,
-//! one thread, events timestamped with CLOCK_MONOTONIC as they are decoded.
+//! A blocking driver for the sans-IO XMPP engine (`wirebench-xmpp`): one connection (TCP,
+//! or WebSocket or BOSH through [`crate::transport`]), one thread, events timestamped with
+//! CLOCK_MONOTONIC as they are decoded.
 
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use crate::transport::{Conn, Transport};
+use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wirebench_model::clock::monotonic_ns;
@@ -23,7 +25,7 @@ pub enum XmppDriveError {
 }
 
 pub struct XmppSession {
-    stream: TcpStream,
+    conn: Conn,
     pub client: Client,
     addr: SocketAddr,
     buf: Vec<u8>,
@@ -56,13 +58,27 @@ impl XmppSession {
         seed: u64,
         timeout: Duration,
     ) -> Result<(XmppSession, Vec<Timed>), XmppDriveError> {
-        let stream = TcpStream::connect_timeout(&addr, timeout)
+        XmppSession::login_via(&Transport::Tcp, addr, cfg, tls, seed, timeout)
+    }
+
+    /// [`XmppSession::login_tls`] over any transport; `addr` is the endpoint's (the
+    /// WebSocket or BOSH gateway's for those).
+    pub fn login_via(
+        transport: &Transport,
+        addr: SocketAddr,
+        cfg: ClientConfig,
+        tls: Option<Arc<rustls::ClientConfig>>,
+        seed: u64,
+        timeout: Duration,
+    ) -> Result<(XmppSession, Vec<Timed>), XmppDriveError> {
+        let domain = cfg
+            .host
+            .clone()
+            .unwrap_or_else(|| cfg.jid.rsplit('@').next().unwrap_or_default().to_string());
+        let conn = Conn::connect(transport, addr, &domain, cfg.max_stanza, seed, timeout)
             .map_err(|error| XmppDriveError::Connect { addr, error })?;
-        stream
-            .set_nodelay(true)
-            .map_err(|error| XmppDriveError::Io { addr, error })?;
         let mut s = XmppSession {
-            stream,
+            conn,
             client: Client::new(cfg, tls, seed),
             addr,
             buf: vec![0u8; 64 * 1024],
@@ -85,8 +101,8 @@ impl XmppSession {
     /// Writes whatever the engine has queued.
     pub fn flush(&mut self) -> Result<(), XmppDriveError> {
         while let Some(bytes) = self.client.poll_transmit() {
-            self.stream
-                .write_all(&bytes)
+            self.conn
+                .write(&bytes)
                 .map_err(|error| XmppDriveError::Io {
                     addr: self.addr,
                     error,
@@ -111,10 +127,7 @@ impl XmppSession {
                     what: what.into(),
                 });
             }
-            self.stream
-                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
-                .map_err(|error| XmppDriveError::Io { addr, error })?;
-            match self.stream.read(&mut self.buf) {
+            match self.conn.read(&mut self.buf, left) {
                 Ok(0) => {
                     let _ = self.client.handle_eof();
                     return Err(XmppDriveError::Closed {

@@ -13,6 +13,7 @@
 //! Messages are RFC 6121 `<message type='chat'>` stanzas; the engine is `wirebench-xmpp`.
 
 use crate::session::{XmppDriveError, XmppSession};
+use crate::transport::Transport;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,7 +35,13 @@ pub struct Topology {
     /// Network namespace of client2 (`None`: the caller's); client1 runs in the calling
     /// thread's.
     pub b_netns: Option<String>,
+    /// What carries both clients' streams (`a_server`/`b_server` are then the endpoint's).
+    pub transport: Transport,
 }
+
+/// The `xmpp.ping` choices: chat messages between the clients, or XEP-0199 pings to the
+/// server (study S2).
+pub const PINGS: &[&str] = &["message", "server"];
 
 #[derive(Debug, Clone)]
 pub struct XmppRun {
@@ -45,6 +52,8 @@ pub struct XmppRun {
     pub think: Duration,
     pub seed: u64,
     pub stream: bool,
+    /// Study S2: client1 pings its server (XEP-0199) instead of messaging client2.
+    pub server_pings: bool,
 }
 
 impl XmppRun {
@@ -58,6 +67,7 @@ impl XmppRun {
             think: w.think(),
             seed,
             stream: w.is_stream(),
+            server_pings: case.word("xmpp.ping") == Some("server"),
         }
     }
 }
@@ -95,6 +105,7 @@ pub fn random_text(state: &mut u64, len: usize) -> String {
 }
 
 fn login(
+    transport: &Transport,
     jid: &str,
     password: &str,
     server: SocketAddr,
@@ -107,7 +118,7 @@ fn login(
     // Messages of the case's payload must fit the client's stanza limit.
     cfg.max_stanza = cfg.max_stanza.max(payload + 4096);
     let t = Instant::now();
-    let (s, _) = XmppSession::login(server, cfg, seed, timeout)?;
+    let (s, _) = XmppSession::login_via(transport, server, cfg, None, seed, timeout)?;
     Ok((s, t.elapsed()))
 }
 
@@ -148,6 +159,7 @@ impl Responder {
                         wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
                     }
                     login(
+                        &r.topology.transport,
                         &r.topology.b_jid,
                         &r.topology.b_password,
                         r.topology.b_server,
@@ -255,7 +267,11 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     // Logins are local (client and server in one host) but a slow link can delay
     // everything else; be patient.
     let timeout = ctx.stall_timeout.max(Duration::from_secs(60));
+    if run.server_pings {
+        return server_pings(run, ctx, timeout);
+    }
     let (mut alice, login_a) = login(
+        &run.topology.transport,
         &run.topology.a_jid,
         &run.topology.a_password,
         run.topology.a_server,
@@ -365,6 +381,85 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     out.notes.push(format!(
         "XMPP over Prosody s2s (dialback, no TLS, no compression): {} -> {}",
         run.topology.a_jid, run.topology.b_jid
+    ));
+    Ok(out)
+}
+
+/// Study S2: client1 connects, logs in and sends `count` XEP-0199 pings to its server,
+/// each waiting for its pong. `s2.total` runs from the connect to the last pong (what the
+/// study's page timed); `s2.login` is the part before the first ping, `s2.pings` the rest;
+/// `rtt.*` are the pings' round trips.
+fn server_pings(run: &XmppRun, ctx: &Ctx, timeout: Duration) -> Result<Outcome, WorkloadError> {
+    let t0 = wirebench_model::clock::monotonic_ns();
+    let (mut alice, login_a) = login(
+        &run.topology.transport,
+        &run.topology.a_jid,
+        &run.topology.a_password,
+        run.topology.a_server,
+        run.seed ^ 1,
+        timeout,
+        run.payload,
+    )?;
+    let domain = run
+        .topology
+        .a_jid
+        .rsplit('@')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let mut out = Outcome::default();
+    out.push("xmpp.login", login_a.as_secs_f64(), "s");
+    let stall = ctx.stall_timeout;
+    let mut rtts = Vec::with_capacity(run.count as usize);
+    let mut tally = Tally::new();
+    let t_first = wirebench_model::clock::monotonic_ns();
+    let mut last = t_first;
+    for i in 0..run.count {
+        if ctx.shutdown.load(Ordering::Relaxed) {
+            return Err(interrupted(rtts, run.count, tally));
+        }
+        if i == 2 {
+            (ctx.mark_stable)();
+        }
+        let id = format!("s2-{i}");
+        let t = wirebench_model::clock::monotonic_ns();
+        alice.client.send_ping(&domain, &id);
+        alice.flush()?;
+        let deadline = Instant::now() + stall;
+        let at = loop {
+            if ctx.shutdown.load(Ordering::Relaxed) {
+                return Err(interrupted(rtts, run.count, tally));
+            }
+            let step = deadline.min(Instant::now() + wirebench_protocol::TICK);
+            match alice.next_event(step, "the server's pong") {
+                Ok((at, Event::IqResult { id: got })) if got == id => break at,
+                Ok((_, Event::IqError { id: got, .. })) if got == id => {
+                    return Err(WorkloadError::Peer(format!(
+                        "the server answered ping {id} with an error"
+                    )));
+                }
+                Ok(_) => {}
+                Err(XmppDriveError::Timeout { .. }) if Instant::now() < deadline => {}
+                Err(e) => return Err(e.into()),
+            }
+        };
+        tally.observe(i, false);
+        rtts.push(at.saturating_sub(t));
+        last = at;
+        (ctx.progress)(i + 1, run.count);
+    }
+    tally.finish(run.count);
+    out.push("s2.total", secs(last.saturating_sub(t0)), "s");
+    out.push("s2.login", secs(t_first.saturating_sub(t0)), "s");
+    out.push("s2.pings", secs(last.saturating_sub(t_first)), "s");
+    push_counts(&mut out, run.count, &tally);
+    push_rtts(&mut out, rtts);
+    alice.close();
+    out.notes.push(format!(
+        "study S2: {} XEP-0199 pings from {} to its server over {}, each waiting for its pong",
+        run.count,
+        run.topology.a_jid,
+        run.topology.transport.word()
     ));
     Ok(out)
 }
