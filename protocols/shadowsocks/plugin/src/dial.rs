@@ -72,7 +72,9 @@ impl Protocol for Shadowsocks {
 
     fn servers(&self, case: &Case) -> Option<&'static str> {
         Some(match case.word("shadowsocks.server") {
-            Some("libev") => "shadowsocks-libev's ss-server and an echo server of ours started per case",
+            Some("libev") => {
+                "shadowsocks-libev's ss-server and an echo server of ours started per case"
+            }
             _ => "a Shadowsocks server and an echo server of ours started per case",
         })
     }
@@ -119,7 +121,9 @@ impl Protocol for Shadowsocks {
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
         let tfo = case.word("tfo") == Some("on");
-        let name = case.word("shadowsocks.cipher").unwrap_or("chacha20-ietf-poly1305");
+        let name = case
+            .word("shadowsocks.cipher")
+            .unwrap_or("chacha20-ietf-poly1305");
         let cipher = Cipher::from_name(name)
             .ok_or_else(|| WorkloadError::Input(format!("shadowsocks.cipher={name}: unknown")))?;
         let which = case.word("shadowsocks.server").unwrap_or("ours");
@@ -138,9 +142,8 @@ impl Protocol for Shadowsocks {
                     tfo,
                     log: false,
                 });
-                let p = wirebench_rpc::place(lab, "shadowsocks", move |l, c| {
-                    server::serve(l, c, cfg)
-                })?;
+                let p =
+                    wirebench_rpc::place(lab, "shadowsocks", move |l, c| server::serve(l, c, cfg))?;
                 (p.addr, vec![p], None)
             };
             let d = ShadowsocksDial {
