@@ -288,6 +288,14 @@ pub struct RunArgs {
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub downlink: Option<String>,
+    /// A second path between the two hosts (both directions), e.g. 10Mbit/40ms: Multipath
+    /// TCP connections (--mptcp on) join a subflow over it.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub link2: Option<String>,
     /// Link rate (both directions), e.g. 2400bit,19.2kbit.
     #[arg(
         long,
@@ -492,6 +500,29 @@ pub struct ServeArgs {
     /// closed.
     #[arg(long, default_value = "4MiB", value_name = "SIZE")]
     pub xmpp_max_queued: String,
+    /// Also serve XMPP over WebSocket (RFC 7395, subprotocol xmpp, any path, e.g.
+    /// ws://127.0.0.1:5280/xmpp-websocket) on this address, in front of --xmpp (or
+    /// --xmpp-upstream).
+    #[arg(long, value_name = "ADDR")]
+    pub xmpp_websocket: Option<String>,
+    /// Also serve XMPP over BOSH (XEP-0124/0206, POST to any path, e.g.
+    /// http://127.0.0.1:5281/http-bind) on this address, in front of --xmpp (or
+    /// --xmpp-upstream).
+    #[arg(long, value_name = "ADDR")]
+    pub xmpp_bosh: Option<String>,
+    /// The XMPP server the WebSocket and BOSH endpoints open their sessions' TCP
+    /// connections to, if not the built-in one of --xmpp (e.g. Prosody's port 5222).
+    #[arg(long, value_name = "ADDR")]
+    pub xmpp_upstream: Option<String>,
+    /// A BOSH session with no request held for this long ends (XEP-0124 inactivity).
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub xmpp_bosh_inactivity: String,
+    /// Longest BOSH `wait` granted: an idle held request is answered empty after it.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub xmpp_bosh_wait: String,
+    /// Largest BOSH request body; a larger one ends its session with policy-violation.
+    #[arg(long, default_value = "128KiB", value_name = "SIZE")]
+    pub xmpp_bosh_max_body: String,
 }
 
 /// The command line's definition, with each parameter's default (from the registry the
@@ -625,6 +656,7 @@ impl RunArgs {
             ("link", &self.link),
             ("uplink", &self.uplink),
             ("downlink", &self.downlink),
+            ("link2", &self.link2),
             ("link.rate", &self.link_rate),
             ("link.delay", &self.link_delay),
             ("link.jitter", &self.link_jitter),
@@ -663,6 +695,51 @@ impl RunArgs {
 }
 
 impl ServeArgs {
+    /// The WebSocket and BOSH endpoints asked for: (kind, listen address), checked
+    /// before anything listens. The upstream is resolved by the caller.
+    pub fn web_endpoints(&self) -> Result<Vec<(wirebench_plugin_xmpp::web::Kind, String)>> {
+        let mut v = Vec::new();
+        if self.xmpp_websocket.is_none() && self.xmpp_bosh.is_none() {
+            return Ok(v);
+        }
+        if self.xmpp.is_none() && self.xmpp_upstream.is_none() {
+            anyhow::bail!(
+                "--xmpp-websocket and --xmpp-bosh front an XMPP server: give --xmpp ADDR (the \
+                 built-in one) or --xmpp-upstream ADDR (another)"
+            );
+        }
+        let size = |flag: &str, v: &str| -> Result<usize> {
+            Ok(wirebench_model::Bytes::parse(v)
+                .with_context(|| flag.to_string())?
+                .0 as usize)
+        };
+        let secs = |flag: &str, v: &str| -> Result<u64> {
+            let d = wirebench_model::parse_duration(v).with_context(|| flag.to_string())?;
+            if d.as_secs() == 0 {
+                anyhow::bail!("{flag} must be at least 1s (BOSH counts whole seconds)");
+            }
+            Ok(d.as_secs())
+        };
+        let max_stanza = size("--xmpp-max-stanza", &self.xmpp_max_stanza)?;
+        if let Some(a) = &self.xmpp_websocket {
+            v.push((
+                wirebench_plugin_xmpp::web::Kind::WebSocket { max_stanza },
+                a.clone(),
+            ));
+        }
+        if let Some(a) = &self.xmpp_bosh {
+            let cfg = wirebench_plugin_xmpp::web::BoshConfig {
+                max_wait: secs("--xmpp-bosh-wait", &self.xmpp_bosh_wait)?,
+                inactivity: secs("--xmpp-bosh-inactivity", &self.xmpp_bosh_inactivity)?,
+                max_body: size("--xmpp-bosh-max-body", &self.xmpp_bosh_max_body)?,
+                max_stanza,
+                ..Default::default()
+            };
+            v.push((wirebench_plugin_xmpp::web::Kind::Bosh(cfg), a.clone()));
+        }
+        Ok(v)
+    }
+
     /// The built-in XMPP server's configuration, if `--xmpp` was given: its address,
     /// accounts (files read and checked here) and layout wishes.
     pub fn xmpp_config(&self) -> Result<Option<wirebench_plugin_xmpp::serve::XmppServerConfig>> {

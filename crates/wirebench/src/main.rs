@@ -96,6 +96,14 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
     use wirebench_plugin_xmpp::serve::XmppServer;
     // Every argument is checked before anything listens.
     let xmpp_cfg = args.xmpp_config()?;
+    let web = args.web_endpoints()?;
+    let upstream_arg = match &args.xmpp_upstream {
+        Some(a) => Some(
+            a.parse::<std::net::SocketAddr>()
+                .map_err(|_| anyhow::anyhow!("--xmpp-upstream {a}: expected IP:PORT"))?,
+        ),
+        None => None,
+    };
     let (listen, cfg) = args.config()?;
     let server =
         Server::bind(listen.as_str(), cfg).with_context(|| format!("cannot listen on {listen}"))?;
@@ -158,10 +166,35 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
                 xmpp_progress(xs.stats.clone(), xmpp_stop.clone());
             }
             let stats = xs.stats.clone();
-            Some((xs.spawn(xmpp_stop.clone())?, stats))
+            let mut bound = xs.local_addr()?;
+            if bound.ip().is_unspecified() {
+                bound.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            Some((xs.spawn(xmpp_stop.clone())?, stats, bound))
         }
         None => None,
     };
+    let mut endpoints = Vec::new();
+    if let Some(upstream) = upstream_arg.or(xmpp.as_ref().map(|x| x.2)) {
+        for (kind, addr) in web {
+            let l = std::net::TcpListener::bind(addr.as_str())
+                .with_context(|| format!("cannot listen on {addr}"))?;
+            let what = match kind {
+                wirebench_plugin_xmpp::web::Kind::WebSocket { .. } => {
+                    "XMPP over WebSocket (RFC 7395)"
+                }
+                wirebench_plugin_xmpp::web::Kind::Bosh(_) => "XMPP over BOSH (XEP-0124/0206)",
+            };
+            let e = wirebench_plugin_xmpp::web::spawn(l, upstream, kind, !args.quiet)?;
+            let url = if what.contains("BOSH") {
+                format!("http://{}/http-bind", e.addr)
+            } else {
+                format!("ws://{}/xmpp-websocket", e.addr)
+            };
+            eprintln!("wirebench serve: {what} on {url} (any path), in front of {upstream}");
+            endpoints.push((what, e));
+        }
+    }
     // Ctrl-C or SIGTERM: stop accepting, let every session see the flag at its next
     // tick and close, then exit 0 (a second signal exits at once).
     let (tx, rx) = std::sync::mpsc::channel::<()>();
@@ -180,8 +213,12 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
             eprintln!("wirebench serve: stopping");
         })
         .context("cannot start the server thread")?;
+    for (what, e) in endpoints {
+        eprintln!("wirebench serve: {what} totals: {}", e.stats.line());
+        e.stop();
+    }
     xmpp_stop.store(true, Ordering::SeqCst);
-    if let Some((t, stats)) = xmpp {
+    if let Some((t, stats, _)) = xmpp {
         let r = t.join();
         eprintln!(
             "wirebench serve: XMPP totals: {}",

@@ -15,6 +15,8 @@
 pub mod bosh;
 pub mod ws;
 
+pub use wirebench_xmpp_web::BoshConfig;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
