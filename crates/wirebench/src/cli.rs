@@ -55,7 +55,7 @@ pub enum Command {
         wirebench serve --listen 0.0.0.0 --max-payload 64MiB\n  \
         wirebench serve --listen [::1]:9000 --quiet\n\n\
         Then, from another terminal or host: wirebench run --server HOST[:PORT]")]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// One worker process of `serve --xmpp` (started by it, not by hand).
     #[command(hide = true, name = "xmpp-worker")]
     XmppWorker {

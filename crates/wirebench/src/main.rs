@@ -20,7 +20,7 @@ fn main() -> ExitCode {
     let cli = cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(*args),
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(*args),
         Command::XmppWorker { index } => xmpp_worker(index),
         Command::XmppLoadWorker => xmpp_load_worker(),
         Command::Shell(args) => shell(args),
