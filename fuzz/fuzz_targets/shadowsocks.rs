@@ -55,7 +55,10 @@ fuzz_target!(|data: &[u8]| {
 
     if let Ok(Some((t, n))) = ss::parse_address(data) {
         assert!(n <= data.len());
-        assert_eq!(ss::encode_address(&t).expect("a parsed address encodes"), &data[..n]);
+        assert_eq!(
+            ss::encode_address(&t).expect("a parsed address encodes"),
+            &data[..n]
+        );
     }
 
     // The fuzz input as plaintext: sealed, then opened in reads of `step` bytes.

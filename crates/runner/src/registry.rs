@@ -19,6 +19,7 @@ pub static REGISTRY: &[&dyn Protocol] = &[
     &wirebench_connect::DirectProtocol,
     &wirebench_plugin_socks5::Socks5,
     &wirebench_plugin_convert::Convert,
+    &wirebench_plugin_shadowsocks::Shadowsocks,
 ];
 
 /// The protocol of that name (`raw` for a name the parameter check let through and no

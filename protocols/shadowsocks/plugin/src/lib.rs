@@ -11,12 +11,12 @@
 //!
 //! The codec is `wirebench-shadowsocks` (protocols/shadowsocks/engine).
 
-// HOOK: mod dial;
+mod dial;
 pub mod peers;
 pub mod server;
 pub mod stream;
 
-// HOOK: pub use dial::{Shadowsocks, ShadowsocksDial};
+pub use dial::{Shadowsocks, ShadowsocksDial};
 
 use wirebench_model::Kind;
 use wirebench_protocol::params::ParamSpec;
