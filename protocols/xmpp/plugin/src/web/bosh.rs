@@ -301,8 +301,9 @@ async fn handle(
         ctx.stats.refused.fetch_add(1, Ordering::Relaxed);
         if ctx.log {
             eprintln!(
-                "wirebench serve: XMPP BOSH: {}",
-                String::from_utf8_lossy(&answer)
+                "wirebench serve: XMPP BOSH: {} (request: {})",
+                String::from_utf8_lossy(&answer),
+                String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
             );
         }
     }

@@ -115,7 +115,15 @@ async fn relay(
                     Some(Err(tungstenite::Error::Protocol(
                         tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
                     ))) => return Ok(()),
-                    Some(Err(e)) => return Err(format!("WebSocket: {e}")),
+                    Some(Err(e)) => {
+                        // An oversized message or a protocol error: say so before closing.
+                        let code = match e {
+                            tungstenite::Error::Capacity(_) => CloseCode::Size,
+                            _ => CloseCode::Protocol,
+                        };
+                        let _ = tx.send(close(code, "")).await;
+                        return Err(format!("WebSocket: {e}"));
+                    }
                     Some(Ok(m)) => m,
                 };
                 stats.requests.fetch_add(1, Ordering::Relaxed);

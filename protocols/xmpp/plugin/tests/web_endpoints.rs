@@ -1,0 +1,416 @@
+//! The WebSocket (RFC 7395) and BOSH (XEP-0124/0206) endpoints in front of the built-in
+//! server, on loopback, with the native clients: study S2's 100 pings over each transport,
+//! chat between clients on different transports, and the clients the endpoints must
+//! shed (bad frames, unknown or expired sids, wrong rids, oversized bodies, a client that
+//! never polls) while a good session carries on.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use wirebench_plugin_xmpp::serve::{XmppServer, XmppServerConfig};
+use wirebench_plugin_xmpp::session::XmppSession;
+use wirebench_plugin_xmpp::transport::Transport;
+use wirebench_plugin_xmpp::web::{self, BoshConfig, Endpoint, Kind};
+use wirebench_xmpp::{ClientConfig, Event, Mechanism, TlsMode};
+
+struct Running {
+    addr: SocketAddr,
+    ws: Option<Endpoint>,
+    bosh: Option<Endpoint>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    stats: Arc<wirebench_plugin_xmpp::serve::ServerStats>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(e) = self.ws.take() {
+            e.stop();
+        }
+        if let Some(e) = self.bosh.take() {
+            e.stop();
+        }
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap().unwrap();
+        }
+    }
+}
+
+fn start(bosh: BoshConfig) -> Running {
+    let mut cfg = XmppServerConfig::new("127.0.0.1:0".parse().unwrap(), "example.com", 100);
+    cfg.workers = 1;
+    let server = XmppServer::bind(cfg).unwrap();
+    let addr = server.local_addr().unwrap();
+    let stats = server.stats.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = Some(server.spawn(stop.clone()).unwrap());
+    let l = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let ws = web::spawn(
+        l(),
+        addr,
+        Kind::WebSocket {
+            max_stanza: 16 * 1024,
+        },
+        false,
+    )
+    .unwrap();
+    let bosh = web::spawn(l(), addr, Kind::Bosh(bosh), false).unwrap();
+    Running {
+        addr,
+        ws: Some(ws),
+        bosh: Some(bosh),
+        stop,
+        thread,
+        stats,
+    }
+}
+
+impl Running {
+    fn ws_addr(&self) -> SocketAddr {
+        self.ws.as_ref().unwrap().addr
+    }
+    fn bosh_addr(&self) -> SocketAddr {
+        self.bosh.as_ref().unwrap().addr
+    }
+    fn bosh_open(&self) -> u64 {
+        self.bosh
+            .as_ref()
+            .unwrap()
+            .stats
+            .open
+            .load(Ordering::Relaxed)
+    }
+}
+
+fn login(t: &Transport, addr: SocketAddr, n: u64) -> XmppSession {
+    let mut cfg = ClientConfig::new(&format!("user{n}@example.com"), &format!("pass{n}"));
+    cfg.tls = TlsMode::Never;
+    cfg.mechanisms = vec![Mechanism::ScramSha256];
+    XmppSession::login_via(t, addr, cfg, None, n, Duration::from_secs(5))
+        .unwrap_or_else(|e| panic!("{t:?}: {e}"))
+        .0
+}
+
+fn ping(s: &mut XmppSession, id: &str) {
+    s.client.send_ping("example.com", id);
+    s.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match s.next_event(deadline, "a pong").unwrap() {
+            (_, Event::IqResult { id: got }) if got == id => return,
+            _ => {}
+        }
+    }
+}
+
+fn ws() -> Transport {
+    Transport::from_word(Some("websocket"))
+}
+fn bosh() -> Transport {
+    Transport::from_word(Some("bosh"))
+}
+
+#[test]
+fn study_s2_100_pings_over_each_transport() {
+    let r = start(BoshConfig::default());
+    let mut figures = Vec::new();
+    for (t, addr) in [
+        (Transport::Tcp, r.addr),
+        (ws(), r.ws_addr()),
+        (bosh(), r.bosh_addr()),
+    ] {
+        // Best of three: the figure is the transport's cost, not the machine's hiccups.
+        let mut best = Duration::MAX;
+        for k in 0..3 {
+            let t0 = Instant::now();
+            let mut s = login(&t, addr, 1 + k);
+            for i in 0..100 {
+                ping(&mut s, &format!("p{i}"));
+            }
+            best = best.min(t0.elapsed());
+            s.close();
+        }
+        figures.push(format!("{}: {:.1} ms", t.word(), best.as_secs_f64() * 1e3));
+        // Generous bounds (a loaded 2-core machine); the issue's targets are 50 ms for
+        // WebSocket and 300 ms for BOSH, and docs/browser-transports.md has the figures.
+        assert!(best < Duration::from_secs(2), "{}: {best:?}", t.word());
+    }
+    eprintln!(
+        "S2, 100 pings incl. connect and login: {}",
+        figures.join(", ")
+    );
+    // One HTTP request per ping (plus the login's): the manager answered each held
+    // request with its pong, none was answered empty first.
+    let reqs = r
+        .bosh
+        .as_ref()
+        .unwrap()
+        .stats
+        .requests
+        .load(Ordering::Relaxed);
+    assert!(
+        reqs <= 3 * (100 + 12),
+        "{reqs} BOSH requests for 3 x 100 pings"
+    );
+}
+
+#[test]
+fn chat_between_a_websocket_client_and_a_bosh_client() {
+    let r = start(BoshConfig::default());
+    let mut a = login(&ws(), r.ws_addr(), 1);
+    let mut b = login(&bosh(), r.bosh_addr(), 2);
+    for i in 0..20 {
+        let body = format!("hello <&> {i}");
+        a.send_message("user2@example.com", &body, &format!("m{i}"))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let (_, Event::Message { body: got, .. }) =
+                b.next_event(deadline, "a message").unwrap()
+            {
+                assert_eq!(got, body);
+                break;
+            }
+        }
+        b.send_message("user1@example.com", "back", &format!("r{i}"))
+            .unwrap();
+        loop {
+            if let (_, Event::Message { body: got, .. }) =
+                a.next_event(deadline, "a reply").unwrap()
+            {
+                assert_eq!(got, "back");
+                break;
+            }
+        }
+    }
+    a.close();
+    b.close();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while r.bosh_open() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(r.bosh_open(), 0, "the BOSH session ended with the stream");
+    assert!(r.stats.routed.load(Ordering::Relaxed) >= 40);
+}
+
+/// A raw WebSocket client (tungstenite), subprotocol `xmpp` unless told otherwise.
+fn raw_ws(
+    addr: SocketAddr,
+    proto: Option<&str>,
+) -> Result<tungstenite::WebSocket<TcpStream>, String> {
+    use tungstenite::client::IntoClientRequest;
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut req = format!("ws://{addr}/xmpp-websocket")
+        .into_client_request()
+        .unwrap();
+    if let Some(p) = proto {
+        req.headers_mut()
+            .insert("sec-websocket-protocol", p.parse().unwrap());
+    }
+    tungstenite::client::client(req, s)
+        .map(|(ws, _)| ws)
+        .map_err(|e| e.to_string())
+}
+
+/// Reads text messages until the connection ends; returns them.
+fn read_all(ws: &mut tungstenite::WebSocket<TcpStream>) -> Vec<String> {
+    let mut got = Vec::new();
+    while let Ok(m) = ws.read() {
+        match m {
+            tungstenite::Message::Text(t) => got.push(t.to_string()),
+            tungstenite::Message::Close(c) => {
+                got.push(format!("CLOSE {c:?}"));
+            }
+            _ => {}
+        }
+    }
+    got
+}
+
+const OPEN: &str =
+    "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='example.com' version='1.0'/>";
+
+#[test]
+fn websocket_clients_that_misbehave_are_shed_and_others_carry_on() {
+    let r = start(BoshConfig::default());
+    let mut good = login(&ws(), r.ws_addr(), 1);
+    // No subprotocol: refused at the handshake.
+    let e = raw_ws(r.ws_addr(), None).unwrap_err();
+    assert!(e.contains("400"), "{e}");
+    let e = raw_ws(r.ws_addr(), Some("chat")).unwrap_err();
+    assert!(e.contains("400"), "{e}");
+    ping(&mut good, "a");
+
+    type Case = (&'static str, Vec<tungstenite::Message>, &'static str);
+    let cases: Vec<Case> = vec![
+        (
+            "malformed XML",
+            vec![OPEN.into(), "<message><body>x</message>".into()],
+            "not-well-formed",
+        ),
+        (
+            "two elements in one message",
+            vec![OPEN.into(), "<presence/><presence/>".into()],
+            "not-well-formed",
+        ),
+        ("a stanza before <open/>", vec!["<presence/>".into()], "invalid-xml"),
+        (
+            "a <stream:stream> header",
+            vec!["<stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' to='example.com' version='1.0'>".into()],
+            "not-well-formed",
+        ),
+        (
+            "a binary message",
+            vec![OPEN.into(), tungstenite::Message::Binary(vec![1, 2, 3].into())],
+            "CLOSE",
+        ),
+        (
+            "an element over the limit",
+            vec![OPEN.into(), format!("<message><body>{}</body></message>", "x".repeat(20_000)).into()],
+            "CLOSE",
+        ),
+    ];
+    for (what, msgs, want) in cases {
+        let mut c = raw_ws(r.ws_addr(), Some("xmpp")).unwrap();
+        for m in msgs {
+            let _ = c.send(m);
+        }
+        let got = read_all(&mut c);
+        assert!(
+            got.iter().any(|m| m.contains(want)),
+            "{what}: wanted {want} in {got:?}"
+        );
+        ping(&mut good, what);
+    }
+    good.close();
+}
+
+/// POSTs one body on its own connection; returns the answer's body.
+fn post(addr: SocketAddr, body: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let head = format!(
+        "POST /http-bind HTTP/1.1\r\nHost: {addr}\r\nContent-Type: text/xml\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let _ = s.write_all(body);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    text.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or(text)
+}
+
+fn attr(body: &str, key: &str) -> String {
+    let k = format!("{key}='");
+    let at = body
+        .find(&k)
+        .unwrap_or_else(|| panic!("no {key} in {body}"))
+        + k.len();
+    body[at..].split('\'').next().unwrap().to_string()
+}
+
+const NS: &str = "xmlns='http://jabber.org/protocol/httpbind'";
+
+fn create(addr: SocketAddr, rid: u64) -> String {
+    let b = post(
+        addr,
+        format!("<body {NS} rid='{rid}' to='example.com' wait='2' hold='1' xmpp:version='1.0' xmlns:xmpp='urn:xmpp:xbosh'/>").as_bytes(),
+    );
+    attr(&b, "sid")
+}
+
+#[test]
+fn bosh_clients_that_misbehave_are_shed_and_others_carry_on() {
+    let r = start(BoshConfig {
+        inactivity: 1,
+        max_wait: 2,
+        max_body: 8 * 1024,
+        ..BoshConfig::default()
+    });
+    let mut good = login(&bosh(), r.bosh_addr(), 1);
+
+    // Unknown sid.
+    let b = post(
+        r.bosh_addr(),
+        format!("<body {NS} rid='5' sid='0123456789abcdef'/>").as_bytes(),
+    );
+    assert!(
+        b.contains("type='terminate'") && b.contains("item-not-found"),
+        "{b}"
+    );
+    // Not a body, not XML, no rid.
+    for bad in ["<iq/>", "hello", &format!("<body {NS} sid='x'/>")] {
+        let b = post(r.bosh_addr(), bad.as_bytes());
+        assert!(
+            b.contains("type='terminate'") && b.contains("bad-request"),
+            "{bad}: {b}"
+        );
+    }
+    ping(&mut good, "after-garbage");
+
+    // A rid out of the window ends the session; the sid is then unknown.
+    let sid = create(r.bosh_addr(), 1000);
+    let b = post(
+        r.bosh_addr(),
+        format!("<body {NS} rid='1050' sid='{sid}'/>").as_bytes(),
+    );
+    assert!(b.contains("item-not-found"), "{b}");
+    let b = post(
+        r.bosh_addr(),
+        format!("<body {NS} rid='1001' sid='{sid}'/>").as_bytes(),
+    );
+    assert!(b.contains("item-not-found"), "{b}");
+
+    // An oversized body: policy-violation, session gone.
+    let sid = create(r.bosh_addr(), 2000);
+    let big = format!(
+        "<body {NS} rid='2001' sid='{sid}'><message to='user1@example.com'><body>{}</body></message></body>",
+        "x".repeat(20_000)
+    );
+    let b = post(r.bosh_addr(), big.as_bytes());
+    assert!(b.contains("policy-violation"), "{b}");
+    let b = post(
+        r.bosh_addr(),
+        format!("<body {NS} rid='2002' sid='{sid}'/>").as_bytes(),
+    );
+    assert!(b.contains("item-not-found"), "{b}");
+    ping(&mut good, "after-big");
+
+    // Clients that create sessions and never poll: cleaned after `inactivity` (1 s),
+    // their XMPP connections closed; the good session (polling) lives on.
+    let before = r.bosh_open();
+    for k in 0..20 {
+        create(r.bosh_addr(), 3000 + k * 10);
+    }
+    assert!(r.bosh_open() >= before + 20, "{} open", r.bosh_open());
+    let t0 = Instant::now();
+    while r.bosh_open() > 1 && t0.elapsed() < Duration::from_secs(5) {
+        ping(&mut good, "meanwhile");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(r.bosh_open(), 1, "only the good session is left");
+    assert!(
+        t0.elapsed() < Duration::from_secs(4),
+        "cleaned in {:?}",
+        t0.elapsed()
+    );
+    // The good one idles past `wait` (2 s) while its driver keeps reading: its held
+    // request comes back empty and it polls again, so it is not inactive.
+    let idle = Instant::now() + Duration::from_millis(2500);
+    while Instant::now() < idle {
+        match good.next_event(idle, "nothing") {
+            Ok(_) | Err(wirebench_plugin_xmpp::session::XmppDriveError::Timeout { .. }) => {}
+            Err(e) => panic!("idle: {e}"),
+        }
+    }
+    ping(&mut good, "after-idle");
+    good.close();
+}
