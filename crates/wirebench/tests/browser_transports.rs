@@ -1,0 +1,238 @@
+//! Study S2's browser transports end to end, through the binary: `wirebench serve --xmpp
+//! --xmpp-websocket --xmpp-bosh` as its own process with native clients on each transport
+//! (chat between a WebSocket and a BOSH client, a BOSH client that never polls cleaned
+//! after its inactivity, bad flags refused), and `wirebench run --xmpp-ping server` over
+//! tcp, websocket and bosh recording `s2.total`. 127.0.0.1 only; the server ends with the
+//! test (by its PID).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+use wirebench_plugin_xmpp::session::XmppSession;
+use wirebench_plugin_xmpp::transport::Transport;
+use wirebench_xmpp::{ClientConfig, Event, TlsMode};
+
+struct Server {
+    child: Child,
+    log: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SAFETY: signals the server this test started, by its PID.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Ctrl-C, then the log with its totals.
+    fn stop(mut self) -> String {
+        // SAFETY: signals the server this test started, by its PID.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let end = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < end, "serve did not stop: {}", self.text());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.text()
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn serve(xmpp: u16, ws: u16, bosh: u16) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.log");
+    let child = common::wirebench()
+        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-users", "10"])
+        .arg("--xmpp")
+        .arg(format!("127.0.0.1:{xmpp}"))
+        .arg("--xmpp-websocket")
+        .arg(format!("127.0.0.1:{ws}"))
+        .arg("--xmpp-bosh")
+        .arg(format!("127.0.0.1:{bosh}"))
+        .args(["--xmpp-bosh-inactivity", "1s", "--xmpp-bosh-wait", "2s"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let s = Server {
+        child,
+        log,
+        _dir: dir,
+    };
+    let end = Instant::now() + Duration::from_secs(10);
+    while !s.text().contains("XMPP over BOSH") {
+        assert!(Instant::now() < end, "serve did not start: {}", s.text());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s
+}
+
+fn login(t: &str, addr: SocketAddr, n: u64) -> XmppSession {
+    let mut cfg = ClientConfig::new(&format!("user{n}@wirebench.test"), &format!("pass{n}"));
+    cfg.tls = TlsMode::Never;
+    XmppSession::login_via(
+        &Transport::from_word(Some(t)),
+        addr,
+        cfg,
+        None,
+        n,
+        Duration::from_secs(5),
+    )
+    .unwrap_or_else(|e| panic!("{t}: {e}"))
+    .0
+}
+
+fn message(s: &mut XmppSession) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let (_, Event::Message { body, .. }) = s.next_event(deadline, "a message").unwrap() {
+            return body;
+        }
+    }
+}
+
+#[test]
+fn serve_fronts_its_xmpp_server_with_websocket_and_bosh() {
+    let (x, w, b) = (free_port(), free_port(), free_port());
+    let server = serve(x, w, b);
+    let addr = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
+    let mut over_ws = login("websocket", addr(w), 1);
+    let mut over_bosh = login("bosh", addr(b), 2);
+    let mut over_tcp = login("tcp", addr(x), 3);
+    over_ws
+        .send_message("user2@wirebench.test", "via ws", "1")
+        .unwrap();
+    assert_eq!(message(&mut over_bosh), "via ws");
+    over_bosh
+        .send_message("user3@wirebench.test", "via bosh", "2")
+        .unwrap();
+    assert_eq!(message(&mut over_tcp), "via bosh");
+    over_tcp
+        .send_message("user1@wirebench.test", "via tcp", "3")
+        .unwrap();
+    assert_eq!(message(&mut over_ws), "via tcp");
+
+    // A BOSH client that creates a session and never polls again.
+    let mut s = TcpStream::connect(addr(b)).unwrap();
+    let body = "<body xmlns='http://jabber.org/protocol/httpbind' rid='77' to='wirebench.test' \
+                wait='2' hold='1'/>";
+    write!(
+        s,
+        "POST /http-bind HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(
+        answer.contains("sid='") && answer.contains("<stream:features"),
+        "{answer}"
+    );
+    // Gone after its 1 s of inactivity, while the good BOSH session keeps polling.
+    let idle = Instant::now() + Duration::from_millis(2500);
+    while Instant::now() < idle {
+        let _ = over_bosh.next_event(idle, "nothing");
+    }
+    over_ws
+        .send_message("user2@wirebench.test", "still here", "4")
+        .unwrap();
+    assert_eq!(message(&mut over_bosh), "still here");
+    over_ws.close();
+    over_bosh.close();
+    over_tcp.close();
+    std::thread::sleep(Duration::from_millis(300));
+    let log = server.stop();
+    assert!(
+        log.contains("XMPP over BOSH (XEP-0124/0206) totals: 2 sessions (0 open)"),
+        "{log}"
+    );
+    assert!(
+        log.contains("XMPP over WebSocket (RFC 7395) totals: 1 sessions (0 open)"),
+        "{log}"
+    );
+}
+
+#[test]
+fn endpoints_need_a_server_to_front() {
+    let out = common::wirebench()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--xmpp-websocket",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--xmpp ADDR") && err.contains("--xmpp-upstream"),
+        "{err}"
+    );
+}
+
+#[test]
+fn s2_pings_over_tcp_websocket_and_bosh() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s2");
+    common::run_ok(&[
+        "run",
+        "--protocol",
+        "xmpp",
+        "--workload",
+        "pingpong",
+        "--xmpp-ping",
+        "server",
+        "--xmpp-transport",
+        "tcp,websocket,bosh",
+        "--rounds",
+        "100",
+        "--payload",
+        "64",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let recs = common::records(&out);
+    assert_eq!(recs.len(), 3);
+    let mut figures = Vec::new();
+    for r in &recs {
+        let t = r["params"]["xmpp.transport"].as_str().unwrap().to_string();
+        let total = common::m(r, "s2.total");
+        let pings = common::m(r, "s2.pings");
+        assert_eq!(common::m(r, "messages.received"), 100.0, "{r}");
+        assert!(pings <= total && common::m(r, "s2.login") <= total);
+        figures.push(format!(
+            "{t}: total {:.1} ms, pings {:.1} ms",
+            total * 1e3,
+            pings * 1e3
+        ));
+        // Generous: a loaded 2-core machine; the targets (WebSocket 50 ms, BOSH 300 ms
+        // for 100 pings) are checked in docs/browser-transports.md's measurements.
+        assert!(total < 2.0, "{t}: {total} s");
+        if t != "tcp" {
+            // One gateway session; BOSH answers each ping in one HTTP request.
+            assert_eq!(common::m(r, "transport.sessions"), 1.0);
+            assert!(common::m(r, "transport.requests") <= 100.0 + 12.0, "{r}");
+        }
+    }
+    eprintln!("S2: {}", figures.join("; "));
+}
