@@ -272,9 +272,17 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
                 web::spawn(l, addr, kind, false).map_err(|e| e.to_string())
             })
             .join()
-            .map_err(|_| WorkloadError::Environment("the endpoint's start-up panicked".into()))?
-            .map_err(WorkloadError::Environment)?;
-            Some(e)
+            .map_err(|_| "the endpoint's start-up panicked".to_string())
+            .and_then(|r| r);
+            match e {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    // The server is already running: stop it before giving up.
+                    stop.store(true, Ordering::SeqCst);
+                    let _ = thread.join();
+                    return Err(WorkloadError::Environment(e));
+                }
+            }
         }
     };
     let front = endpoint.as_ref().map_or(addr, |e| e.addr);

@@ -213,6 +213,10 @@ struct Slot {
     stream: Option<TcpStream>,
     busy: bool,
     rx: Vec<u8>,
+    /// The request in flight, for one re-send if the server closed the kept-alive
+    /// connection under it (XEP-0124 §14.3: the manager answers a repeated rid again).
+    last: Vec<u8>,
+    retried: bool,
 }
 
 pub struct BoshConn {
@@ -240,6 +244,8 @@ impl BoshConn {
             stream: None,
             busy: false,
             rx: Vec::new(),
+            last: Vec::new(),
+            retried: false,
         };
         BoshConn {
             addr,
@@ -267,11 +273,6 @@ impl BoshConn {
                 .iter_mut()
                 .find(|s| !s.busy)
                 .expect("checked above");
-            if slot.stream.is_none() {
-                let s = TcpStream::connect_timeout(&self.addr, self.timeout)?;
-                s.set_nodelay(true)?;
-                slot.stream = Some(s);
-            }
             let mut req = format!(
                 "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: text/xml; charset=utf-8\r\n\
                  Content-Length: {}\r\n\r\n",
@@ -281,7 +282,28 @@ impl BoshConn {
             )
             .into_bytes();
             req.extend_from_slice(&body);
-            slot.stream.as_mut().expect("connected").write_all(&req)?;
+            // A kept-alive connection the server has closed since fails at the first
+            // write: one fresh connection, then give up.
+            let reused = slot.stream.is_some();
+            let sent = match slot.stream.as_mut() {
+                Some(st) => st.write_all(&req),
+                None => Err(io::Error::from(io::ErrorKind::NotConnected)),
+            };
+            if let Err(e) = sent {
+                if reused
+                    && e.kind() != io::ErrorKind::BrokenPipe
+                    && e.kind() != io::ErrorKind::ConnectionReset
+                {
+                    return Err(e);
+                }
+                let mut s = TcpStream::connect_timeout(&self.addr, self.timeout)?;
+                s.set_nodelay(true)?;
+                s.write_all(&req)?;
+                slot.stream = Some(s);
+                slot.rx.clear();
+            }
+            slot.last = req;
+            slot.retried = false;
             slot.busy = true;
             self.requests += 1;
         }
@@ -347,6 +369,14 @@ impl BoshConn {
         };
         let mut tmp = [0u8; 16 * 1024];
         let n = st.read(&mut tmp)?;
+        if n == 0 && slot.rx.is_empty() && !slot.retried {
+            let mut s = TcpStream::connect_timeout(&self.addr, self.timeout)?;
+            s.set_nodelay(true)?;
+            s.write_all(&slot.last)?;
+            slot.stream = Some(s);
+            slot.retried = true;
+            return Ok(None);
+        }
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
