@@ -96,13 +96,59 @@ pub trait Dial {
 /// Opens a TCP connection to `addr` with the workload's socket options, and how long
 /// the handshake took (ns).
 pub async fn tcp(addr: SocketAddr) -> Result<(TcpStream, u64), WorkloadError> {
+    open(addr, false, false).await
+}
+
+/// Like [`tcp`], with `TCP_FASTOPEN_CONNECT` (RFC 7413): with a cookie for `addr`, the
+/// kernel returns from `connect` at once and sends the SYN with the first write, carrying
+/// it; without one (the first connection), the handshake is ordinary and fetches one.
+pub async fn tcp_fast_open(addr: SocketAddr) -> Result<(TcpStream, u64), WorkloadError> {
+    open(addr, true, false).await
+}
+
+tokio::task_local! {
+    /// The source port the connection being dialled binds to, when the workload chooses
+    /// it (see [`run`]).
+    static SOURCE_PORT: u16;
+}
+
+/// Connection `k`'s source port over per-connection paths: the same `k` of every case
+/// leaves from the same port and so crosses the same path (`link.paths` draws from the
+/// client-side endpoint). 40,000 ports, clear of the well-known ones.
+fn source_port(k: u64) -> u16 {
+    20_000 + (k % 40_000) as u16
+}
+
+/// A first hop as the case asks: TCP Fast Open when `tfo`, Multipath TCP (RFC 8684)
+/// when `mptcp` (falling back to TCP if the other end does not speak it). Returns the
+/// stream, with Nagle off and a reset on close, and the handshake's time (ns).
+pub async fn open(
+    addr: SocketAddr,
+    tfo: bool,
+    mptcp: bool,
+) -> Result<(TcpStream, u64), WorkloadError> {
+    let fail = |error| WorkloadError::Connect {
+        addr: addr.to_string(),
+        error,
+    };
+    let sock = wirebench_net::sock::stream_socket(addr, mptcp).map_err(fail)?;
+    if let Ok(port) = SOURCE_PORT.try_with(|p| *p) {
+        // Reset on close leaves no TIME_WAIT, but a port may still be in one if the
+        // other end closed first; SO_REUSEADDR lets the bind take it then.
+        sock.set_reuse_address(true).map_err(fail)?;
+        let any: SocketAddr = match addr {
+            SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, port).into(),
+            SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, port).into(),
+        };
+        sock.bind(&any.into()).map_err(fail)?;
+    }
+    if tfo {
+        wirebench_net::sock::set_fastopen_connect(&sock).map_err(fail)?;
+    }
+    sock.set_nonblocking(true).map_err(fail)?;
+    let sock = tokio::net::TcpSocket::from_std_stream(std::net::TcpStream::from(sock));
     let t = monotonic_ns();
-    let s = TcpStream::connect(addr)
-        .await
-        .map_err(|error| WorkloadError::Connect {
-            addr: addr.to_string(),
-            error,
-        })?;
+    let s = sock.connect(addr).await.map_err(fail)?;
     let took = monotonic_ns() - t;
     let _ = s.set_nodelay(true);
     // A reset on close: no TIME_WAIT to exhaust the ephemeral ports (see the module doc).
@@ -110,43 +156,16 @@ pub async fn tcp(addr: SocketAddr) -> Result<(TcpStream, u64), WorkloadError> {
     Ok((s, took))
 }
 
-/// Like [`tcp`], with `TCP_FASTOPEN_CONNECT` (RFC 7413): with a cookie for `addr`, the
-/// kernel returns from `connect` at once and sends the SYN with the first write, carrying
-/// it; without one (the first connection), the handshake is ordinary and fetches one.
-pub async fn tcp_fast_open(addr: SocketAddr) -> Result<(TcpStream, u64), WorkloadError> {
-    let fail = |error| WorkloadError::Connect {
-        addr: addr.to_string(),
-        error,
-    };
-    let sock = socket2::Socket::new(
-        socket2::Domain::for_address(addr),
-        socket2::Type::STREAM,
-        Some(socket2::Protocol::TCP),
-    )
-    .map_err(fail)?;
-    wirebench_net::sock::set_fastopen_connect(&sock).map_err(fail)?;
-    sock.set_nonblocking(true).map_err(fail)?;
-    let sock = tokio::net::TcpSocket::from_std_stream(std::net::TcpStream::from(sock));
-    let t = monotonic_ns();
-    let s = sock.connect(addr).await.map_err(fail)?;
-    let took = monotonic_ns() - t;
-    let _ = s.set_nodelay(true);
-    let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
-    Ok((s, took))
-}
-
-/// The baseline: straight to the origin, with TCP Fast Open when `tfo`.
+/// The baseline: straight to the origin, with TCP Fast Open when `tfo`, over
+/// Multipath TCP when `mptcp`.
 pub struct Direct {
     pub tfo: bool,
+    pub mptcp: bool,
 }
 
 impl Dial for Direct {
     async fn dial(&self, origin: SocketAddr) -> Result<Dialed, WorkloadError> {
-        let (stream, tcp_ns) = if self.tfo {
-            tcp_fast_open(origin).await?
-        } else {
-            tcp(origin).await?
-        };
+        let (stream, tcp_ns) = open(origin, self.tfo, self.mptcp).await?;
         Ok(Dialed::plain(stream, tcp_ns, 0))
     }
 }
@@ -227,8 +246,10 @@ pub struct Plan {
     pub connects: u64,
     pub concurrency: u32,
     pub payload: usize,
-    /// TCP Fast Open to the origin (`tfo=on`; `direct` only so far).
+    /// TCP Fast Open on the first hop (`tfo=on`).
     pub tfo: bool,
+    /// Multipath TCP on the first hop (`mptcp=on`).
+    pub mptcp: bool,
 }
 
 impl Plan {
@@ -262,6 +283,20 @@ impl Plan {
             concurrency,
             payload,
             tfo: case.word("tfo") == Some("on"),
+            mptcp: case.word("mptcp") == Some("on"),
+        })
+        .and_then(|p| {
+            if p.tfo && p.mptcp {
+                // Seen on Linux 6.18: an MPTCP listener acknowledges the data of a Fast
+                // Open SYN but neither reports the connection to epoll nor hands the
+                // data to the socket when the handshake's last ACK comes a round trip
+                // later, so every connection after the first cookie stalls (a loopback
+                // test without delay passes). Refuse rather than measure a stall.
+                return Err(WorkloadError::Input(
+                    "tfo=on with mptcp=on: this kernel loses a Fast Open SYN's data on a Multipath TCP listener over a path with delay (docs/protocols/proxies.md); use one or the other".into(),
+                ));
+            }
+            Ok(p)
         })
     }
 }
@@ -280,7 +315,9 @@ pub fn run_case<D: Dial>(
         enable_tfo(env.lab)?;
     }
     let tfo = plan.tfo;
-    let origin = wirebench_rpc::place(env.lab, "origin", move |l, c| serve_echo_with(l, c, tfo))?;
+    let origin = wirebench_rpc::place_on(env.lab, "origin", plan.mptcp, move |l, c| {
+        serve_echo_with(l, c, tfo)
+    })?;
     let (d, proxies) = dialer(origin.addr)?;
     let r = run(&plan, &d, origin.addr, env.lab, ctx);
     let rejected: u64 = proxies
@@ -324,6 +361,9 @@ struct Samples {
     path: Vec<u64>,
     /// Connections whose SYN carried data the other end accepted.
     syn_data: u64,
+    /// Of Multipath TCP connections, the subflows each had joined when its echo was
+    /// back (the first subflow not counted).
+    joined: Vec<u8>,
 }
 
 /// Runs `plan` through `d` to `origin` on a single-threaded runtime of this thread.
@@ -345,13 +385,17 @@ pub fn run<D: Dial>(
     // The next connection to open: lanes take them as they come free, so one lane stuck
     // on a slow path (a drawn round trip of seconds) does not hold back a fixed share.
     let next = Cell::new(0u64);
+    // Over per-connection paths, every case gives its connection k the same path, so
+    // variants are compared over one population (see `source_port`).
+    let common_paths = lab.is_some_and(|l| l.has_paths());
     let message: Vec<u8> = (0..plan.payload).map(|i| (i % 251) as u8).collect();
     let t0 = monotonic_ns();
     let lanes = (0..plan.concurrency).map(|_| {
         let (samples, done, message, next) = (&samples, &done, &message, &next);
         async move {
             while next.get() < plan.connects {
-                next.set(next.get() + 1);
+                let k = next.get();
+                next.set(k + 1);
                 let start = monotonic_ns();
                 let Dialed {
                     mut stream,
@@ -359,7 +403,14 @@ pub fn run<D: Dial>(
                     proxy_ns,
                     prefix,
                     reply,
-                } = within(ctx.connect_timeout, "connecting", d.dial(origin)).await?;
+                } = within(ctx.connect_timeout, "connecting", async {
+                    if common_paths {
+                        SOURCE_PORT.scope(source_port(k), d.dial(origin)).await
+                    } else {
+                        d.dial(origin).await
+                    }
+                })
+                .await?;
                 let (ttfb, replied) = within(
                     ctx.stall_timeout,
                     "waiting for the first byte",
@@ -368,13 +419,12 @@ pub fn run<D: Dial>(
                 .await?;
                 let proxy_ns = replied.unwrap_or(proxy_ns);
                 let syn_data = wirebench_net::sock::syn_data_acked(stream.tcp());
-                let path = lab.and_then(|l| {
-                    let tcp = stream.tcp();
-                    l.path_rtt_ns(tcp.local_addr().ok()?, tcp.peer_addr().ok()?)
-                });
+                let joined = wirebench_net::sock::mptcp_subflows(stream.tcp());
+                let path = lab.and_then(|l| l.path_rtt_ns(stream.tcp().local_addr().ok()?));
                 drop(stream);
                 let mut s = samples.borrow_mut();
                 s.path.extend(path);
+                s.joined.extend(joined);
                 s.syn_data += u64::from(syn_data);
                 s.tcp.push(tcp_ns);
                 s.proxy.push(proxy_ns);
@@ -575,6 +625,25 @@ fn outcome(plan: &Plan, s: Samples, elapsed: u64) -> Outcome {
             s.syn_data
         ));
     }
+    if plan.mptcp {
+        let n_mp = s.joined.len();
+        out.push("connects.mptcp", n_mp as f64, "count");
+        if n_mp > 0 {
+            let sum: u64 = s.joined.iter().map(|j| u64::from(*j)).sum();
+            let with = s.joined.iter().filter(|j| **j > 0).count();
+            out.push("mptcp.subflows.mean", sum as f64 / n_mp as f64, "count");
+            out.push(
+                "mptcp.subflows.max",
+                f64::from(*s.joined.iter().max().unwrap_or(&0)),
+                "count",
+            );
+            out.push("mptcp.joined", with as f64, "count");
+        }
+        out.notes.push(format!(
+            "Multipath TCP: {n_mp} of {n} connections spoke it (the rest fell back to TCP); {} had joined a subflow when their echo was back",
+            s.joined.iter().filter(|j| **j > 0).count()
+        ));
+    }
     push_distribution(&mut out, "connect.tcp", &s.tcp);
     push_distribution(&mut out, "connect.proxy", &s.proxy);
     push_distribution(&mut out, "ttfb", &s.ttfb);
@@ -624,7 +693,12 @@ fn outcome(plan: &Plan, s: Samples, elapsed: u64) -> Outcome {
 /// `direct`: the baseline of the proxies, a plain TCP connection to the origin.
 pub struct DirectProtocol;
 
-const DIRECT_PARAMS: &[ParamSpec] = &[params::CONNECTS, params::CONCURRENCY, params::TFO];
+const DIRECT_PARAMS: &[ParamSpec] = &[
+    params::CONNECTS,
+    params::CONCURRENCY,
+    params::TFO,
+    params::MPTCP,
+];
 
 impl Protocol for DirectProtocol {
     fn name(&self) -> &'static str {
@@ -668,6 +742,7 @@ impl Protocol for DirectProtocol {
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
         let tfo = case.word("tfo") == Some("on");
-        run_case(env, case, ctx, |_| Ok((Direct { tfo }, Vec::new())))
+        let mptcp = case.word("mptcp") == Some("on");
+        run_case(env, case, ctx, |_| Ok((Direct { tfo, mptcp }, Vec::new())))
     }
 }

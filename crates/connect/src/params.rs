@@ -30,3 +30,12 @@ pub const TFO: ParamSpec = ParamSpec {
     help: "TCP Fast Open (RFC 7413) on the first hop (the origin for direct, the converter for convert): the message rides in the SYN once the first connection has fetched a cookie, saving a round trip (needs net.ipv4.tcp_fastopen=3, which a lab sets in its own hosts)",
     words: "TCP Fast Open",
 };
+
+pub const MPTCP: ParamSpec = ParamSpec {
+    name: "mptcp",
+    kind: Kind::Choice(&["off", "on"]),
+    default: "off",
+    workloads: &["connect"],
+    help: "Multipath TCP (RFC 8684) on the first hop (the origin for direct, the converter for convert): with a second path (link2) each connection may join a subflow over it; counted in connects.mptcp and mptcp.subflows",
+    words: "Multipath TCP",
+};

@@ -66,9 +66,16 @@ impl FlowKey {
         k
     }
 
-    /// The flow's key for per-connection path round trips, the same both ways.
-    fn path(&self) -> u64 {
-        wirebench_link::path_key(self.proto, (self.src, self.sport), (self.dst, self.dport))
+    /// The flow's key for per-connection path round trips: its client-side endpoint,
+    /// the source of a packet going up (direction 0) and the destination of one coming
+    /// down, so both directions agree.
+    fn path(&self, direction: usize) -> u64 {
+        let client = if direction == 0 {
+            (self.src, self.sport)
+        } else {
+            (self.dst, self.dport)
+        };
+        wirebench_link::path_key(self.proto, client)
     }
 }
 
@@ -428,7 +435,7 @@ impl Worker {
                 let now = monotonic_ns();
                 let pkt = buf[..n].to_vec();
                 let key = FlowKey::parse(&pkt);
-                let path = self.links[i].params().paths.is_some().then(|| key.path());
+                let path = self.links[i].params().paths.is_some().then(|| key.path(i));
                 let verdict = self.links[i].enqueue_on_path(pkt, now, path);
                 let mut c = self
                     .shared

@@ -22,10 +22,18 @@ use wirebench_link::{LinkParams, PathRtts};
 
 pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+/// The hosts' addresses on the second path (`link2`), for Multipath TCP.
+pub const CLIENT_ADDR2: Ipv4Addr = Ipv4Addr::new(198, 18, 1, 1);
+pub const SERVER_ADDR2: Ipv4Addr = Ipv4Addr::new(198, 18, 1, 2);
+/// The second path's TUN device in each host.
+const IFNAME2: &str = "wbtun1";
 
 /// Field order matters: the emulator (holding the TUN devices) stops before the
 /// namespaces are deleted.
 pub struct Lab {
+    /// The second path's emulator (`link2`), created by the first case that has one;
+    /// its TUN devices go with it.
+    second: Mutex<Option<Emulator>>,
     emulator: Emulator,
     /// `[client, server]` for a lab pair, `[shell host]` for `wirebench shell`.
     hosts: Vec<Netns>,
@@ -80,6 +88,7 @@ impl Lab {
             ),
         ];
         Ok(Lab {
+            second: Mutex::new(None),
             emulator,
             hosts: vec![client, server],
             interfaces,
@@ -122,6 +131,7 @@ impl Lab {
             (None, root_name),
         ];
         Ok(Lab {
+            second: Mutex::new(None),
             emulator,
             hosts: vec![host],
             interfaces,
@@ -167,16 +177,97 @@ impl Lab {
         Ok(())
     }
 
-    /// The round trip the link gives a TCP connection between these two endpoints,
-    /// without serialization or queueing: both directions' delay plus the connection's
-    /// own path round trip when `link.paths` is set (ns). `None` for IPv6.
-    pub fn path_rtt_ns(&self, local: SocketAddr, remote: SocketAddr) -> Option<u64> {
-        let (SocketAddr::V4(a), SocketAddr::V4(b)) = (local, remote) else {
+    /// Sets up (or reconfigures) the second path between a pair's hosts, for Multipath
+    /// TCP: `wbtun1` with 198.18.1.1 and .2 on each side, its own emulator, and the
+    /// kernel's path manager told to use it: the server announces 198.18.1.2 (a `signal`
+    /// endpoint) and each side accepts up to 2 subflows, so an MPTCP connection made on
+    /// the first path joins a subflow over the second (RFC 8684 ADD_ADDR, MP_JOIN).
+    /// `None` removes it (and the announcement). Plain TCP never uses it: its routes
+    /// are the first path's.
+    pub fn configure_second(
+        &self,
+        link: Option<(LinkParams, LinkParams)>,
+        seed: u64,
+    ) -> Result<(), LabError> {
+        let mut second = self.second.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((up, down)) = link else {
+            if second.take().is_some() {
+                self.server().ip(&["mptcp", "endpoint", "flush"])?;
+            }
+            return Ok(());
+        };
+        if self.hosts.len() != 2 {
+            return Err(LabError::Busy(
+                "a second path (link2) needs the lab's two hosts; `wirebench shell` has one".into(),
+            ));
+        }
+        // A second seed, so the two paths' losses are independent.
+        let seed = seed ^ 0x2b99_2ddf_a232_49d6;
+        match &*second {
+            Some(e) => e.configure(up, down, seed).map_err(|error| LabError::Io {
+                what: "cannot reconfigure the second path".into(),
+                error,
+            })?,
+            None => {
+                let mtu = up.mtu.max(down.mtu);
+                let (client, server) = (self.client(), self.server());
+                let ta = Tun::create_dev(client, IFNAME2, &CLIENT_ADDR2.to_string(), 24, mtu)?;
+                let tb = Tun::create_dev(server, IFNAME2, &SERVER_ADDR2.to_string(), 24, mtu)?;
+                let e = start_emulator(ta, tb, up, down, seed, None)?;
+                for host in [client, server] {
+                    host.ip(&[
+                        "mptcp",
+                        "limits",
+                        "set",
+                        "subflow",
+                        "2",
+                        "add_addr_accepted",
+                        "2",
+                    ])?;
+                }
+                server.ip(&["mptcp", "endpoint", "flush"])?;
+                server.ip(&[
+                    "mptcp",
+                    "endpoint",
+                    "add",
+                    &SERVER_ADDR2.to_string(),
+                    "dev",
+                    IFNAME2,
+                    "signal",
+                ])?;
+                *second = Some(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// The second path's counters, while there is one.
+    pub fn second_counters(&self) -> Option<Counters> {
+        self.second
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(Emulator::counters)
+    }
+
+    /// Whether the configured link gives each connection its own path (`link.paths`).
+    pub fn has_paths(&self) -> bool {
+        self.paths
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .1
+            .is_some()
+    }
+
+    /// The round trip the link gives a TCP connection from `client` (its address in the
+    /// client host), without serialization or queueing: both directions' delay plus the
+    /// connection's own path round trip when `link.paths` is set (ns). `None` for IPv6.
+    pub fn path_rtt_ns(&self, client: SocketAddr) -> Option<u64> {
+        let SocketAddr::V4(a) = client else {
             return None;
         };
         let (base, paths) = &*self.paths.lock().unwrap_or_else(|p| p.into_inner());
-        let key =
-            wirebench_link::path_key(6, (a.ip().octets(), a.port()), (b.ip().octets(), b.port()));
+        let key = wirebench_link::path_key(6, (a.ip().octets(), a.port()));
         // Each direction holds half the path's round trip (rounded down).
         Some(base + paths.as_ref().map_or(0, |p| p.rtt_ns(key) / 2 * 2))
     }

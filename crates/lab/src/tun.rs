@@ -35,13 +35,24 @@ pub struct Tun {
 impl Tun {
     /// Creates `wbtun0` inside `ns` with `addr/prefix`, brings it up with `mtu`.
     pub fn create(ns: &Netns, addr: &str, prefix: u8, mtu: u32) -> Result<Tun, LabError> {
+        Tun::create_dev(ns, IFNAME, addr, prefix, mtu)
+    }
+
+    /// Creates `ifname` inside `ns` with `addr/prefix` (the second path's `wbtun1`).
+    pub fn create_dev(
+        ns: &Netns,
+        ifname: &str,
+        addr: &str,
+        prefix: u8,
+        mtu: u32,
+    ) -> Result<Tun, LabError> {
         // The device is created in the namespace of the thread that opens it, so open it
         // from a short-lived thread that entered the namespace.
         let name = ns.name().to_string();
         let file = std::thread::scope(|s| {
             s.spawn(|| -> Result<File, LabError> {
                 crate::netns::enter(&name)?;
-                open_tun(IFNAME).map_err(|error| LabError::Io {
+                open_tun(ifname).map_err(|error| LabError::Io {
                     what: "cannot create a TUN device (is /dev/net/tun available?)".into(),
                     error,
                 })
@@ -55,11 +66,11 @@ impl Tun {
             })
         })?;
         let mtu = mtu.to_string();
-        ns.ip(&["addr", "add", &format!("{addr}/{prefix}"), "dev", IFNAME])?;
+        ns.ip(&["addr", "add", &format!("{addr}/{prefix}"), "dev", ifname])?;
         ns.ip(&[
             "link",
             "set",
-            IFNAME,
+            ifname,
             "mtu",
             &mtu,
             "txqueuelen",

@@ -90,7 +90,7 @@ fn flows_keep_their_order_without_waiting_for_each_other() {
     let mut link = Link::new(params.clone(), 3);
     let p = PathRtts::parse("uniform:1ms..400ms").unwrap();
     let keys: Vec<u64> = (0..20u16)
-        .map(|i| path_key(6, ([198, 18, 0, 1], 40_000 + i), ([198, 18, 0, 2], 80)))
+        .map(|i| path_key(6, ([198, 18, 0, 1], 40_000 + i)))
         .collect();
     let mut t = 0;
     for id in 0..2000u32 {

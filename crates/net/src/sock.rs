@@ -304,6 +304,54 @@ pub fn established(s: &impl AsRawFd) -> bool {
     tcp_info(s).is_some_and(|i| i.tcpi_state == 1)
 }
 
+/// `IPPROTO_MPTCP` (Multipath TCP, RFC 8684; Linux 5.6+): a stream socket of this
+/// protocol speaks MPTCP when the peer does and falls back to TCP when it does not.
+pub const IPPROTO_MPTCP: libc::c_int = 262;
+/// `SOL_MPTCP` and its `MPTCP_INFO` option (`<linux/mptcp.h>`): libc has neither.
+const SOL_MPTCP: libc::c_int = 284;
+const MPTCP_INFO: libc::c_int = 1;
+
+/// A stream socket for `addr`'s family, Multipath TCP when `mptcp`, else TCP.
+pub fn stream_socket(addr: SocketAddr, mptcp: bool) -> io::Result<Socket> {
+    let proto = if mptcp {
+        Protocol::from(IPPROTO_MPTCP)
+    } else {
+        Protocol::TCP
+    };
+    Socket::new(Domain::for_address(addr), Type::STREAM, Some(proto)).map_err(|e| {
+        if mptcp && e.raw_os_error() == Some(libc::EPROTONOSUPPORT) {
+            io::Error::new(
+                e.kind(),
+                "Multipath TCP is not available: this kernel lacks it, or net.mptcp.enabled is 0",
+            )
+        } else {
+            e
+        }
+    })
+}
+
+/// Additional subflows of a Multipath TCP connection, as the kernel's path manager
+/// counts them (`mptcp_info.mptcpi_subflows`: joined subflows, not the first); `None`
+/// when the connection is not MPTCP (a TCP socket, or MPTCP that fell back to TCP).
+pub fn mptcp_subflows(s: &impl AsRawFd) -> Option<u8> {
+    // The fields wirebench reads come first in `struct mptcp_info`; the kernel copies at
+    // most the length given.
+    let mut info = [0u8; 8];
+    let mut len = info.len() as libc::socklen_t;
+    // SAFETY: a valid descriptor, and a buffer of `len` bytes the kernel may fill.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            SOL_MPTCP,
+            MPTCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    // A fallen-back connection answers with an error or an empty info.
+    (r == 0 && len > 0).then_some(info[0])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

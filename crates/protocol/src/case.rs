@@ -125,9 +125,16 @@ pub struct CaseLink {
     pub trace: Option<std::sync::Arc<Trace>>,
     /// Per-connection path round trips (`link.paths`), both directions.
     pub paths: Option<std::sync::Arc<PathRtts>>,
+    /// A second path between the hosts (`link2`), both directions, for Multipath TCP.
+    pub second: Option<LinkSpec>,
 }
 
 impl CaseLink {
+    /// The second path's models (up, down), if the case has one.
+    pub fn second_params(&self) -> Option<(LinkParams, LinkParams)> {
+        self.second.as_ref().map(|s| (s.to_params(), s.to_params()))
+    }
+
     pub fn up_params(&self) -> LinkParams {
         LinkParams {
             trace: self.trace.clone(),

@@ -170,6 +170,14 @@ pub const LINK_PARAMS: &[ParamSpec] = &[
         words: "downlink",
     },
     ParamSpec {
+        name: "link2",
+        kind: LINK,
+        default: "",
+        workloads: WORKLOADS,
+        help: "a second path between the hosts, both directions, for Multipath TCP (mptcp=on): 10Mbit/40ms",
+        words: "second path",
+    },
+    ParamSpec {
         name: "link.rate",
         kind: Kind::Rate,
         default: "",

@@ -12,5 +12,5 @@ pub mod server;
 pub mod workload;
 
 pub use client::{Call, Connect, Connected, Incoming, MsgRx, MsgTx, NoStreams, Opened, Streams};
-pub use server::{Behaviour, Counters, Placed, Summary, place};
+pub use server::{Behaviour, Counters, Placed, Summary, place, place_on};
 pub use workload::{Plan, What, run};

@@ -152,12 +152,8 @@ pub fn server_ip(lab: Option<&Lab>) -> IpAddr {
 /// std's 128: a connect case opens up to 10,000 connections at once, and an overflowing
 /// accept queue turns some of them into resets that no real server of that load would
 /// send.
-fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
-    let s = socket2::Socket::new(
-        socket2::Domain::for_address(addr),
-        socket2::Type::STREAM,
-        Some(socket2::Protocol::TCP),
-    )?;
+fn listen(addr: SocketAddr, mptcp: bool) -> std::io::Result<std::net::TcpListener> {
+    let s = wirebench_net::sock::stream_socket(addr, mptcp)?;
     s.set_reuse_address(true)?;
     s.bind(&addr.into())?;
     s.listen(4096)?;
@@ -168,6 +164,21 @@ fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
 /// thread of its own, inside the lab's server host when there is a lab. `serve` runs
 /// until the returned [`Placed`] is dropped.
 pub fn place<F, Fut>(lab: Option<&Lab>, what: &str, serve: F) -> Result<Placed, WorkloadError>
+where
+    F: FnOnce(tokio::net::TcpListener, Arc<Counters>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    place_on(lab, what, false, serve)
+}
+
+/// [`place`], listening with Multipath TCP (RFC 8684) when `mptcp`: such a listener
+/// takes MPTCP and plain TCP clients alike.
+pub fn place_on<F, Fut>(
+    lab: Option<&Lab>,
+    what: &str,
+    mptcp: bool,
+    serve: F,
+) -> Result<Placed, WorkloadError>
 where
     F: FnOnce(tokio::net::TcpListener, Arc<Counters>) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + 'static,
@@ -190,7 +201,7 @@ where
                     .enable_all()
                     .build()
                     .map_err(|e| format!("cannot start the {name}'s runtime: {e}"))?;
-                let std_l = listen(SocketAddr::new(ip, 0))
+                let std_l = listen(SocketAddr::new(ip, 0), mptcp)
                     .map_err(|e| format!("cannot listen on {ip}: {e}"))?;
                 std_l.set_nonblocking(true).map_err(|e| e.to_string())?;
                 let addr = std_l.local_addr().map_err(|e| e.to_string())?;

@@ -483,10 +483,19 @@ impl Job<'_> {
                 let before = match (self.lab, link) {
                     (Some(lab), Some(l)) => {
                         lab.configure(l.up_params(), l.down_params(), scenario.seed)?;
+                        lab.configure_second(l.second_params(), scenario.seed)?;
                         record
                             .notes
                             .push(format!("link up: {}; link down: {}", l.up, l.down));
-                        Some((lab.counters(), lab.emulator_cpu_ns(), lab.tun_drops()))
+                        if let Some(s) = &l.second {
+                            record.notes.push(format!("second path (link2): {s}"));
+                        }
+                        Some((
+                            lab.counters(),
+                            lab.emulator_cpu_ns(),
+                            lab.tun_drops(),
+                            lab.second_counters(),
+                        ))
                     }
                     _ => None,
                 };
@@ -527,7 +536,7 @@ impl Job<'_> {
                 );
                 match result {
                     Ok(mut outcome) => {
-                        if let (Some(lab), Some((before, cpu0, tun0)), Some(l)) =
+                        if let (Some(lab), Some((before, cpu0, tun0, second0)), Some(l)) =
                             (self.lab, &before, link)
                         {
                             let mark = marked.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -539,6 +548,17 @@ impl Job<'_> {
                                 mark.as_ref(),
                                 &lab.counters(),
                             );
+                            // What crossed the second path: Multipath TCP's joined subflows.
+                            if let (Some(s0), Some(s1)) = (second0, lab.second_counters()) {
+                                let d = |c: &wirebench_lab::Counters| {
+                                    c.up.delivered_packets + c.down.delivered_packets
+                                };
+                                let b = |c: &wirebench_lab::Counters| {
+                                    c.up.delivered_bytes + c.down.delivered_bytes
+                                };
+                                outcome.push("link2.packets", (d(&s1) - d(s0)) as f64, "count");
+                                outcome.push("link2.bytes", (b(&s1) - b(s0)) as f64, "B");
+                            }
                             let tun = lab.tun_drops().saturating_sub(*tun0);
                             outcome.push("link.dropped.tun", tun as f64, "count");
                             if let (Some(c0), Some(c1)) = (cpu0, lab.emulator_cpu_ns()) {

@@ -90,6 +90,7 @@ pub fn case_link(case: &Case) -> Result<Option<CaseLink>, CaseLinkError> {
         down,
         trace,
         paths,
+        second: spec("link2")?,
     }))
 }
 

@@ -202,25 +202,111 @@ fn per_connection_paths_over_a_link() {
         // The draws follow the distribution (300 of them: the median within 20%).
         let p50 = m(r, "path.rtt.p50");
         assert!((p50 - 0.102).abs() < 0.02, "path.rtt.p50 {p50}: {r}");
-        assert!(m(r, "path.rtt.min") >= 0.004 && m(r, "path.rtt.max") <= 0.2, "{r}");
+        assert!(
+            m(r, "path.rtt.min") >= 0.004 && m(r, "path.rtt.max") <= 0.2,
+            "{r}"
+        );
         // Each connection's own round trips: 2 direct, 4 through SOCKS5 (no auth). A
         // busy machine adds time, never removes a round trip.
-        let trips = if r["params"]["protocol"] == "direct" { 2.0 } else { 4.0 };
+        let trips = if r["params"]["protocol"] == "direct" {
+            2.0
+        } else {
+            4.0
+        };
         let rt = m(r, "ttfb.round_trips.p50");
-        assert!(rt >= trips && rt < trips * 1.15, "ttfb.round_trips.p50 {rt}: {r}");
+        assert!(
+            rt >= trips && rt < trips * 1.15,
+            "ttfb.round_trips.p50 {rt}: {r}"
+        );
         assert!(m(r, "ttfb.round_trips.min") > trips * 0.99, "{r}");
     }
     // A distribution that does not parse is refused before any lab is built, naming it.
     let (ok, _) = run(&["--protocol", "direct", "--link-paths", "uniform:9ms..1ms"]);
     assert!(!ok);
     let o = wirebench()
-        .args(["run", "--dry-run", "--workload", "connect", "--protocol", "direct"])
+        .args([
+            "run",
+            "--dry-run",
+            "--workload",
+            "connect",
+            "--protocol",
+            "direct",
+        ])
         .args(["--link-paths", "cdf:/nonexistent/paths.csv"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("link.paths") && err.contains("/nonexistent/paths.csv"), "{err}");
+    assert!(
+        err.contains("link.paths") && err.contains("/nonexistent/paths.csv"),
+        "{err}"
+    );
+}
+
+/// `--mptcp on` with a second path (`--link2`): the client's first hop speaks Multipath
+/// TCP, the server host announces its second address and connections join a subflow over
+/// the second emulated link; plain TCP never touches it.
+#[test]
+fn multipath_tcp_over_a_second_path() {
+    if !is_root() {
+        eprintln!("skipped: needs root for the lab");
+        return;
+    }
+    let (ok, recs) = run(&[
+        "--protocol",
+        "direct,convert",
+        "--connects",
+        "60",
+        "--concurrency",
+        "2",
+        "--link-delay",
+        "10ms",
+        "--link2",
+        "20Mbit/15ms",
+        "--mptcp",
+        "off,on",
+    ]);
+    assert!(ok, "{recs:?}");
+    assert_eq!(recs.len(), 4);
+    for r in &recs {
+        ok_connects(r, 60.0);
+        if r["params"]["mptcp"] == "on" {
+            assert_eq!(m(r, "connects.mptcp"), 60.0, "{r}");
+            // Some connections have joined their second subflow by the time the echo is
+            // back (the join costs a round trip on the second path; the echo one on the
+            // first), and none more than the one path offered.
+            assert!(m(r, "mptcp.joined") > 0.0, "{r}");
+            assert!(m(r, "mptcp.subflows.max") <= 1.0, "{r}");
+            assert!(m(r, "link2.packets") > 0.0, "{r}");
+        } else {
+            assert_eq!(
+                m(r, "link2.packets"),
+                0.0,
+                "plain TCP crossed the second path: {r}"
+            );
+        }
+        // The first subflow's handshake is TCP's: the same round trips.
+        let rt = m(r, "ttfb.round_trips.p50");
+        assert!((2.0..2.3).contains(&rt), "ttfb.round_trips.p50 {rt}: {r}");
+    }
+    // Fast Open with Multipath TCP is refused with the reason, not measured as a stall.
+    let (ok, recs) = run(&[
+        "--protocol",
+        "direct",
+        "--connects",
+        "5",
+        "--link-delay",
+        "5ms",
+        "--mptcp",
+        "on",
+        "--tfo",
+        "on",
+    ]);
+    assert!(!ok);
+    assert!(
+        recs[0]["error"].as_str().unwrap().contains("mptcp"),
+        "{recs:?}"
+    );
 }
 
 #[test]

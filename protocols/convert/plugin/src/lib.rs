@@ -15,18 +15,20 @@ pub mod converter;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use wirebench_connect::params::{CONCURRENCY, CONNECTS, TFO};
+use wirebench_connect::params::{CONCURRENCY, CONNECTS, MPTCP, TFO};
 use wirebench_connect::{Dial, Dialed};
 use wirebench_convert as cv;
 use wirebench_protocol::params::ParamSpec;
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 
-const PARAMS: &[ParamSpec] = &[TFO, CONNECTS, CONCURRENCY];
+const PARAMS: &[ParamSpec] = &[TFO, MPTCP, CONNECTS, CONCURRENCY];
 
 /// The client side: connects to the converter; its request travels with the first data.
 pub struct ConvertDial {
     pub converter: SocketAddr,
     pub tfo: bool,
+    /// Multipath TCP to the converter: the client-to-converter leg of study S3's set-up.
+    pub mptcp: bool,
 }
 
 /// The converter's answer off the front of the stream: its length once complete, its
@@ -51,11 +53,8 @@ fn read_reply(buf: &[u8]) -> Result<Option<usize>, WorkloadError> {
 
 impl Dial for ConvertDial {
     async fn dial(&self, origin: SocketAddr) -> Result<Dialed, WorkloadError> {
-        let (stream, tcp_ns) = if self.tfo {
-            wirebench_connect::tcp_fast_open(self.converter).await?
-        } else {
-            wirebench_connect::tcp(self.converter).await?
-        };
+        let (stream, tcp_ns) =
+            wirebench_connect::open(self.converter, self.tfo, self.mptcp).await?;
         Ok(Dialed {
             stream: Box::new(stream),
             tcp_ns,
@@ -131,6 +130,7 @@ impl Protocol for Convert {
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
         let tfo = case.word("tfo") == Some("on");
+        let mptcp = case.word("mptcp") == Some("on");
         let lab = env.lab;
         let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
             let cfg = Arc::new(converter::Config {
@@ -138,11 +138,13 @@ impl Protocol for Convert {
                 tfo,
                 log: false,
             });
-            let placed =
-                wirebench_rpc::place(lab, "convert", move |l, c| converter::serve(l, c, cfg))?;
+            let placed = wirebench_rpc::place_on(lab, "convert", mptcp, move |l, c| {
+                converter::serve(l, c, cfg)
+            })?;
             let d = ConvertDial {
                 converter: placed.addr,
                 tfo,
+                mptcp,
             };
             Ok((d, vec![placed]))
         })?;
