@@ -103,13 +103,16 @@ async fn relay(
     max_stanza: usize,
     stats: &WebStats,
 ) -> Result<(), String> {
-    let (mut tx, mut rx) = ws.split();
+    // One stream for both directions, not split halves: select! drops the losing
+    // branch's future before a branch body runs, so the body may use it mutably, and no
+    // lock stands between the two directions.
+    let mut tx = ws;
     let (mut up_r, mut up_w) = up.into_split();
     let mut framing = Framing::new(max_stanza);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         tokio::select! {
-            m = rx.next() => {
+            m = tx.next() => {
                 let m = match m {
                     None => return Ok(()),
                     Some(Err(tungstenite::Error::Protocol(
