@@ -65,7 +65,7 @@ async fn conn(
     let cfg = WebSocketConfig::default()
         .max_message_size(Some(limit))
         .max_frame_size(Some(limit));
-    let ws = tokio_tungstenite::accept_hdr_async_with_config(
+    let mut ws = tokio_tungstenite::accept_hdr_async_with_config(
         s,
         |req: &Request, mut resp: Response| -> Result<Response, ErrorResponse> {
             if !offers_xmpp(req) {
@@ -86,9 +86,16 @@ async fn conn(
     )
     .await
     .map_err(|e| format!("WebSocket handshake: {e}"))?;
-    let up = TcpStream::connect(upstream)
-        .await
-        .map_err(|e| format!("cannot reach the XMPP server at {upstream}: {e}"))?;
+    let up = match TcpStream::connect(upstream).await {
+        Ok(up) => up,
+        Err(e) => {
+            // RFC 6455 1011: the server cannot serve the request.
+            let _ = ws
+                .send(close(CloseCode::Error, "XMPP server unreachable"))
+                .await;
+            return Err(format!("cannot reach the XMPP server at {upstream}: {e}"));
+        }
+    };
     up.set_nodelay(true).map_err(|e| e.to_string())?;
     stats.sessions.fetch_add(1, Ordering::Relaxed);
     stats.open.fetch_add(1, Ordering::Relaxed);
