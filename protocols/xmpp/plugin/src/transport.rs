@@ -368,7 +368,12 @@ impl BoshConn {
             return Ok(None);
         };
         let mut tmp = [0u8; 16 * 1024];
-        let n = st.read(&mut tmp)?;
+        // A reset is how a closed kept-alive connection often shows: same as end of file.
+        let n = match st.read(&mut tmp) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => 0,
+            Err(e) => return Err(e),
+        };
         if n == 0 && slot.rx.is_empty() && !slot.retried {
             let mut s = TcpStream::connect_timeout(&self.addr, self.timeout)?;
             s.set_nodelay(true)?;

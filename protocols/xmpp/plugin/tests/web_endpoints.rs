@@ -414,3 +414,70 @@ fn bosh_clients_that_misbehave_are_shed_and_others_carry_on() {
     ping(&mut good, "after-idle");
     good.close();
 }
+
+/// Reads one HTTP/1.1 message (head + Content-Length body) from `s`.
+fn read_http(s: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + len {
+                buf.truncate(end + 4 + len);
+                return Some(buf);
+            }
+        }
+        let n = s.read(&mut tmp).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+}
+
+#[test]
+fn the_bosh_client_survives_a_server_that_closes_kept_alive_connections() {
+    let r = start(BoshConfig::default());
+    let upstream = r.bosh_addr();
+    // A proxy that answers one request per connection and then hangs up, without saying
+    // so (no `Connection: close`): the client's next request on it finds it closed.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy = l.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let st = stop.clone();
+    let t = std::thread::spawn(move || {
+        l.set_nonblocking(true).unwrap();
+        let mut workers = Vec::new();
+        while !st.load(Ordering::Relaxed) {
+            match l.accept() {
+                Ok((mut c, _)) => {
+                    c.set_nonblocking(false).unwrap();
+                    workers.push(std::thread::spawn(move || {
+                        let Some(req) = read_http(&mut c) else { return };
+                        let mut u = TcpStream::connect(upstream).unwrap();
+                        u.write_all(&req).unwrap();
+                        if let Some(resp) = read_http(&mut u) {
+                            let _ = c.write_all(&resp);
+                        }
+                    }));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        for w in workers {
+            let _ = w.join();
+        }
+    });
+    let mut s = login(&bosh(), proxy, 1);
+    for i in 0..20 {
+        ping(&mut s, &format!("k{i}"));
+    }
+    s.close();
+    stop.store(true, Ordering::SeqCst);
+    t.join().unwrap();
+}
