@@ -121,7 +121,8 @@ pub enum Command {
     /// names and answers others with the RFC's "Not Authorized" error. RFC 8803 forbids
     /// loopback destinations: name them in --allow only to test on one machine. Clients
     /// need net.ipv4.tcp_fastopen with bit 1, this host bit 2 (3 for both). The client
-    /// side is in the connect workload (--protocol convert); docs/protocols/proxies.md.
+    /// side is in the connect workload (--protocol convert) and, for any program,
+    /// `wirebench converter-client`; docs/protocols/proxies.md.
     #[command(after_help = "Examples:\n  \
         wirebench converter --listen 0.0.0.0:5124 --allow 198.51.100.0/24,2001:db8::/32\n  \
         wirebench converter --listen 127.0.0.1:5124 --allow 127.0.0.1   # a test on this machine")]
@@ -135,6 +136,34 @@ pub enum Command {
         /// Do not offer TCP Fast Open (clients then pay a round trip for the handshake).
         #[arg(long)]
         no_tfo: bool,
+    },
+    /// Run the client side of RFC 8803 for any program: a local SOCKS5 proxy that sends
+    /// each connection through a Transport Converter, until Ctrl-C.
+    ///
+    /// Each CONNECT (to an IPv4 or IPv6 address; the Convert protocol carries no names)
+    /// becomes one connection to --via whose first write is the Connect TLV and the
+    /// program's first data, in the SYN with TCP Fast Open (this host needs bit 1 of
+    /// net.ipv4.tcp_fastopen). The CONNECT is answered at once so that the program sends
+    /// that data; a converter's refusal then closes the connection and is logged here.
+    /// docs/protocols/proxies.md.
+    #[command(after_help = "Examples:\n  \
+        wirebench converter-client --listen 127.0.0.1:1080 --via 192.0.2.10:5124\n  \
+        curl --socks5 127.0.0.1:1080 http://198.51.100.7/   # --socks5 resolves names here")]
+    ConverterClient {
+        /// Local address for programs' SOCKS5 connections (keep it on loopback: the
+        /// front has no authentication).
+        #[arg(long, value_name = "ADDR")]
+        listen: String,
+        /// The Transport Converter, ADDR:PORT.
+        #[arg(long, value_name = "ADDR")]
+        via: String,
+        /// Do not use TCP Fast Open towards the converter (a round trip more).
+        #[arg(long)]
+        no_tfo: bool,
+        /// How long to wait for a program's first data before connecting without it
+        /// (programs whose server speaks first, such as SMTP, wait this long).
+        #[arg(long, value_name = "DURATION", default_value = "50ms")]
+        first_data_wait: String,
     },
     /// Manage lab leftovers.
     #[command(after_help = "Examples:\n  \

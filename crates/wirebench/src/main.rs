@@ -32,6 +32,12 @@ fn main() -> ExitCode {
             allow,
             no_tfo,
         } => converter(&listen, &allow, !no_tfo),
+        Command::ConverterClient {
+            listen,
+            via,
+            no_tfo,
+            first_data_wait,
+        } => converter_client(&listen, &via, !no_tfo, &first_data_wait),
         Command::Compare(args) => compare(args),
         Command::Scenarios => {
             render::scenarios(&wirebench_runner::catalog::scenarios());
@@ -385,6 +391,43 @@ fn compare(args: CompareArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn converter_client(listen: &str, via: &str, tfo: bool, wait: &str) -> Result<ExitCode> {
+    use wirebench_plugin_convert::local::{self, LocalConfig};
+    let via: std::net::SocketAddr = via
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--via {via:?}: {e} (an ADDR:PORT, e.g. 192.0.2.10:5124)"))?;
+    let first_data_wait = wirebench_model::parse_duration(wait)
+        .map_err(|e| anyhow::anyhow!("--first-data-wait: {e}"))?;
+    let l = std::net::TcpListener::bind(listen)
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    if tfo
+        && let Some(p) =
+            wirebench_net::sock::tfo_sysctl_problem(wirebench_net::sock::tfo_sysctl(), true, false)
+    {
+        eprintln!("wirebench converter-client: warning: {p}");
+    }
+    eprintln!(
+        "wirebench converter-client: SOCKS5 on {}, through the converter {via}{} (Ctrl-C to stop)",
+        l.local_addr()?,
+        if tfo { " with TCP Fast Open" } else { "" }
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst))
+            .context("cannot install the Ctrl-C handler")?;
+    }
+    let cfg = LocalConfig {
+        via,
+        tfo,
+        first_data_wait,
+        log: true,
+    };
+    local::run_standalone(l, cfg, stop).map_err(|e| anyhow::anyhow!(e))?;
+    eprintln!("wirebench converter-client: stopped");
+    Ok(ExitCode::SUCCESS)
 }
 
 fn converter(listen: &str, allow: &str, tfo: bool) -> Result<ExitCode> {

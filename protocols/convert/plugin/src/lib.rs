@@ -12,6 +12,7 @@
 //! The codec is `wirebench-convert` (protocols/convert/engine).
 
 pub mod converter;
+pub mod local;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
