@@ -21,6 +21,7 @@
 
 pub mod params;
 
+use futures_util::StreamExt;
 use futures_util::future::try_join_all;
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
@@ -250,6 +251,8 @@ pub struct Plan {
     pub tfo: bool,
     /// Multipath TCP on the first hop (`mptcp=on`).
     pub mptcp: bool,
+    /// Open loop: connections started per second on a fixed schedule (`rate`).
+    pub rate: Option<f64>,
 }
 
 impl Plan {
@@ -257,7 +260,29 @@ impl Plan {
         let count =
             |name: &str, default: u64| case.get(name).and_then(Value::as_count).unwrap_or(default);
         let connects = count("connects", 200);
-        let concurrency = count("concurrency", 1);
+        let rate = match case.word("rate") {
+            Some(text) => Some(
+                wirebench_rpc::params::parse_rate(text)
+                    .ok()
+                    .filter(|r| *r > 0.0 && r.is_finite())
+                    .ok_or_else(|| {
+                        WorkloadError::Input(format!(
+                            "rate={text}: connections per second above 0, e.g. 500/s"
+                        ))
+                    })?,
+            ),
+            None => None,
+        };
+        // In the open loop `concurrency` only bounds the connections in flight; unset,
+        // it does not hold the schedule back.
+        let concurrency = count(
+            "concurrency",
+            if rate.is_some() {
+                connects.min(10_000)
+            } else {
+                1
+            },
+        );
         if connects == 0 {
             return Err(WorkloadError::Input("connects=0: open at least one".into()));
         }
@@ -284,6 +309,7 @@ impl Plan {
             payload,
             tfo: case.word("tfo") == Some("on"),
             mptcp: case.word("mptcp") == Some("on"),
+            rate,
         })
         .and_then(|p| {
             if p.tfo && p.mptcp {
@@ -390,50 +416,97 @@ pub fn run<D: Dial>(
     let common_paths = lab.is_some_and(|l| l.has_paths());
     let message: Vec<u8> = (0..plan.payload).map(|i| (i % 251) as u8).collect();
     let t0 = monotonic_ns();
-    let lanes = (0..plan.concurrency).map(|_| {
-        let (samples, done, message, next) = (&samples, &done, &message, &next);
+    // One connection, start to finish: `k` picks its source port over shared paths.
+    let one = |k: u64| {
+        let (samples, done, message) = (&samples, &done, &message);
         async move {
-            while next.get() < plan.connects {
-                let k = next.get();
-                next.set(k + 1);
-                let start = monotonic_ns();
-                let Dialed {
-                    mut stream,
-                    tcp_ns,
-                    proxy_ns,
-                    prefix,
-                    reply,
-                } = within(ctx.connect_timeout, "connecting", async {
-                    if common_paths {
-                        SOURCE_PORT.scope(source_port(k), d.dial(origin)).await
-                    } else {
-                        d.dial(origin).await
+            let start = monotonic_ns();
+            let Dialed {
+                mut stream,
+                tcp_ns,
+                proxy_ns,
+                prefix,
+                reply,
+            } = within(ctx.connect_timeout, "connecting", async {
+                if common_paths {
+                    SOURCE_PORT.scope(source_port(k), d.dial(origin)).await
+                } else {
+                    d.dial(origin).await
+                }
+            })
+            .await?;
+            let (ttfb, replied) = within(
+                ctx.stall_timeout,
+                "waiting for the first byte",
+                exchange(&mut stream, &prefix, message, reply, start),
+            )
+            .await?;
+            let proxy_ns = replied.unwrap_or(proxy_ns);
+            let syn_data = wirebench_net::sock::syn_data_acked(stream.tcp());
+            let joined = wirebench_net::sock::mptcp_subflows(stream.tcp());
+            let path = lab.and_then(|l| l.path_rtt_ns(stream.tcp().local_addr().ok()?));
+            drop(stream);
+            let mut s = samples.borrow_mut();
+            s.path.extend(path);
+            s.joined.extend(joined);
+            s.syn_data += u64::from(syn_data);
+            s.tcp.push(tcp_ns);
+            s.proxy.push(proxy_ns);
+            s.ttfb.push(ttfb);
+            done.set(done.get() + 1);
+            Ok::<(), WorkloadError>(())
+        }
+    };
+    // Closed loop: `concurrency` lanes, each opening the next connection when its last
+    // one is done.
+    let lanes = || {
+        let lanes = (0..plan.concurrency).map(|_| {
+            let next = &next;
+            async move {
+                while next.get() < plan.connects {
+                    let k = next.get();
+                    next.set(k + 1);
+                    one(k).await?;
+                }
+                Ok::<(), WorkloadError>(())
+            }
+        });
+        try_join_all(lanes)
+    };
+    // Open loop: connection k starts at t0 + k / rate whatever the others are doing, up
+    // to `concurrency` in flight; how late each started is kept (`rate.send_lag`).
+    let lag = RefCell::new(Vec::new());
+    let open_loop = |rate: f64| {
+        let lag = &lag;
+        async move {
+            let mut inflight = futures_util::stream::FuturesUnordered::new();
+            for k in 0..plan.connects {
+                let due = t0 + (k as f64 / rate * 1e9) as u64;
+                loop {
+                    let now = monotonic_ns();
+                    if now >= due {
+                        break;
                     }
-                })
-                .await?;
-                let (ttfb, replied) = within(
-                    ctx.stall_timeout,
-                    "waiting for the first byte",
-                    exchange(&mut stream, &prefix, message, reply, start),
-                )
-                .await?;
-                let proxy_ns = replied.unwrap_or(proxy_ns);
-                let syn_data = wirebench_net::sock::syn_data_acked(stream.tcp());
-                let joined = wirebench_net::sock::mptcp_subflows(stream.tcp());
-                let path = lab.and_then(|l| l.path_rtt_ns(stream.tcp().local_addr().ok()?));
-                drop(stream);
-                let mut s = samples.borrow_mut();
-                s.path.extend(path);
-                s.joined.extend(joined);
-                s.syn_data += u64::from(syn_data);
-                s.tcp.push(tcp_ns);
-                s.proxy.push(proxy_ns);
-                s.ttfb.push(ttfb);
-                done.set(done.get() + 1);
+                    let wait = tokio::time::sleep(Duration::from_nanos(due - now));
+                    tokio::select! {
+                        Some(r) = inflight.next(), if !inflight.is_empty() => r?,
+                        _ = wait => {}
+                    }
+                }
+                while inflight.len() >= plan.concurrency as usize {
+                    if let Some(r) = inflight.next().await {
+                        r?;
+                    }
+                }
+                lag.borrow_mut().push(monotonic_ns().saturating_sub(due));
+                inflight.push(one(k));
+            }
+            while let Some(r) = inflight.next().await {
+                r?;
             }
             Ok::<(), WorkloadError>(())
         }
-    });
+    };
     let report = async {
         loop {
             (ctx.progress)(done.get(), plan.connects);
@@ -444,21 +517,28 @@ pub fn run<D: Dial>(
         }
     };
     let r = rt.block_on(async {
+        let work = async {
+            match plan.rate {
+                Some(rate) => open_loop(rate).await,
+                None => lanes().await.map(|_| ()),
+            }
+        };
         tokio::select! {
-            r = try_join_all(lanes) => r.map(|_| ()),
+            r = work => r,
             _ = report => Err(WorkloadError::Interrupted),
         }
     });
     let elapsed = monotonic_ns() - t0;
     let s = samples.into_inner();
+    let lag = lag.into_inner();
     match r {
         Ok(()) => {
             (ctx.progress)(plan.connects, plan.connects);
-            Ok(outcome(plan, s, elapsed))
+            Ok(outcome(plan, s, &lag, elapsed))
         }
         Err(WorkloadError::Interrupted) if !s.ttfb.is_empty() => {
             let n = s.ttfb.len();
-            let mut out = outcome(plan, s, elapsed);
+            let mut out = outcome(plan, s, &lag, elapsed);
             out.notes.push(format!(
                 "interrupted after {n} of {} connections: the metrics cover those",
                 plan.connects
@@ -611,12 +691,30 @@ fn push_distribution(out: &mut Outcome, name: &str, samples: &[u64]) {
     out.histograms.push((name.into(), histogram(samples)));
 }
 
-fn outcome(plan: &Plan, s: Samples, elapsed: u64) -> Outcome {
+fn outcome(plan: &Plan, s: Samples, lag: &[u64], elapsed: u64) -> Outcome {
     let mut out = Outcome::default();
     let n = s.ttfb.len() as u64;
     out.push("connects.ok", n as f64, "count");
     if elapsed > 0 {
         out.push("connects.per_s", n as f64 / secs(elapsed), "conn/s");
+    }
+    if let Some(rate) = plan.rate {
+        out.push("rate.offered", rate, "conn/s");
+        if elapsed > 0 {
+            out.push("rate.achieved", n as f64 / secs(elapsed), "conn/s");
+        }
+        let mut sorted = lag.to_vec();
+        sorted.sort_unstable();
+        for (q_name, q) in [("p50", 50.0), ("p99", 99.0), ("max", 100.0)] {
+            if let Some(v) = percentile(&sorted, q) {
+                out.push(&format!("rate.send_lag.{q_name}"), secs(v), "s");
+            }
+        }
+        out.notes.push(format!(
+            "open loop: a connection every {:.3} ms, at most {} in flight",
+            1e3 / rate,
+            plan.concurrency
+        ));
     }
     if plan.tfo {
         out.push("connects.tfo", s.syn_data as f64, "count");
@@ -681,7 +779,7 @@ fn outcome(plan: &Plan, s: Samples, elapsed: u64) -> Outcome {
     }
     // Per connection, in order: the per-connection chart and the CDF.
     out.rounds = Some(s.ttfb);
-    if plan.concurrency > 1 {
+    if plan.concurrency > 1 && plan.rate.is_none() {
         out.notes.push(format!(
             "{} connections, {} at a time",
             plan.connects, plan.concurrency
@@ -698,6 +796,7 @@ const DIRECT_PARAMS: &[ParamSpec] = &[
     params::CONCURRENCY,
     params::TFO,
     params::MPTCP,
+    wirebench_rpc::params::RATE,
 ];
 
 impl Protocol for DirectProtocol {

@@ -16,9 +16,11 @@ pub const CONNECTS: ParamSpec = ParamSpec {
 pub const CONCURRENCY: ParamSpec = ParamSpec {
     name: "concurrency",
     kind: Kind::Count,
-    default: "1",
+    // No default in the grid: unset, it is 1 in the closed loop and does not bound the
+    // open loop (`rate`), which a filled-in 1 would silently serialize.
+    default: "",
     workloads: &["connect"],
-    help: "connections being set up at once; each starts the next when its echo is back",
+    help: "connections being set up at once, each starting the next when its echo is back (default 1); with rate, the most in flight (default: as many as the schedule needs, up to 10000)",
     words: "concurrency",
 };
 

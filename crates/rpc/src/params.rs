@@ -12,8 +12,8 @@ pub const RATE: ParamSpec = ParamSpec {
         check: check_rate,
     },
     default: "",
-    workloads: &["pingpong"],
-    help: "open loop: send the ping-pong's requests on a fixed schedule at this rate (10k/s, 500/s, 60/min) and time each from its intended send; unset: closed loop, one request in flight per connection",
+    workloads: &["pingpong", "connect"],
+    help: "open loop: send the ping-pong's requests (connect: start the connections) on a fixed schedule at this rate (10k/s, 500/s, 60/min), each timed from its intended send (connect: from its start, with rate.send_lag); unset: closed loop",
     words: "request rate",
 };
 

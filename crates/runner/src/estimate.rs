@@ -457,10 +457,21 @@ fn connect_estimate(case: &Case, link: Option<&CaseLink>, mut e: CaseEstimate) -
         }
     };
     e.fixed = LOOPBACK_CASE_S;
-    e.knob = Knob::Connects {
-        n: connects,
-        lanes,
-        each,
+    e.knob = match case.get("rate").and_then(Value::as_word) {
+        // Open loop: the schedule sets the pace, plus the last connection's own time.
+        Some(rate) => {
+            let per_s = wirebench_rpc::params::parse_rate(rate)
+                .unwrap_or(1.0)
+                .max(1e-9);
+            Knob::Duration {
+                secs: connects as f64 / per_s + each,
+            }
+        }
+        None => Knob::Connects {
+            n: connects,
+            lanes,
+            each,
+        },
     };
     e.packets = vec![(connects as f64 * (2.0 * trips + 4.0), (SYN + ACK) as u64)];
     e.secs = (e.fixed + scaled(e.knob)) * MARGIN;

@@ -22,7 +22,13 @@ use wirebench_convert as cv;
 use wirebench_protocol::params::ParamSpec;
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 
-const PARAMS: &[ParamSpec] = &[TFO, MPTCP, CONNECTS, CONCURRENCY];
+const PARAMS: &[ParamSpec] = &[
+    TFO,
+    MPTCP,
+    CONNECTS,
+    CONCURRENCY,
+    wirebench_rpc::params::RATE,
+];
 
 /// The client side: connects to the converter; its request travels with the first data.
 pub struct ConvertDial {

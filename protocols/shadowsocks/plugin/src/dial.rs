@@ -9,7 +9,14 @@ use wirebench_protocol::params::ParamSpec;
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 use wirebench_shadowsocks::{Cipher, Key, Target};
 
-const PARAMS: &[ParamSpec] = &[SERVER, CIPHER, TFO, CONNECTS, CONCURRENCY];
+const PARAMS: &[ParamSpec] = &[
+    SERVER,
+    CIPHER,
+    TFO,
+    CONNECTS,
+    CONCURRENCY,
+    wirebench_rpc::params::RATE,
+];
 
 /// The client side: TCP (with Fast Open when `tfo`) to the Shadowsocks server, and the
 /// stream sealed in place; the salt and the origin's address go with the first message.

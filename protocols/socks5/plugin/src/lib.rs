@@ -53,7 +53,14 @@ pub const SERVER: ParamSpec = ParamSpec {
     words: "SOCKS5 proxy",
 };
 
-const PARAMS: &[ParamSpec] = &[SERVER, AUTH, PIPELINE, CONNECTS, CONCURRENCY];
+const PARAMS: &[ParamSpec] = &[
+    SERVER,
+    AUTH,
+    PIPELINE,
+    CONNECTS,
+    CONCURRENCY,
+    wirebench_rpc::params::RATE,
+];
 
 /// The credentials of `socks5.auth=userpass` cases (the proxy is the case's own).
 const USER: &[u8] = b"wirebench";
