@@ -772,6 +772,12 @@ fn outcome(plan: &Plan, s: Samples, lag: &[u64], elapsed: u64) -> Outcome {
         );
         push_ratios(
             &mut out,
+            "connect.tcp.round_trips",
+            per_path(&s.tcp),
+            "round trips",
+        );
+        push_ratios(
+            &mut out,
             "connect.proxy.round_trips",
             per_path(&s.proxy),
             "round trips",
