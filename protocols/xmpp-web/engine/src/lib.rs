@@ -10,6 +10,9 @@
 //!   and XEP-0206 (XMPP over it: `xmpp:restart`, stream features in `<body>`). [`bosh::Manager`] is the
 //!   connection manager (many sessions, each in front of one RFC 6120 stream);
 //!   [`bosh_client::BoshClient`] is a client presenting one RFC 6120 stream to its engine.
+//! - [`sockjs`]: SockJS 0.3.3 sessions and frames (websocket, xhr-streaming, xhr-polling,
+//!   jsonp-polling, eventsource, htmlfile); XMPP rides it one RFC 7395 element per SockJS
+//!   message, through [`framing::Framing`].
 //!
 //! Neither side knows XMPP beyond the stream's framing: the XMPP engines
 //! (`wirebench-xmpp`'s `Client` and `ServerSession`) keep speaking RFC 6120 streams and
@@ -20,6 +23,7 @@
 pub mod bosh;
 pub mod bosh_client;
 pub mod framing;
+pub mod sockjs;
 mod xml;
 
 #[cfg(test)]
