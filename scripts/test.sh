@@ -21,6 +21,8 @@ command -v ngircd >/dev/null || missing+=(ngircd)
 command -v tsung >/dev/null || missing+=(tsung)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v curl >/dev/null || missing+=(curl)
+# npm installs Strophe.js (pinned) for the S2 page run in headless Chromium (xmpp.client=browser).
+command -v npm >/dev/null || missing+=(npm)
 # The rmi protocol compiles its Java RMI client/server pair with the JDK at run time.
 command -v javac >/dev/null || missing+=(default-jdk-headless)
 command -v microsocks >/dev/null || missing+=(microsocks)
@@ -30,6 +32,8 @@ if ((${#missing[@]})); then
     apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "${missing[@]}" >/dev/null
 fi
+# Strophe.js for tests/browser.rs, from the committed lock file (does nothing when current).
+bash scripts/install-strophe.sh
 
 # Tests run in release mode: the end-to-end tests move real traffic, and an optimized
 # build keeps them quick without changing what they check.

@@ -64,6 +64,7 @@ pub const METRICS: &[&str] = &[
     "s2.total",
     "s2.login",
     "s2.pings",
+    "s2.browser_start",
     "transport.sessions",
     "transport.requests",
     "irc.login",

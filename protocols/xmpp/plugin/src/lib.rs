@@ -12,10 +12,12 @@
 //!   dialback s2s, or the x2x gateways as its XEP-0114 components. Needs root.
 //!
 //! The folder: the sans-IO client engine in `protocols/xmpp/engine` (`wirebench-xmpp`);
-//! here its blocking driver ([`session`]), the S1 workloads ([`workload`]), the real
+//! here its blocking driver ([`session`]), the S1 workloads ([`workload`]), study S2 in
+//! headless Chromium with Strophe.js ([`browser`], `xmpp.client=browser`), the real
 //! servers ([`peer`], [`prosody`], [`ejabberd`]), the x2x gateway pair ([`x2x`], crate `wirebench-x2x`), the built-in
 //! server ([`serve`]) and the plugin.
 
+pub mod browser;
 pub mod ejabberd;
 pub mod hold;
 pub mod load;
@@ -73,6 +75,22 @@ const PARAMS: &[ParamSpec] = &[
         workloads: &["pingpong"],
         help: "what one ping-pong round is: message (client1 -> client2 -> client1 chat messages) or server (study S2: client1 alone sends XEP-0199 iq pings to its server, each waiting for its pong; s2.total times connect, login and every round)",
         words: "XMPP ping",
+    },
+    ParamSpec {
+        name: "xmpp.client",
+        kind: Kind::Choice(browser::CLIENTS),
+        default: "native",
+        workloads: &["pingpong"],
+        help: "who is client1 in study S2 (xmpp.ping=server): native (wirebench's own client engine) or browser (headless Chromium running Strophe.js from npm in a page wirebench serves; needs xmpp.transport=websocket or bosh, `apt-get install chromium` and scripts/install-strophe.sh)",
+        words: "XMPP client",
+    },
+    ParamSpec {
+        name: "xmpp.flush",
+        kind: Kind::Choice(browser::FLUSH),
+        default: "on",
+        workloads: &["pingpong"],
+        help: "xmpp.client=browser: the page calls Strophe's connection.flush() after each ping (on) or leaves sending to Strophe (off: its BOSH transport sends a queued stanza from a 100 ms idle timer)",
+        words: "flush after send",
     },
     ParamSpec {
         name: "s2s",
@@ -212,6 +230,30 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     const DOMAIN: &str = "wirebench.test";
+    let in_browser = case.word("xmpp.client") == Some("browser");
+    if in_browser {
+        // Checked before anything starts: a browser speaks only the web transports, and
+        // its page runs study S2's test alone.
+        if case.word("xmpp.ping") != Some("server") {
+            return Err(WorkloadError::Input(
+                "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
+            ));
+        }
+        if !matches!(case.word("xmpp.transport"), Some("websocket" | "bosh")) {
+            return Err(WorkloadError::Input(
+                "xmpp.client=browser needs xmpp.transport=websocket or bosh (a browser cannot \
+                 open a raw XMPP TCP connection)"
+                    .into(),
+            ));
+        }
+        if case.workload() != "pingpong" {
+            return Err(WorkloadError::Input(
+                "xmpp.client=browser needs workload pingpong".into(),
+            ));
+        }
+        // Fail before the server starts when the page cannot be served.
+        browser::strophe_bundle()?;
+    }
     let server_ns = env.lab.map(|l| l.server().name().to_string());
     let listen: std::net::SocketAddr = match server_ns {
         Some(_) => (SERVER_ADDR, 5222).into(),
@@ -286,6 +328,22 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
         }
     };
     let front = endpoint.as_ref().map_or(addr, |e| e.addr);
+    let browser_run = in_browser.then(|| browser::BrowserRun {
+        url: match &transport {
+            transport::Transport::WebSocket { .. } => format!("ws://{front}/xmpp-websocket"),
+            _ => format!("http://{front}/http-bind"),
+        },
+        jid: format!("user1@{DOMAIN}"),
+        password: "pass1".into(),
+        count: case.workload_params().messages(),
+        flush: case.word("xmpp.flush") != Some("off"),
+        // The browser in the client host, so the link lies between it and the endpoint.
+        netns: env.lab.map(|l| l.client().name().to_string()),
+        bind: match env.lab {
+            Some(_) => (CLIENT_ADDR, 0).into(),
+            None => ([127, 0, 0, 1], 0).into(),
+        },
+    });
     let run = XmppRun::from_case(
         case,
         Topology {
@@ -300,7 +358,10 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
         },
         env.seed,
     );
-    let mut out = workload::run(&run, ctx);
+    let mut out = match &browser_run {
+        Some(b) => browser::run(b, ctx),
+        None => workload::run(&run, ctx),
+    };
     // Read before the worker threads end with the server.
     let cpu = serve::worker_cpu_seconds();
     if let Some(e) = endpoint {
@@ -355,6 +416,11 @@ fn run_real(
     if case.word("xmpp.ping") == Some("server") {
         return Err(WorkloadError::Input(
             "xmpp.ping=server needs xmpp.server=builtin".into(),
+        ));
+    }
+    if case.word("xmpp.client") == Some("browser") {
+        return Err(WorkloadError::Input(
+            "xmpp.client=browser needs xmpp.server=builtin".into(),
         ));
     }
     let lab = env.need_lab("XMPP")?;

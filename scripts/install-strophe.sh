@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs Strophe.js, pinned by bench/strophe-browser/package-lock.json, into
+# target/strophe-browser (or $WIREBENCH_STROPHE_DIR) for the S2 page that wirebench serves to
+# headless Chromium (xmpp.client=browser). Idempotent and quiet: does nothing when the
+# installed tree matches the committed lock file. scripts/test.sh runs it; so can you:
+#
+#   bash scripts/install-strophe.sh
+#
+# Needs npm (Debian: apt-get install npm) and the npm registry, once.
+set -euo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SRC=$REPO/bench/strophe-browser
+DIR=${WIREBENCH_STROPHE_DIR:-$REPO/target/strophe-browser}
+BUNDLE=$DIR/node_modules/strophe.js/dist/strophe.umd.min.js
+if [[ -f $BUNDLE ]] && cmp -s "$SRC/package-lock.json" "$DIR/package-lock.json" &&
+    cmp -s "$SRC/package.json" "$DIR/package.json"; then
+    exit 0
+fi
+command -v npm >/dev/null || {
+    echo "install-strophe.sh: needs npm (apt-get install npm)" >&2
+    exit 1
+}
+mkdir -p "$DIR"
+cp "$SRC/package.json" "$SRC/package-lock.json" "$DIR/"
+# npm ci installs exactly the lock file's versions (and checks their integrity hashes).
+(cd "$DIR" && npm ci --no-audit --no-fund --silent) || {
+    echo "install-strophe.sh: npm ci failed in $DIR" >&2
+    exit 1
+}
+[[ -f $BUNDLE ]] || {
+    echo "install-strophe.sh: $BUNDLE missing after npm ci" >&2
+    exit 1
+}
