@@ -29,7 +29,7 @@ use wirebench_protocol::{Ctx, Outcome, WorkloadError};
 /// The `xmpp.client` choices.
 pub const CLIENTS: &[&str] = &["native", "browser"];
 /// The `xmpp.flush` choices.
-pub const FLUSH: &[&str] = &["on", "off"];
+pub const FLUSH: &[&str] = &["on", "all", "off"];
 
 /// The script that installs Strophe.js, named in errors.
 pub const SETUP: &str = "scripts/install-strophe.sh";
@@ -44,8 +44,9 @@ pub struct BrowserRun {
     pub jid: String,
     pub password: String,
     pub count: u64,
-    /// `conn.flush()` after each ping (Strophe's BOSH otherwise sends from a 100 ms timer).
-    pub flush: bool,
+    /// `on`: `conn.flush()` after each ping (Strophe's BOSH otherwise sends from a 100 ms
+    /// timer); `all`: after every stanza, the login's too; `off`: never.
+    pub flush: &'static str,
     /// The lab's client host, where the page server and Chromium run (`None`: here).
     pub netns: Option<String>,
     /// Where the page server listens (port 0: any).
@@ -380,7 +381,7 @@ pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
         percent_encode(&run.jid),
         percent_encode(&run.password),
         run.count,
-        if run.flush { "on" } else { "off" }
+        run.flush
     );
     let launched = Instant::now();
     let mut browser = Browser::start(&page, run.netns.as_deref())?;
@@ -459,13 +460,13 @@ pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     push_rtts(&mut out, rtts);
     out.notes.push(format!(
         "study S2 in headless Chromium ({}): Strophe.js, {} XEP-0199 pings from {} to {}, \
-         each waiting for its pong, flush after each ping {}; timed by the page with \
+         each waiting for its pong, xmpp.flush={}; timed by the page with \
          performance.now() ({} resolution)",
         r.user_agent,
         run.count,
         run.jid,
         run.url,
-        if run.flush { "on" } else { "off" },
+        run.flush,
         if r.isolated { "5 µs" } else { "100 µs" }
     ));
     drop(browser);
