@@ -539,6 +539,15 @@ pub struct ServeArgs {
     /// --xmpp-upstream).
     #[arg(long, value_name = "ADDR")]
     pub xmpp_bosh: Option<String>,
+    /// Also serve XMPP over SockJS 0.3.3 (every transport: websocket, xhr-streaming,
+    /// xhr-polling, jsonp-polling, eventsource, htmlfile; any prefix, e.g.
+    /// http://127.0.0.1:5282/xmpp) on this address, in front of --xmpp (or --xmpp-upstream).
+    #[arg(long, value_name = "ADDR")]
+    pub xmpp_sockjs: Option<String>,
+    /// SockJS's JSESSIONID option: /info says cookie_needed and session requests set the
+    /// JSESSIONID cookie (for load balancers with sticky sessions).
+    #[arg(long)]
+    pub xmpp_sockjs_cookie: bool,
     /// The XMPP server the WebSocket and BOSH endpoints open their sessions' TCP
     /// connections to, if not the built-in one of --xmpp (e.g. Prosody's port 5222).
     #[arg(long, value_name = "ADDR")]
@@ -728,12 +737,12 @@ impl ServeArgs {
     /// before anything listens. The upstream is resolved by the caller.
     pub fn web_endpoints(&self) -> Result<Vec<(wirebench_plugin_xmpp::web::Kind, String)>> {
         let mut v = Vec::new();
-        if self.xmpp_websocket.is_none() && self.xmpp_bosh.is_none() {
+        if self.xmpp_websocket.is_none() && self.xmpp_bosh.is_none() && self.xmpp_sockjs.is_none() {
             return Ok(v);
         }
         if self.xmpp.is_none() && self.xmpp_upstream.is_none() {
             anyhow::bail!(
-                "--xmpp-websocket and --xmpp-bosh front an XMPP server: give --xmpp ADDR (the \
+                "--xmpp-websocket, --xmpp-bosh and --xmpp-sockjs front an XMPP server: give --xmpp ADDR (the \
                  built-in one) or --xmpp-upstream ADDR (another)"
             );
         }
@@ -765,6 +774,14 @@ impl ServeArgs {
                 ..Default::default()
             };
             v.push((wirebench_plugin_xmpp::web::Kind::Bosh(cfg), a.clone()));
+        }
+        if let Some(a) = &self.xmpp_sockjs {
+            let o = wirebench_plugin_xmpp::web::sockjs::SockJsOptions {
+                max_stanza,
+                jsessionid: self.xmpp_sockjs_cookie,
+                ..Default::default()
+            };
+            v.push((wirebench_plugin_xmpp::web::Kind::SockJs(o), a.clone()));
         }
         Ok(v)
     }

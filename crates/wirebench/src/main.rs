@@ -190,14 +190,22 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
                     "XMPP over WebSocket (RFC 7395)"
                 }
                 wirebench_plugin_xmpp::web::Kind::Bosh(_) => "XMPP over BOSH (XEP-0124/0206)",
+                wirebench_plugin_xmpp::web::Kind::SockJs(_) => "XMPP over SockJS 0.3.3",
             };
             let e = wirebench_plugin_xmpp::web::spawn(l, upstream, kind, !args.quiet)?;
             let url = if what.contains("BOSH") {
                 format!("http://{}/http-bind", e.addr)
+            } else if what.contains("SockJS") {
+                format!("http://{}/xmpp", e.addr)
             } else {
                 format!("ws://{}/xmpp-websocket", e.addr)
             };
-            eprintln!("wirebench serve: {what} on {url} (any path), in front of {upstream}");
+            let any = if what.contains("SockJS") {
+                "any prefix"
+            } else {
+                "any path"
+            };
+            eprintln!("wirebench serve: {what} on {url} ({any}), in front of {upstream}");
             endpoints.push((what, e));
         }
     }

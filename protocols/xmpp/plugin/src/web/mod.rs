@@ -1,5 +1,6 @@
 //! Browser transports in front of an XMPP server: an RFC 7395 WebSocket endpoint
-//! ([`ws`]) and a XEP-0124/0206 BOSH connection manager ([`bosh`]), both *gateways*: each
+//! ([`ws`]), a XEP-0124/0206 BOSH connection manager ([`bosh`]) and a SockJS 0.3.3
+//! endpoint ([`sockjs`]), all *gateways*: each
 //! session opens its own TCP connection to the XMPP server (the built-in one, or any
 //! other) and the sans-IO engines of `wirebench-xmpp-web` translate between the
 //! browser's framing and the RFC 6120 stream on it.
@@ -13,6 +14,7 @@
 //! bytes, with no hand-off between threads on the way.
 
 pub mod bosh;
+pub mod sockjs;
 pub mod ws;
 
 pub use wirebench_xmpp_web::BoshConfig;
@@ -76,6 +78,7 @@ impl Drop for Endpoint {
 pub enum Kind {
     WebSocket { max_stanza: usize },
     Bosh(wirebench_xmpp_web::BoshConfig),
+    SockJs(sockjs::SockJsOptions),
 }
 
 /// Starts an endpoint on `listener` in front of the XMPP server at `upstream`. `log`:
@@ -94,6 +97,7 @@ pub fn spawn(
     let name = match kind {
         Kind::WebSocket { .. } => "wb-xmpp-ws",
         Kind::Bosh(_) => "wb-xmpp-bosh",
+        Kind::SockJs(_) => "wb-xmpp-sockjs",
     };
     let thread = std::thread::Builder::new()
         .name(name.into())
@@ -122,6 +126,7 @@ pub fn spawn(
                             ws::serve(l, upstream, max_stanza, st, log).await
                         }
                         Kind::Bosh(cfg) => bosh::serve(l, upstream, cfg, st, log).await,
+                        Kind::SockJs(o) => sockjs::serve(l, upstream, o, st, log).await,
                     }
                 };
                 let watch = async {
