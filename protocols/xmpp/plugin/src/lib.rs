@@ -65,7 +65,7 @@ const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(transport::TRANSPORTS),
         default: "tcp",
         workloads: &["pingpong", "stream"],
-        help: "what carries the clients' XMPP streams to the built-in server: tcp (RFC 6120), websocket (RFC 7395, through wirebench's WebSocket endpoint) or bosh (XEP-0124/0206, through wirebench's BOSH connection manager); the endpoint runs in front of the server, each session with its own TCP connection to it",
+        help: "what carries the clients' XMPP streams to the built-in server: tcp (RFC 6120), websocket (RFC 7395, through wirebench's WebSocket endpoint) or bosh (XEP-0124/0206, through wirebench's BOSH connection manager), or SockJS 0.3.3 through wirebench's SockJS endpoint: sockjs-websocket, xhr-streaming, xhr-polling, jsonp-polling or eventsource (each SockJS message one RFC 7395 element); the endpoint runs in front of the server, each session with its own TCP connection to it",
         words: "XMPP transport",
     },
     ParamSpec {
@@ -293,6 +293,16 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
         t => {
             let kind = match t {
                 transport::Transport::WebSocket { .. } => web::Kind::WebSocket { max_stanza },
+                transport::Transport::SockJs { .. } => {
+                    web::Kind::SockJs(web::sockjs::SockJsOptions {
+                        max_stanza,
+                        cfg: wirebench_xmpp_web::sockjs::SockJsConfig {
+                            max_body: (max_stanza * 2 + 4096).max(128 * 1024),
+                            ..Default::default()
+                        },
+                        jsessionid: false,
+                    })
+                }
                 _ => web::Kind::Bosh(wirebench_xmpp_web::BoshConfig {
                     max_stanza,
                     // Our client sends at most 64 KiB of stanzas per request, or one stanza.

@@ -1,5 +1,5 @@
-//! What carries a native client's XMPP stream: TCP (RFC 6120), WebSocket (RFC 7395) or
-//! BOSH (XEP-0124/0206). The XMPP engine sees the same RFC 6120 byte stream on all
+//! What carries a native client's XMPP stream: TCP (RFC 6120), WebSocket (RFC 7395),
+//! BOSH (XEP-0124/0206) or one of SockJS 0.3.3's transports. The XMPP engine sees the same RFC 6120 byte stream on all
 //! three; [`Conn`] turns it into the transport's messages with the sans-IO engines of
 //! `wirebench-xmpp-web` and moves them with blocking sockets, like the TCP driver.
 //!
@@ -13,10 +13,20 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 use tungstenite::Message;
 use tungstenite::client::IntoClientRequest;
+use wirebench_xmpp_web::sockjs::{self, Frame, StreamReader, Wire};
 use wirebench_xmpp_web::{BoshClient, BoshClientConfig, Framing};
 
-/// The `xmpp.transport` choices.
-pub const TRANSPORTS: &[&str] = &["tcp", "websocket", "bosh"];
+/// The `xmpp.transport` choices: the last five are SockJS 0.3.3's transports.
+pub const TRANSPORTS: &[&str] = &[
+    "tcp",
+    "websocket",
+    "bosh",
+    "sockjs-websocket",
+    "xhr-streaming",
+    "xhr-polling",
+    "jsonp-polling",
+    "eventsource",
+];
 
 /// How a client reaches its server.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -27,6 +37,8 @@ pub enum Transport {
     WebSocket { path: String },
     /// `http://ADDR/PATH`, POST.
     Bosh { path: String },
+    /// SockJS 0.3.3 under `http://ADDR/PREFIX`.
+    SockJs { prefix: String, kind: SockJsKind },
 }
 
 impl Transport {
@@ -38,6 +50,10 @@ impl Transport {
             Some("bosh") => Transport::Bosh {
                 path: "/http-bind".into(),
             },
+            Some(w) if sockjs_kind(w).is_some() => Transport::SockJs {
+                prefix: "/xmpp".into(),
+                kind: sockjs_kind(w).expect("checked"),
+            },
             _ => Transport::Tcp,
         }
     }
@@ -47,8 +63,26 @@ impl Transport {
             Transport::Tcp => "tcp",
             Transport::WebSocket { .. } => "websocket",
             Transport::Bosh { .. } => "bosh",
+            Transport::SockJs { kind, .. } => match kind {
+                SockJsKind::WebSocket => "sockjs-websocket",
+                SockJsKind::XhrStreaming => "xhr-streaming",
+                SockJsKind::XhrPolling => "xhr-polling",
+                SockJsKind::JsonpPolling => "jsonp-polling",
+                SockJsKind::EventSource => "eventsource",
+            },
         }
     }
+}
+
+fn sockjs_kind(w: &str) -> Option<SockJsKind> {
+    Some(match w {
+        "sockjs-websocket" => SockJsKind::WebSocket,
+        "xhr-streaming" => SockJsKind::XhrStreaming,
+        "xhr-polling" => SockJsKind::XhrPolling,
+        "jsonp-polling" => SockJsKind::JsonpPolling,
+        "eventsource" => SockJsKind::EventSource,
+        _ => return None,
+    })
 }
 
 fn timed_out() -> io::Error {
@@ -64,6 +98,7 @@ pub enum Conn {
     Tcp(TcpStream),
     Ws(Box<WsConn>),
     Bosh(Box<BoshConn>),
+    SockJs(Box<SockJsConn>),
 }
 
 impl Conn {
@@ -88,6 +123,9 @@ impl Conn {
             Transport::Bosh { path } => Conn::Bosh(Box::new(BoshConn::new(
                 addr, path, domain, max_stanza, seed, timeout,
             ))),
+            Transport::SockJs { prefix, kind } => Conn::SockJs(Box::new(SockJsConn::connect(
+                addr, prefix, *kind, max_stanza, seed, timeout,
+            )?)),
         })
     }
 
@@ -97,6 +135,7 @@ impl Conn {
             Conn::Tcp(s) => s.write_all(bytes),
             Conn::Ws(w) => w.write(bytes),
             Conn::Bosh(b) => b.write(bytes),
+            Conn::SockJs(s) => s.write(bytes),
         }
     }
 
@@ -110,6 +149,7 @@ impl Conn {
             }
             Conn::Ws(w) => w.read(buf, wait),
             Conn::Bosh(b) => b.read(buf, wait),
+            Conn::SockJs(s) => s.read(buf, wait),
         }
     }
 }
@@ -432,5 +472,422 @@ impl BoshConn {
             )));
         }
         Ok(Some(body))
+    }
+}
+
+/// Which SockJS 0.3.3 transport a [`SockJsConn`] uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SockJsKind {
+    WebSocket,
+    XhrStreaming,
+    XhrPolling,
+    JsonpPolling,
+    EventSource,
+}
+
+impl SockJsKind {
+    fn wire(self) -> Wire {
+        match self {
+            SockJsKind::WebSocket => Wire::WebSocket,
+            SockJsKind::XhrStreaming => Wire::XhrStreaming,
+            SockJsKind::XhrPolling => Wire::XhrPolling,
+            SockJsKind::JsonpPolling => Wire::Jsonp(JSONP_CB.into()),
+            SockJsKind::EventSource => Wire::EventSource,
+        }
+    }
+}
+
+const JSONP_CB: &str = "_jp.a1";
+
+/// A receiving HTTP response being read: its body as it arrives, chunked or sized.
+#[derive(Default)]
+struct HttpIn {
+    rx: Vec<u8>,
+    /// Parsed head: (status, Some(length) or None for chunked, connection: close).
+    head: Option<(u16, Option<usize>, bool)>,
+    /// Body bytes of a sized response taken so far.
+    taken: usize,
+}
+
+impl HttpIn {
+    /// Appends bytes; returns body bytes decoded so far and whether the response ended.
+    fn push(&mut self, bytes: &[u8]) -> io::Result<(Vec<u8>, bool)> {
+        self.rx.extend_from_slice(bytes);
+        if self.head.is_none() {
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut resp = httparse::Response::new(&mut headers);
+            let n = match resp.parse(&self.rx).map_err(proto)? {
+                httparse::Status::Complete(n) => n,
+                httparse::Status::Partial => return Ok((Vec::new(), false)),
+            };
+            let (mut len, mut chunked, mut close) = (None, false, false);
+            for h in resp.headers.iter() {
+                if h.name.eq_ignore_ascii_case("content-length") {
+                    len = std::str::from_utf8(h.value)
+                        .ok()
+                        .and_then(|v| v.trim().parse().ok());
+                } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                    chunked = h.value.eq_ignore_ascii_case(b"chunked");
+                } else if h.name.eq_ignore_ascii_case("connection") {
+                    close = h.value.eq_ignore_ascii_case(b"close");
+                }
+            }
+            let status = resp.code.unwrap_or(0);
+            if status == 204 || status == 304 {
+                // No body, whatever the headers say (RFC 9112 section 6.3).
+                len = Some(0);
+                chunked = false;
+            }
+            if !chunked && len.is_none() {
+                return Err(proto("SockJS response with neither length nor chunks"));
+            }
+            self.head = Some((status, if chunked { None } else { len }, close));
+            self.rx.drain(..n);
+            self.taken = 0;
+        }
+        let Some((_, len, _)) = self.head else {
+            return Ok((Vec::new(), false));
+        };
+        let mut out = Vec::new();
+        match len {
+            Some(len) => {
+                let k = (len - self.taken).min(self.rx.len());
+                out.extend(self.rx.drain(..k));
+                self.taken += k;
+                Ok((out, self.taken == len))
+            }
+            None => loop {
+                let Some(eol) = self.rx.windows(2).position(|w| w == b"\r\n") else {
+                    return Ok((out, false));
+                };
+                let size = std::str::from_utf8(&self.rx[..eol])
+                    .ok()
+                    .and_then(|s| usize::from_str_radix(s.split(';').next()?.trim(), 16).ok())
+                    .ok_or_else(|| proto("bad chunk size"))?;
+                if self.rx.len() < eol + 2 + size + 2 {
+                    return Ok((out, false));
+                }
+                out.extend_from_slice(&self.rx[eol + 2..eol + 2 + size]);
+                self.rx.drain(..eol + 2 + size + 2);
+                if size == 0 {
+                    return Ok((out, true));
+                }
+            },
+        }
+    }
+}
+
+/// A native SockJS 0.3.3 client: one receiving request at a time (a poll, or a stream
+/// reopened after its 128 KiB), client data POSTed to xhr_send / jsonp_send on a second
+/// keep-alive connection, each SockJS message one RFC 7395 element. Over the websocket
+/// transport, one websocket connection with SockJS frames.
+pub struct SockJsConn {
+    addr: SocketAddr,
+    kind: SockJsKind,
+    /// `/prefix/server/session`.
+    base: String,
+    framing: Framing,
+    reader: StreamReader,
+    recv: Option<TcpStream>,
+    recv_busy: bool,
+    http: HttpIn,
+    send: Option<TcpStream>,
+    ws: Option<tungstenite::WebSocket<TcpStream>>,
+    pending: Vec<u8>,
+    closed: bool,
+    timeout: Duration,
+    /// HTTP requests (or websocket messages) sent.
+    pub requests: u64,
+}
+
+fn form_encode(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() * 2);
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            o.push(b as char);
+        } else {
+            o.push_str(&format!("%{b:02X}"));
+        }
+    }
+    o
+}
+
+impl SockJsConn {
+    fn connect(
+        addr: SocketAddr,
+        prefix: &str,
+        kind: SockJsKind,
+        max: usize,
+        seed: u64,
+        timeout: Duration,
+    ) -> io::Result<SockJsConn> {
+        let session = format!("{:016x}", seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5bd1);
+        let mut c = SockJsConn {
+            addr,
+            kind,
+            base: format!("{prefix}/000/{session}"),
+            framing: Framing::new(max),
+            reader: StreamReader::new(kind.wire(), max * 2 + 4096),
+            recv: None,
+            recv_busy: false,
+            http: HttpIn::default(),
+            send: None,
+            ws: None,
+            pending: Vec::new(),
+            closed: false,
+            timeout,
+            requests: 0,
+        };
+        if kind == SockJsKind::WebSocket {
+            let s = TcpStream::connect_timeout(&addr, timeout)?;
+            s.set_nodelay(true)?;
+            s.set_read_timeout(Some(timeout))?;
+            let req = format!("ws://{addr}{}/websocket", c.base)
+                .into_client_request()
+                .map_err(proto)?;
+            let (ws, _) = tungstenite::client::client(req, s)
+                .map_err(|e| proto(format!("SockJS websocket handshake with {addr}: {e}")))?;
+            c.ws = Some(ws);
+        }
+        // The session exists once `o` has come back: data sent before would be refused.
+        let deadline = Instant::now() + timeout;
+        loop {
+            match c.next_frames(deadline.saturating_duration_since(Instant::now()))? {
+                Some(frames) if frames.contains(&Frame::Open) => break,
+                Some(_) => {}
+                None => return Err(proto("SockJS: the server closed before `o`")),
+            }
+            if Instant::now() >= deadline {
+                return Err(timed_out());
+            }
+        }
+        Ok(c)
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let msgs = self.framing.stream_to_messages(bytes).map_err(proto)?;
+        if msgs.is_empty() {
+            return Ok(());
+        }
+        let mut json = String::from("[");
+        for (i, m) in msgs.iter().enumerate() {
+            if i > 0 {
+                json.push(',');
+            }
+            json.push_str(&sockjs::quote(m));
+        }
+        json.push(']');
+        self.requests += 1;
+        if let Some(ws) = self.ws.as_mut() {
+            ws.write(Message::text(json)).map_err(ws_io)?;
+            return ws.flush().map_err(ws_io);
+        }
+        let (path, ctype, body) = if self.kind == SockJsKind::JsonpPolling {
+            (
+                "jsonp_send",
+                "application/x-www-form-urlencoded",
+                format!("d={}", form_encode(&json)),
+            )
+        } else {
+            ("xhr_send", "text/plain;charset=UTF-8", json)
+        };
+        let req = format!(
+            "POST {}/{path} HTTP/1.1\r\nHost: {}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\r\n{body}",
+            self.base,
+            self.addr,
+            body.len()
+        );
+        // One re-send on a fresh connection if the kept-alive one was closed meanwhile.
+        for attempt in 0..2 {
+            if self.send.is_none() {
+                let s = TcpStream::connect_timeout(&self.addr, self.timeout)?;
+                s.set_nodelay(true)?;
+                s.set_read_timeout(Some(self.timeout))?;
+                self.send = Some(s);
+            }
+            let s = self.send.as_mut().expect("set above");
+            let mut h = HttpIn::default();
+            let r = s.write_all(req.as_bytes()).and_then(|()| {
+                let mut tmp = [0u8; 4096];
+                loop {
+                    let n = s.read(&mut tmp)?;
+                    if n == 0 {
+                        return Err(io::ErrorKind::UnexpectedEof.into());
+                    }
+                    let (body, done) = h.push(&tmp[..n])?;
+                    if done {
+                        return Ok(body);
+                    }
+                }
+            });
+            match r {
+                Ok(body) => {
+                    let (status, _, close) = h.head.unwrap_or((0, None, true));
+                    if close {
+                        self.send = None;
+                    }
+                    if status != 204 && status != 200 {
+                        return Err(proto(format!(
+                            "SockJS {path} answered HTTP {status}: {}",
+                            String::from_utf8_lossy(&body)
+                        )));
+                    }
+                    return Ok(());
+                }
+                Err(e) if attempt == 0 && h.head.is_none() => {
+                    let _ = e;
+                    self.send = None;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(proto("SockJS send failed twice"))
+    }
+
+    /// Starts the next receiving request if none is out.
+    fn start_recv(&mut self) -> io::Result<()> {
+        if self.recv_busy || self.ws.is_some() {
+            return Ok(());
+        }
+        let (method, path) = match self.kind {
+            SockJsKind::XhrStreaming => ("POST", "xhr_streaming".to_string()),
+            SockJsKind::XhrPolling => ("POST", "xhr".to_string()),
+            SockJsKind::JsonpPolling => ("GET", format!("jsonp?c={JSONP_CB}")),
+            SockJsKind::EventSource => ("GET", "eventsource".to_string()),
+            SockJsKind::WebSocket => unreachable!("checked above"),
+        };
+        let req = format!(
+            "{method} {}/{path} HTTP/1.1\r\nHost: {}\r\nContent-Length: 0\r\n\r\n",
+            self.base, self.addr
+        );
+        for attempt in 0..2 {
+            if self.recv.is_none() {
+                let s = TcpStream::connect_timeout(&self.addr, self.timeout)?;
+                s.set_nodelay(true)?;
+                self.recv = Some(s);
+            }
+            match self
+                .recv
+                .as_mut()
+                .expect("set above")
+                .write_all(req.as_bytes())
+            {
+                Ok(()) => break,
+                Err(e) if attempt == 0 => {
+                    let _ = e;
+                    self.recv = None;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.http = HttpIn::default();
+        self.recv_busy = true;
+        self.requests += 1;
+        Ok(())
+    }
+
+    /// Waits at most `wait` for frames. `Ok(None)`: the server closed the session.
+    fn next_frames(&mut self, wait: Duration) -> io::Result<Option<Vec<Frame>>> {
+        if let Some(ws) = self.ws.as_mut() {
+            ws.get_mut()
+                .set_read_timeout(Some(wait.max(Duration::from_millis(1))))?;
+            return match ws.read() {
+                Ok(Message::Text(t)) => Ok(Some(
+                    sockjs::parse_frame(t.as_str())
+                        .map(|f| vec![f])
+                        .ok_or_else(|| proto("a broken SockJS frame"))?,
+                )),
+                Ok(Message::Close(_)) => Ok(None),
+                Ok(_) => Ok(Some(Vec::new())),
+                Err(tungstenite::Error::ConnectionClosed | tungstenite::Error::AlreadyClosed) => {
+                    Ok(None)
+                }
+                Err(e) => Err(ws_io(e)),
+            };
+        }
+        self.start_recv()?;
+        let s = self.recv.as_mut().expect("started above");
+        s.set_read_timeout(Some(wait.max(Duration::from_millis(1))))?;
+        let mut tmp = [0u8; 64 * 1024];
+        let n = match s.read(&mut tmp) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => 0,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            if self.http.head.is_none() && self.http.rx.is_empty() {
+                // A kept-alive connection closed under a new request: once more afresh.
+                self.recv = None;
+                self.recv_busy = false;
+                return Ok(Some(Vec::new()));
+            }
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the SockJS server closed a receiving request mid-response",
+            ));
+        }
+        let (body, done) = self.http.push(&tmp[..n])?;
+        let status = self.http.head.map_or(200, |h| h.0);
+        if status != 200 {
+            return Err(proto(format!("SockJS receiving request: HTTP {status}")));
+        }
+        let frames = self
+            .reader
+            .push(&body)
+            .ok_or_else(|| proto("a broken SockJS frame"))?;
+        if done {
+            if self.http.head.is_some_and(|h| h.2) {
+                self.recv = None;
+            }
+            self.recv_busy = false;
+        }
+        Ok(Some(frames))
+    }
+
+    fn read(&mut self, buf: &mut Vec<u8>, wait: Duration) -> io::Result<usize> {
+        let deadline = Instant::now() + wait;
+        loop {
+            if !self.pending.is_empty() {
+                let n = put(buf, &self.pending);
+                self.pending.clear();
+                return Ok(n);
+            }
+            if self.closed {
+                return Ok(0);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(timed_out());
+            }
+            let frames = match self.next_frames(left) {
+                Ok(Some(f)) => f,
+                Ok(None) => {
+                    self.closed = true;
+                    continue;
+                }
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock
+                        || e.kind() == io::ErrorKind::TimedOut =>
+                {
+                    return Err(timed_out());
+                }
+                Err(e) => return Err(e),
+            };
+            for f in frames {
+                match f {
+                    Frame::Messages(ms) => {
+                        for m in ms {
+                            let b = self
+                                .framing
+                                .message_to_stream(m.as_bytes())
+                                .map_err(proto)?;
+                            self.pending.extend_from_slice(&b);
+                        }
+                    }
+                    Frame::Close(..) => self.closed = true,
+                    Frame::Open | Frame::Heartbeat => {}
+                }
+            }
+        }
     }
 }
