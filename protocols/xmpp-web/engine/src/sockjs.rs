@@ -295,6 +295,19 @@ impl Server {
                 return id;
             }
         } else if let Some((code, reason)) = &s.closed {
+            // What was sent before the close (a stream error, say) still goes first.
+            if !s.queue.is_empty() {
+                let msgs = std::mem::take(&mut s.queue);
+                s.queued_bytes = 0;
+                self.out.push_back(Output::Data {
+                    recv: id,
+                    bytes: wire.encode(&array_frame(&msgs)),
+                });
+                if !wire.streaming() {
+                    self.out.push_back(Output::End { recv: id });
+                    return id;
+                }
+            }
             self.out.push_back(Output::Data {
                 recv: id,
                 bytes: wire.encode(&close_frame(*code, reason)),

@@ -621,7 +621,17 @@ impl SockJsConn {
         seed: u64,
         timeout: Duration,
     ) -> io::Result<SockJsConn> {
-        let session = format!("{:016x}", seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5bd1);
+        // Session ids must not repeat while the server remembers a closed session (the
+        // disconnect delay): the seed, the clock and a process-wide counter.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let session = format!(
+            "{:016x}{k:x}",
+            (seed ^ t).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        );
         let mut c = SockJsConn {
             addr,
             kind,
@@ -654,7 +664,13 @@ impl SockJsConn {
         loop {
             match c.next_frames(deadline.saturating_duration_since(Instant::now()))? {
                 Some(frames) if frames.contains(&Frame::Open) => break,
-                Some(_) => {}
+                Some(frames) => {
+                    if let Some(Frame::Close(code, why)) =
+                        frames.iter().find(|f| matches!(f, Frame::Close(..)))
+                    {
+                        return Err(proto(format!("SockJS: closed before `o`: {code} {why}")));
+                    }
+                }
                 None => return Err(proto("SockJS: the server closed before `o`")),
             }
             if Instant::now() >= deadline {

@@ -234,3 +234,16 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn messages_queued_before_a_close_still_go_out_first() {
+    let mut s = Server::new(SockJsConfig::default());
+    s.receive(0, "x", Wire::XhrPolling);
+    s.send(1, "x", "err".into());
+    s.close(1, "x", 3000, "Go away!");
+    drain(&mut s);
+    let r = s.receive(2, "x", Wire::XhrPolling);
+    assert_eq!(data(&drain(&mut s), r), "a[\"err\"]\n");
+    let r = s.receive(3, "x", Wire::XhrPolling);
+    assert_eq!(data(&drain(&mut s), r), "c[3000,\"Go away!\"]\n");
+}
