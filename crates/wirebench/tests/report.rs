@@ -1,7 +1,7 @@
 //! The HTML report end to end: a real (loopback) run writes report.html and charts, then
 //! headless Chromium opens the page from disk with the network off, and the test fails on
 //! console errors, on any request the page makes, or on charts that did not draw. The
-//! screenshot is kept at target/report-screenshot.png for a person to look at.
+//! screenshot is kept at target/tmp/report-screenshot.png for a person to look at.
 //! Also: `wirebench report` rebuilds it, `wirebench compare` matches two runs.
 
 use std::path::{Path, PathBuf};
@@ -124,7 +124,9 @@ fn report_renders_in_a_real_browser_without_errors() {
         "charts that drew with a size: {drawn:?} of {svgs}"
     );
 
-    let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report-screenshot.png");
+    // Cargo's scratch directory for integration tests: inside whatever target directory
+    // the build uses (CARGO_TARGET_DIR moves it).
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
     let out = headless(&profile)
         .arg(format!("--screenshot={}", shot.display()))
         .arg("--window-size=1280,2600")
