@@ -51,6 +51,9 @@ pub struct BrowserRun {
     pub netns: Option<String>,
     /// Where the page server listens (port 0: any).
     pub bind: SocketAddr,
+    /// The endpoint's count of client requests (WebSocket messages, HTTP requests): how
+    /// the case sees that the page is still making progress.
+    pub stats: Arc<crate::web::WebStats>,
 }
 
 /// Where Strophe.js's browser bundle is: `$WIREBENCH_STROPHE_DIR` if set (and only there), else
@@ -385,10 +388,13 @@ pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     );
     let launched = Instant::now();
     let mut browser = Browser::start(&page, run.netns.as_deref())?;
-    // Chromium's start-up, then the run: generous, since Strophe's BOSH timer alone costs
-    // ~100 ms per stanza and a link adds its round trips.
-    let deadline =
-        launched + Duration::from_secs(30) + ctx.stall_timeout.max(Duration::from_secs(10));
+    // Chromium's start-up gets 30 s; after that the page must make progress: the endpoint
+    // counts every WebSocket message or HTTP request it gets, so a page that sends nothing
+    // for the stall timeout has stalled (watched from outside: a progress report from the
+    // page would cross the link and share the measured time).
+    let start_limit = Duration::from_secs(30);
+    let stall = ctx.stall_timeout.max(Duration::from_secs(10));
+    let mut last_seen = (run.stats.requests.load(Ordering::Relaxed), Instant::now());
     let mut loaded = None;
     let result = loop {
         if ctx.shutdown.load(Ordering::Relaxed) {
@@ -404,15 +410,26 @@ pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
                 return Err(WorkloadError::Environment("the page server stopped".into()));
             }
         }
-        if Instant::now() > deadline {
-            let what = if loaded.is_some() {
-                "the S2 page loaded but never reported its result"
-            } else {
-                "Chromium never loaded the S2 page"
-            };
+        let now = Instant::now();
+        let seen = run.stats.requests.load(Ordering::Relaxed);
+        if seen != last_seen.0 {
+            last_seen = (seen, now);
+        }
+        let failed = match loaded {
+            None if now > launched + start_limit => Some(format!(
+                "Chromium never loaded the S2 page within {} s",
+                start_limit.as_secs()
+            )),
+            Some(at) if now > last_seen.1.max(at) + stall => Some(format!(
+                "the S2 page stopped: nothing reached the endpoint for {} s ({seen} requests \
+                 so far) and no result",
+                stall.as_secs()
+            )),
+            _ => None,
+        };
+        if let Some(what) = failed {
             return Err(WorkloadError::Peer(format!(
-                "{what} within {:.0} s; the page's console:\n{}",
-                deadline.duration_since(launched).as_secs_f64(),
+                "{what}; the page's console:\n{}",
                 browser.console()
             )));
         }

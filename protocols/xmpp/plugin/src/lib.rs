@@ -357,6 +357,10 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
             Some(_) => (CLIENT_ADDR, 0).into(),
             None => ([127, 0, 0, 1], 0).into(),
         },
+        stats: endpoint
+            .as_ref()
+            .map(|e| e.stats.clone())
+            .unwrap_or_default(),
     });
     let run = XmppRun::from_case(
         case,
