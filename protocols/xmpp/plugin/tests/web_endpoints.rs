@@ -753,3 +753,50 @@ fn sockjs_clients_that_misbehave_are_shed_and_others_carry_on() {
     assert_eq!(p("/xmpp/000/idle0/xhr_send", b"[\"a\"]").0, 404);
     good.close();
 }
+
+#[test]
+fn sockjs_raw_websocket_htmlfile_and_eventsource() {
+    let r = start_sockjs(Duration::from_secs(5));
+    let a = r.addr();
+    // The raw websocket: XMPP elements as they are, no SockJS frames.
+    let mut ws = tungstenite::client::client(
+        format!("ws://{a}/xmpp/websocket"),
+        TcpStream::connect(a).unwrap(),
+    )
+    .unwrap()
+    .0;
+    ws.send(tungstenite::Message::text(OPEN)).unwrap();
+    let first = ws.read().unwrap().into_text().unwrap().to_string();
+    assert!(first.starts_with("<open "), "{first}");
+    let second = ws.read().unwrap().into_text().unwrap().to_string();
+    assert!(second.starts_with("<stream:features"), "{second}");
+    // htmlfile and eventsource: each a stream that starts with its prelude, then `o`.
+    for (path, want) in [
+        (
+            "/xmpp/000/hf/htmlfile?c=cb",
+            "<script>\np(\"o\");\n</script>\r\n",
+        ),
+        ("/xmpp/000/es/eventsource", "\r\ndata: o\r\n\r\n"),
+    ] {
+        let mut s = TcpStream::connect(a).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 8192];
+        while !String::from_utf8_lossy(&got).contains(want) {
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0, "{path}: {}", String::from_utf8_lossy(&got));
+            got.extend_from_slice(&buf[..n]);
+        }
+        let text = String::from_utf8_lossy(&got);
+        if path.contains("htmlfile") {
+            assert!(
+                text.contains("parent.cb") && text.contains("text/html"),
+                "{text}"
+            );
+        } else {
+            assert!(text.contains("text/event-stream"), "{text}");
+        }
+    }
+}
