@@ -1,12 +1,14 @@
 //! The JSON SockJS needs: strings quoted with the spec's escaping, and a small parser for
 //! client data (arrays of strings) and close frames (`[code,"reason"]`).
 //!
-//! Escaping (spec, "JSON encoding"): besides `"`, `\` and control characters, characters
-//! that browsers or proxies alter or drop in transit are sent as `\uXXXX`: the server's
-//! set (U+200C-U+200F, U+2028-U+202F, U+2060-U+206F, U+FFF0-U+FFFF) and the client's
-//! (U+007F-U+009F, U+00AD, U+0600-U+0604, U+070F, U+17B4-U+17B5, U+2000-U+20FF,
-//! U+FEFF). One function serves both directions, so it escapes the union: escaping more
-//! than needed is still the same JSON string.
+//! Escaping (spec, "JSON Unicode Encoding"): besides `"`, `\` and control characters,
+//! the characters browsers or proxies alter or drop in transit go as `\uXXXX`: the spec's
+//! `escapable_by_server` set (U+0000-U+001F, U+200C-U+200F, U+2028-U+202F, U+2060-U+206F,
+//! U+FFF0-U+FFFF; surrogates cannot occur in a Rust string). One function serves both
+//! directions, and for what our client sends it also escapes U+007F-U+009F, U+00AD,
+//! U+0600-U+0604, U+070F, U+17B4-U+17B5, U+2000-U+20FF and U+FEFF (invisible or
+//! format characters, part of the spec's larger `escapable_by_client` set, which exists
+//! for browsers' own quirks): escaping more than needed is still the same JSON string.
 
 /// Whether `c` goes out as `\uXXXX`.
 pub(crate) fn escapable(c: char) -> bool {
