@@ -1,7 +1,7 @@
 //! Study S2 in a real browser (`--xmpp-client browser`): `wirebench run` starts the
-//! built-in XMPP server with its WebSocket (RFC 7395) and BOSH (XEP-0124/0206) endpoint,
-//! serves the S2 page with Strophe.js and has headless Chromium run it; the page's timings
-//! come back as `s2.*` and `rtt.*`. Also the bad cases: a transport a browser cannot use,
+//! built-in XMPP server with its WebSocket (RFC 7395), BOSH (XEP-0124/0206) or SockJS 0.3.3
+//! endpoint, serves the S2 page with Strophe.js (and sockjs-client) and has headless
+//! Chromium run it; the page's timings come back as `s2.*` and `rtt.*`. Also the bad cases: a transport a browser cannot use,
 //! Chromium or Strophe.js missing. 127.0.0.1 only. Skipped (with a message) only when
 //! Chromium is not installed; Strophe.js is installed by scripts/install-strophe.sh, which
 //! this test runs first (it does nothing when the install is current).
@@ -90,6 +90,37 @@ fn s2_in_chromium_over_websocket_and_bosh() {
 }
 
 #[test]
+fn s2_in_chromium_over_sockjs() {
+    if !have_chromium() {
+        eprintln!("skipped: chromium is not installed (apt-get install chromium)");
+        return;
+    }
+    install_strophe();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s2");
+    let mut args = S2.to_vec();
+    let transports = "sockjs-websocket,xhr-streaming,xhr-polling,jsonp-polling,eventsource";
+    args.extend([
+        "--xmpp-transport",
+        transports,
+        "--rounds",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    common::run_ok(&args);
+    let recs = common::records(&out);
+    assert_eq!(recs.len(), 5);
+    for r in &recs {
+        // sockjs-client under Strophe's WebSocket transport: every pong comes back.
+        assert_eq!(common::m(r, "messages.received"), 10.0, "{r}");
+        let total = common::m(r, "s2.total");
+        assert!(total > 0.0 && total < 20.0, "{r}");
+        assert!(common::m(r, "transport.sessions") >= 1.0, "{r}");
+    }
+}
+
+#[test]
 fn without_flush_strophe_bosh_waits_for_its_timer() {
     if !have_chromium() {
         eprintln!("skipped: chromium is not installed (apt-get install chromium)");
@@ -131,7 +162,10 @@ fn bad_cases_are_refused_with_a_reason() {
     let out = common::wirebench().args(&args).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(err.contains("xmpp.transport=websocket or bosh"), "{err}");
+    assert!(
+        err.contains("xmpp.transport=websocket, bosh or a SockJS"),
+        "{err}"
+    );
 
     // Chromium missing: the case fails naming the package.
     let o = dir.path().join("nochromium");

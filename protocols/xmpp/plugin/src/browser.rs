@@ -1,6 +1,6 @@
 //! Study S2 in a real browser (`xmpp.client=browser`): headless Chromium loads a page that
-//! uses Strophe.js to connect to the case's WebSocket (RFC 7395) or BOSH (XEP-0124/0206)
-//! endpoint, log in (SASL SCRAM, RFC 5802/7677) and send N XEP-0199 pings one after
+//! uses Strophe.js to connect to the case's WebSocket (RFC 7395), BOSH (XEP-0124/0206) or
+//! SockJS 0.3.3 endpoint (sockjs-client under Strophe's WebSocket transport), log in (SASL SCRAM, RFC 5802/7677) and send N XEP-0199 pings one after
 //! another, each waiting for its pong; the page times itself with `performance.now()`
 //! (W3C High Resolution Time) and reports back.
 //!
@@ -51,6 +51,10 @@ pub struct BrowserRun {
     pub netns: Option<String>,
     /// Where the page server listens (port 0: any).
     pub bind: SocketAddr,
+    /// A SockJS case: sockjs-client's transport name (`url` is then the SockJS base URL,
+    /// and the page hands sockjs-client to Strophe's WebSocket transport in place of
+    /// WebSocket: each SockJS message carries one RFC 7395 element).
+    pub sockjs: Option<&'static str>,
     /// The endpoint's count of client requests (WebSocket messages, HTTP requests): how
     /// the case sees that the page is still making progress.
     pub stats: Arc<crate::web::WebStats>,
@@ -78,7 +82,7 @@ pub fn strophe_bundle() -> Result<PathBuf, WorkloadError> {
         .find(|p| p.is_file())
         .ok_or_else(|| {
             WorkloadError::Environment(format!(
-                "xmpp.client=browser needs Strophe.js from npm: run `bash {SETUP}` (installs it \
+                "xmpp.client=browser needs Strophe.js (and sockjs-client) from npm: run `bash {SETUP}` (installs it \
                  into target/strophe-browser; or set WIREBENCH_STROPHE_DIR)"
             ))
         })
@@ -87,6 +91,12 @@ pub fn strophe_bundle() -> Result<PathBuf, WorkloadError> {
 /// The browser program: `$WIREBENCH_CHROMIUM`, else `chromium`.
 fn chromium() -> String {
     std::env::var("WIREBENCH_CHROMIUM").unwrap_or_else(|_| "chromium".into())
+}
+
+/// The scripts the page loads: Strophe.js, and sockjs-client for a SockJS case (else empty).
+struct Scripts {
+    strophe: Vec<u8>,
+    sockjs: Vec<u8>,
 }
 
 /// What the page server tells the case.
@@ -107,7 +117,7 @@ impl PageServer {
     fn start(
         bind: SocketAddr,
         netns: Option<&str>,
-        strophe: Vec<u8>,
+        scripts: Scripts,
         tx: mpsc::Sender<Msg>,
     ) -> Result<PageServer, WorkloadError> {
         // Bound on a thread inside the client host: the listener belongs to its namespace.
@@ -129,7 +139,7 @@ impl PageServer {
             .map_err(|e| WorkloadError::Environment(e.to_string()))?;
         let stop = Arc::new(AtomicBool::new(false));
         let sp = stop.clone();
-        let strophe: Arc<[u8]> = strophe.into();
+        let scripts = Arc::new(scripts);
         let thread = std::thread::Builder::new()
             .name("wb-s2-page".into())
             .spawn(move || {
@@ -139,10 +149,10 @@ impl PageServer {
                     match listener.accept() {
                         Ok((conn, _)) => {
                             let _ = conn.set_nonblocking(false);
-                            let (tx, strophe) = (tx.clone(), strophe.clone());
+                            let (tx, scripts) = (tx.clone(), scripts.clone());
                             let _ = std::thread::Builder::new()
                                 .name("wb-s2-page-conn".into())
-                                .spawn(move || serve_conn(conn, &strophe, &tx));
+                                .spawn(move || serve_conn(conn, &scripts, &tx));
                         }
                         Err(_) => std::thread::sleep(Duration::from_millis(10)),
                     }
@@ -167,7 +177,7 @@ impl Drop for PageServer {
 }
 
 /// One HTTP/1.1 connection: requests in turn until the client closes it or is idle 10 s.
-fn serve_conn(mut conn: TcpStream, strophe: &[u8], tx: &mpsc::Sender<Msg>) {
+fn serve_conn(mut conn: TcpStream, scripts: &Scripts, tx: &mpsc::Sender<Msg>) {
     const MAX: usize = 1 << 20;
     let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
     let _ = conn.set_nodelay(true);
@@ -220,7 +230,8 @@ fn serve_conn(mut conn: TcpStream, strophe: &[u8], tx: &mpsc::Sender<Msg>) {
                 let _ = tx.send(Msg::Loaded(Instant::now()));
                 ("200 OK", "text/html; charset=utf-8", PAGE.as_bytes())
             }
-            ("GET", "/strophe.js") => ("200 OK", "text/javascript", strophe),
+            ("GET", "/strophe.js") => ("200 OK", "text/javascript", &scripts.strophe[..]),
+            ("GET", "/sockjs.js") => ("200 OK", "text/javascript", &scripts.sockjs[..]),
             ("POST", "/result") => {
                 let _ = tx.send(Msg::Result(String::from_utf8_lossy(&body).into_owned()));
                 ("204 No Content", "text/plain", b"")
@@ -229,11 +240,17 @@ fn serve_conn(mut conn: TcpStream, strophe: &[u8], tx: &mpsc::Sender<Msg>) {
         };
         // Cross-origin isolation (COOP + COEP) lets performance.now() tick in 5 µs steps
         // instead of 100 µs; the BOSH endpoint's answers carry CORS headers, so the page
-        // may still reach it, and WebSocket is not subject to COEP.
+        // may still reach it, and WebSocket is not subject to COEP. Not with SockJS: its
+        // JSONP and iframe transports load cross-origin scripts and pages that COEP blocks.
+        let isolate = if path.contains("sockjs=") {
+            ""
+        } else {
+            "Cross-Origin-Opener-Policy: same-origin\r\n\
+             Cross-Origin-Embedder-Policy: require-corp\r\n"
+        };
         let head = format!(
             "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\
-             Cache-Control: no-store\r\nCross-Origin-Opener-Policy: same-origin\r\n\
-             Cross-Origin-Embedder-Policy: require-corp\r\n\
+             Cache-Control: no-store\r\n{isolate}\
              Cross-Origin-Resource-Policy: same-origin\r\n\r\n",
             content.len()
         );
@@ -373,11 +390,31 @@ fn percent_encode(s: &str) -> String {
 /// Runs study S2 in headless Chromium and reads the page's timings back.
 pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     let bundle = strophe_bundle()?;
-    let strophe = std::fs::read(&bundle)
-        .map_err(|e| WorkloadError::Environment(format!("{}: {e}", bundle.display())))?;
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|e| {
+            WorkloadError::Environment(format!("{}: {e} (run `bash {SETUP}`)", p.display()))
+        })
+    };
+    let strophe = read(&bundle)?;
+    let sockjs = match run.sockjs {
+        // node_modules/strophe.js/dist/<bundle> -> node_modules/sockjs-client/dist/...
+        Some(_) => read(
+            &bundle
+                .ancestors()
+                .nth(3)
+                .unwrap_or(Path::new("."))
+                .join("sockjs-client/dist/sockjs.min.js"),
+        )?,
+        None => Vec::new(),
+    };
     let (tx, rx) = mpsc::channel();
-    let pages = PageServer::start(run.bind, run.netns.as_deref(), strophe, tx)?;
-    let page = format!(
+    let pages = PageServer::start(
+        run.bind,
+        run.netns.as_deref(),
+        Scripts { strophe, sockjs },
+        tx,
+    )?;
+    let mut page = format!(
         "http://{}/s2.html?url={}&jid={}&password={}&n={}&flush={}",
         pages.addr,
         percent_encode(&run.url),
@@ -386,6 +423,9 @@ pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
         run.count,
         run.flush
     );
+    if let Some(t) = run.sockjs {
+        page.push_str(&format!("&sockjs={t}"));
+    }
     let launched = Instant::now();
     let mut browser = Browser::start(&page, run.netns.as_deref())?;
     // Chromium's start-up gets 30 s; after that the page must make progress: the endpoint

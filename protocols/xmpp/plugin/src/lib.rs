@@ -81,7 +81,7 @@ const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(browser::CLIENTS),
         default: "native",
         workloads: &["pingpong"],
-        help: "who is client1 in study S2 (xmpp.ping=server): native (wirebench's own client engine) or browser (headless Chromium running Strophe.js from npm in a page wirebench serves; needs xmpp.transport=websocket or bosh, `apt-get install chromium` and scripts/install-strophe.sh)",
+        help: "who is client1 in study S2 (xmpp.ping=server): native (wirebench's own client engine) or browser (headless Chromium running Strophe.js from npm in a page wirebench serves; needs xmpp.transport=websocket, bosh or a SockJS transport (sockjs-client under Strophe's WebSocket transport), `apt-get install chromium` and scripts/install-strophe.sh)",
         words: "XMPP client",
     },
     ParamSpec {
@@ -239,10 +239,10 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
                 "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
             ));
         }
-        if !matches!(case.word("xmpp.transport"), Some("websocket" | "bosh")) {
+        if matches!(case.word("xmpp.transport"), None | Some("tcp")) {
             return Err(WorkloadError::Input(
-                "xmpp.client=browser needs xmpp.transport=websocket or bosh (a browser cannot \
-                 open a raw XMPP TCP connection)"
+                "xmpp.client=browser needs xmpp.transport=websocket, bosh or a SockJS transport \
+                 (a browser cannot open a raw XMPP TCP connection)"
                     .into(),
             ));
         }
@@ -341,7 +341,15 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
     let browser_run = in_browser.then(|| browser::BrowserRun {
         url: match &transport {
             transport::Transport::WebSocket { .. } => format!("ws://{front}/xmpp-websocket"),
+            transport::Transport::SockJs { prefix, .. } => format!("http://{front}{prefix}"),
             _ => format!("http://{front}/http-bind"),
+        },
+        sockjs: match &transport {
+            transport::Transport::SockJs { .. } => Some(match transport.word() {
+                "sockjs-websocket" => "websocket",
+                w => w,
+            }),
+            _ => None,
         },
         jid: format!("user1@{DOMAIN}"),
         password: "pass1".into(),
