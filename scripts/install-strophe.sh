@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs Strophe.js, pinned by bench/strophe-browser/package-lock.json, into
+# Installs Strophe.js and sockjs-client, pinned by bench/strophe-browser/package-lock.json, into
 # target/strophe-browser (or $WIREBENCH_STROPHE_DIR) for the S2 page that wirebench serves to
 # headless Chromium (xmpp.client=browser). Idempotent and quiet: does nothing when the
 # installed tree matches the committed lock file. scripts/test.sh runs it; so can you:
