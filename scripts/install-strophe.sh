@@ -12,15 +12,21 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SRC=$REPO/bench/strophe-browser
 DIR=${WIREBENCH_STROPHE_DIR:-$REPO/target/strophe-browser}
 BUNDLE=$DIR/node_modules/strophe.js/dist/strophe.umd.min.js
-if [[ -f $BUNDLE ]] && cmp -s "$SRC/package-lock.json" "$DIR/package-lock.json" &&
-    cmp -s "$SRC/package.json" "$DIR/package.json"; then
-    exit 0
-fi
+current() {
+    [[ -f $BUNDLE ]] && cmp -s "$SRC/package-lock.json" "$DIR/package-lock.json" &&
+        cmp -s "$SRC/package.json" "$DIR/package.json"
+}
+current && exit 0
 command -v npm >/dev/null || {
     echo "install-strophe.sh: needs npm (apt-get install npm)" >&2
     exit 1
 }
 mkdir -p "$DIR"
+# One install at a time (tests run in parallel and may all call this): the others wait,
+# then find it current.
+exec 9>"$DIR/.install.lock"
+flock 9
+current && exit 0
 cp "$SRC/package.json" "$SRC/package-lock.json" "$DIR/"
 # npm ci installs exactly the lock file's versions (and checks their integrity hashes).
 (cd "$DIR" && npm ci --no-audit --no-fund --silent) || {
