@@ -530,3 +530,61 @@ pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     drop(pages);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_encoding_keeps_only_unreserved_characters() {
+        assert_eq!(
+            percent_encode("ws://127.0.0.1:80/x?a=b&c"),
+            "ws%3A%2F%2F127.0.0.1%3A80%2Fx%3Fa%3Db%26c"
+        );
+        assert_eq!(
+            percent_encode("user1@wirebench.test"),
+            "user1%40wirebench.test"
+        );
+    }
+
+    /// The page server answers the page, the scripts and the result on one kept-alive
+    /// connection, and reports the page's load and its result.
+    #[test]
+    fn page_server_serves_and_reports() {
+        let (tx, rx) = mpsc::channel();
+        let scripts = Scripts {
+            strophe: b"/* strophe */".to_vec(),
+            sockjs: Vec::new(),
+        };
+        let s = PageServer::start(([127, 0, 0, 1], 0).into(), None, scripts, tx).unwrap();
+        let mut c = TcpStream::connect(s.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let body = "{\"ok\":true}";
+        write!(
+            c,
+            "GET /s2.html?url=x HTTP/1.1\r\nHost: a\r\n\r\nGET /strophe.js HTTP/1.1\r\nHost: a\r\n\r\n\
+             POST /result HTTP/1.1\r\nHost: a\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 65536];
+        while !String::from_utf8_lossy(&got).contains("204 No Content") {
+            let n = c.read(&mut buf).unwrap();
+            assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+            got.extend_from_slice(&buf[..n]);
+        }
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.contains("<title>wirebench S2</title>"), "{text}");
+        assert!(text.contains("/* strophe */"), "{text}");
+        assert!(
+            text.contains("Cross-Origin-Embedder-Policy: require-corp"),
+            "{text}"
+        );
+        assert!(matches!(rx.recv().unwrap(), Msg::Loaded(_)));
+        match rx.recv().unwrap() {
+            Msg::Result(r) => assert_eq!(r, body),
+            Msg::Loaded(_) => panic!("loaded twice"),
+        }
+    }
+}
