@@ -497,6 +497,19 @@ impl Job<'_> {
                             lab.second_counters(),
                         ))
                     }
+                    // A case without link parameters in a run whose other cases have
+                    // them: its peers are placed in the lab all the same, so the link
+                    // must be ideal, not the previous case's (a 162 ms link once stood
+                    // under the "loopback" cases of browser-transports).
+                    (Some(lab), None) => {
+                        let ideal = wirebench_link::LinkParams::default();
+                        lab.configure(ideal.clone(), ideal, scenario.seed)?;
+                        lab.configure_second(None, scenario.seed)?;
+                        record.notes.push(
+                            "no link parameters: an ideal link (no delay, no rate limit) in the run's lab".into(),
+                        );
+                        None
+                    }
                     _ => None,
                 };
                 let started = SystemTime::now();

@@ -66,6 +66,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "proxy-delays",
         include_str!("../../../scenarios/proxy-delays.toml"),
     ),
+    (
+        "browser-transports",
+        include_str!("../../../scenarios/browser-transports.toml"),
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq)]

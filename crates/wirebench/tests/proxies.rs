@@ -433,6 +433,39 @@ fn open_loop_connections_keep_their_schedule() {
     ok_connects(&recs[0], 50.0);
 }
 
+/// A run whose scenario mixes cases with and without link parameters: the ones without
+/// run over an ideal link, not over whatever link the case before them left configured.
+#[test]
+fn cases_without_a_link_do_not_inherit_the_last_link() {
+    if !is_root() {
+        eprintln!("skipped: needs root for the lab");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("mixed.toml");
+    std::fs::write(
+        &file,
+        "name = \"mixed\"\n\
+         [params]\nprotocol = \"direct\"\nconnects = 20\n\
+         [[part]]\nname = \"linked\"\nparams = { \"link.delay\" = \"25ms\" }\n\
+         [[part]]\nname = \"plain\"\nparams = { connects = 21 }\n",
+    )
+    .unwrap();
+    let (ok, recs) = run(&[file.to_str().unwrap()]);
+    assert!(ok, "{recs:?}");
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        let ttfb = m(r, "ttfb.p50");
+        if r["params"]["link.delay"].is_null() {
+            ok_connects(r, 21.0);
+            assert!(ttfb < 0.01, "the case without a link took {ttfb} s: {r}");
+        } else {
+            ok_connects(r, 20.0);
+            assert!(ttfb > 0.099, "{r}");
+        }
+    }
+}
+
 #[test]
 fn our_converter_alone_relays_and_refuses() {
     use std::io::BufRead;
