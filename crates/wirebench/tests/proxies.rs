@@ -326,11 +326,15 @@ fn converter_client_gives_any_program_one_round_trip() {
         return;
     }
     let bin = env!("CARGO_BIN_EXE_wirebench");
+    // The servers' pids go to a file: the shell's Ctrl-C ends `sh`, not its background
+    // jobs, which the test then ends itself, by pid.
+    let pids = tempfile::NamedTempFile::new().unwrap();
     let inner = format!(
         "sysctl -qw net.ipv4.tcp_fastopen=3; \
-         {bin} converter --listen 198.18.0.2:5124 --allow 198.18.0.2 2>/dev/null & \
-         {bin} serve --listen 198.18.0.2:7420 --also http=198.18.0.2:18090 >/dev/null 2>&1 & \
-         sleep 25; kill %1 %2; wait"
+         {bin} converter --listen 198.18.0.2:5124 --allow 198.18.0.2 2>/dev/null & echo $! >> {p}; \
+         {bin} serve --listen 198.18.0.2:7420 --also http=198.18.0.2:18090 >/dev/null 2>&1 & echo $! >> {p}; \
+         sleep 25; kill %1 %2; wait",
+        p = pids.path().display()
     );
     let mut shell = wirebench()
         .args(["shell", "--link", "25ms", "--", "sh", "-c", &inner])
@@ -376,6 +380,15 @@ fn converter_client_gives_any_program_one_round_trip() {
     // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
     unsafe { libc::kill(shell.id() as i32, libc::SIGINT) };
     let _ = shell.wait();
+    for pid in std::fs::read_to_string(pids.path())
+        .unwrap_or_default()
+        .lines()
+    {
+        if let Ok(pid) = pid.trim().parse::<i32>() {
+            // SAFETY: kill(2) on a pid this test's shell script started and reported.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+    }
     assert!(
         namespaces_of(shell.id()).is_empty(),
         "the shell left its host behind"
