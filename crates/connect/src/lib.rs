@@ -671,7 +671,7 @@ fn push_ratios(out: &mut Outcome, name: &str, mut v: Vec<f64>, unit: &str) {
 }
 
 /// `name.min`, `.mean`, `.p50`, `.p90`, `.p99`, `.max` and the histogram `name`.
-fn push_distribution(out: &mut Outcome, name: &str, samples: &[u64]) {
+pub fn push_distribution(out: &mut Outcome, name: &str, samples: &[u64]) {
     let mut sorted = samples.to_vec();
     sorted.sort_unstable();
     if let Some(m) = mean(&sorted) {

@@ -300,8 +300,18 @@ pub fn syn_data_acked(s: &impl AsRawFd) -> bool {
 /// Whether the connection is established (TCP_INFO `tcpi_state`): the handshake is over,
 /// so a TFO cookie the peer offered is in the kernel's cache.
 pub fn established(s: &impl AsRawFd) -> bool {
-    // 1 = TCP_ESTABLISHED (include/net/tcp_states.h).
-    tcp_info(s).is_some_and(|i| i.tcpi_state == 1)
+    tcp_state(s) == Some(TCP_ESTABLISHED)
+}
+
+/// States of `tcpi_state` (include/net/tcp_states.h).
+pub const TCP_ESTABLISHED: u8 = 1;
+pub const TCP_SYN_SENT: u8 = 2;
+pub const TCP_CLOSE: u8 = 7;
+
+/// The connection's TCP state (TCP_INFO `tcpi_state`, one of the `TCP_*` above), if it
+/// can be read.
+pub fn tcp_state(s: &impl AsRawFd) -> Option<u8> {
+    tcp_info(s).map(|i| i.tcpi_state)
 }
 
 /// `IPPROTO_MPTCP` (Multipath TCP, RFC 8684; Linux 5.6+): a stream socket of this

@@ -119,8 +119,9 @@ pub enum Command {
     /// first data; the converter connects onwards, answers once the server has accepted,
     /// forwards the data and relays both ways. It connects only to the networks --allow
     /// names and answers others with the RFC's "Not Authorized" error. RFC 8803 forbids
-    /// loopback destinations: name them in --allow only to test on one machine. Clients
-    /// need net.ipv4.tcp_fastopen with bit 1, this host bit 2 (3 for both). The client
+    /// loopback destinations: name them in --allow only to test on one machine. With Fast
+    /// Open the client's data rides in the converter's SYN to the server too. Clients need
+    /// net.ipv4.tcp_fastopen with bit 1, this host both bits (3). The client
     /// side is in the connect workload (--protocol convert) and, for any program,
     /// `wirebench converter-client`; docs/protocols/proxies.md.
     #[command(after_help = "Examples:\n  \
@@ -133,7 +134,8 @@ pub enum Command {
         /// Destinations the converter may connect to: addresses and networks, comma-separated.
         #[arg(long, value_name = "NETWORKS")]
         allow: String,
-        /// Do not offer TCP Fast Open (clients then pay a round trip for the handshake).
+        /// Do not use TCP Fast Open, neither towards clients nor onwards to servers (each
+        /// then pays a round trip for its handshake).
         #[arg(long)]
         no_tfo: bool,
     },

@@ -445,7 +445,7 @@ fn converter(listen: &str, allow: &str, tfo: bool) -> Result<ExitCode> {
         .with_context(|| format!("cannot listen on {listen}"))?;
     if tfo
         && let Some(p) =
-            wirebench_net::sock::tfo_sysctl_problem(wirebench_net::sock::tfo_sysctl(), false, true)
+            wirebench_net::sock::tfo_sysctl_problem(wirebench_net::sock::tfo_sysctl(), true, true)
     {
         eprintln!("wirebench converter: warning: {p}");
     }
@@ -464,6 +464,7 @@ fn converter(listen: &str, allow: &str, tfo: bool) -> Result<ExitCode> {
         allow: allow_list,
         tfo,
         log: true,
+        legs: None,
     };
     converter::run_standalone(l, cfg, stop).map_err(|e| anyhow::anyhow!(e))?;
     eprintln!("wirebench converter: stopped");

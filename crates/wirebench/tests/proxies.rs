@@ -170,6 +170,16 @@ fn handshake_round_trips_over_a_link() {
         if p["tfo"] == "on" {
             // The first connection fetches the cookie; the rest use it.
             assert!(m(r, "connects.tfo") >= 8.0, "{r}");
+            if p["protocol"] == "convert" {
+                // And the converter's SYN onwards carries the client's data likewise.
+                assert!(m(r, "convert.onward_tfo") >= 8.0, "{r}");
+            }
+        }
+        if p["protocol"] == "convert" {
+            // The converter's leg onwards stays inside the server host: far below a
+            // round trip of the 50 ms link, but measured.
+            let leg = m(r, "convert.leg.p50");
+            assert!(leg > 0.0 && leg < 0.02, "{p}: convert.leg.p50 {leg} s");
         }
         seen += 1;
     }

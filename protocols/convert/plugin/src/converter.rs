@@ -1,8 +1,13 @@
 //! The Transport Converter of RFC 8803: a client's SYN carries (with TCP Fast Open) a
 //! Convert message whose Connect TLV names the server, followed by the client's first
 //! data; the converter connects onwards, and only once the server has accepted does it
-//! answer with its own Convert message and forward the data, then relay both ways. A
-//! refusal is the RFC's Error TLV, after which the converter closes.
+//! answer with its own Convert message, then relay both ways. A refusal is the RFC's
+//! Error TLV, after which the converter closes.
+//!
+//! With Fast Open on, the connection onwards uses it too (the client's data goes to the
+//! server in the converter's own SYN, as in RFC 8803's message flows), and the answer
+//! goes back once the server's SYN-ACK is in. Without a cookie for the server yet, the
+//! kernel sends an ordinary SYN asking for one, and the data follows the handshake.
 //!
 //! Not an open relay: it connects only to destinations its [`Allow`] admits, and answers
 //! any other with "Not Authorized to Connect". A client has [`HANDSHAKE_TIMEOUT`] to
@@ -10,11 +15,15 @@
 //! in 32-bit words can say); a connection's failure closes only it.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest, ReadBuf};
 use tokio::net::TcpStream;
 use wirebench_convert as cv;
+use wirebench_model::clock::monotonic_ns;
 use wirebench_rpc::Counters;
 
 /// Time a client has from connecting to its complete Convert message.
@@ -85,10 +94,45 @@ fn within(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub allow: Allow,
-    /// A TCP Fast Open queue on the listener, so clients' SYNs may carry their request.
+    /// TCP Fast Open both ways: a queue on the listener, so clients' SYNs may carry their
+    /// request, and the client's first data in the SYN of the connection onwards.
     pub tfo: bool,
     /// Each refused or failed connection on stderr (`wirebench converter`).
     pub log: bool,
+    /// Where to keep each connection's leg to the server ([`Legs`]), when measured.
+    pub legs: Option<Arc<Legs>>,
+}
+
+/// The converter's own leg of each connection, for the connect workload: from the start
+/// of its connection onwards to the server's first byte back (ns). It is what a
+/// converter cannot avoid adding to a client's time to first byte; anything beyond it is
+/// the converter's overhead or an extra round trip on the client's path.
+#[derive(Debug, Default)]
+pub struct Legs {
+    times: Mutex<Vec<u64>>,
+    /// Connections onwards whose SYN carried the client's data and the server took it.
+    syn_data: AtomicU64,
+}
+
+impl Legs {
+    /// The legs measured so far.
+    pub fn take(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.times.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// How many connections onwards carried the client's data in their SYN, accepted.
+    pub fn syn_data(&self) -> u64 {
+        self.syn_data.load(Ordering::Relaxed)
+    }
+
+    fn push(&self, ns: u64, syn_data: bool) {
+        self.times
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(ns);
+        self.syn_data
+            .fetch_add(u64::from(syn_data), Ordering::Relaxed);
+    }
 }
 
 /// Serves the Convert Protocol on `l` until the runtime stops.
@@ -120,7 +164,7 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
 /// Then a FIN, and what the client still sends is read and dropped (at most 64 KiB, for
 /// at most a second): unread data would make the kernel answer with a reset that could
 /// destroy the Error TLV before the client has read it.
-async fn refuse(s: &mut TcpStream, code: cv::ErrorCode, why: String) -> Result<TcpStream, String> {
+async fn refuse<T>(s: &mut TcpStream, code: cv::ErrorCode, why: String) -> Result<T, String> {
     let _ = s.write_all(&cv::error_reply(code)).await;
     let _ = s.shutdown().await;
     let drain = async {
@@ -139,7 +183,8 @@ async fn refuse(s: &mut TcpStream, code: cv::ErrorCode, why: String) -> Result<T
 
 async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
     let mut buf = Vec::with_capacity(256);
-    let up = match tokio::time::timeout(HANDSHAKE_TIMEOUT, open(&mut s, &mut buf, cfg)).await {
+    let opened = tokio::time::timeout(HANDSHAKE_TIMEOUT, open(&mut s, &mut buf, cfg)).await;
+    let (up, onward_at) = match opened {
         Ok(r) => r?,
         Err(_) => {
             return Err(format!(
@@ -148,15 +193,105 @@ async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
             ));
         }
     };
-    let mut up = up;
+    let syn_data = wirebench_net::sock::syn_data_acked(&up);
+    let mut up = FirstRead {
+        inner: up,
+        at: None,
+    };
     // The relay ends when either side closes or fails; neither is the client's fault.
     let _ = tokio::io::copy_bidirectional(&mut s, &mut up).await;
+    if let (Some(legs), Some(at)) = (&cfg.legs, up.at) {
+        legs.push(at.saturating_sub(onward_at), syn_data);
+    }
     Ok(())
 }
 
-/// Reads the client's Convert message, connects to its server, answers and forwards the
-/// data that came with the message. `buf` keeps what follows the message.
-async fn open(s: &mut TcpStream, buf: &mut Vec<u8>, cfg: &Config) -> Result<TcpStream, String> {
+/// A stream that notes when its first byte arrived (for [`Legs`]).
+struct FirstRead<S> {
+    inner: S,
+    at: Option<u64>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for FirstRead<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if self.at.is_none() && buf.filled().len() > before {
+            self.at = Some(monotonic_ns());
+        }
+        r
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for FirstRead<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Connects to `dest` and sends it `early` (the client's first data): in the SYN when
+/// `tfo` and the kernel holds a cookie for `dest`. Returns once the server has accepted
+/// (its SYN-ACK is in) and `early` is sent whole; on a refusal, the connect's error.
+pub async fn connect_onward(
+    dest: SocketAddr,
+    early: &[u8],
+    tfo: bool,
+) -> std::io::Result<TcpStream> {
+    if !tfo || early.is_empty() {
+        let mut up = TcpStream::connect(dest).await?;
+        let _ = up.set_nodelay(true);
+        up.write_all(early).await?;
+        return Ok(up);
+    }
+    let sock = wirebench_net::sock::stream_socket(dest, false)?;
+    wirebench_net::sock::set_fastopen_connect(&sock)?;
+    sock.set_nonblocking(true)?;
+    // With a cookie, connect returns at once and the write below sends the SYN with the
+    // data; without one, connect is an ordinary handshake that fetches a cookie.
+    let sock = tokio::net::TcpSocket::from_std_stream(std::net::TcpStream::from(sock));
+    let mut up = sock.connect(dest).await?;
+    let _ = up.set_nodelay(true);
+    up.write_all(early).await?;
+    // The write returns once the SYN is out; the server's SYN-ACK makes the socket
+    // writable (an edge tokio sees), after which the state is ESTABLISHED, or CLOSE with
+    // the connect's error on a reset.
+    up.async_io(Interest::WRITABLE, || {
+        use wirebench_net::sock::{TCP_CLOSE, TCP_SYN_SENT, tcp_state};
+        match tcp_state(&up) {
+            Some(TCP_SYN_SENT) => Err(std::io::ErrorKind::WouldBlock.into()),
+            Some(TCP_CLOSE) | None => Err(up
+                .take_error()?
+                .unwrap_or_else(|| std::io::ErrorKind::ConnectionRefused.into())),
+            Some(_) => Ok(()),
+        }
+    })
+    .await?;
+    Ok(up)
+}
+
+/// Reads the client's Convert message, connects to its server with the data that came
+/// with the message, and answers. Returns the connection onwards and when it was begun.
+async fn open(
+    s: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    cfg: &Config,
+) -> Result<(TcpStream, u64), String> {
     let tlvs = loop {
         match cv::parse(buf) {
             Ok(Some((tlvs, n))) => {
@@ -198,7 +333,9 @@ async fn open(s: &mut TcpStream, buf: &mut Vec<u8>, cfg: &Config) -> Result<TcpS
         )
         .await;
     }
-    let mut up = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(dest)).await {
+    let onward_at = monotonic_ns();
+    let connecting = connect_onward(dest, buf, cfg.tfo);
+    let up = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
         Ok(Ok(up)) => up,
         Ok(Err(e)) => {
             let code = match e.kind() {
@@ -219,18 +356,12 @@ async fn open(s: &mut TcpStream, buf: &mut Vec<u8>, cfg: &Config) -> Result<TcpS
             .await;
         }
     };
-    let _ = up.set_nodelay(true);
-    // The server has accepted: now the answer, then the client's early data onwards.
+    buf.clear();
+    // The server has accepted (and has the client's first data): now the answer.
     s.write_all(&cv::success_reply())
         .await
         .map_err(|e| format!("answering the client: {e}"))?;
-    if !buf.is_empty() {
-        up.write_all(buf)
-            .await
-            .map_err(|e| format!("forwarding the client's first data: {e}"))?;
-        buf.clear();
-    }
-    Ok(up)
+    Ok((up, onward_at))
 }
 
 /// `wirebench converter`: serves on `listener` until `stop` is set (checked every 100 ms).
@@ -263,6 +394,40 @@ pub fn run_standalone(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both ways of connecting onwards deliver the client's data, and a refusal comes
+    /// back as the connect's error (which `open` turns into the RFC's error TLV). The
+    /// path with a cookie, data in the SYN, is covered over the lab by
+    /// tests/proxies.rs (`convert.onward_tfo`).
+    #[test]
+    fn connecting_onwards_delivers_or_fails_as_the_server_answers() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            for tfo in [false, true] {
+                let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let at = l.local_addr().unwrap();
+                let got = tokio::spawn(async move {
+                    let (mut s, _) = l.accept().await.unwrap();
+                    let mut b = [0u8; 5];
+                    s.read_exact(&mut b).await.unwrap();
+                    b
+                });
+                let up = connect_onward(at, b"hello", tfo).await.unwrap();
+                assert_eq!(&got.await.unwrap(), b"hello", "tfo={tfo}");
+                drop(up);
+                // A port nobody listens on: bind one, note it, close it.
+                let closed = std::net::TcpListener::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap();
+                let e = connect_onward(closed, b"hello", tfo).await.unwrap_err();
+                assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "tfo={tfo}");
+            }
+        });
+    }
 
     #[test]
     fn allow_lists() {

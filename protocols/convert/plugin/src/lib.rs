@@ -119,6 +119,7 @@ impl Protocol for Convert {
             ]),
             tfo: true,
             log: false,
+            legs: None,
         });
         Some(wirebench_rpc::server::serve_alone(
             listener,
@@ -139,11 +140,14 @@ impl Protocol for Convert {
         let tfo = case.word("tfo") == Some("on");
         let mptcp = case.word("mptcp") == Some("on");
         let lab = env.lab;
-        let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
+        let legs = Arc::new(converter::Legs::default());
+        let kept = legs.clone();
+        let r = wirebench_connect::run_case(env, case, ctx, |origin| {
             let cfg = Arc::new(converter::Config {
                 allow: converter::Allow::Only(vec![origin]),
                 tfo,
                 log: false,
+                legs: Some(kept),
             });
             let placed = wirebench_rpc::place_on(lab, "convert", mptcp, move |l, c| {
                 converter::serve(l, c, cfg)
@@ -154,10 +158,30 @@ impl Protocol for Convert {
                 mptcp,
             };
             Ok((d, vec![placed]))
-        })?;
-        out.notes.push(
-            "Convert (RFC 8803): the Connect TLV and the first message share one write (the SYN with tfo=on); connect.proxy is the converter's answer, from that write".into(),
-        );
-        Ok(out)
+        });
+        // The legs go with partial results too: an interrupted case keeps what it has.
+        let add = |out: &mut Outcome| {
+            let times = legs.take();
+            if !times.is_empty() {
+                wirebench_connect::push_distribution(out, "convert.leg", &times);
+            }
+            if tfo {
+                out.push("convert.onward_tfo", legs.syn_data() as f64, "count");
+            }
+            out.notes.push(
+                "Convert (RFC 8803): the Connect TLV and the first message share one write (the SYN with tfo=on; the converter's SYN onwards carries the message too); connect.proxy is the converter's answer, from that write; convert.leg is the converter's own connection onwards, from its start to the origin's first byte; convert.onward_tfo counts those whose SYN carried the client's data".into(),
+            );
+        };
+        match r {
+            Ok(mut out) => {
+                add(&mut out);
+                Ok(out)
+            }
+            Err(WorkloadError::InterruptedAfter(mut out)) => {
+                add(&mut out);
+                Err(WorkloadError::InterruptedAfter(out))
+            }
+            Err(e) => Err(e),
+        }
     }
 }
