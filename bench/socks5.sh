@@ -12,7 +12,9 @@
 #      wirebench run --protocol direct,socks5 --workload connect --connects N
 #        --concurrency 32 --socks5-server ours,microsocks --repeat R
 #    connects.per_s of each (target: ours >= 20k/s), with direct (no proxy) as the
-#    machine's ceiling: client, proxy and origin share this machine's CPUs.
+#    machine's ceiling: client, proxy and origin share this machine's CPUs. Also our
+#    proxy thread's own CPU time per connection (proxy.cpu_per_connection) and the rate
+#    it implies for a proxy with a CPU to itself.
 #
 # Missing tools are installed when possible (Debian: iperf3, microsocks, proxychains4;
 # needs root). Environment (all optional):
@@ -175,6 +177,7 @@ if t["ours"] and t["micro"]:
     o, m = statistics.median(t["ours"]), statistics.median(t["micro"])
     print(f"| iperf3 through the proxy, Gbit/s (median of {len(t['ours'])}) | {o / 1e9:.2f} | {m / 1e9:.2f} | {o / m:.2f} (>= 0.9) |")
 c = defaultdict(list)
+cpu = defaultdict(list)
 for line in open(sys.argv[2]):
     r = json.loads(line)
     if r.get("status") != "ok":
@@ -182,9 +185,15 @@ for line in open(sys.argv[2]):
     p = r["params"]
     key = p.get("socks5.server", "direct") if p["protocol"] == "socks5" else "direct"
     c[key].append(r["metrics"]["connects.per_s"]["value"])
+    if "proxy.cpu_per_connection" in r["metrics"]:
+        cpu[key].append(r["metrics"]["proxy.cpu_per_connection"]["value"])
 if c["ours"] and c["microsocks"]:
     o, m = statistics.median(c["ours"]), statistics.median(c["microsocks"])
     print(f"| connections/s, 32 at a time (median of {len(c['ours'])}) | {o:,.0f} | {m:,.0f} | {o / m:.2f} (ours >= 20,000/s) |")
 if c["direct"]:
     print(f"\ndirect, no proxy (the machine's ceiling for client + origin): {statistics.median(c['direct']):,.0f} connections/s")
+if cpu["ours"]:
+    us = statistics.median(cpu["ours"]) * 1e6
+    print(f"our proxy's own thread: {us:.1f} us of CPU per connection (median of {len(cpu['ours'])}),"
+          f" so {1e6 / us:,.0f} connections/s on a CPU of its own (target 20,000/s)")
 PY

@@ -357,7 +357,34 @@ pub fn run_case<D: Dial>(
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     });
+    // Each server's own CPU per connection, known once its thread has stopped: what
+    // it would set up per second with a CPU to itself (the client and the emulator
+    // share this machine's).
+    let cpu: Vec<_> = proxies.iter().map(|p| p.counters.clone()).collect();
     drop(proxies);
+    let origin_cpu = origin.counters.clone();
+    drop(origin);
+    let per_conn = |c: &[Arc<Counters>], out: &mut Outcome, name: &str| {
+        let ns: u64 = c.iter().map(|c| c.cpu_ns.load(Ordering::Relaxed)).sum();
+        let n = out
+            .metrics
+            .iter()
+            .find(|(k, _)| k == "connects.ok")
+            .map_or(0.0, |(_, m)| m.value);
+        if ns > 0 && n > 0.0 {
+            out.push(name, ns as f64 / 1e9 / n, "s");
+        }
+    };
+    let r = match r {
+        Ok(mut out) => {
+            per_conn(&[origin_cpu.clone()], &mut out, "origin.cpu_per_connection");
+            if !cpu.is_empty() {
+                per_conn(&cpu, &mut out, "proxy.cpu_per_connection");
+            }
+            Ok(out)
+        }
+        other => other,
+    };
     let note = (rejected > 0).then(|| {
         format!(
             "the proxy closed {rejected} connection(s) on an error; the first: {}",

@@ -30,6 +30,20 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`, ns); 0 if the clock
+/// cannot be read.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the kernel to fill.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -38,5 +52,24 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(2));
         let b = super::monotonic_ns();
         assert!(b >= a + 1_000_000, "{a} {b}");
+    }
+
+    #[test]
+    fn thread_cpu_counts_work_not_sleep() {
+        let a = super::thread_cpu_ns();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let b = super::thread_cpu_ns();
+        let mut x = 0u64;
+        let t = super::monotonic_ns();
+        while super::monotonic_ns() - t < 20_000_000 {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let c = super::thread_cpu_ns();
+        assert!(b - a < 10_000_000, "sleeping used {} ns of CPU", b - a);
+        assert!(
+            c - b >= 5_000_000,
+            "spinning 20 ms used {} ns of CPU",
+            c - b
+        );
     }
 }

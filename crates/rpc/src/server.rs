@@ -57,6 +57,10 @@ pub struct Counters {
     pub last_rx_ns: AtomicU64,
     /// The first rejection's reason, for the case's error or notes.
     pub first_error: std::sync::Mutex<Option<String>>,
+    /// CPU time the server's thread used, start to stop (ns): set once it has stopped.
+    /// It is the server's own cost, apart from the client's and the emulator's on the
+    /// same CPUs.
+    pub cpu_ns: AtomicU64,
 }
 
 impl Counters {
@@ -221,12 +225,15 @@ where
             let _ = ready_tx.send(Ok(addr));
             // A LocalSet, so connection tasks need not be Send (see `accept_loop`).
             let local = tokio::task::LocalSet::new();
+            let c2 = c.clone();
             local.block_on(&rt, async move {
                 tokio::select! {
                     _ = serve(l, c) => {}
                     _ = stop_rx => {}
                 }
             });
+            c2.cpu_ns
+                .store(wirebench_model::clock::thread_cpu_ns(), Ordering::Relaxed);
             // Dropping the runtime here cancels every connection task it still holds.
         })
         .map_err(|e| WorkloadError::Environment(format!("cannot start a thread: {e}")))?;
