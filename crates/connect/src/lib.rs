@@ -377,7 +377,11 @@ pub fn run_case<D: Dial>(
     };
     let r = match r {
         Ok(mut out) => {
-            per_conn(&[origin_cpu.clone()], &mut out, "origin.cpu_per_connection");
+            per_conn(
+                std::slice::from_ref(&origin_cpu),
+                &mut out,
+                "origin.cpu_per_connection",
+            );
             if !cpu.is_empty() {
                 per_conn(&cpu, &mut out, "proxy.cpu_per_connection");
             }
