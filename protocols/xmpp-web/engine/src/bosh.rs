@@ -25,6 +25,15 @@
 //! - errors (§17): unknown `sid` → `item-not-found`, a body over `max_body` →
 //!   `policy-violation`, an unparseable body → `bad-request`; each an HTTP 200 with a
 //!   `type='terminate'` body, and any session concerned ends.
+//! - acknowledgements (§9): a client whose creation request has `ack='1'` gets `ack` in
+//!   the creation answer (its rid) and in every answer to a request older than the
+//!   highest processed (that rid), so it can tell a lost answer from a held one; an `ack`
+//!   in a client's request drops the answers kept for replay up to it (the client has
+//!   them). `report`/`time` (resending a lost answer unasked, a MAY) are not offered.
+//! - overactivity (§12, `polling` = 1 s): a new empty request (no stanzas, no restart, no
+//!   terminate) that would make `requests` unanswered at once, less than `polling` after
+//!   the previous request, ends the session with `policy-violation`. A client may keep
+//!   `hold` requests waiting and add one with stanzas at any time; it may not spin.
 //! - XEP-0206: `xmpp:restart='true'` sends a new stream header to the server (whose new
 //!   header is swallowed, §5); `type='terminate'` forwards its stanzas, then closes the
 //!   stream; the server's `</stream:stream>` ends the session with a terminate body
@@ -202,6 +211,10 @@ struct Session {
     ended: Option<String>,
     /// When the session last had no held request (for inactivity).
     idle_since: u64,
+    /// When the last new request (rid above those processed) arrived (for §12).
+    last_request_at: u64,
+    /// The client asked for acknowledgements (`ack='1'` at creation, §9.1).
+    acks: bool,
     to: String,
     lang: Option<String>,
 }
@@ -216,6 +229,10 @@ pub struct Manager {
 }
 
 const NS: u64 = 1_000_000_000;
+
+/// The shortest gap between two requests of a client that keeps `requests` of them
+/// unanswered (the creation answer's `polling`, §12), seconds.
+pub const POLLING: u64 = 1;
 
 impl Manager {
     /// `seed` must be unpredictable to clients (sids are drawn from it; a guessed sid
@@ -378,6 +395,8 @@ impl Manager {
             restarting: false,
             ended: None,
             idle_since: now,
+            last_request_at: now,
+            acks: body.attr("ack") == Some("1"),
             to,
             lang,
         };
@@ -425,6 +444,22 @@ impl Manager {
             self.end_session(sid, "item-not-found");
             self.respond(req, terminate("item-not-found"));
             return;
+        }
+        let spinning = body.children.is_empty()
+            && body.attr("type").is_none()
+            && body.attr("xmpp:restart") != Some("true")
+            && body.attr("pause").is_none()
+            && (s.held.len() + s.pending.len()) as u64 + 1 >= s.requests
+            && now.saturating_sub(s.last_request_at) < POLLING * NS;
+        s.last_request_at = now;
+        if spinning {
+            self.end_session(sid, "policy-violation");
+            self.respond(req, terminate("policy-violation"));
+            return;
+        }
+        if let Some(ack) = body.attr("ack").and_then(|a| a.parse::<u64>().ok()) {
+            // §9.2: the client has every answer up to `ack`; none will be asked again.
+            s.answered.retain(|r, _| *r > ack);
         }
         if let Some((old, _, _)) = s.pending.insert(rid, (req, body, now + s.wait * NS)) {
             self.respond(old, empty_body());
@@ -537,10 +572,15 @@ impl Manager {
         let Some(h) = s.held.pop_front() else {
             return;
         };
+        // §9.1: answering a request older than the newest processed says which that is,
+        // so the client knows its newer ones arrived.
+        let ack = (s.acks && h.rid < s.rid)
+            .then(|| format!(" ack='{}'", s.rid))
+            .unwrap_or_default();
         let body = if s.queue.is_empty() {
-            empty_body()
+            format!("<body xmlns='{}'{ack}/>", ns::HTTPBIND).into_bytes()
         } else {
-            let mut b = format!("<body {NS_ATTRS}>").into_bytes();
+            let mut b = format!("<body {NS_ATTRS}{ack}>").into_bytes();
             for el in s.queue.drain(..) {
                 b.extend_from_slice(&el);
             }
@@ -654,9 +694,13 @@ impl Manager {
             ("hold", s.hold as u64),
             ("requests", s.requests),
             ("inactivity", self.cfg.inactivity),
-            ("polling", 1),
+            ("polling", POLLING),
         ] {
             xml::push_attr(&mut b, k, &v.to_string());
+        }
+        if s.acks {
+            // §9.1: the creation request's rid, the one this answers.
+            xml::push_attr(&mut b, "ack", &s.rid.to_string());
         }
         xml::push_attr(&mut b, "ver", "1.11");
         xml::push_attr(&mut b, "xmpp:version", "1.0");

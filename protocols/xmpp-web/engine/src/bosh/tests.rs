@@ -241,11 +241,13 @@ fn unknown_sid_bad_rid_and_replays() {
 
     // A replay far behind the window ends a session too.
     let (sid, rid) = session(&mut m);
+    // (A second apart: faster empty requests would be overactive, §12.)
     for k in 1..=4 {
-        m.handle_request(0, 10 + k, &req(&sid, rid + k, ""));
+        m.handle_request(k * S, 10 + k, &req(&sid, rid + k, ""));
     }
     let _ = outputs(&mut m);
-    m.handle_request(0, 20, &req(&sid, rid + 1, ""));
+    assert_eq!(m.sessions(), 1);
+    m.handle_request(5 * S, 20, &req(&sid, rid + 1, ""));
     let r = responses(&outputs(&mut m));
     assert!(
         r.iter()
@@ -253,6 +255,112 @@ fn unknown_sid_bad_rid_and_replays() {
         "{r:?}"
     );
     assert_eq!(m.sessions(), 0);
+}
+
+/// XEP-0124 §9: with `ack='1'` at creation, answers say which request they answer when
+/// it is not the newest, and the client's own `ack` frees the answers kept for replay.
+#[test]
+fn acknowledgements_when_the_client_asks_for_them() {
+    let mut m = Manager::new(BoshConfig::default(), 7);
+    m.handle_request(
+        0,
+        1,
+        b"<body xmlns='http://jabber.org/protocol/httpbind' rid='500' to='example.com' \
+          wait='30' hold='1' ack='1' xmpp:version='1.0' xmlns:xmpp='urn:xmpp:xbosh'/>",
+    );
+    let Some(Output::Open { sid }) = outputs(&mut m).first().cloned() else {
+        panic!("no session");
+    };
+    m.handle_server_bytes(
+        0,
+        &sid,
+        b"<stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' \
+          id='x' from='example.com' version='1.0'><stream:features/>",
+    );
+    let r = responses(&outputs(&mut m));
+    assert!(r[0].1.contains("ack='500'"), "{}", r[0].1);
+    // 501 is held; 502 (with a stanza) releases it: that answer acknowledges 502.
+    m.handle_request(S, 2, &req(&sid, 501, ""));
+    assert!(responses(&outputs(&mut m)).is_empty());
+    m.handle_request(S, 3, &req(&sid, 502, "<a/>"));
+    let r = responses(&outputs(&mut m));
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].0, 2);
+    assert!(r[0].1.contains("ack='502'"), "{}", r[0].1);
+    // The server speaks: 502, the newest, is answered without an ack.
+    m.handle_server_bytes(2 * S, &sid, b"<message/>");
+    let r = responses(&outputs(&mut m));
+    assert_eq!(r[0].0, 3);
+    assert!(!r[0].1.contains("ack="), "{}", r[0].1);
+    // Without ack='1' nothing of the kind is added.
+    let mut plain = Manager::new(BoshConfig::default(), 8);
+    let (psid, prid) = session(&mut plain);
+    plain.handle_request(S, 2, &req(&psid, prid + 1, ""));
+    plain.handle_request(S, 3, &req(&psid, prid + 2, "<a/>"));
+    let r = responses(&outputs(&mut plain));
+    assert!(!r[0].1.contains("ack="), "{}", r[0].1);
+
+    // Replays work until the client acknowledges; an acknowledged rid is not kept.
+    m.handle_request(3 * S, 4, &req(&sid, 502, "<a/>"));
+    assert_eq!(
+        responses(&outputs(&mut m)).len(),
+        1,
+        "replay before the ack"
+    );
+    let acked = format!(
+        "<body xmlns='http://jabber.org/protocol/httpbind' rid='503' sid='{sid}' ack='502'><b/></body>"
+    );
+    m.handle_request(4 * S, 5, acked.as_bytes());
+    let _ = outputs(&mut m);
+    m.handle_request(5 * S, 6, &req(&sid, 502, "<a/>"));
+    let r = responses(&outputs(&mut m));
+    assert!(
+        r.iter()
+            .any(|(q, b)| *q == 6 && b.contains("item-not-found")),
+        "{r:?}"
+    );
+}
+
+/// §12: a client may hold `hold` requests and add one carrying stanzas at any time, or
+/// poll once a second; an empty request on top of a held one, sooner, is overactive.
+#[test]
+fn an_overactive_poller_is_cut_off_and_others_are_not() {
+    let mut m = Manager::new(BoshConfig::default(), 9);
+    let (sid, rid) = session(&mut m);
+    let (other, orid) = session(&mut m);
+    // Stanzas on top of a held request, at once: fine.
+    m.handle_request(S, 2, &req(&sid, rid + 1, ""));
+    m.handle_request(S, 3, &req(&sid, rid + 2, "<a/>"));
+    // An empty request on top of a held one a second later: fine (a poll).
+    m.handle_request(2 * S, 4, &req(&sid, rid + 3, ""));
+    let _ = outputs(&mut m);
+    assert_eq!(m.sessions(), 2);
+    // An empty one on top of the held one within the second: policy-violation.
+    m.handle_request(2 * S + S / 10, 5, &req(&sid, rid + 4, ""));
+    let r = responses(&outputs(&mut m));
+    assert!(
+        r.iter()
+            .any(|(q, b)| *q == 5 && b.contains("condition='policy-violation'")),
+        "{r:?}"
+    );
+    assert!(
+        r.iter()
+            .any(|(q, b)| *q == 4 && b.contains("condition='policy-violation'")),
+        "the held request ends too: {r:?}"
+    );
+    assert_eq!(m.sessions(), 1, "only the spinning session ends");
+    // The other session was never affected, and a terminate or restart is never
+    // overactive.
+    m.handle_request(3 * S, 6, &req(&other, orid + 1, ""));
+    let restart = format!(
+        "<body xmlns='http://jabber.org/protocol/httpbind' rid='{}' sid='{other}' \
+         xmlns:xmpp='urn:xmpp:xbosh' xmpp:restart='true' to='example.com'/>",
+        orid + 2
+    );
+    m.handle_request(3 * S, 7, restart.as_bytes());
+    let r = responses(&outputs(&mut m));
+    assert!(r.iter().all(|(_, b)| !b.contains("terminate")), "{r:?}");
+    assert_eq!(m.sessions(), 1);
 }
 
 #[test]
