@@ -61,6 +61,12 @@ pub fn case_link(case: &Case) -> Result<Option<CaseLink>, CaseLinkError> {
                         .map_err(|e| err(format!("link.loss: {e}")))?
                         .loss
                 }
+                ("link.outage", Value::Word(w)) if w == "none" => dir.outages.clear(),
+                ("link.outage", Value::Word(w)) => {
+                    dir.outages = LinkSpec::parse(&format!("outage={w}"))
+                        .map_err(|e| err(format!("link.outage: {e}")))?
+                        .outages
+                }
                 _ => {}
             }
         }
@@ -301,6 +307,17 @@ pub fn add_wire_metrics(
         if !matches!(link.up.loss, Loss::None) || link.up.jitter_ns > 0 {
             out.notes
                 .push("rtt.model assumes no loss and no jitter".into());
+        }
+        if !link.up.outages.is_empty() || !link.down.outages.is_empty() {
+            // The closed form holds between outages only: a round that meets one waits
+            // for the link to come back and then for TCP's backed-off retransmission
+            // timer (RFC 6298 §5.5), which no fixed formula predicts.
+            out.notes.push(
+                "rtt.model is the round trip while the link is up: rounds that meet an \
+                 outage also wait for it to end and for TCP's retransmission back-off \
+                 (see link.dropped.outage)"
+                    .into(),
+            );
         }
     }
     out.metrics.extend(m);
