@@ -359,6 +359,42 @@ mod tests {
     }
 
     #[test]
+    fn link_outage_replaces_the_links_outages_and_is_a_grid_axis() {
+        use wirebench_link::Outage;
+        const S: u64 = 1_000_000_000;
+        let l = link_of(&[
+            ("link", "rate=9600bit,outage=1s+1s,outage=3s+1s"),
+            ("link.outage", "5s+6s"),
+        ]);
+        assert_eq!(l.up.outages, [Outage::once(5 * S, 6 * S)]);
+        assert_eq!(l.down.outages, l.up.outages);
+        let l = link_of(&[
+            ("link", "rate=9600bit,outage=1s+1s"),
+            ("link.outage", "none"),
+        ]);
+        assert!(l.up.outages.is_empty() && l.down.outages.is_empty());
+        let l = link_of(&[("link.outage", "every 60s for 10s")]);
+        assert_eq!(l.up.outages, [Outage::periodic(60 * S, 10 * S, 60 * S)]);
+        // A list is an axis: one case per outage.
+        let mut s = Scenario::empty("t");
+        s.set_param("link.rate", "9600bit").unwrap();
+        s.set_param("link.outage", "none,5s+6s,every 60s for 10s")
+            .unwrap();
+        let cases = plan(&s);
+        assert_eq!(cases.len(), 3);
+        let outages: Vec<usize> = cases
+            .iter()
+            .map(|c| case_link(c).unwrap().unwrap().up.outages.len())
+            .collect();
+        assert_eq!(outages, [0, 1, 1]);
+        let e = Scenario::empty("t")
+            .set_param("link.outage", "5s")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("START+DURATION"), "{e}");
+    }
+
+    #[test]
     fn trace_files_are_loaded_and_checked() {
         let dir = tempfile::tempdir().unwrap();
         let good = dir.path().join("good.trace");

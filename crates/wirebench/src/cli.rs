@@ -590,7 +590,7 @@ fn command() -> clap::Command {
             }
             run = run.arg(
                 clap::Arg::new(flag_id(p.name))
-                    .long(p.name.replace('.', "-"))
+                    .long(p.name.replace(['.', '_'], "-"))
                     .value_name("LIST")
                     .help(help)
                     .help_heading("Protocol parameters (comma-separated lists become grid axes)"),

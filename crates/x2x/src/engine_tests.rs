@@ -271,7 +271,8 @@ fn a_due_ack_waits_for_the_expected_answer() {
     let lone = |p: &mut Pair, at: u64| {
         p.now = at;
         p.b.handle_timeout(p.now);
-        p.b.poll_link_transmit().map(|t| String::from_utf8(t).unwrap())
+        p.b.poll_link_transmit()
+            .map(|t| String::from_utf8(t).unwrap())
     };
     // A chat message invites an answer: at the ack delay nothing goes alone ...
     queued(p.a.enqueue_outbound(&a_msg(0)));
@@ -279,7 +280,11 @@ fn a_due_ack_waits_for_the_expected_answer() {
     p.carry(usize::MAX, 1000).unwrap();
     let start = p.now;
     assert_eq!(lone(&mut p, start + 5_000 * MS), None);
-    assert_eq!(lone(&mut p, start + 10_000 * MS), None, "no lone ack at the delay");
+    assert_eq!(
+        lone(&mut p, start + 10_000 * MS),
+        None,
+        "no lone ack at the delay"
+    );
     assert_eq!(p.b.poll_timeout(), Some(start + 30_000 * MS));
     // ... and the answer typed 10 s later carries it.
     p.now = start + 10_010 * MS;
@@ -295,7 +300,9 @@ fn a_due_ack_waits_for_the_expected_answer() {
     let t = lone(&mut p, start + 30_000 * MS).expect("lone ack at reply_wait");
     assert!(t.contains("h='2'"), "{t}");
     // A headline invites no answer: the ack goes alone at the ack delay.
-    let headline = String::from_utf8(a_msg(2)).unwrap().replace("'chat'", "'headline'");
+    let headline = String::from_utf8(a_msg(2))
+        .unwrap()
+        .replace("'chat'", "'headline'");
     queued(p.a.enqueue_outbound(headline.as_bytes()));
     p.transmit();
     p.carry(usize::MAX, 1000).unwrap();

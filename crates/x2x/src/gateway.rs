@@ -301,8 +301,7 @@ impl Gateway {
         ec.queue_bytes = config.limits.queue_bytes;
         ec.ack_every = config.timing.ack_every;
         ec.ack_delay_ns = u64::try_from(config.timing.ack_delay.as_nanos()).unwrap_or(u64::MAX);
-        ec.reply_wait_ns =
-            u64::try_from(config.timing.reply_wait.as_nanos()).unwrap_or(u64::MAX);
+        ec.reply_wait_ns = u64::try_from(config.timing.reply_wait.as_nanos()).unwrap_or(u64::MAX);
         let engine = Engine::new(ec);
         let listens = config.link.dial != Dial::Local;
         let dials = config.link.dial != Dial::Peer;
