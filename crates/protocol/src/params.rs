@@ -125,6 +125,16 @@ fn check_loss(s: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// One outage, or `none` (so a grid can compare with and without).
+fn check_outage(s: &str) -> Result<(), String> {
+    if s == "none" {
+        return Ok(());
+    }
+    LinkSpec::parse(&format!("outage={s}"))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 fn check_paths(text: &str) -> Result<(), String> {
     wirebench_link::PathRtts::parse(text)
         .map(|_| ())
@@ -227,6 +237,17 @@ pub const LINK_PARAMS: &[ParamSpec] = &[
         workloads: WORKLOADS,
         help: "link MTU in bytes",
         words: "MTU",
+    },
+    ParamSpec {
+        name: "link.outage",
+        kind: Kind::Custom {
+            what: "outage",
+            check: check_outage,
+        },
+        default: "",
+        workloads: WORKLOADS,
+        help: "scheduled outage, both directions, replacing any given in link: START+DURATION (30s+10s: down from 30 s after the link is set up, for 10 s), every PERIOD for DURATION [from START], or none",
+        words: "outage",
     },
     ParamSpec {
         name: "link.trace",

@@ -61,6 +61,12 @@ pub fn case_link(case: &Case) -> Result<Option<CaseLink>, CaseLinkError> {
                         .map_err(|e| err(format!("link.loss: {e}")))?
                         .loss
                 }
+                ("link.outage", Value::Word(w)) if w == "none" => dir.outages.clear(),
+                ("link.outage", Value::Word(w)) => {
+                    dir.outages = LinkSpec::parse(&format!("outage={w}"))
+                        .map_err(|e| err(format!("link.outage: {e}")))?
+                        .outages
+                }
                 _ => {}
             }
         }
@@ -302,6 +308,17 @@ pub fn add_wire_metrics(
             out.notes
                 .push("rtt.model assumes no loss and no jitter".into());
         }
+        if !link.up.outages.is_empty() || !link.down.outages.is_empty() {
+            // The closed form holds between outages only: a round that meets one waits
+            // for the link to come back and then for TCP's backed-off retransmission
+            // timer (RFC 6298 §5.5), which no fixed formula predicts.
+            out.notes.push(
+                "rtt.model is the round trip while the link is up: rounds that meet an \
+                 outage also wait for it to end and for TCP's retransmission back-off \
+                 (see link.dropped.outage)"
+                    .into(),
+            );
+        }
     }
     out.metrics.extend(m);
 }
@@ -339,6 +356,42 @@ mod tests {
         let l = link_of(&[("link.rate", "1Gbit"), ("link.loss", "1%")]);
         assert_eq!(l.up.rate_bps, Some(1_000_000_000));
         assert!(matches!(l.down.loss, Loss::Bernoulli { .. }));
+    }
+
+    #[test]
+    fn link_outage_replaces_the_links_outages_and_is_a_grid_axis() {
+        use wirebench_link::Outage;
+        const S: u64 = 1_000_000_000;
+        let l = link_of(&[
+            ("link", "rate=9600bit,outage=1s+1s,outage=3s+1s"),
+            ("link.outage", "5s+6s"),
+        ]);
+        assert_eq!(l.up.outages, [Outage::once(5 * S, 6 * S)]);
+        assert_eq!(l.down.outages, l.up.outages);
+        let l = link_of(&[
+            ("link", "rate=9600bit,outage=1s+1s"),
+            ("link.outage", "none"),
+        ]);
+        assert!(l.up.outages.is_empty() && l.down.outages.is_empty());
+        let l = link_of(&[("link.outage", "every 60s for 10s")]);
+        assert_eq!(l.up.outages, [Outage::periodic(60 * S, 10 * S, 60 * S)]);
+        // A list is an axis: one case per outage.
+        let mut s = Scenario::empty("t");
+        s.set_param("link.rate", "9600bit").unwrap();
+        s.set_param("link.outage", "none,5s+6s,every 60s for 10s")
+            .unwrap();
+        let cases = plan(&s);
+        assert_eq!(cases.len(), 3);
+        let outages: Vec<usize> = cases
+            .iter()
+            .map(|c| case_link(c).unwrap().unwrap().up.outages.len())
+            .collect();
+        assert_eq!(outages, [0, 1, 1]);
+        let e = Scenario::empty("t")
+            .set_param("link.outage", "5s")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("START+DURATION"), "{e}");
     }
 
     #[test]

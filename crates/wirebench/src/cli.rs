@@ -370,6 +370,15 @@ pub struct RunArgs {
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link_mtu: Option<String>,
+    /// Scheduled outage (both directions), replacing any in --link: START+DURATION
+    /// (30s+10s: down 30 s after the link is set up, for 10 s), 'every PERIOD for
+    /// DURATION [from START]', or none; e.g. none,30s+10s,30s+60s.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
+    )]
+    pub link_outage: Option<String>,
     /// Mahimahi trace file: one 1500-byte delivery opportunity per line (ms); replaces the rate.
     #[arg(
         long,
@@ -583,7 +592,7 @@ fn command() -> clap::Command {
             }
             run = run.arg(
                 clap::Arg::new(flag_id(p.name))
-                    .long(p.name.replace('.', "-"))
+                    .long(p.name.replace(['.', '_'], "-"))
                     .value_name("LIST")
                     .help(help)
                     .help_heading("Protocol parameters (comma-separated lists become grid axes)"),
@@ -703,6 +712,7 @@ impl RunArgs {
             ("link.loss", &self.link_loss),
             ("link.queue", &self.link_queue),
             ("link.mtu", &self.link_mtu),
+            ("link.outage", &self.link_outage),
             ("link.trace", &self.link_trace),
             ("link.paths", &self.link_paths),
         ];

@@ -88,3 +88,56 @@ fn a_thousand_stanzas_cross_two_link_outages_exactly_once_in_order() {
         r["metrics"]
     );
 }
+
+/// An outage longer than the link connection's TCP_USER_TIMEOUT: the kernel gives up on
+/// the connection, the gateways reconnect once the link is back, and the gateway's own
+/// resend (not TCP's retransmission) carries what was in flight, exactly once, in order.
+#[test]
+fn an_outage_beyond_the_user_timeout_is_bridged_by_the_gateways_resend() {
+    need_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let r = run(
+        &[
+            "--s2s",
+            "x2x-tfo",
+            "--workload",
+            "stream",
+            "--count",
+            "1000",
+            "--payload",
+            "10",
+            "--link",
+            "rate=9600bit,delay=50ms",
+            "--link-outage",
+            "5s+6s",
+            "--x2x-user-timeout",
+            "2s",
+            "--timeout",
+            "60s",
+        ],
+        &out,
+    );
+    assert_eq!(m(&r, "messages.received"), 1000.0, "{}", r["metrics"]);
+    assert_eq!(m(&r, "messages.lost"), 0.0);
+    assert_eq!(m(&r, "messages.duplicated"), 0.0);
+    assert_eq!(m(&r, "messages.reordered"), 0.0);
+    assert!(m(&r, "link.dropped.outage") >= 1.0, "{}", r["metrics"]);
+    assert!(
+        m(&r, "x2x.connections") >= 2.0,
+        "the dead connection must have been replaced: {}",
+        r["metrics"]
+    );
+    assert!(
+        m(&r, "x2x.resent") > 0.0,
+        "what was in flight crosses again on the new connection: {}",
+        r["metrics"]
+    );
+    // The gateways' logs are the case's, beside their servers' (not on stderr).
+    let peers = out.join("peers").join("case-0001-r1");
+    let log_a = std::fs::read_to_string(peers.join("a").join("x2x.log")).unwrap();
+    let log_b = std::fs::read_to_string(peers.join("b").join("x2x.log")).unwrap();
+    assert!(log_a.contains("x2x a.test: instance"), "{log_a}");
+    assert!(log_a.contains("link connection down"), "{log_a}");
+    assert!(log_b.contains("x2x b.test: instance"), "{log_b}");
+}

@@ -98,6 +98,9 @@ pub struct Timing {
     pub ack_every: u64,
     /// ... or this long after the first unacknowledged one.
     pub ack_delay: Duration,
+    /// ... or, when an answer to the last delivered stanza is expected, up to this long
+    /// for the ack to ride on the answer (see [`crate::EngineConfig::reply_wait_ns`]).
+    pub reply_wait: Duration,
     /// Reconnection backoff (link and component), doubling from min to max.
     pub reconnect_min: Duration,
     pub reconnect_max: Duration,
@@ -123,6 +126,10 @@ pub struct Config {
     pub limits: Limits,
     pub timing: Timing,
     pub log: LogLevel,
+    /// Where log lines go (appended, each with the seconds since start); stderr if
+    /// `None`. A run records a case's gateway logs beside its servers' this way, so they
+    /// do not interleave with the progress display.
+    pub log_file: Option<std::path::PathBuf>,
 }
 
 impl Config {
@@ -166,12 +173,14 @@ impl Config {
             timing: Timing {
                 ack_every: 8,
                 ack_delay: Duration::from_secs(1),
+                reply_wait: Duration::from_secs(30),
                 reconnect_min: Duration::from_millis(100),
                 reconnect_max: Duration::from_secs(10),
                 connect_timeout: Duration::from_secs(30),
                 user_timeout: Duration::from_secs(120),
             },
             log: LogLevel::Info,
+            log_file: None,
         }
     }
 
@@ -314,6 +323,7 @@ impl Config {
             )
             .map_err(|m| at_key("log", m))?;
         }
+        c.log_file = f.log_file.map(std::path::PathBuf::from);
 
         let link = f.link;
         if let Some(s) = link.dial {
@@ -371,6 +381,7 @@ impl Config {
         let t = f.timing;
         c.timing.ack_every = t.ack_every.unwrap_or(c.timing.ack_every);
         c.timing.ack_delay = ms(t.ack_delay_ms, c.timing.ack_delay);
+        c.timing.reply_wait = ms(t.reply_wait_ms, c.timing.reply_wait);
         c.timing.reconnect_min = ms(t.reconnect_min_ms, c.timing.reconnect_min);
         c.timing.reconnect_max = ms(t.reconnect_max_ms, c.timing.reconnect_max);
         c.timing.connect_timeout = ms(t.connect_timeout_ms, c.timing.connect_timeout);
@@ -397,6 +408,7 @@ struct File {
     local_domains: Vec<String>,
     remote_domains: Vec<String>,
     log: Option<String>,
+    log_file: Option<String>,
     link: LinkFile,
     component: ComponentFile,
     #[serde(default)]
@@ -438,6 +450,7 @@ struct LimitsFile {
 struct TimingFile {
     ack_every: Option<u64>,
     ack_delay_ms: Option<u64>,
+    reply_wait_ms: Option<u64>,
     reconnect_min_ms: Option<u64>,
     reconnect_max_ms: Option<u64>,
     connect_timeout_ms: Option<u64>,
@@ -601,8 +614,8 @@ ack_delay_ms = 50
         assert_eq!(
             e,
             "gw.toml:20: timing.ack_evry: unknown key (did you mean `ack_every`?); valid keys: \
-             ack_every, ack_delay_ms, reconnect_min_ms, reconnect_max_ms, connect_timeout_ms, \
-             user_timeout_ms"
+             ack_every, ack_delay_ms, reply_wait_ms, reconnect_min_ms, reconnect_max_ms, \
+             connect_timeout_ms, user_timeout_ms"
         );
         let e = err(&format!("colour = \"red\"\n{GOOD}"));
         assert!(

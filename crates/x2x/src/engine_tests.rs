@@ -214,7 +214,12 @@ fn xep0361_no_stream_header_the_first_bytes_are_the_marker() {
 
 #[test]
 fn xep0198_acks_come_after_n_stanzas_or_the_idle_delay() {
-    let mut p = Pair::new(Compression::ZlibDict);
+    // No extra wait for answers here (see a_due_ack_waits_for_the_expected_answer).
+    let mut a = cfg(&["a.test"], &["b.test"], Compression::ZlibDict, 0xA);
+    let mut b = cfg(&["b.test"], &["a.test"], Compression::ZlibDict, 0xB);
+    a.reply_wait_ns = 0;
+    b.reply_wait_ns = 0;
+    let mut p = Pair::with(a, b);
     p.up();
     p.settle();
     let acks0 = p.b.stats().acks_sent;
@@ -248,6 +253,63 @@ fn xep0198_acks_come_after_n_stanzas_or_the_idle_delay() {
     p.transmit();
     p.carry(usize::MAX, 1000).unwrap();
     assert_eq!(p.a.unacked(), 0);
+}
+
+/// Issue 19 item 4: with a 10 s ack delay and a 10 s typing pause, the ack timer used to
+/// fire just before the answer, so a lone ack segment went ahead of it on the link.
+#[test]
+fn a_due_ack_waits_for_the_expected_answer() {
+    let mk = |local: &str, remote: &str, i| {
+        let mut c = cfg(&[local], &[remote], Compression::None, i);
+        c.ack_delay_ns = 10_000 * MS;
+        c.reply_wait_ns = 30_000 * MS;
+        c
+    };
+    let mut p = Pair::with(mk("a.test", "b.test", 0xA), mk("b.test", "a.test", 0xB));
+    p.up();
+    p.settle();
+    let lone = |p: &mut Pair, at: u64| {
+        p.now = at;
+        p.b.handle_timeout(p.now);
+        p.b.poll_link_transmit()
+            .map(|t| String::from_utf8(t).unwrap())
+    };
+    // A chat message invites an answer: at the ack delay nothing goes alone ...
+    queued(p.a.enqueue_outbound(&a_msg(0)));
+    p.transmit();
+    p.carry(usize::MAX, 1000).unwrap();
+    let start = p.now;
+    assert_eq!(lone(&mut p, start + 5_000 * MS), None);
+    assert_eq!(
+        lone(&mut p, start + 10_000 * MS),
+        None,
+        "no lone ack at the delay"
+    );
+    assert_eq!(p.b.poll_timeout(), Some(start + 30_000 * MS));
+    // ... and the answer typed 10 s later carries it.
+    p.now = start + 10_010 * MS;
+    queued(p.b.enqueue_outbound(&b_msg(0)));
+    let t = String::from_utf8(p.b.poll_link_transmit().unwrap()).unwrap();
+    assert!(t.ends_with("<a xmlns='urn:xmpp:sm:3' h='1'/>"), "{t}");
+    // No answer ever: the ack goes alone once reply_wait has passed.
+    queued(p.a.enqueue_outbound(&a_msg(1)));
+    p.transmit();
+    p.carry(usize::MAX, 1000).unwrap();
+    let start = p.now;
+    assert_eq!(lone(&mut p, start + 10_000 * MS), None);
+    let t = lone(&mut p, start + 30_000 * MS).expect("lone ack at reply_wait");
+    assert!(t.contains("h='2'"), "{t}");
+    // A headline invites no answer: the ack goes alone at the ack delay.
+    let headline = String::from_utf8(a_msg(2))
+        .unwrap()
+        .replace("'chat'", "'headline'");
+    queued(p.a.enqueue_outbound(headline.as_bytes()));
+    p.transmit();
+    p.carry(usize::MAX, 1000).unwrap();
+    let start = p.now;
+    assert_eq!(lone(&mut p, start + 5_000 * MS), None);
+    let t = lone(&mut p, start + 10_000 * MS).expect("lone ack at the delay");
+    assert!(t.contains("h='3'"), "{t}");
 }
 
 #[test]

@@ -47,6 +47,11 @@ pub enum Error {
     Listen { addr: SocketAddr, error: io::Error },
     #[error("cannot start a thread: {0}")]
     Thread(io::Error),
+    #[error("cannot open the log file {}: {error}", path.display())]
+    LogFile {
+        path: std::path::PathBuf,
+        error: io::Error,
+    },
 }
 
 /// Counters of a gateway's life.
@@ -136,6 +141,8 @@ struct Shared {
     st: Mutex<State>,
     cv: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// `cfg.log_file`, open; stderr when `None`.
+    log_out: Option<Mutex<std::fs::File>>,
 }
 
 impl Shared {
@@ -160,8 +167,19 @@ impl Shared {
     }
 
     fn log(&self, level: LogLevel, msg: impl AsRef<str>) {
-        if level <= self.cfg.log {
-            eprintln!("x2x {}: {}", self.cfg.name, msg.as_ref());
+        if level > self.cfg.log {
+            return;
+        }
+        match &self.log_out {
+            Some(f) => {
+                let t = self.start.elapsed().as_secs_f64();
+                let line = format!("{t:10.3} x2x {}: {}\n", self.cfg.name, msg.as_ref());
+                let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
+                // One write per line, so lines of concurrent threads stay whole; a log
+                // that cannot be written must not stop the link.
+                let _ = f.write_all(line.as_bytes());
+            }
+            None => eprintln!("x2x {}: {}", self.cfg.name, msg.as_ref()),
         }
     }
 
@@ -283,6 +301,7 @@ impl Gateway {
         ec.queue_bytes = config.limits.queue_bytes;
         ec.ack_every = config.timing.ack_every;
         ec.ack_delay_ns = u64::try_from(config.timing.ack_delay.as_nanos()).unwrap_or(u64::MAX);
+        ec.reply_wait_ns = u64::try_from(config.timing.reply_wait.as_nanos()).unwrap_or(u64::MAX);
         let engine = Engine::new(ec);
         let listens = config.link.dial != Dial::Local;
         let dials = config.link.dial != Dial::Peer;
@@ -294,6 +313,19 @@ impl Gateway {
             listen_addr = l.local_addr().ok();
             listener = Some(l);
         }
+        let log_out = match &config.log_file {
+            Some(path) => Some(Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|error| Error::LogFile {
+                        path: path.clone(),
+                        error,
+                    })?,
+            )),
+            None => None,
+        };
         let tfo_sysctl = sock::tfo_sysctl();
         let comps = config
             .remote_domains
@@ -321,6 +353,7 @@ impl Gateway {
             }),
             cv: Condvar::new(),
             threads: Mutex::new(Vec::new()),
+            log_out,
             cfg: config,
         });
         let cfg = &shared.cfg;

@@ -100,6 +100,14 @@ const PARAMS: &[ParamSpec] = &[
         help: "server-to-server link between the two real servers (xmpp.server=prosody or ejabberd): standard (dialback over TCP), x2x (wirebench's zero-handshake XEP-0361 gateways as each server's XEP-0114 component, zlib + dictionary, connect on demand) or x2x-tfo (the same with TCP Fast Open)",
         words: "server link",
     },
+    ParamSpec {
+        name: "x2x.user_timeout",
+        kind: Kind::Duration,
+        default: "",
+        workloads: &["pingpong", "stream"],
+        help: "s2s=x2x or x2x-tfo: TCP_USER_TIMEOUT of the gateways' link connection, how long sent data may stay unacknowledged before the connection is declared dead and the gateways reconnect and resend what was not acknowledged (default 120s: TCP bridges outages shorter than that by retransmission)",
+        words: "x2x user timeout",
+    },
 ];
 
 /// The built-in server: start-up is a bind; logins (five round trips each) cross the
@@ -471,7 +479,14 @@ fn run_real(
     let a = start("a.test", "alice", CLIENT_ADDR, lab.client().name(), "a")?;
     let b = start("b.test", "bob", SERVER_ADDR, lab.server().name(), "b")?;
     let gateways = match s2s {
-        x2x::S2s::X2x { tfo } => Some(x2x::Pair::start(lab, tfo)?),
+        x2x::S2s::X2x { tfo } => Some(x2x::Pair::start(
+            lab,
+            &x2x::Options {
+                tfo,
+                user_timeout: case.get("x2x.user_timeout").and_then(|v| v.as_duration()),
+                log_dir: Some(dir.clone()),
+            },
+        )?),
         x2x::S2s::Standard => None,
     };
     let run = XmppRun::from_case(

@@ -30,13 +30,25 @@ impl S2s {
     }
 }
 
+/// What a case sets on its gateways.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub tfo: bool,
+    /// TCP_USER_TIMEOUT of the link connections (`x2x.user_timeout`); the gateway's
+    /// default (120 s) when `None`.
+    pub user_timeout: Option<std::time::Duration>,
+    /// The case's peer directory: each gateway logs to `a/x2x.log` or `b/x2x.log`
+    /// there, beside its Prosody's logs.
+    pub log_dir: Option<std::path::PathBuf>,
+}
+
 /// Two running gateways; stopped (and their counters read) with [`Pair::stop`].
 pub struct Pair {
     a: Gateway,
     b: Gateway,
 }
 
-fn config(local: &str, remote: &str, me: IpAddr, peer: IpAddr, tfo: bool) -> Config {
+fn config(local: &str, remote: &str, me: IpAddr, peer: IpAddr, o: &Options) -> Config {
     let mut c = Config::new(
         &[local],
         &[remote],
@@ -47,15 +59,28 @@ fn config(local: &str, remote: &str, me: IpAddr, peer: IpAddr, tfo: bool) -> Con
     c.link.listen = Some(SocketAddr::new(me, PORT));
     c.link.dial_from = Some(me);
     c.link.compression = Compression::ZlibDict;
-    c.link.tfo = tfo;
+    c.link.tfo = o.tfo;
     // As standard S2S does: the link is opened by the first stanza that needs it, so
     // the first round trip pays for the connection, as in the study.
     c.link.on_demand = true;
     // A lone ack costs a segment (~0.3 s at 2400 bit/s) that the next message waits
     // behind; with a long delay acks ride on replies (half-way) or go every 8 stanzas.
+    // A due ack waits for an expected answer up to reply_wait (default 30 s), which
+    // covers S1's typing delays of 5-15 s.
     c.timing.ack_delay = std::time::Duration::from_secs(10);
-    // Warnings only: the progress display owns the terminal.
-    c.log = LogLevel::Warn;
+    if let Some(t) = o.user_timeout {
+        c.timing.user_timeout = t;
+    }
+    match &o.log_dir {
+        // A file per gateway: everything, since it does not reach the terminal.
+        Some(dir) => {
+            let side = if local == "a.test" { "a" } else { "b" };
+            c.log_file = Some(dir.join(side).join("x2x.log"));
+            c.log = LogLevel::Info;
+        }
+        // Warnings only: the progress display owns the terminal.
+        None => c.log = LogLevel::Warn,
+    }
     c
 }
 
@@ -71,8 +96,8 @@ fn start_in(ns: &str, cfg: Config) -> Result<Gateway, WorkloadError> {
 }
 
 impl Pair {
-    pub fn start(lab: &Lab, tfo: bool) -> Result<Pair, WorkloadError> {
-        if tfo {
+    pub fn start(lab: &Lab, o: &Options) -> Result<Pair, WorkloadError> {
+        if o.tfo {
             // Client and server Fast Open (RFC 7413), per network namespace.
             for host in [lab.client(), lab.server()] {
                 wirebench_lab::netns::run(
@@ -93,12 +118,12 @@ impl Pair {
         // B first: A may prime its TFO cookie against B's listener at start.
         // B only accepts: in S1 client1 (behind A) speaks first, so A opens the link and
         // primes the TFO cookie; B answers on A's connection.
-        let mut cb = config("b.test", "a.test", b_ip, a_ip, tfo);
+        let mut cb = config("b.test", "a.test", b_ip, a_ip, o);
         cb.link.dial = wirebench_x2x::Dial::Peer;
         let b = start_in(lab.server().name(), cb)?;
         let a = start_in(
             lab.client().name(),
-            config("a.test", "b.test", a_ip, b_ip, tfo),
+            config("a.test", "b.test", a_ip, b_ip, o),
         )?;
         // Both must be Prosody's components before a client sends anything, or Prosody
         // bounces the stanza (`remote-server-timeout`).
@@ -108,7 +133,7 @@ impl Pair {
                 let (_, _) = (a.stop(), b.stop());
                 return Err(WorkloadError::Peer(
                     "x2x gateways did not attach to their servers as components within 15 s \
-                     (see the server logs under peers/)"
+                     (see the server and x2x.log files under peers/)"
                         .into(),
                 ));
             }
