@@ -574,9 +574,11 @@ impl Manager {
         };
         // §9.1: answering a request older than the newest processed says which that is,
         // so the client knows its newer ones arrived.
-        let ack = (s.acks && h.rid < s.rid)
-            .then(|| format!(" ack='{}'", s.rid))
-            .unwrap_or_default();
+        let ack = if s.acks && h.rid < s.rid {
+            format!(" ack='{}'", s.rid)
+        } else {
+            String::new()
+        };
         let body = if s.queue.is_empty() {
             format!("<body xmlns='{}'{ack}/>", ns::HTTPBIND).into_bytes()
         } else {
