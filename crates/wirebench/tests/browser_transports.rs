@@ -251,7 +251,7 @@ fn s2_pings_over_sockjs_transports() {
         "--xmpp-ping",
         "server",
         "--xmpp-transport",
-        "sockjs-websocket,xhr-streaming,xhr-polling,jsonp-polling,eventsource",
+        "sockjs-websocket,xhr-streaming,xhr-polling,jsonp-polling,eventsource,htmlfile",
         "--rounds",
         "100",
         "--payload",
@@ -260,7 +260,7 @@ fn s2_pings_over_sockjs_transports() {
         out.to_str().unwrap(),
     ]);
     let recs = common::records(&out);
-    assert_eq!(recs.len(), 5);
+    assert_eq!(recs.len(), 6);
     let mut figures = Vec::new();
     for r in &recs {
         let t = r["params"]["xmpp.transport"].as_str().unwrap().to_string();

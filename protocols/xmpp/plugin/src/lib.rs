@@ -65,7 +65,7 @@ const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(transport::TRANSPORTS),
         default: "tcp",
         workloads: &["pingpong", "stream"],
-        help: "what carries the clients' XMPP streams to the built-in server: tcp (RFC 6120), websocket (RFC 7395, through wirebench's WebSocket endpoint) or bosh (XEP-0124/0206, through wirebench's BOSH connection manager), or SockJS 0.3.3 through wirebench's SockJS endpoint: sockjs-websocket, xhr-streaming, xhr-polling, jsonp-polling or eventsource (each SockJS message one RFC 7395 element); the endpoint runs in front of the server, each session with its own TCP connection to it",
+        help: "what carries the clients' XMPP streams to the built-in server: tcp (RFC 6120), websocket (RFC 7395, through wirebench's WebSocket endpoint) or bosh (XEP-0124/0206, through wirebench's BOSH connection manager), or SockJS 0.3.3 through wirebench's SockJS endpoint: sockjs-websocket, xhr-streaming, xhr-polling, jsonp-polling, eventsource or htmlfile (each SockJS message one RFC 7395 element); the endpoint runs in front of the server, each session with its own TCP connection to it",
         words: "XMPP transport",
     },
     ParamSpec {

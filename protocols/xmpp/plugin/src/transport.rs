@@ -16,7 +16,7 @@ use tungstenite::client::IntoClientRequest;
 use wirebench_xmpp_web::sockjs::{self, Frame, StreamReader, Wire};
 use wirebench_xmpp_web::{BoshClient, BoshClientConfig, Framing};
 
-/// The `xmpp.transport` choices: the last five are SockJS 0.3.3's transports.
+/// The `xmpp.transport` choices: the last six are SockJS 0.3.3's transports.
 pub const TRANSPORTS: &[&str] = &[
     "tcp",
     "websocket",
@@ -26,6 +26,7 @@ pub const TRANSPORTS: &[&str] = &[
     "xhr-polling",
     "jsonp-polling",
     "eventsource",
+    "htmlfile",
 ];
 
 /// How a client reaches its server.
@@ -69,6 +70,7 @@ impl Transport {
                 SockJsKind::XhrPolling => "xhr-polling",
                 SockJsKind::JsonpPolling => "jsonp-polling",
                 SockJsKind::EventSource => "eventsource",
+                SockJsKind::HtmlFile => "htmlfile",
             },
         }
     }
@@ -81,6 +83,7 @@ fn sockjs_kind(w: &str) -> Option<SockJsKind> {
         "xhr-polling" => SockJsKind::XhrPolling,
         "jsonp-polling" => SockJsKind::JsonpPolling,
         "eventsource" => SockJsKind::EventSource,
+        "htmlfile" => SockJsKind::HtmlFile,
         _ => return None,
     })
 }
@@ -483,6 +486,8 @@ pub enum SockJsKind {
     XhrPolling,
     JsonpPolling,
     EventSource,
+    /// The iframe transport of old browsers: one streaming page of `<script>` calls.
+    HtmlFile,
 }
 
 impl SockJsKind {
@@ -493,6 +498,7 @@ impl SockJsKind {
             SockJsKind::XhrPolling => Wire::XhrPolling,
             SockJsKind::JsonpPolling => Wire::Jsonp(JSONP_CB.into()),
             SockJsKind::EventSource => Wire::EventSource,
+            SockJsKind::HtmlFile => Wire::HtmlFile(JSONP_CB.into()),
         }
     }
 }
@@ -770,6 +776,7 @@ impl SockJsConn {
             SockJsKind::XhrPolling => ("POST", "xhr".to_string()),
             SockJsKind::JsonpPolling => ("GET", format!("jsonp?c={JSONP_CB}")),
             SockJsKind::EventSource => ("GET", "eventsource".to_string()),
+            SockJsKind::HtmlFile => ("GET", format!("htmlfile?c={JSONP_CB}")),
             SockJsKind::WebSocket => unreachable!("checked above"),
         };
         let req = format!(
