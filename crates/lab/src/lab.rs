@@ -43,21 +43,68 @@ pub struct Lab {
     /// The configured link's round trip without queueing (both delays, ns) and its
     /// per-connection path round trips, for [`Lab::path_rtt_ns`].
     paths: Mutex<(u64, Option<Arc<PathRtts>>)>,
+    /// `wirebench shell`'s addresses.
+    shell: Option<ShellAddrs>,
 }
 
-/// A root-namespace TUN device of another running shell (`wb<pid>`) and that pid. Such a
-/// device is not persistent: it goes when its process does, so finding one means the
-/// shell is still running.
-fn running_shell() -> Option<(String, u32)> {
-    let me = std::process::id();
-    std::fs::read_dir("/sys/class/net")
-        .ok()?
-        .filter_map(|e| e.ok())
-        .find_map(|e| {
-            let name = e.file_name().to_string_lossy().to_string();
-            let pid: u32 = name.strip_prefix("wb")?.parse().ok()?;
-            (pid != me).then_some((name, pid))
-        })
+/// The third octets of the /24s `wirebench shell` may take: 198.18.0.0/24 first (the
+/// addresses the docs name), then 198.18.16.0/24 to 198.18.79.0/24 for shells that run
+/// beside it. 198.18.1.0/24 is the lab pairs' second path; the gap leaves room for more.
+const SHELL_SUBNETS: [u8; 65] = {
+    let mut v = [0u8; 65];
+    let mut i = 1;
+    while i < 65 {
+        v[i] = 15 + i as u8;
+        i += 1;
+    }
+    v
+};
+
+/// The third octets of 198.18.X.1 addresses this machine's root namespace holds: the
+/// subnets of running shells (a shell's device goes when its process does).
+fn shell_subnets_in_use() -> Result<Vec<u8>, LabError> {
+    let out = crate::netns::run("ip", &["-4", "-o", "addr", "show"])?;
+    Ok(out
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("198.18.")?.split_once('.'))
+        .filter_map(|(third, rest)| rest.starts_with("1/").then(|| third.parse::<u8>().ok())?)
+        .collect())
+}
+
+/// Held while a shell picks its subnet and puts it on its device, so two shells started
+/// at once do not pick the same one.
+struct ShellLock {
+    /// The lock lives as long as the open file.
+    _file: std::fs::File,
+}
+
+impl ShellLock {
+    fn take() -> Result<ShellLock, LabError> {
+        use std::os::fd::AsRawFd;
+        let io = |error| LabError::Io {
+            what: "cannot lock /run/wirebench/shell.lock".into(),
+            error,
+        };
+        std::fs::create_dir_all("/run/wirebench").map_err(io)?;
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open("/run/wirebench/shell.lock")
+            .map_err(io)?;
+        // SAFETY: flock on a descriptor we own; released when the file is closed.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(io(std::io::Error::last_os_error()));
+        }
+        Ok(ShellLock { _file: f })
+    }
+}
+
+/// A shell's addresses: its host's, and this machine's across its link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShellAddrs {
+    pub host: Ipv4Addr,
+    pub root: Ipv4Addr,
 }
 
 impl Lab {
@@ -94,32 +141,41 @@ impl Lab {
             interfaces,
             mtu: AtomicU32::new(mtu),
             paths,
+            shell: None,
         })
     }
 
-    /// `wirebench shell`: one host (198.18.0.2) whose only route to the root namespace
-    /// (198.18.0.1, a TUN device `wb<pid>` there) crosses the link. `up` is the host's
+    /// `wirebench shell`: one host (198.18.X.2) whose only route to the root namespace
+    /// (198.18.X.1, a TUN device `wb<pid>` there) crosses the link. `up` is the host's
     /// uplink (host to root). No default route: nothing else is reachable from the host.
+    /// X is 0 for the first shell, and a /24 of its own for each shell running beside
+    /// it ([`SHELL_SUBNETS`]), so their traffic never mixes (issue #19).
     pub fn shell(
         up: LinkParams,
         down: LinkParams,
         seed: u64,
         pcap: Option<&PcapOptions>,
     ) -> Result<Lab, LabError> {
-        // Every shell puts 198.18.0.1/24 on a root-namespace device: a second one would
-        // take the first one's traffic or lose its own (issue #19).
-        if let Some((dev, pid)) = running_shell() {
-            return Err(LabError::Busy(format!(
-                "another `wirebench shell` is running (pid {pid}, device {dev} with \
-                 {CLIENT_ADDR}): one shell at a time, since each uses the same addresses; \
-                 wait for it to end or stop it (kill {pid})"
-            )));
-        }
         let host = Netns::create("shell")?;
         let mtu = up.mtu.max(down.mtu);
-        let th = Tun::create(&host, &SERVER_ADDR.to_string(), 24, mtu)?;
+        let lock = ShellLock::take()?;
+        let used = shell_subnets_in_use()?;
+        let Some(x) = SHELL_SUBNETS.iter().copied().find(|x| !used.contains(x)) else {
+            return Err(LabError::Busy(format!(
+                "{} `wirebench shell`s are running, each with a /24 of 198.18.0.0/15 \
+                 (see `ip -4 addr show`); wait for one to end",
+                SHELL_SUBNETS.len()
+            )));
+        };
+        let addrs = ShellAddrs {
+            host: Ipv4Addr::new(198, 18, x, 2),
+            root: Ipv4Addr::new(198, 18, x, 1),
+        };
+        let th = Tun::create(&host, &addrs.host.to_string(), 24, mtu)?;
         let root_name = format!("wb{}", std::process::id());
-        let tr = Tun::create_root(&root_name, &CLIENT_ADDR.to_string(), 24, mtu)?;
+        let tr = Tun::create_root(&root_name, &addrs.root.to_string(), 24, mtu)?;
+        // The address is on the device: the next shell sees it taken.
+        drop(lock);
         let pcap = open_pcap(pcap)?;
         let paths = Mutex::new((up.delay_ns + down.delay_ns, up.paths.clone()));
         let emulator = start_emulator(th, tr, up, down, seed, pcap)?;
@@ -137,7 +193,13 @@ impl Lab {
             interfaces,
             mtu: AtomicU32::new(mtu),
             paths,
+            shell: Some(addrs),
         })
+    }
+
+    /// A shell's addresses (`None` for a lab pair).
+    pub fn shell_addrs(&self) -> Option<ShellAddrs> {
+        self.shell
     }
 
     /// The client host of a pair, or the shell host.

@@ -16,5 +16,5 @@ pub mod shell;
 pub mod tun;
 
 pub use emulator::{Counters, DirCounters};
-pub use lab::{CLIENT_ADDR, Lab, SERVER_ADDR};
+pub use lab::{CLIENT_ADDR, Lab, SERVER_ADDR, ShellAddrs};
 pub use netns::{LabError, Netns};

@@ -1,9 +1,11 @@
 //! `wirebench shell`: any program in a fresh host whose only way to this machine crosses
-//! an emulated link. The host is 198.18.0.2; this machine's root namespace is 198.18.0.1.
+//! an emulated link. The host is 198.18.0.2 and this machine's root namespace 198.18.0.1
+//! for the first shell; shells running beside it get a /24 each (198.18.16.0/24 on), and
+//! the command finds its pair in `WIREBENCH_HOST_ADDR` and `WIREBENCH_ROOT_ADDR`.
 
 use crate::emulator::Counters;
 use crate::pcap::{PcapOptions, PcapStats};
-use crate::{Lab, LabError};
+use crate::{Lab, LabError, ShellAddrs};
 use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
 use wirebench_link::LinkParams;
@@ -35,34 +37,38 @@ impl ShellOutcome {
 
 /// Builds the link, runs `command` in the host (through `ip netns exec`, in this process
 /// group so a terminal's Ctrl-C reaches it directly), waits for it and tears the link
-/// down. `started(host_name)` is called once the command is running.
+/// down. `started(host_name, addresses)` is called once the command is running.
 pub fn run(
     up: LinkParams,
     down: LinkParams,
     seed: u64,
     pcap: Option<&PcapOptions>,
     command: &[String],
-    started: impl FnOnce(&str),
+    started: impl FnOnce(&str, ShellAddrs),
 ) -> Result<ShellOutcome, LabError> {
     let lab = Lab::shell(up, down, seed, pcap)?;
-    // Left by an earlier shell that was killed before it could do this itself.
-    close_root_sockets();
+    let addrs = lab.shell_addrs().expect("a shell lab has its addresses");
+    // Left by an earlier shell on the same addresses that was killed before it could do
+    // this itself.
+    close_root_sockets(addrs.host);
     let mut child = Command::new("ip")
         .args(["netns", "exec", lab.client().name()])
         .args(command)
+        .env("WIREBENCH_HOST_ADDR", addrs.host.to_string())
+        .env("WIREBENCH_ROOT_ADDR", addrs.root.to_string())
         .spawn()
         .map_err(|error| LabError::Io {
             what: "cannot run the command (ip netns exec)".into(),
             error,
         })?;
     CHILD.store(child.id() as i32, Ordering::SeqCst);
-    started(lab.client().name());
+    started(lab.client().name(), addrs);
     let status = child.wait().map_err(|error| LabError::Io {
         what: "waiting for the command".into(),
         error,
     });
     CHILD.store(0, Ordering::SeqCst);
-    close_root_sockets();
+    close_root_sockets(addrs.host);
     let status = status?;
     Ok(ShellOutcome {
         status,
@@ -71,16 +77,16 @@ pub fn run(
     })
 }
 
-/// Destroys this machine's root-namespace TCP sockets whose peer is the shell host: they
-/// belonged to the shell's command (a server here that it talked to), and once the host is
-/// gone they would go on retransmitting for minutes; the next shell, on the same
-/// addresses, would then carry their segments over its own link (issue #19: a stray
-/// 1380-byte segment once delayed a 2400 bit/s sample to 4.7 s). `ss -K` (iproute2) asks
-/// the kernel to abort them (SOCK_DESTROY, CONFIG_INET_DIAG_DESTROY). Only one shell runs
-/// at a time ([`Lab::shell`] refuses a second), so every such socket is ours. Returns how
-/// many it closed.
-pub fn close_root_sockets() -> usize {
-    let host = crate::SERVER_ADDR.to_string();
+/// Destroys this machine's root-namespace TCP sockets whose peer is the shell host
+/// `host`: they belonged to the shell's command (a server here that it talked to), and
+/// once the host is gone they would go on retransmitting for minutes; the next shell on
+/// the same addresses would then carry their segments over its own link (issue #19: a
+/// stray 1380-byte segment once delayed a 2400 bit/s sample to 4.7 s). `ss -K`
+/// (iproute2) asks the kernel to abort them (SOCK_DESTROY, CONFIG_INET_DIAG_DESTROY).
+/// While a shell runs its addresses are its own ([`Lab::shell`]), so every such socket
+/// is ours. Returns how many it closed.
+pub fn close_root_sockets(host: std::net::Ipv4Addr) -> usize {
+    let host = host.to_string();
     let out = Command::new("ss")
         .args(["-K", "-H", "-t", "-n", "dst", &host])
         .stdin(std::process::Stdio::null())

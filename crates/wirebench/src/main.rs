@@ -342,7 +342,7 @@ fn shell(args: ShellArgs) -> Result<ExitCode> {
         args.seed,
         pcap.as_ref(),
         &args.command,
-        |host| render::shell_started(&args.command[0], host, &up, &down),
+        |host, addrs| render::shell_started(&args.command[0], host, addrs, &up, &down),
     )?;
     render::shell_finished(&outcome, pcap.as_ref());
     Ok(ExitCode::from(outcome.exit_code()))

@@ -178,9 +178,16 @@ impl Observer for Terminal {
 }
 
 /// `wirebench shell`: the command has started in the host.
-pub fn shell_started(program: &str, host: &str, up: &LinkSpec, down: &LinkSpec) {
+pub fn shell_started(
+    program: &str,
+    host: &str,
+    addrs: wirebench_lab::ShellAddrs,
+    up: &LinkSpec,
+    down: &LinkSpec,
+) {
     eprintln!(
-        "wirebench shell: {program} in {host} (198.18.0.2); this machine is 198.18.0.1; uplink {up}, downlink {down}"
+        "wirebench shell: {program} in {host} ({}); this machine is {} (also in $WIREBENCH_HOST_ADDR, $WIREBENCH_ROOT_ADDR); uplink {up}, downlink {down}",
+        addrs.host, addrs.root
     );
 }
 

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 mod common;
 use common::{m, namespaces_of, records, wirebench};
 
-/// One `wirebench shell` at a time: a second one is refused while the first runs, and the
-/// tests of this file run in parallel.
+/// One `wirebench shell` of these tests at a time: they run in parallel, and most expect
+/// the first shell's addresses (198.18.0.x); a shell beside another gets the next /24.
 static SHELL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn one_shell() -> std::sync::MutexGuard<'static, ()> {
@@ -551,14 +551,36 @@ fn shell_capture_stops_at_its_limit_and_says_so() {
     assert!(len <= 20 * 1024 && len > 10_000, "{len}");
 }
 
+/// Shells run side by side, each on a /24 of its own: the first on 198.18.0.0/24, the
+/// next on 198.18.16.0/24; each command reaches this machine across its own link only
+/// and finds its addresses in its environment.
 #[test]
-fn a_second_shell_is_refused_while_one_runs() {
+fn two_shells_run_side_by_side_on_their_own_addresses() {
+    use std::io::{BufRead, BufReader, Write};
     let _one = one_shell();
-    let mut first = wirebench()
-        .args(["shell", "--link", "1Mbit/10ms", "--", "sleep", "20"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+    let listener = TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Answers each connection with the address it came from.
+    let server = std::thread::spawn(move || {
+        let mut peers = Vec::new();
+        for _ in 0..2 {
+            let (s, peer) = listener.accept().unwrap();
+            let mut line = String::new();
+            BufReader::new(&s).read_line(&mut line).unwrap();
+            (&s).write_all(format!("{}\n", peer.ip()).as_bytes())
+                .unwrap();
+            peers.push((line.trim().to_string(), peer.ip().to_string()));
+        }
+        peers
+    });
+    // The first holds its link for a while; the second starts while it runs.
+    let script = format!(
+        "sleep 1; exec 3<>/dev/tcp/$WIREBENCH_ROOT_ADDR/{port}; echo \"$WIREBENCH_HOST_ADDR\" >&3; read -r r <&3; echo \"$WIREBENCH_HOST_ADDR $r\"; sleep 2"
+    );
+    let first = wirebench()
+        .args(["shell", "--link", "1Mbit/20ms", "--", "bash", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let dev = format!("/sys/class/net/wb{}", first.id());
@@ -568,22 +590,41 @@ fn a_second_shell_is_refused_while_one_runs() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let second = wirebench()
-        .args(["shell", "--link", "1Mbit/10ms", "--", "true"])
+        .args(["shell", "--link", "2Mbit/50ms", "--", "bash", "-c", &script])
         .output()
         .unwrap();
-    // SAFETY: signals the shell this test started, by its PID.
-    unsafe { libc::kill(first.id() as i32, libc::SIGTERM) };
-    let _ = first.wait();
-    let err = String::from_utf8_lossy(&second.stderr);
-    assert!(!second.status.success(), "{err}");
+    let first = first.wait_with_output().unwrap();
+    for o in [&first, &second] {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let line = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).trim().to_string();
+    // Each saw its own address come back: its packets crossed its own link.
+    assert_eq!(line(&first), "198.18.0.2 198.18.0.2");
+    assert_eq!(line(&second), "198.18.16.2 198.18.16.2");
     assert!(
-        err.contains("another `wirebench shell` is running")
-            && err.contains(&format!("pid {}", first.id())),
-        "{err}"
+        String::from_utf8_lossy(&second.stderr).contains("this machine is 198.18.16.1"),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
     );
-    // Once the first has gone, a shell starts again.
+    let mut peers = server.join().unwrap();
+    peers.sort();
+    assert_eq!(
+        peers,
+        vec![
+            ("198.18.0.2".to_string(), "198.18.0.2".to_string()),
+            ("198.18.16.2".to_string(), "198.18.16.2".to_string())
+        ]
+    );
+    // And once both have gone, the next shell is back on the first addresses.
     let third = wirebench()
-        .args(["shell", "--link", "1Mbit/10ms", "--", "true"])
+        .args([
+            "shell",
+            "--link",
+            "1Mbit/10ms",
+            "--",
+            "printenv",
+            "WIREBENCH_HOST_ADDR",
+        ])
         .output()
         .unwrap();
     assert!(
@@ -591,6 +632,7 @@ fn a_second_shell_is_refused_while_one_runs() {
         "{}",
         String::from_utf8_lossy(&third.stderr)
     );
+    assert_eq!(String::from_utf8_lossy(&third.stdout).trim(), "198.18.0.2");
 }
 
 #[test]
