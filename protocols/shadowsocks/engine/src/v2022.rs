@@ -404,7 +404,8 @@ impl Decryptor {
     pub fn finish(&self) -> Result<(), Error> {
         match &self.phase {
             Phase::Failed(e) => Err(Error::Failed(Box::new(e.clone()))),
-            _ if self.buf.is_empty() || self.delivered => Ok(()),
+            // Between units; a length already opened promises a chunk that must follow.
+            Phase::Fixed | Phase::Length if self.buf.is_empty() || self.delivered => Ok(()),
             Phase::Fixed => Err(Error::Truncated("the salt and fixed header")),
             Phase::First(_) => Err(Error::Truncated("the first chunk")),
             Phase::Length => Err(Error::Truncated("a chunk's length")),
