@@ -108,6 +108,18 @@ fn acl(origin: SocketAddr) -> Result<String, WorkloadError> {
     Ok(s)
 }
 
+/// ssserver's ACL: accept clients, connect only to `origin`'s address. shadowsocks-rust
+/// matches an IPv4 address against IPv6 rules as its mapped form (`::ffff:a.b.c.d`), so
+/// the blacklist above (which blocks `::/0`) would block everything there; it takes a
+/// whitelist instead, which ss-server 3.3.5 does not.
+fn acl_rust(origin: SocketAddr) -> String {
+    let net = match origin.ip() {
+        IpAddr::V4(a) => format!("{a}/32"),
+        IpAddr::V6(a) => format!("{a}/128"),
+    };
+    format!("[accept_all]\n\n[outbound_block_all]\n\n[outbound_allow_list]\n{net}\n")
+}
+
 /// Starts ss-server for `origin` with `cipher` and `password`, its ACL and output in
 /// `dir`; TCP Fast Open on its listener when `tfo`.
 pub fn start(
@@ -160,7 +172,11 @@ fn spawn(
     let ip = wirebench_rpc::server::server_ip(lab);
     let port = free_port(netns.as_deref(), ip)?;
     let acl_path = dir.join(format!("{name}.acl"));
-    std::fs::write(&acl_path, acl(origin)?).map_err(|e| {
+    let acl_text = match &peer {
+        Peer::Libev => acl(origin)?,
+        Peer::Rust(_) => acl_rust(origin),
+    };
+    std::fs::write(&acl_path, acl_text).map_err(|e| {
         WorkloadError::Environment(format!("cannot write {}: {e}", acl_path.display()))
     })?;
     let out_path = dir.join(format!("{name}.out"));
