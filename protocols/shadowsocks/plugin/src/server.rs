@@ -201,7 +201,7 @@ async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
 
 /// Connects to `target` if allowed and forwards the client's first data there.
 async fn connect_onwards(target: &Target, cfg: &Config, first: &[u8]) -> Result<TcpStream, String> {
-    let addrs = resolve(&target).await;
+    let addrs = resolve(target).await;
     let allowed: Vec<SocketAddr> = addrs.into_iter().filter(|a| cfg.allow.admits(*a)).collect();
     if allowed.is_empty() {
         return Err(format!("{} is not an allowed destination", target));
