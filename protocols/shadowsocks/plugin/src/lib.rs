@@ -1,7 +1,8 @@
-//! `shadowsocks`: the connect workload through a Shadowsocks AEAD server (SIP004/SIP007,
+//! `shadowsocks`: the connect workload through a Shadowsocks AEAD server (SIP004/SIP007)
+//! or a Shadowsocks 2022 one (SIP022, `shadowsocks.cipher=2022-blake3-*`;
 //! docs/protocols/proxies.md), study S3's encrypted proxy. The server, ours
-//! ([`server`]) or shadowsocks-libev's `ss-server` ([`peers`]), is started per case beside
-//! the origin, in the lab's server host. Shadowsocks has no handshake: the client's first
+//! ([`server`]), shadowsocks-libev's `ss-server` or shadowsocks-rust's `ssserver`
+//! ([`peers`]), is started per case beside the origin, in the lab's server host. Shadowsocks has no handshake: the client's first
 //! write is its salt, the origin's address and its message, sealed ([`stream`]), which
 //! with `tfo=on` is the SYN's data:
 //!
