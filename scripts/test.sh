@@ -34,6 +34,9 @@ if ((${#missing[@]})); then
 fi
 # Strophe.js for tests/browser.rs, from the committed lock file (does nothing when current).
 bash scripts/install-strophe.sh
+# shadowsocks-rust (ssserver, sslocal), the Shadowsocks 2022 peer, pinned, into
+# target/peers (built once, several minutes; does nothing when there).
+bash scripts/install-shadowsocks-rust.sh
 
 # Tests run in release mode: the end-to-end tests move real traffic, and an optimized
 # build keeps them quick without changing what they check.

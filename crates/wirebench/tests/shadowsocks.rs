@@ -154,6 +154,62 @@ fn round_trips_over_a_link() {
     }
 }
 
+/// Shadowsocks 2022 over the same link: two round trips to the first byte like AEAD,
+/// through our server and shadowsocks-rust's ssserver (when built, see
+/// scripts/install-shadowsocks-rust.sh), every connection answered.
+#[test]
+fn shadowsocks_2022_round_trips_over_a_link() {
+    if !is_root() {
+        eprintln!("skipped: the lab needs root");
+        return;
+    }
+    let servers = match wirebench_plugin_shadowsocks::peers::rust_program("ssserver") {
+        Ok(_) => "ours,rust",
+        Err(e) => {
+            eprintln!("{e}: its cases skipped");
+            "ours"
+        }
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let mut child = wirebench()
+        .args(["run", "--quiet", "--no-report", "--out"])
+        .arg(&out)
+        .args([
+            "--workload",
+            "connect",
+            "--payload",
+            "64",
+            "--connects",
+            "10",
+        ])
+        .args(["--protocol", "shadowsocks", "--link-delay", "25ms"])
+        .args([
+            "--shadowsocks-cipher",
+            "2022-blake3-aes-256-gcm,2022-blake3-chacha20-poly1305",
+        ])
+        .args(["--shadowsocks-server", servers])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert!(child.wait().unwrap().success());
+    assert!(namespaces_of(pid).is_empty(), "lab namespaces left behind");
+    let recs = records(&out);
+    assert_eq!(recs.len(), 2 * servers.split(',').count(), "{recs:?}");
+    for r in &recs {
+        let p = &r["params"];
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(m(r, "connects.ok"), 10.0, "{r}");
+        let rtt = m(r, "connect.tcp.p50");
+        let ttfb = m(r, "ttfb.p50");
+        assert!(
+            ttfb > 2.0 * 0.049 && (ttfb / rtt - 2.0).abs() < 0.45,
+            "{p}: ttfb {ttfb} s, expected 2 round trips of {rtt} s"
+        );
+    }
+}
+
 /// `wirebench serve --also shadowsocks=...`: its address, and what the server logs.
 struct Served {
     child: std::process::Child,

@@ -14,8 +14,8 @@
 //!   port; [`encode_address`], [`parse_address`]), followed directly by its data.
 //!
 //! Ciphers: `chacha20-ietf-poly1305`, `aes-256-gcm` and `aes-128-gcm`. Shadowsocks 2022
-//! (SIP022: BLAKE3 keys, a fixed request header with a timestamp, replay protection) is
-//! not implemented.
+//! (SIP022: BLAKE3 session keys, timestamped headers, replay protection) over the same
+//! three AEADs is in [`v2022`].
 //!
 //! Nothing here does I/O, reads a clock or draws random bytes: the caller supplies each
 //! salt. [`Decryptor`] takes bytes in any split and hands out one decrypted chunk at a
@@ -30,6 +30,8 @@ use md5::{Digest, Md5};
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 pub use wirebench_socks5::{Host, Target};
+
+pub mod v2022;
 
 /// The longest payload of one chunk (SIP004).
 pub const MAX_PAYLOAD: usize = 0x3FFF;
@@ -75,6 +77,26 @@ pub enum Error {
     DomainTooLong(usize),
     #[error("the decoder already failed: {0}")]
     Failed(Box<Error>),
+    #[error("a Shadowsocks 2022 key must be base64 of exactly {want} bytes ({cipher}): {why}")]
+    Psk {
+        cipher: Cipher,
+        want: usize,
+        why: String,
+    },
+    #[error("header type {got}: {want} expected")]
+    HeaderType { want: u8, got: u8 },
+    #[error("the response answers another request (its request salt is not ours)")]
+    RequestSalt,
+    #[error(
+        "the header's timestamp {got} is {off} s away from now ({now}); at most 30 s are allowed"
+    )]
+    Timestamp { got: u64, now: u64, off: u64 },
+    #[error("the request's salt was seen before: a replay")]
+    Replay,
+    #[error("{0} salts seen in the last minute: no room to remember another, refused")]
+    SaltPoolFull(usize),
+    #[error("the variable-length header: {0}")]
+    VariableHeader(&'static str),
 }
 
 /// An AEAD cipher of SIP004.
@@ -230,22 +252,27 @@ enum Aead {
 impl Session {
     fn new(key: &Key, salt: &[u8]) -> Result<Session, Error> {
         let sk = subkey(key, salt)?;
-        // The lengths were checked by `subkey`, so `new_from_slice` cannot fail here.
+        Session::with_subkey(key.cipher, &sk)
+    }
+
+    /// One direction's state from its session subkey, however that was derived (SIP007's
+    /// HKDF or SIP022's BLAKE3).
+    fn with_subkey(cipher: Cipher, sk: &[u8]) -> Result<Session, Error> {
         let bad = |_| Error::Length {
-            cipher: key.cipher,
+            cipher,
             what: "subkey",
-            want: key.cipher.key_len(),
+            want: cipher.key_len(),
             got: sk.len(),
         };
-        let aead = match key.cipher {
-            Cipher::Chacha20IetfPoly1305 => Aead::Chacha(Box::new(
-                ChaCha20Poly1305::new_from_slice(&sk).map_err(bad)?,
-            )),
+        let aead = match cipher {
+            Cipher::Chacha20IetfPoly1305 => {
+                Aead::Chacha(Box::new(ChaCha20Poly1305::new_from_slice(sk).map_err(bad)?))
+            }
             Cipher::Aes256Gcm => {
-                Aead::Aes256(Box::new(Aes256Gcm::new_from_slice(&sk).map_err(bad)?))
+                Aead::Aes256(Box::new(Aes256Gcm::new_from_slice(sk).map_err(bad)?))
             }
             Cipher::Aes128Gcm => {
-                Aead::Aes128(Box::new(Aes128Gcm::new_from_slice(&sk).map_err(bad)?))
+                Aead::Aes128(Box::new(Aes128Gcm::new_from_slice(sk).map_err(bad)?))
             }
         };
         Ok(Session {

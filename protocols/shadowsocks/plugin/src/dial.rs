@@ -1,13 +1,14 @@
 //! The client (`Dial`) and `impl Protocol`.
 
-use crate::{CIPHER, SERVER, peers, server, stream::SsStream};
+use crate::{CIPHER, Method, SERVER, Secret, peers, server, stream::SsStream};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use wirebench_connect::params::{CONCURRENCY, CONNECTS, TFO};
 use wirebench_connect::{Dial, Dialed};
 use wirebench_protocol::params::ParamSpec;
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
-use wirebench_shadowsocks::{Cipher, Key, Target};
+use wirebench_shadowsocks::v2022::Psk;
+use wirebench_shadowsocks::{Key, Target};
 
 const PARAMS: &[ParamSpec] = &[
     SERVER,
@@ -19,12 +20,13 @@ const PARAMS: &[ParamSpec] = &[
 ];
 
 /// The client side: TCP (with Fast Open when `tfo`) to the Shadowsocks server, and the
-/// stream sealed in place; the salt and the origin's address go with the first message.
+/// stream sealed in place; the salt and the origin's address (for 2022 with the request
+/// headers) go with the first message.
 pub struct ShadowsocksDial {
     pub server: SocketAddr,
-    pub key: Key,
+    pub secret: Secret,
     pub tfo: bool,
-    /// ss-server started for the case, stopped when the dialer is dropped.
+    /// ss-server or ssserver started for the case, stopped when the dialer is dropped.
     pub _external: Option<peers::External>,
 }
 
@@ -35,9 +37,9 @@ impl Dial for ShadowsocksDial {
         } else {
             wirebench_connect::tcp(self.server).await?
         };
-        let salt = crate::stream::fresh_salt(&self.key)
+        let salt = crate::stream::random_bytes(self.secret.salt_len())
             .map_err(|e| WorkloadError::Environment(format!("no random salt: {e}")))?;
-        let s = SsStream::new(tcp, &self.key, &salt, Target::from(origin))
+        let s = SsStream::connect(tcp, &self.secret, &salt, Target::from(origin))
             .map_err(|e| WorkloadError::Input(e.to_string()))?;
         // No handshake: nothing happens between the TCP connect and the first write.
         Ok(Dialed::plain(s, tcp_ns, 0))
@@ -66,7 +68,7 @@ impl Protocol for Shadowsocks {
     }
 
     fn summary(&self) -> &'static str {
-        "connections through a Shadowsocks AEAD server (ours or shadowsocks-libev) to an echo server (workload connect: time to first byte)"
+        "connections through a Shadowsocks AEAD or 2022 server (ours, shadowsocks-libev or shadowsocks-rust) to an echo server (workload connect: time to first byte)"
     }
 
     fn workloads(&self) -> &'static [&'static str] {
@@ -81,6 +83,9 @@ impl Protocol for Shadowsocks {
         Some(match case.word("shadowsocks.server") {
             Some("libev") => {
                 "shadowsocks-libev's ss-server and an echo server of ours started per case"
+            }
+            Some("rust") => {
+                "shadowsocks-rust's ssserver and an echo server of ours started per case"
             }
             _ => "a Shadowsocks server and an echo server of ours started per case",
         })
@@ -107,6 +112,7 @@ impl Protocol for Shadowsocks {
             .unwrap_or_else(|_| crate::DEFAULT_PASSWORD.into());
         let cfg = Arc::new(server::Config {
             keys: crate::every_cipher(password.as_bytes()),
+            psk: None,
             allow: server::Allow::loopback(),
             tfo: true,
             log: true,
@@ -131,38 +137,73 @@ impl Protocol for Shadowsocks {
         let name = case
             .word("shadowsocks.cipher")
             .unwrap_or("chacha20-ietf-poly1305");
-        let cipher = Cipher::from_name(name)
+        let method = Method::from_name(name)
             .ok_or_else(|| WorkloadError::Input(format!("shadowsocks.cipher={name}: unknown")))?;
         let which = case.word("shadowsocks.server").unwrap_or("ours");
-        let password = case_password()?;
-        let key = Key::from_password(cipher, password.as_bytes());
+        if which == "libev" && method.is_2022() {
+            return Err(WorkloadError::Input(format!(
+                "shadowsocks.cipher={name}: shadowsocks-libev has no Shadowsocks 2022; use shadowsocks.server=ours or rust"
+            )));
+        }
+        // The password (AEAD) or the base64 key (2022), as the peers' -k takes it.
+        let (secret, password) = match method {
+            Method::Aead(c) => {
+                let password = case_password()?;
+                (
+                    Secret::Aead(Key::from_password(c, password.as_bytes())),
+                    password,
+                )
+            }
+            Method::V2022(c) => {
+                let key = crate::stream::random_bytes(c.key_len())
+                    .map_err(|e| WorkloadError::Environment(format!("no random key: {e}")))?;
+                let psk =
+                    Psk::from_bytes(c, &key).map_err(|e| WorkloadError::Input(e.to_string()))?;
+                let b64 = psk.to_base64();
+                (Secret::V2022(psk), b64)
+            }
+        };
         let lab = env.lab;
         let dir = env.peer_dir(case, repeat);
         let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
-            let (addr, placed, external) = if which == "libev" {
-                let e = peers::start(lab, &dir, origin, cipher, &password, tfo)?;
-                (e.addr, Vec::new(), Some(e))
-            } else {
-                let cfg = Arc::new(server::Config {
-                    keys: vec![key.clone()],
-                    allow: server::Allow::Only(vec![origin]),
-                    tfo,
-                    log: false,
-                });
-                let p =
-                    wirebench_rpc::place(lab, "shadowsocks", move |l, c| server::serve(l, c, cfg))?;
-                (p.addr, vec![p], None)
+            let (addr, placed, external) = match which {
+                "libev" => {
+                    let e = peers::start(lab, &dir, origin, method.cipher(), &password, tfo)?;
+                    (e.addr, Vec::new(), Some(e))
+                }
+                "rust" => {
+                    let e = peers::start_rust(lab, &dir, origin, method.name(), &password, tfo)?;
+                    (e.addr, Vec::new(), Some(e))
+                }
+                _ => {
+                    let (keys, psk) = match &secret {
+                        Secret::Aead(k) => (vec![k.clone()], None),
+                        Secret::V2022(p) => (Vec::new(), Some(p.clone())),
+                    };
+                    let cfg = Arc::new(server::Config {
+                        keys,
+                        psk,
+                        allow: server::Allow::Only(vec![origin]),
+                        tfo,
+                        log: false,
+                    });
+                    let p = wirebench_rpc::place(lab, "shadowsocks", move |l, c| {
+                        server::serve(l, c, cfg)
+                    })?;
+                    (p.addr, vec![p], None)
+                }
             };
             let d = ShadowsocksDial {
                 server: addr,
-                key,
+                secret: secret.clone(),
                 tfo,
                 _external: external,
             };
             Ok((d, placed))
         })?;
         out.notes.push(format!(
-            "Shadowsocks AEAD ({cipher}): no handshake; the salt, the origin's address and the message share one write (the SYN with tfo=on)"
+            "Shadowsocks {} ({method}): no handshake; the salt, the origin's address and the message share one write (the SYN with tfo=on)",
+            if method.is_2022() { "2022" } else { "AEAD" }
         ));
         Ok(out)
     }

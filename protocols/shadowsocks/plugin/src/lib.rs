@@ -1,7 +1,8 @@
-//! `shadowsocks`: the connect workload through a Shadowsocks AEAD server (SIP004/SIP007,
+//! `shadowsocks`: the connect workload through a Shadowsocks AEAD server (SIP004/SIP007)
+//! or a Shadowsocks 2022 one (SIP022, `shadowsocks.cipher=2022-blake3-*`;
 //! docs/protocols/proxies.md), study S3's encrypted proxy. The server, ours
-//! ([`server`]) or shadowsocks-libev's `ss-server` ([`peers`]), is started per case beside
-//! the origin, in the lab's server host. Shadowsocks has no handshake: the client's first
+//! ([`server`]), shadowsocks-libev's `ss-server` or shadowsocks-rust's `ssserver`
+//! ([`peers`]), is started per case beside the origin, in the lab's server host. Shadowsocks has no handshake: the client's first
 //! write is its salt, the origin's address and its message, sealed ([`stream`]), which
 //! with `tfo=on` is the SYN's data:
 //!
@@ -12,11 +13,13 @@
 //! The codec is `wirebench-shadowsocks` (protocols/shadowsocks/engine).
 
 mod dial;
+mod method;
 pub mod peers;
 pub mod server;
 pub mod stream;
 
 pub use dial::{Shadowsocks, ShadowsocksDial};
+pub use method::{Method, Secret};
 
 use wirebench_model::Kind;
 use wirebench_protocol::params::ParamSpec;
@@ -24,25 +27,41 @@ use wirebench_shadowsocks::{Cipher, Key};
 
 pub const SERVER: ParamSpec = ParamSpec {
     name: "shadowsocks.server",
-    kind: Kind::Choice(&["ours", "libev"]),
+    kind: Kind::Choice(&["ours", "libev", "rust"]),
     default: "ours",
     workloads: &["connect"],
-    help: "the Shadowsocks server: ours (wirebench's, allow-listed to the origin) or libev (Debian's shadowsocks-libev ss-server, started per case, its ACL blocking all but the origin)",
+    help: "the Shadowsocks server: ours (wirebench's, allow-listed to the origin), libev (Debian's shadowsocks-libev ss-server) or rust (shadowsocks-rust's ssserver, scripts/install-shadowsocks-rust.sh; the only peer with the 2022 methods), each started per case with an ACL blocking all but the origin",
     words: "Shadowsocks server",
 };
 
 pub const CIPHER: ParamSpec = ParamSpec {
     name: "shadowsocks.cipher",
-    kind: Kind::Choice(&["chacha20-ietf-poly1305", "aes-256-gcm", "aes-128-gcm"]),
+    kind: Kind::Choice(&[
+        "chacha20-ietf-poly1305",
+        "aes-256-gcm",
+        "aes-128-gcm",
+        "2022-blake3-aes-256-gcm",
+        "2022-blake3-aes-128-gcm",
+        "2022-blake3-chacha20-poly1305",
+    ]),
     default: "chacha20-ietf-poly1305",
     workloads: &["connect"],
-    help: "the AEAD cipher (SIP004) of client and server",
+    help: "the method of client and server: an AEAD cipher (SIP004/SIP007, a password) or a Shadowsocks 2022 one (SIP022, 2022-blake3-*, a base64 key; not in shadowsocks-libev)",
     words: "Shadowsocks cipher",
 };
 
 /// The password of `wirebench serve --also shadowsocks=ADDR` unless
 /// `WIREBENCH_SHADOWSOCKS_PASSWORD` names another; cases draw one of their own.
 pub const DEFAULT_PASSWORD: &str = "wirebench";
+
+/// Now as Unix seconds, for SIP022's timestamps (0 if the clock is before 1970, which
+/// every peer then refuses).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
 
 /// One key per cipher for `password`: a server that takes clients of any cipher.
 pub fn every_cipher(password: &[u8]) -> Vec<Key> {

@@ -1,8 +1,11 @@
-//! Debian's shadowsocks-libev (`ss-server`, 3.3.5) started per case beside the origin,
-//! in the lab's server host (or on loopback), for `shadowsocks.server=libev`. It listens
-//! only on the case's server address, with a password drawn for the case, and its ACL
-//! blocks every outbound destination but the origin (the complement of the origin's
-//! address as networks), so it is no relay beyond the case.
+//! Real Shadowsocks servers started per case beside the origin, in the lab's server host
+//! (or on loopback): Debian's shadowsocks-libev (`ss-server`, 3.3.5) for
+//! `shadowsocks.server=libev`, and shadowsocks-rust (`ssserver`, 1.25.0, the peer that
+//! speaks Shadowsocks 2022; built by scripts/install-shadowsocks-rust.sh) for
+//! `shadowsocks.server=rust`. Each listens only on the case's server address, with a
+//! secret drawn for the case, and its ACL (the same format for both) blocks every
+//! outbound destination but the origin (the complement of the origin's address as
+//! networks), so it is no relay beyond the case.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -17,6 +20,34 @@ use wirebench_shadowsocks::Cipher;
 
 pub const PROGRAM: &str = "ss-server";
 const INSTALL: &str = "apt-get install shadowsocks-libev";
+
+/// The shadowsocks-rust release scripts/install-shadowsocks-rust.sh builds.
+pub const RUST_VERSION: &str = "1.25.0";
+pub const RUST_INSTALL: &str = "bash scripts/install-shadowsocks-rust.sh";
+
+/// A shadowsocks-rust program (`ssserver`, `sslocal`): the pinned build in this
+/// checkout's target/peers, else one on `PATH`.
+pub fn rust_program(name: &str) -> Result<PathBuf, WorkloadError> {
+    let pinned = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../target/peers")
+        .join(format!("shadowsocks-rust-{RUST_VERSION}"))
+        .join("bin")
+        .join(name);
+    if pinned.is_file() {
+        return Ok(pinned);
+    }
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(name))
+                .find(|f| f.is_file())
+        })
+        .ok_or_else(|| {
+            WorkloadError::Environment(format!(
+                "{name} (shadowsocks-rust {RUST_VERSION}) is not installed; install it with: {RUST_INSTALL}"
+            ))
+        })
+}
 
 /// An ss-server of ours, stopped by its PID when the case ends.
 pub struct External {
@@ -77,6 +108,18 @@ fn acl(origin: SocketAddr) -> Result<String, WorkloadError> {
     Ok(s)
 }
 
+/// ssserver's ACL: accept clients, connect only to `origin`'s address. shadowsocks-rust
+/// matches an IPv4 address against IPv6 rules as its mapped form (`::ffff:a.b.c.d`), so
+/// the blacklist above (which blocks `::/0`) would block everything there; it takes a
+/// whitelist instead, which ss-server 3.3.5 does not.
+fn acl_rust(origin: SocketAddr) -> String {
+    let net = match origin.ip() {
+        IpAddr::V4(a) => format!("{a}/32"),
+        IpAddr::V6(a) => format!("{a}/128"),
+    };
+    format!("[accept_all]\n\n[outbound_block_all]\n\n[outbound_allow_list]\n{net}\n")
+}
+
 /// Starts ss-server for `origin` with `cipher` and `password`, its ACL and output in
 /// `dir`; TCP Fast Open on its listener when `tfo`.
 pub fn start(
@@ -88,53 +131,118 @@ pub fn start(
     tfo: bool,
 ) -> Result<External, WorkloadError> {
     need_program(PROGRAM, INSTALL).map_err(peer_error)?;
+    spawn(Peer::Libev, lab, dir, origin, cipher.name(), password, tfo)
+}
+
+/// Starts shadowsocks-rust's ssserver for `origin` with `method` (any of its names,
+/// the 2022 ones included) and `password` (for a 2022 method, the base64 key).
+pub fn start_rust(
+    lab: Option<&Lab>,
+    dir: &Path,
+    origin: SocketAddr,
+    method: &str,
+    password: &str,
+    tfo: bool,
+) -> Result<External, WorkloadError> {
+    let program = rust_program("ssserver")?;
+    spawn(Peer::Rust(program), lab, dir, origin, method, password, tfo)
+}
+
+enum Peer {
+    Libev,
+    Rust(PathBuf),
+}
+
+fn spawn(
+    peer: Peer,
+    lab: Option<&Lab>,
+    dir: &Path,
+    origin: SocketAddr,
+    method: &str,
+    password: &str,
+    tfo: bool,
+) -> Result<External, WorkloadError> {
+    let name = match &peer {
+        Peer::Libev => PROGRAM,
+        Peer::Rust(_) => "ssserver",
+    };
     std::fs::create_dir_all(dir)
         .map_err(|e| WorkloadError::Environment(format!("cannot create {}: {e}", dir.display())))?;
     let netns = lab.map(|l| l.server().name().to_string());
     let ip = wirebench_rpc::server::server_ip(lab);
     let port = free_port(netns.as_deref(), ip)?;
-    let acl_path = dir.join("ss-server.acl");
-    std::fs::write(&acl_path, acl(origin)?).map_err(|e| {
+    let acl_path = dir.join(format!("{name}.acl"));
+    let acl_text = match &peer {
+        Peer::Libev => acl(origin)?,
+        Peer::Rust(_) => acl_rust(origin),
+    };
+    std::fs::write(&acl_path, acl_text).map_err(|e| {
         WorkloadError::Environment(format!("cannot write {}: {e}", acl_path.display()))
     })?;
-    let out_path = dir.join("ss-server.out");
+    let out_path = dir.join(format!("{name}.out"));
     let out = std::fs::File::create(&out_path)
-        .map_err(|e| WorkloadError::Environment(format!("ss-server output: {e}")))?;
+        .map_err(|e| WorkloadError::Environment(format!("{name} output: {e}")))?;
     let err = out
         .try_clone()
         .map_err(|e| WorkloadError::Environment(e.to_string()))?;
-    let mut cmd = command_in(netns.as_deref(), PROGRAM);
-    cmd.args([
-        "-s",
-        &ip.to_string(),
-        "-p",
-        &port.to_string(),
-        "-k",
-        password,
-        "-m",
-        cipher.name(),
-        "-t",
-        "30",
-        "--no-delay",
-        "--acl",
-        &acl_path.to_string_lossy(),
-    ]);
-    if tfo {
-        cmd.arg("--fast-open");
-    }
+    let acl_arg = acl_path.to_string_lossy();
+    let mut cmd = match &peer {
+        Peer::Libev => {
+            let mut cmd = command_in(netns.as_deref(), PROGRAM);
+            cmd.args([
+                "-s",
+                &ip.to_string(),
+                "-p",
+                &port.to_string(),
+                "-k",
+                password,
+                "-m",
+                method,
+                "-t",
+                "30",
+                "--no-delay",
+                "--acl",
+                &acl_arg,
+            ]);
+            if tfo {
+                cmd.arg("--fast-open");
+            }
+            cmd
+        }
+        Peer::Rust(program) => {
+            let mut cmd = command_in(netns.as_deref(), &program.to_string_lossy());
+            cmd.args([
+                "-s",
+                &SocketAddr::new(ip, port).to_string(),
+                "-k",
+                password,
+                "-m",
+                method,
+                "--timeout",
+                "30",
+                "--tcp-no-delay",
+                "--acl",
+                &acl_arg,
+            ]);
+            if tfo {
+                cmd.arg("--tcp-fast-open");
+            }
+            cmd
+        }
+    };
     cmd.stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err));
     let mut child = cmd
         .spawn()
-        .map_err(|e| WorkloadError::Environment(format!("cannot start {PROGRAM}: {e}")))?;
+        .map_err(|e| WorkloadError::Environment(format!("cannot start {name}: {e}")))?;
     let logs = {
         let files: Vec<PathBuf> = vec![out_path];
         move || tail_lines(&files, 20)
     };
     if let Err(e) = wait_ports(
         &mut child,
-        PROGRAM,
+        name,
         ip,
         &[port],
         netns.as_deref(),

@@ -1,4 +1,5 @@
-//! Our Shadowsocks AEAD server (SIP004/SIP007; the codec is `wirebench-shadowsocks`). A
+//! Our Shadowsocks AEAD server (SIP004/SIP007), or Shadowsocks 2022 (SIP022) when
+//! configured with a pre-shared key (the codec is `wirebench-shadowsocks`). A
 //! client's stream opens with its salt and chunks whose first plaintext is the target
 //! address; the server connects there, forwards what followed the address, and relays
 //! both ways, sealing the answer under a salt of its own.
@@ -10,13 +11,23 @@
 //! [`HEADER_TIMEOUT`]) closes the connection without an answer, as Shadowsocks servers
 //! do: there is no refusal message in the protocol. Memory per connection is bounded by
 //! one chunk in each direction.
+//!
+//! With 2022 the server also refuses a header whose timestamp is more than 30 s from its
+//! clock and a request salt it saw in the last 60 s (a replay; the salts are kept in a
+//! pool of at most [`SALT_POOL`] per listener, which refuses new clients when full
+//! rather than forget). As SIP022 recommends, a client refused during its header is
+//! not closed at once but read to its end (or [`DRAIN_TIMEOUT`]), so the moment of the
+//! close tells a prober nothing about which byte was wrong.
 
+use std::cell::RefCell;
 use std::net::{IpAddr, SocketAddr};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wirebench_rpc::Counters;
+use wirebench_shadowsocks::v2022::{self, Psk, SaltPool};
 use wirebench_shadowsocks::{
     Decryptor, Encryptor, Host, Key, MAX_PAYLOAD, TAG_LEN, Target, parse_address,
 };
@@ -27,6 +38,11 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes read from either side at once: one whole chunk of ciphertext.
 const READ: usize = MAX_PAYLOAD + 2 + 2 * TAG_LEN;
+/// How long a 2022 client refused during its header is read before it is closed.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Request salts one listener remembers (a minute's worth at over 4,000 new
+/// connections a second; about 100 bytes each).
+pub const SALT_POOL: usize = 1 << 18;
 
 /// Which destinations the server connects to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +88,8 @@ fn within(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
 pub struct Config {
     /// The keys a client may use (one per cipher of one password, or just one).
     pub keys: Vec<Key>,
+    /// A Shadowsocks 2022 key: then the server speaks only 2022, and `keys` is unused.
+    pub psk: Option<Psk>,
     pub allow: Allow,
     /// A TCP Fast Open queue on the listener, so a client's SYN may carry its request.
     pub tfo: bool,
@@ -88,6 +106,7 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
             "the Shadowsocks server cannot take TCP Fast Open: {e}"
         ));
     }
+    let salts = Rc::new(RefCell::new(SaltPool::new(SALT_POOL)));
     loop {
         let Ok((s, _)) = l.accept().await else {
             // Out of descriptors or a connection reset before accept: wait, go on.
@@ -95,9 +114,13 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
             continue;
         };
         let _ = s.set_nodelay(true);
-        let (c, cfg) = (counters.clone(), cfg.clone());
+        let (c, cfg, salts) = (counters.clone(), cfg.clone(), salts.clone());
         tokio::task::spawn_local(async move {
-            if let Err(e) = session(s, &cfg).await {
+            let r = match &cfg.psk {
+                Some(psk) => session_2022(s, &cfg, psk, &salts).await,
+                None => session(s, &cfg).await,
+            };
+            if let Err(e) = r {
                 if cfg.log {
                     eprintln!("wirebench shadowsocks server: closed a client: {e}");
                 }
@@ -168,10 +191,20 @@ async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
         .and_then(|c| cfg.keys.iter().find(|k| k.cipher() == c))
         .ok_or("no cipher identified")?
         .clone();
-    let addrs = resolve(&h.target).await;
+    let up = connect_onwards(&h.target, cfg, &h.rest).await?;
+    let salt = crate::stream::fresh_salt(&key).map_err(|e| e.to_string())?;
+    let enc = Encryptor::new(&key, &salt).map_err(|e| e.to_string())?;
+    // The relay ends when either side closes or fails; neither is the client's fault,
+    // except a chunk that does not open, which is reported.
+    relay(s, up, Opener::Aead(h.dec), Sealer::Aead(enc)).await
+}
+
+/// Connects to `target` if allowed and forwards the client's first data there.
+async fn connect_onwards(target: &Target, cfg: &Config, first: &[u8]) -> Result<TcpStream, String> {
+    let addrs = resolve(target).await;
     let allowed: Vec<SocketAddr> = addrs.into_iter().filter(|a| cfg.allow.admits(*a)).collect();
     if allowed.is_empty() {
-        return Err(format!("{} is not an allowed destination", h.target));
+        return Err(format!("{} is not an allowed destination", target));
     }
     let mut last = String::new();
     let mut up = None;
@@ -194,16 +227,139 @@ async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
         return Err(last);
     };
     let _ = up.set_nodelay(true);
-    if !h.rest.is_empty() {
-        up.write_all(&h.rest)
+    if !first.is_empty() {
+        up.write_all(first)
             .await
             .map_err(|e| format!("forwarding the first data: {e}"))?;
     }
-    let salt = crate::stream::fresh_salt(&key).map_err(|e| e.to_string())?;
-    let enc = Encryptor::new(&key, &salt).map_err(|e| e.to_string())?;
-    // The relay ends when either side closes or fails; neither is the client's fault,
-    // except a chunk that does not open, which is reported.
-    relay(s, up, h.dec, enc).await
+    Ok(up)
+}
+
+/// A 2022 client's request header: the decoder (its head holds salt, time and target)
+/// and the data that came with the header.
+async fn read_head_2022(
+    s: &mut TcpStream,
+    psk: &Psk,
+) -> Result<(v2022::Decryptor, Vec<u8>), String> {
+    let mut dec = v2022::Decryptor::request(psk);
+    let mut buf = vec![0u8; READ];
+    let mut first = Vec::new();
+    loop {
+        // Never more than the unit in progress: nothing past the variable header is read
+        // before the header has been checked.
+        let want = dec.wants().min(buf.len());
+        let n = s
+            .read(&mut buf[..want])
+            .await
+            .map_err(|e| format!("reading the header: {e}"))?;
+        if n == 0 {
+            return Err(match dec.finish() {
+                Err(e) => format!("closed inside the header: {e}"),
+                Ok(()) => "closed before a complete header".into(),
+            });
+        }
+        let mut input = &buf[..n];
+        while let Some(p) = dec.next_chunk(&mut input).map_err(|e| e.to_string())? {
+            first.extend_from_slice(p);
+        }
+        if dec.head().is_some_and(|h| h.target.is_some()) {
+            return Ok((dec, first));
+        }
+    }
+}
+
+/// Reads and drops what a refused client sends until it closes or [`DRAIN_TIMEOUT`].
+async fn drain(s: &mut TcpStream) {
+    let mut buf = vec![0u8; 4096];
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while let Ok(n) = s.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+/// A Shadowsocks 2022 client's connection: its header under the time limit, checked for
+/// freshness and replay, then the relay.
+async fn session_2022(
+    mut s: TcpStream,
+    cfg: &Config,
+    psk: &Psk,
+    salts: &RefCell<SaltPool>,
+) -> Result<(), String> {
+    let (dec, first) = match tokio::time::timeout(HEADER_TIMEOUT, read_head_2022(&mut s, psk)).await
+    {
+        Ok(Ok(h)) => h,
+        Ok(Err(e)) => {
+            drain(&mut s).await;
+            return Err(e);
+        }
+        Err(_) => {
+            return Err(format!(
+                "no complete header within {}s",
+                HEADER_TIMEOUT.as_secs()
+            ));
+        }
+    };
+    let Some(head) = dec.head().cloned() else {
+        return Err("no header".into());
+    };
+    // The header's tag held, so its salt and time are the client's (or a replay's).
+    let now = crate::unix_now();
+    let checked = v2022::check_timestamp(head.timestamp, now)
+        .and_then(|()| salts.borrow_mut().check_and_insert(&head.salt, now));
+    if let Err(e) = checked {
+        drain(&mut s).await;
+        return Err(e.to_string());
+    }
+    let Some(target) = head.target else {
+        return Err("no target".into());
+    };
+    let up = connect_onwards(&target, cfg, &first).await?;
+    let salt = crate::stream::random_bytes(psk.salt_len()).map_err(|e| e.to_string())?;
+    let enc = v2022::Encryptor::server(psk, &salt, &head.salt).map_err(|e| e.to_string())?;
+    relay(s, up, Opener::V2022(dec), Sealer::V2022(enc)).await
+}
+
+/// The client's direction, opened.
+enum Opener {
+    Aead(Decryptor),
+    V2022(v2022::Decryptor),
+}
+
+impl Opener {
+    fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        match self {
+            Opener::Aead(d) => d.feed(input, out),
+            Opener::V2022(d) => d.feed(input, out),
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    fn finish(&self) -> Result<(), String> {
+        match self {
+            Opener::Aead(d) => d.finish(),
+            Opener::V2022(d) => d.finish(),
+        }
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// The answer's direction, sealed.
+enum Sealer {
+    Aead(Encryptor),
+    V2022(v2022::Encryptor),
+}
+
+impl Sealer {
+    fn seal(&mut self, data: &[u8], out: &mut Vec<u8>) {
+        match self {
+            Sealer::Aead(e) => e.seal(data, out),
+            Sealer::V2022(e) => e.seal(data, crate::unix_now(), out),
+        }
+    }
 }
 
 /// Both directions at once: the client's chunks opened towards the target, the target's
@@ -211,8 +367,8 @@ async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
 async fn relay(
     client: TcpStream,
     up: TcpStream,
-    mut dec: Decryptor,
-    mut enc: Encryptor,
+    mut dec: Opener,
+    mut enc: Sealer,
 ) -> Result<(), String> {
     let (mut cr, mut cw) = client.into_split();
     let (mut ur, mut uw) = up.into_split();
@@ -223,12 +379,12 @@ async fn relay(
             let n = match cr.read(&mut buf).await {
                 Ok(0) | Err(_) => {
                     let _ = uw.shutdown().await;
-                    return dec.finish().map_err(|e| e.to_string());
+                    return dec.finish();
                 }
                 Ok(n) => n,
             };
             plain.clear();
-            dec.feed(&buf[..n], &mut plain).map_err(|e| e.to_string())?;
+            dec.feed(&buf[..n], &mut plain)?;
             if uw.write_all(&plain).await.is_err() {
                 return Ok(());
             }

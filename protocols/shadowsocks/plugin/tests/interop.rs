@@ -54,6 +54,7 @@ async fn ours(keys: Vec<Key>, allow: server::Allow) -> (SocketAddr, Arc<Counters
     let c = Arc::new(Counters::default());
     let cfg = Arc::new(server::Config {
         keys,
+        psk: None,
         allow,
         tfo: false,
         log: false,
