@@ -62,7 +62,7 @@ const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(SERVERS),
         default: "",
         workloads: WORKLOADS,
-        help: "XMPP servers: builtin (wirebench's own, one server, no root needed; the default unless s2s is given), prosody (two Prosody 0.12 servers in lab hosts, study S1's topology; needs root; the default with s2s) or ejabberd (the same with two ejabberd 23.01 servers); for workload load, one server of the kind on loopback with the accounts and rosters the sessions need",
+        help: "XMPP servers: builtin (wirebench's own, one server, no root needed; the default unless s2s is given), prosody (two Prosody 0.12 servers in lab hosts, study S1's topology; needs root; the default with s2s) or ejabberd (the same with two ejabberd 23.01 servers); for workload load, one server of the kind on loopback with the accounts and rosters the sessions need; with xmpp.ping=server (study S2), one server of the kind in the server host (loopback without a link), client1 on its own endpoint for xmpp.transport (tcp, websocket or bosh)",
         words: "XMPP server",
     },
     ParamSpec {
@@ -70,7 +70,7 @@ const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(transport::TRANSPORTS),
         default: "tcp",
         workloads: &["pingpong", "stream"],
-        help: "what carries the clients' XMPP streams to the built-in server: tcp (RFC 6120), websocket (RFC 7395, through wirebench's WebSocket endpoint) or bosh (XEP-0124/0206, through wirebench's BOSH connection manager), or SockJS 0.3.3 through wirebench's SockJS endpoint: sockjs-websocket, xhr-streaming, xhr-polling, jsonp-polling or eventsource (each SockJS message one RFC 7395 element); the endpoint runs in front of the server, each session with its own TCP connection to it",
+        help: "what carries the clients' XMPP streams to the built-in server: tcp (RFC 6120), websocket (RFC 7395, through wirebench's WebSocket endpoint) or bosh (XEP-0124/0206, through wirebench's BOSH connection manager), or SockJS 0.3.3 through wirebench's SockJS endpoint: sockjs-websocket, xhr-streaming, xhr-polling, jsonp-polling or eventsource (each SockJS message one RFC 7395 element); the endpoint runs in front of the server, each session with its own TCP connection to it; with xmpp.server=prosody or ejabberd (xmpp.ping=server only), tcp, websocket or bosh straight to that server's own endpoint (Prosody's mod_websocket and mod_bosh, ejabberd's ejabberd_http_ws and mod_bosh)",
         words: "XMPP transport",
     },
     ParamSpec {
