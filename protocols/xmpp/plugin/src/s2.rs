@@ -85,25 +85,23 @@ pub fn run(
     let real = server
         .start(cfg, &dir, server_ns.as_deref())
         .map_err(|e| WorkloadError::Environment(e.to_string()))?;
-    if let Err(e) = warm_up(
-        &transport,
-        front_of(&transport, c2s, http),
-        server_ns.as_deref(),
-    ) {
-        return Err(WorkloadError::Peer(format!(
+    let front = front_of(&transport, c2s, http);
+    let warm = warm_up(&transport, front, server_ns.as_deref()).map_err(|e| {
+        WorkloadError::Peer(format!(
             "{name}: the warm-up session over {} failed: {e}; its log: {}",
             transport.word(),
             real.log_tail()
-        )));
-    }
+        ))
+    });
     let before = real.usage();
-    let front = front_of(&transport, c2s, http);
     let url = match transport {
         Transport::WebSocket { ref path } => format!("ws://{front}{path}"),
         Transport::Bosh { ref path } => format!("http://{front}{path}"),
         _ => format!("xmpp://{front}"),
     };
-    let mut out = if in_browser {
+    let mut out = if let Err(e) = warm {
+        Err(e)
+    } else if in_browser {
         let b = crate::browser::BrowserRun {
             url: url.clone(),
             sockjs: None,
