@@ -97,7 +97,7 @@ impl Progress {
     }
 
     /// The longest a page may take once loaded, however busy the server looks: a second
-    /// per ping beyond the stall timeout (the slowest page seen, Strophe's BOSH timer
+    /// per ping plus twice the stall timeout (the slowest page seen, Strophe's BOSH timer
     /// over 162 ms, takes about 0.27 s per ping).
     fn deadline(&self, count: u64, stall: Duration) -> Option<Duration> {
         match self {
