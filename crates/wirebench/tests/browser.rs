@@ -89,6 +89,50 @@ fn s2_in_chromium_over_websocket_and_bosh() {
     }
 }
 
+/// The page against Prosody's and ejabberd's own endpoints, started for each case: their
+/// CORS answers must let the page (served from another origin) log in and ping.
+#[test]
+fn s2_in_chromium_against_prosodys_and_ejabberds_own_endpoints() {
+    if !have_chromium() {
+        eprintln!("skipped: chromium is not installed (apt-get install chromium)");
+        return;
+    }
+    install_strophe();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s2");
+    let mut args = S2.to_vec();
+    args.extend([
+        "--xmpp-server",
+        "prosody,ejabberd",
+        "--xmpp-transport",
+        "websocket,bosh",
+        "--rounds",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    common::run_ok(&args);
+    let recs = common::records(&out);
+    assert_eq!(recs.len(), 4);
+    let mut servers = Vec::new();
+    for r in &recs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(common::m(r, "messages.received"), 10.0, "{r}");
+        assert_eq!(common::m(r, "messages.lost"), 0.0, "{r}");
+        let total = common::m(r, "s2.total");
+        assert!(total > 0.0 && total < 10.0, "{r}");
+        // Straight to the server: no endpoint of ours counted sessions.
+        assert!(r["metrics"].get("transport.sessions").is_none(), "{r}");
+        let server = r["params"]["xmpp.server"].as_str().unwrap().to_string();
+        let notes = r["notes"].to_string();
+        assert!(notes.contains("headless Chromium"), "{notes}");
+        assert!(notes.contains("'s own "), "{notes}");
+        servers.push(server);
+    }
+    servers.sort();
+    assert_eq!(servers, ["ejabberd", "ejabberd", "prosody", "prosody"]);
+}
+
 #[test]
 fn s2_in_chromium_over_sockjs() {
     if !have_chromium() {

@@ -55,9 +55,56 @@ pub struct BrowserRun {
     /// and the page hands sockjs-client to Strophe's WebSocket transport in place of
     /// WebSocket: each SockJS message carries one RFC 7395 element).
     pub sockjs: Option<&'static str>,
-    /// The endpoint's count of client requests (WebSocket messages, HTTP requests): how
-    /// the case sees that the page is still making progress.
-    pub stats: Arc<crate::web::WebStats>,
+    /// How the case sees that the page is still making progress.
+    pub progress: Progress,
+}
+
+/// A counter that moves while the page talks to its server, read from outside the page:
+/// a progress report from the page would cross the link and share the measured time.
+pub enum Progress {
+    /// Our endpoint's count of client requests (WebSocket messages, HTTP requests).
+    Endpoint(Arc<crate::web::WebStats>),
+    /// A real server's own endpoint counts nothing we can read, so its CPU time stands in
+    /// (milliseconds): every request the page sends costs the server some. A server that
+    /// burns CPU while idle would hide a stalled page, so such cases also get a deadline
+    /// for the whole page ([`Progress::deadline`]).
+    ServerCpu(u32),
+}
+
+impl Progress {
+    fn read(&self) -> u64 {
+        match self {
+            Progress::Endpoint(s) => s.requests.load(Ordering::Relaxed),
+            Progress::ServerCpu(pid) => {
+                wirebench_protocol::peer::usage(*pid).map_or(0, |u| (u.cpu_s * 1000.0) as u64)
+            }
+        }
+    }
+
+    fn stalled(&self, stall: Duration, seen: u64) -> String {
+        match self {
+            Progress::Endpoint(_) => format!(
+                "the S2 page stopped: nothing reached the endpoint for {} s ({seen} requests \
+                 so far) and no result",
+                stall.as_secs()
+            ),
+            Progress::ServerCpu(_) => format!(
+                "the S2 page stopped: the server used no CPU for {} s ({seen} ms so far) and \
+                 no result came",
+                stall.as_secs()
+            ),
+        }
+    }
+
+    /// The longest a page may take once loaded, however busy the server looks: a second
+    /// per ping plus twice the stall timeout (the slowest page seen, Strophe's BOSH timer
+    /// over 162 ms, takes about 0.27 s per ping).
+    fn deadline(&self, count: u64, stall: Duration) -> Option<Duration> {
+        match self {
+            Progress::Endpoint(_) => None,
+            Progress::ServerCpu(_) => Some(stall * 2 + Duration::from_secs(count)),
+        }
+    }
 }
 
 /// Where Strophe.js's browser bundle is: `$WIREBENCH_STROPHE_DIR` if set (and only there), else
@@ -434,7 +481,8 @@ pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     // page would cross the link and share the measured time).
     let start_limit = Duration::from_secs(30);
     let stall = ctx.stall_timeout.max(Duration::from_secs(10));
-    let mut last_seen = (run.stats.requests.load(Ordering::Relaxed), Instant::now());
+    let mut last_seen = (run.progress.read(), Instant::now());
+    let deadline = run.progress.deadline(run.count, stall);
     let mut loaded = None;
     let result = loop {
         if ctx.shutdown.load(Ordering::Relaxed) {
@@ -451,7 +499,7 @@ pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
             }
         }
         let now = Instant::now();
-        let seen = run.stats.requests.load(Ordering::Relaxed);
+        let seen = run.progress.read();
         if seen != last_seen.0 {
             last_seen = (seen, now);
         }
@@ -460,10 +508,13 @@ pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
                 "Chromium never loaded the S2 page within {} s",
                 start_limit.as_secs()
             )),
-            Some(at) if now > last_seen.1.max(at) + stall => Some(format!(
-                "the S2 page stopped: nothing reached the endpoint for {} s ({seen} requests \
-                 so far) and no result",
-                stall.as_secs()
+            Some(at) if now > last_seen.1.max(at) + stall => {
+                Some(run.progress.stalled(stall, seen))
+            }
+            Some(at) if deadline.is_some_and(|d| now > at + d) => Some(format!(
+                "the S2 page did not finish {} pings within {} s of loading",
+                run.count,
+                deadline.unwrap_or_default().as_secs()
             )),
             _ => None,
         };

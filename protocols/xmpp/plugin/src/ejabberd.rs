@@ -91,11 +91,21 @@ pub fn render(cfg: &PeerConfig) -> String {
             }
         }
     }
+    // With the web endpoints, one HTTP listener serves them and the API: no second fixed
+    // port that another ejabberd on this machine could hold.
     let _ = writeln!(
         s,
-        "  -\n    port: {API_PORT}\n    ip: \"{}\"\n    module: ejabberd_http\n    request_handlers:\n      /api: mod_http_api",
+        "  -\n    port: {}\n    ip: \"{}\"\n    module: ejabberd_http\n    backlog: 4096\n    request_handlers:\n      /api: mod_http_api",
+        api_port(cfg),
         cfg.addr
     );
+    if cfg.http_port.is_some() {
+        // The paths Prosody uses, so clients and pages take the same URLs to either.
+        let _ = writeln!(
+            s,
+            "      /http-bind: mod_bosh\n      /xmpp-websocket: ejabberd_http_ws"
+        );
+    }
     // Passwords kept as given: SCRAM logins then derive keys per login, as Prosody's
     // internal_plain storage does, so both servers do the same work.
     let _ = writeln!(s, "auth_method: internal\nauth_password_format: plain");
@@ -129,7 +139,15 @@ pub fn render(cfg: &PeerConfig) -> String {
         s,
         "shaper: {{}}\nmodules:\n  mod_roster: {{}}\n  mod_disco: {{}}\n  mod_ping: {{}}\n  mod_s2s_dialback: {{}}"
     );
+    if cfg.http_port.is_some() {
+        let _ = writeln!(s, "  mod_bosh: {{}}");
+    }
     s
+}
+
+/// Where the HTTP API listens: the web endpoints' listener when there is one.
+pub fn api_port(cfg: &PeerConfig) -> u16 {
+    cfg.http_port.unwrap_or(API_PORT)
 }
 
 /// `inetrc`: host names from the hosts file the namespace sees (`ip netns exec` mounts the
@@ -228,7 +246,9 @@ impl Ejabberd {
     fn wait_ready(&mut self, netns: Option<&str>, limit: Duration) -> Result<(), PeerError> {
         let what = format!("ejabberd for {}", self.cfg.domain);
         let mut ports = self.cfg.ports();
-        ports.push(API_PORT);
+        if self.cfg.http_port.is_none() {
+            ports.push(API_PORT);
+        }
         let dir = self.dir.clone();
         let logs = || log_tail_in(&dir);
         match &mut self.child {
@@ -263,7 +283,7 @@ impl Ejabberd {
             error,
         })?;
         let body = serde_json::json!({ "dir": data.display().to_string() }).to_string();
-        let addr = SocketAddr::new(self.cfg.addr, API_PORT);
+        let addr = SocketAddr::new(self.cfg.addr, api_port(&self.cfg));
         // A few seconds per 10,000 accounts with rosters; generous.
         let limit = Duration::from_secs(60 + n.users * (1 + n.contacts) / 1000);
         let reply = in_netns(netns, || {
@@ -287,7 +307,7 @@ impl Ejabberd {
     fn register(&self, netns: Option<&str>, user: &str, pass: &str) -> Result<(), PeerError> {
         let body = serde_json::json!({"user": user, "host": self.cfg.domain, "password": pass})
             .to_string();
-        let addr = SocketAddr::new(self.cfg.addr, API_PORT);
+        let addr = SocketAddr::new(self.cfg.addr, api_port(&self.cfg));
         let limit = Duration::from_secs(10);
         let reply = in_netns(netns, || http_post(addr, "/api/register", &body, limit))
             .unwrap_or_else(|| Err("cannot enter the server's network namespace".into()));
@@ -403,5 +423,23 @@ mod tests {
         }
         assert!(!text.contains("ejabberd_s2s_in"), "{text}");
         assert!(!text.contains("shaper: c2s_shaper"));
+        assert!(!text.contains("mod_bosh"), "{text}");
+    }
+
+    #[test]
+    fn web_endpoints_share_the_api_listener() {
+        let mut c = PeerConfig::new("wirebench.test", "127.0.0.1".parse().unwrap());
+        c.http_port = Some(5290);
+        c.s2s = false;
+        let text = render(&c);
+        for needle in [
+            "port: 5290\n    ip: \"127.0.0.1\"\n    module: ejabberd_http",
+            "/api: mod_http_api\n      /http-bind: mod_bosh\n      /xmpp-websocket: ejabberd_http_ws",
+            "  mod_bosh: {}",
+        ] {
+            assert!(text.contains(needle), "missing {needle}:\n{text}");
+        }
+        assert!(!text.contains(&format!("port: {API_PORT}")), "{text}");
+        assert_eq!(api_port(&c), 5290);
     }
 }

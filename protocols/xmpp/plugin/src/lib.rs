@@ -11,6 +11,10 @@
 //! - `ejabberd`: the same topology with two ejabberd 23.01 servers ([`ejabberd`]): its
 //!   dialback s2s, or the x2x gateways as its XEP-0114 components. Needs root.
 //!
+//! Study S2's test (`xmpp.ping=server`) against `prosody` or `ejabberd` runs one server,
+//! placed as the built-in one is, with client1 on its own BOSH or WebSocket endpoint
+//! ([`s2`]); it needs root only for a link.
+//!
 //! The folder: the sans-IO client engine in `protocols/xmpp/engine` (`wirebench-xmpp`);
 //! here its blocking driver ([`session`]), the S1 workloads ([`workload`]), study S2 in
 //! headless Chromium with Strophe.js ([`browser`], `xmpp.client=browser`), the real
@@ -24,6 +28,7 @@ pub mod load;
 pub mod load_case;
 pub mod peer;
 pub mod prosody;
+pub mod s2;
 pub mod serve;
 pub mod session;
 pub mod tls;
@@ -57,7 +62,7 @@ const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(SERVERS),
         default: "",
         workloads: WORKLOADS,
-        help: "XMPP servers: builtin (wirebench's own, one server, no root needed; the default unless s2s is given), prosody (two Prosody 0.12 servers in lab hosts, study S1's topology; needs root; the default with s2s) or ejabberd (the same with two ejabberd 23.01 servers); for workload load, one server of the kind on loopback with the accounts and rosters the sessions need",
+        help: "XMPP servers: builtin (wirebench's own, one server, no root needed; the default unless s2s is given), prosody (two Prosody 0.12 servers in lab hosts, study S1's topology; needs root; the default with s2s) or ejabberd (the same with two ejabberd 23.01 servers); for workload load, one server of the kind on loopback with the accounts and rosters the sessions need; with xmpp.ping=server (study S2), one server of the kind in the server host (loopback without a link), client1 on its own endpoint for xmpp.transport (tcp, websocket or bosh)",
         words: "XMPP server",
     },
     ParamSpec {
@@ -65,7 +70,7 @@ const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(transport::TRANSPORTS),
         default: "tcp",
         workloads: &["pingpong", "stream"],
-        help: "what carries the clients' XMPP streams to the built-in server: tcp (RFC 6120), websocket (RFC 7395, through wirebench's WebSocket endpoint) or bosh (XEP-0124/0206, through wirebench's BOSH connection manager), or SockJS 0.3.3 through wirebench's SockJS endpoint: sockjs-websocket, xhr-streaming, xhr-polling, jsonp-polling, eventsource or htmlfile (each SockJS message one RFC 7395 element); the endpoint runs in front of the server, each session with its own TCP connection to it",
+        help: "what carries the clients' XMPP streams to the built-in server: tcp (RFC 6120), websocket (RFC 7395, through wirebench's WebSocket endpoint) or bosh (XEP-0124/0206, through wirebench's BOSH connection manager), or SockJS 0.3.3 through wirebench's SockJS endpoint: sockjs-websocket, xhr-streaming, xhr-polling, jsonp-polling, eventsource or htmlfile (each SockJS message one RFC 7395 element); the endpoint runs in front of the server, each session with its own TCP connection to it; with xmpp.server=prosody or ejabberd (xmpp.ping=server only), tcp, websocket or bosh straight to that server's own endpoint (Prosody's mod_websocket and mod_bosh, ejabberd's ejabberd_http_ws and mod_bosh)",
         words: "XMPP transport",
     },
     ParamSpec {
@@ -140,6 +145,17 @@ const XMPP_X2X: PeerModel = PeerModel {
     per_message: 70.0,
     processing_s: 0.005,
 };
+/// One Prosody or ejabberd for study S2: a second or two to start (ejabberd's VM, or
+/// Prosody's account files and modules), no server link; BOSH's HTTP wrapping makes a
+/// ping's bytes on the wire several times a TCP stanza's.
+const XMPP_S2_REAL: PeerModel = PeerModel {
+    start_s: 2.0,
+    start_delays: 10.0,
+    setup_bytes: 0.0,
+    setup_delays: 0.0,
+    per_message: 600.0,
+    processing_s: 0.0005,
+};
 /// Password of the lab's XMPP users (they exist only inside a run's private servers).
 const XMPP_PASSWORD: &str = "wirebench";
 
@@ -171,8 +187,9 @@ impl Protocol for Xmpp {
     }
 
     fn lab_hosts(&self, case: &Case) -> Option<&'static [(Ipv4Addr, &'static str)]> {
-        // A load case runs its one server on loopback.
-        (case.workload() != "load" && real_server(case).is_some())
+        // A load case runs its one server on loopback; study S2's one server is reached
+        // by address, so it needs the lab only for a link.
+        (case.workload() != "load" && !is_s2(case) && real_server(case).is_some())
             .then_some(&[(CLIENT_ADDR, "a.test"), (SERVER_ADDR, "b.test")])
     }
 
@@ -181,6 +198,12 @@ impl Protocol for Xmpp {
         Some(match real_server(case) {
             Some(Server::Prosody) if load => "a Prosody server started on loopback",
             Some(Server::Ejabberd) if load => "an ejabberd server started on loopback",
+            Some(Server::Prosody) if is_s2(case) => {
+                "a Prosody server started for the case, with its own BOSH and WebSocket endpoints"
+            }
+            Some(Server::Ejabberd) if is_s2(case) => {
+                "an ejabberd server started for the case, with its own BOSH and WebSocket endpoints"
+            }
             Some(Server::Prosody) => "two Prosody servers started in the lab",
             Some(Server::Ejabberd) => "two ejabberd servers started in the lab",
             None if case.word("load.target").is_some_and(|t| t != "builtin") => {
@@ -197,6 +220,7 @@ impl Protocol for Xmpp {
     fn peer_model(&self, case: &Case) -> Option<&'static PeerModel> {
         Some(match case.word("s2s") {
             _ if real_server(case).is_none() => &XMPP_BUILTIN,
+            _ if is_s2(case) => &XMPP_S2_REAL,
             Some("x2x" | "x2x-tfo") => &XMPP_X2X,
             _ => &XMPP_STANDARD,
         })
@@ -214,6 +238,7 @@ impl Protocol for Xmpp {
             return load_case::run(env, case, repeat, ctx);
         }
         match real_server(case) {
+            Some(server) if is_s2(case) => s2::run(env, case, repeat, ctx, server),
             Some(server) => run_real(env, case, repeat, ctx, server),
             None => run_builtin(env, case, ctx),
         }
@@ -232,6 +257,44 @@ pub(crate) fn real_server(case: &Case) -> Option<Server> {
     }
 }
 
+/// Study S2's test: client1 pings its own server.
+fn is_s2(case: &Case) -> bool {
+    case.word("xmpp.ping") == Some("server")
+}
+
+/// What a browser case needs, checked before anything starts: a browser speaks only the
+/// web transports, its page runs study S2's test alone, and the page must be servable.
+pub(crate) fn check_browser_case(case: &Case) -> Result<(), WorkloadError> {
+    if case.word("xmpp.ping") != Some("server") {
+        return Err(WorkloadError::Input(
+            "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
+        ));
+    }
+    if matches!(case.word("xmpp.transport"), None | Some("tcp")) {
+        return Err(WorkloadError::Input(
+            "xmpp.client=browser needs xmpp.transport=websocket, bosh or a SockJS transport \
+             (a browser cannot open a raw XMPP TCP connection)"
+                .into(),
+        ));
+    }
+    if case.workload() != "pingpong" {
+        return Err(WorkloadError::Input(
+            "xmpp.client=browser needs workload pingpong".into(),
+        ));
+    }
+    browser::strophe_bundle()?;
+    Ok(())
+}
+
+/// `xmpp.flush` as the page takes it.
+pub(crate) fn browser_flush(case: &Case) -> &'static str {
+    match case.word("xmpp.flush") {
+        Some("off") => "off",
+        Some("all") => "all",
+        _ => "on",
+    }
+}
+
 /// A case against the built-in server, started for this case: in the lab's server host
 /// when the case has a link (client1 then crosses it), else on loopback.
 fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
@@ -240,27 +303,8 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
     const DOMAIN: &str = "wirebench.test";
     let in_browser = case.word("xmpp.client") == Some("browser");
     if in_browser {
-        // Checked before anything starts: a browser speaks only the web transports, and
-        // its page runs study S2's test alone.
-        if case.word("xmpp.ping") != Some("server") {
-            return Err(WorkloadError::Input(
-                "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
-            ));
-        }
-        if matches!(case.word("xmpp.transport"), None | Some("tcp")) {
-            return Err(WorkloadError::Input(
-                "xmpp.client=browser needs xmpp.transport=websocket, bosh or a SockJS transport \
-                 (a browser cannot open a raw XMPP TCP connection)"
-                    .into(),
-            ));
-        }
-        if case.workload() != "pingpong" {
-            return Err(WorkloadError::Input(
-                "xmpp.client=browser needs workload pingpong".into(),
-            ));
-        }
-        // Fail before the server starts when the page cannot be served.
-        browser::strophe_bundle()?;
+        // Before the server starts.
+        check_browser_case(case)?;
     }
     let server_ns = env.lab.map(|l| l.server().name().to_string());
     let listen: std::net::SocketAddr = match server_ns {
@@ -362,21 +406,19 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
         jid: format!("user1@{DOMAIN}"),
         password: "pass1".into(),
         count: case.workload_params().messages(),
-        flush: match case.word("xmpp.flush") {
-            Some("off") => "off",
-            Some("all") => "all",
-            _ => "on",
-        },
+        flush: browser_flush(case),
         // The browser in the client host, so the link lies between it and the endpoint.
         netns: env.lab.map(|l| l.client().name().to_string()),
         bind: match env.lab {
             Some(_) => (CLIENT_ADDR, 0).into(),
             None => ([127, 0, 0, 1], 0).into(),
         },
-        stats: endpoint
-            .as_ref()
-            .map(|e| e.stats.clone())
-            .unwrap_or_default(),
+        progress: browser::Progress::Endpoint(
+            endpoint
+                .as_ref()
+                .map(|e| e.stats.clone())
+                .unwrap_or_default(),
+        ),
     });
     let run = XmppRun::from_case(
         case,
@@ -442,19 +484,15 @@ fn run_real(
 ) -> Result<Outcome, WorkloadError> {
     if case.word("xmpp.transport").is_some_and(|t| t != "tcp") {
         return Err(WorkloadError::Input(
-            "xmpp.transport=websocket or bosh needs xmpp.server=builtin (endpoints in front \
-             of Prosody and ejabberd are not wired yet)"
+            "xmpp.transport other than tcp with xmpp.server=prosody or ejabberd runs study S2's \
+             test only (xmpp.ping=server: one server, its own endpoints); study S1's two-server \
+             topology is over TCP"
                 .into(),
-        ));
-    }
-    if case.word("xmpp.ping") == Some("server") {
-        return Err(WorkloadError::Input(
-            "xmpp.ping=server needs xmpp.server=builtin".into(),
         ));
     }
     if case.word("xmpp.client") == Some("browser") {
         return Err(WorkloadError::Input(
-            "xmpp.client=browser needs xmpp.server=builtin".into(),
+            "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
         ));
     }
     let lab = env.need_lab("XMPP")?;

@@ -44,6 +44,9 @@ pub struct PeerConfig {
     /// single-threaded server its core) and a listen backlog of 4096 (Prosody's 128
     /// overflows with a thousand logins in flight; the kernel then drops connections).
     pub for_load: bool,
+    /// The server's own HTTP listener with its BOSH (`/http-bind`) and WebSocket
+    /// (`/xmpp-websocket`) endpoints, on `addr` (study S2); `None`: no such endpoints.
+    pub http_port: Option<u16>,
 }
 
 /// PEM files for a server's certificate and private key.
@@ -68,6 +71,7 @@ impl PeerConfig {
             s2s: true,
             numbered: None,
             for_load: false,
+            http_port: None,
         }
     }
 
@@ -80,6 +84,7 @@ impl PeerConfig {
         if !self.components.is_empty() {
             ports.push(self.component_port);
         }
+        ports.extend(self.http_port);
         ports
     }
 }

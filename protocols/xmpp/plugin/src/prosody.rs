@@ -45,9 +45,13 @@ impl PeerConfig {
         let _ = writeln!(s, "interfaces = {{ \"{}\" }}", self.addr);
         let _ = writeln!(s, "c2s_ports = {{ {} }}", self.c2s_port);
         let _ = writeln!(s, "s2s_ports = {{ {} }}", self.s2s_port);
+        let http = match self.http_port {
+            Some(p) => format!("{{ {p} }}\nhttp_interfaces = {{ \"{}\" }}", self.addr),
+            None => "{ }".into(),
+        };
         let _ = writeln!(
             s,
-            "http_ports = {{ }}\nhttps_ports = {{ }}\nc2s_direct_tls_ports = {{ }}\ns2s_direct_tls_ports = {{ }}"
+            "http_ports = {http}\nhttps_ports = {{ }}\nc2s_direct_tls_ports = {{ }}\ns2s_direct_tls_ports = {{ }}"
         );
         let _ = writeln!(s, "component_ports = {{ {} }}", self.component_port);
         let _ = writeln!(
@@ -70,10 +74,26 @@ impl PeerConfig {
         // `limits` is left out on purpose: it rate-limits, which would be measured.
         // `tls` is not auto-loaded once modules_enabled is given: without it no STARTTLS.
         let tls_module = if self.tls.is_some() { " \"tls\";" } else { "" };
+        let web_modules = if self.http_port.is_some() {
+            " \"bosh\"; \"websocket\";"
+        } else {
+            ""
+        };
         let _ = writeln!(
             s,
-            "modules_enabled = {{ \"roster\"; \"saslauth\"; \"disco\"; \"ping\"; \"dialback\"; \"posix\";{tls_module} }}"
+            "modules_enabled = {{ \"roster\"; \"saslauth\"; \"disco\"; \"ping\"; \"dialback\"; \"posix\";{tls_module}{web_modules} }}"
         );
+        if self.http_port.is_some() {
+            // No TLS anywhere in the lab: without these the endpoints' sessions count as
+            // insecure, and the browser's page is plain http. HTTP requests name the
+            // server by address, so the virtual host must be the default one. CORS is on
+            // by default in 0.12 for both endpoints (the page comes from another origin).
+            let _ = writeln!(
+                s,
+                "consider_bosh_secure = true\nconsider_websocket_secure = true\nhttp_default_host = \"{}\"",
+                self.domain
+            );
+        }
         let mut disabled = Vec::new();
         match &self.tls {
             Some(t) => {
@@ -311,5 +331,25 @@ mod tests {
             assert!(text.contains(needle), "missing {needle}:\n{text}");
         }
         assert!(!text.contains("\"limits\""));
+        assert!(!text.contains("\"bosh\""), "{text}");
+    }
+
+    #[test]
+    fn web_endpoints_are_enabled_with_an_http_port() {
+        let mut c = ProsodyConfig::new("wirebench.test", "127.0.0.1".parse().unwrap());
+        c.http_port = Some(5290);
+        c.s2s = false;
+        let text = c.render(Path::new("/tmp/wb"));
+        for needle in [
+            "http_ports = { 5290 }",
+            "http_interfaces = { \"127.0.0.1\" }",
+            "\"bosh\"; \"websocket\";",
+            "consider_bosh_secure = true",
+            "consider_websocket_secure = true",
+            "http_default_host = \"wirebench.test\"",
+        ] {
+            assert!(text.contains(needle), "missing {needle}:\n{text}");
+        }
+        assert_eq!(c.ports(), vec![5222, 5290]);
     }
 }

@@ -1,0 +1,231 @@
+//! Study S2 against a real server's own endpoints (`xmpp.ping=server` with
+//! `xmpp.server=prosody` or `ejabberd`): one Prosody 0.12 (`mod_bosh`, `mod_websocket`) or
+//! ejabberd 23.01 (`ejabberd_http` with `mod_bosh` and `ejabberd_http_ws`) started for the
+//! case, and client1, native or in headless Chromium, over TCP, WebSocket or BOSH straight
+//! to it, with no gateway of ours between. Both servers serve BOSH at `/http-bind` and
+//! WebSocket at `/xmpp-websocket`, so clients and pages use the same URLs as against the
+//! built-in server's endpoints.
+//!
+//! Placement is the built-in server's: in the lab's server host when the run has a lab
+//! (the link then lies between the client and the server's endpoint), else on loopback
+//! with free ports (a fixed port could be held by another server on this machine).
+
+use crate::peer::{PeerConfig, Server};
+use crate::transport::Transport;
+use crate::workload::{Topology, XmppRun};
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
+use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
+
+/// The same domain and accounts as the built-in server's, so every row of the study's
+/// table logs in as the same user.
+const DOMAIN: &str = "wirebench.test";
+
+/// Runs study S2's test against `server`'s own endpoint for the case's transport.
+pub fn run(
+    env: &Env,
+    case: &Case,
+    repeat: u32,
+    ctx: &Ctx,
+    server: Server,
+) -> Result<Outcome, WorkloadError> {
+    let name = server.name();
+    if case.get("s2s").is_some() {
+        return Err(WorkloadError::Input(
+            "xmpp.ping=server runs study S2 against one server: s2s does not apply".into(),
+        ));
+    }
+    let transport = Transport::from_word(case.word("xmpp.transport"));
+    if let Transport::SockJs { .. } = transport {
+        return Err(WorkloadError::Input(format!(
+            "xmpp.server={name} has no SockJS endpoint of its own: its transports are tcp, \
+             websocket and bosh (SockJS runs against xmpp.server=builtin, or through \
+             `wirebench serve --xmpp-sockjs ... --xmpp-upstream` in front of {name})"
+        )));
+    }
+    let in_browser = case.word("xmpp.client") == Some("browser");
+    if in_browser {
+        crate::check_browser_case(case)?;
+    }
+    let server_ns = env.lab.map(|l| l.server().name().to_string());
+    let addr: IpAddr = match &server_ns {
+        Some(_) => SERVER_ADDR.into(),
+        None => [127, 0, 0, 1].into(),
+    };
+    let mut cfg = PeerConfig::new(DOMAIN, addr);
+    cfg.s2s = false;
+    match &server_ns {
+        // The lab's server host is ours alone: the usual ports.
+        Some(_) => cfg.http_port = Some(5280),
+        None => {
+            let [c2s, http] = free_ports()?;
+            cfg.c2s_port = c2s;
+            cfg.http_port = Some(http);
+        }
+    }
+    match server {
+        // Written as Prosody's plain-text account files (no process start per user);
+        // ejabberd keeps its passwords in plain text too, so both derive SCRAM keys per
+        // login alike.
+        Server::Prosody => {
+            cfg.numbered = Some(wirebench_xmpp::NumberedAccounts {
+                user_prefix: "user".into(),
+                password_prefix: "pass".into(),
+                users: 1,
+                contacts: 0,
+                domain: DOMAIN.into(),
+            });
+        }
+        Server::Ejabberd => cfg.users.push(("user1".into(), "pass1".into())),
+    }
+    let c2s: SocketAddr = (addr, cfg.c2s_port).into();
+    let http: SocketAddr = (addr, cfg.http_port.unwrap_or_default()).into();
+    let dir = env.peer_dir(case, repeat).join(name);
+    let real = server
+        .start(cfg, &dir, server_ns.as_deref())
+        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
+    let front = front_of(&transport, c2s, http);
+    let warm = warm_up(&transport, front, server_ns.as_deref()).map_err(|e| {
+        WorkloadError::Peer(format!(
+            "{name}: the warm-up session over {} failed: {e}; its log: {}",
+            transport.word(),
+            real.log_tail()
+        ))
+    });
+    let before = real.usage();
+    let url = match transport {
+        Transport::WebSocket { ref path } => format!("ws://{front}{path}"),
+        Transport::Bosh { ref path } => format!("http://{front}{path}"),
+        _ => format!("xmpp://{front}"),
+    };
+    let mut out = if let Err(e) = warm {
+        Err(e)
+    } else if in_browser {
+        let b = crate::browser::BrowserRun {
+            url: url.clone(),
+            sockjs: None,
+            jid: format!("user1@{DOMAIN}"),
+            password: "pass1".into(),
+            count: case.workload_params().messages(),
+            flush: crate::browser_flush(case),
+            netns: env.lab.map(|l| l.client().name().to_string()),
+            bind: match env.lab {
+                Some(_) => (CLIENT_ADDR, 0).into(),
+                None => ([127, 0, 0, 1], 0).into(),
+            },
+            progress: crate::browser::Progress::ServerCpu(real.pid().unwrap_or_default()),
+        };
+        crate::browser::run(&b, ctx)
+    } else {
+        let run = XmppRun::from_case(
+            case,
+            Topology {
+                a_jid: format!("user1@{DOMAIN}"),
+                a_password: "pass1".into(),
+                // Study S2 has client1 alone: client2 is never started.
+                b_jid: format!("user2@{DOMAIN}"),
+                b_password: "pass2".into(),
+                a_server: front,
+                b_server: front,
+                b_netns: server_ns,
+                transport: transport.clone(),
+            },
+            env.seed,
+        );
+        crate::workload::run(&run, ctx)
+    };
+    let after = real.usage();
+    let died = after.is_none();
+    drop(real);
+    // The logs stay with the results; the accounts and databases are ours alone.
+    for sub in ["data", "spool"] {
+        let _ = std::fs::remove_dir_all(dir.join(sub));
+    }
+    if let Ok(o) = &mut out {
+        if let (Some(b), Some(a)) = (before, after) {
+            // What the case cost the server, its start-up left out.
+            o.push("server.cpu", (a.cpu_s - b.cpu_s).max(0.0), "s");
+            o.push("server.rss", a.rss_bytes as f64, "B");
+        }
+        wirebench_protocol::peer::record_sessions(o, 1);
+        wirebench_protocol::peer::record_kernel_tcp(o);
+        o.notes.push(format!(
+            "{}'s own {} endpoint at {url} (no wirebench gateway between); its logs are under {}",
+            match server {
+                Server::Prosody => "Prosody 0.12",
+                Server::Ejabberd => "ejabberd 23.01",
+            },
+            transport.word(),
+            relative(&dir, env.out)
+        ));
+    }
+    if died && out.is_ok() {
+        return Err(WorkloadError::Peer(format!(
+            "{name} exited during the case (logs under {})",
+            dir.display()
+        )));
+    }
+    out
+}
+
+fn front_of(t: &Transport, c2s: SocketAddr, http: SocketAddr) -> SocketAddr {
+    match t {
+        Transport::Tcp => c2s,
+        _ => http,
+    }
+}
+
+/// One login and a few pings over the case's transport before the timed session, from
+/// inside the server's host: a freshly started server loads code on its first sessions
+/// (ejabberd's first login took 175-190 ms here, against about 5 ms once warm), which is
+/// start-up, not what the study's page met on a running server.
+fn warm_up(t: &Transport, addr: SocketAddr, netns: Option<&str>) -> Result<(), String> {
+    use std::time::{Duration, Instant};
+    use wirebench_xmpp::{ClientConfig, Event, TlsMode};
+    let t = t.clone();
+    let netns = netns.map(str::to_string);
+    std::thread::spawn(move || {
+        if let Some(ns) = &netns {
+            wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
+        }
+        let timeout = Duration::from_secs(20);
+        let mut cfg = ClientConfig::new(&format!("user1@{DOMAIN}"), "pass1");
+        cfg.tls = TlsMode::Never;
+        let (mut s, _) = crate::session::XmppSession::login_via(&t, addr, cfg, None, 7, timeout)
+            .map_err(|e| e.to_string())?;
+        for i in 0..5 {
+            let id = format!("warm-{i}");
+            s.client.send_ping(DOMAIN, &id);
+            s.flush().map_err(|e| e.to_string())?;
+            let deadline = Instant::now() + timeout;
+            loop {
+                match s.next_event(deadline, "the server's pong") {
+                    Ok((_, Event::IqResult { id: got })) if got == id => break,
+                    Ok(_) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+        }
+        s.close();
+        Ok(())
+    })
+    .join()
+    .map_err(|_| "the warm-up thread panicked".to_string())?
+}
+
+/// Two free ports on 127.0.0.1, both held until both are known so they differ.
+fn free_ports() -> Result<[u16; 2], WorkloadError> {
+    let bind = || {
+        std::net::TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|l| Ok((l.local_addr()?.port(), l)))
+            .map_err(|e| WorkloadError::Environment(format!("no free port on 127.0.0.1: {e}")))
+    };
+    let (a, _la) = bind()?;
+    let (b, _lb) = bind()?;
+    Ok([a, b])
+}
+
+fn relative(p: &Path, base: &Path) -> String {
+    p.strip_prefix(base).unwrap_or(p).display().to_string()
+}
