@@ -330,3 +330,46 @@ fn serve_fronts_its_xmpp_server_with_sockjs() {
     let log = server.stop();
     assert!(log.contains("XMPP over SockJS 0.3.3"), "{log}");
 }
+
+/// Over a link, a polling ping costs one round trip, as a streaming one does: the client
+/// has its next poll out before it sends the next ping (a poll sent after the ping would
+/// reach the endpoint after the pong and hold it back a second round trip). Needs root
+/// (the lab).
+#[test]
+fn polling_pings_cost_one_round_trip_over_a_link() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: the lab needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("poll");
+    common::run_ok(&[
+        "run",
+        "--protocol",
+        "xmpp",
+        "--workload",
+        "pingpong",
+        "--xmpp-ping",
+        "server",
+        "--xmpp-transport",
+        "xhr-polling,jsonp-polling,xhr-streaming",
+        "--rounds",
+        "20",
+        "--payload",
+        "64",
+        "--link-delay",
+        "25ms",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let recs = common::records(&out);
+    assert_eq!(recs.len(), 3);
+    for r in &recs {
+        let t = r["params"]["xmpp.transport"].as_str().unwrap();
+        assert_eq!(common::m(r, "messages.received"), 20.0, "{r}");
+        // 20 pings of one 50 ms round trip each: 1.0 s; two each would be 2.0 s.
+        let pings = common::m(r, "s2.pings");
+        assert!(pings >= 0.99 && pings < 1.4, "{t}: 20 pings took {pings} s");
+    }
+}

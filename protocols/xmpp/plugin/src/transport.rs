@@ -863,6 +863,13 @@ impl SockJsConn {
                 self.recv = None;
             }
             self.recv_busy = false;
+            // The next receiving request goes out now, before whatever the client sends
+            // on reading these frames: over a link, a poll sent after the next ping
+            // reaches the server after that ping's answer and holds it back a round trip
+            // (as sockjs-client does, a new poll the moment one returns).
+            if !frames.iter().any(|f| matches!(f, Frame::Close(..))) {
+                self.start_recv()?;
+            }
         }
         Ok(Some(frames))
     }
