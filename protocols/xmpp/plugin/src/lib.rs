@@ -286,6 +286,72 @@ pub(crate) fn check_browser_case(case: &Case) -> Result<(), WorkloadError> {
     Ok(())
 }
 
+/// Starts wirebench's endpoint for `transport` (none for tcp) in front of the XMPP server
+/// at `upstream`, in `netns` when given (the lab's server host, on the usual port 5280),
+/// else on a free loopback port.
+pub(crate) fn start_endpoint(
+    transport: &transport::Transport,
+    upstream: std::net::SocketAddr,
+    netns: Option<String>,
+    max_stanza: usize,
+) -> Result<Option<web::Endpoint>, String> {
+    let kind = match transport {
+        transport::Transport::Tcp => return Ok(None),
+        transport::Transport::WebSocket { .. } => web::Kind::WebSocket { max_stanza },
+        transport::Transport::SockJs { .. } => web::Kind::SockJs(web::sockjs::SockJsOptions {
+            max_stanza,
+            cfg: wirebench_xmpp_web::sockjs::SockJsConfig {
+                max_body: (max_stanza * 2 + 4096).max(128 * 1024),
+                ..Default::default()
+            },
+            jsessionid: false,
+        }),
+        transport::Transport::Bosh { .. } => web::Kind::Bosh(wirebench_xmpp_web::BoshConfig {
+            max_stanza,
+            // Our client sends at most 64 KiB of stanzas per request, or one stanza.
+            max_body: (max_stanza * 2 + 4096).max(128 * 1024),
+            ..Default::default()
+        }),
+    };
+    let bind: std::net::SocketAddr = match &netns {
+        Some(_) => (SERVER_ADDR, 5280).into(),
+        None => ([127, 0, 0, 1], 0).into(),
+    };
+    // Its thread inherits the namespace of the thread that starts it.
+    std::thread::spawn(move || {
+        if let Some(ns) = &netns {
+            wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
+        }
+        let l = std::net::TcpListener::bind(bind)
+            .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
+        web::spawn(l, upstream, kind, false).map_err(|e| e.to_string())
+    })
+    .join()
+    .map_err(|_| "the endpoint's start-up panicked".to_string())?
+    .map(Some)
+}
+
+/// The URL a page opens for `transport` at `front` (the endpoints' paths).
+pub(crate) fn endpoint_url(t: &transport::Transport, front: std::net::SocketAddr) -> String {
+    match t {
+        transport::Transport::WebSocket { path } => format!("ws://{front}{path}"),
+        transport::Transport::SockJs { prefix, .. } => format!("http://{front}{prefix}"),
+        transport::Transport::Bosh { path } => format!("http://{front}{path}"),
+        transport::Transport::Tcp => format!("xmpp://{front}"),
+    }
+}
+
+/// The sockjs-client transport a page asks for (`None`: not SockJS).
+pub(crate) fn browser_sockjs(t: &transport::Transport) -> Option<&'static str> {
+    match t {
+        transport::Transport::SockJs { .. } => Some(match t.word() {
+            "sockjs-websocket" => "websocket",
+            w => w,
+        }),
+        _ => None,
+    }
+}
+
 /// `xmpp.flush` as the page takes it.
 pub(crate) fn browser_flush(case: &Case) -> &'static str {
     match case.word("xmpp.flush") {
@@ -339,70 +405,20 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
         .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
     let transport = transport::Transport::from_word(case.word("xmpp.transport"));
     let max_stanza = case.payload() as usize + 4096;
-    // The transport's endpoint beside the server, in its namespace (its thread inherits it).
-    let endpoint = match &transport {
-        transport::Transport::Tcp => None,
-        t => {
-            let kind = match t {
-                transport::Transport::WebSocket { .. } => web::Kind::WebSocket { max_stanza },
-                transport::Transport::SockJs { .. } => {
-                    web::Kind::SockJs(web::sockjs::SockJsOptions {
-                        max_stanza,
-                        cfg: wirebench_xmpp_web::sockjs::SockJsConfig {
-                            max_body: (max_stanza * 2 + 4096).max(128 * 1024),
-                            ..Default::default()
-                        },
-                        jsessionid: false,
-                    })
-                }
-                _ => web::Kind::Bosh(wirebench_xmpp_web::BoshConfig {
-                    max_stanza,
-                    // Our client sends at most 64 KiB of stanzas per request, or one stanza.
-                    max_body: (max_stanza * 2 + 4096).max(128 * 1024),
-                    ..Default::default()
-                }),
-            };
-            let ns = server_ns.clone();
-            let bind: std::net::SocketAddr = match &ns {
-                Some(_) => (SERVER_ADDR, 5280).into(),
-                None => ([127, 0, 0, 1], 0).into(),
-            };
-            let e = std::thread::spawn(move || {
-                if let Some(ns) = &ns {
-                    wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
-                }
-                let l = std::net::TcpListener::bind(bind)
-                    .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
-                web::spawn(l, addr, kind, false).map_err(|e| e.to_string())
-            })
-            .join()
-            .map_err(|_| "the endpoint's start-up panicked".to_string())
-            .and_then(|r| r);
-            match e {
-                Ok(e) => Some(e),
-                Err(e) => {
-                    // The server is already running: stop it before giving up.
-                    stop.store(true, Ordering::SeqCst);
-                    let _ = thread.join();
-                    return Err(WorkloadError::Environment(e));
-                }
-            }
+    // The transport's endpoint beside the server, in its namespace.
+    let endpoint = match start_endpoint(&transport, addr, server_ns.clone(), max_stanza) {
+        Ok(e) => e,
+        Err(e) => {
+            // The server is already running: stop it before giving up.
+            stop.store(true, Ordering::SeqCst);
+            let _ = thread.join();
+            return Err(WorkloadError::Environment(e));
         }
     };
     let front = endpoint.as_ref().map_or(addr, |e| e.addr);
     let browser_run = in_browser.then(|| browser::BrowserRun {
-        url: match &transport {
-            transport::Transport::WebSocket { .. } => format!("ws://{front}/xmpp-websocket"),
-            transport::Transport::SockJs { prefix, .. } => format!("http://{front}{prefix}"),
-            _ => format!("http://{front}/http-bind"),
-        },
-        sockjs: match &transport {
-            transport::Transport::SockJs { .. } => Some(match transport.word() {
-                "sockjs-websocket" => "websocket",
-                w => w,
-            }),
-            _ => None,
-        },
+        url: endpoint_url(&transport, front),
+        sockjs: browser_sockjs(&transport),
         jid: format!("user1@{DOMAIN}"),
         password: "pass1".into(),
         count: case.workload_params().messages(),
