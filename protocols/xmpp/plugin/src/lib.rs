@@ -113,7 +113,7 @@ const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(ON_OFF),
         default: "on",
         workloads: &["pingpong", "stream"],
-        help: "s2s=x2x or x2x-tfo: TCP timestamps (RFC 7323) on the gateways' link connection; off saves 12 bytes in every segment (0.04 s per segment at 2400 bit/s) at the cost of PAWS and per-segment RTT samples (docs/x2x.md); set as net.ipv4.tcp_timestamps in both gateway hosts for the case",
+        help: "s2s=x2x or x2x-tfo: TCP timestamps (RFC 7323) on the gateways' link connection; off saves 12 bytes in every segment (0.04 s per segment at 2400 bit/s), but only pays while the link's round trip stays below 1 s (Linux's initial retransmission timeout): above it, without timestamps the kernel never gets a valid RTT sample and resends every segment (docs/x2x.md); set as net.ipv4.tcp_timestamps in both gateway hosts for the case",
         words: "x2x TCP timestamps",
     },
 ];
