@@ -77,6 +77,7 @@ pub const METRICS: &[&str] = &[
     "x2x.stanzas",
     "x2x.connections",
     "x2x.tfo_used",
+    "x2x.timestamps_used",
     "x2x.bytes_per_stanza",
     "x2x.overhead_per_stanza",
     "x2x.resent",

@@ -119,6 +119,8 @@ pub fn fd(s: &TcpStream) -> RawFd {
 
 /// `TCPI_OPT_SYN_DATA` of `<linux/tcp.h>`: SYN data was acknowledged (both ends).
 const TCPI_OPT_SYN_DATA: u8 = 32;
+/// `TCPI_OPT_TIMESTAMPS` of `<linux/tcp.h>`: both SYNs carried the timestamp option.
+const TCPI_OPT_TIMESTAMPS: u8 = 1;
 /// Pending TFO requests a listener queues (RFC 7413 §5.1 suggests bounding them): the
 /// listen backlog wirebench's servers use. A smaller bound (64 at first) turned Fast Open
 /// off for most of a connect case's connections once more than that many were in their
@@ -295,6 +297,13 @@ fn tcp_info(s: &impl AsRawFd) -> Option<libc::tcp_info> {
 /// `tcpi_options & TCPI_OPT_SYN_DATA`). Meaningful once the handshake is over.
 pub fn syn_data_acked(s: &impl AsRawFd) -> bool {
     tcp_info(s).is_some_and(|i| i.tcpi_options & TCPI_OPT_SYN_DATA != 0)
+}
+
+/// Whether the connection uses TCP timestamps (RFC 7323; TCP_INFO `tcpi_options &
+/// TCPI_OPT_TIMESTAMPS`): then every segment carries 12 more bytes of header. Both ends
+/// must offer them in the SYN. Meaningful once the handshake is over.
+pub fn timestamps_on(s: &impl AsRawFd) -> bool {
+    tcp_info(s).is_some_and(|i| i.tcpi_options & TCPI_OPT_TIMESTAMPS != 0)
 }
 
 /// Whether the connection is established (TCP_INFO `tcpi_state`): the handshake is over,

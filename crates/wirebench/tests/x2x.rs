@@ -141,3 +141,51 @@ fn an_outage_beyond_the_user_timeout_is_bridged_by_the_gateways_resend() {
     assert!(log_a.contains("link connection down"), "{log_a}");
     assert!(log_b.contains("x2x b.test: instance"), "{log_b}");
 }
+
+#[test]
+fn tcp_timestamps_off_trims_the_stable_round_trip_at_2400_bit_s() {
+    need_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = wirebench()
+        .args(["run", "--protocol", "xmpp", "-q", "--no-report", "--out"])
+        .arg(&out)
+        .args([
+            "--s2s",
+            "x2x",
+            "--link",
+            "2400bit/0ms",
+            "--workload",
+            "pingpong",
+            "--payload",
+            "2",
+            "--rounds",
+            "6",
+            // Off first: the on case then shows the lab's hosts got the default back.
+            "--x2x-tcp-timestamps",
+            "off,on",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rs = records(&out);
+    let case = |v: &str| {
+        rs.iter()
+            .find(|r| r["params"]["x2x.tcp_timestamps"] == v)
+            .unwrap_or_else(|| panic!("no case with x2x.tcp_timestamps={v}"))
+    };
+    let (off, on) = (case("off"), case("on"));
+    // TCP_INFO on the gateways' link sockets: what the SYNs negotiated.
+    assert_eq!(m(off, "x2x.timestamps_used"), 0.0, "{}", off["metrics"]);
+    assert!(m(on, "x2x.timestamps_used") >= 1.0, "{}", on["metrics"]);
+    // One segment each way per round at 300 B/s, carrying ~12 B of compressed stanza
+    // (a few more when an ack rides along): the floor is 2 x (52 + 12) / 300 = 0.427 s
+    // with timestamps, 2 x (40 + 12) / 300 = 0.347 s without (issue 19's target: 0.40 s).
+    let (t_off, t_on) = (m(off, "rtt.stable"), m(on, "rtt.stable"));
+    assert!(t_off < 0.40, "stable RTT without timestamps {t_off} s");
+    assert!(t_on > 0.41, "stable RTT with timestamps {t_on} s");
+    assert!(
+        t_on - t_off > 0.06,
+        "12 B each way is 0.08 s per round: {t_on} vs {t_off}"
+    );
+}

@@ -98,7 +98,7 @@ pub struct EngineConfig {
     /// whole segment in front of it (~0.2 s at 2400 bit/s). At most `ack_delay` is used
     /// when this is shorter.
     pub reply_wait_ns: u64,
-    /// Plain bytes per transmitted batch (one sync flush each).
+    /// Plain bytes per transmitted batch (one flush each).
     pub max_batch: usize,
     /// This gateway process's identity on the link (random, per process).
     pub instance: u64,

@@ -773,7 +773,7 @@ impl Rng {
 
 /// Average link bytes per stanza, minus the payload, over stanzas 200..1000 of a ping-pong
 /// exchange (A's message, B's reply carrying B's ack, and so on), each stanza in its own
-/// write batch (its own sync flush), as the S1 latency test sends them. Counts both
+/// write batch (its own flush), as the S1 latency test sends them. Counts both
 /// directions' bytes, so acks are included.
 fn pingpong_overhead(mode: Compression, payload: usize) -> f64 {
     let mut p = Pair::new(mode);

@@ -86,6 +86,10 @@ pub struct Stats {
     pub link_errors: u64,
     /// Link connections whose SYN carried data the other end accepted (TCP_INFO).
     pub tfo_used: u64,
+    /// Link connections that negotiated TCP timestamps (TCP_INFO), counted by the end that
+    /// received data on them: 12 bytes more per segment, the price that matters on slow
+    /// links (docs/x2x.md, "TCP timestamps").
+    pub timestamps_used: u64,
     /// `net.ipv4.tcp_fastopen` at start, if readable.
     pub tfo_sysctl: Option<u32>,
     /// Component connections that completed the handshake.
@@ -755,12 +759,16 @@ fn link_reader(s: &Arc<Shared>, cid: u64, mut stream: TcpStream, dialled: bool) 
                 // The writer counts dialled connections; here, accepted ones (the
                 // peer's SYN carried data we accepted).
                 let tfo = first && !dialled && sock::syn_data_acked(&stream);
+                let timestamps = first && sock::timestamps_on(&stream);
                 let mut st = s.lock();
                 if !st.link_is(cid) {
                     return;
                 }
                 if first {
                     st.link_confirmed = true;
+                    if timestamps {
+                        st.stats.timestamps_used += 1;
+                    }
                     if tfo {
                         st.stats.tfo_used += 1;
                         s.log(LogLevel::Info, "TCP Fast Open: data rode in the SYN");

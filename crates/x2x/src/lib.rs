@@ -18,7 +18,7 @@
 //! server through its component connection. Stanzas keep their real `from`/`to`.
 //!
 //! What the link does beyond XEP-0361:
-//! - pre-agreed compression ([`codec`], RFC 1950/1951 zlib with a sync flush per write,
+//! - pre-agreed compression ([`codec`], RFC 1950/1951 zlib with a partial flush per write,
 //!   optionally with the preset dictionary of [`dict`]);
 //! - acknowledgements in the manner of XEP-0198 and an immediate resend on every
 //!   (re)connection, so nothing is lost or duplicated when the link breaks ([`engine`]);

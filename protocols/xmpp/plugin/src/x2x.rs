@@ -37,6 +37,9 @@ pub struct Options {
     /// TCP_USER_TIMEOUT of the link connections (`x2x.user_timeout`); the gateway's
     /// default (120 s) when `None`.
     pub user_timeout: Option<std::time::Duration>,
+    /// TCP timestamps off on the link connection (`x2x.tcp_timestamps=off`): 40 instead
+    /// of 52 bytes of TCP/IP header per segment.
+    pub timestamps_off: bool,
     /// The case's peer directory: each gateway logs to `a/x2x.log` or `b/x2x.log`
     /// there, beside its Prosody's logs.
     pub log_dir: Option<std::path::PathBuf>,
@@ -46,6 +49,44 @@ pub struct Options {
 pub struct Pair {
     a: Gateway,
     b: Gateway,
+    _timestamps: Option<TimestampsOff>,
+}
+
+/// `net.ipv4.tcp_timestamps=0` in the gateway hosts while a case runs. The lab's hosts
+/// outlive the case, so the kernel default (1) comes back when this is dropped, or the
+/// next case (standard S2S, or x2x with timestamps on) would inherit the setting.
+struct TimestampsOff {
+    hosts: Vec<String>,
+}
+
+fn set_timestamps(host: &str, on: bool) -> Result<(), String> {
+    let value = format!("net.ipv4.tcp_timestamps={}", u8::from(on));
+    wirebench_lab::netns::run("ip", &["netns", "exec", host, "sysctl", "-qw", &value])
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+impl TimestampsOff {
+    /// Both hosts, though one end's SYN without the option is enough to leave it off:
+    /// a deployment would configure both gateway machines alike, whichever dials.
+    fn set(hosts: &[&str]) -> Result<TimestampsOff, WorkloadError> {
+        let mut guard = TimestampsOff { hosts: Vec::new() };
+        for h in hosts {
+            set_timestamps(h, false).map_err(|e| {
+                WorkloadError::Environment(format!("turning TCP timestamps off: {e}"))
+            })?;
+            guard.hosts.push(h.to_string());
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for TimestampsOff {
+    fn drop(&mut self) {
+        for h in &self.hosts {
+            let _ = set_timestamps(h, true);
+        }
+    }
 }
 
 fn config(local: &str, remote: &str, me: IpAddr, peer: IpAddr, o: &Options) -> Config {
@@ -114,6 +155,12 @@ impl Pair {
                 .map_err(|e| WorkloadError::Environment(format!("enabling TCP Fast Open: {e}")))?;
             }
         }
+        // Before the gateways start: the TFO cookie's connection and every link
+        // connection read the setting when they send their SYN.
+        let timestamps = o
+            .timestamps_off
+            .then(|| TimestampsOff::set(&[lab.client().name(), lab.server().name()]))
+            .transpose()?;
         let (a_ip, b_ip) = (IpAddr::V4(CLIENT_ADDR), IpAddr::V4(SERVER_ADDR));
         // B first: A may prime its TFO cookie against B's listener at start.
         // B only accepts: in S1 client1 (behind A) speaks first, so A opens the link and
@@ -139,10 +186,15 @@ impl Pair {
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        Ok(Pair { a, b })
+        Ok(Pair {
+            a,
+            b,
+            _timestamps: timestamps,
+        })
     }
 
     pub fn stop(self) -> (Stats, Stats) {
+        // The gateways first, then the sysctl (when `_timestamps` drops).
         (self.a.stop(), self.b.stop())
     }
 }
@@ -166,6 +218,11 @@ pub fn record(out: &mut wirebench_protocol::Outcome, a: &Stats, b: &Stats, paylo
         "count",
     );
     out.push("x2x.tfo_used", (a.tfo_used + b.tfo_used) as f64, "count");
+    out.push(
+        "x2x.timestamps_used",
+        (a.timestamps_used + b.timestamps_used) as f64,
+        "count",
+    );
     let stanzas = a.stanzas_out + b.stanzas_out;
     if stanzas > 0 {
         // Compressed XMPP bytes per stanza, markers, acks and the cold start of the
