@@ -138,8 +138,82 @@ fn s2_against_a_real_server_refuses_sockjs() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{stderr}");
     assert!(
-        stderr.contains("xmpp.server=prosody has no SockJS endpoint"),
+        stderr.contains("xmpp.server=prosody has no SockJS endpoint")
+            && stderr.contains("--xmpp-endpoint wirebench"),
         "{stderr}"
     );
     assert!(!dir.path().join("run/peers").exists(), "{stderr}");
+}
+
+/// `--xmpp-endpoint wirebench`: our gateways in front of the real server's client port,
+/// SockJS included, every ping answered, the gateway's requests counted without the
+/// warm-up's, and the server's log showing the logins arriving over plain c2s (from the
+/// gateway), not over its own web endpoint.
+#[test]
+fn s2_through_our_gateways_in_front_of_a_real_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = run_ok(&[
+        "run",
+        "--protocol",
+        "xmpp",
+        "--workload",
+        "pingpong",
+        "--xmpp-ping",
+        "server",
+        "--xmpp-server",
+        "prosody,ejabberd",
+        "--xmpp-endpoint",
+        "wirebench",
+        "--xmpp-transport",
+        "websocket,xhr-polling",
+        "--rounds",
+        "10",
+        "--payload",
+        "64",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let rs = records(&out);
+    assert_eq!(rs.len(), 4, "{stderr}");
+    for r in &rs {
+        assert_eq!(r["status"], "ok", "{r}");
+        let server = r["params"]["xmpp.server"].as_str().unwrap_or_default();
+        let transport = r["params"]["xmpp.transport"].as_str().unwrap_or_default();
+        assert_eq!(m(r, "messages.received"), PINGS, "{r}");
+        assert_eq!(m(r, "transport.sessions"), 1.0, "{r}");
+        // Login plus one request per ping (two when polling), a few to spare.
+        let per = if transport == "xhr-polling" { 2.0 } else { 1.0 };
+        let reqs = m(r, "transport.requests");
+        assert!(reqs >= per * PINGS && reqs <= per * (PINGS + 15.0), "{r}");
+        let notes = r["notes"].to_string();
+        assert!(notes.contains("wirebench's"), "{notes}");
+        let case = r["case"].as_u64().unwrap();
+        let peer = out.join(format!("peers/case-{case:04}-r1/{server}"));
+        let log = |p: &str| std::fs::read_to_string(peer.join(p)).unwrap_or_default();
+        if server == "prosody" {
+            let text = log("prosody.log");
+            assert_eq!(text.matches("New BOSH session").count(), 0, "{text}");
+            assert_eq!(
+                text.matches("Authenticated as user1@wirebench.test")
+                    .count(),
+                2,
+                "{text}"
+            );
+        } else {
+            let text = log("logs/ejabberd.log");
+            let logins: Vec<_> = text
+                .lines()
+                .filter(|l| l.contains("Accepted c2s") && l.contains("user1@wirebench.test"))
+                .collect();
+            assert_eq!(logins.len(), 2, "{text}");
+            assert!(
+                logins
+                    .iter()
+                    .all(|l| !l.contains("(websocket|") && !l.contains("(http_bind|")),
+                "{text}"
+            );
+        }
+    }
 }

@@ -90,6 +90,14 @@ const PARAMS: &[ParamSpec] = &[
         words: "XMPP client",
     },
     ParamSpec {
+        name: "xmpp.endpoint",
+        kind: Kind::Choice(s2::ENDPOINTS),
+        default: "own",
+        workloads: &["pingpong"],
+        help: "xmpp.ping=server with xmpp.server=prosody or ejabberd: whose web endpoint the client reaches, the server's own (own: Prosody's mod_websocket and mod_bosh, ejabberd's ejabberd_http_ws and mod_bosh) or wirebench's gateway in front of the server's client port (wirebench; the only way to SockJS, which neither server has)",
+        words: "web endpoint",
+    },
+    ParamSpec {
         name: "xmpp.flush",
         kind: Kind::Choice(browser::FLUSH),
         default: "on",
@@ -339,6 +347,29 @@ pub(crate) fn start_endpoint(
     .map(Some)
 }
 
+/// What a wirebench endpoint saw of the case since `since` (sessions and requests
+/// before the timed part: [`web_counts`]): `transport.sessions` and `transport.requests`
+/// (WebSocket messages or HTTP requests from the clients).
+pub(crate) fn push_web_stats(o: &mut Outcome, st: &web::WebStats, since: (u64, u64)) {
+    let (sessions, requests) = web_counts(st);
+    o.push(
+        "transport.sessions",
+        sessions.saturating_sub(since.0) as f64,
+        "count",
+    );
+    o.push(
+        "transport.requests",
+        requests.saturating_sub(since.1) as f64,
+        "count",
+    );
+}
+
+/// An endpoint's (sessions, requests) so far.
+pub(crate) fn web_counts(st: &web::WebStats) -> (u64, u64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    (st.sessions.load(Relaxed), st.requests.load(Relaxed))
+}
+
 /// The URL a page opens for `transport` at `front` (the endpoints' paths).
 pub(crate) fn endpoint_url(t: &transport::Transport, front: std::net::SocketAddr) -> String {
     match t {
@@ -466,16 +497,7 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
     let cpu = serve::worker_cpu_seconds();
     if let Some(e) = endpoint {
         if let Ok(o) = &mut out {
-            o.push(
-                "transport.sessions",
-                e.stats.sessions.load(Ordering::Relaxed) as f64,
-                "count",
-            );
-            o.push(
-                "transport.requests",
-                e.stats.requests.load(Ordering::Relaxed) as f64,
-                "count",
-            );
+            push_web_stats(o, &e.stats, (0, 0));
         }
         e.stop();
     }

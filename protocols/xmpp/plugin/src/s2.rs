@@ -2,7 +2,9 @@
 //! `xmpp.server=prosody` or `ejabberd`): one Prosody 0.12 (`mod_bosh`, `mod_websocket`) or
 //! ejabberd 23.01 (`ejabberd_http` with `mod_bosh` and `ejabberd_http_ws`) started for the
 //! case, and client1, native or in headless Chromium, over TCP, WebSocket or BOSH straight
-//! to it, with no gateway of ours between. Both servers serve BOSH at `/http-bind` and
+//! to it, with no gateway of ours between. With `xmpp.endpoint=wirebench` the client goes
+//! through wirebench's gateway in front of the server's client port instead (the same
+//! gateway as in front of the built-in server): WebSocket, BOSH or any SockJS transport. Both servers serve BOSH at `/http-bind` and
 //! WebSocket at `/xmpp-websocket`, so clients and pages use the same URLs as against the
 //! built-in server's endpoints.
 //!
@@ -17,6 +19,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
+
+/// `xmpp.endpoint`: the server's own web endpoint, or wirebench's gateway in front of it.
+pub const ENDPOINTS: &[&str] = &["own", "wirebench"];
 
 /// The same domain and accounts as the built-in server's, so every row of the study's
 /// table logs in as the same user.
@@ -37,12 +42,20 @@ pub fn run(
         ));
     }
     let transport = Transport::from_word(case.word("xmpp.transport"));
-    if let Transport::SockJs { .. } = transport {
+    let gateway = case.word("xmpp.endpoint") == Some("wirebench");
+    if let (Transport::SockJs { .. }, false) = (&transport, gateway) {
         return Err(WorkloadError::Input(format!(
             "xmpp.server={name} has no SockJS endpoint of its own: its transports are tcp, \
-             websocket and bosh (SockJS runs against xmpp.server=builtin, or through \
-             `wirebench serve --xmpp-sockjs ... --xmpp-upstream` in front of {name})"
+             websocket and bosh; xmpp.endpoint=wirebench (--xmpp-endpoint wirebench) puts \
+             wirebench's SockJS gateway in front of its client port"
         )));
+    }
+    if gateway && transport == Transport::Tcp {
+        return Err(WorkloadError::Input(
+            "xmpp.endpoint=wirebench needs a web transport (websocket, bosh or SockJS): over \
+             tcp the client talks to the server directly"
+                .into(),
+        ));
     }
     let in_browser = case.word("xmpp.client") == Some("browser");
     if in_browser {
@@ -85,7 +98,18 @@ pub fn run(
     let real = server
         .start(cfg, &dir, server_ns.as_deref())
         .map_err(|e| WorkloadError::Environment(e.to_string()))?;
-    let front = front_of(&transport, c2s, http);
+    let max_stanza = case.payload() as usize + 4096;
+    let endpoint = if gateway {
+        match crate::start_endpoint(&transport, c2s, server_ns.clone(), max_stanza) {
+            Ok(e) => e,
+            Err(e) => return Err(WorkloadError::Environment(format!("the gateway: {e}"))),
+        }
+    } else {
+        None
+    };
+    let front = endpoint
+        .as_ref()
+        .map_or_else(|| front_of(&transport, c2s, http), |e| e.addr);
     let warm = warm_up(&transport, front, server_ns.as_deref()).map_err(|e| {
         WorkloadError::Peer(format!(
             "{name}: the warm-up session over {} failed: {e}; its log: {}",
@@ -94,17 +118,17 @@ pub fn run(
         ))
     });
     let before = real.usage();
-    let url = match transport {
-        Transport::WebSocket { ref path } => format!("ws://{front}{path}"),
-        Transport::Bosh { ref path } => format!("http://{front}{path}"),
-        _ => format!("xmpp://{front}"),
-    };
+    // The warm-up's sessions and requests are not the case's.
+    let warm_counts = endpoint
+        .as_ref()
+        .map_or((0, 0), |e| crate::web_counts(&e.stats));
+    let url = crate::endpoint_url(&transport, front);
     let mut out = if let Err(e) = warm {
         Err(e)
     } else if in_browser {
         let b = crate::browser::BrowserRun {
             url: url.clone(),
-            sockjs: None,
+            sockjs: crate::browser_sockjs(&transport),
             jid: format!("user1@{DOMAIN}"),
             password: "pass1".into(),
             count: case.workload_params().messages(),
@@ -114,7 +138,12 @@ pub fn run(
                 Some(_) => (CLIENT_ADDR, 0).into(),
                 None => ([127, 0, 0, 1], 0).into(),
             },
-            progress: crate::browser::Progress::ServerCpu(real.pid().unwrap_or_default()),
+            // Our gateway counts the page's requests; a server's own endpoint does not,
+            // so its CPU time shows the page at work.
+            progress: match &endpoint {
+                Some(e) => crate::browser::Progress::Endpoint(e.stats.clone()),
+                None => crate::browser::Progress::ServerCpu(real.pid().unwrap_or_default()),
+            },
         };
         crate::browser::run(&b, ctx)
     } else {
@@ -137,6 +166,11 @@ pub fn run(
     };
     let after = real.usage();
     let died = after.is_none();
+    let web = endpoint.map(|e| {
+        let st = e.stats.clone();
+        e.stop();
+        st
+    });
     drop(real);
     // The logs stay with the results; the accounts and databases are ours alone.
     for sub in ["data", "spool"] {
@@ -150,13 +184,25 @@ pub fn run(
         }
         wirebench_protocol::peer::record_sessions(o, 1);
         wirebench_protocol::peer::record_kernel_tcp(o);
+        let who = match server {
+            Server::Prosody => "Prosody 0.12",
+            Server::Ejabberd => "ejabberd 23.01",
+        };
+        let what = match &web {
+            Some(_) => format!(
+                "wirebench's {} gateway at {url} in front of {who}'s client port {c2s}",
+                transport.word()
+            ),
+            None => format!(
+                "{who}'s own {} endpoint at {url} (no wirebench gateway between)",
+                transport.word()
+            ),
+        };
+        if let Some(st) = &web {
+            crate::push_web_stats(o, st, warm_counts);
+        }
         o.notes.push(format!(
-            "{}'s own {} endpoint at {url} (no wirebench gateway between); its logs are under {}",
-            match server {
-                Server::Prosody => "Prosody 0.12",
-                Server::Ejabberd => "ejabberd 23.01",
-            },
-            transport.word(),
+            "{what}; its logs are under {}",
             relative(&dir, env.out)
         ));
     }
