@@ -792,7 +792,7 @@ fn scenarios_lists_case_counts_and_times() {
         "{d}"
     );
     let x = line("satcom-xmpp");
-    assert!(x.contains(" 48 ") && x.contains('m'), "{x}");
+    assert!(x.contains(" 60 ") && x.contains('m'), "{x}");
     assert!(line("payload-sweep").contains("10 x 3"), "{text}");
 }
 
