@@ -692,6 +692,8 @@ mod tests {
 
     /// The recorded run of satcom-xmpp (docs/runs/, 48 cases): each case's estimate is
     /// no more than a little below what it took, and the total errs on the long side.
+    /// The scenario's later rows with TCP timestamps off (part latency-no-timestamps)
+    /// were not in that run and are left out; the others keep their order.
     #[test]
     fn satcom_xmpp_against_its_recorded_run() {
         let text = include_str!("../../../docs/runs/satcom-xmpp-2026-11-21/results.jsonl");
@@ -701,12 +703,32 @@ mod tests {
             .collect();
         let s = Scenario::builtin("satcom-xmpp").unwrap();
         let e = estimate(&s).unwrap();
-        assert_eq!(e.cases.len(), records.len());
+        let recorded: Vec<usize> = plan(&s)
+            .iter()
+            .filter(|c| c.word("x2x.tcp_timestamps") != Some("off"))
+            .map(|c| c.index)
+            .collect();
+        let cases: Vec<&CaseEstimate> = e
+            .cases
+            .iter()
+            .filter(|c| recorded.contains(&c.index))
+            .collect();
+        assert_eq!(cases.len(), records.len());
         let mut measured_total = 0.0;
-        for (c, r) in e.cases.iter().zip(&records) {
-            assert_eq!(r["case"].as_u64(), Some(c.index as u64));
+        let mut estimated_total = 0.0;
+        for (c, r) in cases.iter().zip(&records) {
+            let planned = plan(&s).into_iter().find(|p| p.index == c.index).unwrap();
+            for k in ["s2s", "workload"] {
+                assert_eq!(
+                    planned.word(k),
+                    r["labels"][k].as_str(),
+                    "case {}: {k}",
+                    c.index
+                );
+            }
             let took = r["metrics"]["case.duration"]["value"].as_f64().unwrap();
             measured_total += took;
+            estimated_total += c.secs;
             assert!(
                 c.secs > 0.95 * took && c.secs < 3.0 * took + 10.0,
                 "case {}: estimated {:.1} s, took {took:.1} s",
@@ -714,7 +736,7 @@ mod tests {
                 c.secs
             );
         }
-        let total = e.total_secs();
+        let total = estimated_total;
         assert!(
             total > measured_total && total < 1.4 * measured_total,
             "estimated {total:.0} s, took {measured_total:.0} s"
