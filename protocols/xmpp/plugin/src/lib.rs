@@ -477,16 +477,7 @@ fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadErr
     });
     let run = XmppRun::from_case(
         case,
-        Topology {
-            a_jid: format!("user1@{DOMAIN}"),
-            a_password: "pass1".into(),
-            b_jid: format!("user2@{DOMAIN}"),
-            b_password: "pass2".into(),
-            a_server: front,
-            b_server: front,
-            b_netns: server_ns,
-            transport: transport.clone(),
-        },
+        Topology::one_server(DOMAIN, front, server_ns, transport.clone()),
         env.seed,
     );
     let mut out = match &browser_run {

@@ -149,17 +149,8 @@ pub fn run(
     } else {
         let run = XmppRun::from_case(
             case,
-            Topology {
-                a_jid: format!("user1@{DOMAIN}"),
-                a_password: "pass1".into(),
-                // Study S2 has client1 alone: client2 is never started.
-                b_jid: format!("user2@{DOMAIN}"),
-                b_password: "pass2".into(),
-                a_server: front,
-                b_server: front,
-                b_netns: server_ns,
-                transport: transport.clone(),
-            },
+            // Study S2 has client1 alone: client2 is never started.
+            Topology::one_server(DOMAIN, front, server_ns, transport.clone()),
             env.seed,
         );
         crate::workload::run(&run, ctx)

@@ -39,6 +39,29 @@ pub struct Topology {
     pub transport: Transport,
 }
 
+impl Topology {
+    /// Both clients on one server at `front` (the built-in one, or a real one in study
+    /// S2), as the numbered accounts `user1`/`pass1` and `user2`/`pass2` of `domain`;
+    /// client2 in `b_netns`.
+    pub fn one_server(
+        domain: &str,
+        front: SocketAddr,
+        b_netns: Option<String>,
+        transport: Transport,
+    ) -> Topology {
+        Topology {
+            a_jid: format!("user1@{domain}"),
+            a_password: "pass1".into(),
+            b_jid: format!("user2@{domain}"),
+            b_password: "pass2".into(),
+            a_server: front,
+            b_server: front,
+            b_netns,
+            transport,
+        }
+    }
+}
+
 /// The `xmpp.ping` choices: chat messages between the clients, or XEP-0199 pings to the
 /// server (study S2).
 pub const PINGS: &[&str] = &["message", "server"];
