@@ -9,4 +9,6 @@ pub mod series;
 
 pub use dist::Dist;
 pub use phase::{Arrivals, Phase, PhaseError, Schedule, parse_phases};
-pub use series::{Cause, Counts, Interval, Latency, Recorder, Series, Wire};
+pub use series::{
+    Cause, Counts, Figures, Interval, IntervalsHeader, Latency, Recorder, Series, Wire,
+};

@@ -324,6 +324,137 @@ impl Series {
     }
 }
 
+/// The figures of a whole load (or of a merge of shards' loads), from its series: what a
+/// case's record holds under `load.*` and `messages.*`, and its histograms. One function
+/// for both, so a merged record is computed exactly as an unsharded one.
+pub struct Figures {
+    /// (name, value, unit), in the record's order.
+    pub metrics: Vec<(String, f64, &'static str)>,
+    /// (family, histogram of the whole load): `load.connect`, `load.login`, `load.message`.
+    pub histograms: Vec<(String, Histogram<u64>)>,
+    /// The most sessions active at any interval's end.
+    pub peak_active: i64,
+}
+
+impl Series {
+    /// `sessions`: the sessions scheduled; `width`: the intervals' width.
+    pub fn figures(&self, sessions: u64, width: Duration) -> Figures {
+        let mut m: Vec<(String, f64, &'static str)> = Vec::new();
+        let mut push = |n: &str, v: f64, u: &'static str| m.push((n.to_string(), v, u));
+        let t = self.totals();
+        let c = &t.counts;
+        push("load.sessions", sessions as f64, "count");
+        push("load.logged_in", c.logged_in as f64, "count");
+        push("load.failed", c.failures() as f64, "count");
+        for cause in Cause::ALL {
+            push(
+                &format!("load.failed.{}", cause.name()),
+                c.failures_of(cause) as f64,
+                "count",
+            );
+        }
+        let peak_active = self.active().iter().map(|a| a.1).max().unwrap_or(0);
+        push("load.peak_active", peak_active as f64, "count");
+        let best = self
+            .intervals()
+            .map(|i| i.counts.logged_in)
+            .max()
+            .unwrap_or(0);
+        push(
+            "load.logins_per_s.max",
+            best as f64 / width.as_secs_f64(),
+            "1/s",
+        );
+        push("messages.sent", c.sent as f64, "count");
+        push("messages.received", c.received as f64, "count");
+        push(
+            "messages.lost",
+            c.sent.saturating_sub(c.received) as f64,
+            "count",
+        );
+        let mut histograms = Vec::new();
+        for (k, name) in LATENCY_NAMES.iter().enumerate() {
+            let h = &t.latency[k];
+            if h.is_empty() {
+                continue;
+            }
+            let s = |v: u64| v as f64 / 1e9;
+            push(&format!("load.{name}.p50"), s(h.value_at_quantile(0.5)), "s");
+            push(&format!("load.{name}.p99"), s(h.value_at_quantile(0.99)), "s");
+            push(&format!("load.{name}.max"), s(h.max()), "s");
+            // Tsung reports means only: this one is for comparing with it.
+            push(&format!("load.{name}.mean"), h.mean() / 1e9, "s");
+            histograms.push((format!("load.{name}"), h.clone()));
+        }
+        Figures {
+            metrics: m,
+            histograms,
+            peak_active,
+        }
+    }
+}
+
+/// The file a load case writes beside its record, `case-NNNN-rK.load.intervals.jsonl`:
+/// a header line, then every interval of the merged series as a [`Wire`] record, one JSON
+/// line each. `wirebench merge` adds shards' files interval by interval, so the merged
+/// percentiles, over the whole run and per interval, are exact.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct IntervalsHeader {
+    /// Format version of this file.
+    pub wirebench_load_intervals: u32,
+    /// Interval width, ns.
+    pub width_ns: u64,
+    /// Sessions this run scheduled (its shard's slice when sharded).
+    pub sessions: u64,
+}
+
+pub const INTERVALS_FORMAT: u32 = 1;
+
+impl Series {
+    /// The intervals file's text (see [`IntervalsHeader`]).
+    pub fn to_intervals_file(&self, sessions: u64, width: Duration) -> String {
+        let header = IntervalsHeader {
+            wirebench_load_intervals: INTERVALS_FORMAT,
+            width_ns: width.as_nanos() as u64,
+            sessions,
+        };
+        let mut s = serde_json::to_string(&header).unwrap_or_default();
+        s.push('\n');
+        for i in self.intervals() {
+            s.push_str(&serde_json::to_string(&i.to_wire()).unwrap_or_default());
+            s.push('\n');
+        }
+        s
+    }
+
+    /// Reads an intervals file: the header and the series. Errors name the line.
+    pub fn from_intervals_file(text: &str) -> Result<(IntervalsHeader, Series), String> {
+        let mut lines = text.lines().enumerate();
+        let header: IntervalsHeader = lines
+            .next()
+            .ok_or("empty file (no header line)")
+            .and_then(|(_, l)| serde_json::from_str(l).map_err(|_| "line 1: not a header"))
+            .map_err(str::to_string)?;
+        if header.wirebench_load_intervals != INTERVALS_FORMAT {
+            return Err(format!(
+                "format {} (this wirebench reads format {INTERVALS_FORMAT})",
+                header.wirebench_load_intervals
+            ));
+        }
+        let mut series = Series::new();
+        for (n, line) in lines {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let w: Wire =
+                serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+            let i = Interval::from_wire(&w).map_err(|e| format!("line {}: {e}", n + 1))?;
+            series.add(&i);
+        }
+        Ok((header, series))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

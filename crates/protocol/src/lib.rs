@@ -18,11 +18,13 @@ pub mod case;
 pub mod params;
 pub mod peer;
 pub mod plugin;
+pub mod shard;
 pub mod stats;
 
 pub use case::{Case, CaseLink, Workload};
 pub use params::{ParamSpec, WORKLOADS};
 pub use plugin::{Env, PeerModel, Protocol};
+pub use shard::{Align, Shard, Start};
 /// Message accounting by sequence number (lost, duplicated, reordered), shared by every
 /// protocol's drivers; it lives with raw's engine, whose frames carry the sequence.
 pub use wirebench_proto::tally;

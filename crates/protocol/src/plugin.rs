@@ -111,6 +111,9 @@ pub struct Env<'a> {
     /// The reference server's control connection, kept between the cases that use it
     /// (`None` after a failure: the next case reconnects).
     pub control: &'a Mutex<Option<ControlClient>>,
+    /// This run's shard, when it is one of several (`--shard I/N`): only load cases run
+    /// then, each generating its slice.
+    pub shard: Option<&'a crate::Shard<'a>>,
 }
 
 impl Env<'_> {

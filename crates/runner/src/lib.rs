@@ -11,6 +11,8 @@ pub mod preflight;
 pub mod registry;
 pub mod request;
 pub mod scenario;
+pub mod shard;
+pub mod merge;
 
 pub use preflight::Preflight;
 pub use request::{Prepared, RunRequest, prepare};
@@ -177,6 +179,8 @@ pub struct RunOptions {
     /// Capture what crosses the emulated link. A relative path is taken from the current
     /// directory when the run starts.
     pub pcap: Option<PcapOptions>,
+    /// This run is one shard of several (`--shard I/N`).
+    pub shard: Option<shard::ShardOptions>,
 }
 
 /// Callbacks for a front end (progress bars, JSON lines).
@@ -268,6 +272,18 @@ pub fn run(
     let cases = plan(scenario);
     check_workloads(&cases)?;
     let links = case_links(&cases)?;
+    let aligner = match &opts.shard {
+        Some(o) => Some(shard_aligner(scenario, &cases, &links, o, shutdown)?),
+        None => None,
+    };
+    let shard = match (&opts.shard, &aligner) {
+        (Some(o), Some(a)) => Some(wirebench_protocol::Shard {
+            index: o.index,
+            count: o.count,
+            align: a,
+        }),
+        _ => None,
+    };
     // Hosts-file entries of every protocol in the plan that places named servers.
     let mut hosts: Vec<(std::net::IpAddr, &str)> = Vec::new();
     for c in &cases {
@@ -348,6 +364,7 @@ pub fn run(
         lab: lab.as_ref(),
         addr: &addr,
         control: std::sync::Mutex::new(None),
+        shard: shard.as_ref().zip(aligner.as_ref()),
     };
     match &lab {
         // The client side runs in the lab's client host: every socket it opens is there.
@@ -361,6 +378,87 @@ pub fn run(
         }),
         None => job.run(),
     }
+}
+
+/// The alignment of a sharded run, after checking it can be sharded: only load cases
+/// (a ping-pong is one connection: there is nothing to slice), no emulated link (each
+/// shard sits in its own host already).
+fn shard_aligner(
+    scenario: &Scenario,
+    cases: &[Case],
+    links: &[Option<CaseLink>],
+    o: &shard::ShardOptions,
+    shutdown: &AtomicBool,
+) -> Result<shard::Aligner, RunError> {
+    if let Some(c) = cases.iter().find(|c| c.workload() != "load") {
+        return Err(RunError::Usage(format!(
+            "shard {}/{}: case {} is a {} case; a sharded run slices load cases only (--workload load)",
+            o.index,
+            o.count,
+            c.index,
+            c.workload()
+        )));
+    }
+    if links.iter().any(Option::is_some) {
+        return Err(RunError::Usage(
+            "a sharded run takes no link parameters: put each shard behind its own link with \
+             `wirebench shell --link ... -- wirebench run --shard I/N ...`"
+                .into(),
+        ));
+    }
+    // --start-at alone: each case a slot long enough for it, so shards agree without
+    // talking (a case that overruns makes the next start late, which its record says).
+    let mut slots = Vec::new();
+    for c in cases {
+        let est = registry::of(c).estimate_secs(c).unwrap_or(60.0);
+        let slot = Duration::from_secs((est * 1.25 + 10.0).ceil() as u64);
+        for r in 1..=scenario.repeat {
+            slots.push(((c.index, r), slot));
+        }
+    }
+    let plan = plan_json(cases);
+    let fp = shard::fingerprint(&plan, scenario.seed, scenario.repeat);
+    shard::Aligner::new(o, slots, &fp, shutdown)
+}
+
+/// Every case's parameters, in order, as `shard.json` and the barrier compare them.
+fn plan_json(cases: &[Case]) -> Vec<serde_json::Value> {
+    cases
+        .iter()
+        .map(|c| {
+            let mut m = serde_json::Map::new();
+            for (name, v) in &c.point {
+                m.insert(name.clone(), v.value.to_json());
+            }
+            serde_json::Value::Object(m)
+        })
+        .collect()
+}
+
+/// Writes (replaces) `shard.json` with the starts so far: after every case, so a shard
+/// that dies leaves what it did.
+fn write_shard_file(
+    out: &std::path::Path,
+    scenario: &Scenario,
+    cases: &[Case],
+    sh: &wirebench_protocol::Shard<'_>,
+    aligner: &shard::Aligner,
+) -> std::io::Result<()> {
+    let file = shard::ShardFile {
+        index: sh.index,
+        count: sh.count,
+        wirebench: env!("CARGO_PKG_VERSION").into(),
+        scenario: scenario.name.clone(),
+        seed: scenario.seed,
+        repeat: scenario.repeat,
+        plan: plan_json(cases),
+        method: aligner.method().into(),
+        starts: aligner.starts(),
+    };
+    let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
+    let tmp = out.join(format!("{}.tmp", shard::FILE));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(tmp, out.join(shard::FILE))
 }
 
 /// Checks a capture's estimated size against its limit before anything runs, and makes
@@ -416,6 +514,8 @@ pub struct Job<'a> {
     pcap: Option<&'a PcapOptions>,
     /// The capture's early stop has been reported.
     pcap_stop_told: AtomicBool,
+    /// This run's shard and how it aligns its starts, when sharded.
+    shard: Option<(&'a wirebench_protocol::Shard<'a>, &'a shard::Aligner)>,
 }
 
 impl Job<'_> {
@@ -540,6 +640,7 @@ impl Job<'_> {
                     seed: scenario.seed,
                     server_addr: self.addr,
                     control: &self.control,
+                    shard: self.shard.map(|(s, _)| s),
                 };
                 let result = registry::of(case).run(&env, case, repeat, link.as_ref(), &ctx);
                 let elapsed = t0.elapsed();
@@ -619,6 +720,10 @@ impl Job<'_> {
                 }
                 self.note_pcap(&mut record);
                 dir.append(record.clone()).map_err(results_err)?;
+                if let Some((sh, aligner)) = self.shard {
+                    write_shard_file(&opts.out, scenario, self.cases, sh, aligner)
+                        .map_err(results_err)?;
+                }
                 observer.case_finished(case, &record);
                 if interrupted {
                     break 'cases;

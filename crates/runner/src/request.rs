@@ -47,6 +47,14 @@ pub struct RunRequest {
     pub pcap_snaplen: Option<String>,
     /// The command line, recorded with the results.
     pub command: Vec<String>,
+    /// `--shard I/N`: this run is shard I of N (docs/cluster.md).
+    pub shard: Option<String>,
+    /// `--barrier HOST:PORT`: shard 0's address, where the shards meet before each case.
+    pub barrier: Option<String>,
+    /// `--start-at`: RFC 3339 time of the first case's start.
+    pub start_at: Option<String>,
+    /// `--barrier-timeout`: how long to wait for every shard.
+    pub barrier_timeout: Option<String>,
 }
 
 impl Default for RunRequest {
@@ -67,6 +75,10 @@ impl Default for RunRequest {
             pcap_limit: PCAP_LIMIT.to_string(),
             pcap_snaplen: None,
             command: Vec::new(),
+            shard: None,
+            barrier: None,
+            start_at: None,
+            barrier_timeout: None,
         }
     }
 }
@@ -144,10 +156,11 @@ pub fn prepare(req: &RunRequest) -> Result<Prepared, RunError> {
         };
         check_embedded_payloads(&scenario, &origin)?;
     }
-    let out = req
-        .out
-        .clone()
-        .unwrap_or_else(|| crate::default_out_dir(&scenario.name));
+    let shard = shard_options(req)?;
+    let out = req.out.clone().unwrap_or_else(|| match &shard {
+        Some(s) => crate::default_out_dir(&format!("{}-shard-{}", scenario.name, s.index)),
+        None => crate::default_out_dir(&scenario.name),
+    });
     let options = RunOptions {
         server,
         out,
@@ -158,6 +171,7 @@ pub fn prepare(req: &RunRequest) -> Result<Prepared, RunError> {
             &req.pcap_limit,
             req.pcap_snaplen.as_deref(),
         )?,
+        shard,
     };
     let preflight = preflight::check(&scenario, &req.max_case_time, options.pcap.as_ref())?;
     Ok(Prepared {
@@ -165,6 +179,42 @@ pub fn prepare(req: &RunRequest) -> Result<Prepared, RunError> {
         options,
         preflight,
     })
+}
+
+/// `--shard`, `--barrier`, `--start-at` and `--barrier-timeout` read together.
+fn shard_options(req: &RunRequest) -> Result<Option<crate::shard::ShardOptions>, RunError> {
+    let Some(spec) = &req.shard else {
+        if req.barrier.is_some() || req.start_at.is_some() {
+            return Err(RunError::Usage(
+                "--barrier and --start-at align shards: give --shard I/N too".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    let (index, count) = crate::shard::parse_shard(spec).map_err(RunError::Usage)?;
+    let start_at = req
+        .start_at
+        .as_deref()
+        .map(|t| {
+            humantime::parse_rfc3339_weak(t).map_err(|e| {
+                RunError::Usage(format!(
+                    "--start-at {t}: {e}; expected an RFC 3339 time in UTC, e.g. 2026-11-26T10:00:00Z"
+                ))
+            })
+        })
+        .transpose()?;
+    let barrier_timeout = match &req.barrier_timeout {
+        Some(t) => humantime::parse_duration(t)
+            .map_err(|e| RunError::Usage(format!("--barrier-timeout {t}: {e}")))?,
+        None => Duration::from_secs(600),
+    };
+    Ok(Some(crate::shard::ShardOptions {
+        index,
+        count,
+        barrier: req.barrier.clone(),
+        start_at,
+        barrier_timeout,
+    }))
 }
 
 /// A scenario file, else a built-in scenario of that name; `None`: the built-in

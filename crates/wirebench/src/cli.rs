@@ -167,6 +167,29 @@ pub enum Command {
         #[arg(long, value_name = "DURATION", default_value = "50ms")]
         first_data_wait: String,
     },
+    /// Merge a sharded run's results (one directory per shard) into one results directory.
+    ///
+    /// Exact: each load case's per-interval histograms and counters are added, so the
+    /// merged percentiles, over the case and per interval, are those of every shard's
+    /// samples together. The shards' start (how early each was ready, its clock offset from
+    /// shard 0 and its bound) is reported per case. Shards of different runs (scenario,
+    /// parameters, seed, shard count, wirebench version), a missing shard or one given
+    /// twice are refused. docs/cluster.md.
+    #[command(after_help = "Examples:\n  \
+        wirebench merge results/shard-0 results/shard-1 results/shard-2 --out results/merged\n  \
+        wirebench merge results/wirebench-s4/shard-*        # into wirebench-runs/<time>-<scenario>-merged")]
+    Merge {
+        /// The shards' results directories (each written by `wirebench run --shard I/N`).
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Where the merged results go (a new directory); default: a fresh one under
+        /// wirebench-runs/.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Do not write report.html and charts/.
+        #[arg(long)]
+        no_report: bool,
+    },
     /// Manage lab leftovers.
     #[command(after_help = "Examples:\n  \
         wirebench lab list          # namespaces of wirebench runs, alive or gone\n  \
@@ -454,6 +477,25 @@ pub struct RunArgs {
     /// Print the cases' count and estimated time (and capture size), then exit.
     #[arg(long)]
     pub dry_run: bool,
+    /// Run shard I of N of a load scenario (I from 0): every load case generates the
+    /// sessions i with i mod N = I, against the one server in --load-target; `wirebench
+    /// merge` adds the shards' results up. Without it, a Kubernetes Indexed Job's
+    /// JOB_COMPLETION_INDEX with WIREBENCH_SHARDS=N sets it (docs/cluster.md).
+    #[arg(long, value_name = "I/N", help_heading = "Sharded runs")]
+    pub shard: Option<String>,
+    /// Meet the other shards before each case at shard 0's HOST:PORT (shard 0 listens on
+    /// PORT); they agree on the case's start there and measure their clocks' offsets.
+    /// Also WIREBENCH_BARRIER.
+    #[arg(long, value_name = "HOST:PORT", help_heading = "Sharded runs")]
+    pub barrier: Option<String>,
+    /// Start the first case at this time (RFC 3339, UTC: 2026-11-26T10:00:00Z), the same
+    /// for every shard; without --barrier each later case starts a fixed slot after it
+    /// (its estimate, a quarter more, and 10 s), the clocks trusted to NTP.
+    #[arg(long, value_name = "TIME", help_heading = "Sharded runs")]
+    pub start_at: Option<String>,
+    /// How long shards wait for each other at the barrier (to join, and at each case).
+    #[arg(long, value_name = "DURATION", help_heading = "Sharded runs")]
+    pub barrier_timeout: Option<String>,
     /// Refuse a capture estimated above this size; stop writing it there at run time.
     #[arg(
         long,
@@ -740,6 +782,20 @@ impl RunArgs {
             pcap_limit: self.pcap_limit.clone(),
             pcap_snaplen: self.pcap_snaplen.clone(),
             command: std::env::args().collect(),
+            // In a Kubernetes Indexed Job the pod's index is in JOB_COMPLETION_INDEX; the
+            // count is not given to pods, so the Job sets WIREBENCH_SHARDS.
+            shard: self.shard.clone().or_else(|| {
+                let n = std::env::var("WIREBENCH_SHARDS").ok()?;
+                let i = std::env::var("JOB_COMPLETION_INDEX")
+                    .unwrap_or_else(|_| "(JOB_COMPLETION_INDEX is unset)".into());
+                Some(format!("{i}/{n}"))
+            }),
+            barrier: self
+                .barrier
+                .clone()
+                .or_else(|| std::env::var("WIREBENCH_BARRIER").ok()),
+            start_at: self.start_at.clone(),
+            barrier_timeout: self.barrier_timeout.clone(),
         }
     }
 }

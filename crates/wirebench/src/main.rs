@@ -10,7 +10,8 @@ mod render;
 use anyhow::{Context, Result, bail};
 use cli::{Command, CompareArgs, LabCommand, RunArgs, ServeArgs, ShellArgs};
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use wirebench_model::Status;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -39,6 +40,11 @@ fn main() -> ExitCode {
             first_data_wait,
         } => converter_client(&listen, &via, !no_tfo, &first_data_wait),
         Command::Compare(args) => compare(args),
+        Command::Merge {
+            dirs,
+            out,
+            no_report,
+        } => merge(&dirs, out, no_report),
         Command::Scenarios => {
             render::scenarios(&wirebench_runner::catalog::scenarios());
             Ok(ExitCode::SUCCESS)
@@ -365,6 +371,30 @@ fn report(dir: &Path) -> Result<ExitCode> {
         dir.join("charts").display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+fn merge(dirs: &[PathBuf], out: Option<PathBuf>, no_report: bool) -> Result<ExitCode> {
+    let out = match out {
+        Some(o) => o,
+        None => {
+            let name = std::fs::read_to_string(dirs[0].join(wirebench_runner::shard::FILE))
+                .ok()
+                .and_then(|t| serde_json::from_str::<wirebench_runner::shard::ShardFile>(&t).ok())
+                .map_or("sharded".to_string(), |f| f.scenario);
+            wirebench_runner::default_out_dir(&format!("{name}-merged"))
+        }
+    };
+    let merged = wirebench_runner::merge::merge(dirs, &out)?;
+    render::merged(&merged);
+    if !no_report && !merged.records.is_empty() {
+        match wirebench_report::write_report(&out) {
+            Ok(w) => eprintln!("report: {} ({} charts)", w.html.display(), w.charts),
+            Err(e) => eprintln!("wirebench: warning: no report: {e} (results are kept)"),
+        }
+    }
+    eprintln!("results: {}", out.display());
+    let ok = merged.records.iter().all(|r| r.status == Status::Ok);
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn compare(args: CompareArgs) -> Result<ExitCode> {

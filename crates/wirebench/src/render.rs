@@ -78,6 +78,24 @@ pub fn run_summary(summary: &RunSummary, json: bool) {
     }
 }
 
+/// What `wirebench merge` made: the summary table of the merged cases, then how the shards
+/// started each.
+pub fn merged(m: &wirebench_runner::merge::Merged) {
+    let width = wirebench_report::summary::terminal_width();
+    println!("{}", wirebench_report::summary_table(&m.records, width));
+    eprintln!("merged {} shards", m.shards);
+    for s in &m.starts {
+        eprintln!("  {s}");
+    }
+    for r in m.records.iter().filter(|r| r.status != Status::Ok) {
+        eprintln!(
+            "wirebench: case {}: {}",
+            r.case,
+            r.error.as_deref().unwrap_or("?")
+        );
+    }
+}
+
 /// Progress bars on a terminal, one line per finished case otherwise.
 pub struct Terminal {
     bar: Mutex<Option<ProgressBar>>,

@@ -85,6 +85,17 @@ pub fn lab_address(ip: IpAddr) -> bool {
     }
 }
 
+/// The environment variable that lets load go to any address: set by the Kubernetes Job
+/// `wirebench k8s` writes, where the server under test is elsewhere in the cluster
+/// (docs/cluster.md). Without it load stays on this machine.
+pub const ALLOW_ANY_TARGET: &str = "WIREBENCH_ALLOW_ANY_TARGET";
+
+/// Whether sessions may be opened to `ip`: loopback and the lab always; anything else
+/// only with [`ALLOW_ANY_TARGET`]`=1`.
+pub fn target_allowed(ip: IpAddr) -> bool {
+    lab_address(ip) || std::env::var(ALLOW_ANY_TARGET).is_ok_and(|v| v == "1")
+}
+
 /// Opens `o.n` sessions, logs them in, exchanges messages if asked, tells `ready`, holds
 /// them `o.hold` seconds, closes them.
 pub fn hold(o: &HoldOpts, ready: impl FnOnce(&HoldReport)) -> std::io::Result<HoldReport> {

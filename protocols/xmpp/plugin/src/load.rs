@@ -14,9 +14,10 @@
 //! process. The body carries the intended send time on `CLOCK_MONOTONIC`, which every
 //! process on the machine shares, so the receiver records the one-way latency.
 //!
-//! Loopback or lab addresses only ([`crate::hold::lab_address`]).
+//! Loopback or lab addresses only ([`crate::hold::lab_address`]), unless the user says
+//! otherwise for a cluster ([`crate::hold::target_allowed`]).
 
-use crate::hold::lab_address;
+use crate::hold::{ALLOW_ANY_TARGET, lab_address, target_allowed};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use std::cmp::Reverse;
@@ -69,6 +70,10 @@ pub struct Script {
     /// Source addresses, used in turn; each gives ports 10000-32767 (22,768 sessions at
     /// once). The ports are chosen per worker: two workers must not share an address.
     pub from: Vec<IpAddr>,
+    /// Write every latency sample, raw, to `<this>.w<worker>.csv` (`load.samples`): the
+    /// check that histograms and their merges keep the percentiles.
+    #[serde(default)]
+    pub samples: Option<std::path::PathBuf>,
 }
 
 fn one() -> u64 {
@@ -205,12 +210,12 @@ pub fn run_worker(
         t0,
         width,
     } = part;
-    if !script.addrs.iter().all(|a| lab_address(a.ip()))
+    if !script.addrs.iter().all(|a| target_allowed(a.ip()))
         || !script.from.iter().all(|ip| lab_address(*ip))
     {
-        return Err(std::io::Error::other(
-            "load: only loopback or lab (198.18.0.0/15) addresses",
-        ));
+        return Err(std::io::Error::other(format!(
+            "load: only loopback or lab (198.18.0.0/15) addresses, unless {ALLOW_ANY_TARGET}=1"
+        )));
     }
     if Mechanism::from_name(&script.mechanism).is_none() {
         return Err(std::io::Error::other(format!(
@@ -243,6 +248,14 @@ pub fn run_worker(
     let since = |now: u64| Duration::from_nanos(now.saturating_sub(t0));
     let intended = |i: usize| t0 + schedule.start(i).as_nanos() as u64;
     let body_pad = "x".repeat(script.payload.saturating_sub(21));
+    let mut raw = match &script.samples {
+        Some(p) => {
+            let mut name = p.clone().into_os_string();
+            name.push(format!(".w{w}.csv"));
+            Some(std::io::BufWriter::new(std::fs::File::create(name)?))
+        }
+        None => None,
+    };
     // Sessions count towards `open` from connect to close.
     loop {
         let now = monotonic_ns();
@@ -305,7 +318,9 @@ pub fn run_worker(
                     let to = partner(i, schedule.len())
                         .map(|p| format!("user{}@{}", script.user(p), script.domain));
                     if let Some(to) = to {
-                        let body = format!("{due} {body_pad}");
+                        // The intended send time from the case's start: every generator,
+                        // in any shard on any machine, counts from the same agreed start.
+                        let body = format!("{} {body_pad}", due.saturating_sub(t0));
                         let id = format!("m{}", s.sent);
                         if s.client.send_message(&to, &body, &id).is_ok() {
                             s.sent += 1;
@@ -374,7 +389,7 @@ pub fn run_worker(
                 match s.stream.peer_addr() {
                     Ok(_) => {
                         iv.counts.connected += 1;
-                        iv.record(Latency::Connect, late(now));
+                        record(iv, &mut raw, Latency::Connect, late(now));
                         s.stage = Stage::LoggingIn;
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::NotConnected => {
@@ -406,7 +421,7 @@ pub fn run_worker(
                         Event::SessionEstablished => {
                             iv.counts.logged_in += 1;
                             iv.counts.active_delta += 1;
-                            iv.record(Latency::Login, late(now));
+                            record(iv, &mut raw, Latency::Login, late(now));
                             s.stage = Stage::Established;
                             let start = intended(i);
                             let leave = start + script.stay_of(i).as_nanos() as u64;
@@ -429,8 +444,8 @@ pub fn run_worker(
                             iv.counts.received += 1;
                             let sent = body.split(' ').next().and_then(|t| t.parse::<u64>().ok());
                             if let Some(sent) = sent {
-                                let d = Duration::from_nanos(now.saturating_sub(sent));
-                                iv.record(Latency::Message, d);
+                                let d = Duration::from_nanos(now.saturating_sub(t0 + sent));
+                                record(iv, &mut raw, Latency::Message, d);
                             }
                         }
                         Event::StreamError { condition, .. }
@@ -485,7 +500,25 @@ pub fn run_worker(
         }
     }
     on_interval(rec.finish());
+    if let Some(w) = raw.as_mut() {
+        w.flush()?;
+    }
     Ok(summary)
+}
+
+/// Records a latency in the open interval and, with `load.samples`, raw in the samples
+/// file (`kind,ns`).
+fn record(
+    iv: &mut Interval,
+    raw: &mut Option<std::io::BufWriter<std::fs::File>>,
+    which: Latency,
+    d: Duration,
+) {
+    iv.record(which, d);
+    if let Some(w) = raw {
+        let kind = wirebench_load::series::LATENCY_NAMES[which as usize];
+        let _ = writeln!(w, "{kind},{}", d.as_nanos());
+    }
 }
 
 /// Session `i`'s partner in the schedule (2k and 2k+1), if it exists.

@@ -11,6 +11,7 @@
 //! one JSON line each; the parent adds them up, so the merged histograms are exact.
 
 use crate::load::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
+use crate::hold::{ALLOW_ANY_TARGET, target_allowed};
 use crate::serve;
 use std::io::{self, BufRead, Write};
 use std::net::{IpAddr, Ipv4Addr};
@@ -18,7 +19,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wirebench_load::{Arrivals, Cause, Dist, Interval, Phase, Schedule, Series, Wire};
+use wirebench_load::{Arrivals, Dist, Interval, Phase, Schedule, Series, Wire};
 use wirebench_model::{Kind, Value};
 use wirebench_protocol::params::{ON_OFF, ParamSpec};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
@@ -58,27 +59,71 @@ fn check_domain(s: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `load.target`: `builtin`, or the address of a server already running on this machine.
+/// `load.target`: `builtin`, or the address of a server already running on this machine
+/// (or, with [`ALLOW_ANY_TARGET`]`=1`, anywhere: a cluster's server by name).
 fn check_target(s: &str) -> Result<(), String> {
-    target_addr(s).map(|_| ())
+    target_syntax(s).map(|_| ())
 }
 
-/// The server a load case targets: `None` for the built-in one started for the case. Only
-/// loopback addresses: load stays on this machine.
-pub fn target_addr(s: &str) -> Result<Option<std::net::SocketAddr>, String> {
+/// `builtin`, or `HOST:PORT` split; an address literal is checked against the allowed
+/// targets at once (a name only once it is resolved, as the case starts).
+fn target_syntax(s: &str) -> Result<Option<(&str, u16)>, String> {
     if s == "builtin" {
         return Ok(None);
     }
-    let addr: std::net::SocketAddr = s.parse().map_err(|_| {
-        "expected builtin or IP:PORT of a server on this machine, e.g. 127.0.0.1:5222".to_string()
-    })?;
-    if !addr.ip().is_loopback() {
-        return Err(format!(
-            "{} is not a loopback address: load is only generated towards this machine (127.0.0.0/8, ::1)",
-            addr.ip()
-        ));
+    let bad = || {
+        "expected builtin or IP:PORT of a server on this machine, e.g. 127.0.0.1:5222 (or, in a \
+         cluster, HOST:PORT)"
+            .to_string()
+    };
+    if let Ok(addr) = s.parse::<std::net::SocketAddr>() {
+        check_allowed(addr.ip())?;
+        return Ok(Some((s, addr.port())));
     }
-    Ok(Some(addr))
+    let (host, port) = s.rsplit_once(':').ok_or_else(bad)?;
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    if host.is_empty()
+        || !host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+    {
+        return Err(bad());
+    }
+    Ok(Some((host, port)))
+}
+
+fn check_allowed(ip: IpAddr) -> Result<(), String> {
+    if target_allowed(ip) {
+        return Ok(());
+    }
+    Err(format!(
+        "{ip} is neither loopback nor a lab address: load is only generated towards this machine \
+         (127.0.0.0/8, ::1, the lab's 198.18.0.0/15) unless {ALLOW_ANY_TARGET}=1 says otherwise \
+         (the Job `wirebench k8s` writes sets it; docs/cluster.md)"
+    ))
+}
+
+/// The server a load case targets: `None` for one started for the case. A name is
+/// resolved here; every address it has must be an allowed target.
+pub fn target_addr(s: &str) -> Result<Option<std::net::SocketAddr>, String> {
+    let Some((host, port)) = target_syntax(s)? else {
+        return Ok(None);
+    };
+    if let Ok(addr) = s.parse::<std::net::SocketAddr>() {
+        return Ok(Some(addr));
+    }
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<std::net::SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?
+        .collect();
+    let first = *addrs
+        .first()
+        .ok_or_else(|| format!("{host} has no address"))?;
+    for a in &addrs {
+        check_allowed(a.ip())?;
+    }
+    Ok(Some(first))
 }
 
 pub const PARAMS: &[ParamSpec] = &[
@@ -90,7 +135,7 @@ pub const PARAMS: &[ParamSpec] = &[
         },
         default: "builtin",
         workloads: LOAD,
-        help: "the server sessions log in to: builtin (started for the case), or IP:PORT of one already running on loopback with accounts user<N>/pass<N> (Tsung's convention), e.g. `wirebench serve --xmpp 127.0.0.1:5222` or Prosody",
+        help: "the server sessions log in to: builtin (started for the case), or IP:PORT of one already running on loopback or in the lab, with accounts user<N>/pass<N> (Tsung's convention), e.g. `wirebench serve --xmpp 127.0.0.1:5222` or Prosody; a sharded run (--shard) needs one: every shard loads it",
         words: "load target",
     },
     ParamSpec {
@@ -213,6 +258,14 @@ pub const PARAMS: &[ParamSpec] = &[
         words: "interval",
     },
     ParamSpec {
+        name: "load.samples",
+        kind: Kind::Choice(ON_OFF),
+        default: "off",
+        workloads: LOAD,
+        help: "also write every latency sample, raw, beside the record (case-NNNN-rK.load.samples.wW.csv, about 20 bytes a sample): to check percentiles against the histograms",
+        words: "raw samples",
+    },
+    ParamSpec {
         name: "load.timeout",
         kind: Kind::Duration,
         default: "30s",
@@ -234,6 +287,9 @@ pub struct LoadSpec {
     pub contacts: u64,
     /// A server already running (`load.target`); `None`: the built-in one for the case.
     pub target: Option<std::net::SocketAddr>,
+    /// Raw latency samples beside the record (`load.samples`).
+    #[serde(default)]
+    pub samples: bool,
 }
 
 impl LoadSpec {
@@ -279,7 +335,9 @@ impl LoadSpec {
                 login_timeout: dur("load.timeout", 30),
                 payload: case.payload() as usize,
                 from: Vec::new(),
+                samples: None,
             },
+            samples: word("load.samples", "off") == "on",
             width: dur("load.interval", 1).max(Duration::from_millis(10)),
             contacts: case
                 .get("load.contacts")
@@ -465,8 +523,23 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
             r.name()
         )));
     }
+    if let Some(sh) = env.shard
+        && (spec.target.is_none() || real.is_some())
+    {
+        return Err(WorkloadError::Input(format!(
+            "shard {}/{}: a sharded load case needs load.target=HOST:PORT, the one server every \
+             shard loads (a server started per shard would split the sessions between servers)",
+            sh.index, sh.count
+        )));
+    }
+    if spec.samples {
+        let stem = format!("case-{:04}-r{repeat}.load.samples", case.index);
+        spec.script.samples = Some(env.out.join(stem));
+    }
     let schedule = spec.schedule()?;
-    let peak = schedule.peak(spec.peak_stay());
+    // This run's share of the schedule: all of it, or its shard's slice.
+    let shards = env.shard.map_or(1, |s| s.count as usize);
+    let peak = schedule.peak(spec.peak_stay()).div_ceil(shards);
     check_limits(peak)?;
     // The server: an external one, a real one started for the case, or the built-in one
     // sized for the peak (worker processes when one process cannot hold it).
@@ -500,11 +573,39 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         // At least two, so that partners' messages cross between generators.
         peak.div_ceil(PER_GENERATOR).max(2)
     };
-    // Start far enough ahead for every generator process to be up.
-    let t0 = monotonic_ns() + if in_process { 100_000_000 } else { 500_000_000 };
+    // Start far enough ahead for every generator process to be up; a shard at the start
+    // all shards agree on.
+    let lead = Duration::from_millis(if in_process { 100 } else { 500 });
+    let mut agreed = None;
+    let t0 = match env.shard {
+        Some(sh) => {
+            let start = sh
+                .align
+                .start(case.index, repeat, lead, ctx.shutdown)
+                .map_err(|e| {
+                    if ctx.shutdown.load(Ordering::SeqCst) {
+                        WorkloadError::Interrupted
+                    } else {
+                        WorkloadError::Environment(format!("shard {}/{}: {e}", sh.index, sh.count))
+                    }
+                })?;
+            let t0 = start.t0_mono_ns;
+            agreed = Some(start);
+            t0
+        }
+        None => monotonic_ns() + lead.as_nanos() as u64,
+    };
     let series = Arc::new(Mutex::new(Series::new()));
     let summaries = Arc::new(Mutex::new(Vec::<WorkerSummary>::new()));
-    let total = schedule.len() as u64;
+    let total = match env.shard {
+        Some(sh) => (0..generators)
+            .map(|g| {
+                let (w, n) = sh.worker(g, generators);
+                schedule.share(w, n).count() as u64
+            })
+            .sum(),
+        None => schedule.len() as u64,
+    };
     let progress = |s: &Series| {
         let c = s.counts();
         (ctx.progress)(c.logged_in + c.failures(), total);
@@ -544,7 +645,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
             progress: &progress,
             pids: &gen_pids,
         };
-        run_processes(&spec, generators, t0, ctx, &to)
+        run_processes(&spec, generators, env.shard, t0, ctx, &to)
     };
     // What the server used, before it stops.
     let usage = sampler.finish();
@@ -555,34 +656,13 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     let series = std::mem::take(&mut *series.lock().unwrap_or_else(|e| e.into_inner()));
     let summaries = std::mem::take(&mut *summaries.lock().unwrap_or_else(|e| e.into_inner()));
     let mut out = Outcome::default();
-    let t = series.totals();
-    let c = &t.counts;
-    out.push("load.sessions", total as f64, "count");
-    out.push("load.logged_in", c.logged_in as f64, "count");
-    out.push("load.failed", c.failures() as f64, "count");
-    for cause in Cause::ALL {
-        out.push(
-            &format!("load.failed.{}", cause.name()),
-            c.failures_of(cause) as f64,
-            "count",
-        );
+    let figures = series.figures(total, spec.width);
+    for (name, v, unit) in &figures.metrics {
+        out.push(name, *v, unit);
     }
-    let peak_active = series.active().iter().map(|a| a.1).max().unwrap_or(0);
-    out.push("load.peak_active", peak_active as f64, "count");
-    let width = spec.width.as_secs_f64();
-    let best = series
-        .intervals()
-        .map(|i| i.counts.logged_in)
-        .max()
-        .unwrap_or(0);
-    out.push("load.logins_per_s.max", best as f64 / width, "1/s");
-    out.push("messages.sent", c.sent as f64, "count");
-    out.push("messages.received", c.received as f64, "count");
-    out.push(
-        "messages.lost",
-        c.sent.saturating_sub(c.received) as f64,
-        "count",
-    );
+    out.histograms.extend(figures.histograms);
+    let peak_active = figures.peak_active;
+    let c = series.counts().clone();
     // The rosters the server holds and its presence fan-out, as the clients saw them.
     let roster_items: u64 = summaries.iter().map(|s| s.roster_items).sum();
     let presences: u64 = summaries.iter().map(|s| s.presences).sum();
@@ -594,27 +674,6 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         );
     }
     out.push("load.presences", presences as f64, "count");
-    for (k, name) in wirebench_load::series::LATENCY_NAMES.iter().enumerate() {
-        let h = &t.latency[k];
-        if h.is_empty() {
-            continue;
-        }
-        let s = |v: u64| v as f64 / 1e9;
-        out.push(
-            &format!("load.{name}.p50"),
-            s(h.value_at_quantile(0.5)),
-            "s",
-        );
-        out.push(
-            &format!("load.{name}.p99"),
-            s(h.value_at_quantile(0.99)),
-            "s",
-        );
-        out.push(&format!("load.{name}.max"), s(h.max()), "s");
-        // Tsung reports means only: this one is for comparing with it.
-        out.push(&format!("load.{name}.mean"), h.mean() / 1e9, "s");
-        out.histograms.push((format!("load.{name}"), h.clone()));
-    }
     if let Some(s) = &server {
         out.push("server.cpu", s.cpu, "s");
         // A server inside wirebench shares its memory with the generator thread: not
@@ -676,6 +735,42 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         wirebench_protocol::peer::record_sessions(&mut out, c.logged_in);
     }
     wirebench_protocol::peer::record_kernel_tcp(&mut out);
+    // The intervals, whole, for `wirebench merge`: case-NNNN-rK.load.intervals.jsonl.
+    let intervals = format!("case-{:04}-r{repeat}.load.intervals.jsonl", case.index);
+    std::fs::write(
+        env.out.join(&intervals),
+        series.to_intervals_file(total, spec.width),
+    )
+    .map_err(|e| {
+        WorkloadError::Environment(format!(
+            "cannot write {}: {e}",
+            env.out.join(&intervals).display()
+        ))
+    })?;
+    if let (Some(sh), Some(start)) = (env.shard, &agreed) {
+        out.push("shard.index", sh.index as f64, "count");
+        out.push("shard.count", sh.count as f64, "count");
+        out.push("shard.start_margin", start.margin_s, "s");
+        if let Some(o) = start.offset_s {
+            out.push("shard.clock_offset", o, "s");
+        }
+        if let Some(e) = start.error_s {
+            out.push("shard.clock_error", e, "s");
+        }
+        out.notes.push(format!(
+            "shard {}/{}: {total} of the schedule's {} sessions; started by {} at {}, {}",
+            sh.index,
+            sh.count,
+            schedule.len(),
+            start.method,
+            start.unix_ns,
+            if start.margin_s >= 0.0 {
+                format!("ready {:.3} s before", start.margin_s)
+            } else {
+                format!("{:.3} s LATE (its first sessions started late)", -start.margin_s)
+            }
+        ));
+    }
     // The time series beside the records: case-NNNN-rK.load.csv.
     let name = format!("case-{:04}-r{repeat}.load.csv", case.index);
     let csv = usage.append_to(&series.csv(spec.width), spec.width, in_process);
@@ -1096,6 +1191,7 @@ struct Collect<'a> {
 fn run_processes(
     spec: &LoadSpec,
     generators: usize,
+    shard: Option<&wirebench_protocol::Shard<'_>>,
     t0: u64,
     ctx: &Ctx,
     to: &Collect<'_>,
@@ -1106,16 +1202,24 @@ fn run_processes(
     let spawn_all = (|| -> io::Result<()> {
         for w in 0..generators {
             let mut spec = spec.clone();
-            // Each generator its own source address: 22,768 source ports each.
-            spec.script.from = vec![IpAddr::V4(Ipv4Addr::new(
-                127,
-                0,
-                1 + (w / 250) as u8,
-                1 + (w % 250) as u8,
-            ))];
+            // Each generator its own source address: 22,768 source ports each. Towards a
+            // server elsewhere (the lab, a cluster) the kernel picks the address and the
+            // port, from its ephemeral range.
+            let local = spec.script.addrs.iter().all(|a| a.ip().is_loopback());
+            spec.script.from = if local {
+                vec![IpAddr::V4(Ipv4Addr::new(
+                    127,
+                    0,
+                    1 + (w / 250) as u8,
+                    1 + (w % 250) as u8,
+                ))]
+            } else {
+                Vec::new()
+            };
+            let (worker, workers) = shard.map_or((w, generators), |s| s.worker(w, generators));
             let part = Part {
-                worker: w,
-                workers: generators,
+                worker,
+                workers,
                 t0,
                 width: spec.width,
             };
