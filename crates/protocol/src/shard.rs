@@ -46,7 +46,7 @@ pub struct Start {
     #[serde(skip)]
     pub t0_mono_ns: u64,
     /// The start on this machine's wall clock (Unix time, ns).
-    pub unix_ns: i128,
+    pub unix_ns: i64,
     /// How the start was agreed: `barrier` or `start-at`.
     pub method: String,
     /// How long before the start this shard was ready, seconds (negative: it was late,

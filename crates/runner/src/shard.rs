@@ -82,10 +82,10 @@ pub struct CaseStart {
     pub start: Start,
 }
 
-fn unix_ns() -> i128 {
+fn unix_ns() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128)
+        .map_or(0, |d| d.as_nanos() as i64)
 }
 
 fn monotonic_ns() -> u64 {
@@ -100,8 +100,8 @@ fn monotonic_ns() -> u64 {
 
 /// A wall-clock instant (this machine's clock) as a `CLOCK_MONOTONIC` instant, and how far
 /// ahead of now it is, seconds.
-fn to_monotonic(unix: i128) -> (u64, f64) {
-    let (mono, now) = (monotonic_ns() as i128, unix_ns());
+fn to_monotonic(unix: i64) -> (u64, f64) {
+    let (mono, now) = (monotonic_ns() as i64, unix_ns());
     let ahead = unix - now;
     ((mono + ahead).max(0) as u64, ahead as f64 / 1e9)
 }
@@ -220,7 +220,7 @@ impl Align for Aligner {
             How::StartAt { first, slots } => {
                 let offset = slots.get(&(case, repeat)).copied().unwrap_or_default();
                 let at = *first + offset;
-                let unix = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()) as i128;
+                let unix = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()) as i64;
                 let (t0, ahead) = to_monotonic(unix);
                 let (error_s, unsynchronised) = kernel_clock();
                 Start {
@@ -263,10 +263,10 @@ enum Msg {
     },
     Welcome,
     Refused(String),
-    Probe(i128),
-    Clock(i128),
+    Probe(i64),
+    Clock(i64),
     Ready(usize, u32),
-    Go(usize, u32, i128),
+    Go(usize, u32, i64),
 }
 
 fn send(w: &mut TcpStream, m: &Msg) -> std::io::Result<()> {
@@ -392,7 +392,13 @@ impl Leader {
                     None
                 };
                 if let Some(why) = refusal {
-                    let _ = send(&mut w, &Msg::Refused(why));
+                    let _ = send(&mut w, &Msg::Refused(why.clone()));
+                    // It will not come back: the run cannot be whole, so say so at once
+                    // rather than at the barrier's timeout.
+                    if index > 0 && index < self.count {
+                        self.lock().gone.insert(index, format!("refused: {why}"));
+                        self.changed.notify_all();
+                    }
                     return;
                 }
                 index
@@ -477,11 +483,11 @@ impl Leader {
                 .unwrap_or_else(|p| p.into_inner().0);
         }
         // Far enough ahead for the go to reach every shard and their generators to start.
-        let mut go = unix_ns() + (lead + Duration::from_millis(300)).as_nanos() as i128;
+        let mut go = unix_ns() + (lead + Duration::from_millis(300)).as_nanos() as i64;
         if !st.first_go
             && let Some(at) = self.start_at
         {
-            let at = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()) as i128;
+            let at = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()) as i64;
             go = go.max(at);
         }
         st.first_go = true;
@@ -514,8 +520,8 @@ struct Follower {
     r: BufReader<TcpStream>,
     w: TcpStream,
     /// This clock minus shard 0's, ns, and the most that can be off.
-    offset_ns: i128,
-    error_ns: i128,
+    offset_ns: i64,
+    error_ns: i64,
     timeout: Duration,
 }
 
@@ -570,7 +576,7 @@ impl Follower {
             other => return Err(fail(format!("an unexpected answer {other:?}"))),
         }
         // Cristian's method: the probe with the shortest round trip bounds the error best.
-        let mut best: Option<(i128, i128)> = None;
+        let mut best: Option<(i64, i64)> = None;
         for _ in 0..8 {
             let t1 = unix_ns();
             send(&mut w, &Msg::Probe(t1)).map_err(|e| fail(e.to_string()))?;

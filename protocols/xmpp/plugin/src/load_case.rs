@@ -1205,18 +1205,19 @@ fn run_processes(
             // Each generator its own source address: 22,768 source ports each. Towards a
             // server elsewhere (the lab, a cluster) the kernel picks the address and the
             // port, from its ephemeral range.
+            // Numbered across all shards, so shards on one machine never share one.
+            let (worker, workers) = shard.map_or((w, generators), |s| s.worker(w, generators));
             let local = spec.script.addrs.iter().all(|a| a.ip().is_loopback());
             spec.script.from = if local {
                 vec![IpAddr::V4(Ipv4Addr::new(
                     127,
                     0,
-                    1 + (w / 250) as u8,
-                    1 + (w % 250) as u8,
+                    1 + (worker / 250) as u8,
+                    1 + (worker % 250) as u8,
                 ))]
             } else {
                 Vec::new()
             };
-            let (worker, workers) = shard.map_or((w, generators), |s| s.worker(w, generators));
             let part = Part {
                 worker,
                 workers,
