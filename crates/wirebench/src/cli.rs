@@ -107,20 +107,24 @@ pub enum Command {
     /// file; a headless Service <name>, so that shard 0's pod is <name>-0.<name>, the
     /// barrier where the shards agree on each case's start; a PersistentVolumeClaim
     /// <name>-results (ReadWriteMany; or --results-claim) for the results; and an Indexed
-    /// Job <name> of N pods, pod I running `wirebench run --shard I/N` (by its completion
-    /// index) into /results/<name>/shard-I. A failed shard is not retried: the Job fails.
-    /// With --with-server, also a Deployment + Service <name>-server running `wirebench
-    /// serve --xmpp` as the load target.
+    /// Job <name> of N pods, pod I running shard I of N (`wirebench run` takes I from the
+    /// pod's completion index) into /results/<name>/shard-I. A failed shard is not
+    /// retried: the Job fails. With --with-server, also a Deployment + Service
+    /// <name>-server running `wirebench serve --xmpp` as the load target.
     ///
     /// Then: `kubectl apply -f FILE`, `kubectl wait --for=condition=complete job/<name>`,
-    /// copy /results/<name> off the claim, and `wirebench merge <name>/shard-* --out
-    /// merged` for one results directory and report. Step by step: docs/cluster.md.
+    /// copy /results/<name> off the claim to results/<name>, and `wirebench merge
+    /// results/<name>/shard-* --out merged` for one results directory and report. Step by
+    /// step: docs/cluster.md.
     #[command(after_help = "Examples:\n  \
-        wirebench k8s s4-tigase --shards 10 --image registry.example/wirebench:1 --with-server > run.yaml\n  \
+        wirebench k8s s4-tigase --shards 10 --image registry.example/wirebench:1 --with-server \\\n      \
+        --server-users 130000 --server-sessions 130000 --server-contacts 0 \\\n      \
+        --out run.yaml -- --part empty\n  \
         wirebench k8s my.toml --shards 4 --image wb:1 --target xmpp.bench.svc:5222 --cpu 2 --memory 4Gi \\\n      \
         --out run.yaml -- --start-at 2026-11-26T10:00:00Z\n  \
-        kubectl apply -f run.yaml && kubectl wait --for=condition=complete job/wirebench-s4-tigase --timeout=2h\n  \
-        wirebench merge results/wirebench-s4-tigase/shard-* --out merged")]
+        kubectl apply -f run.yaml\n  \
+        kubectl wait --for=condition=complete job/wirebench-s4-tigase --timeout=2h\n  \
+        wirebench merge results/wirebench-s4-tigase/shard-* --out merged    # copied off the claim")]
     K8s(Box<K8sArgs>),
     /// Run a zero-handshake XMPP server link gateway (XEP-0361) until Ctrl-C.
     ///
