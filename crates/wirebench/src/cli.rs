@@ -101,6 +101,31 @@ pub enum Command {
         wirebench compare before after --threshold 10% --fail-on-change   # in CI\n  \
         wirebench compare before after --all --html comparison.html")]
     Compare(CompareArgs),
+    /// Write Kubernetes manifests that run a scenario as N shards of one run.
+    ///
+    /// The YAML (stdout, or --out) holds: a ConfigMap <name>-scenario with the scenario
+    /// file; a headless Service <name>, so that shard 0's pod is <name>-0.<name>, the
+    /// barrier where the shards agree on each case's start; a PersistentVolumeClaim
+    /// <name>-results (ReadWriteMany; or --results-claim) for the results; and an Indexed
+    /// Job <name> of N pods, pod I running shard I of N (`wirebench run` takes I from the
+    /// pod's completion index) into /results/<name>/shard-I. A failed shard is not
+    /// retried: the Job fails. With --with-server, also a Deployment + Service
+    /// <name>-server running `wirebench serve --xmpp` as the load target.
+    ///
+    /// Then: `kubectl apply -f FILE`, `kubectl wait --for=condition=complete job/<name>`,
+    /// copy /results/<name> off the claim to results/<name>, and `wirebench merge
+    /// results/<name>/shard-* --out merged` for one results directory and report. Step by
+    /// step: docs/cluster.md.
+    #[command(after_help = "Examples:\n  \
+        wirebench k8s s4-tigase --shards 10 --image registry.example/wirebench:1 --with-server \\\n      \
+        --server-users 130000 --server-sessions 130000 --server-contacts 0 \\\n      \
+        --out run.yaml -- --part empty\n  \
+        wirebench k8s my.toml --shards 4 --image wb:1 --target xmpp.bench.svc:5222 --cpu 2 --memory 4Gi \\\n      \
+        --out run.yaml -- --start-at 2026-11-26T10:00:00Z\n  \
+        kubectl apply -f run.yaml\n  \
+        kubectl wait --for=condition=complete job/wirebench-s4-tigase --timeout=2h\n  \
+        wirebench merge results/wirebench-s4-tigase/shard-* --out merged    # copied off the claim")]
+    K8s(Box<K8sArgs>),
     /// Run a zero-handshake XMPP server link gateway (XEP-0361) until Ctrl-C.
     ///
     /// The gateway attaches to the local XMPP server as the XEP-0114 component of the
@@ -233,6 +258,86 @@ pub struct CompareArgs {
     /// or B (no --repeat) never fail.
     #[arg(long)]
     pub fail_on_change: bool,
+}
+
+#[derive(Args)]
+pub struct K8sArgs {
+    /// Scenario file (TOML) or built-in scenario name; it goes into the ConfigMap whole.
+    pub scenario: String,
+    /// Shards: pods of the Indexed Job, each running its share of every case's sessions
+    /// (1 to 1000).
+    #[arg(long, value_name = "N")]
+    pub shards: u32,
+    /// Container image with wirebench at /usr/local/bin/wirebench (the repository's
+    /// Dockerfile builds one).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: String,
+    /// Name of the Job, its Service and the prefix of the other objects: a DNS label of at
+    /// most 52 characters [default: wirebench-<scenario name>].
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Namespace of every object [default: kubectl's current one].
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// The server every shard loads, HOST:PORT (each shard's --load-target).
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "with_server")]
+    pub target: Option<String>,
+    /// Also run the built-in XMPP server (`wirebench serve --xmpp`) in a Deployment +
+    /// Service <name>-server, and load it (--target <name>-server:5222).
+    #[arg(long)]
+    pub with_server: bool,
+    /// With --with-server: its accounts, user1..userN (serve's --xmpp-users).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 100_000,
+        requires = "with_server"
+    )]
+    pub server_users: u64,
+    /// With --with-server: sessions it holds at once (serve's --xmpp-sessions).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10_000,
+        requires = "with_server"
+    )]
+    pub server_sessions: usize,
+    /// With --with-server: each user's roster size (serve's --xmpp-contacts); match the
+    /// scenario's load.contacts.
+    #[arg(long, value_name = "N", default_value_t = 2, requires = "with_server")]
+    pub server_contacts: u64,
+    /// Write the results to this existing PersistentVolumeClaim instead of creating
+    /// <name>-results (every shard mounts it at once: it must be ReadWriteMany).
+    #[arg(long, value_name = "CLAIM")]
+    pub results_claim: Option<String>,
+    /// Size of the results claim created.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "1Gi",
+        conflicts_with = "results_claim"
+    )]
+    pub storage: String,
+    /// Storage class of the results claim created (one offering ReadWriteMany) [default:
+    /// the cluster's].
+    #[arg(long, value_name = "CLASS", conflicts_with = "results_claim")]
+    pub storage_class: Option<String>,
+    /// The Job's activeDeadlineSeconds: the whole run, pods waiting for nodes included.
+    #[arg(long, value_name = "DURATION", default_value = "2h")]
+    pub deadline: String,
+    /// CPU of each shard's pod (request = limit), e.g. 2 or 1500m.
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<String>,
+    /// Memory of each shard's pod (request = limit), e.g. 4Gi.
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<String>,
+    /// Write the YAML to this file ('-': stdout).
+    #[arg(long, value_name = "FILE", default_value = "-")]
+    pub out: PathBuf,
+    /// More `wirebench run` arguments for every shard, after --, e.g. -- --start-at
+    /// 2026-11-26T10:00:00Z --load-phases 60s@5000/s.
+    #[arg(last = true, value_name = "RUN ARGS")]
+    pub extra: Vec<String>,
 }
 
 #[derive(Args)]
@@ -727,6 +832,105 @@ fn unknown_command(word: &str, names: &[&str]) -> String {
     match wirebench_model::hint::closest(word, names.iter().copied()) {
         Some(n) => format!("unknown command '{word}'; did you mean '{n}'?"),
         None => format!("unknown command '{word}'; commands: {}", names.join(", ")),
+    }
+}
+
+impl K8sArgs {
+    /// What the manifests are made of; every flag is checked here, before anything is
+    /// written.
+    pub fn spec(&self) -> Result<crate::k8s::Spec> {
+        use crate::k8s;
+        if self.shards == 0 {
+            bail!(
+                "--shards 0: at least 1 (a run of one shard is a plain `wirebench run` in a pod)"
+            );
+        }
+        if self.shards > k8s::MAX_SHARDS {
+            bail!(
+                "--shards {}: at most {}: shard 0 is the barrier every other shard meets \
+                 before each case, one connection each; more load is better spread over \
+                 fewer, larger pods (--cpu, --memory)",
+                self.shards,
+                k8s::MAX_SHARDS
+            );
+        }
+        if self.image.trim().is_empty() || self.image.contains(char::is_whitespace) {
+            bail!(
+                "--image {:?}: give the image's reference, e.g. registry.example/wirebench:1",
+                self.image
+            );
+        }
+        let (scenario_text, stem) = k8s::scenario(&self.scenario)?;
+        let name = match &self.name {
+            Some(n) => {
+                k8s::check_name(n, "--name")?;
+                n.clone()
+            }
+            None => {
+                let n = k8s::default_name(&stem);
+                k8s::check_name(&n, "the default name")
+                    .map_err(|e| anyhow!("{e}; give one with --name"))?;
+                n
+            }
+        };
+        if let Some(ns) = &self.namespace {
+            if !k8s::is_label(ns) {
+                bail!("--namespace {ns:?}: not a DNS label (lower-case letters, digits, '-')");
+            }
+        }
+        for (flag, v) in [
+            ("--results-claim", &self.results_claim),
+            ("--storage-class", &self.storage_class),
+        ] {
+            if let Some(v) = v {
+                if !k8s::is_subdomain(v) {
+                    bail!(
+                        "{flag} {v:?}: not a Kubernetes object name (lower-case letters, digits, '-', '.')"
+                    );
+                }
+            }
+        }
+        k8s::check_quantity("--storage", &self.storage)?;
+        if let Some(c) = &self.cpu {
+            k8s::check_quantity("--cpu", c)?;
+        }
+        if let Some(m) = &self.memory {
+            k8s::check_quantity("--memory", m)?;
+        }
+        let deadline = wirebench_model::parse_duration(&self.deadline)
+            .map_err(|e| anyhow!("--deadline: {e}"))?;
+        if deadline.as_secs() < 1 {
+            bail!("--deadline {}: at least 1s", self.deadline);
+        }
+        let target = match (&self.target, self.with_server) {
+            (Some(t), _) => {
+                k8s::check_target(t)?;
+                Some(t.clone())
+            }
+            (None, true) => Some(k8s::server_target(&name)),
+            (None, false) => None,
+        };
+        k8s::check_extra(&self.extra, target.is_some())?;
+        Ok(k8s::Spec {
+            name,
+            namespace: self.namespace.clone(),
+            shards: self.shards,
+            image: self.image.clone(),
+            scenario_text,
+            target,
+            results_claim: self.results_claim.clone(),
+            storage: self.storage.clone(),
+            storage_class: self.storage_class.clone(),
+            deadline,
+            cpu: self.cpu.clone(),
+            memory: self.memory.clone(),
+            extra: self.extra.clone(),
+            server: self.with_server.then_some(k8s::ServerSpec {
+                users: self.server_users,
+                sessions: self.server_sessions,
+                contacts: self.server_contacts,
+            }),
+        })
     }
 }
 

@@ -1,14 +1,15 @@
 //! The `wirebench` command: parses arguments ([`cli`]), calls the library that owns each
 //! command (the runner for `run`, `wirebench_net` for `serve`, `wirebench_lab` for
-//! `shell` and `lab`, `wirebench_x2x` for `x2x`), and renders what comes back
+//! `shell` and `lab`, `wirebench_x2x` for `x2x`, [`k8s`] for `k8s`), and renders what comes back
 //! ([`render`]). No measurement logic lives here; signal handling does, since it is
 //! the process's.
 
 mod cli;
+mod k8s;
 mod render;
 
 use anyhow::{Context, Result, bail};
-use cli::{Command, CompareArgs, LabCommand, RunArgs, ServeArgs, ShellArgs};
+use cli::{Command, CompareArgs, K8sArgs, LabCommand, RunArgs, ServeArgs, ShellArgs};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use wirebench_model::Status;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
             out,
             no_report,
         } => merge(&dirs, out, no_report),
+        Command::K8s(args) => k8s_manifests(&args),
         Command::Scenarios => {
             render::scenarios(&wirebench_runner::catalog::scenarios());
             Ok(ExitCode::SUCCESS)
@@ -102,6 +104,31 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     }
     eprintln!("results: {}", opts.out.display());
     Ok(ExitCode::from(summary.exit_code()))
+}
+
+/// `wirebench k8s`: the manifests to stdout or a file; what to do next to stderr.
+fn k8s_manifests(args: &K8sArgs) -> Result<ExitCode> {
+    let spec = args.spec()?;
+    let yaml = k8s::manifests(&spec)?;
+    let file = if args.out.as_os_str() == "-" {
+        print!("{yaml}");
+        "FILE".to_string()
+    } else {
+        std::fs::write(&args.out, &yaml)
+            .with_context(|| format!("cannot write {}", args.out.display()))?;
+        eprintln!("wirebench k8s: wrote {}", args.out.display());
+        args.out.display().to_string()
+    };
+    eprintln!(
+        "wirebench k8s: {} shards of {}{}; next: kubectl apply -f {file} (docs/cluster.md)",
+        spec.shards,
+        spec.name,
+        match &spec.target {
+            Some(t) => format!(" loading {t}"),
+            None => String::new(),
+        },
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn serve(args: ServeArgs) -> Result<ExitCode> {

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# What crates/wirebench/tests/k8s.rs needs besides Rust: kubernetes-validate from PyPI,
+# pinned, in a virtual environment of its own (target/k8s-validate-venv). It checks
+# manifests against the Kubernetes API's JSON schemas (strict: no field the API lacks),
+# shipped inside the package, so the check needs no cluster and no network once
+# installed; it reads YAML as YAML 1.1, as kubectl does. Idempotent and quick when
+# there; the tests run it themselves.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VERSION=1.37.0
+VENV=target/k8s-validate-venv
+
+if ! "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('kubernetes-validate') != '$VERSION')" 2>/dev/null; then
+    echo "install-k8s-validate.sh: installing kubernetes-validate $VERSION into $VENV" >&2
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "kubernetes-validate==$VERSION"
+fi
