@@ -499,6 +499,44 @@ mod tests {
     }
 
     proptest! {
+        /// An intervals file reads back as the series it was written from.
+        #[test]
+        fn intervals_files_read_back_exactly(
+            samples in proptest::collection::vec((0u64..6, 1u64..10_000_000_000, 0usize..3), 0..200),
+            sessions in 0u64..1_000_000,
+        ) {
+            let mut s = Series::new();
+            for (index, ns, kind) in &samples {
+                let mut i = Interval::new(*index);
+                i.record([Latency::Connect, Latency::Login, Latency::Message][*kind], Duration::from_nanos(*ns));
+                i.counts.logged_in += 1;
+                s.add(&i);
+            }
+            let text = s.to_intervals_file(sessions, Duration::from_secs(1));
+            let (h, back) = Series::from_intervals_file(&text).unwrap();
+            prop_assert_eq!(h.sessions, sessions);
+            prop_assert_eq!(h.width_ns, 1_000_000_000);
+            prop_assert_eq!(back.intervals().count(), s.intervals().count());
+            for (a, b) in s.intervals().zip(back.intervals()) {
+                prop_assert_eq!(&a.counts, &b.counts);
+                for k in 0..3 {
+                    prop_assert_eq!(&a.latency[k], &b.latency[k]);
+                }
+            }
+        }
+
+        /// Whatever a file holds, reading it gives a series or an error, never a panic.
+        #[test]
+        fn any_text_is_read_or_refused(text in ".{0,400}", lines in proptest::collection::vec(".{0,120}", 0..5)) {
+            let mut t = String::from("{\"wirebench_load_intervals\":1,\"width_ns\":1000,\"sessions\":3}\n");
+            for l in &lines {
+                t.push_str(l);
+                t.push('\n');
+            }
+            let _ = Series::from_intervals_file(&t);
+            let _ = Series::from_intervals_file(&text);
+        }
+
         /// Splitting samples over workers and merging their wire records gives exactly the
         /// histogram and counts of recording them all in one place.
         #[test]
