@@ -379,8 +379,16 @@ impl Series {
                 continue;
             }
             let s = |v: u64| v as f64 / 1e9;
-            push(&format!("load.{name}.p50"), s(h.value_at_quantile(0.5)), "s");
-            push(&format!("load.{name}.p99"), s(h.value_at_quantile(0.99)), "s");
+            push(
+                &format!("load.{name}.p50"),
+                s(h.value_at_quantile(0.5)),
+                "s",
+            );
+            push(
+                &format!("load.{name}.p99"),
+                s(h.value_at_quantile(0.99)),
+                "s",
+            );
             push(&format!("load.{name}.max"), s(h.max()), "s");
             // Tsung reports means only: this one is for comparing with it.
             push(&format!("load.{name}.mean"), h.mean() / 1e9, "s");
@@ -446,8 +454,7 @@ impl Series {
             if line.trim().is_empty() {
                 continue;
             }
-            let w: Wire =
-                serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+            let w: Wire = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
             let i = Interval::from_wire(&w).map_err(|e| format!("line {}: {e}", n + 1))?;
             series.add(&i);
         }

@@ -6,13 +6,13 @@ pub mod catalog;
 pub mod estimate;
 pub mod host;
 pub mod link;
+pub mod merge;
 pub mod params;
 pub mod preflight;
 pub mod registry;
 pub mod request;
 pub mod scenario;
 pub mod shard;
-pub mod merge;
 
 pub use preflight::Preflight;
 pub use request::{Prepared, RunRequest, prepare};
@@ -431,7 +431,11 @@ fn plan_json(cases: &[Case]) -> Vec<serde_json::Value> {
         .iter()
         .map(|c| {
             let mut m = serde_json::Map::new();
-            for (name, v) in c.point.iter().filter(|(n, _)| !PLACE_PARAMS.contains(&n.as_str())) {
+            for (name, v) in c
+                .point
+                .iter()
+                .filter(|(n, _)| !PLACE_PARAMS.contains(&n.as_str()))
+            {
                 m.insert(name.clone(), v.value.to_json());
             }
             serde_json::Value::Object(m)

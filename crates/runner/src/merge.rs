@@ -126,7 +126,11 @@ fn check_same_run(shards: &[(PathBuf, ShardFile, Vec<Record>)]) -> Result<(), Ru
             ))
         };
         if f.wirebench != f0.wirebench {
-            return Err(differ("wirebench", f0.wirebench.clone(), f.wirebench.clone()));
+            return Err(differ(
+                "wirebench",
+                f0.wirebench.clone(),
+                f.wirebench.clone(),
+            ));
         }
         if f.count != f0.count {
             return Err(differ(
@@ -151,7 +155,9 @@ fn check_same_run(shards: &[(PathBuf, ShardFile, Vec<Record>)]) -> Result<(), Ru
                 .iter()
                 .zip(&f0.plan)
                 .position(|(a, b)| a != b)
-                .map_or("the number of cases".to_string(), |i| format!("case {}", i + 1));
+                .map_or("the number of cases".to_string(), |i| {
+                    format!("case {}", i + 1)
+                });
             return Err(usage(format!(
                 "{} and {} are not shards of one run: {case} has other parameters",
                 d0.display(),
@@ -290,9 +296,15 @@ fn merge_case(
         .collect();
     if !mine.is_empty() {
         rec.set_metric("shards.count", Metric::new(shards.len() as f64, "count"));
-        let margin = mine.iter().map(|c| c.start.margin_s).fold(f64::MAX, f64::min);
+        let margin = mine
+            .iter()
+            .map(|c| c.start.margin_s)
+            .fold(f64::MAX, f64::min);
         rec.set_metric("shards.start_margin.min", Metric::new(margin, "s"));
-        let err = mine.iter().filter_map(|c| c.start.error_s).fold(0.0, f64::max);
+        let err = mine
+            .iter()
+            .filter_map(|c| c.start.error_s)
+            .fold(0.0, f64::max);
         rec.set_metric("shards.clock_error.max", Metric::new(err, "s"));
         let off = mine
             .iter()
@@ -307,11 +319,7 @@ fn merge_case(
         }
     }
     rec.notes.push(start_words(shards, (case, repeat)));
-    std::fs::write(
-        dir.path.join(format!("{stem}.load.csv")),
-        series.csv(width),
-    )
-    .map_err(io)?;
+    std::fs::write(dir.path.join(format!("{stem}.load.csv")), series.csv(width)).map_err(io)?;
     std::fs::write(
         dir.path.join(format!("{stem}.load.intervals.jsonl")),
         series.to_intervals_file(sessions, width),

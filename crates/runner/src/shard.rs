@@ -204,7 +204,10 @@ impl Aligner {
     }
 
     pub fn starts(&self) -> Vec<CaseStart> {
-        self.starts.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.starts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -290,7 +293,9 @@ fn recv(
         if deadline.is_some_and(|d| Instant::now() > d) {
             return Err("timed out".into());
         }
-        let _ = r.get_ref().set_read_timeout(Some(Duration::from_millis(200)));
+        let _ = r
+            .get_ref()
+            .set_read_timeout(Some(Duration::from_millis(200)));
         match (&mut *r).take(65_536).read_line(&mut line) {
             Ok(0) => return Err("the connection closed".into()),
             Ok(_) if line.ends_with('\n') => {
@@ -383,9 +388,14 @@ impl Leader {
                 } else if index == 0 || index >= count {
                     Some(format!("shard index {index} is not 1..{}", count - 1))
                 } else if wirebench != mine {
-                    Some(format!("shard 0 runs wirebench {mine}, this one {wirebench}"))
+                    Some(format!(
+                        "shard 0 runs wirebench {mine}, this one {wirebench}"
+                    ))
                 } else if theirs != plan {
-                    Some("shard 0 runs another scenario (cases, parameters, seed or repeats differ)".into())
+                    Some(
+                        "shard 0 runs another scenario (cases, parameters, seed or repeats differ)"
+                            .into(),
+                    )
                 } else if self.lock().joined.contains_key(&index) {
                     Some(format!("shard {index} has already joined"))
                 } else {
@@ -463,11 +473,7 @@ impl Leader {
             }
             if Instant::now() > deadline {
                 let missing: Vec<String> = (1..self.count)
-                    .filter(|i| {
-                        !st.ready
-                            .get(&(case, repeat))
-                            .is_some_and(|s| s.contains(i))
-                    })
+                    .filter(|i| !st.ready.get(&(case, repeat)).is_some_and(|s| s.contains(i)))
                     .map(|i| i.to_string())
                     .collect();
                 return Err(format!(
@@ -532,7 +538,8 @@ impl Follower {
         plan: &str,
         shutdown: &AtomicBool,
     ) -> Result<Follower, RunError> {
-        let fail = |m: String| RunError::Usage(format!("shard {}: barrier {addr}: {m}", opts.index));
+        let fail =
+            |m: String| RunError::Usage(format!("shard {}: barrier {addr}: {m}", opts.index));
         let deadline = Instant::now() + opts.barrier_timeout;
         // Shard 0 may not be up, nor its name in DNS, for a while: retry until the timeout.
         let stream = loop {
@@ -541,7 +548,8 @@ impl Follower {
                 .map_err(|e| e.to_string())
                 .and_then(|mut a| a.next().ok_or_else(|| "no address".to_string()))
                 .and_then(|a| {
-                    TcpStream::connect_timeout(&a, Duration::from_secs(2)).map_err(|e| e.to_string())
+                    TcpStream::connect_timeout(&a, Duration::from_secs(2))
+                        .map_err(|e| e.to_string())
                 });
             match attempt {
                 Ok(s) => break s,
@@ -558,9 +566,7 @@ impl Follower {
             }
         };
         let _ = stream.set_nodelay(true);
-        let mut w = stream
-            .try_clone()
-            .map_err(|e| fail(e.to_string()))?;
+        let mut w = stream.try_clone().map_err(|e| fail(e.to_string()))?;
         let mut r = BufReader::new(stream);
         let hello = Msg::Hello {
             index: opts.index,
@@ -611,7 +617,11 @@ impl Follower {
         let go = match recv(&mut self.r, deadline, shutdown) {
             Ok(Msg::Go(c, r, go)) if (c, r) == (case, repeat) => go,
             Ok(other) => return Err(format!("barrier: an unexpected message {other:?}")),
-            Err(e) => return Err(format!("barrier: waiting for shard 0 to start case {case}: {e}")),
+            Err(e) => {
+                return Err(format!(
+                    "barrier: waiting for shard 0 to start case {case}: {e}"
+                ));
+            }
         };
         // Shard 0's instant on this clock.
         let local = go + self.offset_ns;
@@ -688,7 +698,11 @@ mod tests {
                 }));
             }
             let mine: Vec<Start> = (1..=2)
-                .map(|case| leader.start(case, 1, Duration::from_millis(50), &stop).unwrap())
+                .map(|case| {
+                    leader
+                        .start(case, 1, Duration::from_millis(50), &stop)
+                        .unwrap()
+                })
                 .collect();
             let mut all = vec![mine];
             all.extend(hs.into_iter().map(|h| h.join().unwrap()));
@@ -747,7 +761,10 @@ mod tests {
             start_at: Some(first),
             barrier_timeout: Duration::from_secs(1),
         };
-        let slots = vec![((1, 1), Duration::from_secs(20)), ((2, 1), Duration::from_secs(30))];
+        let slots = vec![
+            ((1, 1), Duration::from_secs(20)),
+            ((2, 1), Duration::from_secs(30)),
+        ];
         let a = Aligner::new(&o, slots, "p", &AtomicBool::new(false)).unwrap();
         let stop = AtomicBool::new(false);
         let s1 = a.start(1, 1, Duration::ZERO, &stop).unwrap();
@@ -758,7 +775,10 @@ mod tests {
             start_at: Some(SystemTime::now() - Duration::from_secs(1)),
             ..o
         };
-        let err = Aligner::new(&past, Vec::new(), "p", &stop).err().unwrap().to_string();
+        let err = Aligner::new(&past, Vec::new(), "p", &stop)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("in the past"), "{err}");
     }
 }

@@ -12,10 +12,10 @@ use anyhow::{Context, Result, bail};
 use cli::{Command, CompareArgs, K8sArgs, LabCommand, RunArgs, ServeArgs, ShellArgs};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use wirebench_model::Status;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use wirebench_model::Status;
 use wirebench_net::Server;
 
 fn main() -> ExitCode {
@@ -421,7 +421,11 @@ fn merge(dirs: &[PathBuf], out: Option<PathBuf>, no_report: bool) -> Result<Exit
     }
     eprintln!("results: {}", out.display());
     let ok = merged.records.iter().all(|r| r.status == Status::Ok);
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn compare(args: CompareArgs) -> Result<ExitCode> {

@@ -62,6 +62,7 @@ fn a_server_pause_shows_in_the_open_loop_percentiles() {
         login_timeout: Duration::from_secs(10),
         payload: 32,
         from: vec![],
+        samples: None,
     };
     let t0 = monotonic_ns() + 100_000_000;
     // Pause the server from 1.0 s to 2.5 s into the run.

@@ -96,7 +96,15 @@ fn shard_in_host(i: u32, n: u32, port: u16, out: &Path, align: &str) -> Child {
         out.display()
     );
     wirebench()
-        .args(["shell", "--link", "rate=1Gbit,delay=2ms", "--", "sh", "-c", &script])
+        .args([
+            "shell",
+            "--link",
+            "rate=1Gbit,delay=2ms",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -151,7 +159,10 @@ fn check_merged(merged: &Path, one: &Path, shards: &[PathBuf]) -> serde_json::Va
     assert!((a - b).abs() <= 0.02 * b, "sent {a} merged, {b} unsharded");
     assert_eq!(m(r, "messages.received"), m(r, "messages.sent"), "{r}");
     // The shards' own records add up to the merged one.
-    let per: f64 = shards.iter().map(|d| m(&records(d)[0], "load.sessions")).sum();
+    let per: f64 = shards
+        .iter()
+        .map(|d| m(&records(d)[0], "load.sessions"))
+        .sum();
     assert_eq!(per, m(r, "load.sessions"));
     // Merged percentiles are those of all the raw samples together, to HdrHistogram's
     // three significant digits.
@@ -226,7 +237,10 @@ fn shards_in_lab_hosts_meet_at_a_barrier_and_merge_into_the_unsharded_run() {
         let r = &records(d)[0];
         let (off, err) = (m(r, "shard.clock_offset"), m(r, "shard.clock_error"));
         assert!(err > 0.0 && err < 0.05, "error bound {err}");
-        assert!(off.abs() <= err + 0.001, "offset {off} beyond its bound {err}");
+        assert!(
+            off.abs() <= err + 0.001,
+            "offset {off} beyond its bound {err}"
+        );
     }
     let merged = tmp.path().join("merged");
     let o = ok(
@@ -283,7 +297,8 @@ fn shards_started_at_a_given_time_merge_the_same_way() {
             .unwrap(),
         "the unsharded run",
     );
-    let at = humantime::format_rfc3339_seconds(std::time::SystemTime::now() + Duration::from_secs(6));
+    let at =
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now() + Duration::from_secs(6));
     let dirs: Vec<PathBuf> = (0..2).map(|i| tmp.path().join(format!("s{i}"))).collect();
     let align = format!("--start-at {at}");
     let shards: Vec<Child> = (0..2)
@@ -348,7 +363,10 @@ fn a_shard_that_cannot_be_aligned_or_sliced_is_refused() {
         "--shard",
         "1/2",
     ]);
-    assert!(e.contains("--barrier HOST:PORT") && e.contains("--start-at"), "{e}");
+    assert!(
+        e.contains("--barrier HOST:PORT") && e.contains("--start-at"),
+        "{e}"
+    );
     let e = run(&["--shard", "0/2", "--start-at", "2099-01-01T00:00:00Z"]);
     assert!(e.contains("slices load cases only"), "{e}");
     let e = run(&["--shard", "2/2"]);

@@ -10,8 +10,8 @@
 //! process gets its part on stdin as JSON and sends its closed intervals back on stdout,
 //! one JSON line each; the parent adds them up, so the merged histograms are exact.
 
-use crate::load::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
 use crate::hold::{ALLOW_ANY_TARGET, target_allowed};
+use crate::load::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
 use crate::serve;
 use std::io::{self, BufRead, Write};
 use std::net::{IpAddr, Ipv4Addr};
@@ -448,9 +448,10 @@ const KERNEL_PER_SOCKET_KIB: u64 = 4;
 /// and rounded up.
 const USER_PER_SESSION_KIB: u64 = 5;
 
-/// Whether this machine can hold `peak` sessions with both ends on it: open files
-/// system-wide and memory. The error says what the run needs and what there is.
-fn check_limits(peak: usize) -> Result<(), WorkloadError> {
+/// Whether this machine can hold `peak` sessions, with both ends on it or (`ends` 1, a
+/// server elsewhere) only the generator's: open files system-wide and memory. The error
+/// says what the run needs and what there is.
+fn check_limits(peak: usize, ends: u64) -> Result<(), WorkloadError> {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let first = |t: &str| {
         t.split_whitespace()
@@ -458,16 +459,21 @@ fn check_limits(peak: usize) -> Result<(), WorkloadError> {
             .and_then(|v| v.parse::<u64>().ok())
     };
     let peak = peak as u64;
-    // Two sockets per session, plus slack for everything else.
-    let files_needed = 2 * peak + 10_000;
+    // A socket per session per end here, plus slack for everything else.
+    let files_needed = ends * peak + 10_000;
     if let (Some(max), Some(used)) = (
         first(&read("/proc/sys/fs/file-max")),
         first(&read("/proc/sys/fs/file-nr")),
     ) && files_needed > max.saturating_sub(used)
     {
+        let here = if ends == 2 {
+            "both ends of each session are here"
+        } else {
+            "the generator's end of each session"
+        };
         return Err(WorkloadError::Environment(format!(
             "a peak of {peak} sessions needs about {files_needed} open files on this machine \
-             (both ends of each session are here); fs.file-max allows {} more",
+             ({here}); fs.file-max allows {} more",
             max.saturating_sub(used)
         )));
     }
@@ -475,7 +481,7 @@ fn check_limits(peak: usize) -> Result<(), WorkloadError> {
         .lines()
         .find_map(|l| l.strip_prefix("MemAvailable:"))
         .and_then(first);
-    let needed_kib = peak * (2 * KERNEL_PER_SOCKET_KIB + USER_PER_SESSION_KIB);
+    let needed_kib = peak * (ends * KERNEL_PER_SOCKET_KIB + USER_PER_SESSION_KIB);
     if let Some(avail) = available_kib
         && needed_kib > avail * 9 / 10
     {
@@ -540,7 +546,9 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     // This run's share of the schedule: all of it, or its shard's slice.
     let shards = env.shard.map_or(1, |s| s.count as usize);
     let peak = schedule.peak(spec.peak_stay()).div_ceil(shards);
-    check_limits(peak)?;
+    // A server on this machine (ours, a real one, or one on loopback) holds the other end.
+    let elsewhere = spec.target.is_some_and(|t| !t.ip().is_loopback());
+    check_limits(peak, if elsewhere { 1 } else { 2 })?;
     // The server: an external one, a real one started for the case, or the built-in one
     // sized for the peak (worker processes when one process cannot hold it).
     let in_process = spec.target.is_none() && real.is_none() && peak <= IN_PROCESS;
@@ -767,7 +775,10 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
             if start.margin_s >= 0.0 {
                 format!("ready {:.3} s before", start.margin_s)
             } else {
-                format!("{:.3} s LATE (its first sessions started late)", -start.margin_s)
+                format!(
+                    "{:.3} s LATE (its first sessions started late)",
+                    -start.margin_s
+                )
             }
         ));
     }

@@ -46,6 +46,7 @@ fn two_workers_share_a_schedule_and_their_series_merge_exactly() {
         login_timeout: Duration::from_secs(10),
         payload: 32,
         from: Vec::new(),
+        samples: None,
     };
     let t0 = monotonic_ns() + 100_000_000;
     let stop = Arc::new(AtomicBool::new(false));
