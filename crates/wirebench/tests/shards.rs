@@ -278,6 +278,29 @@ fn shards_in_lab_hosts_meet_at_a_barrier_and_merge_into_the_unsharded_run() {
     refuse(&[&dirs[0], &dirs[1]], "shard(s) 2 of 3 missing");
     refuse(&[&dirs[0], &dirs[1], &dirs[1]], "shard 1 is given twice");
     refuse(&[&dirs[0], &one], "not a shard's results");
+    // A shard of another run: its version, or a case's parameters, differ.
+    let tampered = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let d = tmp.path().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        for e in std::fs::read_dir(&dirs[2]).unwrap().flatten() {
+            std::fs::copy(e.path(), d.join(e.file_name())).unwrap();
+        }
+        let mut f: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("shard.json")).unwrap()).unwrap();
+        edit(&mut f);
+        std::fs::write(d.join("shard.json"), f.to_string()).unwrap();
+        d
+    };
+    let other_version = tampered("v", &|f| f["wirebench"] = "0.0.1".into());
+    refuse(
+        &[&dirs[0], &dirs[1], &other_version],
+        "wirebench 0.1.0 and 0.0.1",
+    );
+    let other_plan = tampered("p", &|f| f["plan"][0]["payload"] = 64.into());
+    refuse(
+        &[&dirs[0], &dirs[1], &other_plan],
+        "case 1 has other parameters",
+    );
     assert!(!tmp.path().join("refused").join("results.jsonl").exists());
 }
 
