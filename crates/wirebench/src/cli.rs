@@ -598,7 +598,8 @@ pub struct RunArgs {
     /// (its estimate, a quarter more, and 10 s), the clocks trusted to NTP.
     #[arg(long, value_name = "TIME", help_heading = "Sharded runs")]
     pub start_at: Option<String>,
-    /// How long shards wait for each other at the barrier (to join, and at each case).
+    /// How long shards wait for each other at the barrier (to join, and at each case);
+    /// default 10m.
     #[arg(long, value_name = "DURATION", help_heading = "Sharded runs")]
     pub barrier_timeout: Option<String>,
     /// Refuse a capture estimated above this size; stop writing it there at run time.
