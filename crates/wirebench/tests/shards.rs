@@ -122,6 +122,22 @@ fn ok(o: Output, what: &str) -> Output {
     o
 }
 
+/// The same load, unsharded, on loopback: what the shards must add up to.
+fn unsharded(dir: &Path, port: u16) -> PathBuf {
+    let one = dir.join("one");
+    ok(
+        wirebench()
+            .arg("run")
+            .args(LOAD)
+            .args(["--load-target", &format!("127.0.0.1:{port}"), "--out"])
+            .arg(&one)
+            .output()
+            .unwrap(),
+        "the unsharded run",
+    );
+    one
+}
+
 /// Every raw sample of `kind` the shards wrote, sorted (ns).
 fn raw_samples(dirs: &[PathBuf], kind: &str) -> Vec<u64> {
     let mut v = Vec::new();
@@ -190,18 +206,8 @@ fn shards_in_lab_hosts_meet_at_a_barrier_and_merge_into_the_unsharded_run() {
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let (_server, port) = server(tmp.path());
-    let one = tmp.path().join("one");
+    let one = unsharded(tmp.path(), port);
     let target = format!("127.0.0.1:{port}");
-    ok(
-        wirebench()
-            .arg("run")
-            .args(LOAD)
-            .args(["--load-target", &target, "--out"])
-            .arg(&one)
-            .output()
-            .unwrap(),
-        "the unsharded run",
-    );
     // Shard 0 here, where the others' hosts reach it; 1 and 2 in lab hosts.
     let bport = free_port();
     let dirs: Vec<PathBuf> = (0..3).map(|i| tmp.path().join(format!("s{i}"))).collect();
@@ -309,17 +315,7 @@ fn shards_started_at_a_given_time_merge_the_same_way() {
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let (_server, port) = server(tmp.path());
-    let one = tmp.path().join("one");
-    ok(
-        wirebench()
-            .arg("run")
-            .args(LOAD)
-            .args(["--load-target", &format!("127.0.0.1:{port}"), "--out"])
-            .arg(&one)
-            .output()
-            .unwrap(),
-        "the unsharded run",
-    );
+    let one = unsharded(tmp.path(), port);
     let at =
         humantime::format_rfc3339_seconds(std::time::SystemTime::now() + Duration::from_secs(6));
     let dirs: Vec<PathBuf> = (0..2).map(|i| tmp.path().join(format!("s{i}"))).collect();
