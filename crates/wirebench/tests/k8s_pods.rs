@@ -252,7 +252,8 @@ payload = 32
     assert_eq!(r["status"], "ok", "{r}");
     assert!(m(r, "load.sessions") > 300.0, "{r}");
     assert_eq!(m(r, "load.logged_in"), m(r, "load.sessions"), "{r}");
-    assert_eq!(m(r, "messages.received"), m(r, "messages.sent"), "{r}");
+    assert!(m(r, "messages.sent") > 0.0, "{r}");
+    assert!(m(r, "messages.lost") <= 0.01 * m(r, "messages.sent"), "{r}");
     assert_eq!(m(r, "shards.count"), 3.0);
     for (i, d) in dirs.iter().enumerate() {
         assert!(d.ends_with(format!("shard-{i}")), "{}", d.display());

@@ -173,7 +173,9 @@ fn check_merged(merged: &Path, one: &Path, shards: &[PathBuf]) -> serde_json::Va
     // may not go, by a scheduling hair.
     let (a, b) = (m(r, "messages.sent"), m(u, "messages.sent"));
     assert!((a - b).abs() <= 0.02 * b, "sent {a} merged, {b} unsharded");
-    assert_eq!(m(r, "messages.received"), m(r, "messages.sent"), "{r}");
+    // A message to a partner not yet logged in is lost by design (docs/load.md): with a
+    // second's think time, only on a badly loaded machine.
+    assert!(m(r, "messages.lost") <= 0.01 * m(r, "messages.sent"), "{r}");
     // The shards' own records add up to the merged one.
     let per: f64 = shards
         .iter()
