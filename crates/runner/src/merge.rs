@@ -94,8 +94,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, RunError> {
     let mut starts = Vec::new();
     for key in keys {
         let parts: Vec<Option<&Record>> = by_key.iter().map(|m| m.get(&key).copied()).collect();
-        let record = merge_case(&dir, &shards, key, &parts)?;
-        starts.push(start_words(&shards, key));
+        let words = start_words(&shards, key);
+        let record = merge_case(&dir, &shards, key, &parts, &words)?;
+        starts.push(words);
         dir.append(record).map_err(results_err)?;
     }
     dir.finish().map_err(results_err)?;
@@ -196,13 +197,13 @@ fn merge_case(
     shards: &[(PathBuf, ShardFile, Vec<Record>)],
     (case, repeat): (usize, u32),
     parts: &[Option<&Record>],
+    starts_note: &str,
 ) -> Result<Record, RunError> {
     let base = parts
         .iter()
         .flatten()
         .next()
         .copied()
-        .cloned()
         .ok_or_else(|| usage(format!("case {case}: no shard has it")))?;
     let mut rec = base.clone();
     rec.metrics.clear();
@@ -318,7 +319,7 @@ fn merge_case(
             ));
         }
     }
-    rec.notes.push(start_words(shards, (case, repeat)));
+    rec.notes.push(starts_note.to_string());
     std::fs::write(dir.path.join(format!("{stem}.load.csv")), series.csv(width)).map_err(io)?;
     std::fs::write(
         dir.path.join(format!("{stem}.load.intervals.jsonl")),

@@ -100,8 +100,9 @@ fn to_monotonic(unix: i64) -> (u64, f64) {
 /// The kernel's estimate of its clock's error, seconds, and whether it says the clock is
 /// unsynchronised (adjtimex(2)).
 fn kernel_clock() -> (Option<f64>, bool) {
-    // SAFETY: a zeroed timex with modes 0 only reads the kernel's state.
+    // SAFETY: timex is plain old data; all zeroes is a valid value of it.
     let mut t: libc::timex = unsafe { std::mem::zeroed() };
+    // SAFETY: with modes 0 adjtimex only reads the kernel's state into `t`, which we own.
     let state = unsafe { libc::adjtimex(&mut t) };
     if state < 0 {
         return (None, false);
@@ -123,6 +124,8 @@ enum How {
     },
     Leader(Arc<Leader>),
     Follower(Mutex<Follower>),
+    /// `--shard 0/1`: no one to agree with.
+    Alone,
 }
 
 impl Aligner {
@@ -176,10 +179,8 @@ impl Aligner {
                     opts.index, opts.count
                 )));
             }
-            (None, None) => How::StartAt {
-                first: SystemTime::now(),
-                slots: BTreeMap::new(),
-            },
+            // One shard alone: nobody to wait for, each case starts as soon as it can.
+            (None, None) => How::Alone,
         };
         Ok(Aligner {
             how,
@@ -190,7 +191,8 @@ impl Aligner {
     pub fn method(&self) -> &'static str {
         match self.how {
             How::StartAt { .. } => "start-at",
-            _ => "barrier",
+            How::Alone => "alone",
+            How::Leader(_) | How::Follower(_) => "barrier",
         }
     }
 
@@ -225,6 +227,17 @@ impl Align for Aligner {
                     offset_s: None,
                     error_s,
                     unsynchronised,
+                }
+            }
+            How::Alone => {
+                let unix = unix_ns() + lead.as_nanos() as i64;
+                Start {
+                    t0_mono_ns: to_monotonic(unix).0,
+                    unix_ns: unix,
+                    method: "alone".into(),
+                    // Ready by construction: the start is the lead from now.
+                    margin_s: 0.0,
+                    ..Start::default()
                 }
             }
             How::Leader(l) => l.start(case, repeat, lead, shutdown)?,
@@ -269,14 +282,22 @@ fn send(w: &mut TcpStream, m: &Msg) -> std::io::Result<()> {
     w.write_all(line.as_bytes())
 }
 
+/// Longest line of the barrier's protocol: a peer is not trusted.
+const MAX_LINE: usize = 64 * 1024;
+
 /// Reads one line (a message), waiting at most until `deadline` and no longer than the
-/// user wants (`shutdown`). Lines longer than 64 KiB are refused: a peer is not trusted.
+/// user wants (`shutdown`). A line longer than [`MAX_LINE`] is refused, however slowly
+/// it trickles in.
 fn recv(
     r: &mut BufReader<TcpStream>,
     deadline: Option<Instant>,
     shutdown: &AtomicBool,
 ) -> Result<Msg, String> {
     let mut line = String::new();
+    // Reads wake up to look at the deadline and the user.
+    let _ = r
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_millis(200)));
     loop {
         if shutdown.load(Ordering::SeqCst) {
             return Err("interrupted".into());
@@ -284,16 +305,19 @@ fn recv(
         if deadline.is_some_and(|d| Instant::now() > d) {
             return Err("timed out".into());
         }
-        let _ = r
-            .get_ref()
-            .set_read_timeout(Some(Duration::from_millis(200)));
-        match (&mut *r).take(65_536).read_line(&mut line) {
-            Ok(0) => return Err("the connection closed".into()),
+        // A read cut short by the timeout keeps what it read: the room left bounds the
+        // line across reads, not each read alone.
+        let room = MAX_LINE.saturating_sub(line.len());
+        if room == 0 {
+            return Err("a line over 64 KiB".into());
+        }
+        match (&mut *r).take(room as u64).read_line(&mut line) {
+            Ok(0) if line.is_empty() => return Err("the connection closed".into()),
             Ok(_) if line.ends_with('\n') => {
                 return serde_json::from_str(line.trim())
                     .map_err(|e| format!("a malformed message ({e})"));
             }
-            Ok(_) if line.len() >= 65_536 => return Err("a line over 64 KiB".into()),
+            Ok(0) => return Err("the connection closed mid-line".into()),
             Ok(_) => {}
             Err(e)
                 if matches!(
@@ -347,11 +371,22 @@ impl Leader {
         });
         let (l, plan) = (leader.clone(), plan.to_string());
         // Accepts for the whole run: a shard that reconnects is refused (its index is
-        // taken), anyone else who is not a shard of this run is refused at hello.
+        // taken), anyone else who is not a shard of this run is refused at hello. A
+        // thread per connection, at most a few more than the shards: a flood of
+        // connections is dropped, not served.
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let most = opts.count as usize + 8;
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (l, plan) = (l.clone(), plan.clone());
-                std::thread::spawn(move || l.serve(stream, &plan));
+                if open.load(Ordering::SeqCst) >= most {
+                    continue;
+                }
+                open.fetch_add(1, Ordering::SeqCst);
+                let (l, plan, open) = (l.clone(), plan.clone(), open.clone());
+                std::thread::spawn(move || {
+                    l.serve(stream, &plan);
+                    open.fetch_sub(1, Ordering::SeqCst);
+                });
             }
         });
         Ok(leader)
@@ -740,6 +775,48 @@ mod tests {
             .start(1, 1, Duration::from_millis(10), &stop)
             .unwrap_err();
         assert!(err.contains("shard(s) 1 did not reach case 1"), "{err}");
+    }
+
+    /// A peer that trickles a line without end in pieces, each cut short by the read
+    /// timeout, is refused at 64 KiB instead of growing the buffer.
+    #[test]
+    fn an_endless_line_is_refused_however_slowly_it_comes() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let writer = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            for _ in 0..4 {
+                if s.write_all(&[b'x'; 30_000]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        });
+        let (stream, _) = listener.accept().unwrap();
+        let mut r = BufReader::new(stream);
+        let err = recv(&mut r, None, &AtomicBool::new(false)).unwrap_err();
+        assert!(err.contains("over 64 KiB"), "{err}");
+        writer.join().unwrap();
+    }
+
+    /// `--shard 0/1`: no one to wait for; a later case is not late for a start long past.
+    #[test]
+    fn a_shard_alone_starts_each_case_when_ready() {
+        let o = ShardOptions {
+            index: 0,
+            count: 1,
+            barrier: None,
+            start_at: None,
+            barrier_timeout: Duration::from_secs(1),
+        };
+        let stop = AtomicBool::new(false);
+        let a = Aligner::new(&o, Vec::new(), "p", &stop).unwrap();
+        a.start(1, 1, Duration::from_millis(10), &stop).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let s = a.start(2, 1, Duration::from_millis(10), &stop).unwrap();
+        assert!(s.margin_s >= 0.0, "{s:?}");
+        let ahead = s.t0_mono_ns as i64 - monotonic_ns() as i64;
+        assert!(ahead > 0 && ahead <= 10_000_000, "{ahead} ns ahead");
     }
 
     #[test]
