@@ -59,9 +59,9 @@ pub(crate) fn prepare(chart: &Chart) -> Prepared {
     let is_bars = matches!(chart.kind, Kind::Bars { .. });
     let is_cdf = matches!(chart.kind, Kind::Cdf);
     let x_log = chart.x.scale == Scale::Log && !is_bars;
-    // Cumulative fractions and bar heights are read against zero, so their
-    // y axis is always linear.
-    let y_log = chart.y.scale == Scale::Log && !is_bars && !is_cdf;
+    // Cumulative fractions are read against zero, so their y axis is always linear. Bars
+    // may be log (S2's totals span 3 ms to 48 s): they then rise from the axis' floor.
+    let y_log = chart.y.scale == Scale::Log && !is_cdf;
     let mut skipped = Skipped::default();
 
     let x_ok = |x: f64, s: &mut Skipped| -> bool {
@@ -190,7 +190,9 @@ pub(crate) fn prepare(chart: &Chart) -> Prepared {
         let y_fine =
             m.y.is_finite() && (!y_log || m.y > 0.0) && (!is_cdf || (0.0..=1.0).contains(&m.y));
         if x_fine && y_fine {
-            let x = if is_bars { m.x.round() } else { m.x };
+            // On bars a marker may sit over one series' bar of its category (x = index plus
+            // that bar's offset), so the fraction is kept.
+            let x = m.x;
             references.push((i, x, m.y));
         } else if !m.x.is_finite() || !m.y.is_finite() {
             skipped.non_finite += 1;
@@ -218,6 +220,16 @@ pub(crate) fn prepare(chart: &Chart) -> Prepared {
     for &(_, x, y) in &references {
         extend(&mut x_range, x);
         extend(&mut y_range, y);
+    }
+    // A guide is drawn only with data to read against it, and then the axis reaches it.
+    if y_range.is_some() && !is_cdf {
+        for g in chart
+            .guides
+            .iter()
+            .filter(|g| g.y.is_finite() && (!y_log || g.y > 0.0))
+        {
+            extend(&mut y_range, g.y);
+        }
     }
     if is_cdf && y_range.is_some() {
         y_range = Some((0.0, 1.0));

@@ -35,6 +35,34 @@ const MAX_SIDE: u32 = 16_000;
 /// Cumulative fractions worth a guide line on CDFs.
 pub(crate) const CDF_GUIDES: [(f64, &str); 3] = [(0.5, "p50"), (0.9, "p90"), (0.99, "p99")];
 
+/// Widest label of a guide, pixels; longer ones are shortened (the full text is in the
+/// caption the report writes).
+const GUIDE_LABEL_MAX: f32 = 150.0;
+
+/// The chart's guides in order from the bottom: its own, or a CDF's default quantiles.
+/// Sorted so the labels that collide are skipped from the top down, as before.
+fn guide_list(chart: &Chart) -> Vec<(f64, String)> {
+    let mut list: Vec<(f64, String)> = if chart.guides.is_empty() {
+        if matches!(chart.kind, Kind::Cdf) {
+            CDF_GUIDES
+                .iter()
+                .map(|(v, l)| (*v, l.to_string()))
+                .collect()
+        } else {
+            Vec::new()
+        }
+    } else {
+        chart
+            .guides
+            .iter()
+            .filter(|g| g.y.is_finite())
+            .map(|g| (g.y, g.label.clone()))
+            .collect()
+    };
+    list.sort_by(|a, b| a.0.total_cmp(&b.0));
+    list
+}
+
 /// An axis-aligned rectangle in SVG user units (y grows downwards).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rect {
@@ -338,19 +366,32 @@ fn entry_width(label: &str) -> f32 {
 /// Longest legend label, as a share of the canvas width.
 const LEGEND_LABEL_SHARE: f32 = 0.45;
 
-pub(crate) fn entry_label(
-    chart: &Chart,
-    ref_labels: &[String],
-    kind: EntryKind,
-    more: usize,
-) -> String {
-    let full = match kind {
-        EntryKind::Series(i) => chart.series[i].name.clone(),
-        EntryKind::Reference(g) => ref_labels[g].clone(),
-        EntryKind::More => format!("+{more} more"),
-    };
-    let max_w = chart.width.clamp(MIN_WIDTH, MAX_SIDE) as f32 * LEGEND_LABEL_SHARE;
-    text::fit(&full, LEGEND_SIZE, false, max_w)
+/// Every legend label as drawn: series names shortened together so they stay distinct
+/// (see [`text::fit_distinct`]), then the reference labels likewise.
+pub(crate) struct LegendTexts {
+    series: Vec<String>,
+    references: Vec<String>,
+    max_w: f32,
+}
+
+impl LegendTexts {
+    pub(crate) fn new(chart: &Chart, ref_labels: &[String]) -> Self {
+        let max_w = chart.width.clamp(MIN_WIDTH, MAX_SIDE) as f32 * LEGEND_LABEL_SHARE;
+        let names: Vec<String> = chart.series.iter().map(|s| s.name.clone()).collect();
+        LegendTexts {
+            series: text::fit_distinct(&names, LEGEND_SIZE, false, max_w),
+            references: text::fit_distinct(ref_labels, LEGEND_SIZE, false, max_w),
+            max_w,
+        }
+    }
+}
+
+pub(crate) fn entry_label(texts: &LegendTexts, kind: EntryKind, more: usize) -> String {
+    match kind {
+        EntryKind::Series(i) => texts.series[i].clone(),
+        EntryKind::Reference(g) => texts.references[g].clone(),
+        EntryKind::More => text::fit(&format!("+{more} more"), LEGEND_SIZE, false, texts.max_w),
+    }
 }
 
 fn axis_title(label: &str, unit: Option<&str>) -> String {
@@ -381,13 +422,11 @@ fn y_candidates(chart: &Chart, prep: &Prepared) -> (Vec<TickSet>, bool) {
     };
     match chart.kind {
         Kind::Cdf => (ticks::linear(&Unit::Percent, 0.0, 1.0), false),
-        Kind::Bars { .. } => {
-            let (lo, hi) = anchor_zero(lo, hi, true);
-            (ticks::linear(&chart.y.unit, lo, hi), false)
-        }
         _ if prep.y_log => (ticks::log(&chart.y.unit, lo, hi, prep.y_pow2), true),
+        // Magnitudes start at zero (a 61-67 B axis made 4.5 B look like a cliff); a scale
+        // that does not (a signed difference) keeps its own range.
         _ => {
-            let (lo, hi) = anchor_zero(lo, hi, false);
+            let (lo, hi) = anchor_zero(lo, hi, true);
             (ticks::linear(&chart.y.unit, lo, hi), false)
         }
     }
@@ -454,6 +493,7 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
     let height = chart.height.clamp(MIN_HEIGHT, MAX_SIDE) as f32;
     let mut texts: Vec<TextItem> = Vec::new();
     let (ref_labels, ref_group) = reference_groups(chart);
+    let legend_texts = LegendTexts::new(chart, &ref_labels);
 
     // Title block.
     let mut top = PAD;
@@ -551,7 +591,7 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
     kinds.extend((0..ref_labels.len()).map(EntryKind::Reference));
     let widths: Vec<f32> = kinds
         .iter()
-        .map(|&k| entry_width(&entry_label(chart, &ref_labels, k, 0)))
+        .map(|&k| entry_width(&entry_label(&legend_texts, k, 0)))
         .collect();
     let avail_w = width - 2.0 * PAD;
     let top_flow = flow(&widths, avail_w);
@@ -611,7 +651,7 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
                 shown.push(EntryKind::More);
                 let w: Vec<f32> = shown
                     .iter()
-                    .map(|&k| entry_width(&entry_label(chart, &ref_labels, k, kinds.len() - keep)))
+                    .map(|&k| entry_width(&entry_label(&legend_texts, k, kinds.len() - keep)))
                     .collect();
                 placed = flow(&w, avail_w);
                 placed.retain(|p| p.0 < max_rows);
@@ -625,13 +665,11 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
         None => {}
     }
 
-    let is_cdf = matches!(chart.kind, Kind::Cdf);
     let categorical = matches!(chart.kind, Kind::Bars { .. });
-    let guide_w = if is_cdf {
-        text::width("p99", TICK_SIZE, false) + 8.0
-    } else {
-        0.0
-    };
+    let guide_w = guide_list(chart)
+        .iter()
+        .map(|(_, l)| text::width(l, TICK_SIZE, false).min(GUIDE_LABEL_MAX) + 8.0)
+        .fold(0.0, f32::max);
 
     // X title, then the tick label band above it.
     let x_title_h = if chart.x.label.is_empty() {
@@ -679,13 +717,12 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
                 lo: -0.5,
                 hi: n as f64 - 0.5,
                 log: false,
-                ticks: prep
-                    .categories
-                    .iter()
+                ticks: text::fit_distinct(&prep.categories, TICK_SIZE, false, MAX_CATEGORY_LABEL)
+                    .into_iter()
                     .enumerate()
                     .map(|(i, c)| Tick {
                         value: i as f64,
-                        label: Some(text::fit(c, TICK_SIZE, false, MAX_CATEGORY_LABEL)),
+                        label: Some(c),
                     })
                     .collect(),
                 title_unit: None,
@@ -819,20 +856,26 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
         }
 
         let mut guides = Vec::new();
-        if is_cdf {
-            let mut last_y = f32::INFINITY;
-            for (frac, name) in CDF_GUIDES {
-                let py = plot.y1 - frac as f32 * plot.height();
-                if last_y - py < text::line_height(TICK_SIZE) + 2.0 {
-                    continue;
-                }
-                last_y = py;
-                guides.push(frac);
-                let mut t =
-                    TextItem::new(TextRole::Guide, name, plot.x1 + 5.0, py + centre, TICK_SIZE);
-                t.muted = true;
-                texts.push(t);
+        let mut last_y = f32::INFINITY;
+        for (value, name) in guide_list(chart) {
+            if !(y_axis.lo..=y_axis.hi).contains(&value) && !y_axis.log {
+                continue;
             }
+            let py = plot.y1 - y_axis.frac(value) as f32 * plot.height();
+            if last_y - py < text::line_height(TICK_SIZE) + 2.0 {
+                continue;
+            }
+            last_y = py;
+            guides.push(value);
+            let mut t = TextItem::new(
+                TextRole::Guide,
+                text::fit(&name, TICK_SIZE, false, GUIDE_LABEL_MAX),
+                plot.x1 + 5.0,
+                py + centre,
+                TICK_SIZE,
+            );
+            t.muted = true;
+            texts.push(t);
         }
 
         if mode == Some(LegendMode::Right) {
@@ -861,7 +904,7 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
                 .len()
                 .saturating_sub(l.entries.len().saturating_sub(1));
             for e in &l.entries {
-                let label = entry_label(chart, &ref_labels, e.kind, more);
+                let label = entry_label(&legend_texts, e.kind, more);
                 texts.push(TextItem::new(
                     TextRole::Legend,
                     label,

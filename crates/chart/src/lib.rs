@@ -110,7 +110,7 @@ use std::sync::{Arc, OnceLock};
 use resvg::{tiny_skia, usvg};
 
 pub use layout::{LayoutInfo, Rect, TextBox, TextRole};
-pub use model::{Axis, Chart, Kind, Marker, Point, Scale, Series, Unit};
+pub use model::{Axis, Chart, Guide, Kind, Marker, Point, Scale, Series, Unit};
 
 /// The family name the SVG uses for all text; use it in `@font-face`.
 pub const FONT_FAMILY: &str = "DejaVu Sans";

@@ -138,6 +138,24 @@ impl Marker {
     }
 }
 
+/// A labelled horizontal line across the plot at `y`: a quantile a study reads off a CDF
+/// ("p85"), or a level another study reached ("S4: 500k sessions"). Drawn dashed and grey,
+/// its label to the right of the plot; the y axis always reaches it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Guide {
+    pub y: f64,
+    pub label: String,
+}
+
+impl Guide {
+    pub fn new(y: f64, label: impl Into<String>) -> Self {
+        Guide {
+            y,
+            label: label.into(),
+        }
+    }
+}
+
 /// How the series are drawn; see the crate docs for what each is for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
@@ -167,6 +185,8 @@ pub struct Chart {
     pub y: Axis,
     pub series: Vec<Series>,
     pub references: Vec<Marker>,
+    /// Horizontal guides. Empty on a CDF means p50, p90 and p99.
+    pub guides: Vec<Guide>,
     /// Canvas width in SVG user units (pixels at PNG scale 1). Default 800.
     pub width: u32,
     /// Canvas height. Default 450.
@@ -184,6 +204,7 @@ impl Chart {
             y,
             series: Vec::new(),
             references: Vec::new(),
+            guides: Vec::new(),
             width: 800,
             height: 450,
         }
@@ -201,6 +222,11 @@ impl Chart {
 
     pub fn reference(mut self, marker: Marker) -> Self {
         self.references.push(marker);
+        self
+    }
+
+    pub fn guide(mut self, guide: Guide) -> Self {
+        self.guides.push(guide);
         self
     }
 

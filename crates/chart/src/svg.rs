@@ -180,7 +180,8 @@ fn series_svg(out: &mut String, chart: &Chart, prep: &Prepared, l: &Layout, pref
                 let group = band * 0.8;
                 let bar_w = group / n_series.max(1) as f32;
                 let inset = if bar_w > 6.0 { 1.0 } else { 0.0 };
-                let zero = l.py(0.0);
+                // On a log axis bars rise from the axis' floor (there is no zero).
+                let zero = if l.y.log { l.plot.y1 } else { l.py(0.0) };
                 let fill = bar_fill(prefix, s);
                 let centre = |p: &Pt| l.px(p.x) - group / 2.0 + (s as f32 + 0.5) * bar_w;
                 for p in pts {

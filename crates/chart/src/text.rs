@@ -116,3 +116,181 @@ pub(crate) fn fit(s: &str, size: f32, bold: bool, max_w: f32) -> String {
     out.push('…');
     out
 }
+
+/// Shortens each of `labels` to at most `max_w` pixels so that labels that differ stay
+/// different and keep the words that tell them apart: "Shadowsocks chacha20-poly1305" and
+/// "Shadowsocks aes-256-gcm" must not both become "Shadowsocks c…". Labels that fit are
+/// kept whole. Otherwise the words every label shares at its start or end are left out
+/// (the chart's subtitle says what is common), marked with "…", and what is still too
+/// long is cut in the middle, keeping its head and its tail.
+pub(crate) fn fit_distinct(labels: &[String], size: f32, bold: bool, max_w: f32) -> Vec<String> {
+    if labels.iter().all(|l| width(l, size, bold) <= max_w) {
+        return labels.to_vec();
+    }
+    let words: Vec<Vec<&str>> = labels.iter().map(|l| split_words(l)).collect();
+    let (head, tail) = if labels.len() >= 2 {
+        common_ends(&words)
+    } else {
+        (0, 0)
+    };
+    let cores: Vec<String> = words
+        .iter()
+        .map(|w| {
+            let core = w[head..w.len() - tail].concat();
+            let core = core.trim_matches(|c: char| c == ',' || c == ' ');
+            let mut s = String::new();
+            if head > 0 {
+                s.push('…');
+            }
+            s.push_str(core);
+            if tail > 0 {
+                s.push('…');
+            }
+            s
+        })
+        .collect();
+    cores
+        .iter()
+        .map(|c| fit_middle(c, size, bold, max_w))
+        .collect()
+}
+
+/// Whether `short` tells apart every pair that `full` does.
+fn distinct_as(full: &[String], short: &[String]) -> bool {
+    for i in 0..full.len() {
+        for j in i + 1..full.len() {
+            if full[i] != full[j] && short[i] == short[j] {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Words with their trailing separators kept, so joining them gives the text back.
+fn split_words(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut in_sep = false;
+    for (i, c) in s.char_indices() {
+        let sep = c == ' ' || c == ',';
+        if !sep && in_sep {
+            out.push(&s[start..i]);
+            start = i;
+        }
+        in_sep = sep;
+    }
+    if start < s.len() {
+        out.push(&s[start..]);
+    }
+    out
+}
+
+/// How many whole words all labels share at their start and at their end, leaving at
+/// least one word of each label.
+fn common_ends(words: &[Vec<&str>]) -> (usize, usize) {
+    let shortest = words.iter().map(Vec::len).min().unwrap_or(0);
+    let trim = |w: &str| w.trim_end_matches([' ', ',']).to_string();
+    let mut head = 0;
+    while head + 1 < shortest && words.iter().all(|w| trim(w[head]) == trim(words[0][head])) {
+        head += 1;
+    }
+    let mut tail = 0;
+    while head + tail + 1 < shortest
+        && words
+            .iter()
+            .all(|w| trim(w[w.len() - 1 - tail]) == trim(words[0][words[0].len() - 1 - tail]))
+    {
+        tail += 1;
+    }
+    (head, tail)
+}
+
+/// Cuts `s` in the middle with "…" so it is at most `max_w` pixels wide: the head says
+/// what the series is, the tail is where a parameter's value sits.
+pub(crate) fn fit_middle(s: &str, size: f32, bold: bool, max_w: f32) -> String {
+    if width(s, size, bold) <= max_w {
+        return s.to_string();
+    }
+    let chars: Vec<char> = s.chars().collect();
+    let budget = max_w - width("…", size, bold);
+    let w = |c: char| width(c.encode_utf8(&mut [0; 4]), size, bold);
+    // Two thirds of the room to the tail: the differing value is usually last.
+    let (mut head, mut tail) = (0usize, 0usize);
+    let (mut head_w, mut tail_w) = (0.0f32, 0.0f32);
+    while head + tail < chars.len() {
+        let take_tail = tail_w <= 2.0 * head_w;
+        let c = if take_tail {
+            chars[chars.len() - 1 - tail]
+        } else {
+            chars[head]
+        };
+        if head_w + tail_w + w(c) > budget {
+            break;
+        }
+        if take_tail {
+            tail += 1;
+            tail_w += w(c);
+        } else {
+            head += 1;
+            head_w += w(c);
+        }
+    }
+    let head_s: String = chars[..head].iter().collect();
+    let tail_s: String = chars[chars.len() - tail..].iter().collect();
+    format!("{}…{}", head_s.trim_end(), tail_s.trim_start())
+}
+
+#[cfg(test)]
+mod distinct_tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn labels_that_fit_stay_whole() {
+        let l = s(&["raw", "http"]);
+        assert_eq!(fit_distinct(&l, 12.0, false, 300.0), l);
+    }
+
+    #[test]
+    fn the_word_that_differs_survives() {
+        let l = s(&[
+            "Protocol shadowsocks, Shadowsocks cipher chacha20-ietf-poly1305, server ours",
+            "Protocol shadowsocks, Shadowsocks cipher aes-256-gcm, server ours",
+            "Protocol shadowsocks, Shadowsocks cipher 2022-blake3-aes-128-gcm, server ours",
+        ]);
+        let out = fit_distinct(&l, 12.0, false, 200.0);
+        assert!(out[0].contains("chacha20"), "{out:?}");
+        assert!(out[1].contains("aes-256-gcm"), "{out:?}");
+        assert!(out[2].contains("2022"), "{out:?}");
+        for o in &out {
+            assert!(width(o, 12.0, false) <= 200.0, "{o}");
+        }
+        let unique: std::collections::BTreeSet<_> = out.iter().collect();
+        assert_eq!(unique.len(), 3);
+    }
+
+    #[test]
+    fn a_long_common_head_is_left_out() {
+        let l = s(&[
+            "A very long category name that will never fit, 1",
+            "A very long category name that will never fit, 2",
+        ]);
+        assert_eq!(fit_distinct(&l, 12.0, false, 150.0), s(&["…1", "…2"]));
+    }
+
+    #[test]
+    fn middle_cut_keeps_head_and_tail() {
+        let out = fit_middle(
+            "XMPP transport websocket, XMPP client browser, link delay 81 ms",
+            12.0,
+            false,
+            150.0,
+        );
+        assert!(out.starts_with("XMPP") && out.ends_with("81 ms"), "{out}");
+        assert!(width(&out, 12.0, false) <= 150.0);
+    }
+}

@@ -84,6 +84,7 @@ fn chart() -> impl Strategy<Value = Chart> {
                     .into_iter()
                     .map(|(l, x, y)| Marker::new(l, x, y))
                     .collect(),
+                guides: Vec::new(),
                 width: w,
                 height: h,
             },
