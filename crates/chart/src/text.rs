@@ -149,10 +149,18 @@ pub(crate) fn fit_distinct(labels: &[String], size: f32, bold: bool, max_w: f32)
             s
         })
         .collect();
-    cores
+    let short: Vec<String> = cores
         .iter()
         .map(|c| fit_middle(c, size, bold, max_w))
-        .collect()
+        .collect();
+    if distinct_as(labels, &short) {
+        short
+    } else {
+        labels
+            .iter()
+            .map(|l| fit_middle(l, size, bold, max_w))
+            .collect()
+    }
 }
 
 /// Whether `short` tells apart every pair that `full` does.

@@ -15,7 +15,7 @@
 use crate::info::{ChartSpec, RunInfo};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use wirebench_chart::{Axis, Chart, Kind, Marker, Point, Series, Unit};
+use wirebench_chart::{Axis, Chart, Guide, Kind, Marker, Point, Series, Unit};
 use wirebench_model::{Record, Status};
 
 /// Metrics worth a chart, in order, with their names in words.
@@ -38,6 +38,19 @@ pub const METRICS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The studies' own metrics in words, for their lead figures and tables (not charted
+/// unless a scenario asks).
+const STUDY_METRICS: &[(&str, &str)] = &[
+    ("s2.total", "Time for 100 pings"),
+    ("s2.login", "Connect and log in"),
+    ("s2.pings", "100 pings"),
+    ("ttfb.p50", "Time to first byte, median"),
+    ("ttfb.p85", "Time to first byte, p85"),
+    ("ttfb.p95", "Time to first byte, p95"),
+    ("ttfb.round_trips.p50", "Round trips to the first byte"),
+    ("load.peak_active", "Peak sessions logged in"),
+];
+
 /// Most series one chart carries before it stops being legible.
 const MAX_SERIES: usize = 12;
 /// Cases per per-round or CDF chart.
@@ -47,8 +60,11 @@ const CASES_PER_CHART: usize = 8;
 pub struct Planned {
     pub stem: String,
     pub chart: Chart,
-    /// Said under the chart: the metrics left out because they would draw the same.
+    /// Said under the chart: the metrics left out because they would draw the same, the
+    /// points where repeats leave an ordering open.
     pub notes: Vec<String>,
+    /// The study's own figure (`lead = true` in its `[[chart]]`): first in the report.
+    pub lead: bool,
 }
 
 impl Planned {
@@ -57,9 +73,20 @@ impl Planned {
             stem,
             chart,
             notes: Vec::new(),
+            lead: false,
         }
     }
 }
+
+/// Columns of the load series a `load` chart can draw (`[[chart]] kind = "load"`).
+pub const LOAD_COLUMNS: &[&str] = &["active", "logins", "login_p99", "message_p99"];
+
+/// Most points a chart draws as separate marks; beyond it a per-round chart is thinned
+/// (or, for connections in no meaningful order, left to the CDF).
+const MAX_POINTS: usize = 2000;
+
+/// Height of a lead figure (others: the chart crate's 450).
+const LEAD_HEIGHT: u32 = 560;
 
 /// Two charts whose every point differs by no more than this (relative) draw the same
 /// picture; the second is left out (see [`near_duplicate`]).
@@ -84,16 +111,18 @@ fn near_duplicate(a: &Chart, b: &Chart) -> bool {
 }
 
 /// Adds `chart` unless an earlier chart draws the same; then that chart says so.
-fn push_unless_duplicate(out: &mut Vec<Planned>, stem: String, chart: Chart, metric: &str) {
+/// Returns whether it was added.
+fn push_unless_duplicate(out: &mut Vec<Planned>, stem: String, chart: Chart, metric: &str) -> bool {
     if let Some(kept) = out.iter_mut().find(|p| near_duplicate(&p.chart, &chart)) {
         kept.notes.push(format!(
             "{} ({metric}) is within {:.0}% of this in every case, so it has no chart of its own.",
             words_of(metric),
             SAME_WITHIN * 100.0
         ));
-        return;
+        return false;
     }
     out.push(Planned::new(stem, chart));
+    true
 }
 
 /// One case with its repeats folded: mean, min and max per metric.
@@ -168,9 +197,10 @@ pub fn unit_of(unit: &str) -> Unit {
     }
 }
 
-fn words_of(metric: &str) -> String {
+pub fn words_of(metric: &str) -> String {
     METRICS
         .iter()
+        .chain(STUDY_METRICS)
         .find(|(m, _)| *m == metric)
         .map(|(_, w)| w.to_string())
         .unwrap_or_else(|| metric.to_string())
@@ -270,7 +300,8 @@ fn slug(s: &str) -> String {
     out.trim_matches('-').to_string()
 }
 
-/// Metric against parameter `x`; `None` if no series has two points.
+/// Metric against parameter `x`, with notes on the points where repeats leave the order
+/// of two series open; `None` if no series has two points.
 fn line_chart(
     all: &[&Case],
     metric: &str,
@@ -278,7 +309,7 @@ fn line_chart(
     series_params: &[String],
     info: &RunInfo,
     spec: Option<&ChartSpec>,
-) -> Option<Chart> {
+) -> Option<(Chart, Vec<String>)> {
     let with: Vec<&Case> = all
         .iter()
         .copied()
@@ -393,7 +424,47 @@ fn line_chart(
     }
     chart.series = series;
     chart.references = markers;
-    Some(chart)
+    let notes = overlaps(&chart, info.words(x), info.unit(x));
+    Some((chart, notes))
+}
+
+/// Most notes on unsettled orderings under one chart; the rest are counted.
+const MAX_OVERLAP_NOTES: usize = 4;
+
+/// Where two series' spreads over repeats (min to max) overlap at the same x: the chart
+/// cannot say which is higher there, and a study's ordering may flip between runs
+/// (soapstone's SOAP and HTTP at 100 B did).
+fn overlaps(chart: &Chart, x_words: &str, x_unit: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for (i, a) in chart.series.iter().enumerate() {
+        for b in &chart.series[i + 1..] {
+            for pa in &a.points {
+                let Some(pb) = b.points.iter().find(|p| p.x == pa.x) else {
+                    continue;
+                };
+                let (Some(alo), Some(ahi), Some(blo), Some(bhi)) =
+                    (pa.y_min, pa.y_max, pb.y_min, pb.y_max)
+                else {
+                    continue;
+                };
+                if alo <= bhi && blo <= ahi {
+                    found.push(format!(
+                        "At {x_words} {}, {} and {} overlap over their repeats (min to max): \
+                         which is higher there is not settled.",
+                        crate::numbers::human(pa.x, x_unit),
+                        a.name,
+                        b.name
+                    ));
+                }
+            }
+        }
+    }
+    if found.len() > MAX_OVERLAP_NOTES {
+        let more = found.len() - MAX_OVERLAP_NOTES;
+        found.truncate(MAX_OVERLAP_NOTES);
+        found.push(format!("{more} more such points."));
+    }
+    found
 }
 
 fn capitalize(s: &str) -> String {
@@ -414,7 +485,11 @@ fn bar_chart(all: &[&Case], metric: &str, cats: &[String], info: &RunInfo) -> Op
         return None;
     }
     let unit = with[0].metrics[metric].3.clone();
-    let categories: Vec<String> = with.iter().map(|c| describe(c.first, cats, info)).collect();
+    let named: Vec<(&Case, String)> = with
+        .iter()
+        .map(|c| (*c, format!("case {}", c.first.case)))
+        .collect();
+    let categories = series_names(&named, cats, info);
     let points = with
         .iter()
         .enumerate()
@@ -514,11 +589,7 @@ fn rounds_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planne
         };
         let mut chart = Chart::new(
             format!("{title}{part}"),
-            if longest > 2000 {
-                Kind::Scatter
-            } else {
-                Kind::Lines
-            },
+            Kind::Lines,
             Axis::new(each, Unit::Count),
             Axis::new(value, Unit::Seconds),
         );
@@ -531,9 +602,14 @@ fn rounds_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planne
         if !sub.is_empty() {
             chart = chart.subtitle(sub.clone());
         }
-        for (c, v) in chunk {
-            // Thousands of rounds would be a smear: keep every k-th, plus the first ones.
-            let step = (v.len() / 2000).max(1);
+        // Connections are timed in no meaningful order over a population of paths: thousands
+        // of them are a smear of points that the CDF below says better.
+        let drawn = !(connect && longest > MAX_POINTS);
+        // Thousands of rounds would be a smear too: keep every k-th, plus the first ones,
+        // at most MAX_POINTS over all the chart's series.
+        let budget = (MAX_POINTS / chunk.len().max(1)).max(10);
+        for (c, v) in chunk.iter().filter(|_| drawn) {
+            let step = (v.len() / budget).max(1);
             let pts = v
                 .iter()
                 .enumerate()
@@ -541,7 +617,9 @@ fn rounds_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planne
                 .map(|(j, y)| ((j + 1) as f64, *y));
             chart.series.push(Series::from_xy(name(c), pts));
         }
-        out.push(Planned::new(format!("rounds-{}", i + 1), chart));
+        if drawn {
+            out.push(Planned::new(format!("rounds-{}", i + 1), chart));
+        }
 
         let mut cdf = Chart::new(
             if connect {
@@ -589,6 +667,135 @@ fn load_series(dir: &Path, r: &Record) -> Option<Columns> {
     (cols.first().is_some_and(|c| !c.1.is_empty())).then_some(cols)
 }
 
+/// One chart over time of load cases: its file stem, title, kind, y axis, the column of
+/// the intervals file it reads and how interval i's value comes from it.
+struct LoadDef {
+    key: &'static str,
+    stem: &'static str,
+    title: &'static str,
+    kind: Kind,
+    y: &'static str,
+    unit: Unit,
+    column: &'static str,
+    value: fn(&[f64], &[f64], usize) -> f64,
+}
+
+const LOAD_DEFS: [LoadDef; 4] = [
+    LoadDef {
+        key: "active",
+        stem: "load-active",
+        title: "Sessions logged in over time",
+        kind: Kind::Steps,
+        y: "Sessions",
+        unit: Unit::Count,
+        column: "active",
+        value: |v, _, i| v[i],
+    },
+    LoadDef {
+        key: "logins",
+        stem: "load-logins",
+        title: "Logins per second over time",
+        kind: Kind::Lines,
+        y: "Logins per second",
+        unit: Unit::Count,
+        column: "logins",
+        value: |v, t, i| {
+            let dt = if i == 0 { t[0] } else { t[i] - t[i - 1] };
+            if dt > 0.0 { v[i] / dt } else { f64::NAN }
+        },
+    },
+    LoadDef {
+        key: "login_p99",
+        stem: "load-login-p99",
+        title: "Login time p99 over time (from the intended start)",
+        kind: Kind::Lines,
+        y: "Login time, p99",
+        unit: Unit::Seconds,
+        column: "login_p99_ms",
+        value: |v, _, i| v[i] / 1e3,
+    },
+    LoadDef {
+        key: "message_p99",
+        stem: "load-message-p99",
+        title: "Message latency p99 over time (from the intended send)",
+        kind: Kind::Lines,
+        y: "Message latency, p99",
+        unit: Unit::Seconds,
+        column: "message_p99_ms",
+        value: |v, _, i| v[i] / 1e3,
+    },
+];
+
+/// One case's series of `def`, if it has two points.
+fn load_series_of(def: &LoadDef, cols: &[(String, Vec<f64>)], name: String) -> Option<Series> {
+    let col = |n: &str| -> Vec<f64> {
+        cols.iter()
+            .find(|(h, _)| h == n)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let (v, t) = (col(def.column), col("seconds"));
+    let pts: Vec<(f64, f64)> = (0..v.len().min(t.len()))
+        .map(|i| (t[i], (def.value)(&v, &t, i)))
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect();
+    (pts.len() >= 2).then(|| Series::from_xy(name, pts))
+}
+
+/// A `load` chart of the scenario's (`column`), with the study's peaks as guides on the
+/// sessions chart (references of `load.peak_active`).
+fn load_column_chart(cs: &[&Case], dir: &Path, info: &RunInfo, spec: &ChartSpec) -> Option<Chart> {
+    let def = LOAD_DEFS
+        .iter()
+        .find(|d| Some(d.key) == spec.column.as_deref())?;
+    let with: Vec<(&Case, Columns)> = cs
+        .iter()
+        .filter_map(|c| Some((*c, load_series(dir, c.first)?)))
+        .take(MAX_SERIES)
+        .collect();
+    let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
+    let varying = params_varying(&cases, info);
+    let named: Vec<(&Case, String)> = cases
+        .iter()
+        .map(|c| (*c, format!("case {}", c.first.case)))
+        .collect();
+    let names = series_names(&named, &varying, info);
+    let mut chart = Chart::new(
+        def.title,
+        def.kind.clone(),
+        Axis::new("Time", Unit::Seconds),
+        Axis::new(def.y, def.unit.clone()),
+    );
+    let sub = constants(&cases, &varying, info);
+    if !sub.is_empty() {
+        chart = chart.subtitle(sub);
+    }
+    for ((_, cols), name) in with.iter().zip(names) {
+        if let Some(s) = load_series_of(def, cols, name) {
+            chart.series.push(s);
+        }
+    }
+    if def.key == "active" {
+        for c in &cases {
+            let Some(r) = c.first.references.get("load.peak_active") else {
+                continue;
+            };
+            let Some(v) = r["value"].as_f64() else {
+                continue;
+            };
+            if chart.guides.iter().any(|g| g.y == v) {
+                continue;
+            }
+            let source = r["source"].as_str().unwrap_or("published");
+            chart.guides.push(Guide::new(
+                v,
+                format!("{source}: {}", crate::numbers::human(v, "count")),
+            ));
+        }
+    }
+    (!chart.series.is_empty()).then_some(chart)
+}
+
 /// Charts over time of load cases: sessions active, logins per second, and the login and
 /// message latency percentiles per interval, one series per case; memory and CPU of the
 /// generator and the server, a series per case and process group.
@@ -618,66 +825,23 @@ fn load_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planned>
             .unwrap_or_default()
     };
     let sub = constants(&cases, &varying, info);
-    // (stem, title, kind, y axis, value of interval i from the columns)
-    type Value = fn(&[f64], &[f64], usize) -> f64;
-    let charts: [(&str, &str, Kind, Axis, &str, &str, Value); 4] = [
-        (
-            "load-active",
-            "Sessions logged in over time",
-            Kind::Steps,
-            Axis::new("Sessions", Unit::Count),
-            "active",
-            "seconds",
-            |v, _, i| v[i],
-        ),
-        (
-            "load-logins",
-            "Logins per second over time",
-            Kind::Lines,
-            Axis::new("Logins per second", Unit::Count),
-            "logins",
-            "seconds",
-            |v, t, i| {
-                let dt = if i == 0 { t[0] } else { t[i] - t[i - 1] };
-                if dt > 0.0 { v[i] / dt } else { f64::NAN }
-            },
-        ),
-        (
-            "load-login-p99",
-            "Login time p99 over time (from the intended start)",
-            Kind::Lines,
-            Axis::new("Login time, p99", Unit::Seconds),
-            "login_p99_ms",
-            "seconds",
-            |v, _, i| v[i] / 1e3,
-        ),
-        (
-            "load-message-p99",
-            "Message latency p99 over time (from the intended send)",
-            Kind::Lines,
-            Axis::new("Message latency, p99", Unit::Seconds),
-            "message_p99_ms",
-            "seconds",
-            |v, _, i| v[i] / 1e3,
-        ),
-    ];
-    for (stem, title, kind, y, column, x, value) in charts {
-        let mut chart = Chart::new(title, kind, Axis::new("Time", Unit::Seconds), y);
+    for def in &LOAD_DEFS {
+        let mut chart = Chart::new(
+            def.title,
+            def.kind.clone(),
+            Axis::new("Time", Unit::Seconds),
+            Axis::new(def.y, def.unit.clone()),
+        );
         if !sub.is_empty() {
             chart = chart.subtitle(sub.clone());
         }
         for (c, cols) in &with {
-            let (v, t) = (col(cols, column), col(cols, x));
-            let pts: Vec<(f64, f64)> = (0..v.len().min(t.len()))
-                .map(|i| (t[i], value(&v, &t, i)))
-                .filter(|(x, y)| x.is_finite() && y.is_finite())
-                .collect();
-            if pts.len() >= 2 {
-                chart.series.push(Series::from_xy(name(c), pts));
+            if let Some(s) = load_series_of(def, cols, name(c)) {
+                chart.series.push(s);
             }
         }
         if !chart.series.is_empty() {
-            out.push(Planned::new(stem.to_string(), chart));
+            out.push(Planned::new(def.stem.to_string(), chart));
         }
     }
     // What the processes used: a line per process group and case (columns the load
@@ -713,7 +877,13 @@ fn load_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planned>
             let t = col(cols, "seconds");
             for (prefix, label) in groups {
                 let v = col(cols, &format!("{prefix}_{suffix}"));
-                let pts: Vec<(f64, f64)> = (0..v.len().min(t.len()))
+                // A process that has ended reads as 0 from then on: its line ends where
+                // it did, instead of dropping to zero.
+                let alive = v
+                    .iter()
+                    .rposition(|x| x.is_finite() && *x > 0.0)
+                    .map_or(0, |i| i + 1);
+                let pts: Vec<(f64, f64)> = (0..alive.min(t.len()))
                     .map(|i| (t[i], v[i] * scale))
                     .filter(|(x, y)| x.is_finite() && y.is_finite())
                     .collect();
@@ -730,57 +900,125 @@ fn load_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planned>
     }
 }
 
-/// The charts for a results directory.
+/// The charts for a results directory: the scenario's own (`[[chart]]`, its lead figure
+/// first), then those chosen from the grid's shape, leaving out any that would draw what an
+/// earlier one draws.
 pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
     let folded = cases(records);
     let all: Vec<&Case> = folded.iter().collect();
     let mut out = Vec::new();
-    if !info.charts.is_empty() {
-        for (i, spec) in info.charts.iter().enumerate() {
-            let cs: Vec<&Case> = all
-                .iter()
-                .copied()
-                .filter(|c| matches_filter(c.first, &spec.filter))
-                .collect();
-            let kind = spec.kind.as_deref().unwrap_or("lines");
-            let stem = format!("{:02}-{}", i + 1, slug(&spec.metric));
-            match kind {
-                "rounds" | "cdf" => {
-                    let mut tmp = Vec::new();
-                    rounds_charts(&cs, dir, info, &mut tmp);
-                    let prefix = if kind == "rounds" { "rounds" } else { "cdf" };
-                    out.extend(tmp.into_iter().filter(|p| p.stem.starts_with(prefix)));
-                }
-                "bars" => {
+    let specs = info
+        .charts
+        .iter()
+        .filter(|s| s.lead)
+        .chain(info.charts.iter().filter(|s| !s.lead));
+    for spec in specs {
+        let cs: Vec<&Case> = all
+            .iter()
+            .copied()
+            .filter(|c| matches_filter(c.first, &spec.filter))
+            .collect();
+        let before = out.len();
+        spec_charts(spec, &cs, dir, info, &mut out);
+        for p in &mut out[before..] {
+            p.lead = spec.lead;
+            if spec.lead {
+                // The study's answer gets the room to show every series and mark.
+                p.chart.height = LEAD_HEIGHT;
+            }
+        }
+    }
+    generic_charts(&all, info, &mut out);
+    let mut extra = Vec::new();
+    rounds_charts(&all, dir, info, &mut extra);
+    load_charts(&all, dir, info, &mut extra);
+    let own = |kind: &str| info.charts.iter().any(|c| c.kind.as_deref() == Some(kind));
+    for p in extra {
+        // The scenario's own per-round, CDF or load charts already drew these cases.
+        let kind = if p.stem.starts_with("rounds") {
+            "rounds"
+        } else if p.stem.starts_with("cdf") {
+            "cdf"
+        } else {
+            "load"
+        };
+        let same_title = out.iter().any(|o| o.chart.title == p.chart.title);
+        if !same_title && !(kind != "load" && own(kind)) {
+            out.push(p);
+        }
+    }
+    for (i, p) in out.iter_mut().enumerate() {
+        p.stem = format!("{:02}-{}", i + 1, p.stem);
+    }
+    out
+}
+
+/// The charts one `[[chart]]` asks for.
+fn spec_charts(spec: &ChartSpec, cs: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planned>) {
+    let kind = spec.kind.as_deref().unwrap_or("lines");
+    let stem = slug(&format!("{kind}-{}", spec.metric));
+    let titled = |mut chart: Chart| {
+        if let Some(t) = &spec.title {
+            chart.title = t.clone();
+        }
+        chart
+    };
+    match kind {
+        "rounds" => {
+            let mut tmp = Vec::new();
+            rounds_charts(cs, dir, info, &mut tmp);
+            out.extend(tmp.into_iter().filter(|p| p.stem.starts_with("rounds")));
+        }
+        "cdf" => {
+            if let Some(chart) = one_cdf(cs, dir, info, spec) {
+                out.push(Planned::new(stem, titled(chart)));
+            }
+        }
+        "load" => {
+            if let Some(chart) = load_column_chart(cs, dir, info, spec) {
+                out.push(Planned::new(stem, titled(chart)));
+            }
+        }
+        "bars" => {
+            let chart = match &spec.x {
+                Some(x) => grouped_bars(cs, spec, x, info),
+                None => {
                     let cats = spec
                         .series
                         .clone()
-                        .unwrap_or_else(|| params_varying(&cs, info));
-                    if let Some(mut chart) = bar_chart(&cs, &spec.metric, &cats, info) {
-                        if let Some(t) = &spec.title {
-                            chart.title = t.clone();
-                        }
-                        out.push(Planned::new(stem, chart));
-                    }
+                        .unwrap_or_else(|| params_varying(cs, info));
+                    bar_chart(cs, &spec.metric, &cats, info)
                 }
-                _ => {
-                    let Some(x) = spec.x.clone() else { continue };
-                    let series = spec.series.clone().unwrap_or_else(|| {
-                        params_varying(&cs, info)
-                            .into_iter()
-                            .filter(|p| *p != x)
-                            .collect()
-                    });
-                    if let Some(chart) =
-                        line_chart(&cs, &spec.metric, &x, &series, info, Some(spec))
-                    {
-                        out.push(Planned::new(stem, chart));
-                    }
+            };
+            if let Some(mut chart) = chart {
+                if spec.log_y == Some(true) {
+                    chart.y = chart.y.log();
                 }
+                out.push(Planned::new(stem, titled(chart)));
             }
         }
-        return out;
+        _ => {
+            let Some(x) = spec.x.clone() else { return };
+            let series = spec.series.clone().unwrap_or_else(|| {
+                params_varying(cs, info)
+                    .into_iter()
+                    .filter(|p| *p != x)
+                    .collect()
+            });
+            if let Some((chart, notes)) =
+                line_chart(cs, &spec.metric, &x, &series, info, Some(spec))
+            {
+                let mut p = Planned::new(stem, chart);
+                p.notes = notes;
+                out.push(p);
+            }
+        }
     }
+}
+
+/// A chart per headline metric against each numeric parameter that varies, or bars when
+/// only words vary.
+fn generic_charts(all: &[&Case], info: &RunInfo, out: &mut Vec<Planned>) {
     for (metric, _) in METRICS {
         let with: Vec<&Case> = all
             .iter()
@@ -796,23 +1034,246 @@ pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
         let mut drew = false;
         for x in &numeric_params {
             let others: Vec<String> = varying.iter().filter(|p| p != x).cloned().collect();
-            if let Some(chart) = line_chart(&with, metric, x, &others, info, None) {
+            if let Some((chart, notes)) = line_chart(&with, metric, x, &others, info, None) {
                 let stem = format!("{}-vs-{}", slug(metric), slug(x));
-                push_unless_duplicate(&mut out, stem, chart, metric);
+                if push_unless_duplicate(out, stem, chart, metric) {
+                    if let Some(p) = out.last_mut() {
+                        p.notes.extend(notes);
+                    }
+                }
                 drew = true;
             }
         }
         if !drew && numeric_params.is_empty() && !varying.is_empty() {
             if let Some(chart) = bar_chart(&with, metric, &varying, info) {
                 let stem = format!("{}-bars", slug(metric));
-                push_unless_duplicate(&mut out, stem, chart, metric);
+                push_unless_duplicate(out, stem, chart, metric);
             }
         }
     }
-    rounds_charts(&all, dir, info, &mut out);
-    load_charts(&all, dir, info, &mut out);
-    for (i, p) in out.iter_mut().enumerate() {
-        p.stem = format!("{:02}-{}", i + 1, p.stem);
+}
+
+/// A series' name from its parameters, as short as it stays clear: the protocol by its
+/// name alone, a switch by its name when on and not at all when off ("convert, TCP Fast
+/// Open"), anything else as "words value".
+fn compact(r: &Record, params: &[String], info: &RunInfo) -> String {
+    params
+        .iter()
+        .filter_map(|p| {
+            let v = label(r, p);
+            match v.as_str() {
+                "-" | "off" => None,
+                "on" => Some(info.words(p).to_string()),
+                _ if p == "protocol" || p == "xmpp.client" || p == "xmpp.server" => Some(v),
+                _ => Some(format!("{} {v}", info.words(p))),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The name of a series from the parameters that differ between the series drawn only
+/// (what is common goes to the subtitle), or `fallback` when nothing differs.
+fn series_names(groups: &[(&Case, String)], params: &[String], info: &RunInfo) -> Vec<String> {
+    let used: Vec<String> = params
+        .iter()
+        .filter(|p| {
+            groups
+                .iter()
+                .map(|(c, _)| label(c.first, p))
+                .collect::<BTreeSet<_>>()
+                .len()
+                > 1
+        })
+        .cloned()
+        .collect();
+    groups
+        .iter()
+        .map(|(c, fallback)| {
+            let mut d = compact(c.first, &used, info);
+            // A case without the link parameters that tell the others apart ran with no
+            // link at all: say so, or "native" and "native, one-way delay 81ms" read as
+            // if the first had no delay parameter rather than no link.
+            let no_link = used
+                .iter()
+                .any(|p| p.starts_with("link") && label(c.first, p) == "-");
+            if no_link {
+                d = if d.is_empty() {
+                    "loopback".into()
+                } else {
+                    format!("{d}, loopback")
+                };
+            }
+            if d.is_empty() { fallback.clone() } else { d }
+        })
+        .collect()
+}
+
+/// Bars of `spec.metric` grouped by the values of parameter `x` (S2: one group per
+/// transport), one bar per combination of `spec.series` (client, link), published figures
+/// as markers over the bar they belong to.
+fn grouped_bars(cs: &[&Case], spec: &ChartSpec, x: &str, info: &RunInfo) -> Option<Chart> {
+    let metric = spec.metric.as_str();
+    let with: Vec<&Case> = cs
+        .iter()
+        .copied()
+        .filter(|c| c.metrics.contains_key(metric))
+        .collect();
+    let mut categories: Vec<String> = Vec::new();
+    for c in &with {
+        let v = label(c.first, x);
+        if !categories.contains(&v) {
+            categories.push(v);
+        }
     }
-    out
+    let series_params: Vec<String> = spec.series.clone().unwrap_or_else(|| {
+        params_varying(&with, info)
+            .into_iter()
+            .filter(|p| p != x)
+            .collect()
+    });
+    let mut keys: Vec<(String, &Case)> = Vec::new();
+    for c in &with {
+        let k = describe(c.first, &series_params, info);
+        if !keys.iter().any(|(key, _)| *key == k) {
+            keys.push((k, c));
+        }
+    }
+    if categories.len() < 2 && keys.len() < 2 || keys.len() > MAX_SERIES {
+        return None;
+    }
+    let named: Vec<(&Case, String)> = keys.iter().map(|(_, c)| (*c, "measured".into())).collect();
+    let names = series_names(&named, &series_params, info);
+    let n = keys.len() as f64;
+    let mut series = Vec::new();
+    let mut markers = Vec::new();
+    for (s, ((key, _), name)) in keys.iter().zip(names).enumerate() {
+        let mut points = Vec::new();
+        for c in with
+            .iter()
+            .filter(|c| describe(c.first, &series_params, info) == *key)
+        {
+            let Some(i) = categories.iter().position(|v| *v == label(c.first, x)) else {
+                continue;
+            };
+            let (mean, lo, hi, _) = c.metrics[metric];
+            points.push(if lo < hi {
+                Point::with_range(i as f64, mean, lo, hi)
+            } else {
+                Point::new(i as f64, mean)
+            });
+            if let Some(r) = c.first.references.get(metric) {
+                if let Some(v) = r["value"].as_f64() {
+                    // Over this series' bar: the chart draws a group's bars across 80% of
+                    // the category's band, in series order.
+                    let offset = -0.4 + (s as f64 + 0.5) * 0.8 / n;
+                    markers.push(Marker::new(
+                        r["source"].as_str().unwrap_or("published"),
+                        i as f64 + offset,
+                        v,
+                    ));
+                }
+            }
+        }
+        series.push(Series::new(name, points));
+    }
+    let unit = with.first()?.metrics[metric].3.clone();
+    let mut chart = Chart::new(
+        words_of(metric),
+        Kind::Bars { categories },
+        Axis::new(capitalize(info.words(x)), Unit::Ratio),
+        Axis::new(words_of(metric), unit_of(&unit)),
+    );
+    let mut varying = series_params.clone();
+    varying.push(x.to_string());
+    let sub = constants(&with, &varying, info);
+    if !sub.is_empty() {
+        chart = chart.subtitle(sub);
+    }
+    chart.series = series;
+    chart.references = markers;
+    Some(chart)
+}
+
+/// One CDF of every case's per-round (or per-connection) values, with the quantiles the
+/// study reads marked (`quantiles`), and its claims drawn where it states them
+/// relative to a baseline (`claims`, see [`ChartSpec`]).
+fn one_cdf(cs: &[&Case], dir: &Path, info: &RunInfo, spec: &ChartSpec) -> Option<Chart> {
+    let with: Vec<(&Case, Vec<f64>)> = cs
+        .iter()
+        .filter_map(|c| Some((*c, rounds_of(dir, c.first)?)))
+        .filter(|(_, v)| v.len() >= 5)
+        .take(MAX_SERIES)
+        .collect();
+    if with.is_empty() {
+        return None;
+    }
+    let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
+    let varying = params_varying(&cases, info);
+    let named: Vec<(&Case, String)> = with
+        .iter()
+        .map(|(c, _)| (*c, format!("case {}", c.first.case)))
+        .collect();
+    let names = series_names(&named, &varying, info);
+    let connect = cases
+        .iter()
+        .all(|c| c.first.params.get("workload").and_then(|w| w.as_str()) == Some("connect"));
+    let (title, value, share) = if connect {
+        (
+            "Distribution of time to first byte",
+            "Time to first byte",
+            "Connections at or below",
+        )
+    } else {
+        (
+            "Distribution of round trips",
+            "Round trip",
+            "Rounds at or below",
+        )
+    };
+    let mut chart = Chart::new(
+        title,
+        Kind::Cdf,
+        Axis::new(value, Unit::Seconds),
+        Axis::new(share, Unit::Percent),
+    );
+    let log_x = spec
+        .log_x
+        .unwrap_or_else(|| wide(with.iter().flat_map(|(_, v)| v.iter().copied()), 20.0));
+    if log_x {
+        chart.x = chart.x.log();
+    }
+    let sub = constants(&cases, &varying, info);
+    if !sub.is_empty() {
+        chart = chart.subtitle(sub);
+    }
+    for ((_, v), name) in with.iter().zip(names) {
+        chart.series.push(Series::samples(name, v.iter().copied()));
+    }
+    for q in spec.quantiles.iter().flatten() {
+        chart.guides.push(Guide::new(
+            *q,
+            format!("p{}", crate::numbers::sig3(q * 100.0)),
+        ));
+    }
+    for claim in &spec.claims {
+        let base = with
+            .iter()
+            .find(|(c, _)| matches_filter(c.first, &claim.base));
+        if let Some((_, v)) = base {
+            let at = quantile(v, claim.quantile) + claim.add;
+            chart
+                .references
+                .push(Marker::new(claim.label.clone(), at, claim.quantile));
+        }
+    }
+    Some(chart)
+}
+
+/// The `q` quantile of `values` (nearest rank).
+fn quantile(values: &[f64], q: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    v[rank - 1]
 }

@@ -258,7 +258,7 @@ fn facts(records: &[Record]) -> String {
     s
 }
 
-fn cases_table(records: &[Record]) -> String {
+fn cases_table(records: &[Record], lead: &[String]) -> String {
     let varying: Vec<String> = {
         let mut names: Vec<String> = Vec::new();
         for r in records {
@@ -281,11 +281,14 @@ fn cases_table(records: &[Record]) -> String {
             })
             .collect()
     };
-    let metrics: Vec<&str> = charts::METRICS
-        .iter()
-        .map(|(m, _)| *m)
-        .filter(|m| records.iter().any(|r| r.metrics.contains_key(*m)))
-        .collect();
+    // The study's own metrics first (its lead figure's), then the usual headline ones.
+    let mut metrics: Vec<&str> = lead.iter().map(String::as_str).collect();
+    for (m, _) in charts::METRICS {
+        if !metrics.contains(m) {
+            metrics.push(m);
+        }
+    }
+    metrics.retain(|m| records.iter().any(|r| r.metrics.contains_key(*m)));
     let repeated = records.iter().any(|r| r.repeat > 1);
     let mut s = String::from("<div class=\"scroll\"><table>\n<tr><th>case</th>");
     if repeated {
@@ -296,14 +299,11 @@ fn cases_table(records: &[Record]) -> String {
     }
     // The metric in words, with the name results.csv and results.jsonl use under it.
     for m in &metrics {
-        let words = charts::METRICS
-            .iter()
-            .find(|(id, _)| id == m)
-            .map_or(*m, |(_, w)| *w);
+        let words = charts::words_of(m);
         let _ = write!(
             s,
             "<th>{}<br><span class=\"id\">{}</span></th>",
-            esc(words),
+            esc(&words),
             esc(m)
         );
     }
@@ -338,9 +338,10 @@ fn cases_table(records: &[Record]) -> String {
                 .unwrap_or_else(|| "-".into());
             let _ = write!(s, "<td class=\"num\">{}</td>", esc(&v));
         }
+        // The error as the run wrote it: it may hold a command to copy.
         let status = match (&r.status, &r.error) {
             (Status::Ok, _) => "ok".to_string(),
-            (st, Some(e)) => format!("{st:?}: {e}").to_lowercase(),
+            (st, Some(e)) => format!("{}: {e}", format!("{st:?}").to_lowercase()),
             (st, None) => format!("{st:?}").to_lowercase(),
         };
         let _ = writeln!(s, "<td>{}</td></tr>", esc(&status));
@@ -364,7 +365,7 @@ fn published(records: &[Record]) -> String {
                 continue;
             };
             let ratio = if rv != 0.0 {
-                format!("{:.2}", ours.value / rv)
+                crate::numbers::sig3(ours.value / rv)
             } else {
                 "-".into()
             };
@@ -445,6 +446,21 @@ fn remove_stale_charts(chart_dir: &Path, planned: &[Planned]) -> Result<(), Repo
     Ok(())
 }
 
+/// The metrics of the scenario's lead figures, in order: the study's own metric.
+pub fn lead_metrics(info: &RunInfo) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in info
+        .charts
+        .iter()
+        .filter(|c| c.lead && !c.metric.is_empty())
+    {
+        if !out.contains(&c.metric) {
+            out.push(c.metric.clone());
+        }
+    }
+    out
+}
+
 /// Writes `charts/*.svg`, `charts/*.png` and `report.html` into `dir`.
 pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
     let records = read_records(dir)?;
@@ -459,8 +475,19 @@ pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
     let chart_dir = dir.join("charts");
     std::fs::create_dir_all(&chart_dir).map_err(io_err(&chart_dir))?;
     remove_stale_charts(&chart_dir, &planned)?;
-    let mut figures = String::new();
-    for Planned { stem, chart, notes } in &planned {
+    let (mut lead_figures, mut figures) = (String::new(), String::new());
+    for Planned {
+        stem,
+        chart,
+        notes,
+        lead,
+    } in &planned
+    {
+        let figures = if *lead {
+            &mut lead_figures
+        } else {
+            &mut figures
+        };
         let svg = wirebench_chart::render_svg(chart);
         let svg_path = chart_dir.join(format!("{stem}.svg"));
         atomic_write(&svg_path, svg.as_bytes()).map_err(io_err(&svg_path))?;
@@ -504,11 +531,18 @@ pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
     let published = published(&records);
     let notes = notes(&records);
     // Only sections the page has: a link to a missing anchor goes nowhere.
-    let mut nav = vec![("charts", "Charts"), ("cases", "Cases")];
+    let mut nav = Vec::new();
+    if !lead_figures.is_empty() {
+        nav.push(("answer", "The study's figure"));
+    }
     if !published.is_empty() {
         nav.push(("published", "Published figures"));
     }
-    nav.push(("tables", "Tables"));
+    nav.extend([
+        ("charts", "Charts"),
+        ("cases", "Cases"),
+        ("tables", "Tables"),
+    ]);
     if !notes.is_empty() {
         nav.push(("notes", "Notes"));
     }
@@ -517,15 +551,23 @@ pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
         let _ = write!(html, "<a href=\"#{id}\">{words}</a>");
     }
     html.push_str("</nav>\n");
+    // The study's answer first (principle 13): its own figure, then the published
+    // figures beside ours, then the facts of the run and every other chart.
+    if !lead_figures.is_empty() {
+        let _ = writeln!(html, "<h2 id=\"answer\">The study's figure</h2>");
+        html.push_str(&lead_figures);
+    }
+    html.push_str(&published);
     html.push_str(&facts(&records));
     let _ = writeln!(html, "<h2 id=\"charts\">Charts</h2>");
     if planned.is_empty() {
         html.push_str("<p>No chart: fewer than two successful cases share a metric.</p>\n");
+    } else if figures.is_empty() {
+        html.push_str("<p>No other chart: the study's figure above is the only one.</p>\n");
     }
     html.push_str(&figures);
     let _ = writeln!(html, "<h2 id=\"cases\">Cases</h2>");
-    html.push_str(&cases_table(&records));
-    html.push_str(&published);
+    html.push_str(&cases_table(&records, &lead_metrics(&info)));
     let _ = writeln!(
         html,
         "<h2 id=\"tables\">Tables</h2>\n<p>The same pivot as <a href=\"results.csv\">results.csv</a>; every record is in <a href=\"results.jsonl\">results.jsonl</a>.</p>"

@@ -60,6 +60,33 @@ pub struct ChartSpec {
     /// Only cases whose parameters have these values (as typed: `{ workload = "stream" }`).
     #[serde(default)]
     pub filter: BTreeMap<String, String>,
+    /// The study's own figure: drawn first, before the published figures and every other
+    /// chart, and its metric heads the terminal summary (principle 13 of the design).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lead: bool,
+    /// A CDF's marked quantiles, as fractions (`[0.85, 0.95]`: the percentiles the study
+    /// reads); default p50, p90 and p99.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantiles: Option<Vec<f64>>,
+    /// A `load` chart's column of the per-interval series (`active`: sessions logged in;
+    /// `logins`: logins per second).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    /// A study's claims on a CDF, stated against a baseline case: each becomes a published
+    /// marker at the baseline's quantile plus the claimed amount.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<Claim>,
+}
+
+/// "For the slowest 15% of paths SOCKS5 adds at least 150 ms" (S3): at quantile 0.85 of
+/// the case matching `base` (`{ protocol = "direct" }`), plus `add` seconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Claim {
+    pub quantile: f64,
+    pub base: BTreeMap<String, String>,
+    /// Seconds.
+    pub add: f64,
+    pub label: String,
 }
 
 impl RunInfo {

@@ -506,7 +506,7 @@ pub fn comparisons(records: &[Record], width: usize) -> String {
                 continue;
             };
             let ratio = if rv != 0.0 {
-                format!("{:.2}", ours.value / rv)
+                crate::numbers::sig3(ours.value / rv)
             } else {
                 "-".into()
             };

@@ -33,6 +33,7 @@ use toml::Spanned;
 use wirebench_model::located::{self, Problem};
 use wirebench_model::{Grid, Kind, ParamValue, parse_duration};
 use wirebench_report::ChartSpec;
+use wirebench_report::info::Claim;
 
 /// Built-in scenarios, by name.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -431,6 +432,19 @@ struct ChartFile {
     log_y: Option<bool>,
     title: Option<String>,
     filter: Option<Entries<Scalar>>,
+    lead: Option<bool>,
+    quantiles: Option<Spanned<Vec<f64>>>,
+    column: Option<Spanned<String>>,
+    claims: Option<Vec<Spanned<ClaimFile>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClaimFile {
+    quantile: f64,
+    base: Entries<Scalar>,
+    add: String,
+    label: String,
 }
 
 #[derive(Deserialize, Default)]
@@ -696,7 +710,9 @@ fn reference(cx: &Ctx, r: &ReferenceFile) -> Result<Reference, ScenarioError> {
     Ok(out)
 }
 
-const CHART_KINDS: &[&str] = &["lines", "bars", "rounds", "cdf"];
+const CHART_KINDS: &[&str] = &["lines", "bars", "rounds", "cdf", "load"];
+/// The series a `load` chart can draw: `wirebench_report::charts::LOAD_COLUMNS`.
+use wirebench_report::charts::LOAD_COLUMNS;
 
 fn param_name(cx: &Ctx, v: &Spanned<String>, key: &str) -> Result<String, ScenarioError> {
     let name = v.get_ref();
@@ -720,8 +736,39 @@ fn chart(cx: &Ctx, file: &Spanned<ChartFile>) -> Result<ChartSpec, ScenarioError
         title: t.title.clone(),
         log_x: t.log_x,
         log_y: t.log_y,
+        lead: t.lead.unwrap_or(false),
         ..ChartSpec::default()
     };
+    if let Some(q) = &t.quantiles {
+        if q.get_ref()
+            .iter()
+            .any(|v| !(v.is_finite() && *v > 0.0 && *v < 1.0))
+        {
+            return Err(cx.err(
+                span_of(q),
+                "chart.quantiles",
+                "each quantile is a fraction between 0 and 1, e.g. quantiles = [0.85, 0.95]",
+            ));
+        }
+        c.quantiles = Some(q.get_ref().clone());
+    }
+    if let Some(col) = &t.column {
+        if !LOAD_COLUMNS.contains(&col.get_ref().as_str()) {
+            return Err(cx.err(
+                span_of(col),
+                "chart.column",
+                format!(
+                    "unknown load column {:?}; columns: {}",
+                    col.get_ref(),
+                    LOAD_COLUMNS.join(", ")
+                ),
+            ));
+        }
+        c.column = Some(col.get_ref().clone());
+    }
+    for claim in t.claims.iter().flatten() {
+        c.claims.push(chart_claim(cx, claim)?);
+    }
     if let Some(kind) = &t.kind {
         if !CHART_KINDS.contains(&kind.get_ref().as_str()) {
             return Err(cx.err(
@@ -759,7 +806,17 @@ fn chart(cx: &Ctx, file: &Spanned<ChartFile>) -> Result<ChartSpec, ScenarioError
         c.filter.insert(pk.clone(), v.text.clone());
     }
     let kind = c.kind.as_deref().unwrap_or("lines");
-    if c.metric.is_empty() && kind != "rounds" && kind != "cdf" {
+    if kind == "load" && c.column.is_none() {
+        return Err(cx.err(
+            span_of(file),
+            "chart.column",
+            format!(
+                "missing: a load chart draws one column of the series, e.g. column = \"active\" ({})",
+                LOAD_COLUMNS.join(", ")
+            ),
+        ));
+    }
+    if c.metric.is_empty() && !matches!(kind, "rounds" | "cdf" | "load") {
         return Err(cx.err(
             span_of(file),
             "chart.metric",
@@ -774,6 +831,39 @@ fn chart(cx: &Ctx, file: &Spanned<ChartFile>) -> Result<ChartSpec, ScenarioError
         ));
     }
     Ok(c)
+}
+
+/// One `claims = [{ quantile, base, add, label }]` entry of a CDF chart.
+fn chart_claim(cx: &Ctx, file: &Spanned<ClaimFile>) -> Result<Claim, ScenarioError> {
+    let t = file.get_ref();
+    if !(t.quantile > 0.0 && t.quantile < 1.0) {
+        return Err(cx.err(
+            span_of(file),
+            "chart.claims.quantile",
+            "a fraction between 0 and 1, e.g. quantile = 0.85",
+        ));
+    }
+    let add = parse_duration(&t.add).map_err(|e| {
+        cx.err(
+            span_of(file),
+            "chart.claims.add",
+            format!("{e} (e.g. add = \"150ms\")"),
+        )
+    })?;
+    let mut base = std::collections::BTreeMap::new();
+    for (pk, pv) in &t.base.0 {
+        let key = format!("chart.claims.base.{pk}");
+        if spec(pk).is_none() {
+            return Err(cx.err(span_of(pv), &key, "unknown parameter"));
+        }
+        base.insert(pk.clone(), pv.get_ref().text.clone());
+    }
+    Ok(Claim {
+        quantile: t.quantile,
+        base,
+        add: add.as_secs_f64(),
+        label: t.label.clone(),
+    })
 }
 
 fn run(cx: &Ctx, r: &RunFile, sc: &mut Scenario) -> Result<(), ScenarioError> {

@@ -86,10 +86,17 @@ pub enum Command {
     /// `wirebench run` does this at the end of every run unless --no-report; use this to
     /// rebuild it, e.g. after an interrupted run. Charts are also saved as SVG and PNG
     /// under DIR/charts/.
-    #[command(after_help = "Example:\n  wirebench report wirebench-runs/20261121-110000-default")]
+    #[command(after_help = "Examples:\n  \
+        wirebench report wirebench-runs/20261121-110000-default\n  \
+        wirebench report wirebench-runs/20261121-110000-proxy-ttfb --charts-from proxy-ttfb")]
     Report {
         /// A results directory written by `wirebench run`.
         dir: PathBuf,
+        /// Take the charts (`[[chart]]`, the lead figure first) from this scenario file or
+        /// built-in scenario instead of those recorded with the run, and record them in
+        /// DIR/run.json: a run made before its scenario's charts changed gets today's.
+        #[arg(long, value_name = "SCENARIO")]
+        charts_from: Option<String>,
     },
     /// Compare two results directories: each metric of the cases both ran, as a ratio B/A.
     ///

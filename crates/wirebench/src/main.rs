@@ -27,7 +27,7 @@ fn main() -> ExitCode {
         Command::XmppLoadWorker => xmpp_load_worker(),
         Command::Shell(args) => shell(args),
         Command::Lab { command } => lab(command),
-        Command::Report { dir } => report(&dir),
+        Command::Report { dir, charts_from } => report(&dir, charts_from.as_deref()),
         Command::X2x { config } => x2x(&config),
         Command::Converter {
             listen,
@@ -389,7 +389,15 @@ fn lab(cmd: LabCommand) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn report(dir: &Path) -> Result<ExitCode> {
+fn report(dir: &Path, charts_from: Option<&str>) -> Result<ExitCode> {
+    if let Some(arg) = charts_from {
+        let scenario = wirebench_runner::request::load_scenario(Some(arg))?;
+        let mut info = wirebench_report::RunInfo::read(dir)
+            .with_context(|| format!("reading {}", dir.join("run.json").display()))?;
+        info.charts = scenario.charts.clone();
+        info.write(dir)
+            .with_context(|| format!("writing {}", dir.join("run.json").display()))?;
+    }
     let w = wirebench_runner::write_report(dir)?;
     println!(
         "{} ({} charts; SVG and PNG in {})",

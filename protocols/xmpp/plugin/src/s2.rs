@@ -69,8 +69,10 @@ pub fn run(
     let mut cfg = PeerConfig::new(DOMAIN, addr);
     cfg.s2s = false;
     match &server_ns {
-        // The lab's server host is ours alone: the usual ports.
-        Some(_) => cfg.http_port = Some(5280),
+        // The lab's server host is ours alone: the usual ports. Our gateway takes 5280
+        // when it stands in front (part real-gateway), so the server's own web endpoints,
+        // unused then, move aside.
+        Some(_) => cfg.http_port = Some(if gateway { 5290 } else { 5280 }),
         None => {
             let [c2s, http] = free_ports()?;
             cfg.c2s_port = c2s;
