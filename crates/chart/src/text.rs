@@ -154,13 +154,39 @@ pub(crate) fn fit_distinct(labels: &[String], size: f32, bold: bool, max_w: f32)
         .map(|c| fit_middle(c, size, bold, max_w))
         .collect();
     if distinct_as(labels, &short) {
-        short
-    } else {
-        labels
-            .iter()
-            .map(|l| fit_middle(l, size, bold, max_w))
-            .collect()
+        return short;
     }
+    // Still alike: start each label that collides at the first word where it differs
+    // from those it collides with, so that word is what shows.
+    let mut out = short.clone();
+    for i in 0..labels.len() {
+        let twins: Vec<usize> = (0..labels.len())
+            .filter(|&j| j != i && short[j] == short[i] && labels[j] != labels[i])
+            .collect();
+        if twins.is_empty() {
+            continue;
+        }
+        let first_diff = twins
+            .iter()
+            .map(|&j| {
+                words[i]
+                    .iter()
+                    .zip(&words[j])
+                    .take_while(|(a, b)| a == b)
+                    .count()
+            })
+            .min()
+            .unwrap_or(0);
+        let from = words[i][first_diff.min(words[i].len().saturating_sub(1))..].concat();
+        let prefix = if first_diff > 0 { "…" } else { "" };
+        out[i] = fit(
+            &format!("{prefix}{}", from.trim_end_matches([',', ' '])),
+            size,
+            bold,
+            max_w,
+        );
+    }
+    out
 }
 
 /// Whether `short` tells apart every pair that `full` does.
@@ -288,6 +314,23 @@ mod distinct_tests {
             "A very long category name that will never fit, 2",
         ]);
         assert_eq!(fit_distinct(&l, 12.0, false, 150.0), s(&["…1", "…2"]));
+    }
+
+    #[test]
+    fn labels_alike_after_cutting_show_where_they_differ() {
+        let l = s(&[
+            "protocol socks5, SOCKS5 server microsocks, SOCKS5 authentication none, SOCKS5 pipelining off",
+            "protocol socks5, SOCKS5 server dante, SOCKS5 authentication none, SOCKS5 pipelining off",
+            "protocol socks5, SOCKS5 server ours, SOCKS5 authentication none, SOCKS5 pipelining off",
+            "protocol direct, TCP Fast Open off",
+        ]);
+        let out = fit_distinct(&l, 12.0, false, 200.0);
+        let unique: std::collections::BTreeSet<_> = out.iter().collect();
+        assert_eq!(unique.len(), 4, "{out:?}");
+        assert!(
+            out[0].contains("microsocks") && out[1].contains("dante"),
+            "{out:?}"
+        );
     }
 
     #[test]

@@ -284,8 +284,14 @@ fn constants(cases: &[&Case], varying: &[String], info: &RunInfo) -> String {
         .join(" · ")
 }
 
+/// Whether a case passes a chart's filter. A case that does not have a parameter (its
+/// protocol or workload does not read it: standard S2S has no x2x options) passes on it:
+/// the filter picks among the cases it applies to.
 fn matches_filter(r: &Record, filter: &BTreeMap<String, String>) -> bool {
-    filter.iter().all(|(k, v)| label(r, k) == *v)
+    filter.iter().all(|(k, v)| {
+        let l = label(r, k);
+        l == *v || l == "-"
+    })
 }
 
 fn slug(s: &str) -> String {
@@ -349,7 +355,7 @@ fn line_chart(
         .cloned()
         .collect();
     for (name, cs) in &mut groups {
-        *name = describe(cs[0].first, &used, info);
+        *name = compact(cs[0].first, &used, info);
     }
     let series_params = &used[..];
     let unit = with.first()?.metrics[metric].3.clone();

@@ -57,7 +57,8 @@ pub struct ChartSpec {
     pub log_y: Option<bool>,
     #[serde(default)]
     pub title: Option<String>,
-    /// Only cases whose parameters have these values (as typed: `{ workload = "stream" }`).
+    /// Only cases whose parameters have these values (as typed: `{ workload = "stream" }`);
+    /// a case without one of these parameters (not read by its protocol) is kept.
     #[serde(default)]
     pub filter: BTreeMap<String, String>,
     /// The study's own figure: drawn first, before the published figures and every other

@@ -13,6 +13,20 @@ use wirebench_model::{Record, Status};
 
 pub use crate::numbers::human;
 
+/// The metrics a study is read by: those of its lead figures, then the concrete names of
+/// its `[output] columns` (globs such as `throughput.*` are for the CSV, not here), at most
+/// four.
+pub fn study_metrics(lead: &[String], columns: Option<&[String]>) -> Vec<String> {
+    let mut out: Vec<String> = lead.to_vec();
+    for c in columns.unwrap_or_default() {
+        if !c.contains('*') && !out.contains(c) {
+            out.push(c.clone());
+        }
+    }
+    out.truncate(4);
+    out
+}
+
 /// Headline metrics, in display order, with their column titles.
 const HEADLINE: &[(&str, &str)] = &[
     ("connect.time", "connect"),
@@ -94,7 +108,7 @@ struct Column {
     cells: Vec<String>,
     right: bool,
     /// The metric shown, for the note when the column is left out.
-    metric: Option<&'static str>,
+    metric: Option<String>,
 }
 
 impl Column {
@@ -185,6 +199,12 @@ fn stacked_tables(cols: &[&Column], width: usize) -> Vec<Vec<usize>> {
 /// Cells are never wrapped, so no word is ever split; only a single value wider than the
 /// whole terminal can make a line longer than `width`.
 pub fn summary_table(records: &[Record], width: usize) -> String {
+    summary_table_with(records, width, &[])
+}
+
+/// [`summary_table`] with the study's own metrics (`s2.total`, `ttfb.p85`) as its first
+/// metric columns, kept whatever the width (see [`study_metrics`]).
+pub fn summary_table_with(records: &[Record], width: usize, study: &[String]) -> String {
     let params: Vec<String> = {
         let mut seen: Vec<String> = Vec::new();
         for k in records.iter().flat_map(|r| r.params.keys()) {
@@ -210,7 +230,7 @@ pub fn summary_table(records: &[Record], width: usize) -> String {
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let column = |header: &str, right: bool, metric: Option<&'static str>| Column {
+    let column = |header: &str, right: bool, metric: Option<String>| Column {
         header: header.to_string(),
         stacked: stack(header),
         cells: Vec::new(),
@@ -219,10 +239,17 @@ pub fn summary_table(records: &[Record], width: usize) -> String {
     };
     let mut case_col = column("case", true, None);
     let mut param_cols: Vec<Column> = params.iter().map(|p| column(p, false, None)).collect();
-    let mut metric_cols: Vec<Column> = HEADLINE
+    // The study's own metrics first (never left out to fit), then the usual headline.
+    let mut metric_cols: Vec<Column> = study
         .iter()
-        .map(|(m, title)| column(title, true, Some(m)))
+        .map(|m| column(m, true, Some(m.clone())))
         .collect();
+    metric_cols.extend(
+        HEADLINE
+            .iter()
+            .filter(|(m, _)| !study.iter().any(|s| s == m))
+            .map(|(m, title)| column(title, true, Some(m.to_string()))),
+    );
     let mut status_col = column("status", false, None);
     for &case in &cases {
         let reps: Vec<&Record> = records.iter().filter(|r| r.case == case).collect();
@@ -244,10 +271,10 @@ pub fn summary_table(records: &[Record], width: usize) -> String {
             col.cells.push(label(reps[0], p));
         }
         for col in &mut metric_cols {
-            let m = col.metric.unwrap_or_default();
+            let m = col.metric.clone().unwrap_or_default();
             let vals: Vec<(f64, String)> = shown
                 .iter()
-                .filter_map(|r| r.metric(m))
+                .filter_map(|r| r.metric(&m))
                 .filter(|x| x.value.is_finite())
                 .map(|x| (x.value, x.unit))
                 .collect();
@@ -277,7 +304,7 @@ pub fn summary_table(records: &[Record], width: usize) -> String {
             if table_width(&shown, stacked) <= width {
                 break;
             }
-            if let Some(i) = shown.iter().position(|c| c.metric == Some(*m)) {
+            if let Some(i) = shown.iter().position(|c| c.metric.as_deref() == Some(*m)) {
                 shown.remove(i);
                 dropped.push(*m);
             }

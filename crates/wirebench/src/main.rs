@@ -94,7 +94,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     let show_bars = !args.quiet && std::io::stderr().is_terminal();
     let observer = render::Terminal::new(scenario, show_bars, args.json);
     let summary = wirebench_runner::run(scenario, opts, &shutdown, &observer)?;
-    render::run_summary(&summary, args.json);
+    render::run_summary(&summary, args.json, &render::study_metrics(scenario));
     if !args.no_report && !summary.records.is_empty() {
         match wirebench_report::write_report(&opts.out) {
             Ok(w) => eprintln!("report: {} ({} charts)", w.html.display(), w.charts),

@@ -53,12 +53,12 @@ pub fn preflight(p: &Preflight) {
 
 /// After a run: the summary tables (unless JSON lines went to stdout) and each failed
 /// case with its error.
-pub fn run_summary(summary: &RunSummary, json: bool) {
+pub fn run_summary(summary: &RunSummary, json: bool, study: &[String]) {
     if !json {
         let width = wirebench_report::summary::terminal_width();
         println!(
             "{}",
-            wirebench_report::summary_table(&summary.records, width)
+            wirebench_report::summary::summary_table_with(&summary.records, width, study)
         );
         print!(
             "{}",
@@ -97,7 +97,20 @@ pub fn merged(m: &wirebench_runner::merge::Merged) {
 }
 
 /// Progress bars on a terminal, one line per finished case otherwise.
+/// The metrics `scenario`'s study is read by (its lead figures', then its `[output]
+/// columns`): first in the summary table and on each case's line.
+pub fn study_metrics(scenario: &Scenario) -> Vec<String> {
+    let lead: Vec<String> = scenario
+        .charts
+        .iter()
+        .filter(|c| c.lead && !c.metric.is_empty())
+        .map(|c| c.metric.clone())
+        .collect();
+    wirebench_report::summary::study_metrics(&lead, scenario.columns.as_deref())
+}
+
 pub struct Terminal {
+    study: Vec<String>,
     bar: Mutex<Option<ProgressBar>>,
     show_bars: bool,
     json: bool,
@@ -113,6 +126,7 @@ impl Terminal {
             varying.insert(0, "workload".into());
         }
         Terminal {
+            study: study_metrics(scenario),
             bar: Mutex::new(None),
             show_bars,
             json,
@@ -171,6 +185,9 @@ impl Observer for Terminal {
         if let Some(bar) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).take() {
             bar.finish_and_clear();
         }
+        // The study's own metric when the case has it (S2's 100-ping total, not a round
+        // trip), else the first of the usual ones it has.
+        let study = self.study.iter().find_map(|m| Some((m, record.metric(m)?)));
         let headline = match (
             record.metric("rtt.stable").or(record.metric("rtt.p50")),
             record.metric("throughput.bits_per_s"),
@@ -180,6 +197,10 @@ impl Observer for Terminal {
             (Some(r), None, _) => format!("RTT {}", human(r.value, &r.unit)),
             (None, None, Some(t)) => format!("TTFB p50 {}", human(t.value, &t.unit)),
             _ => String::new(),
+        };
+        let headline = match study {
+            Some((m, v)) => format!("{m} {}", human(v.value, &v.unit)),
+            None => headline,
         };
         let status = match record.status {
             Status::Ok => "ok".to_string(),
