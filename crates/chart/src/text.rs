@@ -156,35 +156,40 @@ pub(crate) fn fit_distinct(labels: &[String], size: f32, bold: bool, max_w: f32)
     if distinct_as(labels, &short) {
         return short;
     }
-    // Still alike: start each label that collides at the first word where it differs
-    // from those it collides with, so that word is what shows.
+    // Still alike: each group of labels that read alike shows only the words in which its
+    // members differ ("…payload 100…s2s x2x"), so what tells them apart is what shows.
     let mut out = short.clone();
+    let mut done = vec![false; labels.len()];
     for i in 0..labels.len() {
-        let twins: Vec<usize> = (0..labels.len())
-            .filter(|&j| j != i && short[j] == short[i] && labels[j] != labels[i])
-            .collect();
-        if twins.is_empty() {
+        if done[i] {
             continue;
         }
-        let first_diff = twins
-            .iter()
-            .map(|&j| {
-                words[i]
-                    .iter()
-                    .zip(&words[j])
-                    .take_while(|(a, b)| a == b)
-                    .count()
-            })
-            .min()
-            .unwrap_or(0);
-        let from = words[i][first_diff.min(words[i].len().saturating_sub(1))..].concat();
-        let prefix = if first_diff > 0 { "…" } else { "" };
-        out[i] = fit(
-            &format!("{prefix}{}", from.trim_end_matches([',', ' '])),
-            size,
-            bold,
-            max_w,
-        );
+        let group: Vec<usize> = (0..labels.len())
+            .filter(|&j| short[j] == short[i])
+            .collect();
+        if group.iter().all(|&j| labels[j] == labels[i]) {
+            continue;
+        }
+        let longest = group.iter().map(|&j| words[j].len()).max().unwrap_or(0);
+        let differs = |k: usize| {
+            let first = words[group[0]].get(k);
+            group.iter().any(|&j| words[j].get(k) != first)
+        };
+        for &j in &group {
+            done[j] = true;
+            let mut text = String::new();
+            let mut last: Option<usize> = None;
+            for k in (0..longest).filter(|&k| differs(k)) {
+                let Some(w) = words[j].get(k) else { continue };
+                if last.map_or(k > 0, |l| k > l + 1) {
+                    text.push('…');
+                }
+                text.push_str(w.trim_end_matches([',', ' ']));
+                text.push(' ');
+                last = Some(k);
+            }
+            out[j] = fit_middle(text.trim_end(), size, bold, max_w);
+        }
     }
     out
 }

@@ -565,13 +565,15 @@ fn rounds_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planne
         } else {
             String::new()
         };
+        // Named by what differs within this chart only; the rest is its subtitle.
+        let named: Vec<(&Case, String)> = chunk
+            .iter()
+            .map(|(c, _)| (*c, format!("case {}", c.first.case)))
+            .collect();
+        let names = series_names(&named, &varying, info);
         let name = |c: &Case| {
-            let d = describe(c.first, &varying, info);
-            if d.is_empty() {
-                format!("case {}", c.first.case)
-            } else {
-                d
-            }
+            let i = chunk.iter().position(|(x, _)| x.first.case == c.first.case);
+            i.map_or_else(|| format!("case {}", c.first.case), |i| names[i].clone())
         };
         let longest = chunk.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
         // A connect case's per-round values are each connection's time to first byte.
@@ -816,13 +818,14 @@ fn load_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planned>
     }
     let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
     let varying = params_varying(&cases, info);
+    let named: Vec<(&Case, String)> = cases
+        .iter()
+        .map(|c| (*c, format!("case {}", c.first.case)))
+        .collect();
+    let names = series_names(&named, &varying, info);
     let name = |c: &Case| {
-        let d = describe(c.first, &varying, info);
-        if d.is_empty() {
-            format!("case {}", c.first.case)
-        } else {
-            d
-        }
+        let i = cases.iter().position(|x| x.first.case == c.first.case);
+        i.map_or_else(|| format!("case {}", c.first.case), |i| names[i].clone())
     };
     let col = |cols: &[(String, Vec<f64>)], n: &str| -> Vec<f64> {
         cols.iter()
@@ -948,8 +951,9 @@ pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
         } else {
             "load"
         };
-        let same_title = out.iter().any(|o| o.chart.title == p.chart.title);
-        if !same_title && !(kind != "load" && own(kind)) {
+        let drawn_already = out.iter().any(|o| o.chart.title == p.chart.title)
+            || (kind != "load" && own(kind));
+        if !drawn_already {
             out.push(p);
         }
     }

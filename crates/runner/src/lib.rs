@@ -922,6 +922,9 @@ pub fn write_report(dir: &std::path::Path) -> Result<wirebench_report::html::Wri
 }
 
 #[cfg(test)]
+mod legend_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

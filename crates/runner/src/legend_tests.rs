@@ -1,0 +1,117 @@
+//! Every chart of every built-in scenario's report, drawn from records shaped like its
+//! cases: no two legend entries and no two bar categories may read alike once shortened
+//! to fit (the word that tells them apart must survive), and no chart draws more than
+//! ~2,000 marks as points (issue #35; principle 13 of the design).
+
+use super::*;
+use crate::scenario::BUILTIN;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use wirebench_chart::{Kind, TextRole, layout_info};
+use wirebench_model::{HostFacts, Metric};
+
+/// A value per case that differs between cases, so no two charts collapse as duplicates.
+fn value(case: usize, k: f64) -> f64 {
+    k * (1.0 + case as f64 * 0.37).ln_1p()
+}
+
+/// Records for every planned case of `scenario`, with its per-round and load files in
+/// `dir`, as a run would leave them.
+fn fake_run(scenario: &Scenario, dir: &std::path::Path) -> Vec<Record> {
+    let mut out = Vec::new();
+    for case in plan(scenario) {
+        let mut r = base_record(
+            scenario,
+            &case,
+            1,
+            SystemTime::UNIX_EPOCH,
+            &[],
+            &HostFacts::default(),
+        );
+        let i = case.index;
+        let metrics: [(&str, f64, &str); 12] = [
+            ("rtt.first", 2.0, "s"),
+            ("rtt.stable", 1.0, "s"),
+            ("rtt.p99", 1.5, "s"),
+            ("throughput.bits_per_s", 1e6, "bit/s"),
+            ("link.utilization", 0.3, "ratio"),
+            ("wire.stable.overhead_per_message", 60.0, "B"),
+            ("s2.total", 3.0, "s"),
+            ("ttfb.p50", 0.1, "s"),
+            ("ttfb.round_trips.p50", 2.0, "round trips"),
+            ("load.peak_active", 1e4, "count"),
+            ("connect.time", 0.01, "s"),
+            ("xmpp.first_delivery", 0.5, "s"),
+        ];
+        for (name, k, unit) in metrics {
+            r.set_metric(name, Metric::new(value(i, k), unit));
+        }
+        let stem = format!("case-{i:04}-r1");
+        let mut rounds = String::from("round,rtt_s\n");
+        for j in 0..50 {
+            let _ = writeln!(rounds, "{},{}", j + 1, value(i + j, 0.01));
+        }
+        std::fs::write(dir.join(format!("{stem}.rtt.rounds.csv")), rounds).unwrap();
+        r.histograms
+            .insert("rtt.rounds".into(), format!("{stem}.rtt.rounds.csv").into());
+        if case.workload() == "load" {
+            let mut load = String::from(
+                "seconds,active,logins,login_p99_ms,message_p99_ms,generator_rss_mib,server_rss_mib,generator_cpu_pct,server_cpu_pct\n",
+            );
+            for t in 1..=20 {
+                let _ = writeln!(
+                    load,
+                    "{t},{},{},5,3,{},{},50,40",
+                    t * 100 * i,
+                    100 * i,
+                    10 + t,
+                    20 + t
+                );
+            }
+            std::fs::write(dir.join(format!("{stem}.load.csv")), load).unwrap();
+        }
+        out.push(r);
+    }
+    out
+}
+
+#[test]
+fn no_legend_entry_or_category_of_a_built_in_report_reads_like_another() {
+    for (name, _) in BUILTIN {
+        let scenario = Scenario::builtin(name).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let records = fake_run(&scenario, dir.path());
+        let info = run_info(&scenario);
+        let planned = wirebench_report::charts::plan(&records, &info, dir.path());
+        assert!(!planned.is_empty(), "{name}: no chart");
+        if scenario.charts.iter().any(|c| c.lead) {
+            assert!(planned[0].lead, "{name}: its lead figure is not first");
+        }
+        for p in &planned {
+            let layout = layout_info(&p.chart);
+            for role in [TextRole::Legend, TextRole::XTick] {
+                let shown: Vec<&str> = layout
+                    .texts
+                    .iter()
+                    .filter(|t| t.role == role && !t.text.starts_with('+'))
+                    .map(|t| t.text.as_str())
+                    .collect();
+                let distinct: BTreeSet<&str> = shown.iter().copied().collect();
+                if role == TextRole::XTick && !matches!(p.chart.kind, Kind::Bars { .. }) {
+                    continue;
+                }
+                assert_eq!(
+                    distinct.len(),
+                    shown.len(),
+                    "{name}, chart {} ({}): {role:?} entries read alike: {shown:?}",
+                    p.stem,
+                    p.chart.title
+                );
+            }
+            if matches!(p.chart.kind, Kind::Scatter) {
+                let points: usize = p.chart.series.iter().map(|s| s.points.len()).sum();
+                assert!(points <= 2000, "{name}, {}: {points} points", p.stem);
+            }
+        }
+    }
+}
