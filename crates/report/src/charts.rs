@@ -795,9 +795,10 @@ fn load_column_chart(cs: &[&Case], dir: &Path, info: &RunInfo, spec: &ChartSpec)
                 continue;
             }
             let source = r["source"].as_str().unwrap_or("published");
+            // The figure first: a long source is cut at its end, never the number.
             chart.guides.push(Guide::new(
                 v,
-                format!("{source}: {}", crate::numbers::human(v, "count")),
+                format!("{} ({source})", crate::numbers::human(v, "count")),
             ));
         }
     }
@@ -951,8 +952,16 @@ pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
         } else {
             "load"
         };
+        let own_load = LOAD_DEFS.iter().any(|d| {
+            p.stem == d.stem
+                && info
+                    .charts
+                    .iter()
+                    .any(|c| c.column.as_deref() == Some(d.key))
+        });
         let drawn_already = out.iter().any(|o| o.chart.title == p.chart.title)
-            || (kind != "load" && own(kind));
+            || (kind != "load" && own(kind))
+            || own_load;
         if !drawn_already {
             out.push(p);
         }
