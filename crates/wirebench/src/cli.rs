@@ -385,8 +385,9 @@ pub struct RunArgs {
     /// applies when neither sets it.
     pub scenario: Option<String>,
 
-    /// Wire protocol: raw (built-in server), xmpp (two real Prosody servers in lab hosts) or
-    /// irc (two linked ngircd servers in lab hosts); xmpp and irc need root.
+    /// Wire protocol: raw, xmpp, irc, http, websocket, grpc, soap, rmi, direct, socks5,
+    /// convert or shadowsocks. `wirebench protocols` says what each runs against and what
+    /// needs root (raw and xmpp run on loopback against wirebench's own servers).
     #[arg(
         long,
         value_name = "LIST",
@@ -1177,5 +1178,30 @@ impl CompareArgs {
             bail!("--threshold {text:?}: must be zero or more");
         }
         Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// `run --help` names every registered protocol (it once described 3 of 12, and
+    /// described xmpp as needing Prosody and root when it no longer did).
+    #[test]
+    fn protocol_help_names_every_registered_protocol() {
+        let cmd = Cli::command();
+        let run = cmd.find_subcommand("run").expect("run");
+        let arg = run
+            .get_arguments()
+            .find(|a| a.get_id() == "protocol")
+            .expect("--protocol");
+        let help = arg.get_help().expect("help").to_string();
+        for name in wirebench_runner::registry::names() {
+            assert!(
+                help.split(|c: char| !c.is_alphanumeric()).any(|w| w == name),
+                "--protocol help lacks {name}: {help}"
+            );
+        }
     }
 }
