@@ -270,11 +270,14 @@ fn cases_table(records: &[Record], lead: &[String]) -> String {
         }
         names
             .into_iter()
+            // A link parameter some cases lack also tells cases apart (S2's link.delay:
+            // 81ms against no link at all); others are missing where a workload does not
+            // read them.
             .filter(|p| {
                 records
                     .iter()
-                    .filter_map(|r| r.labels.get(p))
-                    .map(|v| v.to_string())
+                    .filter(|r| r.labels.contains_key(p) || p.starts_with("link"))
+                    .map(|r| r.labels.get(p).map(|v| v.to_string()))
                     .collect::<std::collections::BTreeSet<_>>()
                     .len()
                     > 1

@@ -216,7 +216,7 @@ pub fn summary_table_with(records: &[Record], width: usize, study: &[String]) ->
             .filter(|p| {
                 records
                     .iter()
-                    .filter(|r| r.params.contains_key(p.as_str()))
+                    .filter(|r| r.params.contains_key(p.as_str()) || p.starts_with("link"))
                     .map(|r| label(r, p))
                     .collect::<BTreeSet<_>>()
                     .len()
@@ -486,10 +486,12 @@ pub(crate) fn differing(records: &[&Record]) -> Vec<String> {
     }
     names
         .into_iter()
+        // A link parameter some records lack tells them apart too (no link against
+        // 81ms); any other is missing because the case's workload does not read it.
         .filter(|p| {
             records
                 .iter()
-                .filter(|r| r.labels.contains_key(p.as_str()))
+                .filter(|r| r.labels.contains_key(p.as_str()) || p.starts_with("link"))
                 .map(|r| label(r, p))
                 .collect::<BTreeSet<_>>()
                 .len()

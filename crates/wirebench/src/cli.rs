@@ -1199,7 +1199,8 @@ mod tests {
         let help = arg.get_help().expect("help").to_string();
         for name in wirebench_runner::registry::names() {
             assert!(
-                help.split(|c: char| !c.is_alphanumeric()).any(|w| w == name),
+                help.split(|c: char| !c.is_alphanumeric())
+                    .any(|w| w == name),
                 "--protocol help lacks {name}: {help}"
             );
         }
