@@ -114,6 +114,10 @@ fn near_duplicate(a: &Chart, b: &Chart) -> bool {
 /// Returns whether it was added.
 fn push_unless_duplicate(out: &mut Vec<Planned>, stem: String, chart: Chart, metric: &str) -> bool {
     if let Some(kept) = out.iter_mut().find(|p| near_duplicate(&p.chart, &chart)) {
+        // The scenario's own chart of the same metric: nothing to say.
+        if kept.chart.y.label == words_of(metric) {
+            return false;
+        }
         kept.notes.push(format!(
             "{} ({metric}) is within {:.0}% of this in every case, so it has no chart of its own.",
             words_of(metric),
@@ -434,6 +438,16 @@ fn line_chart(
     Some((chart, notes))
 }
 
+/// Whether two series names ("x2x, link rate 2400bit") differ in exactly one of their
+/// comma-separated parts.
+fn differ_in_one(a: &str, b: &str) -> bool {
+    let (pa, pb): (Vec<&str>, Vec<&str>) = (a.split(", ").collect(), b.split(", ").collect());
+    pa.len() == pb.len() && pa.iter().zip(&pb).filter(|(x, y)| x != y).count() == 1
+}
+
+/// Two single-run values closer than this (relative) may swap places in the next run.
+const CLOSE: f64 = 0.10;
+
 /// Most notes on unsettled orderings under one chart; the rest are counted.
 const MAX_OVERLAP_NOTES: usize = 4;
 
@@ -443,23 +457,38 @@ const MAX_OVERLAP_NOTES: usize = 4;
 fn overlaps(chart: &Chart, x_words: &str, x_unit: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     for (i, a) in chart.series.iter().enumerate() {
-        for b in &chart.series[i + 1..] {
+        // Only series a study would compare: alike but for one parameter.
+        for b in chart.series[i + 1..]
+            .iter()
+            .filter(|b| differ_in_one(&a.name, &b.name))
+        {
             for pa in &a.points {
                 let Some(pb) = b.points.iter().find(|p| p.x == pa.x) else {
                     continue;
                 };
+                let at = crate::numbers::human(pa.x, x_unit);
                 let (Some(alo), Some(ahi), Some(blo), Some(bhi)) =
                     (pa.y_min, pa.y_max, pb.y_min, pb.y_max)
                 else {
+                    // One run each: no spread to compare, but values this close have
+                    // flipped between runs (x2x's first round trip: 1.65 s, then 1.35 s).
+                    let scale = pa.y.abs().max(pb.y.abs());
+                    if scale > 0.0 && (pa.y - pb.y).abs() <= CLOSE * scale {
+                        found.push(format!(
+                            "At {x_words} {at}, {} and {} are within {:.0}% from one run each: \
+                             their order may flip (--repeat 3 shows the spread).",
+                            a.name,
+                            b.name,
+                            CLOSE * 100.0
+                        ));
+                    }
                     continue;
                 };
                 if alo <= bhi && blo <= ahi {
                     found.push(format!(
-                        "At {x_words} {}, {} and {} overlap over their repeats (min to max): \
+                        "At {x_words} {at}, {} and {} overlap over their repeats (min to max): \
                          which is higher there is not settled.",
-                        crate::numbers::human(pa.x, x_unit),
-                        a.name,
-                        b.name
+                        a.name, b.name
                     ));
                 }
             }
@@ -1295,4 +1324,47 @@ fn quantile(values: &[f64], q: f64) -> f64 {
     v.sort_by(f64::total_cmp);
     let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
     v[rank - 1]
+}
+
+#[cfg(test)]
+mod overlap_tests {
+    use super::*;
+
+    fn chart(a: Point, b: Point) -> Chart {
+        let mut c = Chart::new(
+            "t",
+            Kind::Lines,
+            Axis::new("x", Unit::Bytes),
+            Axis::new("y", Unit::Count),
+        );
+        c.series = vec![Series::new("soap", vec![a]), Series::new("http", vec![b])];
+        c
+    }
+
+    #[test]
+    fn spreads_that_overlap_are_named_and_apart_ones_are_not() {
+        let c = chart(
+            Point::with_range(100.0, 11.0, 6.0, 12.0),
+            Point::with_range(100.0, 7.0, 6.5, 11.5),
+        );
+        let notes = overlaps(&c, "payload", "B");
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("payload 100B") && notes[0].contains("soap and http"),
+            "{notes:?}"
+        );
+        let c = chart(
+            Point::with_range(100.0, 11.0, 10.0, 12.0),
+            Point::with_range(100.0, 7.0, 6.5, 7.5),
+        );
+        assert!(overlaps(&c, "payload", "B").is_empty());
+    }
+
+    #[test]
+    fn close_single_runs_are_flagged_far_ones_are_not() {
+        let c = chart(Point::new(1.0, 1.65), Point::new(1.0, 1.55));
+        assert_eq!(overlaps(&c, "delay", "s").len(), 1);
+        let c = chart(Point::new(1.0, 1.65), Point::new(1.0, 1.2));
+        assert!(overlaps(&c, "delay", "s").is_empty());
+    }
 }
