@@ -43,7 +43,9 @@ use std::time::Duration;
 use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_model::Kind;
 use wirebench_protocol::params::{ON_OFF, PEER_STREAM_COUNT, ParamSpec, WORKLOADS};
-use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, PeerModel, Protocol, WorkloadError};
+use wirebench_protocol::{
+    Case, CaseLink, Ctx, Env, Outcome, PeerModel, Prerequisite, Protocol, WorkloadError,
+};
 use workload::{Topology, XmppRun};
 
 /// XMPP server-to-server links; absent means standard.
@@ -207,6 +209,31 @@ impl Protocol for Xmpp {
         // by address, so it needs the lab only for a link.
         (case.workload() != "load" && !is_s2(case) && real_server(case).is_some())
             .then_some(&[(CLIENT_ADDR, "a.test"), (SERVER_ADDR, "b.test")])
+    }
+
+    fn prerequisites(&self, case: &Case) -> Vec<Prerequisite> {
+        let mut out = Vec::new();
+        // Said as the case says it: `s2s` alone implies Prosody.
+        let server = || match (case.word("xmpp.server"), case.word("s2s")) {
+            (Some(s), _) => format!("xmpp.server={s}"),
+            (None, s2s) => format!("s2s={}", s2s.unwrap_or("")),
+        };
+        match real_server(case) {
+            Some(Server::Prosody) => out.push(prosody::PROSODY.because(server())),
+            Some(Server::Ejabberd) => {
+                out.push(ejabberd::EJABBERD.because(server()));
+                // A load case's accounts are imported from files that luerl reads.
+                if case.workload() == "load" {
+                    out.push(ejabberd::LUERL.because("xmpp.server=ejabberd workload=load"));
+                }
+            }
+            None => {}
+        }
+        if case.word("xmpp.client") == Some("browser") {
+            out.push(browser::CHROMIUM.because("xmpp.client=browser"));
+            out.push(browser::STROPHE.because("xmpp.client=browser"));
+        }
+        out
     }
 
     fn servers(&self, case: &Case) -> Option<&'static str> {
