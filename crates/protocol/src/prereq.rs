@@ -29,7 +29,7 @@ impl std::fmt::Display for Install {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Install::Debian(p) => write!(f, "apt-get install {p}"),
-            Install::Script { path, needs } if needs.is_empty() => write!(f, "bash {path}"),
+            Install::Script { path, needs: [] } => write!(f, "bash {path}"),
             Install::Script { path, needs } => {
                 let progs: Vec<&str> = needs.iter().map(|(p, _)| *p).collect();
                 write!(f, "bash {path} (needs {})", progs.join(", "))

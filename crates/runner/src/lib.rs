@@ -612,18 +612,8 @@ impl Job<'_> {
                     break 'cases;
                 }
                 if let Some(why) = skip {
-                    let mut record = base_record(
-                        scenario,
-                        case,
-                        repeat,
-                        SystemTime::now(),
-                        &opts.command,
-                        &host,
-                    );
-                    record.status = Status::Skipped;
-                    record.error = Some(why.clone());
-                    dir.append(record.clone()).map_err(results_err)?;
-                    observer.case_finished(case, &record);
+                    self.skip(&mut dir, case, repeat, &host, why)
+                        .map_err(results_err)?;
                     continue;
                 }
                 observer.case_started(case, repeat);
@@ -794,6 +784,31 @@ impl Job<'_> {
 }
 
 impl Job<'_> {
+    /// Records a case not run for a missing prerequisite (`--skip-missing`): in the
+    /// results like any other, so the summary and the report show it.
+    fn skip(
+        &self,
+        dir: &mut ResultsDir,
+        case: &Case,
+        repeat: u32,
+        host: &HostFacts,
+        why: &str,
+    ) -> std::io::Result<()> {
+        let mut record = base_record(
+            self.scenario,
+            case,
+            repeat,
+            SystemTime::now(),
+            &self.opts.command,
+            host,
+        );
+        record.status = Status::Skipped;
+        record.error = Some(why.to_string());
+        dir.append(record.clone())?;
+        self.observer.case_finished(case, &record);
+        Ok(())
+    }
+
     /// Says in the record what the capture holds, and, once, on stderr when it stopped.
     fn note_pcap(&self, record: &mut Record) {
         let (Some(opts), Some(lab)) = (self.pcap, self.lab) else {

@@ -215,7 +215,7 @@ pub fn skip_reasons(needs: &[Need], cases: &[Case]) -> Vec<Option<String>> {
                 .filter(|n| !n.present() && n.cases.iter().any(|r| r.index == c.index))
                 .map(|n| format!("{} ({})", n.req.name, n.req.install))
                 .collect();
-            (!missing.is_empty()).then(|| format!("skipped: needs {}", missing.join(", ")))
+            (!missing.is_empty()).then(|| format!("needs {}", missing.join(", ")))
         })
         .collect()
 }
@@ -436,7 +436,7 @@ mod tests {
         assert_eq!(skip[5], None);
         assert_eq!(
             skip[4].as_deref(),
-            Some("skipped: needs again (apt-get install a), root (be root)")
+            Some("needs again (apt-get install a), root (be root)")
         );
         // Present: nothing to do.
         assert!(install_plan(&needs[2..3]).is_empty());

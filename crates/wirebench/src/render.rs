@@ -329,7 +329,7 @@ impl Observer for Terminal {
             Status::Ok => "ok".to_string(),
             Status::Failed => format!("FAILED: {}", record.error.as_deref().unwrap_or("")),
             Status::Interrupted => "interrupted".to_string(),
-            Status::Skipped => record.error.clone().unwrap_or_else(|| "skipped".into()),
+            Status::Skipped => format!("skipped: {}", record.error.as_deref().unwrap_or("")),
         };
         eprintln!("{}  {status}  {headline}", self.title(case, record.repeat));
         if self.json {

@@ -218,7 +218,11 @@ impl Protocol for Xmpp {
             (Some(s), _) => format!("xmpp.server={s}"),
             (None, s2s) => format!("s2s={}", s2s.unwrap_or("")),
         };
+        // A case refused for its parameters needs nothing: its refusal is what the user
+        // must hear, whatever is installed.
+        let s2_refused = |s: Server| is_s2(case) && s2::check_input(case, s.name()).is_err();
         match real_server(case) {
+            Some(s) if s2_refused(s) => return out,
             Some(Server::Prosody) => out.push(prosody::PROSODY.because(server())),
             Some(Server::Ejabberd) => {
                 out.push(ejabberd::EJABBERD.because(server()));
@@ -229,7 +233,7 @@ impl Protocol for Xmpp {
             }
             None => {}
         }
-        if case.word("xmpp.client") == Some("browser") {
+        if case.word("xmpp.client") == Some("browser") && browser_input(case).is_ok() {
             out.push(browser::CHROMIUM.because("xmpp.client=browser"));
             out.push(browser::STROPHE.because("xmpp.client=browser"));
         }
@@ -308,6 +312,13 @@ fn is_s2(case: &Case) -> bool {
 /// What a browser case needs, checked before anything starts: a browser speaks only the
 /// web transports, its page runs study S2's test alone, and the page must be servable.
 pub(crate) fn check_browser_case(case: &Case) -> Result<(), WorkloadError> {
+    browser_input(case)?;
+    browser::strophe_bundle()?;
+    Ok(())
+}
+
+/// A browser case's parameters that a browser can run.
+fn browser_input(case: &Case) -> Result<(), WorkloadError> {
     if case.word("xmpp.ping") != Some("server") {
         return Err(WorkloadError::Input(
             "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
@@ -325,7 +336,6 @@ pub(crate) fn check_browser_case(case: &Case) -> Result<(), WorkloadError> {
             "xmpp.client=browser needs workload pingpong".into(),
         ));
     }
-    browser::strophe_bundle()?;
     Ok(())
 }
 
