@@ -49,7 +49,8 @@ const DOCTOR_EXAMPLES: &str = "Examples:\n  \
         wirebench run --workload pingpong --payload 2,100,1500 --rounds 10k\n  \
         wirebench run --workload stream --mode oneway,echo --payload 100,10KiB,1MiB --repeat 3\n  \
         wirebench run payload-sweep --tables mode --columns 'throughput.*'\n  \
-        wirebench serve --listen 127.0.0.1:7420   # then: wirebench run --server 127.0.0.1:7420\n\n\
+        wirebench serve --listen 127.0.0.1:7420   # then: wirebench run --server 127.0.0.1:7420\n  \
+        wirebench doctor browser-transports       # what a study needs on this machine\n\n\
         Docs: docs/scenarios.md (scenario files), docs/results.md (metrics), docs/protocols/."
 )]
 pub struct Cli {
@@ -777,6 +778,12 @@ fn command() -> clap::Command {
             for id in DOCTOR_HIDDEN {
                 run = run.mut_arg(*id, |a| a.hide(true));
             }
+            run = run.mut_arg("scenario", |a| {
+                a.help(
+                    "Scenario file (TOML) or built-in scenario name; default: every built-in \
+                     scenario (with parameter flags: the built-in `default`, as for run)",
+                )
+            });
         }
         // Each protocol's own parameters get a flag of their own, so a new protocol's
         // parameters reach the command line without a change here.
