@@ -88,6 +88,12 @@ fn missing(p: &Prerequisites) {
         },
     );
     eprint!("{}", table(&rows, "  "));
+    eprintln!("wirebench: not found:");
+    for n in &missing {
+        if let Err(looked) = &n.found {
+            eprintln!("  {}: {looked}", n.req.name);
+        }
+    }
     if p.installable() {
         eprintln!("wirebench: install all of it with: {}", p.install);
     }

@@ -157,15 +157,15 @@ fn find_strophe() -> Result<PathBuf, String> {
     dirs.iter()
         .map(|d| d.join(REL))
         .find(|p| p.is_file())
-        .ok_or_else(|| {
-            format!(
-                "no {REL} in target/strophe-browser{}",
-                if std::env::var_os("WIREBENCH_STROPHE_DIR").is_some() {
-                    " ($WIREBENCH_STROPHE_DIR)"
-                } else {
-                    " (or set WIREBENCH_STROPHE_DIR)"
-                }
-            )
+        .ok_or_else(|| match std::env::var_os("WIREBENCH_STROPHE_DIR") {
+            Some(d) => format!(
+                "no {REL} in $WIREBENCH_STROPHE_DIR ({})",
+                Path::new(&d).display()
+            ),
+            None => format!(
+                "no {REL} in target/strophe-browser beside wirebench or in its source tree \
+                 (or set WIREBENCH_STROPHE_DIR)"
+            ),
         })
 }
 
