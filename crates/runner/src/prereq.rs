@@ -443,6 +443,51 @@ mod tests {
     }
 
     #[test]
+    fn a_run_is_refused_unless_it_skips_and_something_is_left() {
+        use crate::preflight::Prerequisites;
+        let absent = Lookup::Program("wirebench-no-such-program");
+        let p = |needs: Vec<Need>| Prerequisites {
+            needs,
+            install: "bash scripts/install-peers.sh x".into(),
+            cases: 4,
+        };
+        let some = p(vec![fake("a", absent, Install::Debian("a"), &[2, 3])]);
+        assert_eq!(some.blocked_cases(), [2, 3]);
+        let e = some.require(false, false).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "2 of 4 cases cannot start here (see above); install what is missing with the \
+             command above, or pass --skip-missing to run the other 2 cases"
+        );
+        assert!(some.require(true, false).is_ok());
+        assert!(
+            some.require(false, true).is_ok(),
+            "a dry run starts nothing"
+        );
+        // Skipping every case leaves nothing to run; root cannot be installed.
+        let all = p(vec![fake(
+            "root",
+            absent,
+            Install::Manual("be root"),
+            &[1, 2, 3, 4],
+        )]);
+        assert!(!all.installable());
+        let e = all.require(true, false).unwrap_err().to_string();
+        assert!(
+            e.ends_with("nothing to run; the table above says what to do"),
+            "{e}"
+        );
+        // Present: nothing blocked.
+        let fine = p(vec![fake(
+            "sh",
+            Lookup::Program("sh"),
+            Install::Debian("dash"),
+            &[1],
+        )]);
+        assert!(fine.blocked_cases().is_empty() && fine.require(false, false).is_ok());
+    }
+
+    #[test]
     fn the_install_command_repeats_the_runs_selection() {
         let req = RunRequest {
             scenario: Some("browser-transports".into()),
