@@ -281,6 +281,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_rust_peer_is_named_with_its_pinned_version() {
+        assert!(RUST.name.contains(RUST_VERSION), "{}", RUST.name);
+        let script = include_str!("../../../../scripts/install-shadowsocks-rust.sh");
+        assert!(script.contains(&format!("VERSION={RUST_VERSION}\n")));
+    }
+
+    #[test]
     fn complement_covers_all_but_one() {
         let keep = Ipv4Addr::new(198, 18, 0, 1);
         let nets = complement_v4(keep);
