@@ -236,6 +236,9 @@ pub enum Status {
     Ok,
     Failed,
     Interrupted,
+    /// Not run: something it needs is missing on this machine (`wirebench run
+    /// --skip-missing`); `error` says what.
+    Skipped,
 }
 
 /// Facts about the machine a run was made on.

@@ -6,6 +6,8 @@
 //! - [`Case`] and [`Workload`]: a grid point, and its workload's typed parameters;
 //! - [`Env`]: what the run gives a case (lab, results directory, seed, the reference
 //!   server's control connection);
+//! - [`Prerequisite`] (prereq.rs): what a case needs on this machine, checked before a
+//!   run starts;
 //! - [`Ctx`], [`Outcome`], [`WorkloadError`]: a running case's shutdown flag and progress
 //!   callbacks, its metrics, and its errors typed by who is at fault ([`Fault`]);
 //! - [`stats`] (the one RTT-metrics function), [`params`] (parameter specs), [`peer`]
@@ -18,12 +20,14 @@ pub mod case;
 pub mod params;
 pub mod peer;
 pub mod plugin;
+pub mod prereq;
 pub mod shard;
 pub mod stats;
 
 pub use case::{Case, CaseLink, Workload};
 pub use params::{ParamSpec, WORKLOADS};
 pub use plugin::{Env, PeerModel, Protocol};
+pub use prereq::{Install, Lookup, Prerequisite, Requirement};
 pub use shard::{Align, Shard, Start};
 /// Message accounting by sequence number (lost, duplicated, reordered), shared by every
 /// protocol's drivers; it lives with raw's engine, whose frames carry the sequence.

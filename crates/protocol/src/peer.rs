@@ -157,21 +157,6 @@ pub fn record_kernel_tcp(out: &mut crate::Outcome) {
     }
 }
 
-/// Whether `bin` is on the PATH; the error a user sees if not.
-pub fn need_program(bin: &str, install: &str) -> Result<(), PeerError> {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).exists()))
-        .unwrap_or(false);
-    if found {
-        Ok(())
-    } else {
-        Err(PeerError::Missing {
-            program: bin.into(),
-            install: install.into(),
-        })
-    }
-}
-
 /// `program` started in network namespace `netns` (or here), in its own process group and
 /// with SIGTERM as its parent-death signal.
 pub fn command_in(netns: Option<&str>, program: &str) -> Command {

@@ -41,6 +41,13 @@ pub trait Protocol: Sync {
     fn lab_hosts(&self, _case: &Case) -> Option<&'static [(Ipv4Addr, &'static str)]> {
         None
     }
+    /// What a case needs on this machine beyond wirebench (a real server, a browser, a
+    /// compiler), each with the parameter values that call for it. The runner checks them
+    /// for every planned case before the first one starts, and `wirebench doctor` lists
+    /// them; the lab's own needs (root) are the runner's to add.
+    fn prerequisites(&self, _case: &Case) -> Vec<crate::Prerequisite> {
+        Vec::new()
+    }
     /// Who a case talks to, in words, when not the reference server (for the run's first
     /// line): "Prosody servers started in the lab".
     fn servers(&self, _case: &Case) -> Option<&'static str> {

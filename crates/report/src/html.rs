@@ -245,15 +245,22 @@ fn facts(records: &[Record]) -> String {
         fact("seed", r.seed.to_string());
     }
     let ok = records.iter().filter(|r| r.status == Status::Ok).count();
-    let failed = records.len() - ok;
-    fact(
-        "cases",
-        if failed == 0 {
-            format!("<span class=\"good\">{ok} ok</span>")
-        } else {
-            format!("{ok} ok, <span class=\"bad\">{failed} failed or interrupted</span>")
-        },
-    );
+    let skipped = records
+        .iter()
+        .filter(|r| r.status == Status::Skipped)
+        .count();
+    let failed = records.len() - ok - skipped;
+    let mut cases = if failed == 0 {
+        format!("<span class=\"good\">{ok} ok</span>")
+    } else {
+        format!("{ok} ok, <span class=\"bad\">{failed} failed or interrupted</span>")
+    };
+    if skipped > 0 {
+        cases.push_str(&format!(
+            ", <span class=\"bad\">{skipped} skipped (a prerequisite missing)</span>"
+        ));
+    }
+    fact("cases", cases);
     s.push_str("</dl>\n");
     s
 }

@@ -9,6 +9,7 @@ pub mod link;
 pub mod merge;
 pub mod params;
 pub mod preflight;
+pub mod prereq;
 pub mod registry;
 pub mod request;
 pub mod scenario;
@@ -181,6 +182,9 @@ pub struct RunOptions {
     pub pcap: Option<PcapOptions>,
     /// This run is one shard of several (`--shard I/N`).
     pub shard: Option<shard::ShardOptions>,
+    /// Record the cases whose prerequisites are missing as skipped and run the others
+    /// (`--skip-missing`); without it such a case runs and fails.
+    pub skip_missing: bool,
 }
 
 /// Callbacks for a front end (progress bars, JSON lines).
@@ -226,12 +230,17 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
-    /// True when every planned case ran and succeeded.
+    /// True when every planned case ran and succeeded, but those skipped as asked
+    /// (`--skip-missing`: the user chose to run without them, and the summary lists them).
     pub fn all_ok(&self) -> bool {
-        !self.interrupted && self.records.iter().all(|r| r.status == Status::Ok)
+        !self.interrupted
+            && self
+                .records
+                .iter()
+                .all(|r| matches!(r.status, Status::Ok | Status::Skipped))
     }
 
-    /// The exit code of `wirebench run`: 130 when interrupted, 0 when every case
+    /// The exit code of `wirebench run`: 130 when interrupted, 0 when every case that ran
     /// succeeded, 1 when one failed.
     pub fn exit_code(&self) -> u8 {
         if self.interrupted {
@@ -272,6 +281,13 @@ pub fn run(
     let cases = plan(scenario);
     check_workloads(&cases)?;
     let links = case_links(&cases)?;
+    // A skipped case gets no lab, hosts entries or reference server of its own: a run
+    // whose lab cases are all skipped for want of root must not need root.
+    let skipped = if opts.skip_missing {
+        prereq::skip_reasons(&prereq::collect(&scenario.name, &cases, &links), &cases)
+    } else {
+        vec![None; cases.len()]
+    };
     let aligner = match &opts.shard {
         Some(o) => Some(shard_aligner(scenario, &cases, &links, o, shutdown)?),
         None => None,
@@ -286,14 +302,21 @@ pub fn run(
     };
     // Hosts-file entries of every protocol in the plan that places named servers.
     let mut hosts: Vec<(std::net::IpAddr, &str)> = Vec::new();
-    for c in &cases {
+    for (c, _) in cases.iter().zip(&skipped).filter(|(_, s)| s.is_none()) {
         for (ip, name) in registry::of(c).lab_hosts(c).unwrap_or_default() {
             if !hosts.iter().any(|(_, n)| n == name) {
                 hosts.push(((*ip).into(), name));
             }
         }
     }
-    let needs_lab = links.iter().any(Option::is_some);
+    let run_links = || {
+        links
+            .iter()
+            .zip(&skipped)
+            .filter(|(_, s)| s.is_none())
+            .map(|(l, _)| l)
+    };
+    let needs_lab = run_links().any(Option::is_some);
     if needs_lab && opts.server.is_some() {
         return Err(RunError::Usage(
             "--server cannot be combined with an emulated link: the lab runs its own server in \
@@ -313,7 +336,7 @@ pub fn run(
         .map(check_pcap(&cases, &links, scenario))
         .transpose()?;
     let lab = if needs_lab {
-        let first = links.iter().flatten().next().cloned().unwrap_or_default();
+        let first = run_links().flatten().next().cloned().unwrap_or_default();
         Some(Lab::create(
             first.up_params(),
             first.down_params(),
@@ -361,6 +384,7 @@ pub fn run(
         observer,
         cases: &cases,
         links: &links,
+        skipped: &skipped,
         lab: lab.as_ref(),
         addr: &addr,
         control: std::sync::Mutex::new(None),
@@ -514,6 +538,8 @@ pub struct Job<'a> {
     observer: &'a (dyn Observer + Sync),
     cases: &'a [Case],
     links: &'a [Option<CaseLink>],
+    /// Per case, why it is skipped (`--skip-missing`), or `None`: it runs.
+    skipped: &'a [Option<String>],
     lab: Option<&'a Lab>,
     addr: &'a str,
     /// The reference server's control connection, kept between the cases that use it.
@@ -542,7 +568,8 @@ impl Job<'_> {
         let raw = self
             .cases
             .iter()
-            .any(|c| registry::of(c).uses_reference_server());
+            .zip(self.skipped)
+            .any(|(c, s)| s.is_none() && registry::of(c).uses_reference_server());
         if raw {
             *self.control.lock().unwrap_or_else(|p| p.into_inner()) =
                 Some(ControlClient::connect(self.addr, connect_timeout)?);
@@ -563,7 +590,12 @@ impl Job<'_> {
         if raw {
             against.push(format!("the reference server at {}", self.addr));
         }
-        for c in self.cases {
+        for (c, _) in self
+            .cases
+            .iter()
+            .zip(self.skipped)
+            .filter(|(_, s)| s.is_none())
+        {
             if let Some(who) = registry::of(c).servers(c) {
                 if !against.iter().any(|a| a == who) {
                     against.push(who.to_string());
@@ -573,11 +605,16 @@ impl Job<'_> {
         observer.run_started(self.cases.len(), scenario.repeat, &against.join(" and "));
 
         let mut interrupted = false;
-        'cases: for (case, link) in self.cases.iter().zip(self.links) {
+        'cases: for ((case, link), skip) in self.cases.iter().zip(self.links).zip(self.skipped) {
             for repeat in 1..=scenario.repeat {
                 if shutdown.load(Ordering::SeqCst) {
                     interrupted = true;
                     break 'cases;
+                }
+                if let Some(why) = skip {
+                    self.skip(&mut dir, case, repeat, &host, why)
+                        .map_err(results_err)?;
+                    continue;
                 }
                 observer.case_started(case, repeat);
                 let mut record = base_record(
@@ -747,6 +784,31 @@ impl Job<'_> {
 }
 
 impl Job<'_> {
+    /// Records a case not run for a missing prerequisite (`--skip-missing`): in the
+    /// results like any other, so the summary and the report show it.
+    fn skip(
+        &self,
+        dir: &mut ResultsDir,
+        case: &Case,
+        repeat: u32,
+        host: &HostFacts,
+        why: &str,
+    ) -> std::io::Result<()> {
+        let mut record = base_record(
+            self.scenario,
+            case,
+            repeat,
+            SystemTime::now(),
+            &self.opts.command,
+            host,
+        );
+        record.status = Status::Skipped;
+        record.error = Some(why.to_string());
+        dir.append(record.clone())?;
+        self.observer.case_finished(case, &record);
+        Ok(())
+    }
+
     /// Says in the record what the capture holds, and, once, on stderr when it stopped.
     fn note_pcap(&self, record: &mut Record) {
         let (Some(opts), Some(lab)) = (self.pcap, self.lab) else {

@@ -1,6 +1,7 @@
 //! Before anything runs: the plan's size and estimated time, the cases estimated above a
 //! limit (with the flags that would shorten them), a capture's estimated size, and
-//! whether the run is long enough to need the user's go-ahead.
+//! whether the run is long enough to need the user's go-ahead, and what the cases need
+//! on this machine ([`crate::prereq`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use wirebench_lab::pcap::PcapOptions;
 use wirebench_model::parse_duration;
 
 use crate::estimate::{self, format_estimate};
+use crate::prereq::Need;
 use crate::{Case, RunError, Scenario};
 
 /// A run estimated above this needs `--yes`: long enough for every built-in scenario,
@@ -30,6 +32,75 @@ pub struct Preflight {
     pub long: Vec<LongCase>,
     /// The capture's estimated size, when there is one.
     pub capture: Option<CaptureEstimate>,
+    /// What the cases need on this machine, found or not.
+    pub prerequisites: Prerequisites,
+}
+
+/// The planned cases' prerequisites and the command that installs the missing ones.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Prerequisites {
+    pub needs: Vec<Need>,
+    /// `bash scripts/install-peers.sh` with the run's selection.
+    pub install: String,
+    /// Planned cases (each run `repeat` times).
+    pub cases: usize,
+}
+
+impl Prerequisites {
+    pub fn missing(&self) -> Vec<&Need> {
+        self.needs.iter().filter(|n| !n.present()).collect()
+    }
+
+    /// The cases that need something missing, each once.
+    pub fn blocked_cases(&self) -> Vec<usize> {
+        let mut idx: Vec<usize> = self
+            .missing()
+            .iter()
+            .flat_map(|n| n.cases.iter().map(|c| c.index))
+            .collect();
+        idx.sort_unstable();
+        idx.dedup();
+        idx
+    }
+
+    /// Whether installing can fix what is missing: not when root alone is.
+    pub fn installable(&self) -> bool {
+        crate::prereq::install_plan(&self.needs)
+            .iter()
+            .any(|s| !matches!(s, crate::prereq::Step::Manual(_)))
+    }
+
+    /// Refuses a run with a case whose prerequisites are missing, unless `skip` (the user
+    /// asked to skip such cases, or a dry run that starts nothing); even then, refuses one
+    /// that would skip every case.
+    pub fn require(&self, skip: bool, dry_run: bool) -> Result<(), RunError> {
+        let blocked = self.blocked_cases().len();
+        if blocked == 0 || dry_run {
+            return Ok(());
+        }
+        let what = format!(
+            "{} of {} case{} cannot start here (see above)",
+            blocked,
+            self.cases,
+            if self.cases == 1 { "" } else { "s" },
+        );
+        let fix = if self.installable() {
+            "install what is missing with the command above"
+        } else {
+            "the table above says what to do"
+        };
+        if blocked == self.cases {
+            return Err(RunError::Usage(format!("{what}: nothing to run; {fix}")));
+        }
+        if skip {
+            return Ok(());
+        }
+        let rest = self.cases - blocked;
+        Err(RunError::Usage(format!(
+            "{what}; {fix}, or pass --skip-missing to run the other {rest} case{}",
+            if rest == 1 { "" } else { "s" }
+        )))
+    }
 }
 
 /// A case estimated above the limit.
@@ -64,6 +135,12 @@ pub fn check(
         .as_secs_f64();
     let cases = crate::plan(scenario);
     crate::check_workloads(&cases)?;
+    let links = crate::case_links(&cases)?;
+    let prerequisites = Prerequisites {
+        needs: crate::prereq::collect(&scenario.name, &cases, &links),
+        install: String::new(),
+        cases: cases.len(),
+    };
     let est = estimate::estimate(scenario)?;
     let long = est
         .cases
@@ -89,6 +166,7 @@ pub fn check(
             bytes: est.capture_bytes(p.snaplen),
             limit: p.limit,
         }),
+        prerequisites,
     })
 }
 

@@ -55,6 +55,9 @@ pub struct RunRequest {
     pub start_at: Option<String>,
     /// `--barrier-timeout`: how long to wait for every shard.
     pub barrier_timeout: Option<String>,
+    /// `--skip-missing`: run the cases whose prerequisites are present and record the
+    /// others as skipped, instead of refusing the run.
+    pub skip_missing: bool,
 }
 
 impl Default for RunRequest {
@@ -79,6 +82,7 @@ impl Default for RunRequest {
             barrier: None,
             start_at: None,
             barrier_timeout: None,
+            skip_missing: false,
         }
     }
 }
@@ -157,6 +161,13 @@ pub fn prepare(req: &RunRequest) -> Result<Prepared, RunError> {
         check_embedded_payloads(&scenario, &origin)?;
     }
     let shard = shard_options(req)?;
+    if shard.is_some() && req.skip_missing {
+        // Shards meet before every case: one that skipped a case would leave the others
+        // waiting for it.
+        return Err(usage(
+            "--skip-missing cannot be combined with --shard: every shard runs every case",
+        ));
+    }
     let out = req.out.clone().unwrap_or_else(|| match &shard {
         Some(s) => crate::default_out_dir(&format!("{}-shard-{}", scenario.name, s.index)),
         None => crate::default_out_dir(&scenario.name),
@@ -172,8 +183,10 @@ pub fn prepare(req: &RunRequest) -> Result<Prepared, RunError> {
             req.pcap_snaplen.as_deref(),
         )?,
         shard,
+        skip_missing: req.skip_missing,
     };
-    let preflight = preflight::check(&scenario, &req.max_case_time, options.pcap.as_ref())?;
+    let mut preflight = preflight::check(&scenario, &req.max_case_time, options.pcap.as_ref())?;
+    preflight.prerequisites.install = crate::prereq::install_command(req);
     Ok(Prepared {
         scenario,
         options,

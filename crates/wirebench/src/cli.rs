@@ -18,9 +18,22 @@ const RUN_EXAMPLES: &str = "Examples:\n  \
     wirebench run payload-sweep --tables mode --columns 'throughput.*'\n  \
     wirebench run my.toml --part latency --out results/today\n  \
     wirebench run --server 127.0.0.1:7420          # against a running `wirebench serve`\n  \
-    wirebench run --link 2400bit/500ms --workload pingpong --payload 2 --rounds 10  # needs root\n\n\
+    wirebench run --link 2400bit/500ms --workload pingpong --payload 2 --rounds 10  # needs root\n  \
+    wirebench run browser-transports --skip-missing   # run what this machine has the peers for\n\n\
     A comma-separated list makes the parameter a grid axis: the cases are every combination.\n\
+    Before the first case, every case's prerequisites (peers, packages, root) are checked: a run\n\
+    missing one lists it and refuses (exit 2) with the one command that installs it all\n\
+    (bash scripts/install-peers.sh SCENARIO), unless --skip-missing; `wirebench doctor` lists them.\n\
     Scenario files: docs/scenarios.md; metrics (for --columns): docs/results.md.";
+
+const DOCTOR_EXAMPLES: &str = "Examples:\n  \
+    wirebench doctor                                # every built-in scenario\n  \
+    wirebench doctor browser-transports             # one study's cases\n  \
+    wirebench doctor browser-transports --part browser,real-browser\n  \
+    wirebench doctor --protocol socks5 --socks5-server dante --link-delay 5ms\n  \
+    wirebench doctor proxy-delays --install-plan    # what scripts/install-peers.sh reads\n  \
+    bash scripts/install-peers.sh browser-transports   # install what is missing (Debian)\n\n\
+    Exit status: 0 when everything is present, 1 when something is missing, 2 on bad input.";
 
 #[derive(Parser)]
 #[command(
@@ -36,7 +49,8 @@ const RUN_EXAMPLES: &str = "Examples:\n  \
         wirebench run --workload pingpong --payload 2,100,1500 --rounds 10k\n  \
         wirebench run --workload stream --mode oneway,echo --payload 100,10KiB,1MiB --repeat 3\n  \
         wirebench run payload-sweep --tables mode --columns 'throughput.*'\n  \
-        wirebench serve --listen 127.0.0.1:7420   # then: wirebench run --server 127.0.0.1:7420\n\n\
+        wirebench serve --listen 127.0.0.1:7420   # then: wirebench run --server 127.0.0.1:7420\n  \
+        wirebench doctor browser-transports       # what a study needs on this machine\n\n\
         Docs: docs/scenarios.md (scenario files), docs/results.md (metrics), docs/protocols/."
 )]
 pub struct Cli {
@@ -67,6 +81,16 @@ pub enum Command {
     XmppLoadWorker,
     /// List the built-in scenarios.
     Scenarios,
+    /// Check what a scenario's cases need on this machine (peers, packages, root).
+    ///
+    /// One line per prerequisite: present or missing, its version when Debian's package
+    /// manager knows it, how it is installed, and which cases need it and why. The same
+    /// check `wirebench run` makes before its first case. Without a scenario or parameter
+    /// flags: every built-in scenario; with them, the cases `wirebench run` would plan
+    /// (the same scenario, --part and parameter flags). `bash scripts/install-peers.sh
+    /// [SCENARIO] [FLAGS]` installs what is missing.
+    #[command(after_help = DOCTOR_EXAMPLES)]
+    Doctor(Box<DoctorArgs>),
     /// List the protocols, with the workloads and parameters each one uses.
     Protocols,
     /// Run any command in a host whose traffic to this machine crosses an emulated link
@@ -376,6 +400,17 @@ pub struct ShellArgs {
 }
 
 #[derive(Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Print the steps that install what is missing, one per line, and exit 0: `apt
+    /// PACKAGE`, `script PATH` (a script of this repository, run after the packages) or
+    /// `manual TEXT` (what no script can do, such as running as root).
+    #[arg(long)]
+    pub install_plan: bool,
+}
+
+#[derive(Args)]
 // A flag given twice takes its last value, so a command can be extended by appending to
 // it (the docs test shrinks documented commands that way).
 #[command(args_override_self = true)]
@@ -587,9 +622,14 @@ pub struct RunArgs {
     /// Start even if the run is estimated to take more than 2 hours.
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Print the cases' count and estimated time (and capture size), then exit.
+    /// Print the cases' count and estimated time (and capture size, and any missing
+    /// prerequisite), then exit 0.
     #[arg(long)]
     pub dry_run: bool,
+    /// Run the cases whose prerequisites (peers, packages, root) are present and record
+    /// the others as skipped, with what they lack, instead of refusing the run.
+    #[arg(long)]
+    pub skip_missing: bool,
     /// Run shard I of N of a load scenario (I from 0): every load case generates the
     /// sessions i with i mod N = I, against the one server in --load-target; `wirebench
     /// merge` adds the shards' results up. Without it, a Kubernetes Indexed Job's
@@ -736,8 +776,22 @@ pub struct ServeArgs {
 fn command() -> clap::Command {
     // `mut_subcommands`, not `mut_subcommand`: the latter moves `run` to the end of the list.
     Cli::command().mut_subcommands(|mut run| {
-        if run.get_name() != "run" {
+        let doctor = run.get_name() == "doctor";
+        if run.get_name() != "run" && !doctor {
             return run;
+        }
+        // Doctor takes run's flags to plan the same cases; those that do not choose cases
+        // stay out of its help.
+        if doctor {
+            for id in DOCTOR_HIDDEN {
+                run = run.mut_arg(*id, |a| a.hide(true));
+            }
+            run = run.mut_arg("scenario", |a| {
+                a.help(
+                    "Scenario file (TOML) or built-in scenario name; default: every built-in \
+                     scenario (with parameter flags: the built-in `default`, as for run)",
+                )
+            });
         }
         // Each protocol's own parameters get a flag of their own, so a new protocol's
         // parameters reach the command line without a change here.
@@ -770,6 +824,31 @@ fn command() -> clap::Command {
     })
 }
 
+/// Run's flags that `wirebench doctor` accepts (it flattens run's) but does not read.
+const DOCTOR_HIDDEN: &[&str] = &[
+    "repeat",
+    "seed",
+    "timeout",
+    "server",
+    "out",
+    "tables",
+    "columns",
+    "json",
+    "quiet",
+    "no_report",
+    "max_case_time",
+    "yes",
+    "dry_run",
+    "skip_missing",
+    "shard",
+    "barrier",
+    "start_at",
+    "barrier_timeout",
+    "pcap",
+    "pcap_limit",
+    "pcap_snaplen",
+];
+
 /// Parameters that belong to a protocol (not shared by all).
 fn protocol_params() -> impl Iterator<Item = &'static wirebench_runner::params::ParamSpec> {
     wirebench_runner::params::params()
@@ -798,7 +877,12 @@ fn capitalized(s: &str) -> String {
 pub fn parse() -> Cli {
     let err = match command().try_get_matches().and_then(|m| {
         let mut cli = Cli::from_arg_matches(&m)?;
-        if let (Command::Run(args), Some(rm)) = (&mut cli.command, m.subcommand_matches("run")) {
+        let (args, sub) = match &mut cli.command {
+            Command::Run(args) => (Some(&mut **args), m.subcommand_matches("run")),
+            Command::Doctor(d) => (Some(&mut d.run), m.subcommand_matches("doctor")),
+            _ => (None, None),
+        };
+        if let (Some(args), Some(rm)) = (args, sub) {
             args.protocol_params = protocol_params()
                 .filter_map(|p| {
                     let v = rm.get_one::<String>(&flag_id(p.name))?;
@@ -1003,6 +1087,7 @@ impl RunArgs {
                     .unwrap_or_else(|_| "(JOB_COMPLETION_INDEX is unset)".into());
                 Some(format!("{i}/{n}"))
             }),
+            skip_missing: self.skip_missing,
             barrier: self
                 .barrier
                 .clone()

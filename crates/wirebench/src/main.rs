@@ -47,6 +47,7 @@ fn main() -> ExitCode {
             no_report,
         } => merge(&dirs, out, no_report),
         Command::K8s(args) => k8s_manifests(&args),
+        Command::Doctor(args) => doctor(*args),
         Command::Scenarios => {
             render::scenarios(&wirebench_runner::catalog::scenarios());
             Ok(ExitCode::SUCCESS)
@@ -68,6 +69,11 @@ fn main() -> ExitCode {
 fn run(args: RunArgs) -> Result<ExitCode> {
     let prepared = wirebench_runner::prepare(&args.request())?;
     render::preflight(&prepared.preflight);
+    // Before the time check: nothing is worth waiting for that cannot start.
+    prepared
+        .preflight
+        .prerequisites
+        .require(args.skip_missing, args.dry_run)?;
     prepared.preflight.confirm(args.yes || args.dry_run)?;
     if args.dry_run {
         return Ok(ExitCode::SUCCESS);
@@ -95,6 +101,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     let observer = render::Terminal::new(scenario, show_bars, args.json);
     let summary = wirebench_runner::run(scenario, opts, &shutdown, &observer)?;
     render::run_summary(&summary, args.json, &render::study_metrics(scenario));
+    render::skipped(&summary, &prepared.preflight.prerequisites);
     if !args.no_report && !summary.records.is_empty() {
         match wirebench_report::write_report(&opts.out) {
             Ok(w) => eprintln!("report: {} ({} charts)", w.html.display(), w.charts),
@@ -104,6 +111,34 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     }
     eprintln!("results: {}", opts.out.display());
     Ok(ExitCode::from(summary.exit_code()))
+}
+
+/// `wirebench doctor`: every prerequisite of the planned cases (or of every built-in
+/// scenario's), or the steps that install the missing ones.
+fn doctor(args: cli::DoctorArgs) -> Result<ExitCode> {
+    let mut req = args.run.request();
+    // A pod's shard variables choose a slice of the cases, not what they need.
+    (req.shard, req.barrier, req.start_at) = (None, None, None);
+    let all = req.scenario.is_none() && req.parts.is_none() && req.params.is_empty();
+    let needs = wirebench_runner::prereq::doctor((!all).then_some(&req))?;
+    if args.install_plan {
+        for step in wirebench_runner::prereq::install_plan(&needs) {
+            println!("{step}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let scope = match &req.scenario {
+        _ if all => "every built-in scenario".to_string(),
+        Some(s) => s.clone(),
+        None => "the default scenario".to_string(),
+    };
+    let install = wirebench_runner::prereq::install_command(&req);
+    render::doctor(&needs, &scope, all, &install);
+    Ok(if needs.iter().all(|n| n.present()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// `wirebench k8s`: the manifests to stdout or a file; what to do next to stderr.

@@ -12,6 +12,8 @@ use wirebench_model::{Record, Status};
 use wirebench_report::summary::human;
 use wirebench_runner::catalog::{ProtocolInfo, ScenarioInfo};
 use wirebench_runner::estimate::{format_estimate, format_size};
+use wirebench_runner::preflight::Prerequisites;
+use wirebench_runner::prereq::Need;
 use wirebench_runner::{Case, Observer, Preflight, RunSummary, Scenario};
 
 /// The case count and estimated time, a warning for each case estimated above
@@ -48,6 +50,154 @@ pub fn preflight(p: &Preflight) {
             format_size(c.bytes),
             format_size(c.limit)
         );
+    }
+    missing(&p.prerequisites);
+}
+
+/// What the planned cases need and this machine lacks: one row each, with how it is
+/// installed and which cases need it and why, then the one command that installs all of
+/// it. Nothing when nothing is missing.
+fn missing(p: &Prerequisites) {
+    let missing = p.missing();
+    if missing.is_empty() {
+        return;
+    }
+    let mut rows = vec![vec![
+        "missing".to_string(),
+        "install".into(),
+        "cases".into(),
+        "which, and why".into(),
+    ]];
+    for n in &missing {
+        rows.push(vec![
+            n.req.name.to_string(),
+            n.req.install.to_string(),
+            n.cases.len().to_string(),
+            format!("{} ({})", n.case_list(false), n.why()),
+        ]);
+    }
+    eprintln!(
+        "wirebench: {} of {} case{} need{} what this machine lacks:",
+        p.blocked_cases().len(),
+        p.cases,
+        if p.cases == 1 { "" } else { "s" },
+        if p.blocked_cases().len() == 1 {
+            "s"
+        } else {
+            ""
+        },
+    );
+    eprint!("{}", table(&rows, "  "));
+    eprintln!("wirebench: not found:");
+    for n in &missing {
+        if let Err(looked) = &n.found {
+            eprintln!("  {}: {looked}", n.req.name);
+        }
+    }
+    if p.installable() {
+        eprintln!("wirebench: install all of it with: {}", p.install);
+    }
+}
+
+/// Rows as columns padded to their widest cell (the last column is not padded), each
+/// line after `indent`.
+fn table(rows: &[Vec<String>], indent: &str) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = indent.to_string();
+        for (c, cell) in r.iter().enumerate() {
+            if c + 1 == r.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}  ", w = widths[c]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// After a run with `--skip-missing`: how many cases were skipped, and what runs them.
+pub fn skipped(summary: &RunSummary, p: &Prerequisites) {
+    let n = summary
+        .records
+        .iter()
+        .filter(|r| r.status == Status::Skipped)
+        .count();
+    if n == 0 {
+        return;
+    }
+    let names: Vec<&str> = p.missing().iter().map(|m| m.req.name).collect();
+    eprintln!(
+        "wirebench: {n} case run{} skipped for want of {}{}",
+        if n == 1 { "" } else { "s" },
+        names.join(", "),
+        if p.installable() {
+            format!("; to run them, install with: {}", p.install)
+        } else {
+            String::new()
+        }
+    );
+}
+
+/// `wirebench doctor`: every prerequisite of the cases in `scope`, present or not, then
+/// where the missing ones were looked for and the command that installs them.
+pub fn doctor(needs: &[Need], scope: &str, named: bool, install: &str) {
+    if needs.is_empty() {
+        println!("{scope}: needs nothing beyond wirebench");
+        return;
+    }
+    let mut rows = vec![vec![
+        "prerequisite".to_string(),
+        "status".into(),
+        "version".into(),
+        "install".into(),
+        "needed by".into(),
+    ]];
+    for n in needs {
+        rows.push(vec![
+            n.req.name.to_string(),
+            if n.present() { "ok" } else { "MISSING" }.into(),
+            n.version().unwrap_or_else(|| "-".into()),
+            n.req.install.to_string(),
+            format!(
+                "{} case{} {} ({})",
+                n.cases.len(),
+                if n.cases.len() == 1 { "" } else { "s" },
+                n.case_list(named),
+                n.why()
+            ),
+        ]);
+    }
+    println!("{scope}:");
+    print!("{}", table(&rows, "  "));
+    let missing: Vec<&Need> = needs.iter().filter(|n| !n.present()).collect();
+    if !missing.is_empty() {
+        println!("not found:");
+    }
+    for n in &missing {
+        if let Err(looked) = &n.found {
+            println!("  {}: {looked}", n.req.name);
+        }
+    }
+    if missing.is_empty() {
+        println!("everything is present");
+    } else if wirebench_runner::prereq::install_plan(needs)
+        .iter()
+        .any(|s| !matches!(s, wirebench_runner::prereq::Step::Manual(_)))
+    {
+        println!("install what is missing with: {install}");
     }
 }
 
@@ -206,6 +356,7 @@ impl Observer for Terminal {
             Status::Ok => "ok".to_string(),
             Status::Failed => format!("FAILED: {}", record.error.as_deref().unwrap_or("")),
             Status::Interrupted => "interrupted".to_string(),
+            Status::Skipped => format!("skipped: {}", record.error.as_deref().unwrap_or("")),
         };
         eprintln!("{}  {status}  {headline}", self.title(case, record.repeat));
         if self.json {

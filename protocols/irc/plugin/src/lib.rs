@@ -59,6 +59,14 @@ impl Protocol for Irc {
         Some("two ngircd servers started in the lab")
     }
 
+    fn prerequisites(&self, _case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
+        vec![
+            ngircd::NGIRCD.because("protocol=irc"),
+            // ngircd runs as user irc, set by setpriv.
+            ngircd::SETPRIV.because("protocol=irc"),
+        ]
+    }
+
     fn stream_count(&self) -> Option<u64> {
         Some(PEER_STREAM_COUNT)
     }

@@ -42,10 +42,21 @@ use std::time::{Duration, Instant};
 use wirebench_irc::Config;
 use wirebench_protocol::WorkloadError;
 use wirebench_protocol::peer::{PeerError, stop_child, tail_lines};
+use wirebench_protocol::{Install, Lookup, Requirement};
 
-/// Debian's package; the message a user sees when it is missing.
-pub const INSTALL: &str = "apt-get install ngircd \
-    (non-interactively: DEBIAN_FRONTEND=noninteractive apt-get install -y ngircd, after apt-get update)";
+/// ngircd, as cases check for it and `wirebench doctor` lists it.
+pub const NGIRCD: Requirement = Requirement {
+    name: "ngircd",
+    lookup: Lookup::Find(|| which("ngircd").ok_or_else(|| not_found("ngircd"))),
+    install: Install::Debian("ngircd"),
+};
+
+/// setpriv, with which ngircd is started as [`RUN_AS`].
+pub const SETPRIV: Requirement = Requirement {
+    name: "setpriv",
+    lookup: Lookup::Find(|| which("setpriv").ok_or_else(|| not_found("setpriv"))),
+    install: Install::Debian("util-linux"),
+};
 
 /// The user ngircd runs as (Debian's `irc`, from base-passwd).
 pub const RUN_AS: &str = "irc";
@@ -206,11 +217,8 @@ fn which_in(bin: &str, path: &std::ffi::OsStr, extra: &[&str]) -> Option<PathBuf
         .find(|p| p.is_file())
 }
 
-fn missing(bin: &str, install: &str) -> PeerError {
-    PeerError::Missing {
-        program: bin.into(),
-        install: install.into(),
-    }
+fn not_found(bin: &str) -> String {
+    format!("no {bin} on PATH, in /usr/sbin or /usr/bin")
 }
 
 /// The `irc` user's uid and gid.
@@ -305,13 +313,8 @@ impl Ngircd {
     /// `netns` (or here, if `None`) and waits until its port accepts connections (checked
     /// from inside that namespace). The log is `dir/ngircd.log`.
     pub fn start(netns: Option<&str>, dir: &Path, cfg: NgircdConfig) -> Result<Ngircd, PeerError> {
-        let ngircd = which("ngircd").ok_or_else(|| missing("ngircd", INSTALL))?;
-        let setpriv = which("setpriv").ok_or_else(|| {
-            missing(
-                "setpriv",
-                "DEBIAN_FRONTEND=noninteractive apt-get install -y util-linux",
-            )
-        })?;
+        let ngircd = NGIRCD.require()?;
+        let setpriv = SETPRIV.require()?;
         let (uid, gid) = run_as_ids()?;
         let io = |what: String| move |error| PeerError::Io { what, error };
         for sub in ["run", "conf.d"] {
@@ -562,7 +565,7 @@ mod tests {
             which_in("ngircd", std::ffi::OsStr::new("/nonexistent"), &[]),
             None
         );
-        let e = missing("ngircd", INSTALL).to_string();
+        let e = NGIRCD.missing().to_string();
         assert!(
             e.contains("ngircd is not installed") && e.contains("apt-get install ngircd"),
             "{e}"

@@ -16,16 +16,26 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use wirebench_protocol::params::{MODE, ParamSpec};
 use wirebench_protocol::peer::stop_child;
+use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::stats::{push_counts, push_load_rtts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
 use wirebench_protocol::{
-    Case, CaseLink, Ctx, Env, Outcome, Protocol, TICK, Workload, WorkloadError,
+    Case, CaseLink, Ctx, Env, Install, Lookup, Outcome, Prerequisite, Protocol, Requirement, TICK,
+    Workload, WorkloadError,
 };
 
 /// The Java sources, compiled at run time (the binary carries them).
 const SOURCE: &str = include_str!("../../java/WbRmi.java");
 const PARAMS: &[ParamSpec] = &[MODE];
-const INSTALL: &str = "apt-get install default-jdk-headless";
+/// A JDK: javac compiles the pair at a run's first case, java runs it.
+pub const JDK: Requirement = Requirement {
+    name: "javac (JDK)",
+    lookup: Lookup::Find(|| {
+        on_path("java")?;
+        on_path("javac")
+    }),
+    install: Install::Debian("default-jdk-headless"),
+};
 
 pub struct Rmi;
 
@@ -44,6 +54,10 @@ impl Protocol for Rmi {
 
     fn servers(&self, _case: &Case) -> Option<&'static str> {
         Some("Java RMI servers (JVMs) started per case")
+    }
+
+    fn prerequisites(&self, _case: &Case) -> Vec<Prerequisite> {
+        vec![JDK.because("protocol=rmi")]
     }
 
     fn stream_echoes(&self, case: &Case) -> bool {
@@ -76,7 +90,8 @@ impl Protocol for Rmi {
 
 fn java_missing(program: &str) -> WorkloadError {
     WorkloadError::Environment(format!(
-        "rmi cases need a JDK ({program} is not installed); install it with: {INSTALL}"
+        "rmi cases need a JDK ({program} is not installed); install it with: {}",
+        JDK.install
     ))
 }
 

@@ -91,6 +91,14 @@ impl Protocol for Shadowsocks {
         })
     }
 
+    fn prerequisites(&self, case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
+        match case.word("shadowsocks.server") {
+            Some("libev") => vec![crate::peers::LIBEV.because("shadowsocks.server=libev")],
+            Some("rust") => vec![crate::peers::RUST.because("shadowsocks.server=rust")],
+            _ => Vec::new(),
+        }
+    }
+
     fn uses_reference_server(&self) -> bool {
         false
     }

@@ -12,22 +12,49 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 use wirebench_lab::Lab;
-use wirebench_protocol::WorkloadError;
 use wirebench_protocol::peer::{
-    PeerError, command_in, in_netns, need_program, stop_child, tail_lines, wait_ports,
+    PeerError, command_in, in_netns, stop_child, tail_lines, wait_ports,
 };
+use wirebench_protocol::prereq::on_path;
+use wirebench_protocol::{Install, Lookup, Requirement, WorkloadError};
 use wirebench_shadowsocks::Cipher;
 
 pub const PROGRAM: &str = "ss-server";
-const INSTALL: &str = "apt-get install shadowsocks-libev";
+
+/// shadowsocks-libev's server, as cases check for it and `wirebench doctor` lists it.
+pub const LIBEV: Requirement = Requirement {
+    name: "ss-server (shadowsocks-libev)",
+    lookup: Lookup::Program(PROGRAM),
+    install: Install::Debian("shadowsocks-libev"),
+};
 
 /// The shadowsocks-rust release scripts/install-shadowsocks-rust.sh builds.
 pub const RUST_VERSION: &str = "1.25.0";
-pub const RUST_INSTALL: &str = "bash scripts/install-shadowsocks-rust.sh";
+
+/// shadowsocks-rust's server, the pinned build or one on PATH ([`rust_program`]).
+pub const RUST: Requirement = Requirement {
+    name: "ssserver (shadowsocks-rust 1.25.0)",
+    lookup: Lookup::Find(|| find_rust("ssserver")),
+    install: Install::Script {
+        // It builds with cargo, which comes with the toolchain that built wirebench (a
+        // Debian cargo may be too old for it, so none is installed).
+        path: "scripts/install-shadowsocks-rust.sh",
+        needs: &[],
+    },
+};
 
 /// A shadowsocks-rust program (`ssserver`, `sslocal`): the pinned build in this
 /// checkout's target/peers, else one on `PATH`.
 pub fn rust_program(name: &str) -> Result<PathBuf, WorkloadError> {
+    find_rust(name).map_err(|_| {
+        WorkloadError::Environment(format!(
+            "{name} (shadowsocks-rust {RUST_VERSION}) is not installed; install it with: {}",
+            RUST.install
+        ))
+    })
+}
+
+fn find_rust(name: &str) -> Result<PathBuf, String> {
     let pinned = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../target/peers")
         .join(format!("shadowsocks-rust-{RUST_VERSION}"))
@@ -36,17 +63,8 @@ pub fn rust_program(name: &str) -> Result<PathBuf, WorkloadError> {
     if pinned.is_file() {
         return Ok(pinned);
     }
-    std::env::var_os("PATH")
-        .and_then(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join(name))
-                .find(|f| f.is_file())
-        })
-        .ok_or_else(|| {
-            WorkloadError::Environment(format!(
-                "{name} (shadowsocks-rust {RUST_VERSION}) is not installed; install it with: {RUST_INSTALL}"
-            ))
-        })
+    on_path(name)
+        .map_err(|e| format!("no target/peers/shadowsocks-rust-{RUST_VERSION}/bin/{name}; {e}"))
 }
 
 /// An ss-server of ours, stopped by its PID when the case ends.
@@ -130,7 +148,7 @@ pub fn start(
     password: &str,
     tfo: bool,
 ) -> Result<External, WorkloadError> {
-    need_program(PROGRAM, INSTALL).map_err(peer_error)?;
+    LIBEV.require().map_err(peer_error)?;
     spawn(Peer::Libev, lab, dir, origin, cipher.name(), password, tfo)
 }
 
@@ -261,6 +279,13 @@ fn spawn(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rust_peer_is_named_with_its_pinned_version() {
+        assert!(RUST.name.contains(RUST_VERSION), "{}", RUST.name);
+        let script = include_str!("../../../../scripts/install-shadowsocks-rust.sh");
+        assert!(script.contains(&format!("VERSION={RUST_VERSION}\n")));
+    }
 
     #[test]
     fn complement_covers_all_but_one() {

@@ -235,6 +235,16 @@ impl Protocol for Socks5 {
         })
     }
 
+    fn prerequisites(&self, case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
+        let kind = match case.word("socks5.server") {
+            Some("microsocks") => peers::Kind::Microsocks,
+            Some("dante") => peers::Kind::Dante,
+            _ => return Vec::new(),
+        };
+        let why = format!("socks5.server={}", case.word("socks5.server").unwrap_or(""));
+        vec![kind.requirement().because(why)]
+    }
+
     fn uses_reference_server(&self) -> bool {
         false
     }

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 use wirebench_lab::Lab;
-use wirebench_protocol::WorkloadError;
 use wirebench_protocol::peer::{
-    PeerError, command_in, in_netns, need_program, stop_child, tail_lines, wait_ports,
+    PeerError, command_in, in_netns, stop_child, tail_lines, wait_ports,
 };
+use wirebench_protocol::{Install, Lookup, Requirement, WorkloadError};
 
 /// A proxy process of ours to stop: by its PID, when the case ends.
 pub struct External {
@@ -49,11 +49,33 @@ pub enum Kind {
     Dante,
 }
 
+/// microsocks, as cases check for it and `wirebench doctor` lists it.
+pub const MICROSOCKS: Requirement = Requirement {
+    name: "microsocks",
+    lookup: Lookup::Program(Kind::Microsocks.program()),
+    install: Install::Debian("microsocks"),
+};
+
+/// Dante's server.
+pub const DANTE: Requirement = Requirement {
+    name: "danted",
+    lookup: Lookup::Program(Kind::Dante.program()),
+    install: Install::Debian("dante-server"),
+};
+
 impl Kind {
-    fn program(self) -> (&'static str, &'static str) {
+    pub fn requirement(self) -> &'static Requirement {
         match self {
-            Kind::Microsocks => ("microsocks", "apt-get install microsocks"),
-            Kind::Dante => ("danted", "apt-get install dante-server"),
+            Kind::Microsocks => &MICROSOCKS,
+            Kind::Dante => &DANTE,
+        }
+    }
+
+    /// The program started: the one its requirement looks for.
+    const fn program(self) -> &'static str {
+        match self {
+            Kind::Microsocks => "microsocks",
+            Kind::Dante => "danted",
         }
     }
 }
@@ -67,8 +89,8 @@ pub fn start(
     origin: SocketAddr,
     userpass: Option<(&[u8], &[u8])>,
 ) -> Result<External, WorkloadError> {
-    let (program, install) = kind.program();
-    need_program(program, install).map_err(peer_error)?;
+    let program = kind.program();
+    kind.requirement().require().map_err(peer_error)?;
     std::fs::create_dir_all(dir)
         .map_err(|e| WorkloadError::Environment(format!("cannot create {}: {e}", dir.display())))?;
     let netns = lab.map(|l| l.server().name().to_string());

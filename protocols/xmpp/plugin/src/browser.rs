@@ -23,8 +23,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::stats::{push_counts, push_rtts, secs};
-use wirebench_protocol::{Ctx, Outcome, WorkloadError};
+use wirebench_protocol::{Ctx, Install, Lookup, Outcome, Requirement, WorkloadError};
 
 /// The `xmpp.client` choices.
 pub const CLIENTS: &[&str] = &["native", "browser"];
@@ -107,10 +108,39 @@ impl Progress {
     }
 }
 
+/// Strophe.js (with sockjs-client) from npm, pinned by bench/strophe-browser's lock file
+/// (a test keeps this name's version equal to it).
+pub const STROPHE: Requirement = Requirement {
+    name: "Strophe.js 5.0.0",
+    lookup: Lookup::Find(find_strophe),
+    install: Install::Script {
+        path: SETUP,
+        needs: &[("npm", "npm")],
+    },
+};
+
+/// Headless Chromium: `$WIREBENCH_CHROMIUM`, else `chromium` on PATH.
+pub const CHROMIUM: Requirement = Requirement {
+    name: "chromium",
+    lookup: Lookup::Find(|| {
+        on_path(&chromium()).map_err(|e| format!("{e}; or set WIREBENCH_CHROMIUM"))
+    }),
+    install: Install::Debian("chromium"),
+};
+
 /// Where Strophe.js's browser bundle is: `$WIREBENCH_STROPHE_DIR` if set (and only there), else
 /// `target/strophe-browser` beside the running binary's `target/<profile>/`, else the one
 /// of the source tree this was built from.
 pub fn strophe_bundle() -> Result<PathBuf, WorkloadError> {
+    find_strophe().map_err(|_| {
+        WorkloadError::Environment(format!(
+            "xmpp.client=browser needs Strophe.js (and sockjs-client) from npm: run `bash {SETUP}` (installs it \
+             into target/strophe-browser; or set WIREBENCH_STROPHE_DIR)"
+        ))
+    })
+}
+
+fn find_strophe() -> Result<PathBuf, String> {
     const REL: &str = "node_modules/strophe.js/dist/strophe.umd.min.js";
     let mut dirs = Vec::new();
     if let Some(d) = std::env::var_os("WIREBENCH_STROPHE_DIR") {
@@ -127,11 +157,15 @@ pub fn strophe_bundle() -> Result<PathBuf, WorkloadError> {
     dirs.iter()
         .map(|d| d.join(REL))
         .find(|p| p.is_file())
-        .ok_or_else(|| {
-            WorkloadError::Environment(format!(
-                "xmpp.client=browser needs Strophe.js (and sockjs-client) from npm: run `bash {SETUP}` (installs it \
-                 into target/strophe-browser; or set WIREBENCH_STROPHE_DIR)"
-            ))
+        .ok_or_else(|| match std::env::var_os("WIREBENCH_STROPHE_DIR") {
+            Some(d) => format!(
+                "no {REL} in $WIREBENCH_STROPHE_DIR ({})",
+                Path::new(&d).display()
+            ),
+            None => format!(
+                "no {REL} in target/strophe-browser beside wirebench or in its source tree \
+                 (or set WIREBENCH_STROPHE_DIR)"
+            ),
         })
 }
 
@@ -318,14 +352,13 @@ struct Browser {
 impl Browser {
     fn start(url: &str, netns: Option<&str>) -> Result<Browser, WorkloadError> {
         let program = chromium();
-        wirebench_protocol::peer::need_program(&program, "apt-get install chromium").map_err(
-            |_| {
-                WorkloadError::Environment(format!(
-                    "xmpp.client=browser needs Chromium: `{program}` is not on PATH (Debian: \
-                     apt-get install chromium; or set WIREBENCH_CHROMIUM)"
-                ))
-            },
-        )?;
+        CHROMIUM.find().map_err(|_| {
+            WorkloadError::Environment(format!(
+                "xmpp.client=browser needs Chromium: `{program}` is not on PATH (Debian: {}; \
+                 or set WIREBENCH_CHROMIUM)",
+                CHROMIUM.install
+            ))
+        })?;
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -596,6 +629,17 @@ mod tests {
             percent_encode("user1@wirebench.test"),
             "user1%40wirebench.test"
         );
+    }
+
+    #[test]
+    fn strophes_name_carries_the_pinned_version() {
+        let pkg = include_str!("../../../../bench/strophe-browser/package.json");
+        let pinned = pkg
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("\"strophe.js\": \""))
+            .and_then(|v| v.split('"').next())
+            .unwrap();
+        assert_eq!(STROPHE.name, format!("Strophe.js {pinned}"));
     }
 
     /// The page server answers the page, the scripts and the result on one kept-alive

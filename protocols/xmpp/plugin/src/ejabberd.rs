@@ -13,7 +13,7 @@
 //! (`inetrc`). Plain-text c2s is allowed and s2s runs dialback (`mod_s2s_dialback`)
 //! without TLS, as with Prosody; components are XEP-0114 (`ejabberd_service`).
 
-use crate::peer::{PeerConfig, command_in, in_netns, need_program, wait_ports};
+use crate::peer::{PeerConfig, command_in, in_netns, wait_ports};
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -21,10 +21,38 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 use wirebench_protocol::peer::{PeerError, stop_child, tail_lines};
+use wirebench_protocol::prereq::on_path;
+use wirebench_protocol::{Install, Lookup, Requirement};
 
-/// Debian's package; the message a user sees when it is missing.
-pub const INSTALL: &str =
-    "DEBIAN_FRONTEND=noninteractive apt-get install -y ejabberd (after apt-get update)";
+/// ejabberd, as cases check for it and `wirebench doctor` lists it: the Erlang VM and
+/// ejabberd's applications where Debian's package puts them.
+pub const EJABBERD: Requirement = Requirement {
+    name: "ejabberd",
+    lookup: Lookup::Find(|| {
+        on_path("erl")?;
+        erlang_app(ERL_LIBS, "ejabberd-")
+    }),
+    install: Install::Debian("ejabberd"),
+};
+
+/// luerl, with which ejabberd's `import_prosody` reads the accounts of a load case.
+pub const LUERL: Requirement = Requirement {
+    name: "erlang-luerl",
+    lookup: Lookup::Find(|| erlang_app("/usr/lib/erlang/lib", "luerl-")),
+    install: Install::Debian("erlang-luerl"),
+};
+
+/// The directory of an Erlang application (`ejabberd-23.01`) under `libs`.
+fn erlang_app(libs: &str, prefix: &str) -> Result<PathBuf, String> {
+    std::fs::read_dir(libs)
+        .ok()
+        .and_then(|d| {
+            d.flatten()
+                .find(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        })
+        .map(|e| e.path())
+        .ok_or_else(|| format!("no {libs}/{prefix}*"))
+}
 
 /// Where Debian puts ejabberd's Erlang applications (`ejabberdctl` sets the same).
 const ERL_LIBS: &str = "/usr/lib/x86_64-linux-gnu";
@@ -170,21 +198,7 @@ impl Ejabberd {
     /// Writes the configuration into `dir`, starts the server in network namespace `netns`
     /// (or here), waits until its ports accept connections and registers the users.
     pub fn start(cfg: PeerConfig, dir: &Path, netns: Option<&str>) -> Result<Ejabberd, PeerError> {
-        need_program("erl", INSTALL)?;
-        if !Path::new(ERL_LIBS).join("ejabberd-23.01").exists()
-            && std::fs::read_dir(ERL_LIBS)
-                .map(|mut d| {
-                    !d.any(|e| {
-                        e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("ejabberd-"))
-                    })
-                })
-                .unwrap_or(true)
-        {
-            return Err(PeerError::Missing {
-                program: "ejabberd".into(),
-                install: INSTALL.into(),
-            });
-        }
+        EJABBERD.require()?;
         let io = |what: String| move |error| PeerError::Io { what, error };
         // Erlang takes these paths literally; a relative results directory is the default.
         let dir =
@@ -265,18 +279,7 @@ impl Ejabberd {
         netns: Option<&str>,
         n: &wirebench_xmpp::NumberedAccounts,
     ) -> Result<(), PeerError> {
-        // import_prosody reads Prosody's Lua data files with luerl, a package of its own.
-        let luerl = std::fs::read_dir("/usr/lib/erlang/lib")
-            .map(|mut d| {
-                d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("luerl-")))
-            })
-            .unwrap_or(false);
-        if !luerl {
-            return Err(PeerError::Missing {
-                program: "erlang-luerl (ejabberd reads the accounts with it)".into(),
-                install: "DEBIAN_FRONTEND=noninteractive apt-get install -y erlang-luerl".into(),
-            });
-        }
+        LUERL.require()?;
         let data = self.dir.join("prosody-data");
         crate::prosody::write_numbered(&data, n).map_err(|error| PeerError::Io {
             what: format!("cannot write accounts under {}", data.display()),

@@ -43,7 +43,9 @@ use std::time::Duration;
 use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_model::Kind;
 use wirebench_protocol::params::{ON_OFF, PEER_STREAM_COUNT, ParamSpec, WORKLOADS};
-use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, PeerModel, Protocol, WorkloadError};
+use wirebench_protocol::{
+    Case, CaseLink, Ctx, Env, Outcome, PeerModel, Prerequisite, Protocol, WorkloadError,
+};
 use workload::{Topology, XmppRun};
 
 /// XMPP server-to-server links; absent means standard.
@@ -209,6 +211,35 @@ impl Protocol for Xmpp {
             .then_some(&[(CLIENT_ADDR, "a.test"), (SERVER_ADDR, "b.test")])
     }
 
+    fn prerequisites(&self, case: &Case) -> Vec<Prerequisite> {
+        let mut out = Vec::new();
+        // Said as the case says it: `s2s` alone implies Prosody.
+        let server = || match (case.word("xmpp.server"), case.word("s2s")) {
+            (Some(s), _) => format!("xmpp.server={s}"),
+            (None, s2s) => format!("s2s={}", s2s.unwrap_or("")),
+        };
+        // A case refused for its parameters needs nothing: its refusal is what the user
+        // must hear, whatever is installed.
+        let s2_refused = |s: Server| is_s2(case) && s2::check_input(case, s.name()).is_err();
+        match real_server(case) {
+            Some(s) if s2_refused(s) => return out,
+            Some(Server::Prosody) => out.push(prosody::PROSODY.because(server())),
+            Some(Server::Ejabberd) => {
+                out.push(ejabberd::EJABBERD.because(server()));
+                // A load case's accounts are imported from files that luerl reads.
+                if case.workload() == "load" {
+                    out.push(ejabberd::LUERL.because("xmpp.server=ejabberd workload=load"));
+                }
+            }
+            None => {}
+        }
+        if case.word("xmpp.client") == Some("browser") && browser_input(case).is_ok() {
+            out.push(browser::CHROMIUM.because("xmpp.client=browser"));
+            out.push(browser::STROPHE.because("xmpp.client=browser"));
+        }
+        out
+    }
+
     fn servers(&self, case: &Case) -> Option<&'static str> {
         let load = case.workload() == "load";
         Some(match real_server(case) {
@@ -281,6 +312,13 @@ fn is_s2(case: &Case) -> bool {
 /// What a browser case needs, checked before anything starts: a browser speaks only the
 /// web transports, its page runs study S2's test alone, and the page must be servable.
 pub(crate) fn check_browser_case(case: &Case) -> Result<(), WorkloadError> {
+    browser_input(case)?;
+    browser::strophe_bundle()?;
+    Ok(())
+}
+
+/// A browser case's parameters that a browser can run.
+fn browser_input(case: &Case) -> Result<(), WorkloadError> {
     if case.word("xmpp.ping") != Some("server") {
         return Err(WorkloadError::Input(
             "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
@@ -298,7 +336,6 @@ pub(crate) fn check_browser_case(case: &Case) -> Result<(), WorkloadError> {
             "xmpp.client=browser needs workload pingpong".into(),
         ));
     }
-    browser::strophe_bundle()?;
     Ok(())
 }
 

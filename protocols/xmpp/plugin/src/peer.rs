@@ -152,4 +152,4 @@ impl RealServer {
 }
 
 // Shared with every plugin that starts third-party servers.
-pub(crate) use wirebench_protocol::peer::{command_in, in_netns, need_program, wait_ports};
+pub(crate) use wirebench_protocol::peer::{command_in, in_netns, wait_ports};

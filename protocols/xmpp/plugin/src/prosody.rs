@@ -8,17 +8,27 @@
 //! resolver told to read the hosts file (it ignores it by default).
 
 pub use crate::peer::{PeerConfig, TlsFiles};
-use crate::peer::{command_in, need_program, wait_ports};
+use crate::peer::{command_in, wait_ports};
 use std::fmt::Write as _;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use wirebench_protocol::peer::{PeerError, stop_child, tail_lines};
+use wirebench_protocol::prereq::on_path;
+use wirebench_protocol::{Install, Lookup, Requirement};
 
-/// Debian's package; the message a user sees when it is missing.
-pub const INSTALL: &str =
-    "DEBIAN_FRONTEND=noninteractive apt-get install -y prosody (after apt-get update)";
+/// Prosody, as cases check for it and `wirebench doctor` lists it: both programs the
+/// start uses, from Debian's package.
+pub const PROSODY: Requirement = Requirement {
+    name: "prosody",
+    lookup: Lookup::Find(|| {
+        let prosody = on_path("prosody")?;
+        on_path("prosodyctl")?;
+        Ok(prosody)
+    }),
+    install: Install::Debian("prosody"),
+};
 
 /// Prosody's settings are the common ones.
 pub type ProsodyConfig = PeerConfig;
@@ -198,8 +208,7 @@ pub struct Prosody {
 }
 
 fn ensure_installed() -> Result<(), PeerError> {
-    need_program("prosody", INSTALL)?;
-    need_program("prosodyctl", INSTALL)
+    PROSODY.require().map(drop)
 }
 
 impl Prosody {

@@ -27,15 +27,9 @@ pub const ENDPOINTS: &[&str] = &["own", "wirebench"];
 /// table logs in as the same user.
 const DOMAIN: &str = "wirebench.test";
 
-/// Runs study S2's test against `server`'s own endpoint for the case's transport.
-pub fn run(
-    env: &Env,
-    case: &Case,
-    repeat: u32,
-    ctx: &Ctx,
-    server: Server,
-) -> Result<Outcome, WorkloadError> {
-    let name = server.name();
+/// The parameters of a case against `name` (`prosody`, `ejabberd`) that this test can
+/// run: refused before its server starts (and before anything it needs is looked for).
+pub(crate) fn check_input(case: &Case, name: &str) -> Result<(), WorkloadError> {
     if case.get("s2s").is_some() {
         return Err(WorkloadError::Input(
             "xmpp.ping=server runs study S2 against one server: s2s does not apply".into(),
@@ -57,6 +51,21 @@ pub fn run(
                 .into(),
         ));
     }
+    Ok(())
+}
+
+/// Runs study S2's test against `server`'s own endpoint for the case's transport.
+pub fn run(
+    env: &Env,
+    case: &Case,
+    repeat: u32,
+    ctx: &Ctx,
+    server: Server,
+) -> Result<Outcome, WorkloadError> {
+    let name = server.name();
+    check_input(case, name)?;
+    let transport = Transport::from_word(case.word("xmpp.transport"));
+    let gateway = case.word("xmpp.endpoint") == Some("wirebench");
     let in_browser = case.word("xmpp.client") == Some("browser");
     if in_browser {
         crate::check_browser_case(case)?;
