@@ -146,15 +146,7 @@ enum Due {
 const LEAVE_GRACE_NS: u64 = 5_000_000_000;
 
 /// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec we own; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use wirebench_model::clock::monotonic_ns;
 
 /// What one worker saw, besides its intervals.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
