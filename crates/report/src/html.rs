@@ -577,7 +577,8 @@ pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
     }
     html.push_str(&figures);
     let _ = writeln!(html, "<h2 id=\"cases\">Cases</h2>");
-    html.push_str(&cases_table(&records, &lead_metrics(&info)));
+    let study = crate::summary::study_metrics(&lead_metrics(&info), info.columns.as_deref());
+    html.push_str(&cases_table(&records, &study));
     let _ = writeln!(
         html,
         "<h2 id=\"tables\">Tables</h2>\n<p>The same pivot as <a href=\"results.csv\">results.csv</a>; every record is in <a href=\"results.jsonl\">results.jsonl</a>.</p>"

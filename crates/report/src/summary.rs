@@ -15,7 +15,7 @@ pub use crate::numbers::human;
 
 /// The metrics a study is read by: those of its lead figures, then the concrete names of
 /// its `[output] columns` (globs such as `throughput.*` are for the CSV, not here), at most
-/// four.
+/// five.
 pub fn study_metrics(lead: &[String], columns: Option<&[String]>) -> Vec<String> {
     let mut out: Vec<String> = lead.to_vec();
     for c in columns.unwrap_or_default() {
@@ -23,7 +23,7 @@ pub fn study_metrics(lead: &[String], columns: Option<&[String]>) -> Vec<String>
             out.push(c.clone());
         }
     }
-    out.truncate(4);
+    out.truncate(5);
     out
 }
 
