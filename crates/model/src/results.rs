@@ -395,7 +395,9 @@ mod tests {
             let path = entry.path();
             let name = entry.file_name();
             if path.is_dir() {
-                if !["tests", "target", "fuzz", "node_modules"].contains(&name.to_str().unwrap_or("")) {
+                if !["tests", "target", "fuzz", "node_modules"]
+                    .contains(&name.to_str().unwrap_or(""))
+                {
                     sources(&path, out);
                 }
             } else if path.extension().is_some_and(|e| e == "rs") {
@@ -422,7 +424,11 @@ mod tests {
             }
         }
         // The scan itself must find the workloads' calls, or it would pass on nothing.
-        assert!(seen > 50, "only {seen} metric names found under {}", root.display());
+        assert!(
+            seen > 50,
+            "only {seen} metric names found under {}",
+            root.display()
+        );
         assert!(
             missing.is_empty(),
             "recorded but not in METRICS (so --columns refuses them): {missing:?}"
@@ -432,7 +438,9 @@ mod tests {
                 "out.push(\n    \"a.b\", 1.0, \"s\"); v.push(\"127.0.0.1\"); \
                  push_ratios(o, \"c.d\", v, \"round trips\")"
             ),
-            ["a.b", "c.d.mean", "c.d.min", "c.d.p50", "c.d.p90", "c.d.p99", "c.d.max"]
+            [
+                "a.b", "c.d.mean", "c.d.min", "c.d.p50", "c.d.p90", "c.d.p99", "c.d.max"
+            ]
         );
     }
 }

@@ -169,7 +169,60 @@ impl PlanEstimate {
 pub fn estimate(scenario: &Scenario) -> Result<PlanEstimate, RunError> {
     let cases = crate::plan(scenario);
     let links = crate::case_links(&cases)?;
-    Ok(estimate_cases(&cases, &links, scenario.repeat))
+    let mut e = estimate_cases(&cases, &links, scenario.repeat);
+    e.notes.extend(dropped_notes(scenario, &cases));
+    Ok(e)
+}
+
+/// A note for each parameter given on the command line that no planned case reads
+/// (`--mode echo --workload pingpong`): the planner drops it, and without a word the
+/// user would believe it took effect. One that some case reads is not noted (a grid may
+/// mix workloads), nor one the per-case notes already name.
+fn dropped_notes(scenario: &Scenario, cases: &[Case]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for name in &scenario.given {
+        let kept = cases.iter().any(|c| c.get(name).is_some());
+        let noted = cases.iter().any(|c| c.ignored.contains(name));
+        let Some(spec) = crate::params::spec(name) else {
+            continue;
+        };
+        if kept || noted || cases.is_empty() {
+            continue;
+        }
+        let owners = crate::params::owners(name);
+        // Say only what stands in the way: the workload, the protocol, or both.
+        let by_workload = !cases.iter().any(|c| spec.workloads.contains(&c.workload()));
+        let by_protocol =
+            !owners.is_empty() && !cases.iter().any(|c| owners.contains(&c.protocol()));
+        let (reader, mut planned) = (
+            match (by_workload, by_protocol) {
+                (true, true) => format!(
+                    "{} cases of {}",
+                    spec.workloads.join(", "),
+                    owners.join(", ")
+                ),
+                (false, true) => format!("cases of {}", owners.join(", ")),
+                _ => format!("{} cases", spec.workloads.join(", ")),
+            },
+            Vec::<String>::new(),
+        );
+        for c in cases {
+            let kind = match (by_workload, by_protocol) {
+                (true, true) => format!("{} of {}", c.workload(), c.protocol()),
+                (false, true) => c.protocol().to_string(),
+                _ => c.workload().to_string(),
+            };
+            if !planned.contains(&kind) {
+                planned.push(kind);
+            }
+        }
+        notes.push(format!(
+            "--{} is ignored: it applies only to {reader}, and this run's cases are {}",
+            name.replace('.', "-"),
+            planned.join(", ")
+        ));
+    }
+    notes
 }
 
 /// Estimates planned cases with their links (as [`crate::case_links`] gives them).
@@ -795,6 +848,38 @@ mod tests {
             "{:?}",
             e.notes
         );
+    }
+
+    #[test]
+    fn a_command_line_parameter_no_case_reads_gets_a_note() {
+        let notes = |args: &[(&str, &str)]| estimate(&scenario(args)).unwrap().notes;
+        assert_eq!(
+            notes(&[("mode", "echo"), ("workload", "pingpong")]),
+            [
+                "--mode is ignored: it applies only to stream cases, and this run's cases are \
+              pingpong"
+            ]
+        );
+        assert_eq!(
+            notes(&[("rounds", "5"), ("workload", "stream")]),
+            [
+                "--rounds is ignored: it applies only to pingpong cases, and this run's cases are \
+              stream"
+            ]
+        );
+        // Read by some case of the grid: no note.
+        assert!(notes(&[("mode", "echo"), ("workload", "pingpong,stream")]).is_empty());
+        assert!(notes(&[("rounds", "5")]).is_empty());
+        // A protocol's own parameter on another protocol: the per-case note, once.
+        assert_eq!(
+            notes(&[("socks5.auth", "userpass"), ("workload", "connect")]),
+            ["socks5.auth does not apply to raw (case 1)"]
+        );
+        // A file's own values are the file's business: the default scenario streams for
+        // 1 s, which a pingpong-only run drops without a word.
+        let mut s = Scenario::builtin("default").unwrap();
+        s.set_param("workload", "pingpong").unwrap();
+        assert!(estimate(&s).unwrap().notes.is_empty());
     }
 
     #[test]
