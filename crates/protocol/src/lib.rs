@@ -23,7 +23,7 @@ pub mod stats;
 
 pub use case::{Case, CaseLink, Workload};
 pub use params::{ParamSpec, WORKLOADS};
-pub use plugin::{Env, PeerModel, Protocol};
+pub use plugin::{Env, PeerModel, Protocol, StartUp};
 pub use shard::{Align, Shard, Start};
 /// Message accounting by sequence number (lost, duplicated, reordered), shared by every
 /// protocol's drivers; it lives with raw's engine, whose frames carry the sequence.
