@@ -111,6 +111,17 @@ pub const METRICS: &[&str] = &[
     "load.message.p99",
     "load.message.max",
     "load.message.mean",
+    "load.roster_items",
+    "load.presences",
+    "shard.index",
+    "shard.count",
+    "shard.start_margin",
+    "shard.clock_offset",
+    "shard.clock_error",
+    "shards.count",
+    "shards.start_margin.min",
+    "shards.clock_offset.max",
+    "shards.clock_error.max",
     "generator.rss",
     "generator.cpu",
     "generator.rss_per_session",
@@ -130,6 +141,15 @@ pub const METRICS: &[&str] = &[
     "connects.per_s",
     "connects.tfo",
     "connects.mptcp",
+    "convert.onward_tfo",
+    "convert.leg.min",
+    "convert.leg.mean",
+    "convert.leg.p50",
+    "convert.leg.p90",
+    "convert.leg.p99",
+    "convert.leg.max",
+    "origin.cpu_per_connection",
+    "proxy.cpu_per_connection",
     "mptcp.subflows.mean",
     "mptcp.subflows.max",
     "mptcp.joined",
@@ -330,5 +350,100 @@ mod tests {
         assert!(e.contains("(did you mean `rtt.*`?)"), "{e}");
         let e = check_column("rtt.p5").unwrap_err();
         assert!(e.contains("(did you mean `rtt.p50`?)"), "{e}");
+    }
+
+    /// Metric names written as literals where a workload records them
+    /// (`out.push("convert.onward_tfo", ...)`, `rec.set_metric("shards.count", ...)`,
+    /// `push_distribution(out, "convert.leg", ...)` and its siblings, which add the
+    /// statistics' suffixes), outside tests. Names built with `format!` elsewhere are
+    /// not seen; the recorded runs' names are checked by the runner's estimate test.
+    fn recorded_literals(text: &str) -> Vec<String> {
+        const STATS: &[&str] = &["mean", "min", "p50", "p90", "p99", "max"];
+        let text = text.split("#[cfg(test)]").next().unwrap_or(text);
+        let mut out = Vec::new();
+        for (call, suffixes) in [
+            ("push(", &[][..]),
+            ("set_metric(", &[]),
+            ("per_conn(", &[]),
+            ("push_distribution(", STATS),
+            ("push_ratios(", STATS),
+        ] {
+            for (at, _) in text.match_indices(call) {
+                // Arguments up to the call's end: metric names hold no parentheses.
+                let args = &text[at + call.len()..];
+                if args.trim_start().starts_with('(') {
+                    continue; // a tuple: a histogram's name, not a metric
+                }
+                let args = &args[..args.find(')').unwrap_or(args.len())];
+                let Some(name) = args.split('"').skip(1).step_by(2).find(|n| {
+                    n.starts_with(|c: char| c.is_ascii_lowercase())
+                        && n.contains('.')
+                        && n.chars().all(|c| {
+                            c.is_ascii_lowercase() || c.is_ascii_digit() || "._".contains(c)
+                        })
+                }) else {
+                    continue;
+                };
+                if suffixes.is_empty() {
+                    out.push(name.to_string());
+                }
+                out.extend(suffixes.iter().map(|s| format!("{name}.{s}")));
+            }
+        }
+        out
+    }
+
+    fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if path.is_dir() {
+                if !["tests", "target", "fuzz", "node_modules"]
+                    .contains(&name.to_str().unwrap_or(""))
+                {
+                    sources(&path, out);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn every_metric_a_workload_records_is_listed() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files = Vec::new();
+        for dir in ["crates", "protocols"] {
+            sources(&root.join(dir), &mut files);
+        }
+        let mut missing = Vec::new();
+        let mut seen = 0;
+        for f in &files {
+            for name in recorded_literals(&std::fs::read_to_string(f).unwrap()) {
+                seen += 1;
+                if !METRICS.contains(&name.as_str()) {
+                    missing.push(format!("{name} ({})", f.display()));
+                }
+            }
+        }
+        // The scan itself must find the workloads' calls, or it would pass on nothing.
+        assert!(
+            seen > 50,
+            "only {seen} metric names found under {}",
+            root.display()
+        );
+        assert!(
+            missing.is_empty(),
+            "recorded but not in METRICS (so --columns refuses them): {missing:?}"
+        );
+        assert_eq!(
+            recorded_literals(
+                "out.push(\n    \"a.b\", 1.0, \"s\"); v.push(\"127.0.0.1\"); \
+                 push_ratios(o, \"c.d\", v, \"round trips\")"
+            ),
+            [
+                "a.b", "c.d.mean", "c.d.min", "c.d.p50", "c.d.p90", "c.d.p99", "c.d.max"
+            ]
+        );
     }
 }

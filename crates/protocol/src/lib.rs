@@ -26,7 +26,7 @@ pub mod stats;
 
 pub use case::{Case, CaseLink, Workload};
 pub use params::{ParamSpec, WORKLOADS};
-pub use plugin::{Env, PeerModel, Protocol};
+pub use plugin::{Env, PeerModel, Protocol, StartUp};
 pub use prereq::{Install, Lookup, Prerequisite, Requirement};
 pub use shard::{Align, Shard, Start};
 /// Message accounting by sequence number (lost, duplicated, reordered), shared by every

@@ -65,8 +65,13 @@ pub trait Protocol: Sync {
     }
     /// How long its real peers take to start, link and carry a message, for estimates;
     /// `None`: no real peers.
-    fn peer_model(&self, _case: &Case) -> Option<&'static PeerModel> {
+    fn peer_model(&self, _case: &Case) -> Option<PeerModel> {
         None
+    }
+    /// Seconds a case spends starting what it talks to beyond what the estimator models
+    /// (a JVM per case; javac once, at the run's first case of this protocol).
+    fn start_up(&self, _case: &Case) -> StartUp {
+        StartUp::default()
     }
     /// Whether a stream case's messages come back (so both directions of the link carry
     /// them): raw's `mode=echo`. Ping-pong always does.
@@ -143,8 +148,9 @@ impl Env<'_> {
 /// A protocol's real peers for the estimator: start-up in seconds plus one-way delays,
 /// then the servers' link set-up (bytes each way and one-way delays on its critical
 /// path), then each message's bytes beyond its payload in each direction (IP headers and
-/// the peer's ACK included).
-#[derive(Debug)]
+/// the peer's ACK included). Without a link (loopback) the same model applies with no
+/// delay and the emulator's rate, so start-up and processing remain.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PeerModel {
     pub start_s: f64,
     pub start_delays: f64,
@@ -154,4 +160,13 @@ pub struct PeerModel {
     /// The servers' and clients' own work per message (parsing, routing), which a fast
     /// link leaves as the whole round trip.
     pub processing_s: f64,
+}
+
+/// Start-up a case pays beyond the estimator's model of its protocol, seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StartUp {
+    /// Every case.
+    pub each: f64,
+    /// Once per run, by its first case of this protocol.
+    pub once: f64,
 }

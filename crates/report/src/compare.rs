@@ -116,6 +116,9 @@ pub struct Row {
     /// Welch's t-test, two-sided, when both sides have repeats.
     pub p: Option<f64>,
     pub verdict: Verdict,
+    /// With `--by`: the values of the parameters compared, in A and in B ("on", "off").
+    pub a_by: String,
+    pub b_by: String,
 }
 
 impl Row {
@@ -136,6 +139,8 @@ pub struct Comparison {
     pub constant: String,
     /// The names of the parameters in [`Row::values`]: "workload payload".
     pub case_header: String,
+    /// `--by`: the parameters whose effect is shown (cases matched ignoring them).
+    pub by: Vec<String>,
 }
 
 impl Comparison {
@@ -160,10 +165,44 @@ impl Comparison {
     pub fn repeated(&self) -> bool {
         self.rows.iter().all(|r| r.a.n > 1 && r.b.n > 1)
     }
+
+    /// With `--by`, the one change every row shows ("on", "off"), if they all show the
+    /// same: then it is said in the header instead of on every row.
+    pub fn uniform_by(&self) -> Option<(&str, &str)> {
+        let first = self.rows.first()?;
+        (!self.by.is_empty()
+            && self
+                .rows
+                .iter()
+                .all(|r| r.a_by == first.a_by && r.b_by == first.b_by))
+        .then_some((first.a_by.as_str(), first.b_by.as_str()))
+    }
 }
 
 fn key(r: &Record) -> String {
     serde_json::to_string(&r.params).unwrap_or_default()
+}
+
+/// The parameters without those of `--by`: cases with equal keys are partners.
+fn key_without(r: &Record, by: &[String]) -> String {
+    let mut p = r.params.clone();
+    for b in by {
+        p.remove(b);
+    }
+    serde_json::to_string(&p).unwrap_or_default()
+}
+
+/// The values of the `--by` parameters as typed: "on", or "nodelay=on payload=64" for
+/// several; "-" for a parameter the case does not have.
+fn by_label(r: &Record, by: &[String]) -> String {
+    match by {
+        [one] => label(r, one).unwrap_or_else(|| "-".into()),
+        _ => by
+            .iter()
+            .map(|b| format!("{b}={}", label(r, b).unwrap_or_else(|| "-".into())))
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
 }
 
 fn label(r: &Record, p: &str) -> Option<String> {
@@ -171,11 +210,12 @@ fn label(r: &Record, p: &str) -> Option<String> {
     Some(v.as_str().map_or_else(|| v.to_string(), str::to_string))
 }
 
-/// Parameters whose value differs between the records that have them.
-fn varying(records: &[&Record]) -> BTreeSet<String> {
+/// Parameters whose value differs between the records that have them, but for those in
+/// `by` (shown apart).
+fn varying(records: &[&Record], by: &[String]) -> BTreeSet<String> {
     let mut values: std::collections::BTreeMap<&str, BTreeSet<String>> = Default::default();
     for r in records {
-        for k in r.labels.keys() {
+        for k in r.labels.keys().filter(|k| !by.contains(k)) {
             values.entry(k.as_str()).or_default().extend(label(r, k));
         }
     }
@@ -361,26 +401,111 @@ fn judge(a: &Stats, b: &Stats, threshold: f64) -> (Option<f64>, Option<f64>, Ver
 /// Compares two record sets; `threshold` is the relative change of the mean below which
 /// nothing is flagged (0.05 = 5 %).
 pub fn compare(a: &[Record], b: &[Record], threshold: f64) -> Comparison {
-    let (ga, gb) = (group(a), group(b));
+    compare_by(a, Some(b), &[], threshold)
+}
+
+/// Cases side by side: A's and B's records of each matched case.
+type Pairs<'a> = Vec<(Vec<&'a Record>, Vec<&'a Record>)>;
+
+/// Matches the cases of A and B, ignoring the parameters in `by`, or with B `None` the
+/// cases of A that differ only in them (the first value in run order against each
+/// other). Returns the pairs and the cases left without a partner in A and in B.
+fn pair<'a>(
+    ga: &[(String, Vec<&'a Record>)],
+    gb: Option<&[(String, Vec<&'a Record>)]>,
+    by: &[String],
+) -> (Pairs<'a>, Vec<&'a Record>, Vec<&'a Record>) {
+    let mut pairs: Pairs = Vec::new();
+    let (mut only_a, mut only_b) = (Vec::new(), Vec::new());
+    // Cases (each with its repeats) by their key without `by`, in run order.
+    let bucket = |g: &[(String, Vec<&'a Record>)]| {
+        let mut out: Vec<(String, Vec<Vec<&'a Record>>)> = Vec::new();
+        for (_, rs) in g {
+            let k = key_without(rs[0], by);
+            match out.iter_mut().find(|(x, _)| *x == k) {
+                Some((_, v)) => v.push(rs.clone()),
+                None => out.push((k, vec![rs.clone()])),
+            }
+        }
+        out
+    };
+    let ba = bucket(ga);
+    let Some(gb) = gb else {
+        for (_, cases) in ba {
+            match cases.split_first() {
+                Some((first, rest)) if !rest.is_empty() => {
+                    pairs.extend(rest.iter().map(|r| (first.clone(), r.clone())));
+                }
+                _ => only_a.extend(cases.iter().map(|c| c[0])),
+            }
+        }
+        return (pairs, only_a, only_b);
+    };
+    let bb = bucket(gb);
+    for (k, ca) in &ba {
+        let Some((_, cb)) = bb.iter().find(|(x, _)| x == k) else {
+            only_a.extend(ca.iter().map(|c| c[0]));
+            continue;
+        };
+        if ca.len() == 1 && cb.len() == 1 {
+            pairs.push((ca[0].clone(), cb[0].clone()));
+            continue;
+        }
+        // Several values on a side: like with like, the rest unmatched.
+        for a in ca {
+            match cb.iter().find(|b| key(b[0]) == key(a[0])) {
+                Some(b) => pairs.push((a.clone(), b.clone())),
+                None => only_a.push(a[0]),
+            }
+        }
+        for b in cb {
+            if !ca.iter().any(|a| key(a[0]) == key(b[0])) {
+                only_b.push(b[0]);
+            }
+        }
+    }
+    for (k, cb) in &bb {
+        if !ba.iter().any(|(x, _)| x == k) {
+            only_b.extend(cb.iter().map(|c| c[0]));
+        }
+    }
+    (pairs, only_a, only_b)
+}
+
+/// Compares A with B, or (B `None`) A's cases with each other, matching cases while
+/// ignoring the parameters in `by` (`--by nodelay`), so a row shows the effect of
+/// changing them.
+pub fn compare_by(a: &[Record], b: Option<&[Record]>, by: &[String], threshold: f64) -> Comparison {
+    let ga = group(a);
+    let gb = b.map(group);
+    let (pairs, only_a, only_b) = pair(&ga, gb.as_deref(), by);
     let mut c = Comparison {
         threshold,
+        by: by.to_vec(),
         ..Comparison::default()
     };
     // Rows name only what differs between cases; the rest is said once.
-    let all: Vec<&Record> = ga.iter().chain(&gb).map(|(_, rs)| rs[0]).collect();
-    let differs = varying(&all);
+    let all: Vec<&Record> = ga
+        .iter()
+        .chain(gb.iter().flatten())
+        .map(|(_, rs)| rs[0])
+        .collect();
+    let differs = varying(&all, by);
     if let Some(first) = all.first() {
         let same: BTreeSet<String> = first
             .labels
             .keys()
-            .filter(|k| !differs.contains(*k))
+            .filter(|k| !differs.contains(*k) && !by.contains(k))
             .filter(|k| all.iter().all(|r| label(r, k) == label(first, k)))
             .cloned()
             .collect();
         c.constant = describe(first, Some(&same));
     }
     let keep = (!differs.is_empty()).then_some(&differs);
+    // With `--by` and nothing else varying, the by column alone tells the rows apart.
+    let no_case_column = !by.is_empty() && keep.is_none();
     c.case_header = match keep {
+        None if no_case_column => String::new(),
         Some(k) => all
             .first()
             .map(|r| {
@@ -394,11 +519,7 @@ pub fn compare(a: &[Record], b: &[Record], threshold: f64) -> Comparison {
             .unwrap_or_default(),
         None => "case".into(),
     };
-    for (k, ra) in &ga {
-        let Some((_, rb)) = gb.iter().find(|(x, _)| x == k) else {
-            c.only_a.push(describe(ra[0], None));
-            continue;
-        };
+    for (ra, rb) in &pairs {
         let vb = values(rb);
         for (metric, unit, va) in values(ra) {
             if SKIP.iter().any(|s| metric.starts_with(s)) {
@@ -414,7 +535,7 @@ pub fn compare(a: &[Record], b: &[Record], threshold: f64) -> Comparison {
                 values: ra[0]
                     .labels
                     .keys()
-                    .filter(|k| keep.is_none_or(|s| s.contains(k.as_str())))
+                    .filter(|k| !no_case_column && keep.is_none_or(|s| s.contains(k.as_str())))
                     .filter_map(|k| label(ra[0], k))
                     .collect::<Vec<_>>()
                     .join(" "),
@@ -425,15 +546,44 @@ pub fn compare(a: &[Record], b: &[Record], threshold: f64) -> Comparison {
                 ratio,
                 p,
                 verdict,
+                a_by: by_label(ra[0], by),
+                b_by: by_label(rb[0], by),
             });
         }
     }
-    for (k, rb) in &gb {
-        if !ga.iter().any(|(x, _)| x == k) {
-            c.only_b.push(describe(rb[0], None));
+    c.only_a = only_a.iter().map(|r| describe(r, None)).collect();
+    c.only_b = only_b.iter().map(|r| describe(r, None)).collect();
+    c
+}
+
+/// Parameters whose values differ between two runs (as sets over their cases): what
+/// `--by` would have to ignore for the runs' cases to match.
+pub fn differing(a: &[Record], b: &[Record]) -> Vec<String> {
+    let values = |rs: &[Record], k: &str| -> BTreeSet<String> {
+        rs.iter().filter_map(|r| label(r, k)).collect()
+    };
+    let mut names: Vec<String> = Vec::new();
+    for r in a.iter().chain(b) {
+        for k in r.labels.keys() {
+            if !names.contains(k) && values(a, k) != values(b, k) {
+                names.push(k.clone());
+            }
         }
     }
-    c
+    names
+}
+
+/// Every parameter some case of these runs has, for `--by`'s error.
+pub fn parameters(runs: &[&[Record]]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in runs.iter().flat_map(|rs| rs.iter()) {
+        for k in r.labels.keys() {
+            if !names.contains(k) {
+                names.push(k.clone());
+            }
+        }
+    }
+    names
 }
 
 pub fn load_and_compare(a: &Path, b: &Path, threshold: f64) -> Result<Comparison, ReportError> {
@@ -485,20 +635,43 @@ fn explain(c: &Comparison) -> Vec<String> {
 pub fn table(c: &Comparison, all: bool, width: usize) -> String {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
-    t.set_header(vec![
-        c.case_header.as_str(),
-        "metric",
-        "A",
-        "B",
-        "B/A",
-        "p",
-        "",
+    let by = c.by.join(" ");
+    let uniform = c.uniform_by();
+    // One change in every row goes into the A and B headers; several get a column.
+    let (head_a, head_b) = match uniform {
+        Some((a, b)) if c.by.len() == 1 => (format!("A: {by}={a}"), format!("B: {by}={b}")),
+        Some((a, b)) => (format!("A: {a}"), format!("B: {b}")),
+        None => ("A".into(), "B".into()),
+    };
+    let by_column = !c.by.is_empty() && uniform.is_none();
+    let case_column = !c.case_header.is_empty();
+    let mut header: Vec<String> = case_column
+        .then(|| c.case_header.clone())
+        .into_iter()
+        .collect();
+    if by_column {
+        header.push(format!("{by} A → B"));
+    }
+    header.extend([
+        "metric".into(),
+        head_a,
+        head_b,
+        "B/A".into(),
+        "p".into(),
+        String::new(),
     ]);
+    t.set_header(header);
     let mut shown = 0;
     for r in c.rows.iter().filter(|r| all || r.flagged()) {
         shown += 1;
-        t.add_row(vec![
-            Cell::new(&r.values),
+        let mut row: Vec<Cell> = case_column
+            .then(|| Cell::new(&r.values))
+            .into_iter()
+            .collect();
+        if by_column {
+            row.push(Cell::new(format!("{} → {}", r.a_by, r.b_by)));
+        }
+        row.extend([
             Cell::new(&r.metric),
             Cell::new(r.a.show(&r.unit)).set_alignment(CellAlignment::Right),
             Cell::new(r.b.show(&r.unit)).set_alignment(CellAlignment::Right),
@@ -506,12 +679,19 @@ pub fn table(c: &Comparison, all: bool, width: usize) -> String {
             Cell::new(show_p(r)).set_alignment(CellAlignment::Right),
             Cell::new(r.verdict.word()),
         ]);
+        t.add_row(row);
     }
     let mut s = String::new();
     if shown > 0 {
         wrap_at_words(&mut t, width);
         s.push_str(&t.to_string());
         s.push('\n');
+    }
+    if !c.by.is_empty() {
+        let _ = writeln!(
+            s,
+            "Cases matched ignoring {by}; each row is the effect of changing it from A's value to B's."
+        );
     }
     if !c.constant.is_empty() {
         let _ = writeln!(s, "Same in every case: {}", c.constant);
@@ -551,15 +731,34 @@ pub fn html(c: &Comparison, a: &Path, b: &Path) -> String {
     for line in explain(c) {
         let _ = writeln!(s, "<p>{}</p>", esc(&line));
     }
-    s.push_str("<div class=\"scroll\"><table>\n<tr><th>case</th><th>metric</th><th>A</th><th>B</th><th>B/A</th><th>p</th><th></th></tr>\n");
+    let by = (!c.by.is_empty()).then(|| c.by.join(" "));
+    if let Some(by) = &by {
+        let _ = writeln!(
+            s,
+            "<p>Cases matched ignoring <code>{}</code>; each row is the effect of changing it from A's value to B's.</p>",
+            esc(by)
+        );
+    }
+    let by_head = by
+        .as_ref()
+        .map(|b| format!("<th>{} A → B</th>", esc(b)))
+        .unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "<div class=\"scroll\"><table>\n<tr><th>case</th>{by_head}<th>metric</th><th>A</th><th>B</th><th>B/A</th><th>p</th><th></th></tr>"
+    );
     for r in &c.rows {
         let verdict = match r.verdict {
             Verdict::Changed => "<span class=\"bad\">changed</span>".to_string(),
             v => v.word().to_string(),
         };
+        let by_cell = match by {
+            Some(_) => format!("<td>{} → {}</td>", esc(&r.a_by), esc(&r.b_by)),
+            None => String::new(),
+        };
         let _ = writeln!(
             s,
-            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{verdict}</td></tr>",
+            "<tr><td>{}</td>{by_cell}<td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{verdict}</td></tr>",
             esc(&r.params),
             esc(&r.metric),
             esc(&r.a.show(&r.unit)),
@@ -710,6 +909,72 @@ mod tests {
         let c = compare(&a, &b, 0.5);
         assert_eq!(c.flagged(), 0);
         assert!(html(&c, Path::new("a"), Path::new("b")).contains("Welch"));
+    }
+
+    /// Repeats of payloads 64 and 1500 with `nodelay`; p50 = `base` x the payload's factor.
+    fn nodelay_run(nodelay: &str, base: f64, first_case: usize) -> Vec<Record> {
+        let mut out = Vec::new();
+        for (i, payload) in [64u64, 1500].into_iter().enumerate() {
+            for rep in 1..=3 {
+                let mut r = rec(first_case + i, rep, payload, &payload.to_string(), 0.0);
+                r.params.insert("nodelay".into(), nodelay.into());
+                r.labels.insert("nodelay".into(), nodelay.into());
+                let v = base * (i + 1) as f64 * (1.0 + 0.01 * rep as f64);
+                r.set_metric("rtt.p50", wirebench_model::Metric::new(v, "s"));
+                out.push(r);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn by_a_parameter_pairs_cases_that_differ_only_in_it() {
+        let (on, off) = (nodelay_run("on", 10e-6, 1), nodelay_run("off", 30e-6, 1));
+        // Matched by every parameter, the two runs have nothing in common.
+        assert!(compare(&on, &off, 0.05).rows.is_empty());
+        assert_eq!(differing(&on, &off), ["nodelay"]);
+        let by = ["nodelay".to_string()];
+        let c = compare_by(&on, Some(&off), &by, 0.05);
+        assert_eq!(c.cases(), 2, "{:#?}", c.rows);
+        let big = c
+            .rows
+            .iter()
+            .find(|r| r.values == "1500" && r.metric == "rtt.p50")
+            .unwrap();
+        assert!((big.ratio.unwrap() - 3.0).abs() < 1e-9);
+        assert_eq!((big.a_by.as_str(), big.b_by.as_str()), ("on", "off"));
+        assert_eq!(c.uniform_by(), Some(("on", "off")));
+        let t = table(&c, true, 120);
+        assert!(
+            t.contains("A: nodelay=on") && t.contains("B: nodelay=off"),
+            "{t}"
+        );
+        assert!(t.contains("Cases matched ignoring nodelay"), "{t}");
+        assert!(
+            !t.contains("nodelay=on payload"),
+            "nodelay is not a case column: {t}"
+        );
+
+        // One run holding both values: each pair of cases becomes one row per metric,
+        // the first value in run order as A.
+        let both: Vec<Record> = on.into_iter().chain(nodelay_run("off", 30e-6, 3)).collect();
+        let one = compare_by(&both, None, &by, 0.05);
+        let rows: Vec<_> = one.rows.iter().filter(|r| r.metric == "rtt.p50").collect();
+        assert_eq!(rows.len(), 2, "{:#?}", one.rows);
+        assert!(rows.iter().all(|r| r.a_by == "on" && r.b_by == "off"));
+        assert!((rows[0].ratio.unwrap() - 3.0).abs() < 1e-9);
+        assert!(one.only_a.is_empty());
+        // Ignoring both parameters pairs the first case with every other: no case column.
+        let by2 = ["payload".to_string(), "nodelay".to_string()];
+        let all = compare_by(&both, None, &by2, 0.05);
+        assert_eq!(all.cases(), 1);
+        assert_eq!(all.rows.iter().filter(|r| r.metric == "rtt.p50").count(), 3);
+        let t = table(&all, true, 160);
+        assert!(t.contains("payload nodelay A → B"), "{t}");
+        assert!(
+            t.contains("payload=64 nodelay=on → payload=1500 nodelay=off"),
+            "{t}"
+        );
     }
 
     #[test]

@@ -76,6 +76,9 @@ pub struct CaseEstimate {
     /// IP packets crossing the emulated link, both directions: (packets, bytes each).
     /// Empty on loopback.
     pub packets: Vec<(f64, u64)>,
+    /// Of `secs`, what only the run's first case of its protocol pays (javac for rmi),
+    /// so repeats do not pay it again.
+    pub once: f64,
 }
 
 impl CaseEstimate {
@@ -145,7 +148,8 @@ pub struct PlanEstimate {
 impl PlanEstimate {
     /// Wall time of the whole run, seconds.
     pub fn total_secs(&self) -> f64 {
-        self.cases.iter().map(|c| c.secs).sum::<f64>() * self.repeat as f64
+        let once: f64 = self.cases.iter().map(|c| c.once).sum();
+        (self.cases.iter().map(|c| c.secs).sum::<f64>() - once) * self.repeat as f64 + once
     }
 
     /// Size of a pcap of the whole run, bytes.
@@ -169,7 +173,60 @@ impl PlanEstimate {
 pub fn estimate(scenario: &Scenario) -> Result<PlanEstimate, RunError> {
     let cases = crate::plan(scenario);
     let links = crate::case_links(&cases)?;
-    Ok(estimate_cases(&cases, &links, scenario.repeat))
+    let mut e = estimate_cases(&cases, &links, scenario.repeat);
+    e.notes.extend(dropped_notes(scenario, &cases));
+    Ok(e)
+}
+
+/// A note for each parameter given on the command line that no planned case reads
+/// (`--mode echo --workload pingpong`): the planner drops it, and without a word the
+/// user would believe it took effect. One that some case reads is not noted (a grid may
+/// mix workloads), nor one the per-case notes already name.
+fn dropped_notes(scenario: &Scenario, cases: &[Case]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for name in &scenario.given {
+        let kept = cases.iter().any(|c| c.get(name).is_some());
+        let noted = cases.iter().any(|c| c.ignored.contains(name));
+        let Some(spec) = crate::params::spec(name) else {
+            continue;
+        };
+        if kept || noted || cases.is_empty() {
+            continue;
+        }
+        let owners = crate::params::owners(name);
+        // Say only what stands in the way: the workload, the protocol, or both.
+        let by_workload = !cases.iter().any(|c| spec.workloads.contains(&c.workload()));
+        let by_protocol =
+            !owners.is_empty() && !cases.iter().any(|c| owners.contains(&c.protocol()));
+        let (reader, mut planned) = (
+            match (by_workload, by_protocol) {
+                (true, true) => format!(
+                    "{} cases of {}",
+                    spec.workloads.join(", "),
+                    owners.join(", ")
+                ),
+                (false, true) => format!("cases of {}", owners.join(", ")),
+                _ => format!("{} cases", spec.workloads.join(", ")),
+            },
+            Vec::<String>::new(),
+        );
+        for c in cases {
+            let kind = match (by_workload, by_protocol) {
+                (true, true) => format!("{} of {}", c.workload(), c.protocol()),
+                (false, true) => c.protocol().to_string(),
+                _ => c.workload().to_string(),
+            };
+            if !planned.contains(&kind) {
+                planned.push(kind);
+            }
+        }
+        notes.push(format!(
+            "--{} is ignored: it applies only to {reader}, and this run's cases are {}",
+            name.replace('.', "-"),
+            planned.join(", ")
+        ));
+    }
+    notes
 }
 
 /// Estimates planned cases with their links (as [`crate::case_links`] gives them).
@@ -205,11 +262,21 @@ pub fn estimate_cases(cases: &[Case], links: &[Option<CaseLink>], repeat: u32) -
             idx.join(", ")
         ));
     }
+    let mut seen: Vec<&str> = Vec::new();
     PlanEstimate {
         cases: cases
             .iter()
             .zip(links)
-            .map(|(c, l)| estimate_case(c, l.as_ref()))
+            .map(|(c, l)| {
+                let mut e = estimate_case(c, l.as_ref());
+                if !seen.contains(&c.protocol()) {
+                    seen.push(c.protocol());
+                    e.once = crate::registry::of(c).start_up(c).once * MARGIN;
+                    e.secs += e.once;
+                    e.fixed += e.once / MARGIN;
+                }
+                e
+            })
             .collect(),
         repeat,
         notes,
@@ -265,31 +332,23 @@ fn count_of(case: &Case, name: &str) -> Option<u64> {
     case.get(name).and_then(Value::as_count)
 }
 
-/// Estimates one run of `case` (`link`: its emulated link, `None` on loopback).
+/// Estimates one run of `case` (`link`: its emulated link, `None` on loopback), its
+/// protocol's start-up included (not what it pays once per run: see [`estimate_cases`]).
 pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
+    let mut e = estimate_workload(case, link);
+    let each = crate::registry::of(case).start_up(case).each;
+    e.fixed += each;
+    e.secs += each * MARGIN;
+    e
+}
+
+fn estimate_workload(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
     let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0) as f64;
     let think = case
         .get("think")
         .and_then(Value::as_duration)
         .unwrap_or_default()
         .as_secs_f64();
-    if let Some(secs) = crate::registry::of(case).estimate_secs(case) {
-        return CaseEstimate {
-            index: case.index,
-            secs,
-            fixed: secs,
-            knob: Knob::Duration { secs: 0.0 },
-            payload_share: 0.0,
-            think_share: 0.0,
-            packets: Vec::new(),
-        };
-    }
-    let stream = case.workload() == "stream";
-    let echo = crate::registry::of(case).stream_echoes(case);
-    let duration = case
-        .get("duration")
-        .and_then(Value::as_duration)
-        .map(|d| d.as_secs_f64());
     let mut e = CaseEstimate {
         index: case.index,
         secs: 0.0,
@@ -298,10 +357,31 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
         payload_share: 0.0,
         think_share: 0.0,
         packets: Vec::new(),
+        once: 0.0,
     };
+    if let Some(secs) = crate::registry::of(case).estimate_secs(case) {
+        e.secs = secs;
+        e.fixed = secs;
+        return e;
+    }
     if case.workload() == "connect" {
         return connect_estimate(case, link, e);
     }
+    if let Some(model) = crate::registry::of(case).peer_model(case) {
+        // Real peers cost their start-up and processing on loopback too: an ideal link.
+        let ideal = CaseLink::default();
+        let mut e = peer_estimate(case, &model, link.unwrap_or(&ideal), e);
+        if link.is_none() {
+            e.packets.clear();
+        }
+        return e;
+    }
+    let stream = case.workload() == "stream";
+    let echo = crate::registry::of(case).stream_echoes(case);
+    let duration = case
+        .get("duration")
+        .and_then(Value::as_duration)
+        .map(|d| d.as_secs_f64());
     let Some(link) = link else {
         // Loopback: only the machine's speed.
         let frame = payload + FRAME_HEADER;
@@ -321,47 +401,90 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
         e.secs = (e.fixed + scaled(e.knob)) * MARGIN;
         return e;
     };
+    raw_link_estimate(case, link, e)
+}
+
+/// Both directions of a link, its round trip without queueing, and how loss stretches
+/// a time.
+fn dirs(link: &CaseLink) -> (Dir, Dir, f64) {
     let trace_bps = link.trace.as_ref().map(|t| t.mean_rate_bps());
     let up = Dir::of(&link.up, trace_bps);
     let down = Dir::of(&link.down, trace_bps);
     let rtt0 = up.delay + down.delay + paths_mean_s(link);
-    // Lost segments cost a retransmission each, at least a 200 ms timer.
+    (up, down, rtt0)
+}
+
+/// Lost segments cost a retransmission each, at least a 200 ms timer.
+fn lossy(up: &Dir, down: &Dir, t: f64) -> f64 {
     let loss = up.loss.max(down.loss);
-    let lossy = |t: f64| t * (1.0 + 2.0 * loss) + if loss > 0.0 { 0.2 } else { 0.0 };
+    t * (1.0 + 2.0 * loss) + if loss > 0.0 { 0.2 } else { 0.0 }
+}
 
-    if let Some(model) = crate::registry::of(case).peer_model(case) {
-        let setup = up.ser(model.setup_bytes).max(down.ser(model.setup_bytes))
-            + model.setup_delays * up.delay.max(down.delay);
-        e.fixed = model.start_s + model.start_delays * up.delay.max(down.delay) + setup;
-        let msg = payload + model.per_message;
-        if stream {
-            // A warm-up message, then `count` back to back: each takes its bytes' time.
-            let n = count_of(case, "count").unwrap_or(crate::params::PEER_STREAM_COUNT);
-            let each = up.ser(msg + (payload / up.mss).ceil() * ACK) + model.processing_s;
-            e.fixed += up.one_way(msg) + rtt0;
-            e.payload_share = up.ser(payload) / each.max(1e-12);
-            e.knob = Knob::Count { n, each };
-            let segs = (n + 1) as f64 * (msg / up.mss).ceil().max(1.0);
-            e.packets = vec![(segs, (msg.min(up.mss) + ACK) as u64), (segs, ACK as u64)];
-        } else {
-            let rounds = count_of(case, "rounds").unwrap_or(0);
-            let rt = up.ser(msg) + down.ser(msg) + rtt0 + 2.0 * model.processing_s;
-            let each = rt + think;
-            e.fixed += rt; // the first round waits for the rest of the set-up
-            e.payload_share = (up.ser(payload) + down.ser(payload)) / each;
-            e.think_share = think / each;
-            e.knob = Knob::Rounds { n: rounds, each };
-            e.packets = vec![(2.0 * rounds as f64, (msg + ACK) as u64)];
-        }
-        e.packets.push((
-            2.0 * (model.setup_bytes / 200.0).ceil() + 20.0,
-            200 + ACK as u64,
-        ));
-        e.secs = lossy(e.fixed + scaled(e.knob)) * MARGIN;
-        return e;
+/// A case against real peers (or a server of the protocol's own with a [`PeerModel`]):
+/// their start-up and link set-up, then each message's bytes and the peers' processing.
+fn peer_estimate(
+    case: &Case,
+    model: &PeerModel,
+    link: &CaseLink,
+    mut e: CaseEstimate,
+) -> CaseEstimate {
+    let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0) as f64;
+    let think = case
+        .get("think")
+        .and_then(Value::as_duration)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let (up, down, rtt0) = dirs(link);
+    let setup = up.ser(model.setup_bytes).max(down.ser(model.setup_bytes))
+        + model.setup_delays * up.delay.max(down.delay);
+    e.fixed = model.start_s + model.start_delays * up.delay.max(down.delay) + setup;
+    let msg = payload + model.per_message;
+    // `per_message` holds one segment's headers; a payload above the MSS adds its other
+    // segments' headers.
+    let wire = |d: &Dir| msg + ((payload / d.mss).ceil() - 1.0).max(0.0) * ACK;
+    if case.workload() == "stream" {
+        // A warm-up message, then `count` back to back: each takes its bytes' time.
+        let n = count_of(case, "count").unwrap_or(crate::params::PEER_STREAM_COUNT);
+        let each = up.ser(wire(&up)) + model.processing_s;
+        e.fixed += up.one_way(msg) + rtt0;
+        e.payload_share = up.ser(payload) / each.max(1e-12);
+        e.knob = Knob::Count { n, each };
+        let segs = (n + 1) as f64 * (msg / up.mss).ceil().max(1.0);
+        e.packets = vec![(segs, (msg.min(up.mss) + ACK) as u64), (segs, ACK as u64)];
+    } else {
+        let rounds = count_of(case, "rounds").unwrap_or(0);
+        let rt = up.ser(wire(&up)) + down.ser(wire(&down)) + rtt0 + 2.0 * model.processing_s;
+        let each = rt + think;
+        e.fixed += rt; // the first round waits for the rest of the set-up
+        e.payload_share = (up.ser(payload) + down.ser(payload)) / each;
+        e.think_share = think / each;
+        e.knob = Knob::Rounds { n: rounds, each };
+        e.packets = vec![(2.0 * rounds as f64, (msg + ACK) as u64)];
     }
+    e.packets.push((
+        2.0 * (model.setup_bytes / 200.0).ceil() + 20.0,
+        200 + ACK as u64,
+    ));
+    e.secs = lossy(&up, &down, e.fixed + scaled(e.knob)) * MARGIN;
+    e
+}
 
-    // Raw protocol over the link: the control exchange (open, hello, result) and the data
+/// The raw protocol over a link against the reference server.
+fn raw_link_estimate(case: &Case, link: &CaseLink, mut e: CaseEstimate) -> CaseEstimate {
+    let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0) as f64;
+    let think = case
+        .get("think")
+        .and_then(Value::as_duration)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let stream = case.workload() == "stream";
+    let echo = crate::registry::of(case).stream_echoes(case);
+    let duration = case
+        .get("duration")
+        .and_then(Value::as_duration)
+        .map(|d| d.as_secs_f64());
+    let (up, down, rtt0) = dirs(link);
+    // The control exchange (open, hello, result) and the data
     // connection's handshake cross it too.
     let frame = payload + FRAME_HEADER;
     let control = up.one_way(CONTROL_OPEN.0)
@@ -425,7 +548,7 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
         }
     }
     e.packets = packets;
-    let mut t = lossy(e.fixed + scaled(e.knob));
+    let mut t = lossy(&up, &down, e.fixed + scaled(e.knob));
     t += outage_cost(&link.up, t).max(outage_cost(&link.down, t));
     e.secs = t * MARGIN;
     e
@@ -795,6 +918,38 @@ mod tests {
             "{:?}",
             e.notes
         );
+    }
+
+    #[test]
+    fn a_command_line_parameter_no_case_reads_gets_a_note() {
+        let notes = |args: &[(&str, &str)]| estimate(&scenario(args)).unwrap().notes;
+        assert_eq!(
+            notes(&[("mode", "echo"), ("workload", "pingpong")]),
+            [
+                "--mode is ignored: it applies only to stream cases, and this run's cases are \
+              pingpong"
+            ]
+        );
+        assert_eq!(
+            notes(&[("rounds", "5"), ("workload", "stream")]),
+            [
+                "--rounds is ignored: it applies only to pingpong cases, and this run's cases are \
+              stream"
+            ]
+        );
+        // Read by some case of the grid: no note.
+        assert!(notes(&[("mode", "echo"), ("workload", "pingpong,stream")]).is_empty());
+        assert!(notes(&[("rounds", "5")]).is_empty());
+        // A protocol's own parameter on another protocol: the per-case note, once.
+        assert_eq!(
+            notes(&[("socks5.auth", "userpass"), ("workload", "connect")]),
+            ["socks5.auth does not apply to raw (case 1)"]
+        );
+        // A file's own values are the file's business: the default scenario streams for
+        // 1 s, which a pingpong-only run drops without a word.
+        let mut s = Scenario::builtin("default").unwrap();
+        s.set_param("workload", "pingpong").unwrap();
+        assert!(estimate(&s).unwrap().notes.is_empty());
     }
 
     #[test]

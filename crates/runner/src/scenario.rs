@@ -91,6 +91,9 @@ pub struct Scenario {
     pub references: Vec<Reference>,
     /// Charts for the report (`[[chart]]`); empty: chosen from the grid's shape.
     pub charts: Vec<ChartSpec>,
+    /// Parameters set on the command line ([`Scenario::set_param`]), in order: a note
+    /// says so before the run when one of them applies to no planned case.
+    pub given: Vec<String>,
 }
 
 /// One `[[part]]` of a scenario.
@@ -194,6 +197,7 @@ impl Scenario {
             parts: Vec::new(),
             charts: Vec::new(),
             references: Vec::new(),
+            given: Vec::new(),
         }
     }
 
@@ -245,6 +249,7 @@ impl Scenario {
         for r in &file.reference {
             sc.references.push(reference(&cx, r)?);
         }
+        check_references(&cx, &sc, &file.reference)?;
         for c in &file.chart {
             sc.charts.push(chart(&cx, c)?);
         }
@@ -282,6 +287,9 @@ impl Scenario {
             );
         }
         self.grid.set(name, values);
+        if !self.given.iter().any(|g| g == name) {
+            self.given.push(name.to_string());
+        }
         // The command line wins over what a part sets.
         for part in &mut self.parts {
             part.grid.axes.retain(|a| a.name != name);
@@ -714,6 +722,85 @@ const CHART_KINDS: &[&str] = &["lines", "bars", "rounds", "cdf", "load"];
 /// The series a `load` chart can draw: `wirebench_report::charts::LOAD_COLUMNS`.
 use wirebench_report::charts::LOAD_COLUMNS;
 
+/// Refuses, before anything runs, a reference that could never be printed: a metric no
+/// workload records (a typo would otherwise show nothing, silently), or a `when` that no
+/// case of the file's plan matches. The plan is the whole file's, all parts included,
+/// so `--part` or a command-line value that leaves a reference without cases is fine.
+fn check_references(cx: &Ctx, sc: &Scenario, files: &[ReferenceFile]) -> Result<(), ScenarioError> {
+    use wirebench_model::results::METRICS;
+    for r in files {
+        for (metric, v) in r.metrics.iter().flat_map(|m| &m.0) {
+            if !METRICS.contains(&metric.as_str()) {
+                return Err(cx.err(
+                    span_of(v),
+                    &format!("reference.metrics.{metric}"),
+                    format!(
+                        "no workload records this metric{}; metrics are listed in docs/results.md",
+                        did_you_mean(metric, METRICS)
+                    ),
+                ));
+            }
+        }
+    }
+    if files.iter().all(|r| r.when.is_none()) {
+        return Ok(());
+    }
+    let cases = crate::plan(sc);
+    for (r, file) in sc.references.iter().zip(files) {
+        let Some(when) = &file.when else { continue };
+        let matches = |c: &crate::Case, w: &[(String, ParamValue)]| {
+            w.iter().all(|(n, v)| c.get(n) == Some(&v.value))
+        };
+        if cases.iter().any(|c| matches(c, &r.when)) {
+            continue;
+        }
+        // Name the entry that excludes every case, with the values the cases have.
+        let culprit = r.when.iter().zip(&when.0).find(|((n, v), _)| {
+            !cases
+                .iter()
+                .any(|c| matches(c, std::slice::from_ref(&(n.clone(), v.clone()))))
+        });
+        let err = match culprit {
+            Some(((name, v), (_, input))) => {
+                let mut have: Vec<&str> = Vec::new();
+                for c in &cases {
+                    if let Some((_, pv)) = c.point.iter().find(|(n, _)| n == name) {
+                        if !have.contains(&pv.label.as_str()) {
+                            have.push(pv.label.as_str());
+                        }
+                    }
+                }
+                let why = if have.is_empty() {
+                    "no case of the scenario has this parameter (its workloads do not read it)"
+                        .to_string()
+                } else {
+                    format!(
+                        "no case of the scenario has {name} = {}{}; its cases have {}",
+                        v.label,
+                        did_you_mean(&v.label, &have),
+                        have.join(", ")
+                    )
+                };
+                cx.err(span_of(input), &format!("reference.when.{name}"), why)
+            }
+            None => cx.err(
+                when.0.first().and_then(|(_, v)| span_of(v)),
+                "reference.when",
+                format!(
+                    "no case of the scenario has all of {}: each value occurs, but never together",
+                    r.when
+                        .iter()
+                        .map(|(n, v)| format!("{n} = {}", v.label))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+        };
+        return Err(err);
+    }
+    Ok(())
+}
+
 fn param_name(cx: &Ctx, v: &Spanned<String>, key: &str) -> Result<String, ScenarioError> {
     let name = v.get_ref();
     if spec(name).is_none() {
@@ -1128,6 +1215,57 @@ mod tests {
     }
 
     #[test]
+    fn references_that_could_never_print_are_refused_with_their_line() {
+        let base = "[params]\nprotocol = \"xmpp\"\npayload = [2, 100]\n\
+                    [[part]]\nparams = { \"link.delay\" = [\"0\", \"500ms\"] }\n\
+                    [[reference]]\nsource = \"S1\"\n";
+        assert_eq!(
+            err(&format!(
+                "{base}when = {{ payload = 2 }}\nmetrics = {{ \"rtt.stabel\" = 1.2 }}\n"
+            )),
+            "bad.toml:9: reference.metrics.rtt.stabel: no workload records this metric (did you \
+             mean `rtt.stable`?); metrics are listed in docs/results.md"
+        );
+        assert_eq!(
+            err(&format!(
+                "{base}when = {{ payload = 3 }}\nmetrics = {{ \"rtt.stable\" = 1.2 }}\n"
+            )),
+            "bad.toml:8: reference.when.payload: no case of the scenario has payload = 3; its \
+             cases have 2, 100"
+        );
+        assert_eq!(
+            err(&format!(
+                "{base}when = {{ \"link.delay\" = \"50ms\" }}\nmetrics = {{ \"rtt.stable\" = 1 }}\n"
+            )),
+            "bad.toml:8: reference.when.link.delay: no case of the scenario has link.delay = 50ms \
+             (did you mean `500ms`?); its cases have 0, 500ms"
+        );
+        // Parameters a case drops (rounds under stream) match no case either.
+        let e = err(&format!(
+            "{base}when = {{ workload = \"stream\", rounds = 10 }}\nmetrics = {{ \"rtt.stable\" = 1 }}\n"
+        ));
+        assert!(
+            e.starts_with("bad.toml:8: reference.when.workload: "),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{base}[[part]]\nparams = {{ payload = 500, \"link.delay\" = \"1s\" }}\n\
+             [[reference]]\nwhen = {{ payload = 500, \"link.delay\" = \"0\" }}\n\
+             metrics = {{ \"rtt.stable\" = 1 }}\n"
+        ));
+        assert!(
+            e.starts_with("bad.toml:11: reference.when: no case of the scenario has all of payload = 500, link.delay = 0"),
+            "{e}"
+        );
+        // Matching one case of one part is enough.
+        Scenario::parse(
+            &format!("{base}when = {{ payload = 100, \"link.delay\" = \"500ms\" }}\nmetrics = {{ \"rtt.stable\" = 1 }}\n"),
+            "ok.toml",
+        )
+        .unwrap();
+    }
+
+    #[test]
     fn params_keep_the_order_written() {
         let s = Scenario::parse(
             "[params]\npayload = [1, 2]\nmode = [\"oneway\", \"echo\"]\nworkload = \"stream\"\n\
@@ -1150,7 +1288,7 @@ mod tests {
     #[test]
     fn references_and_parts() {
         let s = Scenario::parse(
-            "[params]\nprotocol = \"xmpp\"\n\
+            "[params]\nprotocol = \"xmpp\"\npayload = 2\n\
              [[part]]\nname = \"latency\"\nparams = { \"link.delay\" = [\"0\", \"500ms\"] }\n\
              [[reference]]\nsource = \"S1\"\nwhen = { \"link.delay\" = \"0\", payload = 2 }\n\
              metrics = { \"rtt.stable\" = 1.2, \"rtt.first\" = 36 }\n",

@@ -127,10 +127,16 @@ pub enum Command {
     /// Cases are matched by their parameters (1KiB and 1024 are the same payload).
     /// Ratios that differ from 1 by more than --threshold are flagged; the exit code is 1
     /// when any is and --fail-on-change is given (for CI regression checks).
+    ///
+    /// With --by PARAM, cases are matched ignoring PARAM, so each row is the effect of
+    /// changing it: two runs that differ only in --nodelay, or (one directory) the cases
+    /// of one run that differ only in PARAM, paired with the first value in run order.
     #[command(after_help = "Examples:\n  \
         wirebench compare wirebench-runs/before wirebench-runs/after\n  \
         wirebench compare before after --threshold 10% --fail-on-change   # in CI\n  \
-        wirebench compare before after --all --html comparison.html")]
+        wirebench compare before after --all --html comparison.html\n  \
+        wirebench compare nodelay-on nodelay-off --by nodelay --all   # an A/B of one parameter\n  \
+        wirebench compare one-run --by nodelay --all                  # run with --nodelay on,off")]
     Compare(CompareArgs),
     /// Write Kubernetes manifests that run a scenario as N shards of one run.
     ///
@@ -273,8 +279,13 @@ pub enum LabCommand {
 pub struct CompareArgs {
     /// The baseline results directory.
     pub a: PathBuf,
-    /// The results directory compared with it.
-    pub b: PathBuf,
+    /// The results directory compared with it; without it, --by compares A's cases with
+    /// each other.
+    pub b: Option<PathBuf>,
+    /// Match cases ignoring these parameters (repeatable or a comma list, e.g. nodelay or
+    /// link.delay) and show A's value against B's on each row.
+    #[arg(long, value_name = "PARAM", value_delimiter = ',')]
+    pub by: Vec<String>,
     /// Smallest change of a mean that is flagged, e.g. 5% or 0.05; it must also be beyond
     /// the runs' spread (Welch's t-test, p < 0.01), so both runs need --repeat.
     #[arg(long, default_value = "5%", value_name = "CHANGE")]

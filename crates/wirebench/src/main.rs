@@ -471,14 +471,77 @@ fn merge(dirs: &[PathBuf], out: Option<PathBuf>, no_report: bool) -> Result<Exit
     })
 }
 
+/// `--by` names as the records have them: `link-delay` is `link.delay`; a name no case
+/// has is refused with the parameters there are.
+fn compare_by_names(given: &[String], runs: &[&[wirebench_model::Record]]) -> Result<Vec<String>> {
+    let have = wirebench_report::compare::parameters(runs);
+    let mut out = Vec::new();
+    for g in given.iter().map(|g| g.trim()).filter(|g| !g.is_empty()) {
+        let name = g.trim_start_matches("--");
+        let dotted = name.replace('-', ".");
+        let found = [name, dotted.as_str()]
+            .into_iter()
+            .find(|n| have.iter().any(|h| h == n));
+        let Some(found) = found else {
+            let hint = wirebench_model::hint::closest(&dotted, have.iter().map(String::as_str))
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default();
+            bail!(
+                "--by {g}: no case has this parameter{hint}; parameters: {}",
+                have.join(", ")
+            );
+        };
+        if !out.iter().any(|o| o == found) {
+            out.push(found.to_string());
+        }
+    }
+    Ok(out)
+}
+
 fn compare(args: CompareArgs) -> Result<ExitCode> {
+    use wirebench_report::compare;
     let threshold = args.threshold()?;
-    let c = wirebench_report::compare::load_and_compare(&args.a, &args.b, threshold)?;
-    if c.rows.is_empty() {
+    let a = wirebench_report::html::read_records(&args.a)?;
+    let b = args
+        .b
+        .as_ref()
+        .map(|b| wirebench_report::html::read_records(b))
+        .transpose()?;
+    let by = compare_by_names(&args.by, &[&a, b.as_deref().unwrap_or_default()])?;
+    if b.is_none() && by.is_empty() {
         bail!(
-            "no case of {} matches a case of {} (same parameters); nothing to compare",
+            "give a second results directory, or --by PARAM to compare the cases of {} that \
+             differ only in PARAM",
+            args.a.display()
+        );
+    }
+    let c = compare::compare_by(&a, b.as_deref(), &by, threshold);
+    if c.rows.is_empty() {
+        let Some(b_records) = &b else {
+            bail!(
+                "no two cases of {} differ only in {}; nothing to compare",
+                args.a.display(),
+                by.join(", ")
+            );
+        };
+        let differ = compare::differing(&a, b_records);
+        let hint = match differ.as_slice() {
+            [] => String::new(),
+            d => format!(
+                "; the runs differ in {}: `--by {}` matches cases ignoring it",
+                d.join(", "),
+                d.join(",")
+            ),
+        };
+        bail!(
+            "no case of {} matches a case of {} (same parameters{}); nothing to compare{hint}",
             args.a.display(),
-            args.b.display()
+            args.b.as_deref().unwrap_or(&args.a).display(),
+            if by.is_empty() {
+                String::new()
+            } else {
+                format!(" but {}", by.join(", "))
+            }
         );
     }
     print!(
@@ -488,7 +551,8 @@ fn compare(args: CompareArgs) -> Result<ExitCode> {
     if let Some(path) = &args.html {
         wirebench_report::atomic_write(
             path,
-            wirebench_report::compare::html(&c, &args.a, &args.b).as_bytes(),
+            wirebench_report::compare::html(&c, &args.a, args.b.as_deref().unwrap_or(&args.a))
+                .as_bytes(),
         )
         .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("comparison: {}", path.display());

@@ -450,8 +450,14 @@ pub fn protocols(protocols: &[ProtocolInfo]) {
 
 /// `wirebench scenarios`: each built-in scenario with its case count and estimated time.
 pub fn scenarios(scenarios: &[ScenarioInfo]) {
+    let w = scenarios
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
     println!(
-        "{:<16} {:>6}  {:>8}  description",
+        "{:<w$} {:>7}  {:>8}  description",
         "scenario", "cases", "time"
     );
     for s in scenarios {
@@ -463,7 +469,10 @@ pub fn scenarios(scenarios: &[ScenarioInfo]) {
             Some(e) => (e.cases.to_string(), format!("~{}", format_estimate(e.secs))),
             None => ("?".into(), "?".into()),
         };
-        println!("{:<16} {cases:>6}  {time:>8}  {}", s.name, s.description);
+        println!("{:<w$} {cases:>7}  {time:>8}  {}", s.name, s.description);
     }
-    println!("\nTimes are estimates from the link model (docs/scenarios.md, \"Estimates\").");
+    println!(
+        "\nTimes are estimates: the link model and per-case costs calibrated on recorded runs \
+         (docs/scenarios.md, \"Estimates\")."
+    );
 }

@@ -757,6 +757,20 @@ fn estimates_come_before_anything_runs() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("wirebench: 3 cases x 1, estimated"), "{err}");
+    // A flag no planned case reads is dropped, but not silently.
+    let o = run_ok(&[
+        "run",
+        "--mode",
+        "echo",
+        "--workload",
+        "pingpong",
+        "--dry-run",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("wirebench: note: --mode is ignored: it applies only to stream cases, and this run's cases are pingpong"),
+        "{err}"
+    );
     // A case above --max-case-time is named even when the whole run is short enough.
     let o = run_ok(
         &[
@@ -774,6 +788,69 @@ fn estimates_come_before_anything_runs() {
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("use --duration 1s"), "{err}");
+}
+
+#[test]
+fn compare_by_a_parameter_pairs_what_differs_only_in_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = |n: &str| tmp.path().join(n).to_str().unwrap().to_string();
+    for (name, nodelay) in [("on", "on"), ("off", "off"), ("both", "on,off")] {
+        run_ok(&[
+            "run",
+            "--workload",
+            "pingpong",
+            "--rounds",
+            "5",
+            "--payload",
+            "10",
+            "--nodelay",
+            nodelay,
+            "--no-report",
+            "-q",
+            "--out",
+            &dir(name),
+        ]);
+    }
+    let stderr = |args: &[&str]| {
+        let o = wirebench().args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    // Without --by nothing matches; the error names the parameter that differs.
+    let err = stderr(&["compare", &dir("on"), &dir("off")]);
+    assert!(
+        err.contains("the runs differ in nodelay: `--by nodelay`"),
+        "{err}"
+    );
+    let out = run_ok(&[
+        "compare",
+        &dir("on"),
+        &dir("off"),
+        "--by",
+        "nodelay",
+        "--all",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("A: nodelay=on")
+            && text.contains("B: nodelay=off")
+            && text.contains("rtt.p50"),
+        "{text}"
+    );
+    // One run holding both values.
+    let out = run_ok(&["compare", &dir("both"), "--by", "nodelay", "--all"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("A: nodelay=on") && text.contains("over 1 matched case(s)"),
+        "{text}"
+    );
+    let err = stderr(&["compare", &dir("both"), "--by", "nodelya"]);
+    assert!(
+        err.contains("--by nodelya: no case has this parameter (did you mean `nodelay`?)"),
+        "{err}"
+    );
+    let err = stderr(&["compare", &dir("on")]);
+    assert!(err.contains("or --by PARAM"), "{err}");
 }
 
 #[test]

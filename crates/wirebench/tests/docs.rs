@@ -39,6 +39,8 @@ struct Line {
     line: usize,
     command: String,
     action: Action,
+    /// The comment after the command, its directive included.
+    comment: String,
 }
 
 const DEFAULT_LIMIT: Duration = Duration::from_secs(180);
@@ -164,6 +166,7 @@ fn blocks(path: &Path, name: &str) -> Vec<Vec<Line>> {
             line: start,
             command,
             action,
+            comment: split_comment(&joined).1.unwrap_or_default().to_string(),
         });
     }
     out
@@ -371,4 +374,155 @@ fn every_documented_command_works_as_written() {
         failures.len(),
         failures.join("\n\n")
     );
+}
+
+/// What a comment claims of a run: "6 cases" (the count before "cases", repeats
+/// included) and "~2 min" or "about 90 s" (the last such time), directives left out.
+fn claims(comment: &str) -> (Option<u64>, Option<f64>) {
+    let text = match comment.find("(docs test:") {
+        Some(i) => &comment[..i],
+        None => comment,
+    };
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ';')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut cases = None;
+    let mut secs = None;
+    for (i, w) in words.iter().enumerate() {
+        if *w == "cases" && i >= 1 {
+            // "72 stream cases": the number may stand one word before.
+            cases = words[i - 1]
+                .parse()
+                .ok()
+                .or_else(|| i.checked_sub(2).and_then(|j| words[j].parse().ok()));
+        }
+        let number = match w.strip_prefix('~') {
+            Some(n) => n,
+            None if i >= 1 && words[i - 1] == "about" => w,
+            None => continue,
+        };
+        let (n, unit) = match number.find(|c: char| !c.is_ascii_digit() && c != '.') {
+            Some(at) => (&number[..at], &number[at..]),
+            None => (number, words.get(i + 1).copied().unwrap_or("")),
+        };
+        let scale = match unit {
+            "s" | "sec" | "seconds" => 1.0,
+            "min" | "minute" | "minutes" | "m" => 60.0,
+            "h" | "hour" | "hours" => 3600.0,
+            _ => continue,
+        };
+        if let Ok(v) = n.parse::<f64>() {
+            secs = Some(v * scale);
+        }
+    }
+    (cases, secs)
+}
+
+/// `wirebench: 72 cases x 3, estimated 4m51s` -> (216, 291.0).
+fn estimated(stderr: &str) -> Option<(u64, f64)> {
+    let line = stderr.lines().find(|l| l.contains(", estimated "))?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let cases: u64 = words.get(1)?.parse().ok()?;
+    let repeat: u64 = words.get(4)?.trim_end_matches(',').parse().ok()?;
+    let t = line.rsplit(", estimated ").next()?.trim();
+    let mut secs = 0.0;
+    let mut num = String::new();
+    for c in t.chars() {
+        if c.is_ascii_digit() || c == '.' {
+            num.push(c);
+            continue;
+        }
+        let unit = match c {
+            'd' => 86_400.0,
+            'h' => 3600.0,
+            'm' => 60.0,
+            's' => 1.0,
+            _ => return None,
+        };
+        secs += num.parse::<f64>().ok()? * unit;
+        num.clear();
+    }
+    Some((cases * repeat, secs))
+}
+
+#[test]
+fn claims_are_read() {
+    assert_eq!(claims(" 6 cases, ~2 min"), (Some(6), Some(120.0)));
+    assert_eq!(
+        claims(" 72 stream cases, about 90 s  (docs test: limit 5m)"),
+        (Some(72), Some(90.0))
+    );
+    assert_eq!(
+        claims(" about 1,000 sessions over 5 s, each staying 10 s; ~20 s"),
+        (None, Some(20.0))
+    );
+    assert_eq!(
+        claims(" ~1.5 min (docs test: --dry-run)"),
+        (None, Some(90.0))
+    );
+    assert_eq!(claims(" terminal 2"), (None, None));
+    assert_eq!(
+        estimated("wirebench: 72 cases x 3, estimated 4m51s\n"),
+        Some((216, 291.0))
+    );
+    assert_eq!(
+        estimated("wirebench: 1 case x 1, estimated 2.5s"),
+        Some((1, 2.5))
+    );
+    assert_eq!(
+        estimated("wirebench: 6 cases x 1, estimated 1h02m"),
+        Some((6, 3720.0))
+    );
+}
+
+/// The case counts and times the docs give beside `wirebench run` commands, against the
+/// command's own estimate (`--dry-run`): a count must be the plan's, a time within 2x of
+/// the estimate (or 3 s of it), so neither can drift from the tool. The estimates are
+/// themselves checked against recorded runs (crates/runner/tests/estimates.rs).
+#[test]
+fn documented_case_counts_and_times_are_the_estimates() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root.canonicalize().unwrap();
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_wirebench"));
+    let bindir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&bin, bindir.path().join("wirebench")).unwrap();
+    let path_env = format!(
+        "{}:{}",
+        bindir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for (path, name) in doc_files(&root) {
+        for l in blocks(&path, &name).into_iter().flatten() {
+            let (cases, secs) = claims(&l.comment);
+            let plain = !l.command.contains(['&', '|', ';', '$']);
+            if !l.command.starts_with("wirebench run ") || !plain || (cases, secs) == (None, None) {
+                continue;
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let out = Command::new("bash")
+                .args(["-c", &format!("{} --dry-run", l.command)])
+                .current_dir(dir.path())
+                .env("PATH", &path_env)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let at = format!("{}:{}: `{}`", l.file, l.line, l.command);
+            let Some((n, t)) = estimated(&stderr) else {
+                wrong.push(format!("{at}: no estimate in {stderr}"));
+                continue;
+            };
+            checked += 1;
+            if let Some(c) = cases.filter(|c| *c != n) {
+                wrong.push(format!("{at}: says {c} cases, plans {n}"));
+            }
+            if let Some(s) = secs.filter(|s| (t > 2.0 * s || t < s / 2.0) && (t - s).abs() > 3.0) {
+                wrong.push(format!("{at}: says ~{s:.0} s, estimated {t:.0} s"));
+            }
+        }
+    }
+    assert!(checked > 20, "only {checked} documented claims found");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -71,8 +71,8 @@ impl Protocol for Irc {
         Some(PEER_STREAM_COUNT)
     }
 
-    fn peer_model(&self, _case: &Case) -> Option<&'static PeerModel> {
-        Some(&IRC_MODEL)
+    fn peer_model(&self, _case: &Case) -> Option<PeerModel> {
+        Some(IRC_MODEL)
     }
 
     fn run(

@@ -133,11 +133,15 @@ const PARAMS: &[ParamSpec] = &[
     },
 ];
 
-/// The built-in server: start-up is a bind; logins (five round trips each) cross the
-/// link for client1 only; a 2-byte chat message is ~150 bytes on the wire.
+// Peer models for estimates, calibrated on the recorded runs in
+// crates/runner/tests/data/recorded/ (browser-transports and satcom-xmpp; 2-core VM).
+
+/// The built-in server: start-up is a bind; logins (a dozen one-way delays, more for the
+/// polling transports) cross the link for the client only; a 2-byte chat message is ~150
+/// bytes on the wire; 100 loopback pings took 0.1 s with any native transport.
 const XMPP_BUILTIN: PeerModel = PeerModel {
     start_s: 0.05,
-    start_delays: 10.0,
+    start_delays: 16.0,
     setup_bytes: 0.0,
     setup_delays: 0.0,
     per_message: 150.0,
@@ -154,26 +158,54 @@ const XMPP_STANDARD: PeerModel = PeerModel {
     per_message: 217.0,
     processing_s: 0.005,
 };
-/// Prosody with x2x gateways: no stream negotiation, compressed stanzas.
+/// Prosody with x2x gateways: no stream negotiation, compressed stanzas; the first
+/// message arrived 1.0 s after the logins at 2400 bit/s (about 250 bytes of set-up), and
+/// a 19200 bit/s case of 10 rounds took 2.3 s in all.
 const XMPP_X2X: PeerModel = PeerModel {
-    start_s: 2.5,
+    start_s: 1.5,
     start_delays: 4.0,
-    setup_bytes: 400.0,
+    setup_bytes: 250.0,
     setup_delays: 4.0,
     per_message: 70.0,
     processing_s: 0.005,
 };
-/// One Prosody or ejabberd for study S2: a second or two to start (ejabberd's VM, or
-/// Prosody's account files and modules), no server link; BOSH's HTTP wrapping makes a
-/// ping's bytes on the wire several times a TCP stanza's.
-const XMPP_S2_REAL: PeerModel = PeerModel {
-    start_s: 2.0,
-    start_delays: 10.0,
+/// One Prosody for study S2: its account files and modules start in a tenth of a
+/// second (0.1-0.2 s for a loopback case of 100 pings); no server link; BOSH's HTTP
+/// wrapping makes a ping's bytes on the wire several times a TCP stanza's.
+const XMPP_S2_PROSODY: PeerModel = PeerModel {
+    start_s: 0.15,
+    start_delays: 16.0,
     setup_bytes: 0.0,
     setup_delays: 0.0,
     per_message: 600.0,
     processing_s: 0.0005,
 };
+/// ejabberd for study S2: its Erlang VM takes 2.2 s to start on loopback, 3.3 s in a
+/// lab host.
+const XMPP_S2_EJABBERD: PeerModel = PeerModel {
+    start_s: 2.8,
+    ..XMPP_S2_PROSODY
+};
+/// Headless Chromium: its start, the page's load and its end, beside the ping test
+/// itself (0.85-1.35 s a case, loopback or 162 ms away).
+const BROWSER_START_S: f64 = 1.0;
+
+/// A browser's login and ping round trip over a transport, on loopback, flushing after
+/// each ping (Strophe.js and sockjs-client; 100 pings, 2026-11-27): WebSocket frames
+/// 0.6-1.4 ms a round, BOSH 4.8 ms (its login 0.47 s), the polling and streaming SockJS
+/// transports 29 ms (xhr-polling, eventsource) and 51-58 ms (xhr-streaming,
+/// jsonp-polling; htmlfile taken as these). BOSH without flushing waits for Strophe's
+/// 100 ms idle timer: 107 ms a round (docs/browser-transports.md).
+fn browser_costs(transport: Option<&str>, flush: Option<&str>) -> (f64, f64) {
+    match transport {
+        Some("websocket" | "sockjs-websocket") => (0.05, 0.0015),
+        Some("bosh") if flush == Some("off") => (0.6, 0.107),
+        Some("bosh") => (0.5, 0.005),
+        Some("xhr-polling" | "eventsource") => (0.2, 0.03),
+        _ => (0.5, 0.058),
+    }
+}
+
 /// Password of the lab's XMPP users (they exist only inside a run's private servers).
 const XMPP_PASSWORD: &str = "wirebench";
 
@@ -264,13 +296,22 @@ impl Protocol for Xmpp {
         Some(PEER_STREAM_COUNT)
     }
 
-    fn peer_model(&self, case: &Case) -> Option<&'static PeerModel> {
-        Some(match case.word("s2s") {
-            _ if real_server(case).is_none() => &XMPP_BUILTIN,
-            _ if is_s2(case) => &XMPP_S2_REAL,
-            Some("x2x" | "x2x-tfo") => &XMPP_X2X,
-            _ => &XMPP_STANDARD,
-        })
+    fn peer_model(&self, case: &Case) -> Option<PeerModel> {
+        let mut m = match (real_server(case), case.word("s2s")) {
+            (None, _) => XMPP_BUILTIN,
+            (Some(Server::Ejabberd), _) if is_s2(case) => XMPP_S2_EJABBERD,
+            (Some(_), _) if is_s2(case) => XMPP_S2_PROSODY,
+            (Some(_), Some("x2x" | "x2x-tfo")) => XMPP_X2X,
+            (Some(_), _) => XMPP_STANDARD,
+        };
+        if case.word("xmpp.client") == Some("browser") {
+            let (login, round) =
+                browser_costs(case.word("xmpp.transport"), case.word("xmpp.flush"));
+            m.start_s += BROWSER_START_S + login;
+            // The estimator counts processing at both ends of a round.
+            m.processing_s = m.processing_s.max(round / 2.0);
+        }
+        Some(m)
     }
 
     fn run(
