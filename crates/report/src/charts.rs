@@ -595,11 +595,8 @@ fn rounds_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planne
             String::new()
         };
         // Named by what differs within this chart only; the rest is its subtitle.
-        let named: Vec<(&Case, String)> = chunk
-            .iter()
-            .map(|(c, _)| (*c, format!("case {}", c.first.case)))
-            .collect();
-        let names = series_names(&named, &varying, info);
+        let in_chunk: Vec<&Case> = chunk.iter().map(|(c, _)| *c).collect();
+        let names = case_names(&in_chunk, info);
         let name = |c: &Case| {
             let i = chunk.iter().position(|(x, _)| x.first.case == c.first.case);
             i.map_or_else(|| format!("case {}", c.first.case), |i| names[i].clone())
@@ -792,11 +789,7 @@ fn load_column_chart(cs: &[&Case], dir: &Path, info: &RunInfo, spec: &ChartSpec)
         .collect();
     let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
     let varying = params_varying(&cases, info);
-    let named: Vec<(&Case, String)> = cases
-        .iter()
-        .map(|c| (*c, format!("case {}", c.first.case)))
-        .collect();
-    let names = series_names(&named, &varying, info);
+    let names = case_names(&cases, info);
     let mut chart = Chart::new(
         def.title,
         def.kind.clone(),
@@ -848,11 +841,7 @@ fn load_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planned>
     }
     let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
     let varying = params_varying(&cases, info);
-    let named: Vec<(&Case, String)> = cases
-        .iter()
-        .map(|c| (*c, format!("case {}", c.first.case)))
-        .collect();
-    let names = series_names(&named, &varying, info);
+    let names = case_names(&cases, info);
     let name = |c: &Case| {
         let i = cases.iter().position(|x| x.first.case == c.first.case);
         i.map_or_else(|| format!("case {}", c.first.case), |i| names[i].clone())
@@ -1120,6 +1109,16 @@ fn compact(r: &Record, params: &[String], info: &RunInfo) -> String {
         .join(", ")
 }
 
+/// Each case's name from the parameters that vary among `cases` ("case N" when none do).
+fn case_names(cases: &[&Case], info: &RunInfo) -> Vec<String> {
+    let varying = params_varying(cases, info);
+    let named: Vec<(&Case, String)> = cases
+        .iter()
+        .map(|c| (*c, format!("case {}", c.first.case)))
+        .collect();
+    series_names(&named, &varying, info)
+}
+
 /// The name of a series from the parameters that differ between the series drawn only
 /// (what is common goes to the subtitle), or `fallback` when nothing differs.
 fn series_names(groups: &[(&Case, String)], params: &[String], info: &RunInfo) -> Vec<String> {
@@ -1258,11 +1257,7 @@ fn one_cdf(cs: &[&Case], dir: &Path, info: &RunInfo, spec: &ChartSpec) -> Option
     }
     let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
     let varying = params_varying(&cases, info);
-    let named: Vec<(&Case, String)> = with
-        .iter()
-        .map(|(c, _)| (*c, format!("case {}", c.first.case)))
-        .collect();
-    let names = series_names(&named, &varying, info);
+    let names = case_names(&cases, info);
     let connect = cases
         .iter()
         .all(|c| c.first.params.get("workload").and_then(|w| w.as_str()) == Some("connect"));
