@@ -141,7 +141,7 @@ fn stream_defaults(point: &mut Point) {
         .find(|(n, _)| n == "protocol")
         .and_then(|(_, v)| v.value.as_word())
         .unwrap_or("raw");
-    let default = if let Some(n) = registry::get(name).stream_count() {
+    let default = if let Some(n) = registry::get(name).and_then(|p| p.stream_count()) {
         (!has(point, "count")).then(|| {
             ParamValue::parse(Kind::Count, &n.to_string()).map(|v| ("count".to_string(), v))
         })

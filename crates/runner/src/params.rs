@@ -60,7 +60,7 @@ pub fn applies(param: &str, protocol: &str, workload: &str) -> bool {
     let Some(s) = spec(param) else {
         return true;
     };
-    if param == "duration" && registry::get(protocol).stream_count().is_some() {
+    if param == "duration" && registry::get(protocol).is_some_and(|p| p.stream_count().is_some()) {
         return false;
     }
     let owners = owners(param);

@@ -22,22 +22,36 @@ pub static REGISTRY: &[&dyn Protocol] = &[
     &wirebench_plugin_shadowsocks::Shadowsocks,
 ];
 
-/// The protocol of that name (`raw` for a name the parameter check let through and no
-/// plugin has, which the parameter table rules out: its choices are these names).
-pub fn get(name: &str) -> &'static dyn Protocol {
-    REGISTRY
-        .iter()
-        .copied()
-        .find(|p| p.name() == name)
-        .unwrap_or(REGISTRY[0])
+/// The protocol of that name; `None` for a name no plugin has.
+pub fn get(name: &str) -> Option<&'static dyn Protocol> {
+    REGISTRY.iter().copied().find(|p| p.name() == name)
 }
 
-/// A case's protocol.
+/// A case's protocol. Planned cases always have one: the `protocol` parameter's choices
+/// are the registered names, so a case with another name cannot be planned.
 pub fn of(case: &crate::Case) -> &'static dyn Protocol {
-    get(case.protocol())
+    get(case.protocol()).unwrap_or_else(|| {
+        panic!(
+            "case {} has protocol {:?}, which no plugin registers (planning should have refused it)",
+            case.index,
+            case.protocol()
+        )
+    })
 }
 
 /// The registered names.
 pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|p| p.name()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_unknown_name_is_no_protocol() {
+        assert!(super::get("raw").is_some());
+        assert!(
+            super::get("nope").is_none(),
+            "an unknown name once meant raw"
+        );
+    }
 }
