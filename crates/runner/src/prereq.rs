@@ -278,7 +278,7 @@ pub fn install_plan(needs: &[Need]) -> Vec<Step> {
 /// The one command that installs what a run needs: `bash scripts/install-peers.sh` with the
 /// run's scenario, `--part` and parameters, which it hands to `wirebench doctor`.
 pub fn install_command(req: &RunRequest) -> String {
-    let mut words = vec!["bash".to_string(), "scripts/install-peers.sh".to_string()];
+    let mut words = vec!["bash".to_string(), quote(&install_script())];
     words.extend(req.scenario.iter().map(|s| quote(s)));
     if let Some(p) = &req.parts {
         words.extend(["--part".to_string(), quote(p)]);
@@ -289,6 +289,22 @@ pub fn install_command(req: &RunRequest) -> String {
         words.push(quote(value));
     }
     words.join(" ")
+}
+
+/// Where `scripts/install-peers.sh` is for the user who reads the command: relative when
+/// they stand in the repository, else the absolute path of the checkout this binary was
+/// built in (`target/release/wirebench`: three levels up), so the command works as printed
+/// from any directory.
+fn install_script() -> String {
+    const SCRIPT: &str = "scripts/install-peers.sh";
+    if std::path::Path::new(SCRIPT).is_file() {
+        return SCRIPT.to_string();
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.ancestors().nth(3).map(|repo| repo.join(SCRIPT)))
+        .filter(|p| p.is_file())
+        .map_or_else(|| SCRIPT.to_string(), |p| p.display().to_string())
 }
 
 /// What `wirebench doctor` checks: the cases `req` plans (as `wirebench run` would), or
