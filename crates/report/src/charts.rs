@@ -827,6 +827,31 @@ fn load_column_chart(cs: &[&Case], dir: &Path, info: &RunInfo, spec: &ChartSpec)
     (!chart.series.is_empty()).then_some(chart)
 }
 
+/// Our highest point against the study's levels, in words: a run far below them draws a
+/// line along the floor, and the caption says how far (a short run offers less load; the
+/// levels are what the study reached, not a limit of ours).
+fn peak_against_guides(chart: &Chart) -> Vec<String> {
+    let ours = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.y))
+        .filter(|y| y.is_finite())
+        .fold(0.0f64, f64::max);
+    chart
+        .guides
+        .iter()
+        .filter(|g| g.y > 0.0)
+        .map(|g| {
+            format!(
+                "Our highest: {} ({}% of {}).",
+                crate::numbers::human(ours, "count"),
+                crate::numbers::sig3(ours / g.y * 100.0),
+                g.label
+            )
+        })
+        .collect()
+}
+
 /// Charts over time of load cases: sessions active, logins per second, and the login and
 /// message latency percentiles per interval, one series per case; memory and CPU of the
 /// generator and the server, a series per case and process group.
@@ -1013,7 +1038,10 @@ fn spec_charts(spec: &ChartSpec, cs: &[&Case], dir: &Path, info: &RunInfo, out: 
         }
         "load" => {
             if let Some(chart) = load_column_chart(cs, dir, info, spec) {
-                out.push(Planned::new(stem, titled(chart)));
+                let notes = peak_against_guides(&chart);
+                let mut p = Planned::new(stem, titled(chart));
+                p.notes = notes;
+                out.push(p);
             }
         }
         "bars" => {
