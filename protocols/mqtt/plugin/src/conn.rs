@@ -33,7 +33,9 @@ impl MqttConn {
         let what = format!("MQTT {} with the broker at {}: {e}", self.who, self.addr);
         match e {
             MqttError::Config(_) | MqttError::Usage(_) => WorkloadError::Input(what),
-            MqttError::ConnectTimeout { .. } | MqttError::KeepAliveTimeout { .. } => WorkloadError::Link(what),
+            MqttError::ConnectTimeout { .. } | MqttError::KeepAliveTimeout { .. } => {
+                WorkloadError::Link(what)
+            }
             _ => WorkloadError::Peer(what),
         }
     }
@@ -88,10 +90,12 @@ impl MqttConn {
     /// Writes what the engine has queued.
     pub fn flush(&mut self) -> Result<(), WorkloadError> {
         if let Some(out) = self.client.poll_transmit(monotonic_ns()) {
-            self.stream.write_all(&out).map_err(|error| WorkloadError::Io {
-                during: "writing to the MQTT broker",
-                error,
-            })?;
+            self.stream
+                .write_all(&out)
+                .map_err(|error| WorkloadError::Io {
+                    during: "writing to the MQTT broker",
+                    error,
+                })?;
         }
         Ok(())
     }
@@ -167,7 +171,12 @@ impl MqttConn {
 
     /// SUBSCRIBE to `filter` and wait for the SUBACK; a refusal (or a lower QoS than
     /// asked) is the broker's error. Returns how long it took.
-    pub fn subscribe(&mut self, filter: &str, qos: QoS, timeout: Duration) -> Result<Duration, WorkloadError> {
+    pub fn subscribe(
+        &mut self,
+        filter: &str,
+        qos: QoS,
+        timeout: Duration,
+    ) -> Result<Duration, WorkloadError> {
         let t = Instant::now();
         let id = self
             .client
@@ -185,7 +194,11 @@ impl MqttConn {
                             self.who,
                             self.addr,
                             qos.bits(),
-                            reason::describe(granted, wirebench_mqtt::wire::PacketType::SubAck, self.client.version())
+                            reason::describe(
+                                granted,
+                                wirebench_mqtt::wire::PacketType::SubAck,
+                                self.client.version()
+                            )
                         )));
                     }
                     return Ok(t.elapsed());

@@ -141,7 +141,7 @@ fn run_case(
         None => Ipv4Addr::LOCALHOST.into(),
     };
     let mut broker = Mosquitto::start(netns.as_deref(), &env.peer_dir(case, repeat), ip, true)?;
-    let run = MqttRun::from_case(
+    let mut run = MqttRun::from_case(
         case,
         Topology {
             broker: broker.addr,
@@ -149,6 +149,9 @@ fn run_case(
         },
         env.seed,
     );
+    if let Some(w) = link.and_then(window_bytes) {
+        run.window_bytes = w;
+    }
     let mut out = Outcome::default();
     out.push("mqtt.broker_start", broker.start_time.as_secs_f64(), "s");
     if let Err(e) = workload::run(&run, ctx, &mut out) {
@@ -197,9 +200,19 @@ fn with_log(e: WorkloadError, broker: &mut Mosquitto) -> WorkloadError {
             ),
             None => format!("{m} (the broker's log: {})", log.display()),
         }),
-        WorkloadError::Link(m) => WorkloadError::Link(format!("{m} (the broker's log: {})", log.display())),
+        WorkloadError::Link(m) => {
+            WorkloadError::Link(format!("{m} (the broker's log: {})", log.display()))
+        }
         e => e,
     }
+}
+
+/// A stream's window on a rate-limited link: what the uplink carries in a round trip and
+/// a second, enough to keep it busy and little enough to stop soon after the last message.
+fn window_bytes(link: &CaseLink) -> Option<u64> {
+    let rate = link.up.rate_bps?;
+    let rtt_ns = link.up.delay_ns + link.down.delay_ns + 1_000_000_000;
+    Some((u128::from(rate) * u128::from(rtt_ns) / 8 / 1_000_000_000) as u64)
 }
 
 /// One segment of `frame` bytes across `spec`: its bytes with TCP/IP headers, serialized,
@@ -274,7 +287,11 @@ fn busy_sockets() -> usize {
 /// emulator, no socket in either host with data or a FIN to send), so that a previous
 /// stream's tail (seconds per segment at 2400 bit/s) does not delay this case's set-up.
 /// Returns how long it waited.
-fn wait_link_quiet(lab: &wirebench_lab::Lab, limit: Duration, ctx: &Ctx) -> Result<Duration, WorkloadError> {
+fn wait_link_quiet(
+    lab: &wirebench_lab::Lab,
+    limit: Duration,
+    ctx: &Ctx,
+) -> Result<Duration, WorkloadError> {
     let t = Instant::now();
     let server_ns = lab.server().name().to_string();
     let mut quiet_since: Option<Instant> = None;
@@ -286,7 +303,8 @@ fn wait_link_quiet(lab: &wirebench_lab::Lab, limit: Duration, ctx: &Ctx) -> Resu
         let held = [&c.up, &c.down]
             .iter()
             .any(|d| d.offered_packets > d.delivered_packets + d.dropped());
-        let server_busy = wirebench_protocol::peer::in_netns(Some(&server_ns), busy_sockets).unwrap_or(0);
+        let server_busy =
+            wirebench_protocol::peer::in_netns(Some(&server_ns), busy_sockets).unwrap_or(0);
         let busy = held || busy_sockets() > 0 || server_busy > 0;
         match (busy, quiet_since) {
             (true, _) => quiet_since = None,
@@ -314,8 +332,14 @@ mod tests {
             ..Default::default()
         };
         // 18 + 52 bytes at 2400 bit/s: 233.3 ms, plus 500 ms.
-        assert_eq!(one_way_ns(18, &spec), 500_000_000 + serialization_ns(70, 2400));
+        assert_eq!(
+            one_way_ns(18, &spec),
+            500_000_000 + serialization_ns(70, 2400)
+        );
         // Two segments past the MSS.
-        assert_eq!(one_way_ns(1500, &spec), 500_000_000 + serialization_ns(1500 + 104, 2400));
+        assert_eq!(
+            one_way_ns(1500, &spec),
+            500_000_000 + serialization_ns(1500 + 104, 2400)
+        );
     }
 }

@@ -27,7 +27,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-use wirebench_protocol::peer::{PeerError, command_in, in_netns, stop_child, tail_lines, wait_ports};
+use wirebench_protocol::peer::{
+    PeerError, command_in, in_netns, stop_child, tail_lines, wait_ports,
+};
 use wirebench_protocol::{Install, Lookup, Requirement};
 
 /// mosquitto, as cases check for it and `wirebench doctor` lists it.
@@ -105,11 +107,18 @@ fn free_port(netns: Option<&str>, ip: IpAddr) -> Result<u16, PeerError> {
 impl Mosquitto {
     /// Writes the configuration into `dir`, starts the broker on `ip` in network
     /// namespace `netns` (or here) and waits until its port accepts connections.
-    pub fn start(netns: Option<&str>, dir: &Path, ip: IpAddr, nodelay: bool) -> Result<Mosquitto, PeerError> {
+    pub fn start(
+        netns: Option<&str>,
+        dir: &Path,
+        ip: IpAddr,
+        nodelay: bool,
+    ) -> Result<Mosquitto, PeerError> {
         let program = MOSQUITTO.require()?;
         let io = |what: String| move |error| PeerError::Io { what, error };
         std::fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
-        let dir = dir.canonicalize().map_err(io(format!("cannot resolve {}", dir.display())))?;
+        let dir = dir
+            .canonicalize()
+            .map_err(io(format!("cannot resolve {}", dir.display())))?;
         let cfg = MosquittoConfig {
             addr: ip,
             port: free_port(netns, ip)?,
@@ -123,7 +132,9 @@ impl Mosquitto {
             .map_err(io(format!("cannot write {}", conf.display())))?;
         let out = std::fs::File::create(dir.join("mosquitto.out"))
             .map_err(io("cannot create mosquitto.out".into()))?;
-        let err = out.try_clone().map_err(io("cannot create mosquitto.out".into()))?;
+        let err = out
+            .try_clone()
+            .map_err(io("cannot create mosquitto.out".into()))?;
         let mut cmd = command_in(netns, &program.to_string_lossy());
         cmd.arg("-c")
             .arg(&conf)

@@ -11,7 +11,7 @@
 //!   set-up is `mqtt.connect` and `mqtt.subscribe`).
 //! - stream: a warm-up message (`mqtt.first_delivery`), then `count` messages back to
 //!   back on `ping`, timed from the first write until client2 has read the last one; at
-//!   most [`STREAM_WINDOW_BYTES`] ahead of client2 (and, at QoS 1, within the broker's
+//!   most [`MqttRun::window_bytes`] ahead of client2 (and, at QoS 1, within the broker's
 //!   Receive Maximum).
 //!
 //! Every payload is checked against the sender's (both sides derive it from the seed); a
@@ -35,10 +35,11 @@ pub const PING: &str = "ping";
 /// client2 answers here.
 pub const PONG: &str = "pong";
 
-/// Most payload bytes (plus MQTT and TCP/IP overhead) a stream keeps ahead of client2:
-/// enough to fill any link's pipe on this machine, little enough that a stream stops
-/// within seconds of its last message on a slow link.
-pub const STREAM_WINDOW_BYTES: usize = 32 * 1024;
+/// Most bytes (payload and 64 of overhead per message) a stream keeps ahead of client2
+/// without a rate limit: enough for loopback's pipe at any payload. On a rate-limited
+/// link the plugin sets a window of a round trip and a second of the link's bytes, so a
+/// stream stops within seconds of its last message ([`MqttRun::window_bytes`]).
+pub const STREAM_WINDOW_BYTES: u64 = 1 << 20;
 
 /// Where the clients connect.
 #[derive(Debug, Clone)]
@@ -59,6 +60,8 @@ pub struct MqttRun {
     pub think: Duration,
     pub seed: u64,
     pub stream: bool,
+    /// Bytes a stream keeps ahead of client2 (at least two messages).
+    pub window_bytes: u64,
 }
 
 /// `mqtt.version` as the engine's version.
@@ -90,6 +93,7 @@ impl MqttRun {
             think: w.think(),
             seed,
             stream: w.is_stream(),
+            window_bytes: STREAM_WINDOW_BYTES,
         }
     }
 
@@ -97,7 +101,9 @@ impl MqttRun {
         let mut cfg = Config::new(self.version, client_id);
         // Room for the payload with any header and properties, so the broker's packets
         // are never refused as too large.
-        cfg.max_packet_size = (self.payload as u64 + 1024).clamp(64 * 1024, u64::from(wirebench_mqtt::MAX_PACKET)) as u32;
+        cfg.max_packet_size = (self.payload as u64 + 1024)
+            .clamp(64 * 1024, u64::from(wirebench_mqtt::MAX_PACKET))
+            as u32;
         cfg
     }
 }
@@ -151,9 +157,16 @@ impl Responder {
             .spawn(move || {
                 let setup = (|| {
                     if let Some(ns) = &r.topology.client2_netns {
-                        wirebench_lab::netns::enter(ns).map_err(|e| WorkloadError::Environment(e.to_string()))?;
+                        wirebench_lab::netns::enter(ns)
+                            .map_err(|e| WorkloadError::Environment(e.to_string()))?;
                     }
-                    let mut c = MqttConn::connect(r.topology.broker, r.config("wirebench-2"), "client2", timeout, &sh.stop)?;
+                    let mut c = MqttConn::connect(
+                        r.topology.broker,
+                        r.config("wirebench-2"),
+                        "client2",
+                        timeout,
+                        &sh.stop,
+                    )?;
                     c.subscribe(PING, r.qos, timeout)?;
                     Ok::<_, WorkloadError>(c)
                 })();
@@ -193,7 +206,9 @@ impl Responder {
                     return Err(WorkloadError::Environment("client2 panicked".into()));
                 }
                 Err(_) if t.elapsed() > limit => {
-                    return Err(WorkloadError::Peer("client2 did not get ready in time".into()));
+                    return Err(WorkloadError::Peer(
+                        "client2 did not get ready in time".into(),
+                    ));
                 }
                 Err(_) => {}
             }
@@ -201,10 +216,18 @@ impl Responder {
     }
 
     fn failed(&self) -> Option<String> {
-        if let Some(e) = self.shared.error.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        if let Some(e) = self
+            .shared
+            .error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
             return Some(format!("client2: {e}"));
         }
-        if self.thread.as_ref().is_some_and(|t| t.is_finished()) && !self.shared.stop.load(Ordering::SeqCst) {
+        if self.thread.as_ref().is_some_and(|t| t.is_finished())
+            && !self.shared.stop.load(Ordering::SeqCst)
+        {
             return Some("client2 stopped unexpectedly".into());
         }
         None
@@ -221,7 +244,13 @@ impl Responder {
                 return Err(WorkloadError::Environment("client2 panicked".into()));
             }
         }
-        match self.shared.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        match self
+            .shared
+            .error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
             Some(e) => Err(WorkloadError::Peer(format!("client2: {e}"))),
             None => Ok(()),
         }
@@ -269,7 +298,13 @@ pub fn run(run: &MqttRun, ctx: &Ctx, out: &mut Outcome) -> Result<(), WorkloadEr
     // Connecting is a few round trips, on a 2400 bit/s link with delay seconds each.
     let timeout = ctx.connect_timeout.max(Duration::from_secs(60));
     let responder = Responder::start(run, timeout, ctx)?;
-    let mut c1 = MqttConn::connect(run.topology.broker, run.config("wirebench-1"), "client1", timeout, ctx.shutdown)?;
+    let mut c1 = MqttConn::connect(
+        run.topology.broker,
+        run.config("wirebench-1"),
+        "client1",
+        timeout,
+        ctx.shutdown,
+    )?;
     out.push("mqtt.connect", c1.connect_time.as_secs_f64(), "s");
     if !run.stream {
         let t = c1.subscribe(PONG, run.qos, timeout)?;
@@ -383,9 +418,13 @@ fn stream(
     out.push("mqtt.publish_bytes", size as f64, "B");
     wait_received(c1, responder, 1, stall, ctx)?;
     let first = responder.shared.first_ns.load(Ordering::SeqCst);
-    out.push("mqtt.first_delivery", secs(first.saturating_sub(t_warm)), "s");
+    out.push(
+        "mqtt.first_delivery",
+        secs(first.saturating_sub(t_warm)),
+        "s",
+    );
     (ctx.mark_stable)();
-    let window = (STREAM_WINDOW_BYTES / (run.payload + 64)).max(1) as u64;
+    let window = (run.window_bytes / (run.payload as u64 + 64)).max(2);
     let start = monotonic_ns();
     let mut last_progress = ((0u64, 0u64), Instant::now());
     for i in 0..run.count {
@@ -426,7 +465,11 @@ fn stream(
     if last > start {
         let t = secs(last - start);
         out.push("throughput.duration", t, "s");
-        out.push("throughput.bits_per_s", (run.count * run.payload as u64 * 8) as f64 / t, "bit/s");
+        out.push(
+            "throughput.bits_per_s",
+            (run.count * run.payload as u64 * 8) as f64 / t,
+            "bit/s",
+        );
         out.push("throughput.messages_per_s", run.count as f64 / t, "msg/s");
         out.notes.push(format!(
             "MQTT stream: timed from the first PUBLISH to client2's last read, after a warm-up \
@@ -446,6 +489,9 @@ mod tests {
         let x = random_bytes(&mut a, 1000);
         assert_eq!(x, random_bytes(&mut b, 1000));
         assert_ne!(x, random_bytes(&mut a, 1000));
-        assert_ne!(random_bytes(&mut seed_a(7), 8), random_bytes(&mut seed_b(7), 8));
+        assert_ne!(
+            random_bytes(&mut seed_a(7), 8),
+            random_bytes(&mut seed_b(7), 8)
+        );
     }
 }
