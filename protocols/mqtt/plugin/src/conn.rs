@@ -73,12 +73,9 @@ impl MqttConn {
             if shutdown.load(Ordering::Relaxed) {
                 return Err(WorkloadError::Interrupted);
             }
-            match c.poll_event(Instant::now() + TICK)? {
-                Some((_, Event::Connected(_))) => {
-                    c.connect_time = t.elapsed();
-                    return Ok(c);
-                }
-                Some(_) | None => {}
+            if let Some((_, Event::Connected(_))) = c.poll_event(Instant::now() + TICK)? {
+                c.connect_time = t.elapsed();
+                return Ok(c);
             }
         }
     }

@@ -203,8 +203,18 @@ fn with_log(e: WorkloadError, broker: &mut Mosquitto) -> WorkloadError {
         WorkloadError::Link(m) => {
             WorkloadError::Link(format!("{m} (the broker's log: {})", log.display()))
         }
+        WorkloadError::Stalled { .. } if dropped(&log) => WorkloadError::Peer(format!(
+            "{e}: mosquitto dropped messages for client2 (\"Outgoing messages are being \
+             dropped\" in its log, {})",
+            log.display()
+        )),
         e => e,
     }
+}
+
+/// Whether mosquitto's log says it dropped messages for a subscriber whose queue was full.
+fn dropped(log: &std::path::Path) -> bool {
+    std::fs::read_to_string(log).is_ok_and(|t| t.contains("Outgoing messages are being dropped"))
 }
 
 /// A stream's window on a rate-limited link: what the uplink carries in a round trip and

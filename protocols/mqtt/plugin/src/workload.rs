@@ -41,6 +41,12 @@ pub const PONG: &str = "pong";
 /// stream stops within seconds of its last message ([`MqttRun::window_bytes`]).
 pub const STREAM_WINDOW_BYTES: u64 = 1 << 20;
 
+/// Most messages a stream keeps ahead of client2, whatever their size: Mosquitto holds
+/// 20 in flight to a subscriber and queues 1,000 more (`max_inflight_messages`,
+/// `max_queued_messages`), then drops what comes ("Outgoing messages are being dropped"
+/// in its log; tried: a QoS 1 stream of 200,000 64-byte messages on loopback lost some).
+pub const MAX_AHEAD: u64 = 1000;
+
 /// Where the clients connect.
 #[derive(Debug, Clone)]
 pub struct Topology {
@@ -424,7 +430,7 @@ fn stream(
         "s",
     );
     (ctx.mark_stable)();
-    let window = (run.window_bytes / (run.payload as u64 + 64)).max(2);
+    let window = (run.window_bytes / (run.payload as u64 + 64)).clamp(2, MAX_AHEAD);
     let start = monotonic_ns();
     let mut last_progress = ((0u64, 0u64), Instant::now());
     for i in 0..run.count {
