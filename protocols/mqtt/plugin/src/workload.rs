@@ -110,6 +110,9 @@ impl MqttRun {
         cfg.max_packet_size = (self.payload as u64 + 1024)
             .clamp(64 * 1024, u64::from(wirebench_mqtt::MAX_PACKET))
             as u32;
+        // client2 sends nothing while it waits `think`; the broker closes a session
+        // silent for 1.5 keep-alive intervals (3.1.1 §3.1.2.10).
+        cfg.keep_alive_s = (2 * self.think.as_secs()).clamp(60, u64::from(u16::MAX)) as u16;
         cfg
     }
 }
