@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 # scripts/install-interop.sh, which the interop tests run), chromium (the HTML report is checked in a real browser), curl
 # (a README example runs it behind a link), a JDK (rmi's Java pair), microsocks (a real
 # SOCKS5 proxy beside ours), shadowsocks-libev (ss-server and ss-tunnel beside our
-# Shadowsocks server and client).
+# Shadowsocks server and client), mosquitto (the MQTT broker of the mqtt protocol; in
+# /usr/sbin, off a non-root PATH).
 missing=()
 command -v ip >/dev/null || missing+=(iproute2)
 command -v setpriv >/dev/null || missing+=(util-linux)
@@ -27,6 +28,7 @@ command -v npm >/dev/null || missing+=(npm)
 command -v javac >/dev/null || missing+=(default-jdk-headless)
 command -v microsocks >/dev/null || missing+=(microsocks)
 command -v ss-server >/dev/null || missing+=(shadowsocks-libev)
+command -v mosquitto >/dev/null || [[ -x /usr/sbin/mosquitto ]] || missing+=(mosquitto)
 if ((${#missing[@]})); then
     echo "scripts/test.sh: installing ${missing[*]}" >&2
     apt-get update -q >/dev/null

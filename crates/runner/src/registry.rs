@@ -10,6 +10,7 @@ pub static REGISTRY: &[&dyn Protocol] = &[
     &wirebench_plugin_raw::Raw,
     &wirebench_plugin_xmpp::Xmpp,
     &wirebench_plugin_irc::Irc,
+    &wirebench_plugin_mqtt::Mqtt,
     &wirebench_plugin_http::Http,
     &wirebench_plugin_websocket::WebSocket,
     &wirebench_plugin_grpc::Grpc,

@@ -52,6 +52,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../scenarios/satcom-irc.toml"),
     ),
     (
+        "satcom-mqtt",
+        include_str!("../../../scenarios/satcom-mqtt.toml"),
+    ),
+    (
         "s4-tigase",
         include_str!("../../../scenarios/s4-tigase.toml"),
     ),

@@ -431,8 +431,8 @@ pub struct RunArgs {
     /// applies when neither sets it.
     pub scenario: Option<String>,
 
-    /// Wire protocol: raw, xmpp, irc, http, websocket, grpc, soap, rmi, direct, socks5,
-    /// convert or shadowsocks. `wirebench protocols` says what each runs against and what
+    /// Wire protocol: raw, xmpp, irc, mqtt, http, websocket, grpc, soap, rmi, direct,
+    /// socks5, convert or shadowsocks. `wirebench protocols` says what each runs against and what
     /// needs root (raw and xmpp run on loopback against wirebench's own servers).
     #[arg(
         long,

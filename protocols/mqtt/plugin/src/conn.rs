@@ -1,0 +1,243 @@
+//! The one blocking driver for the sans-IO MQTT engine (`wirebench-mqtt`): a TCP
+//! connection opened from the calling thread's network namespace, every event stamped
+//! with the CLOCK_MONOTONIC time its bytes were read, the engine's keep-alive timer
+//! served between reads. The workloads and the tests use it.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use wirebench_model::clock::monotonic_ns;
+use wirebench_mqtt::{Client, Config, Event, MqttError, QoS, reason};
+use wirebench_protocol::{TICK, WorkloadError};
+
+/// One client's session with the broker.
+pub struct MqttConn {
+    stream: TcpStream,
+    pub client: Client,
+    addr: SocketAddr,
+    /// `client1`, `client2`: who, in errors.
+    who: &'static str,
+    buf: Vec<u8>,
+    /// CLOCK_MONOTONIC of the last read.
+    read_ns: u64,
+    /// The socket's read timeout now (a system call to change).
+    read_timeout: Option<Duration>,
+    /// From the start of `connect()` to CONNACK.
+    pub connect_time: Duration,
+}
+
+impl MqttConn {
+    /// An engine error as a case error, typed by who is at fault.
+    pub fn error(&self, e: MqttError) -> WorkloadError {
+        let what = format!("MQTT {} with the broker at {}: {e}", self.who, self.addr);
+        match e {
+            MqttError::Config(_) | MqttError::Usage(_) => WorkloadError::Input(what),
+            MqttError::ConnectTimeout { .. } | MqttError::KeepAliveTimeout { .. } => {
+                WorkloadError::Link(what)
+            }
+            _ => WorkloadError::Peer(what),
+        }
+    }
+
+    /// Connects from this thread's network namespace and waits for CONNACK, failing
+    /// after `timeout` or when `shutdown` is set.
+    pub fn connect(
+        addr: SocketAddr,
+        mut cfg: Config,
+        who: &'static str,
+        timeout: Duration,
+        shutdown: &AtomicBool,
+    ) -> Result<MqttConn, WorkloadError> {
+        let t = Instant::now();
+        let stream = TcpStream::connect_timeout(&addr, timeout)
+            .and_then(|s| s.set_nodelay(true).map(|()| s))
+            .map_err(|error| WorkloadError::Connect {
+                addr: addr.to_string(),
+                error,
+            })?;
+        cfg.connect_timeout_ns = Some(timeout.as_nanos() as u64);
+        let client = Client::new(cfg, monotonic_ns())
+            .map_err(|e| WorkloadError::Input(format!("MQTT {who}: {e}")))?;
+        let mut c = MqttConn {
+            stream,
+            client,
+            addr,
+            who,
+            buf: vec![0; 64 * 1024],
+            read_ns: 0,
+            read_timeout: None,
+            connect_time: Duration::ZERO,
+        };
+        loop {
+            if shutdown.load(Ordering::Relaxed) {
+                return Err(WorkloadError::Interrupted);
+            }
+            if let Some((_, Event::Connected(_))) = c.poll_event(Instant::now() + TICK)? {
+                c.connect_time = t.elapsed();
+                return Ok(c);
+            }
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Writes what the engine has queued.
+    pub fn flush(&mut self) -> Result<(), WorkloadError> {
+        if let Some(out) = self.client.poll_transmit(monotonic_ns()) {
+            self.stream
+                .write_all(&out)
+                .map_err(|error| WorkloadError::Io {
+                    during: "writing to the MQTT broker",
+                    error,
+                })?;
+        }
+        Ok(())
+    }
+
+    fn set_read_timeout(&mut self, t: Duration) -> Result<(), WorkloadError> {
+        // Whole milliseconds: fewer changes, and a zero timeout would mean "block".
+        let t = Duration::from_millis(t.as_millis().clamp(1, 100) as u64);
+        if self.read_timeout != Some(t) {
+            self.stream
+                .set_read_timeout(Some(t))
+                .map_err(|error| WorkloadError::Io {
+                    during: "setting a socket timeout",
+                    error,
+                })?;
+            self.read_timeout = Some(t);
+        }
+        Ok(())
+    }
+
+    /// The next event with the time its bytes were read, or `None` at `deadline`. The
+    /// session ending is an error (after our DISCONNECT: `None`).
+    pub fn poll_event(&mut self, deadline: Instant) -> Result<Option<(u64, Event)>, WorkloadError> {
+        loop {
+            self.flush()?;
+            if let Some(e) = self.client.poll_event() {
+                if let Event::Closed { reason } = &e {
+                    return Err(WorkloadError::Peer(format!(
+                        "MQTT {} with the broker at {}: session closed: {reason}",
+                        self.who, self.addr
+                    )));
+                }
+                return Ok(Some((self.read_ns, e)));
+            }
+            let now = Instant::now();
+            let mut wait = deadline.saturating_duration_since(now);
+            if wait.is_zero() {
+                return Ok(None);
+            }
+            if let Some(t) = self.client.poll_timeout() {
+                let m = monotonic_ns();
+                if m >= t {
+                    self.client.handle_timeout(m).map_err(|e| self.error(e))?;
+                    continue;
+                }
+                wait = wait.min(Duration::from_nanos(t - m));
+            }
+            self.set_read_timeout(wait)?;
+            match self.stream.read(&mut self.buf) {
+                Ok(0) => {
+                    return match self.client.handle_eof() {
+                        Ok(()) => Ok(None),
+                        Err(e) => Err(self.error(e)),
+                    };
+                }
+                Ok(n) => {
+                    self.read_ns = monotonic_ns();
+                    let r = self.client.handle_input(self.read_ns, &self.buf[..n]);
+                    // A 5.0 client explains a broken packet in a DISCONNECT: send it.
+                    let _ = self.flush();
+                    r.map_err(|e| self.error(e))?;
+                }
+                Err(e) if wirebench_net::sock::would_block(&e) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    return Err(WorkloadError::Io {
+                        during: "reading from the MQTT broker",
+                        error,
+                    });
+                }
+            }
+        }
+    }
+
+    /// SUBSCRIBE to `filter` and wait for the SUBACK; a refusal (or a lower QoS than
+    /// asked) is the broker's error. Returns how long it took.
+    pub fn subscribe(
+        &mut self,
+        filter: &str,
+        qos: QoS,
+        timeout: Duration,
+    ) -> Result<Duration, WorkloadError> {
+        let t = Instant::now();
+        let id = self
+            .client
+            .subscribe(&[(filter, qos)])
+            .map_err(|e| self.error(e))?;
+        let deadline = t + timeout;
+        loop {
+            match self.poll_event(deadline)? {
+                Some((_, Event::Subscribed { packet_id, codes })) if packet_id == id => {
+                    let granted = codes.first().copied().unwrap_or(0x80);
+                    if granted != qos.bits() {
+                        return Err(WorkloadError::Peer(format!(
+                            "MQTT {}: the broker at {} answered the subscription to {filter:?} \
+                             at QoS {} with {granted:#04x} ({})",
+                            self.who,
+                            self.addr,
+                            qos.bits(),
+                            reason::describe(
+                                granted,
+                                wirebench_mqtt::wire::PacketType::SubAck,
+                                self.client.version()
+                            )
+                        )));
+                    }
+                    return Ok(t.elapsed());
+                }
+                Some(_) => {}
+                None => {
+                    return Err(WorkloadError::Link(format!(
+                        "MQTT {}: no SUBACK from the broker at {} within {} s",
+                        self.who,
+                        self.addr,
+                        timeout.as_secs()
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Queues and writes one PUBLISH; returns its size in bytes on the wire (above TCP).
+    pub fn publish(&mut self, topic: &str, payload: &[u8], qos: QoS) -> Result<u64, WorkloadError> {
+        let before = self.client.bytes_out;
+        self.client
+            .publish(topic, payload, qos, false)
+            .map_err(|e| self.error(e))?;
+        let n = self.client.bytes_out - before;
+        self.flush()?;
+        Ok(n)
+    }
+
+    /// Waits (at most `limit`) until every QoS 1 message has its PUBACK.
+    pub fn drain_acks(&mut self, limit: Duration) -> Result<(), WorkloadError> {
+        let deadline = Instant::now() + limit;
+        while self.client.in_flight() > 0 && Instant::now() < deadline {
+            self.poll_event(deadline)?;
+        }
+        Ok(())
+    }
+
+    /// DISCONNECT, then a short wait (1 s at most) for the broker to close.
+    pub fn close(mut self) {
+        if self.client.disconnect().is_ok() && self.flush().is_ok() {
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while let Ok(Some(_)) = self.poll_event(deadline) {}
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! MQTT cases: two clients through one Mosquitto broker started per case.
+//!
+//! ```text
+//!   loopback:   client1 ── mosquitto (127.0.0.1) ── client2
+//!   with link:  client host (198.18.0.1)           server host (198.18.0.2)
+//!               client1 ═════════link═════════ mosquitto ── client2
+//! ```
+//!
+//! Without link parameters everything runs on loopback (no root needed). With them the
+//! broker and client2 run in the lab's server host and client1 in the client host, so
+//! each message crosses the link once: a round trip crosses it twice, as in study S1's
+//! XMPP and IRC rows (whose clients each sit beside their own server, only the servers'
+//! link crossing). This is the satcom deployment MQTT is used for: a remote device
+//! publishing to a broker on the ground, a backend subscribed beside the broker.
+//!
+//! The folder: the sans-IO client engine in `protocols/mqtt/engine` (`wirebench-mqtt`);
+//! here the Mosquitto peer ([`mosquitto`]), the blocking driver ([`conn`]), the workloads
+//! ([`workload`]) and the plugin.
+
+pub mod conn;
+pub mod mosquitto;
+pub mod workload;
+
+use mosquitto::{MOSQUITTO, Mosquitto};
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use wirebench_lab::SERVER_ADDR;
+use wirebench_link::{LinkSpec, serialization_ns};
+use wirebench_model::Kind;
+use wirebench_mqtt::QoS;
+use wirebench_protocol::params::{PEER_STREAM_COUNT, ParamSpec};
+use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, PeerModel, Protocol, WorkloadError};
+use workload::{MqttRun, Topology};
+
+const WORKLOADS: &[&str] = &["pingpong", "stream"];
+
+pub const VERSION: ParamSpec = ParamSpec {
+    name: "mqtt.version",
+    kind: Kind::Choice(&["3.1.1", "5"]),
+    default: "3.1.1",
+    workloads: WORKLOADS,
+    help: "MQTT version: 3.1.1 (OASIS 2014) or 5 (OASIS 2019: properties and reason codes, a byte more per PUBLISH)",
+    words: "MQTT version",
+};
+
+/// QoS 0 by default: S1's XMPP and IRC messages rely on TCP alone, with no
+/// acknowledgement of their own, and QoS 0 is MQTT's same promise, so the rows compare.
+pub const QOS: ParamSpec = ParamSpec {
+    name: "mqtt.qos",
+    kind: Kind::Choice(&["0", "1"]),
+    default: "0",
+    workloads: WORKLOADS,
+    help: "QoS of every message and subscription: 0 (at most once: TCP's delivery only, as S1's XMPP and IRC messages) or 1 (at least once: a PUBACK per message on each hop)",
+    words: "QoS",
+};
+
+const PARAMS: &[ParamSpec] = &[VERSION, QOS];
+
+/// Bytes of IPv4 and TCP headers (with timestamps) per segment.
+const TCP_IP: u64 = 52;
+
+/// Mosquitto starts in ~20 ms; client1 then opens TCP (one round trip), CONNECT/CONNACK
+/// (one) and SUBSCRIBE/SUBACK (one), about 300 bytes with headers; a QoS 0 message is
+/// 8 bytes of MQTT (fixed header, topic) beyond its payload plus 52 of TCP/IP.
+const MQTT_QOS0: PeerModel = PeerModel {
+    start_s: 0.3,
+    start_delays: 0.0,
+    setup_bytes: 300.0,
+    setup_delays: 6.0,
+    per_message: 60.0,
+    processing_s: 0.0003,
+};
+
+/// QoS 1 adds the Packet Identifier and a PUBACK segment (4 + 52 bytes) each way.
+const MQTT_QOS1: PeerModel = PeerModel {
+    per_message: 60.0 + 2.0 + 56.0,
+    ..MQTT_QOS0
+};
+
+pub struct Mqtt;
+
+impl Protocol for Mqtt {
+    fn name(&self) -> &'static str {
+        "mqtt"
+    }
+
+    fn summary(&self) -> &'static str {
+        "MQTT 3.1.1 / 5.0 between two clients through a Mosquitto broker started per case (loopback; with a link: the broker and client2 in the lab's server host)"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn prerequisites(&self, _case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
+        vec![MOSQUITTO.because("protocol=mqtt")]
+    }
+
+    fn servers(&self, _case: &Case) -> Option<&'static str> {
+        Some("a Mosquitto broker started per case")
+    }
+
+    fn stream_count(&self) -> Option<u64> {
+        Some(PEER_STREAM_COUNT)
+    }
+
+    fn peer_model(&self, case: &Case) -> Option<&'static PeerModel> {
+        Some(match workload::qos_of(case) {
+            QoS::AtMostOnce => &MQTT_QOS0,
+            _ => &MQTT_QOS1,
+        })
+    }
+
+    fn run(
+        &self,
+        env: &Env,
+        case: &Case,
+        repeat: u32,
+        link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError> {
+        run_case(env, case, repeat, link, ctx)
+    }
+}
+
+fn run_case(
+    env: &Env,
+    case: &Case,
+    repeat: u32,
+    link: Option<&CaseLink>,
+    ctx: &Ctx,
+) -> Result<Outcome, WorkloadError> {
+    let drained = match env.lab {
+        Some(lab) => Some(wait_link_quiet(lab, Duration::from_secs(120), ctx)?),
+        None => None,
+    };
+    let netns = env.lab.map(|l| l.server().name().to_string());
+    let ip: IpAddr = match env.lab {
+        Some(_) => SERVER_ADDR.into(),
+        None => Ipv4Addr::LOCALHOST.into(),
+    };
+    let mut broker = Mosquitto::start(netns.as_deref(), &env.peer_dir(case, repeat), ip, true)?;
+    let mut run = MqttRun::from_case(
+        case,
+        Topology {
+            broker: broker.addr,
+            client2_netns: netns,
+        },
+        env.seed,
+    );
+    if let Some(w) = link.and_then(window_bytes) {
+        run.window_bytes = w;
+    }
+    let mut out = Outcome::default();
+    out.push("mqtt.broker_start", broker.start_time.as_secs_f64(), "s");
+    if let Err(e) = workload::run(&run, ctx, &mut out) {
+        return Err(with_log(e, &mut broker));
+    }
+    wirebench_protocol::peer::record_usage(&mut out, broker.usage());
+    wirebench_protocol::peer::record_sessions(&mut out, 2);
+    wirebench_protocol::peer::record_kernel_tcp(&mut out);
+    if let Some(d) = drained.filter(|d| *d > Duration::from_millis(250)) {
+        out.push("mqtt.drain_wait", d.as_secs_f64(), "s");
+        out.notes.push(format!(
+            "waited {:.1} s before starting the broker for packets of earlier connections to \
+             leave the link; they count in this case's wire.* totals (not in wire.stable.*)",
+            d.as_secs_f64()
+        ));
+    }
+    if let (Some(link), false) = (link, run.stream) {
+        push_model(&mut out, link, run.qos);
+    }
+    out.notes.push(format!(
+        "MQTT {} at QoS {} through Mosquitto at {} ({}); client1 publishes on `{}`, client2 \
+         answers on `{}`; TCP_NODELAY on the clients and the broker (set_tcp_nodelay)",
+        run.version.name(),
+        run.qos.bits(),
+        broker.addr,
+        if env.lab.is_some() {
+            "the broker and client2 in the lab's server host, client1 across the link: each message crosses it once"
+        } else {
+            "loopback"
+        },
+        workload::PING,
+        workload::PONG,
+    ));
+    Ok(out)
+}
+
+/// Names the broker's log in a failed case's error (and its last lines if it died).
+fn with_log(e: WorkloadError, broker: &mut Mosquitto) -> WorkloadError {
+    let log = broker.log();
+    match e {
+        WorkloadError::Peer(m) => WorkloadError::Peer(match broker.exited() {
+            Some(status) => format!(
+                "{m}\nmosquitto exited ({status}); the end of its log ({}):\n{}",
+                log.display(),
+                broker.log_tail(10)
+            ),
+            None => format!("{m} (the broker's log: {})", log.display()),
+        }),
+        WorkloadError::Link(m) => {
+            WorkloadError::Link(format!("{m} (the broker's log: {})", log.display()))
+        }
+        WorkloadError::Stalled { .. } if dropped(&log) => WorkloadError::Peer(format!(
+            "{e}: mosquitto dropped messages for client2 (\"Outgoing messages are being \
+             dropped\" in its log, {})",
+            log.display()
+        )),
+        e => e,
+    }
+}
+
+/// Whether mosquitto's log says it dropped messages for a subscriber whose queue was full.
+fn dropped(log: &std::path::Path) -> bool {
+    std::fs::read_to_string(log).is_ok_and(|t| t.contains("Outgoing messages are being dropped"))
+}
+
+/// A stream's window on a rate-limited link: what the uplink carries in a round trip and
+/// a second, enough to keep it busy and little enough to stop soon after the last message.
+fn window_bytes(link: &CaseLink) -> Option<u64> {
+    let rate = link.up.rate_bps?;
+    let rtt_ns = link.up.delay_ns + link.down.delay_ns + 1_000_000_000;
+    Some((u128::from(rate) * u128::from(rtt_ns) / 8 / 1_000_000_000) as u64)
+}
+
+/// One segment of `frame` bytes across `spec`: its bytes with TCP/IP headers, serialized,
+/// plus the delay.
+fn one_way_ns(frame: u64, spec: &LinkSpec) -> u64 {
+    let mss = u64::from(spec.mtu).saturating_sub(TCP_IP).max(1);
+    let bytes = frame + frame.div_ceil(mss).max(1) * TCP_IP;
+    spec.rate_bps.map_or(0, |r| serialization_ns(bytes, r)) + spec.delay_ns
+}
+
+/// `rtt.model` for a ping-pong: the PUBLISH's segment each way (the broker forwards the
+/// same bytes: same topic length, payload and QoS) and, at QoS 1, the PUBACK segment
+/// ahead of it each way (the broker's for the ping before the pong; client1's for the
+/// previous pong before the next ping, from round 2 on). Not with a trace, per-connection
+/// paths or jitter, which no closed form covers.
+fn push_model(out: &mut Outcome, link: &CaseLink, qos: QoS) {
+    let size = out
+        .metrics
+        .iter()
+        .find(|(n, _)| n == "mqtt.publish_bytes")
+        .map(|(_, m)| m.value as u64);
+    let (Some(size), None, None) = (size, &link.trace, &link.paths) else {
+        return;
+    };
+    if link.up.jitter_ns > 0 || link.down.jitter_ns > 0 {
+        return;
+    }
+    let mut model = one_way_ns(size, &link.up) + one_way_ns(size, &link.down);
+    if qos == QoS::AtLeastOnce {
+        let ack = |s: &LinkSpec| s.rate_bps.map_or(0, |r| serialization_ns(4 + TCP_IP, r));
+        model += ack(&link.up) + ack(&link.down);
+    }
+    out.push("rtt.model", model as f64 / 1e9, "s");
+    out.notes.push(format!(
+        "rtt.model: the {size}-byte PUBLISH in one segment each way (+{TCP_IP} bytes of \
+         TCP/IP){}, serialized, plus the delays",
+        if qos == QoS::AtLeastOnce {
+            ", behind a 4-byte PUBACK segment each way (QoS 1)"
+        } else {
+            ""
+        }
+    ));
+}
+
+/// TCP sockets of the calling thread's network namespace that still have something to
+/// put on the link: unacknowledged data, or a connection opening or closing.
+fn busy_sockets() -> usize {
+    let Ok(t) = std::fs::read_to_string("/proc/thread-self/net/tcp") else {
+        return 0;
+    };
+    t.lines()
+        .skip(1)
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (Some(st), Some(queues)) = (f.get(3), f.get(4)) else {
+                return false;
+            };
+            let st = u8::from_str_radix(st, 16).unwrap_or(0);
+            let tx = queues
+                .split(':')
+                .next()
+                .and_then(|x| u64::from_str_radix(x, 16).ok())
+                .unwrap_or(0);
+            // LISTEN (0A) shows its backlog as tx_queue; SYN_SENT, SYN_RECV, FIN_WAIT1,
+            // LAST_ACK and CLOSING still expect an answer across the link.
+            st != 0x0A && (tx > 0 || matches!(st, 0x02 | 0x03 | 0x04 | 0x09 | 0x0B))
+        })
+        .count()
+}
+
+/// Waits until nothing from earlier cases is left on the link (no packet held by the
+/// emulator, no socket in either host with data or a FIN to send), so that a previous
+/// stream's tail (seconds per segment at 2400 bit/s) does not delay this case's set-up.
+/// Returns how long it waited.
+fn wait_link_quiet(
+    lab: &wirebench_lab::Lab,
+    limit: Duration,
+    ctx: &Ctx,
+) -> Result<Duration, WorkloadError> {
+    let t = Instant::now();
+    let server_ns = lab.server().name().to_string();
+    let mut quiet_since: Option<Instant> = None;
+    loop {
+        if ctx.shutdown.load(Ordering::Relaxed) {
+            return Err(WorkloadError::Interrupted);
+        }
+        let c = lab.counters();
+        let held = [&c.up, &c.down]
+            .iter()
+            .any(|d| d.offered_packets > d.delivered_packets + d.dropped());
+        let server_busy =
+            wirebench_protocol::peer::in_netns(Some(&server_ns), busy_sockets).unwrap_or(0);
+        let busy = held || busy_sockets() > 0 || server_busy > 0;
+        match (busy, quiet_since) {
+            (true, _) => quiet_since = None,
+            (false, None) => quiet_since = Some(Instant::now()),
+            (false, Some(q)) if q.elapsed() >= Duration::from_millis(100) => return Ok(t.elapsed()),
+            (false, Some(_)) => {}
+        }
+        if t.elapsed() > limit {
+            // Go ahead: the case's figures will show the disturbance.
+            return Ok(t.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_segment_across_satcom() {
+        let spec = LinkSpec {
+            rate_bps: Some(2400),
+            delay_ns: 500_000_000,
+            ..Default::default()
+        };
+        // 18 + 52 bytes at 2400 bit/s: 233.3 ms, plus 500 ms.
+        assert_eq!(
+            one_way_ns(18, &spec),
+            500_000_000 + serialization_ns(70, 2400)
+        );
+        // Two segments past the MSS.
+        assert_eq!(
+            one_way_ns(1500, &spec),
+            500_000_000 + serialization_ns(1500 + 104, 2400)
+        );
+    }
+}
