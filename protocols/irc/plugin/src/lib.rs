@@ -18,8 +18,7 @@ pub mod workload;
 use ngircd::{Ngircd, NgircdConfig};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::params::PEER_STREAM_COUNT;
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, PeerModel, Protocol, WorkloadError};
@@ -128,82 +127,11 @@ impl Drop for ServerDirs {
     }
 }
 
-/// TCP sockets of the calling thread's network namespace that still have something to
-/// put on the link: unacknowledged data, or a connection opening or closing (killed
-/// servers leave orphaned sockets that the kernel keeps retransmitting from).
-fn busy_sockets() -> usize {
-    let Ok(t) = std::fs::read_to_string("/proc/thread-self/net/tcp") else {
-        return 0;
-    };
-    t.lines()
-        .skip(1)
-        .filter(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let (Some(st), Some(queues)) = (f.get(3), f.get(4)) else {
-                return false;
-            };
-            let st = u8::from_str_radix(st, 16).unwrap_or(0);
-            let tx = queues
-                .split(':')
-                .next()
-                .and_then(|x| u64::from_str_radix(x, 16).ok())
-                .unwrap_or(0);
-            // LISTEN (0A) shows its backlog as tx_queue. SYN_SENT, SYN_RECV, FIN_WAIT1,
-            // LAST_ACK and CLOSING still expect an answer across the link.
-            st != 0x0A && (tx > 0 || matches!(st, 0x02 | 0x03 | 0x04 | 0x09 | 0x0B))
-        })
-        .count()
-}
-
-/// Waits until nothing is left on the link from before this case: no packet held by the
-/// emulator and no socket in either lab host with data or a FIN to (re)send. A slow link
-/// can still be carrying the previous case's tail (a spurious retransmission of a 1.5 kB
-/// segment takes 5 s at 2400 bit/s), which would otherwise delay this case's server link.
-/// Returns how long it waited.
-fn wait_link_quiet(
-    lab: &wirebench_lab::Lab,
-    limit: Duration,
-    ctx: &Ctx,
-) -> Result<Duration, WorkloadError> {
-    let t = Instant::now();
-    let server_ns = lab.server().name().to_string();
-    let mut quiet_since: Option<Instant> = None;
-    loop {
-        if ctx.shutdown.load(Ordering::Relaxed) {
-            return Err(WorkloadError::Interrupted);
-        }
-        let c = lab.counters();
-        let held = [&c.up, &c.down]
-            .iter()
-            .any(|d| d.offered_packets > d.delivered_packets + d.dropped());
-        let server_busy = std::thread::scope(|s| {
-            s.spawn(|| wirebench_lab::netns::enter(&server_ns).map_or(0, |()| busy_sockets()))
-                .join()
-                .unwrap_or(0)
-        });
-        let busy = held || busy_sockets() > 0 || server_busy > 0;
-        match (busy, quiet_since) {
-            (true, _) => quiet_since = None,
-            (false, None) => quiet_since = Some(Instant::now()),
-            // Quiet twice in a row, 100 ms apart.
-            (false, Some(q)) if q.elapsed() >= Duration::from_millis(100) => {
-                return Ok(t.elapsed());
-            }
-            (false, Some(_)) => {}
-        }
-        if t.elapsed() > limit {
-            // Go ahead: the case's figures will show the disturbance.
-            return Ok(t.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// An IRC case in study S1's topology: fresh ngircd servers linked across the emulated
 /// link, client1 here (client host), client2 in the server host.
 fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     let lab = env.need_lab("IRC")?;
-    let drained = wait_link_quiet(lab, Duration::from_secs(120), ctx)?;
+    let drained = wirebench_protocol::peer::wait_link_quiet(lab, Duration::from_secs(120), ctx)?;
     let dirs = ServerDirs::new(
         env.peer_dir(case, repeat),
         &format!("{:04}-r{repeat}", case.index),
