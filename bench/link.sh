@@ -16,7 +16,7 @@
 #
 # There is no reference emulator in the same run: Mahimahi is not packaged for this
 # Debian, and the kernel has no netem. The reference is the link model itself (exact
-# integer arithmetic, unit-tested in crates/link), so the figures below are the
+# integer arithmetic, unit-tested in foundation/link), so the figures below are the
 # emulator's departures from theory. Results: docs/performance.md.
 set -euo pipefail
 

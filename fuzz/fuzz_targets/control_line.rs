@@ -1,7 +1,7 @@
 //! Control-channel line splitting and request parsing on arbitrary bytes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use wirebench_proto::control::{parse_request, LineBuffer};
+use wirebench_raw::control::{parse_request, LineBuffer};
 
 fuzz_target!(|data: &[u8]| {
     let mut lb = LineBuffer::default();

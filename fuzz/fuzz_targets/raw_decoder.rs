@@ -2,7 +2,7 @@
 //! panic, and a stream it accepted must end at a frame boundary or say it did not.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use wirebench_proto::raw::{Decoder, Pattern};
+use wirebench_raw::raw::{Decoder, Pattern};
 
 fuzz_target!(|data: &[u8]| {
     if data.is_empty() {

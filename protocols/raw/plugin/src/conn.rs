@@ -1,5 +1,5 @@
 //! A client data connection as a byte pipe for the `raw` engines
-//! (`wirebench_proto::engine`): connect, send a frame while draining replies, receive, all
+//! (`wirebench_raw::engine`): connect, send a frame while draining replies, receive, all
 //! with shutdown and stall checks. What the bytes mean is the engine's business: every
 //! read goes to `on_input(arrival_ns, bytes)`.
 
@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_net::sock;
-use wirebench_proto::engine::Transmit;
 use wirebench_protocol::{Ctx, TICK, WorkloadError};
+use wirebench_raw::engine::Transmit;
 
 /// Bytes per `recv`.
 const READ_BUF: usize = 256 * 1024;

@@ -1,6 +1,6 @@
 //! `raw`: wirebench's own length-prefixed frames over TCP against its reference server
 //! (`docs/protocols/raw.md`). The wire format and the sans-IO engines are in
-//! `protocols/raw/engine` (`wirebench-proto`); the server side is the reference server
+//! `protocols/raw/engine` (`wirebench-raw`); the server side is the reference server
 //! (`wirebench-net`, which the runner places on loopback or in the lab's server host, or
 //! `wirebench serve` anywhere). This crate holds the client drivers and the plugin:
 //!
@@ -50,7 +50,7 @@ impl Protocol for Raw {
     }
 
     fn message_overhead(&self) -> Option<u64> {
-        Some(wirebench_proto::raw::HEADER_LEN as u64)
+        Some(wirebench_raw::raw::HEADER_LEN as u64)
     }
 
     fn run(
@@ -86,7 +86,7 @@ fn run_case(
             let s = Stream::from_case(case, seed)?;
             // On a rate-limited link the sockets and the link's queue hold far more than
             // the link carries in a short duration; stop at what it can carry instead.
-            let frame = u64::from(s.payload) + wirebench_proto::raw::HEADER_LEN as u64;
+            let frame = u64::from(s.payload) + wirebench_raw::raw::HEADER_LEN as u64;
             let budget = duration
                 .and_then(|d| (ctx.link_budget)(frame, s.mode == Mode::Echo, d))
                 .filter(|b| count.is_none_or(|c| *b < c));

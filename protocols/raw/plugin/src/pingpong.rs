@@ -10,11 +10,11 @@ use std::cell::RefCell;
 use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_net::ControlClient;
-use wirebench_proto::control::{Behaviour, Open};
-use wirebench_proto::engine;
-use wirebench_proto::raw::Pattern;
 use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::{Ctx, Outcome, WorkloadError};
+use wirebench_raw::control::{Behaviour, Open};
+use wirebench_raw::engine;
+use wirebench_raw::raw::Pattern;
 
 #[derive(Debug, Clone)]
 pub struct PingPong {

@@ -1,0 +1,259 @@
+//! The protocol plugin interface: everything a protocol's folder (`protocols/<name>/`)
+//! needs from wirebench, and everything the runner needs from a protocol.
+//!
+//! - [`Protocol`] (plugin.rs): what a protocol tells the runner (its name, parameters,
+//!   lab placement, estimator model) and how one of its cases runs;
+//! - [`Case`] and [`Workload`]: a grid point, and its workload's typed parameters;
+//! - [`Env`]: what the run gives a case (lab, results directory, seed, the reference
+//!   server's control connection);
+//! - [`Prerequisite`] (prereq.rs): what a case needs on this machine, checked before a
+//!   run starts;
+//! - [`Ctx`], [`Outcome`], [`WorkloadError`]: a running case's shutdown flag and progress
+//!   callbacks, its metrics, and its errors typed by who is at fault ([`Fault`]);
+//! - [`stats`] (the one RTT-metrics function), [`params`] (parameter specs), [`peer`]
+//!   (starting and stopping third-party servers).
+//!
+//! Workloads run on a dedicated thread with blocking system calls; they poll a shutdown
+//! flag at least every [`TICK`] so Ctrl-C ends a case promptly.
+
+pub mod case;
+pub mod params;
+pub mod peer;
+pub mod plugin;
+pub mod prereq;
+pub mod shard;
+pub mod stats;
+
+pub use case::{Case, CaseLink, Workload};
+pub use params::{ParamSpec, WORKLOADS};
+pub use plugin::{Env, PeerModel, Protocol, StartUp};
+pub use prereq::{Install, Lookup, Prerequisite, Requirement};
+pub use shard::{Align, Shard, Start};
+/// Message accounting by sequence number (lost, duplicated, reordered), shared by every
+/// protocol's drivers; it lives with raw's engine, whose frames carry the sequence.
+pub use wirebench_raw::tally;
+
+use hdrhistogram::Histogram;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use wirebench_model::Metric;
+use wirebench_net::NetError;
+
+/// How often blocked calls wake up to look at the shutdown flag.
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// What a workload needs from its runner besides its parameters.
+pub struct Ctx<'a> {
+    pub shutdown: &'a AtomicBool,
+    /// Called with (done, total) now and then.
+    pub progress: &'a (dyn Fn(u64, u64) + Sync),
+    /// A case with no progress for this long fails.
+    pub stall_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Called once when the stable phase begins (ping-pong: before round 3), so the
+    /// runner can separate set-up traffic from steady-state traffic on the link.
+    pub mark_stable: &'a (dyn Fn() + Sync),
+    /// `(bytes per message above TCP, echoed, duration)`: how many messages the case's
+    /// emulated link can carry in that duration (at least one), or `None` on an unlimited
+    /// link or loopback. A duration-bound stream stops there, so that data queued in the
+    /// sockets and the link (minutes of it at 2400 bit/s) does not outlast the duration.
+    pub link_budget: &'a (dyn Fn(u64, bool, Duration) -> Option<u64> + Sync),
+}
+
+impl Ctx<'_> {
+    /// No link budget: loopback, or a test.
+    pub fn no_budget(_: u64, _: bool, _: Duration) -> Option<u64> {
+        None
+    }
+}
+
+/// A workload's results.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub metrics: Vec<(String, Metric)>,
+    /// Latency histograms in nanoseconds, by family name (`rtt`).
+    pub histograms: Vec<(String, Histogram<u64>)>,
+    /// Per-round RTTs in nanoseconds (ping-pong), in round order.
+    pub rounds: Option<Vec<u64>>,
+    /// Remarks a reader needs to interpret the numbers.
+    pub notes: Vec<String>,
+    /// Local port of the data connection, to find its packets in link counters.
+    pub local_port: Option<u16>,
+}
+
+impl Outcome {
+    pub fn push(&mut self, name: &str, value: f64, unit: &str) {
+        self.metrics
+            .push((name.to_string(), Metric::new(value, unit)));
+    }
+}
+
+/// Who a failed case's error points at; recorded as the record's `fault`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// A parameter value this protocol cannot run: change the scenario.
+    Input,
+    /// Something missing or refused on this machine (the lab, a program, a directory,
+    /// a permission): fix the machine.
+    Environment,
+    /// A server, gateway or the other client failed, refused or broke the protocol.
+    Peer,
+    /// The connection stalled, broke or could not be opened across the network.
+    Link,
+}
+
+impl Fault {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fault::Input => "input",
+            Fault::Environment => "environment",
+            Fault::Peer => "peer",
+            Fault::Link => "link",
+        }
+    }
+}
+
+// Causes are part of the messages, not `source`s, so a chain printed with `{:#}` does not
+// repeat them.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error(transparent)]
+    Net(#[from] NetError),
+    #[error("cannot open the data connection to {addr}: {error}")]
+    Connect { addr: String, error: std::io::Error },
+    #[error("interrupted")]
+    Interrupted,
+    /// Interrupted after some rounds finished: their metrics, so a long case that is
+    /// stopped keeps what it measured.
+    #[error("interrupted after {} round(s)", .0.rounds.as_ref().map_or(0, Vec::len))]
+    InterruptedAfter(Box<Outcome>),
+    #[error("no progress for {secs}s while {during} (on a slow link, raise --timeout)")]
+    Stalled { secs: u64, during: &'static str },
+    #[error("the server closed the data connection while {during}")]
+    Closed { during: &'static str },
+    #[error("data connection failed while {during}: {error}")]
+    Io {
+        during: &'static str,
+        error: std::io::Error,
+    },
+    #[error("the server sent an invalid frame: {0}")]
+    Invalid(wirebench_raw::raw::FrameError),
+    /// A parameter value the protocol cannot run.
+    #[error("{0}")]
+    Input(String),
+    /// This machine lacks what the case needs.
+    #[error("{0}")]
+    Environment(String),
+    /// A peer (server, gateway, the other client) failed or broke the protocol.
+    #[error("{0}")]
+    Peer(String),
+    /// A connection across the network broke, stalled or could not be opened.
+    #[error("{0}")]
+    Link(String),
+}
+
+impl WorkloadError {
+    /// Who is at fault; `None` for interrupts, which are nobody's.
+    pub fn fault(&self) -> Option<Fault> {
+        use std::io::ErrorKind;
+        Some(match self {
+            WorkloadError::Interrupted | WorkloadError::InterruptedAfter(_) => return None,
+            WorkloadError::Input(_) => Fault::Input,
+            WorkloadError::Environment(_) => Fault::Environment,
+            WorkloadError::Peer(_) | WorkloadError::Invalid(_) | WorkloadError::Closed { .. } => {
+                Fault::Peer
+            }
+            WorkloadError::Link(_) => Fault::Link,
+            WorkloadError::Net(e) => match e {
+                NetError::Resolve { .. } => Fault::Input,
+                NetError::Unreachable { error, .. }
+                    if error.kind() == ErrorKind::ConnectionRefused =>
+                {
+                    Fault::Peer
+                }
+                NetError::Unreachable { .. } | NetError::Io { .. } => Fault::Link,
+                NetError::NoAnswer { .. }
+                | NetError::Closed { .. }
+                | NetError::Garbled { .. }
+                | NetError::Refused { .. } => Fault::Peer,
+            },
+            WorkloadError::Connect { error, .. }
+                if error.kind() == ErrorKind::ConnectionRefused =>
+            {
+                Fault::Peer
+            }
+            WorkloadError::Connect { .. }
+            | WorkloadError::Stalled { .. }
+            | WorkloadError::Io { .. } => Fault::Link,
+        })
+    }
+}
+
+impl From<wirebench_raw::raw::FrameError> for WorkloadError {
+    fn from(e: wirebench_raw::raw::FrameError) -> Self {
+        WorkloadError::Invalid(e)
+    }
+}
+
+impl From<peer::PeerError> for WorkloadError {
+    fn from(e: peer::PeerError) -> Self {
+        match e {
+            peer::PeerError::Missing { .. } | peer::PeerError::Io { .. } => {
+                WorkloadError::Environment(e.to_string())
+            }
+            peer::PeerError::Failed { .. } => WorkloadError::Peer(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_failure_names_who_is_at_fault() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let timed_out = std::io::Error::from(std::io::ErrorKind::TimedOut);
+        let cases = [
+            (WorkloadError::Input("x".into()), Some(Fault::Input)),
+            (
+                WorkloadError::Environment("x".into()),
+                Some(Fault::Environment),
+            ),
+            (WorkloadError::Peer("x".into()), Some(Fault::Peer)),
+            (
+                WorkloadError::Connect {
+                    addr: "a".into(),
+                    error: refused,
+                },
+                Some(Fault::Peer),
+            ),
+            (
+                WorkloadError::Connect {
+                    addr: "a".into(),
+                    error: timed_out,
+                },
+                Some(Fault::Link),
+            ),
+            (
+                WorkloadError::Stalled {
+                    secs: 1,
+                    during: "x",
+                },
+                Some(Fault::Link),
+            ),
+            (WorkloadError::Interrupted, None),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.fault(), want, "{e}");
+        }
+        let missing = peer::PeerError::Missing {
+            program: "prosody".into(),
+            install: "apt-get install prosody".into(),
+        };
+        assert_eq!(
+            WorkloadError::from(missing).fault(),
+            Some(Fault::Environment)
+        );
+    }
+}

@@ -1,0 +1,330 @@
+//! Parameter specs: the ones every protocol shares (workload, payload, rounds, the link,
+//! ...) and the type protocols declare their own with ([`crate::Protocol::params`]). The
+//! runner joins them into one table (`wirebench_runner::params`); `docs/scenarios.md`
+//! documents the same list for users.
+
+use std::time::Duration;
+use wirebench_link::LinkSpec;
+use wirebench_model::param::ValueError;
+use wirebench_model::{Kind, ParamValue, Value};
+
+/// Every workload; a protocol offers some of them ([`crate::Protocol::workloads`]).
+pub const WORKLOADS: &[&str] = &["pingpong", "stream", "load", "connect"];
+pub const ON_OFF: &[&str] = &["on", "off"];
+
+/// `mode`: whether a stream's messages come back. Every protocol with one-way and echo
+/// streams declares this same spec among its own.
+pub const MODE: ParamSpec = ParamSpec {
+    name: "mode",
+    kind: Kind::Choice(&["oneway", "echo"]),
+    default: "oneway",
+    workloads: &["stream"],
+    help: "stream direction: oneway (server counts) or echo (server returns every message)",
+    words: "mode",
+};
+
+/// `nodelay`: TCP_NODELAY on both ends, for protocols whose both ends are ours.
+pub const NODELAY: ParamSpec = ParamSpec {
+    name: "nodelay",
+    kind: Kind::Choice(ON_OFF),
+    default: "on",
+    workloads: WORKLOADS,
+    help: "TCP_NODELAY on both ends: on sends each message at once; off lets Nagle coalesce",
+    words: "TCP_NODELAY",
+};
+
+/// A stream case with neither `count` nor `duration`, of a protocol without its own
+/// [`crate::Protocol::stream_count`], sends for this long: long enough for repeats to
+/// agree within a few percent on loopback (docs/performance.md, "Stream duration").
+pub const STREAM_DURATION: Duration = Duration::from_secs(2);
+/// Streams of protocols with real peers are count-based (they time the whole flood until
+/// the receiving client has the last message); without `count` they send this many.
+pub const PEER_STREAM_COUNT: u64 = 100;
+
+#[derive(Debug, Clone, Copy)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// Empty: no default, the parameter is absent unless given.
+    pub default: &'static str,
+    /// Workloads this parameter affects; a case of another workload ignores it.
+    pub workloads: &'static [&'static str],
+    pub help: &'static str,
+    /// The name in words, for legends and axis titles.
+    pub words: &'static str,
+}
+
+/// Parameters every protocol reads. The choices of `protocol` are the registry's names,
+/// which the runner fills in.
+pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "protocol",
+        kind: Kind::Choice(&[]),
+        default: "raw",
+        workloads: WORKLOADS,
+        help: "wire protocol: raw (wirebench's server), xmpp, irc, mqtt, S5's http, websocket, grpc, soap, rmi, or S3's direct, socks5, shadowsocks and convert (`wirebench protocols` lists them)",
+        words: "protocol",
+    },
+    ParamSpec {
+        name: "workload",
+        kind: Kind::Choice(WORKLOADS),
+        default: "pingpong",
+        workloads: WORKLOADS,
+        help: "pingpong (latency, one message in flight), stream (throughput), load (many sessions arriving open-loop in phases, as Tsung does: xmpp only) or connect (fresh connections, each timed to its first byte: direct and the proxies)",
+        words: "workload",
+    },
+    ParamSpec {
+        name: "payload",
+        kind: Kind::Bytes,
+        default: "64",
+        workloads: WORKLOADS,
+        help: "payload bytes per message, after the 21-byte raw header",
+        words: "payload",
+    },
+    ParamSpec {
+        name: "rounds",
+        kind: Kind::Count,
+        default: "1000",
+        workloads: &["pingpong"],
+        help: "ping-pong round trips per case",
+        words: "rounds",
+    },
+    ParamSpec {
+        name: "think",
+        kind: Kind::Duration,
+        default: "0",
+        workloads: &["pingpong"],
+        help: "responder's wait before answering (excluded from the RTT)",
+        words: "think time",
+    },
+    ParamSpec {
+        name: "count",
+        kind: Kind::Count,
+        default: "",
+        workloads: &["stream"],
+        help: "messages per stream case (raw: none, the stream lasts `duration`; XMPP and IRC: 100)",
+        words: "messages",
+    },
+    ParamSpec {
+        name: "duration",
+        kind: Kind::Duration,
+        default: "",
+        workloads: &["stream"],
+        help: "how long a raw stream sends (2s unless count is given); with count, whichever ends first",
+        words: "stream duration",
+    },
+];
+
+fn check_link(s: &str) -> Result<(), String> {
+    LinkSpec::parse(s).map(|_| ()).map_err(|e| e.to_string())
+}
+
+fn check_loss(s: &str) -> Result<(), String> {
+    LinkSpec::parse(&format!("loss={s}"))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// One outage, or `none` (so a grid can compare with and without).
+fn check_outage(s: &str) -> Result<(), String> {
+    if s == "none" {
+        return Ok(());
+    }
+    LinkSpec::parse(&format!("outage={s}"))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+fn check_paths(text: &str) -> Result<(), String> {
+    wirebench_link::PathRtts::parse(text)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+fn check_trace(path: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    wirebench_link::Trace::parse(&text)
+        .map(|_| ())
+        .map_err(|e| format!("{path}: {e}"))
+}
+
+const LINK: Kind = Kind::Custom {
+    what: "link spec",
+    check: check_link,
+};
+
+/// Parameters of the emulated link; any of them puts the case in a lab.
+pub const LINK_PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "link",
+        kind: LINK,
+        default: "",
+        workloads: WORKLOADS,
+        help: "emulated link, both directions: 2400bit/500ms or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..",
+        words: "link",
+    },
+    ParamSpec {
+        name: "uplink",
+        kind: LINK,
+        default: "",
+        workloads: WORKLOADS,
+        help: "client-to-server direction (replaces link)",
+        words: "uplink",
+    },
+    ParamSpec {
+        name: "downlink",
+        kind: LINK,
+        default: "",
+        workloads: WORKLOADS,
+        help: "server-to-client direction (replaces link)",
+        words: "downlink",
+    },
+    ParamSpec {
+        name: "link2",
+        kind: LINK,
+        default: "",
+        workloads: WORKLOADS,
+        help: "a second path between the hosts, both directions, for Multipath TCP (mptcp=on): 10Mbit/40ms",
+        words: "second path",
+    },
+    ParamSpec {
+        name: "link.rate",
+        kind: Kind::Rate,
+        default: "",
+        workloads: WORKLOADS,
+        help: "link rate, both directions",
+        words: "link rate",
+    },
+    ParamSpec {
+        name: "link.delay",
+        kind: Kind::Duration,
+        default: "",
+        workloads: WORKLOADS,
+        help: "one-way delay, both directions",
+        words: "one-way delay",
+    },
+    ParamSpec {
+        name: "link.jitter",
+        kind: Kind::Duration,
+        default: "",
+        workloads: WORKLOADS,
+        help: "extra delay drawn uniformly from [0, jitter]",
+        words: "jitter",
+    },
+    ParamSpec {
+        name: "link.loss",
+        kind: Kind::Custom {
+            what: "loss",
+            check: check_loss,
+        },
+        default: "",
+        workloads: WORKLOADS,
+        help: "random loss: 1%, 0.01 or ge:p_gb/p_bg/loss_good/loss_bad",
+        words: "loss",
+    },
+    ParamSpec {
+        name: "link.queue",
+        kind: Kind::Bytes,
+        default: "",
+        workloads: WORKLOADS,
+        help: "drop-tail queue bound in bytes",
+        words: "queue",
+    },
+    ParamSpec {
+        name: "link.mtu",
+        kind: Kind::Count,
+        default: "",
+        workloads: WORKLOADS,
+        help: "link MTU in bytes",
+        words: "MTU",
+    },
+    ParamSpec {
+        name: "link.outage",
+        kind: Kind::Custom {
+            what: "outage",
+            check: check_outage,
+        },
+        default: "",
+        workloads: WORKLOADS,
+        help: "scheduled outage, both directions, replacing any given in link: START+DURATION (30s+10s: down from 30 s after the link is set up, for 10 s), every PERIOD for DURATION [from START], or none",
+        words: "outage",
+    },
+    ParamSpec {
+        name: "link.trace",
+        kind: Kind::Custom {
+            what: "Mahimahi trace file",
+            check: check_trace,
+        },
+        default: "",
+        workloads: WORKLOADS,
+        help: "Mahimahi trace file (one 1500-byte delivery opportunity per line, in ms); replaces the rate",
+        words: "trace",
+    },
+    ParamSpec {
+        name: "link.paths",
+        kind: Kind::Custom {
+            what: "path round-trip distribution",
+            check: check_paths,
+        },
+        default: "",
+        workloads: WORKLOADS,
+        help: "a round trip per connection, drawn from a distribution and added to the link's delay: s3, lognormal:p50=20ms,p95=200ms, uniform:10ms..300ms, fixed:50ms or cdf:FILE",
+        words: "path round trips",
+    },
+];
+
+impl ParamSpec {
+    /// Parses a value as typed and checks it against what the parameter allows, so the
+    /// command line and scenario files refuse the same values.
+    pub fn parse(&self, text: &str) -> Result<ParamValue, ValueError> {
+        let v = ParamValue::parse(self.kind, text)?;
+        allowed(self.name, &v).map_err(|reason| ValueError::NotAllowed {
+            input: v.label.clone(),
+            reason,
+        })?;
+        Ok(v)
+    }
+}
+
+/// Limits beyond what a value's type checks. Each reason says what is allowed.
+fn allowed(name: &str, v: &ParamValue) -> Result<(), String> {
+    let n = match &v.value {
+        Value::Count(n) => *n,
+        Value::Bytes(b) => b.0,
+        _ => 0,
+    };
+    match name {
+        "rounds" if n == 0 => Err("a ping-pong case needs at least 1 round trip".into()),
+        "count" if n == 0 => Err("a stream case needs at least 1 message".into()),
+        // An empty payload would make every throughput 0 bit/s, and IRC cannot send an
+        // empty message; a header-only raw frame is not what anyone means by "payload".
+        "payload" if n == 0 => Err("a message needs at least 1 byte of payload".into()),
+        "payload" if n > MAX_PAYLOAD => Err(format!(
+            "a raw frame carries at most {MAX_PAYLOAD} bytes of payload (its length is 32 bits)"
+        )),
+        // The link fields one at a time, by the link's own rules. The queue is checked
+        // against the smallest MTU here; the case's link checks it against the real one.
+        "link.rate" | "link.delay" | "link.jitter" | "link.mtu" | "link.queue" => {
+            let field = &name["link.".len()..];
+            let text = if field == "queue" {
+                format!("mtu=68,queue={}", v.label)
+            } else {
+                format!("{field}={}", v.label)
+            };
+            LinkSpec::parse(&text).map(|_| ()).map_err(|e| match e {
+                wirebench_link::SpecError::Invalid { reason, .. } => reason,
+                other => other.to_string(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The largest payload a raw frame can carry: its 32-bit length covers the 17 header
+/// bytes after it too.
+pub const MAX_PAYLOAD: u64 = u32::MAX as u64 - (wirebench_raw::raw::HEADER_LEN as u64 - 4);
+
+/// Whether a parameter describes the emulated link.
+pub fn is_link(name: &str) -> bool {
+    LINK_PARAMS.iter().any(|p| p.name == name)
+}

@@ -1,0 +1,172 @@
+//! The plugin interface. A protocol is a folder `protocols/<name>/` (its sans-IO engine in
+//! `engine/`, its drivers, parameters, server side or real peers and its `Protocol`
+//! implementation in `plugin/`) plus one line in the runner's registry
+//! (`app/runner/src/registry.rs`). The case loop, the planner, the estimator and the
+//! CLI know protocols only through this trait.
+
+use crate::params::ParamSpec;
+use crate::{Case, CaseLink, Ctx, Outcome, WorkloadError};
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use wirebench_lab::Lab;
+use wirebench_net::ControlClient;
+
+/// A protocol wirebench can measure.
+pub trait Protocol: Sync {
+    /// The value of the `protocol` parameter.
+    fn name(&self) -> &'static str;
+    /// One line for `wirebench protocols`.
+    fn summary(&self) -> &'static str;
+    /// The workloads it can run ([`crate::params::WORKLOADS`] names); the runner refuses
+    /// a case of any other before anything starts.
+    fn workloads(&self) -> &'static [&'static str] {
+        &["pingpong", "stream"]
+    }
+
+    /// Its own estimate of one run of `case`, seconds, when the shared estimator cannot
+    /// make one (a load's phases and script are the protocol's parameters).
+    fn estimate_secs(&self, _case: &Case) -> Option<f64> {
+        None
+    }
+
+    /// Parameters only this protocol reads, with the workloads they apply to. A case of
+    /// another protocol drops them, as a case drops parameters of other workloads.
+    fn params(&self) -> &'static [ParamSpec] {
+        &[]
+    }
+    /// Real servers, placed per case, that find each other by name: such a case runs in
+    /// the lab (over an unlimited link unless one is given), whose hosts get these
+    /// hosts-file entries.
+    fn lab_hosts(&self, _case: &Case) -> Option<&'static [(Ipv4Addr, &'static str)]> {
+        None
+    }
+    /// What a case needs on this machine beyond wirebench (a real server, a browser, a
+    /// compiler), each with the parameter values that call for it. The runner checks them
+    /// for every planned case before the first one starts, and `wirebench doctor` lists
+    /// them; the lab's own needs (root) are the runner's to add.
+    fn prerequisites(&self, _case: &Case) -> Vec<crate::Prerequisite> {
+        Vec::new()
+    }
+    /// Who a case talks to, in words, when not the reference server (for the run's first
+    /// line): "Prosody servers started in the lab".
+    fn servers(&self, _case: &Case) -> Option<&'static str> {
+        None
+    }
+    /// Whether its cases talk to wirebench's reference server (the control channel): the
+    /// runner then starts or reaches it and hands its connection over in [`Env::control`].
+    fn uses_reference_server(&self) -> bool {
+        false
+    }
+    /// A stream of this protocol is bounded by a message count, this one unless given,
+    /// rather than by a duration.
+    fn stream_count(&self) -> Option<u64> {
+        None
+    }
+    /// How long its real peers take to start, link and carry a message, for estimates;
+    /// `None`: no real peers.
+    fn peer_model(&self, _case: &Case) -> Option<PeerModel> {
+        None
+    }
+    /// Seconds a case spends starting what it talks to beyond what the estimator models
+    /// (a JVM per case; javac once, at the run's first case of this protocol).
+    fn start_up(&self, _case: &Case) -> StartUp {
+        StartUp::default()
+    }
+    /// Whether a stream case's messages come back (so both directions of the link carry
+    /// them): raw's `mode=echo`. Ping-pong always does.
+    fn stream_echoes(&self, _case: &Case) -> bool {
+        false
+    }
+    /// Bytes each message adds to its payload on the wire above TCP, when fixed: the
+    /// runner then records the link model's round trip (`rtt.model`) beside the measured.
+    fn message_overhead(&self) -> Option<u64> {
+        None
+    }
+    /// Round trips a connect case's connection takes to its first byte on an idle path
+    /// (the TCP handshake, the protocol's own, the request and its answer), for estimates.
+    fn connect_round_trips(&self, _case: &Case) -> f64 {
+        2.0
+    }
+    /// Starts this protocol's own server on `listener`, alone, for `wirebench serve
+    /// --also NAME=ADDR` (so wrk, h2load, ghz or a remote wirebench can reach it), serving
+    /// payloads up to `max_payload` until the process ends. `None`: its cases use the
+    /// reference server or third-party servers instead.
+    fn serve_alone(
+        &self,
+        _listener: std::net::TcpListener,
+        _max_payload: usize,
+    ) -> Option<Result<(), String>> {
+        None
+    }
+    /// Runs one case (repeat `repeat`) and returns its metrics.
+    fn run(
+        &self,
+        env: &Env,
+        case: &Case,
+        repeat: u32,
+        link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError>;
+}
+
+/// What the run gives each case.
+pub struct Env<'a> {
+    /// The lab, when the run has one: its hosts' namespaces, counters and link.
+    pub lab: Option<&'a Lab>,
+    /// The results directory (absolute).
+    pub out: &'a Path,
+    /// The scenario's seed, for payload patterns and anything random.
+    pub seed: u64,
+    /// The reference server's address, for protocols that use it.
+    pub server_addr: &'a str,
+    /// The reference server's control connection, kept between the cases that use it
+    /// (`None` after a failure: the next case reconnects).
+    pub control: &'a Mutex<Option<ControlClient>>,
+    /// This run's shard, when it is one of several (`--shard I/N`): only load cases run
+    /// then, each generating its slice.
+    pub shard: Option<&'a crate::Shard<'a>>,
+}
+
+impl Env<'_> {
+    /// The lab, or an error naming the protocol that needs it.
+    pub fn need_lab(&self, protocol: &str) -> Result<&Lab, WorkloadError> {
+        self.lab.ok_or_else(|| {
+            WorkloadError::Environment(format!("{protocol} cases need the lab (run as root)"))
+        })
+    }
+
+    /// Where a case's peers keep their configuration and logs:
+    /// `<results>/peers/case-NNNN-rK`.
+    pub fn peer_dir(&self, case: &Case, repeat: u32) -> PathBuf {
+        self.out
+            .join("peers")
+            .join(format!("case-{:04}-r{repeat}", case.index))
+    }
+}
+
+/// A protocol's real peers for the estimator: start-up in seconds plus one-way delays,
+/// then the servers' link set-up (bytes each way and one-way delays on its critical
+/// path), then each message's bytes beyond its payload in each direction (IP headers and
+/// the peer's ACK included). Without a link (loopback) the same model applies with no
+/// delay and the emulator's rate, so start-up and processing remain.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PeerModel {
+    pub start_s: f64,
+    pub start_delays: f64,
+    pub setup_bytes: f64,
+    pub setup_delays: f64,
+    pub per_message: f64,
+    /// The servers' and clients' own work per message (parsing, routing), which a fast
+    /// link leaves as the whole round trip.
+    pub processing_s: f64,
+}
+
+/// Start-up a case pays beyond the estimator's model of its protocol, seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StartUp {
+    /// Every case.
+    pub each: f64,
+    /// Once per run, by its first case of this protocol.
+    pub once: f64,
+}

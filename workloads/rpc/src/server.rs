@@ -1,0 +1,353 @@
+//! Per-case servers. A request/response protocol's server runs in this process, on a
+//! thread of its own with a single-threaded tokio runtime: in the lab's server host when
+//! the case has a link (the thread enters that network namespace, so its sockets live
+//! there), on loopback otherwise. It is started for the case with the case's behaviour
+//! (think time, payload pattern, size limit) and stopped when the case ends, which is how
+//! this tool "switches protocols on demand" where Soap-Stone sent control commands.
+
+use bytes::Bytes;
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use wirebench_lab::Lab;
+use wirebench_model::clock::monotonic_ns;
+use wirebench_protocol::WorkloadError;
+use wirebench_raw::raw::Pattern;
+
+/// What the server does with each message, fixed for the case.
+#[derive(Debug, Clone)]
+pub struct Behaviour {
+    /// Wait before answering (ping-pong's think time; excluded from RTTs by the client).
+    pub think: Duration,
+    /// The payload pattern the client sends, to verify every message.
+    pub pattern: Arc<Pattern>,
+    /// Largest payload accepted; a larger body closes the connection with an error.
+    pub max_payload: usize,
+    pub nodelay: bool,
+}
+
+impl Behaviour {
+    pub fn new(seed: u64, payload: usize, think: Duration, nodelay: bool) -> Behaviour {
+        Behaviour {
+            think,
+            pattern: Arc::new(Pattern::new(seed, payload)),
+            max_payload: payload,
+            nodelay,
+        }
+    }
+
+    /// Whether `body` is message `seq`'s payload.
+    pub fn verify(&self, seq: u64, body: &[u8]) -> bool {
+        body.len() <= self.pattern.max_payload() && self.pattern.payload(seq, body.len()) == body
+    }
+}
+
+/// What the server saw, shared with the client side of the case for its notes and with
+/// the server's own tasks.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub messages: AtomicU64,
+    pub payload_bytes: AtomicU64,
+    /// Messages whose payload was not the pattern.
+    pub corrupt: AtomicU64,
+    /// Connections closed for breaking the protocol (malformed, oversized, truncated).
+    pub rejected: AtomicU64,
+    pub last_rx_ns: AtomicU64,
+    /// The first rejection's reason, for the case's error or notes.
+    pub first_error: std::sync::Mutex<Option<String>>,
+    /// CPU time the server's thread used, start to stop (ns): set once it has stopped.
+    /// It is the server's own cost, apart from the client's and the emulator's on the
+    /// same CPUs.
+    pub cpu_ns: AtomicU64,
+}
+
+impl Counters {
+    /// Counts a message and verifies it; returns whether it was intact.
+    pub fn record(&self, b: &Behaviour, seq: u64, body: &[u8]) -> bool {
+        let ok = b.verify(seq, body);
+        self.messages.fetch_add(1, Ordering::Relaxed);
+        self.payload_bytes
+            .fetch_add(body.len() as u64, Ordering::Relaxed);
+        if !ok {
+            self.corrupt.fetch_add(1, Ordering::Relaxed);
+        }
+        self.last_rx_ns.store(monotonic_ns(), Ordering::Relaxed);
+        ok
+    }
+
+    /// A connection closed for breaking the protocol; the others carry on.
+    pub fn reject(&self, why: impl Into<String>) {
+        self.rejected.fetch_add(1, Ordering::Relaxed);
+        let mut first = self.first_error.lock().unwrap_or_else(|p| p.into_inner());
+        if first.is_none() {
+            *first = Some(why.into());
+        }
+    }
+
+    pub fn snapshot(&self) -> Summary {
+        Summary {
+            messages: self.messages.load(Ordering::Relaxed),
+            payload_bytes: self.payload_bytes.load(Ordering::Relaxed),
+            corrupt: self.corrupt.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A server's count at the end of a one-way stream, as it reports it over the wire.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub messages: u64,
+    pub payload_bytes: u64,
+    pub corrupt: u64,
+}
+
+impl Summary {
+    /// `messages payload_bytes corrupt`, the form the protocols carry it in.
+    pub fn encode(&self) -> Bytes {
+        Bytes::from(format!(
+            "{} {} {}",
+            self.messages, self.payload_bytes, self.corrupt
+        ))
+    }
+
+    pub fn decode(b: &[u8]) -> Option<Summary> {
+        let s = std::str::from_utf8(b).ok()?;
+        let mut it = s.split(' ').map(|w| w.parse::<u64>().ok());
+        let s = Summary {
+            messages: it.next()??,
+            payload_bytes: it.next()??,
+            corrupt: it.next()??,
+        };
+        it.next().is_none().then_some(s)
+    }
+}
+
+/// A running per-case server; dropping it stops it (its connections are cut) and waits
+/// for its thread.
+pub struct Placed {
+    pub addr: SocketAddr,
+    pub counters: Arc<Counters>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Placed {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The address a case's server listens on: the lab's server host, or loopback.
+pub fn server_ip(lab: Option<&Lab>) -> IpAddr {
+    match lab {
+        Some(_) => IpAddr::V4(wirebench_lab::SERVER_ADDR),
+        None => IpAddr::V4(Ipv4Addr::LOCALHOST),
+    }
+}
+
+/// A listening socket with a backlog of 4096 (the kernel's default `somaxconn`), not
+/// std's 128: a connect case opens up to 10,000 connections at once, and an overflowing
+/// accept queue turns some of them into resets that no real server of that load would
+/// send.
+fn listen(addr: SocketAddr, mptcp: bool) -> std::io::Result<std::net::TcpListener> {
+    let s = wirebench_net::sock::stream_socket(addr, mptcp)?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(4096)?;
+    Ok(s.into())
+}
+
+/// Starts `serve` on a listener of its own (an ephemeral port of [`server_ip`]) in a
+/// thread of its own, inside the lab's server host when there is a lab. `serve` runs
+/// until the returned [`Placed`] is dropped.
+pub fn place<F, Fut>(lab: Option<&Lab>, what: &str, serve: F) -> Result<Placed, WorkloadError>
+where
+    F: FnOnce(tokio::net::TcpListener, Arc<Counters>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    place_on(lab, what, false, serve)
+}
+
+/// [`place`], listening with Multipath TCP (RFC 8684) when `mptcp`: such a listener
+/// takes MPTCP and plain TCP clients alike.
+pub fn place_on<F, Fut>(
+    lab: Option<&Lab>,
+    what: &str,
+    mptcp: bool,
+    serve: F,
+) -> Result<Placed, WorkloadError>
+where
+    F: FnOnce(tokio::net::TcpListener, Arc<Counters>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    let netns = lab.map(|l| l.server().name().to_string());
+    let ip = server_ip(lab);
+    let counters = Arc::new(Counters::default());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<SocketAddr, String>>();
+    let c = counters.clone();
+    let name = format!("{what}-server");
+    let thread = std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(move || {
+            let started = (|| -> Result<_, String> {
+                if let Some(ns) = &netns {
+                    wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
+                }
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("cannot start the {name}'s runtime: {e}"))?;
+                let std_l = listen(SocketAddr::new(ip, 0), mptcp)
+                    .map_err(|e| format!("cannot listen on {ip}: {e}"))?;
+                std_l.set_nonblocking(true).map_err(|e| e.to_string())?;
+                let addr = std_l.local_addr().map_err(|e| e.to_string())?;
+                let l = {
+                    let _g = rt.enter();
+                    tokio::net::TcpListener::from_std(std_l).map_err(|e| e.to_string())?
+                };
+                Ok((rt, l, addr))
+            })();
+            let (rt, l, addr) = match started {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            };
+            let _ = ready_tx.send(Ok(addr));
+            // A LocalSet, so connection tasks need not be Send (see `accept_loop`).
+            let local = tokio::task::LocalSet::new();
+            let c2 = c.clone();
+            local.block_on(&rt, async move {
+                tokio::select! {
+                    _ = serve(l, c) => {}
+                    _ = stop_rx => {}
+                }
+            });
+            c2.cpu_ns
+                .store(wirebench_model::clock::thread_cpu_ns(), Ordering::Relaxed);
+            // Dropping the runtime here cancels every connection task it still holds.
+        })
+        .map_err(|e| WorkloadError::Environment(format!("cannot start a thread: {e}")))?;
+    match ready_rx.recv() {
+        Ok(Ok(addr)) => Ok(Placed {
+            addr,
+            counters,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(WorkloadError::Environment(format!("{what} server: {e}")))
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(WorkloadError::Environment(format!(
+                "{what} server: its thread ended before it listened"
+            )))
+        }
+    }
+}
+
+/// Runs `serve` on `listener` in a thread of its own until the process ends (for
+/// `wirebench serve --also`): the behaviour of a server no case configures, with no think
+/// time, payloads up to `max_payload`, unverified unless the client names its seed 0
+/// pattern's sequence numbers.
+pub fn serve_alone<F, Fut>(
+    listener: std::net::TcpListener,
+    what: &str,
+    max_payload: usize,
+    serve: F,
+) -> Result<(), String>
+where
+    F: FnOnce(tokio::net::TcpListener, Arc<Counters>, Behaviour) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let b = Behaviour::new(0, max_payload, Duration::ZERO, true);
+    std::thread::Builder::new()
+        .name(format!("{what}-server"))
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&rt, async move {
+                let Ok(l) = tokio::net::TcpListener::from_std(listener) else {
+                    return;
+                };
+                serve(l, Arc::new(Counters::default()), b).await
+            });
+        })
+        .map(|_| ())
+        .map_err(|e| format!("cannot start a thread: {e}"))
+}
+
+/// Accepts connections until stopped, each served by `conn` in a task of its own; a
+/// connection's failure is counted and closes only that connection.
+pub async fn accept_loop<F, Fut>(
+    l: tokio::net::TcpListener,
+    b: &Behaviour,
+    counters: Arc<Counters>,
+    conn: F,
+) where
+    F: Fn(tokio::net::TcpStream, Arc<Counters>) -> Fut,
+    Fut: Future<Output = Result<(), String>> + 'static,
+{
+    loop {
+        let (s, _) = match l.accept().await {
+            Ok(a) => a,
+            // Out of descriptors or a connection reset before accept: wait, go on.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = s.set_nodelay(b.nodelay);
+        let c = counters.clone();
+        let fut = conn(s, counters.clone());
+        tokio::task::spawn_local(async move {
+            if let Err(e) = fut.await {
+                c.reject(e);
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_round_trips_and_rejects_junk() {
+        let s = Summary {
+            messages: 3,
+            payload_bytes: 4500,
+            corrupt: 1,
+        };
+        assert_eq!(Summary::decode(&s.encode()), Some(s));
+        for junk in ["", "1 2", "1 2 3 4", "a b c", "1  2 3", "-1 2 3"] {
+            assert_eq!(Summary::decode(junk.as_bytes()), None, "{junk}");
+        }
+    }
+
+    #[test]
+    fn verifies_against_the_pattern() {
+        let b = Behaviour::new(7, 100, Duration::ZERO, true);
+        let good = b.pattern.payload(5, 100).to_vec();
+        assert!(b.verify(5, &good));
+        assert!(!b.verify(6, &good));
+        assert!(!b.verify(5, &[0u8; 200]));
+    }
+}
