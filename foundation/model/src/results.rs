@@ -7,228 +7,202 @@ use serde_json::Map;
 
 pub const SCHEMA: u32 = 1;
 
-/// Every metric a case can record (docs/results.md defines them), so a `--columns`
-/// pattern that matches none of them is refused instead of giving an empty CSV.
-pub const METRICS: &[&str] = &[
-    "case.duration",
-    "connect.handshake",
-    "connect.time",
-    "rtt.first",
-    "rtt.second",
-    "rtt.stable",
-    "rtt.min",
-    "rtt.mean",
-    "rtt.max",
-    "rtt.p50",
-    "rtt.p90",
-    "rtt.p99",
-    "rtt.p999",
-    "rtt.model",
-    "rtt.theory_payload",
-    "throughput.duration",
-    "throughput.bits_per_s",
-    "throughput.frame_bits_per_s",
-    "throughput.messages_per_s",
-    "bytes.payload",
-    "bytes.sent",
-    "bytes.received",
-    "messages.sent",
-    "messages.received",
-    "messages.lost",
-    "messages.duplicated",
-    "messages.reordered",
-    "messages.corrupt",
-    "link.utilization",
-    "link.emulator_cpu",
-    "link.dropped.queue",
-    "link.dropped.loss",
-    "link.dropped.mtu",
-    "link.dropped.outage",
-    "link.dropped.other",
-    "link.dropped.tun",
-    "link.release_error.p50",
-    "link.release_error.p99",
-    "link.release_error.max",
-    "wire.packets",
-    "wire.bytes",
-    "wire.up.packets",
-    "wire.up.bytes",
-    "wire.down.packets",
-    "wire.down.bytes",
-    "wire.bytes_per_message",
-    "wire.overhead_per_message",
-    "wire.stable.bytes_per_message",
-    "wire.stable.overhead_per_message",
-    "xmpp.login",
-    "xmpp.first_delivery",
-    "s2.total",
-    "s2.login",
-    "s2.pings",
-    "s2.browser_start",
-    "transport.sessions",
-    "transport.requests",
-    "irc.login",
-    "irc.link_setup",
-    "irc.nick_known",
-    "irc.first_delivery",
-    "irc.lines_per_message",
-    "irc.drain_wait",
-    "mqtt.broker_start",
-    "mqtt.connect",
-    "mqtt.subscribe",
-    "mqtt.publish_bytes",
-    "mqtt.first_delivery",
-    "mqtt.drain_wait",
-    "x2x.link_bytes",
-    "x2x.stanzas",
-    "x2x.connections",
-    "x2x.tfo_used",
-    "x2x.timestamps_used",
-    "x2x.bytes_per_stanza",
-    "x2x.overhead_per_stanza",
-    "x2x.resent",
-    "server.rss",
-    "server.cpu",
-    "server.routed",
-    "server.sessions",
-    "server.rss_per_session",
-    "server.cpu_per_session",
-    "kernel.tcp_mem",
-    "load.sessions",
-    "load.logged_in",
-    "load.failed",
-    "load.failed.refused",
-    "load.failed.timeout",
-    "load.failed.auth",
-    "load.failed.stream_error",
-    "load.failed.reset",
-    "load.failed.other",
-    "load.peak_active",
-    "load.logins_per_s.max",
-    "load.connect.p50",
-    "load.connect.p99",
-    "load.connect.max",
-    "load.connect.mean",
-    "load.login.p50",
-    "load.login.p99",
-    "load.login.max",
-    "load.login.mean",
-    "load.message.p50",
-    "load.message.p99",
-    "load.message.max",
-    "load.message.mean",
-    "load.roster_items",
-    "load.presences",
-    "shard.index",
-    "shard.count",
-    "shard.start_margin",
-    "shard.clock_offset",
-    "shard.clock_error",
-    "shards.count",
-    "shards.start_margin.min",
-    "shards.clock_offset.max",
-    "shards.clock_error.max",
-    "generator.rss",
-    "generator.cpu",
-    "generator.rss_per_session",
-    "generator.cpu_per_session",
-    "throughput.requests_per_s",
-    "rtt.uncorrected.p50",
-    "rtt.uncorrected.p99",
-    "rtt.uncorrected.p999",
-    "rtt.uncorrected.max",
-    "rtt.uncorrected.mean",
-    "rate.send_lag.p50",
-    "rate.send_lag.p99",
-    "rate.send_lag.max",
-    "rate.offered",
-    "rate.achieved",
-    "connects.ok",
-    "connects.per_s",
-    "connects.tfo",
-    "connects.mptcp",
-    "convert.onward_tfo",
-    "convert.leg.min",
-    "convert.leg.mean",
-    "convert.leg.p50",
-    "convert.leg.p90",
-    "convert.leg.p99",
-    "convert.leg.max",
-    "origin.cpu_per_connection",
-    "proxy.cpu_per_connection",
-    "mptcp.subflows.mean",
-    "mptcp.subflows.max",
-    "mptcp.joined",
-    "link2.packets",
-    "link2.bytes",
-    "connect.tcp.min",
-    "connect.tcp.mean",
-    "connect.tcp.p50",
-    "connect.tcp.p90",
-    "connect.tcp.p99",
-    "connect.tcp.max",
-    "connect.proxy.min",
-    "connect.proxy.mean",
-    "connect.proxy.p50",
-    "connect.proxy.p90",
-    "connect.proxy.p99",
-    "connect.proxy.max",
-    "ttfb.min",
-    "ttfb.mean",
-    "ttfb.p50",
-    "ttfb.p85",
-    "ttfb.p90",
-    "ttfb.p95",
-    "ttfb.p99",
-    "ttfb.max",
-    "path.rtt.min",
-    "path.rtt.mean",
-    "path.rtt.p50",
-    "path.rtt.p90",
-    "path.rtt.p99",
-    "path.rtt.max",
-    "ttfb.round_trips.min",
-    "ttfb.round_trips.mean",
-    "ttfb.round_trips.p50",
-    "ttfb.round_trips.p90",
-    "ttfb.round_trips.p99",
-    "ttfb.round_trips.max",
-    "connect.tcp.round_trips.min",
-    "connect.tcp.round_trips.mean",
-    "connect.tcp.round_trips.p50",
-    "connect.tcp.round_trips.p90",
-    "connect.tcp.round_trips.p99",
-    "connect.tcp.round_trips.max",
-    "connect.proxy.round_trips.min",
-    "connect.proxy.round_trips.mean",
-    "connect.proxy.round_trips.p50",
-    "connect.proxy.round_trips.p90",
-    "connect.proxy.round_trips.p99",
-    "connect.proxy.round_trips.max",
+/// The statistics suffixes of a distribution's metrics (`connect.tcp.p50`...).
+pub const STATS: &[&str] = &["min", "mean", "p50", "p90", "p99", "max"];
+
+/// How `wirebench merge` combines one metric of a sharded load case's records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Merge {
+    /// Made again from the shards' added interval series or start reports (the load
+    /// figures, `case.duration`, `shards.*`), never from the shards' values.
+    Rebuilt,
+    /// Describes one shard only (`shard.*`): left out of the merged record.
+    OneShard,
+    /// The shards' values added up (memory, presences: each shard holds its own).
+    Sum,
+    /// Each shard's value weighted by its own value of that metric, over the merged one:
+    /// a figure per session logged in is weighted by `load.logged_in`.
+    WeightedBy(&'static str),
+    /// Kept when every shard has the same value; otherwise left out, with a note.
+    Agree,
+}
+
+/// A metric a case can record: its name, unit, meaning (docs/results.md says more) and
+/// how shards merge it. The shared ones are [`SHARED`]; each protocol declares its own
+/// through its plugin, and the runner joins them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetricSpec {
+    /// The name, or a distribution's stem when `stats` is not empty.
+    pub name: &'static str,
+    /// Statistics suffixes: the metrics are `name.STAT` for each.
+    pub stats: &'static [&'static str],
+    /// `s`, `B`, `bit/s`, `msg/s`, `count`, `ratio`...
+    pub unit: &'static str,
+    pub meaning: &'static str,
+    pub merge: Merge,
+}
+
+impl MetricSpec {
+    /// One metric, kept on merge when the shards agree.
+    pub const fn new(name: &'static str, unit: &'static str, meaning: &'static str) -> Self {
+        MetricSpec {
+            name,
+            stats: &[],
+            unit,
+            meaning,
+            merge: Merge::Agree,
+        }
+    }
+    /// A distribution: `name.STAT` for each of `stats`.
+    pub const fn dist(
+        name: &'static str,
+        stats: &'static [&'static str],
+        unit: &'static str,
+        meaning: &'static str,
+    ) -> Self {
+        MetricSpec {
+            name,
+            stats,
+            unit,
+            meaning,
+            merge: Merge::Agree,
+        }
+    }
+    pub const fn merged(self, merge: Merge) -> Self {
+        MetricSpec { merge, ..self }
+    }
+    /// The metric names it declares.
+    pub fn names(&self) -> Vec<String> {
+        if self.stats.is_empty() {
+            vec![self.name.to_string()]
+        } else {
+            self.stats
+                .iter()
+                .map(|s| format!("{}.{s}", self.name))
+                .collect()
+        }
+    }
+    /// Whether it declares `metric`.
+    pub fn declares(&self, metric: &str) -> bool {
+        match metric.strip_prefix(self.name) {
+            Some("") => self.stats.is_empty(),
+            Some(rest) => rest
+                .strip_prefix('.')
+                .is_some_and(|s| self.stats.contains(&s)),
+            None => false,
+        }
+    }
+}
+
+/// Short for [`MetricSpec::new`] in the list below.
+const fn m(name: &'static str, unit: &'static str, meaning: &'static str) -> MetricSpec {
+    MetricSpec::new(name, unit, meaning)
+}
+const RTT_STATS: &[&str] = &["min", "mean", "max", "p50", "p90", "p99", "p999"];
+const LOAD_STATS: &[&str] = &["p50", "p99", "max", "mean"];
+
+/// The metrics of the shared workloads and tiers (the case loop, ping-pong and stream,
+/// the link, the lab's servers and load generators, sharded runs); protocols declare
+/// theirs through their plugins. docs/results.md defines each.
+pub static SHARED: &[MetricSpec] = &[
+    m("case.duration", "s", "wall time of the case, set-up included").merged(Merge::Rebuilt),
+    m("connect.handshake", "s", "start of connect() to its return"),
+    m("connect.time", "s", "start of connect() to the server's first byte"),
+    m("rtt.first", "s", "round trip of the first message, minus think time"),
+    m("rtt.second", "s", "the second round trip"),
+    m("rtt.stable", "s", "median of the rounds after the first two"),
+    MetricSpec::dist("rtt", RTT_STATS, "s", "round trips over all rounds or messages"),
+    m("rtt.model", "s", "the link model's round trip for this payload"),
+    m("rtt.theory_payload", "s", "the payload's serialisation time on the link"),
+    m("throughput.duration", "s", "the stream's timed interval"),
+    m("throughput.bits_per_s", "bit/s", "payload bits delivered per second"),
+    m("throughput.frame_bits_per_s", "bit/s", "payload and frame bits delivered per second"),
+    m("throughput.messages_per_s", "msg/s", "messages delivered per second"),
+    m("throughput.requests_per_s", "msg/s", "requests answered per second of the ping-pong"),
+    m("bytes.payload", "B", "payload bytes delivered"),
+    m("bytes.sent", "B", "bytes the client wrote on the data connection"),
+    m("bytes.received", "B", "bytes the client read on the data connection"),
+    m("messages.sent", "count", "messages the client sent"),
+    m("messages.received", "count", "distinct messages that arrived"),
+    m("messages.lost", "count", "sent but never received"),
+    m("messages.duplicated", "count", "repeats of a message already received"),
+    m("messages.reordered", "count", "messages that arrived after a later one"),
+    m("messages.corrupt", "count", "messages whose payload differed from what was sent"),
+    m("link.utilization", "ratio", "share of the link's capacity used"),
+    m("link.emulator_cpu", "s", "the link emulator's CPU time"),
+    m("link.dropped.queue", "count", "packets dropped by the full queue"),
+    m("link.dropped.loss", "count", "packets dropped by the loss model"),
+    m("link.dropped.mtu", "count", "packets dropped for exceeding the MTU"),
+    m("link.dropped.outage", "count", "packets dropped during an outage"),
+    m("link.dropped.other", "count", "packets dropped for other reasons"),
+    m("link.dropped.tun", "count", "packets the TUN device dropped"),
+    MetricSpec::dist("link.release_error", &["p50", "p99", "max"], "s", "how late the emulator released packets against their schedule"),
+    m("link2.packets", "count", "packets the second path delivered"),
+    m("link2.bytes", "B", "IP bytes the second path delivered"),
+    m("wire.packets", "count", "packets on the link, both directions"),
+    m("wire.bytes", "B", "IP bytes on the link, both directions"),
+    m("wire.up.packets", "count", "packets on the uplink"),
+    m("wire.up.bytes", "B", "IP bytes on the uplink"),
+    m("wire.down.packets", "count", "packets on the downlink"),
+    m("wire.down.bytes", "B", "IP bytes on the downlink"),
+    m("wire.bytes_per_message", "B", "link bytes per message"),
+    m("wire.overhead_per_message", "B", "link bytes per message beyond its payload"),
+    m("wire.stable.bytes_per_message", "B", "link bytes per message after set-up"),
+    m("wire.stable.overhead_per_message", "B", "link bytes per message beyond its payload after set-up"),
+    m("server.rss", "B", "the placed servers' resident memory"),
+    m("server.cpu", "s", "the placed servers' CPU time"),
+    m("server.routed", "count", "messages the servers routed"),
+    m("server.sessions", "count", "sessions the servers held"),
+    m("server.rss_per_session", "B", "server memory per session"),
+    m("server.cpu_per_session", "s", "server CPU time per session"),
+    m("kernel.tcp_mem", "B", "the kernel's TCP buffer memory while the sessions are up").merged(Merge::Sum),
+    m("load.sessions", "count", "sessions the phases scheduled").merged(Merge::Rebuilt),
+    m("load.logged_in", "count", "sessions that completed their login").merged(Merge::Rebuilt),
+    m("load.failed", "count", "sessions that failed, any cause").merged(Merge::Rebuilt),
+    MetricSpec::dist("load.failed", &["refused", "timeout", "auth", "stream_error", "reset", "other"], "count", "failures by cause").merged(Merge::Rebuilt),
+    m("load.peak_active", "count", "most sessions logged in at an interval's end").merged(Merge::Rebuilt),
+    m("load.logins_per_s.max", "count", "logins in the busiest interval, per second").merged(Merge::Rebuilt),
+    MetricSpec::dist("load.connect", LOAD_STATS, "s", "open-loop connect latency").merged(Merge::Rebuilt),
+    MetricSpec::dist("load.login", LOAD_STATS, "s", "open-loop login latency").merged(Merge::Rebuilt),
+    MetricSpec::dist("load.message", LOAD_STATS, "s", "open-loop message latency").merged(Merge::Rebuilt),
+    m("shard.index", "count", "which slice this run generated").merged(Merge::OneShard),
+    m("shard.count", "count", "how many slices the run has").merged(Merge::OneShard),
+    m("shard.start_margin", "s", "how long before the agreed start the shard was ready").merged(Merge::OneShard),
+    m("shard.clock_offset", "s", "this clock minus shard 0's").merged(Merge::OneShard),
+    m("shard.clock_error", "s", "the bound of shard.clock_offset").merged(Merge::OneShard),
+    m("shards.count", "count", "shards merged").merged(Merge::Rebuilt),
+    m("shards.start_margin.min", "s", "the latest shard's margin before the start").merged(Merge::Rebuilt),
+    m("shards.clock_offset.max", "s", "the largest clock offset from shard 0").merged(Merge::Rebuilt),
+    m("shards.clock_error.max", "s", "the largest clock error bound").merged(Merge::Rebuilt),
+    MetricSpec::dist("rtt.uncorrected", &["p50", "p99", "p999", "max", "mean"], "s", "requests timed from their actual send"),
+    MetricSpec::dist("rate.send_lag", &["p50", "p99", "max"], "s", "how late requests left against their schedule"),
+    m("rate.offered", "msg/s", "the scheduled rate"),
+    m("rate.achieved", "msg/s", "requests answered (connections done) per second"),
 ];
 
 /// Checks one `--columns` pattern (a metric name, or a prefix ending in `*`) against
-/// [`METRICS`]; the error suggests the closest name and lists the families.
-pub fn check_column(pattern: &str) -> Result<(), String> {
-    let matches = |m: &&str| match pattern.strip_suffix('*') {
+/// `known`, every declared metric's name; the error suggests the closest name and lists
+/// the families.
+pub fn check_column(pattern: &str, known: &[String]) -> Result<(), String> {
+    let matches = |m: &&String| match pattern.strip_suffix('*') {
         Some(prefix) => m.starts_with(prefix),
         None => *m == pattern,
     };
-    if METRICS.iter().any(matches) {
+    if known.iter().any(|m| matches(&m)) {
         return Ok(());
     }
     let mut families: Vec<String> = Vec::new();
-    for m in METRICS {
+    for m in known {
         let f = format!("{}.*", m.split('.').next().unwrap_or(m));
         if !families.contains(&f) {
             families.push(f);
         }
     }
     // Compare like with like: a prefix pattern with the families, a name with the names.
-    let candidates: Vec<String> = if pattern.ends_with('*') {
-        families.clone()
+    let candidates: &[String] = if pattern.ends_with('*') {
+        &families
     } else {
-        METRICS.iter().map(|m| m.to_string()).collect()
+        known
     };
     let hint = crate::hint::closest(pattern, candidates.iter().map(String::as_str))
         .map(|c| format!(" (did you mean `{c}`?)"))
@@ -335,121 +309,45 @@ impl Record {
 mod tests {
     use super::*;
 
+    fn known() -> Vec<String> {
+        SHARED.iter().flat_map(MetricSpec::names).collect()
+    }
+
     #[test]
     fn columns_must_match_a_known_metric() {
-        for ok in [
-            "rtt.*",
-            "rtt.p50",
-            "throughput.*",
-            "*",
-            "link.dropped.*",
-            "x2x.resent",
-        ] {
-            assert_eq!(check_column(ok), Ok(()), "{ok}");
+        let known = known();
+        for ok in ["rtt.*", "rtt.p50", "throughput.*", "*", "link.dropped.*"] {
+            assert_eq!(check_column(ok, &known), Ok(()), "{ok}");
         }
-        let e = check_column("nosuch.*").unwrap_err();
+        let e = check_column("nosuch.*", &known).unwrap_err();
         assert!(
             e.starts_with("\"nosuch.*\" matches no metric; metrics: case.*, connect.*, rtt.*"),
             "{e}"
         );
-        let e = check_column("rt.*").unwrap_err();
+        let e = check_column("rt.*", &known).unwrap_err();
         assert!(e.contains("(did you mean `rtt.*`?)"), "{e}");
-        let e = check_column("rtt.p5").unwrap_err();
+        let e = check_column("rtt.p5", &known).unwrap_err();
         assert!(e.contains("(did you mean `rtt.p50`?)"), "{e}");
     }
 
-    /// Metric names written as literals where a workload records them
-    /// (`out.push("convert.onward_tfo", ...)`, `rec.set_metric("shards.count", ...)`,
-    /// `push_distribution(out, "convert.leg", ...)` and its siblings, which add the
-    /// statistics' suffixes), outside tests. Names built with `format!` elsewhere are
-    /// not seen; the recorded runs' names are checked by the runner's estimate test.
-    fn recorded_literals(text: &str) -> Vec<String> {
-        const STATS: &[&str] = &["mean", "min", "p50", "p90", "p99", "max"];
-        let text = text.split("#[cfg(test)]").next().unwrap_or(text);
-        let mut out = Vec::new();
-        for (call, suffixes) in [
-            ("push(", &[][..]),
-            ("set_metric(", &[]),
-            ("per_conn(", &[]),
-            ("push_distribution(", STATS),
-            ("push_ratios(", STATS),
-        ] {
-            for (at, _) in text.match_indices(call) {
-                // Arguments up to the call's end: metric names hold no parentheses.
-                let args = &text[at + call.len()..];
-                if args.trim_start().starts_with('(') {
-                    continue; // a tuple: a histogram's name, not a metric
-                }
-                let args = &args[..args.find(')').unwrap_or(args.len())];
-                let Some(name) = args.split('"').skip(1).step_by(2).find(|n| {
-                    n.starts_with(|c: char| c.is_ascii_lowercase())
-                        && n.contains('.')
-                        && n.chars().all(|c| {
-                            c.is_ascii_lowercase() || c.is_ascii_digit() || "._".contains(c)
-                        })
-                }) else {
-                    continue;
-                };
-                if suffixes.is_empty() {
-                    out.push(name.to_string());
-                }
-                out.extend(suffixes.iter().map(|s| format!("{name}.{s}")));
-            }
-        }
-        out
-    }
-
-    fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap().flatten() {
-            let path = entry.path();
-            let name = entry.file_name();
-            if path.is_dir() {
-                if !["tests", "target", "fuzz", "node_modules"]
-                    .contains(&name.to_str().unwrap_or(""))
-                {
-                    sources(&path, out);
-                }
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
+    #[test]
+    fn a_distribution_declares_its_statistics_only() {
+        let d = MetricSpec::dist("convert.leg", STATS, "s", "");
+        assert!(d.declares("convert.leg.p99"));
+        assert!(!d.declares("convert.leg"));
+        assert!(!d.declares("convert.leg.p999"));
+        assert!(!d.declares("convert.legs.p99"));
+        assert!(m("a.b", "s", "").declares("a.b"));
+        assert!(!m("a.b", "s", "").declares("a.b.c"));
+        assert_eq!(d.names().len(), 6);
     }
 
     #[test]
-    fn every_metric_a_workload_records_is_listed() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let mut files = Vec::new();
-        for dir in ["crates", "protocols"] {
-            sources(&root.join(dir), &mut files);
-        }
-        let mut missing = Vec::new();
-        let mut seen = 0;
-        for f in &files {
-            for name in recorded_literals(&std::fs::read_to_string(f).unwrap()) {
-                seen += 1;
-                if !METRICS.contains(&name.as_str()) {
-                    missing.push(format!("{name} ({})", f.display()));
-                }
-            }
-        }
-        // The scan itself must find the workloads' calls, or it would pass on nothing.
-        assert!(
-            seen > 50,
-            "only {seen} metric names found under {}",
-            root.display()
-        );
-        assert!(
-            missing.is_empty(),
-            "recorded but not in METRICS (so --columns refuses them): {missing:?}"
-        );
-        assert_eq!(
-            recorded_literals(
-                "out.push(\n    \"a.b\", 1.0, \"s\"); v.push(\"127.0.0.1\"); \
-                 push_ratios(o, \"c.d\", v, \"round trips\")"
-            ),
-            [
-                "a.b", "c.d.mean", "c.d.min", "c.d.p50", "c.d.p90", "c.d.p99", "c.d.max"
-            ]
-        );
+    fn shared_names_are_declared_once() {
+        let mut names = known();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n, "a shared metric is declared twice");
     }
 }

@@ -10,6 +10,7 @@
 //!   run starts;
 //! - [`Ctx`], [`Outcome`], [`WorkloadError`]: a running case's shutdown flag and progress
 //!   callbacks, its metrics, and its errors typed by who is at fault ([`Fault`]);
+//! - [`surface`]: a protocol's own commands and `wirebench serve` endpoints;
 //! - [`stats`] (the one RTT-metrics function), [`params`] (parameter specs), [`peer`]
 //!   (starting and stopping third-party servers).
 //!
@@ -23,12 +24,14 @@ pub mod plugin;
 pub mod prereq;
 pub mod shard;
 pub mod stats;
+pub mod surface;
 
 pub use case::{Case, CaseLink, Workload};
 pub use params::{ParamSpec, WORKLOADS};
 pub use plugin::{Env, PeerModel, Protocol, StartUp};
 pub use prereq::{Install, Lookup, Prerequisite, Requirement};
 pub use shard::{Align, Shard, Start};
+pub use surface::{PluginCommand, ServePlan, Serving};
 /// Message accounting by sequence number (lost, duplicated, reordered), shared by every
 /// protocol's drivers; it lives with raw's engine, whose frames carry the sequence.
 pub use wirebench_raw::tally;

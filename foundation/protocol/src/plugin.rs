@@ -1,15 +1,19 @@
 //! The plugin interface. A protocol is a folder `protocols/<name>/` (its sans-IO engine in
 //! `engine/`, its drivers, parameters, server side or real peers and its `Protocol`
-//! implementation in `plugin/`) plus one line in the runner's registry
-//! (`app/runner/src/registry.rs`). The case loop, the planner, the estimator and the
-//! CLI know protocols only through this trait.
+//! implementation in `plugin/`) plus one line in the runner's Cargo.toml (its
+//! `wirebench-plugin-NAME` dependency, from which the runner's build script makes the
+//! registry). The case loop, the planner, the estimator, the merge and the CLI know
+//! protocols only through this trait: their parameters, metrics, commands and `serve`
+//! endpoints included.
 
 use crate::params::ParamSpec;
+use crate::surface::{PluginCommand, ServePlan};
 use crate::{Case, CaseLink, Ctx, Outcome, WorkloadError};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use wirebench_lab::Lab;
+use wirebench_model::MetricSpec;
 use wirebench_net::ControlClient;
 
 /// A protocol wirebench can measure.
@@ -34,6 +38,40 @@ pub trait Protocol: Sync {
     /// another protocol drops them, as a case drops parameters of other workloads.
     fn params(&self) -> &'static [ParamSpec] {
         &[]
+    }
+    /// The metrics only its cases record (the shared ones are
+    /// [`wirebench_model::results::SHARED`]): `--columns` accepts them, `wirebench merge`
+    /// merges them by their rule, and a test refuses a recorded metric nobody declares.
+    fn metrics(&self) -> &'static [MetricSpec] {
+        &[]
+    }
+    /// The largest payload its cases may ask of the server they use when the run starts
+    /// it (the embedded reference server), so a larger one is refused before anything
+    /// runs; `None`: no such limit.
+    fn max_payload(&self) -> Option<u64> {
+        None
+    }
+    /// Its own `wirebench` subcommands (standalone gateways, worker entry points).
+    fn commands(&self) -> &'static [PluginCommand] {
+        &[]
+    }
+    /// Adds its flags to `wirebench serve` (under a heading of its own).
+    fn serve_flags(&self, serve: clap::Command) -> clap::Command {
+        serve
+    }
+    /// The endpoints its `wirebench serve` flags ask for, checked before anything
+    /// listens (`quiet`: serve's `--quiet`); `None` when none was asked for.
+    fn serve_plan(
+        &self,
+        _flags: &clap::ArgMatches,
+        _quiet: bool,
+    ) -> anyhow::Result<Option<Box<dyn ServePlan>>> {
+        Ok(None)
+    }
+    /// One line for `serve --also`'s help when [`Protocol::serve_alone`] runs a server:
+    /// what it serves, e.g. "(POST /soap)".
+    fn serve_alone_help(&self) -> Option<&'static str> {
+        None
     }
     /// Real servers, placed per case, that find each other by name: such a case runs in
     /// the lab (over an unlimited link unless one is given), whose hosts get these
