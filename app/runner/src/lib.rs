@@ -7,6 +7,7 @@ pub mod estimate;
 pub mod host;
 pub mod link;
 pub mod merge;
+pub mod metrics;
 pub mod params;
 pub mod preflight;
 pub mod prereq;

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use wirebench_load::Series;
-use wirebench_model::{Metric, Record, Status};
+use wirebench_model::{Merge, Metric, Record, Status};
 use wirebench_report::{PivotOptions, ResultsDir, RunInfo};
 
 /// What a merge wrote.
@@ -285,7 +285,7 @@ fn merge_case(
     }
     rec.set_metric("case.duration", Metric::new(duration, "s"));
     let recs: Vec<&Record> = parts.iter().flatten().copied().collect();
-    merge_other(&mut rec, &recs, &figures);
+    merge_other(&mut rec, &recs);
     // Where the shards stood at the start.
     let mine: Vec<&crate::shard::CaseStart> = shards
         .iter()
@@ -329,23 +329,24 @@ fn merge_case(
     Ok(rec)
 }
 
-/// The shards' figures that are not in the series: summed, weighted by what they are per,
-/// or kept when all agree.
-fn merge_other(rec: &mut Record, recs: &[&Record], figures: &wirebench_load::Figures) {
+/// The shards' figures that are not in the series, each by its declared [`Merge`] rule:
+/// summed, weighted by what they are per, or kept when all agree.
+fn merge_other(rec: &mut Record, recs: &[&Record]) {
     let value = |r: &Record, n: &str| r.metric(n).map(|m| m.value);
     let unit = |n: &str| {
         recs.iter()
             .find_map(|r| r.metric(n))
             .map_or(String::new(), |m| m.unit)
     };
-    let merged_logged_in = rec.metric("load.logged_in").map_or(0.0, |m| m.value);
-    let peak = figures.peak_active as f64;
     let mut names: Vec<&String> = recs.iter().flat_map(|r| r.metrics.keys()).collect();
     names.sort();
     names.dedup();
     let mut dropped = Vec::new();
     for name in names {
-        if rec.metrics.contains_key(name.as_str()) || name.starts_with("shard.") {
+        // Each metric merges by the rule its declaration gives (undeclared: the shards
+        // must agree).
+        let rule = crate::metrics::spec(name).map_or(Merge::Agree, |s| s.merge);
+        if rec.metrics.contains_key(name.as_str()) || rule == Merge::OneShard {
             continue;
         }
         let vals: Vec<Option<f64>> = recs.iter().map(|r| value(r, name)).collect();
@@ -354,23 +355,19 @@ fn merge_other(rec: &mut Record, recs: &[&Record], figures: &wirebench_load::Fig
             dropped.push(name.clone());
             continue;
         };
-        // Weighted by each shard's own count of what the figure is per.
-        let weighted = |per: &str, total: f64| {
-            let sum: f64 = recs
-                .iter()
-                .zip(&all)
-                .map(|(r, v)| v * value(r, per).unwrap_or(0.0))
-                .sum();
-            (total > 0.0).then(|| sum / total)
-        };
-        let merged = match name.as_str() {
-            "load.presences" | "generator.rss" | "generator.cpu" | "kernel.tcp_mem" => {
-                Some(all.iter().sum())
+        let merged = match rule {
+            Merge::Sum => Some(all.iter().sum()),
+            // Weighted by each shard's own count of what the figure is per, over the
+            // merged count (rebuilt from the series).
+            Merge::WeightedBy(per) => {
+                let total = rec.metric(per).map_or(0.0, |m| m.value);
+                let sum: f64 = recs
+                    .iter()
+                    .zip(&all)
+                    .map(|(r, v)| v * value(r, per).unwrap_or(0.0))
+                    .sum();
+                (total > 0.0).then(|| sum / total)
             }
-            "load.roster_items" | "generator.cpu_per_session" => {
-                weighted("load.logged_in", merged_logged_in)
-            }
-            "generator.rss_per_session" => weighted("load.peak_active", peak),
             _ if all.iter().all(|v| *v == all[0]) => Some(all[0]),
             _ => None,
         };

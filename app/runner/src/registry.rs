@@ -1,27 +1,13 @@
 //! The protocol registry: every protocol wirebench can run, by name. Adding a protocol is
-//! its folder under `protocols/` and one line here (plus its crate in this crate's
-//! Cargo.toml); the case loop, planner, estimator and CLI ask this list instead of
-//! matching protocol names. The interface is `wirebench_protocol::Protocol`.
+//! its folder under `protocols/` and one line in this crate's Cargo.toml (its
+//! `wirebench-plugin-NAME` dependency): build.rs makes the list from those lines. The case
+//! loop, planner, estimator, merge and the binary's command line ask this list instead of
+//! matching protocol names; the binary reaches plugins only through it. The interface is
+//! `wirebench_protocol::Protocol`.
 
-pub use wirebench_protocol::Protocol;
+pub use wirebench_protocol::{PluginCommand, Protocol};
 
-/// Every protocol, by name, in the order `wirebench protocols` lists them.
-pub static REGISTRY: &[&dyn Protocol] = &[
-    &wirebench_plugin_raw::Raw,
-    &wirebench_plugin_xmpp::Xmpp,
-    &wirebench_plugin_irc::Irc,
-    &wirebench_plugin_mqtt::Mqtt,
-    &wirebench_plugin_http::Http,
-    &wirebench_plugin_websocket::WebSocket,
-    &wirebench_plugin_grpc::Grpc,
-    &wirebench_plugin_soap::Soap,
-    &wirebench_plugin_rmi::Rmi,
-    // The proxies' baseline lives with their shared connect workload.
-    &wirebench_connect::DirectProtocol,
-    &wirebench_plugin_socks5::Socks5,
-    &wirebench_plugin_convert::Convert,
-    &wirebench_plugin_shadowsocks::Shadowsocks,
-];
+include!(concat!(env!("OUT_DIR"), "/registry.rs"));
 
 /// The protocol of that name; `None` for a name no plugin has.
 pub fn get(name: &str) -> Option<&'static dyn Protocol> {
@@ -40,6 +26,17 @@ pub fn of(case: &crate::Case) -> &'static dyn Protocol {
     })
 }
 
+/// Every plugin's own commands (`wirebench x2x`, `converter`, worker entry points), in
+/// the registry's order.
+pub fn commands() -> impl Iterator<Item = &'static PluginCommand> {
+    REGISTRY.iter().flat_map(|p| p.commands())
+}
+
+/// The plugin command of that name.
+pub fn command(name: &str) -> Option<&'static PluginCommand> {
+    commands().find(|c| (c.command)().get_name() == name)
+}
+
 /// The registered names.
 pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|p| p.name()).collect()
@@ -47,6 +44,35 @@ pub fn names() -> Vec<&'static str> {
 
 #[cfg(test)]
 mod tests {
+    /// build.rs found every plugin: as many as there are `wirebench-plugin-*` lines.
+    #[test]
+    fn the_registry_has_every_plugin_line() {
+        let manifest = include_str!("../Cargo.toml");
+        let lines = manifest
+            .lines()
+            .filter(|l| l.starts_with("wirebench-plugin-"))
+            .count();
+        assert_eq!(super::REGISTRY.len(), lines);
+        assert_eq!(super::names()[..2], ["raw", "xmpp"]);
+        let mut names = super::names();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), lines, "two plugins have one name");
+    }
+
+    #[test]
+    fn command_names_are_unique() {
+        let mut names: Vec<String> = super::commands()
+            .map(|c| (c.command)().get_name().to_string())
+            .collect();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n);
+        assert!(super::command("x2x").is_some());
+        assert!(super::command("nope").is_none());
+    }
+
     #[test]
     fn an_unknown_name_is_no_protocol() {
         assert!(super::get("raw").is_some());

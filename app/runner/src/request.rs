@@ -142,7 +142,7 @@ pub fn prepare(req: &RunRequest) -> Result<Prepared, RunError> {
     if let Some(c) = &req.columns {
         let columns = list(c);
         for c in &columns {
-            wirebench_model::results::check_column(c)
+            wirebench_model::results::check_column(c, crate::metrics::names())
                 .map_err(|e| usage(format!("--columns: {e}")))?;
         }
         scenario.columns = Some(columns);
@@ -287,17 +287,19 @@ pub fn pcap_options(
     .transpose()
 }
 
-/// Refuses, before anything runs, a case of the reference server whose payload the
-/// embedded server would refuse (a server given with `--server` states its own limit
-/// per case). `origin` names where the payload was set, for the message.
+/// Refuses, before anything runs, a case whose payload the server its run starts would
+/// refuse (the protocol states the limit: raw's is the embedded reference server's; a
+/// server given with `--server` states its own limit per case). `origin` names where the
+/// payload was set, for the message.
 pub fn check_embedded_payloads(scenario: &Scenario, origin: &str) -> Result<(), RunError> {
-    let limit = u64::from(wirebench_net::ServerConfig::default().max_payload);
     for case in crate::plan(scenario) {
         let Some((_, p)) = case.point.iter().find(|(n, _)| n == "payload") else {
             continue;
         };
-        let served = crate::registry::of(&case).uses_reference_server();
-        if served && p.value.as_bytes().is_some_and(|b| b > limit) {
+        let Some(limit) = crate::registry::of(&case).max_payload() else {
+            continue;
+        };
+        if p.value.as_bytes().is_some_and(|b| b > limit) {
             return Err(usage(format!(
                 "{origin} {p}: above the embedded server's limit of {}; for larger payloads \
                  run `wirebench serve --max-payload SIZE` and pass its address with --server",

@@ -35,47 +35,7 @@ use wirebench_model::{Grid, Kind, ParamValue, parse_duration};
 use wirebench_report::ChartSpec;
 use wirebench_report::info::Claim;
 
-/// Built-in scenarios, by name.
-pub const BUILTIN: &[(&str, &str)] = &[
-    ("default", include_str!("../../../scenarios/default.toml")),
-    ("latency", include_str!("../../../scenarios/latency.toml")),
-    (
-        "payload-sweep",
-        include_str!("../../../scenarios/payload-sweep.toml"),
-    ),
-    (
-        "satcom-xmpp",
-        include_str!("../../../scenarios/satcom-xmpp.toml"),
-    ),
-    (
-        "satcom-irc",
-        include_str!("../../../scenarios/satcom-irc.toml"),
-    ),
-    (
-        "satcom-mqtt",
-        include_str!("../../../scenarios/satcom-mqtt.toml"),
-    ),
-    (
-        "s4-tigase",
-        include_str!("../../../scenarios/s4-tigase.toml"),
-    ),
-    (
-        "soapstone",
-        include_str!("../../../scenarios/soapstone.toml"),
-    ),
-    (
-        "proxy-ttfb",
-        include_str!("../../../scenarios/proxy-ttfb.toml"),
-    ),
-    (
-        "proxy-delays",
-        include_str!("../../../scenarios/proxy-delays.toml"),
-    ),
-    (
-        "browser-transports",
-        include_str!("../../../scenarios/browser-transports.toml"),
-    ),
-];
+include!(concat!(env!("OUT_DIR"), "/scenarios.rs"));
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
@@ -731,16 +691,21 @@ use wirebench_report::charts::LOAD_COLUMNS;
 /// case of the file's plan matches. The plan is the whole file's, all parts included,
 /// so `--part` or a command-line value that leaves a reference without cases is fine.
 fn check_references(cx: &Ctx, sc: &Scenario, files: &[ReferenceFile]) -> Result<(), ScenarioError> {
-    use wirebench_model::results::METRICS;
     for r in files {
         for (metric, v) in r.metrics.iter().flat_map(|m| &m.0) {
-            if !METRICS.contains(&metric.as_str()) {
+            if crate::metrics::spec(metric).is_none() {
                 return Err(cx.err(
                     span_of(v),
                     &format!("reference.metrics.{metric}"),
                     format!(
                         "no workload records this metric{}; metrics are listed in docs/results.md",
-                        did_you_mean(metric, METRICS)
+                        did_you_mean(
+                            metric,
+                            &crate::metrics::names()
+                                .iter()
+                                .map(String::as_str)
+                                .collect::<Vec<_>>()
+                        )
                     ),
                 ));
             }
@@ -998,7 +963,7 @@ fn output(cx: &Ctx, o: &OutputFile, sc: &mut Scenario) -> Result<(), ScenarioErr
     }
     if let Some(columns) = &o.columns {
         for c in columns.get_ref() {
-            wirebench_model::results::check_column(c)
+            wirebench_model::results::check_column(c, crate::metrics::names())
                 .map_err(|e| cx.err(span_of(columns), "output.columns", e))?;
         }
         sc.columns = Some(columns.get_ref().clone());

@@ -28,3 +28,35 @@ pub trait Serving {
     /// Stops them once the process is asked to stop, saying what they served.
     fn stop(self: Box<Self>) -> anyhow::Result<()>;
 }
+
+/// An `Arc<AtomicBool>` that is set once `shutdown` is triggered, for servers and
+/// gateways whose loops take one (a thread waits for the request to pass it on).
+pub fn stop_flag(shutdown: &Shutdown) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let flag = std::sync::Arc::new(AtomicBool::new(false));
+    let (s, f) = (shutdown.clone(), flag.clone());
+    std::thread::Builder::new()
+        .name("wb-stop-flag".into())
+        .spawn(move || {
+            s.wait();
+            f.store(true, Ordering::SeqCst);
+        })
+        .expect("cannot start a thread");
+    flag
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_flag_follows_the_request() {
+        let s = wirebench_model::Shutdown::new();
+        let f = super::stop_flag(&s);
+        assert!(!f.load(std::sync::atomic::Ordering::SeqCst));
+        s.trigger();
+        let t0 = std::time::Instant::now();
+        while !f.load(std::sync::atomic::Ordering::SeqCst) {
+            assert!(t0.elapsed().as_secs() < 5, "the flag was never set");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}

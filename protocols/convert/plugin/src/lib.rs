@@ -11,6 +11,7 @@
 //!
 //! The codec is `wirebench-convert` (protocols/convert/engine).
 
+pub mod commands;
 pub mod converter;
 pub mod local;
 
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use wirebench_connect::params::{CONCURRENCY, CONNECTS, MPTCP, TFO};
 use wirebench_connect::{Dial, Dialed};
 use wirebench_convert as cv;
+use wirebench_model::MetricSpec;
 use wirebench_protocol::params::ParamSpec;
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 
@@ -74,7 +76,31 @@ impl Dial for ConvertDial {
 
 pub struct Convert;
 
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn Protocol = &Convert;
+
+/// The metrics only convert's cases record (docs/results.md).
+static METRICS: &[MetricSpec] = &[
+    MetricSpec::new(
+        "convert.onward_tfo",
+        "count",
+        "connections onwards whose SYN carried the client's data and were accepted",
+    ),
+    MetricSpec::dist(
+        "convert.leg",
+        wirebench_model::results::STATS,
+        "s",
+        "the converter's own connection onwards, from its start to the server's accept",
+    ),
+];
+
 impl Protocol for Convert {
+    fn metrics(&self) -> &'static [MetricSpec] {
+        METRICS
+    }
+    fn commands(&self) -> &'static [wirebench_protocol::PluginCommand] {
+        commands::COMMANDS
+    }
     fn name(&self) -> &'static str {
         "convert"
     }

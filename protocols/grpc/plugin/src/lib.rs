@@ -40,6 +40,9 @@ pub const SERVICE: &str = "/wirebench.Bench/";
 
 pub struct Grpc;
 
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn Protocol = &Grpc;
+
 impl Protocol for Grpc {
     fn name(&self) -> &'static str {
         "grpc"

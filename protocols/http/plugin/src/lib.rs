@@ -37,6 +37,9 @@ const OVERHEAD: u64 = 200;
 
 pub struct Http;
 
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn Protocol = &Http;
+
 impl Protocol for Http {
     fn name(&self) -> &'static str {
         "http"

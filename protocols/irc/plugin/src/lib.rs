@@ -41,7 +41,23 @@ const IRC_MODEL: PeerModel = PeerModel {
 
 pub struct Irc;
 
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn Protocol = &Irc;
+
+/// The metrics only its cases record (docs/results.md).
+static METRICS: &[wirebench_model::MetricSpec] = &[
+    wirebench_model::MetricSpec::new("irc.login", "s", "client1's registration with its server"),
+    wirebench_model::MetricSpec::new("irc.link_setup", "s", "the servers' link set-up"),
+    wirebench_model::MetricSpec::new("irc.nick_known", "s", "until client2's nick was known across the link"),
+    wirebench_model::MetricSpec::new("irc.first_delivery", "s", "the first message's trip between the clients"),
+    wirebench_model::MetricSpec::new("irc.lines_per_message", "count", "IRC lines per message"),
+    wirebench_model::MetricSpec::new("irc.drain_wait", "s", "waiting for the link to drain before the case"),
+];
+
 impl Protocol for Irc {
+    fn metrics(&self) -> &'static [wirebench_model::MetricSpec] {
+        METRICS
+    }
     fn name(&self) -> &'static str {
         "irc"
     }

@@ -81,7 +81,23 @@ const MQTT_QOS1: PeerModel = PeerModel {
 
 pub struct Mqtt;
 
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn Protocol = &Mqtt;
+
+/// The metrics only its cases record (docs/results.md).
+static METRICS: &[wirebench_model::MetricSpec] = &[
+    wirebench_model::MetricSpec::new("mqtt.broker_start", "s", "the brokers' start"),
+    wirebench_model::MetricSpec::new("mqtt.connect", "s", "client1's CONNECT to CONNACK"),
+    wirebench_model::MetricSpec::new("mqtt.subscribe", "s", "SUBSCRIBE to SUBACK"),
+    wirebench_model::MetricSpec::new("mqtt.publish_bytes", "B", "bytes of one PUBLISH packet"),
+    wirebench_model::MetricSpec::new("mqtt.first_delivery", "s", "the first message's trip between the clients"),
+    wirebench_model::MetricSpec::new("mqtt.drain_wait", "s", "waiting for the link to drain before the case"),
+];
+
 impl Protocol for Mqtt {
+    fn metrics(&self) -> &'static [wirebench_model::MetricSpec] {
+        METRICS
+    }
     fn name(&self) -> &'static str {
         "mqtt"
     }

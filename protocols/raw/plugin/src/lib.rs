@@ -27,6 +27,9 @@ const PARAMS: &[ParamSpec] = &[MODE, NODELAY];
 /// The plugin.
 pub struct Raw;
 
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn Protocol = &Raw;
+
 impl Protocol for Raw {
     fn name(&self) -> &'static str {
         "raw"
@@ -43,6 +46,12 @@ impl Protocol for Raw {
 
     fn uses_reference_server(&self) -> bool {
         true
+    }
+
+    /// The embedded reference server's limit (a server given with `--server` states its
+    /// own per case).
+    fn max_payload(&self) -> Option<u64> {
+        Some(u64::from(wirebench_net::ServerConfig::default().max_payload))
     }
 
     fn stream_echoes(&self, case: &Case) -> bool {

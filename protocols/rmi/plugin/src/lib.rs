@@ -39,6 +39,9 @@ pub const JDK: Requirement = Requirement {
 
 pub struct Rmi;
 
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn Protocol = &Rmi;
+
 impl Protocol for Rmi {
     fn name(&self) -> &'static str {
         "rmi"

@@ -19,6 +19,9 @@ pub mod server;
 pub mod stream;
 
 pub use dial::{Shadowsocks, ShadowsocksDial};
+
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn wirebench_protocol::Protocol = &Shadowsocks;
 pub use method::{Method, Secret};
 
 use wirebench_model::Kind;

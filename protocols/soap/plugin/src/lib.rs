@@ -103,6 +103,9 @@ impl Codec for Envelope {
 
 pub struct Soap;
 
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn Protocol = &Soap;
+
 impl Protocol for Soap {
     fn name(&self) -> &'static str {
         "soap"

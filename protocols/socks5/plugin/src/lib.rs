@@ -210,6 +210,9 @@ fn handshake_round_trips(case: &Case) -> u32 {
 
 pub struct Socks5;
 
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn Protocol = &Socks5;
+
 impl Protocol for Socks5 {
     fn name(&self) -> &'static str {
         "socks5"

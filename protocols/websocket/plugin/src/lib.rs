@@ -31,6 +31,9 @@ const OVERHEAD: u64 = 14;
 
 pub struct WebSocket;
 
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn Protocol = &WebSocket;
+
 impl Protocol for WebSocket {
     fn name(&self) -> &'static str {
         "websocket"

@@ -22,10 +22,12 @@
 //! server ([`serve`]) and the plugin.
 
 pub mod browser;
+pub mod commands;
 pub mod ejabberd;
 pub mod hold;
 pub mod load;
 pub mod load_case;
+pub mod metrics;
 pub mod peer;
 pub mod prosody;
 pub mod s2;
@@ -211,7 +213,27 @@ const XMPP_PASSWORD: &str = "wirebench";
 
 pub struct Xmpp;
 
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn Protocol = &Xmpp;
+
 impl Protocol for Xmpp {
+    fn metrics(&self) -> &'static [wirebench_model::MetricSpec] {
+        metrics::METRICS
+    }
+    fn commands(&self) -> &'static [wirebench_protocol::PluginCommand] {
+        commands::COMMANDS
+    }
+    fn serve_flags(&self, serve: clap::Command) -> clap::Command {
+        commands::serve_flags(serve)
+    }
+    fn serve_plan(
+        &self,
+        flags: &clap::ArgMatches,
+        quiet: bool,
+    ) -> anyhow::Result<Option<Box<dyn wirebench_protocol::ServePlan>>> {
+        commands::serve_plan(flags, quiet)
+    }
+
     fn name(&self) -> &'static str {
         "xmpp"
     }
