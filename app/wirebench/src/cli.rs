@@ -70,15 +70,6 @@ pub enum Command {
         wirebench serve --listen [::1]:9000 --quiet\n\n\
         Then, from another terminal or host: wirebench run --server HOST[:PORT]")]
     Serve(Box<ServeArgs>),
-    /// One worker process of `serve --xmpp` (started by it, not by hand).
-    #[command(hide = true, name = "xmpp-worker")]
-    XmppWorker {
-        #[arg(long)]
-        index: usize,
-    },
-    /// One generator process of an XMPP load case (started by `run`, not by hand).
-    #[command(hide = true, name = "xmpp-load-worker")]
-    XmppLoadWorker,
     /// List the built-in scenarios.
     Scenarios,
     /// Check what a scenario's cases need on this machine (peers, packages, root).
@@ -163,72 +154,6 @@ pub enum Command {
         kubectl wait --for=condition=complete job/wirebench-s4-tigase --timeout=2h\n  \
         wirebench merge results/wirebench-s4-tigase/shard-* --out merged    # copied off the claim")]
     K8s(Box<K8sArgs>),
-    /// Run a zero-handshake XMPP server link gateway (XEP-0361) until Ctrl-C.
-    ///
-    /// The gateway attaches to the local XMPP server as the XEP-0114 component of the
-    /// remote domain(s) and carries their stanzas to the peer gateway over one TCP
-    /// connection: no stream negotiation, zlib with a preset dictionary, TCP Fast Open,
-    /// and nothing lost across link outages (acknowledged, resent in order). The file
-    /// format, with every key explained: protocols/xmpp/x2x/example.toml; docs/x2x.md.
-    X2x {
-        /// Gateway configuration (TOML).
-        #[arg(long, value_name = "FILE")]
-        config: PathBuf,
-    },
-    /// Run an RFC 8803 Transport Converter (the 0-RTT TCP Convert Protocol) until Ctrl-C.
-    ///
-    /// A client's SYN carries (with TCP Fast Open) a Connect TLV naming its server and its
-    /// first data; the converter connects onwards, answers once the server has accepted,
-    /// forwards the data and relays both ways. It connects only to the networks --allow
-    /// names and answers others with the RFC's "Not Authorized" error. RFC 8803 forbids
-    /// loopback destinations: name them in --allow only to test on one machine. With Fast
-    /// Open the client's data rides in the converter's SYN to the server too. Clients need
-    /// net.ipv4.tcp_fastopen with bit 1, this host both bits (3). The client
-    /// side is in the connect workload (--protocol convert) and, for any program,
-    /// `wirebench converter-client`; docs/protocols/proxies.md.
-    #[command(after_help = "Examples:\n  \
-        wirebench converter --listen 0.0.0.0:5124 --allow 198.51.100.0/24,2001:db8::/32\n  \
-        wirebench converter --listen 127.0.0.1:5124 --allow 127.0.0.1   # a test on this machine")]
-    Converter {
-        /// Address and port to listen on.
-        #[arg(long, value_name = "ADDR")]
-        listen: String,
-        /// Destinations the converter may connect to: addresses and networks, comma-separated.
-        #[arg(long, value_name = "NETWORKS")]
-        allow: String,
-        /// Do not use TCP Fast Open, neither towards clients nor onwards to servers (each
-        /// then pays a round trip for its handshake).
-        #[arg(long)]
-        no_tfo: bool,
-    },
-    /// Run the client side of RFC 8803 for any program: a local SOCKS5 proxy that sends
-    /// each connection through a Transport Converter, until Ctrl-C.
-    ///
-    /// Each CONNECT (to an IPv4 or IPv6 address; the Convert protocol carries no names)
-    /// becomes one connection to --via whose first write is the Connect TLV and the
-    /// program's first data, in the SYN with TCP Fast Open (this host needs bit 1 of
-    /// net.ipv4.tcp_fastopen). The CONNECT is answered at once so that the program sends
-    /// that data; a converter's refusal then closes the connection and is logged here.
-    /// docs/protocols/proxies.md.
-    #[command(after_help = "Examples:\n  \
-        wirebench converter-client --listen 127.0.0.1:1080 --via 192.0.2.10:5124\n  \
-        curl --socks5 127.0.0.1:1080 http://198.51.100.7/   # --socks5 resolves names here")]
-    ConverterClient {
-        /// Local address for programs' SOCKS5 connections (keep it on loopback: the
-        /// front has no authentication).
-        #[arg(long, value_name = "ADDR")]
-        listen: String,
-        /// The Transport Converter, ADDR:PORT.
-        #[arg(long, value_name = "ADDR")]
-        via: String,
-        /// Do not use TCP Fast Open towards the converter (a round trip more).
-        #[arg(long)]
-        no_tfo: bool,
-        /// How long to wait for a program's first data before connecting without it
-        /// (programs whose server speaks first, such as SMTP, wait this long).
-        #[arg(long, value_name = "DURATION", default_value = "50ms")]
-        first_data_wait: String,
-    },
     /// Merge a sharded run's results (one directory per shard) into one results directory.
     ///
     /// Exact: each load case's per-interval histograms and counters are added, so the
@@ -431,9 +356,7 @@ pub struct RunArgs {
     /// applies when neither sets it.
     pub scenario: Option<String>,
 
-    /// Wire protocol: raw, xmpp, irc, mqtt, http, websocket, grpc, soap, rmi, direct,
-    /// socks5, convert or shadowsocks. `wirebench protocols` says what each runs against and what
-    /// needs root (raw and xmpp run on loopback against wirebench's own servers).
+    /// Wire protocol: the registry's names ([`protocol_help`]).
     #[arg(
         long,
         value_name = "LIST",
@@ -689,108 +612,50 @@ pub struct ServeArgs {
     /// Do not log connections and errors.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Also serve another protocol's server alone, NAME=ADDR (repeatable): http
-    /// (HTTP/1.1 and h2c: POST /echo, /sink), soap (POST /soap), grpc
-    /// (wirebench.Bench, protocols/grpc/plugin/proto/wirebench.proto), websocket
-    /// (ws://ADDR/echo, /sink). For third-party clients: wrk, h2load, ghz, browsers.
+    /// Also serve another protocol's server alone, NAME=ADDR (repeatable): the list is
+    /// the registry's ([`also_help`]).
     #[arg(long, value_name = "NAME=ADDR")]
     pub also: Vec<String>,
-    /// Also serve XMPP client-to-server on this address, e.g. 127.0.0.1:5222 (the built-in
-    /// server: SCRAM or PLAIN, STARTTLS with --xmpp-tls). Users user1..userN, passwords
-    /// pass1..passN.
-    #[arg(long, value_name = "ADDR")]
-    pub xmpp: Option<String>,
-    /// The XMPP domain served (clients log in as user1@DOMAIN).
-    #[arg(long, default_value = "wirebench.test", value_name = "DOMAIN")]
-    pub xmpp_domain: String,
-    /// XMPP accounts: user1..userN, passwords pass1..passN (Tsung's convention).
-    #[arg(long, default_value_t = 100_000, value_name = "N")]
-    pub xmpp_users: u64,
-    /// Roster size of each numbered XMPP user: the N/2 users before and after it.
-    #[arg(long, default_value_t = 2, value_name = "N")]
-    pub xmpp_contacts: u64,
-    /// XMPP accounts from a file instead: one `NAME PASSWORD` per line (# comments).
-    #[arg(long, value_name = "FILE")]
-    pub xmpp_users_file: Option<PathBuf>,
-    /// XMPP rosters from a file: one `NAME: CONTACT CONTACT ...` per line, a contact
-    /// being a user name or a bare JID.
-    #[arg(long, value_name = "FILE")]
-    pub xmpp_roster_file: Option<PathBuf>,
-    /// XMPP sessions to be able to hold at once. Above what one process may open (its
-    /// open-file limit, 20,000 here), the XMPP workers are processes.
-    #[arg(long, default_value_t = 10_000, value_name = "N")]
-    pub xmpp_sessions: usize,
-    /// XMPP workers (event loops) sharing the port through SO_REUSEPORT; default: one per
-    /// core, or more when --xmpp-sessions needs more processes.
-    #[arg(long, value_name = "N")]
-    pub xmpp_workers: Option<usize>,
-    /// Run the XMPP workers as processes even when one process would hold the sessions.
-    #[arg(long)]
-    pub xmpp_processes: bool,
-    /// Give each XMPP worker its own port (PORT, PORT+1, ...) instead of one shared port,
-    /// so a client chooses its worker.
-    #[arg(long)]
-    pub xmpp_port_per_worker: bool,
-    /// Offer STARTTLS on the XMPP port, with a self-signed certificate for the domain
-    /// made at start (clients must trust it or skip verification).
-    #[arg(long)]
-    pub xmpp_tls: bool,
-    /// Close an XMPP connection that has not bound a resource this long after connecting
-    /// (a client that connects and stalls holds a socket until then).
-    #[arg(long, default_value = "30s", value_name = "DURATION")]
-    pub xmpp_handshake_timeout: String,
-    /// Largest XMPP stanza a client may send; a larger one gets a policy-violation stream
-    /// error and the connection is closed.
-    #[arg(long, default_value = "64KiB", value_name = "SIZE")]
-    pub xmpp_max_stanza: String,
-    /// Unsent bytes an XMPP session may queue (a client that stops reading) before it is
-    /// closed.
-    #[arg(long, default_value = "4MiB", value_name = "SIZE")]
-    pub xmpp_max_queued: String,
-    /// Also serve XMPP over WebSocket (RFC 7395, subprotocol xmpp, any path, e.g.
-    /// ws://127.0.0.1:5280/xmpp-websocket) on this address, in front of --xmpp (or
-    /// --xmpp-upstream).
-    #[arg(long, value_name = "ADDR")]
-    pub xmpp_websocket: Option<String>,
-    /// Also serve XMPP over BOSH (XEP-0124/0206, POST to any path, e.g.
-    /// http://127.0.0.1:5281/http-bind) on this address, in front of --xmpp (or
-    /// --xmpp-upstream).
-    #[arg(long, value_name = "ADDR")]
-    pub xmpp_bosh: Option<String>,
-    /// Also serve XMPP over SockJS 0.3.3 (every transport: websocket, xhr-streaming,
-    /// xhr-polling, jsonp-polling, eventsource, htmlfile; any prefix, e.g.
-    /// http://127.0.0.1:5282/xmpp) on this address, in front of --xmpp (or --xmpp-upstream).
-    #[arg(long, value_name = "ADDR")]
-    pub xmpp_sockjs: Option<String>,
-    /// SockJS's JSESSIONID option: /info says cookie_needed and session requests set the
-    /// JSESSIONID cookie (for load balancers with sticky sessions).
-    #[arg(long)]
-    pub xmpp_sockjs_cookie: bool,
-    /// The XMPP server the WebSocket and BOSH endpoints open their sessions' TCP
-    /// connections to, if not the built-in one of --xmpp (e.g. Prosody's port 5222).
-    #[arg(long, value_name = "ADDR")]
-    pub xmpp_upstream: Option<String>,
-    /// A BOSH session with no request held for this long ends (XEP-0124 inactivity).
-    #[arg(long, default_value = "60s", value_name = "DURATION")]
-    pub xmpp_bosh_inactivity: String,
-    /// Longest BOSH `wait` granted: an idle held request is answered empty after it.
-    #[arg(long, default_value = "60s", value_name = "DURATION")]
-    pub xmpp_bosh_wait: String,
-    /// Largest BOSH request body; a larger one ends its session with policy-violation.
-    #[arg(long, default_value = "128KiB", value_name = "SIZE")]
-    pub xmpp_bosh_max_body: String,
 }
 
 /// The command line's definition, with each parameter's default (from the registry the
 /// runner uses) appended to its flag's help: the flags themselves have no clap default,
 /// since a flag given overrides the scenario and one not given must not.
+/// The plugins' commands (from the runner's registry) are added after `k8s`, and their
+/// `serve` flags to `serve`, each plugin's under its own heading.
 fn command() -> clap::Command {
+    let mut cmd = Cli::command();
+    for c in wirebench_runner::registry::commands() {
+        cmd = cmd.subcommand((c.command)());
+    }
+    // The order `wirebench --help` lists them in: the built-in commands as declared, the
+    // plugins' after `k8s`.
+    let mut order: Vec<String> = Vec::new();
+    for sub in cmd.get_subcommands().map(|c| c.get_name().to_string()) {
+        let plugin = wirebench_runner::registry::command(&sub).is_some();
+        if !plugin {
+            order.push(sub.clone());
+        }
+        if sub == "k8s" {
+            order.extend(
+                wirebench_runner::registry::commands().map(|c| (c.command)().get_name().to_string()),
+            );
+        }
+    }
+    cmd = cmd.mut_subcommands(|c| {
+        let at = order.iter().position(|n| n == c.get_name()).unwrap_or(order.len());
+        c.display_order(at)
+    });
     // `mut_subcommands`, not `mut_subcommand`: the latter moves `run` to the end of the list.
-    Cli::command().mut_subcommands(|mut run| {
+    cmd.mut_subcommands(|mut run| {
+        if run.get_name() == "serve" {
+            return serve_command(run);
+        }
         let doctor = run.get_name() == "doctor";
         if run.get_name() != "run" && !doctor {
             return run;
         }
+        run = run.mut_arg("protocol", |a| a.help(protocol_help()));
         // Doctor takes run's flags to plan the same cases; those that do not choose cases
         // stay out of its help.
         if doctor {
@@ -833,6 +698,37 @@ fn command() -> clap::Command {
         }
         run
     })
+}
+
+/// `--protocol`'s help, naming the registry's protocols.
+fn protocol_help() -> String {
+    let names = wirebench_runner::registry::names();
+    let (last, rest) = names.split_last().expect("a registered protocol");
+    format!(
+        "Wire protocol: {} or {last}. `wirebench protocols` says what each runs against and \
+         what needs root (raw and xmpp run on loopback against wirebench's own servers)",
+        rest.join(", ")
+    )
+}
+
+/// `serve` with `--also`'s help naming the protocols that can serve alone, and each
+/// plugin's own flags.
+fn serve_command(mut serve: clap::Command) -> clap::Command {
+    let alone: Vec<String> = wirebench_runner::registry::REGISTRY
+        .iter()
+        .filter_map(|p| Some(format!("{} {}", p.name(), p.serve_alone_help()?)))
+        .collect();
+    let help = format!(
+        "Also serve another protocol's server alone, NAME=ADDR (repeatable): {}. For \
+         third-party clients: wrk, h2load, ghz, browsers",
+        alone.join(", ")
+    );
+    // Each flag's help on the line below it, in every section, as when they were one.
+    serve = serve.mut_arg("also", |a| a.help(help)).next_line_help(true);
+    for p in wirebench_runner::registry::REGISTRY {
+        serve = p.serve_flags(serve);
+    }
+    serve
 }
 
 /// Run's flags that `wirebench doctor` accepts (it flattens run's) but does not read.
@@ -883,10 +779,22 @@ fn capitalized(s: &str) -> String {
     }
 }
 
+/// What the command line asks for: a built-in command (with `serve`'s flags as parsed,
+/// which the plugins read their own from), or a plugin's command.
+pub enum Invocation {
+    Builtin(Box<Cli>, Option<clap::ArgMatches>),
+    Plugin(&'static wirebench_runner::registry::PluginCommand, clap::ArgMatches),
+}
+
 /// Parses the command line; an unknown subcommand gets a suggestion (clap's own misses
 /// short typos such as `rn`), any other mistake clap's message. Exits on error or help.
-pub fn parse() -> Cli {
+pub fn parse() -> Invocation {
     let err = match command().try_get_matches().and_then(|m| {
+        if let Some((name, sub)) = m.subcommand() {
+            if let Some(c) = wirebench_runner::registry::command(name) {
+                return Ok(Invocation::Plugin(c, sub.clone()));
+            }
+        }
         let mut cli = Cli::from_arg_matches(&m)?;
         let (args, sub) = match &mut cli.command {
             Command::Run(args) => (Some(&mut **args), m.subcommand_matches("run")),
@@ -901,9 +809,10 @@ pub fn parse() -> Cli {
                 })
                 .collect();
         }
-        Ok(cli)
+        let serve = m.subcommand_matches("serve").cloned();
+        Ok(Invocation::Builtin(Box::new(cli), serve))
     }) {
-        Ok(cli) => return cli,
+        Ok(i) => return i,
         Err(e) => e,
     };
     use clap::error::{ContextKind, ContextValue, ErrorKind};
@@ -1110,112 +1019,6 @@ impl RunArgs {
 }
 
 impl ServeArgs {
-    /// The WebSocket and BOSH endpoints asked for: (kind, listen address), checked
-    /// before anything listens. The upstream is resolved by the caller.
-    pub fn web_endpoints(&self) -> Result<Vec<(wirebench_plugin_xmpp::web::Kind, String)>> {
-        let mut v = Vec::new();
-        if self.xmpp_websocket.is_none() && self.xmpp_bosh.is_none() && self.xmpp_sockjs.is_none() {
-            return Ok(v);
-        }
-        if self.xmpp.is_none() && self.xmpp_upstream.is_none() {
-            anyhow::bail!(
-                "--xmpp-websocket, --xmpp-bosh and --xmpp-sockjs front an XMPP server: give --xmpp ADDR (the \
-                 built-in one) or --xmpp-upstream ADDR (another)"
-            );
-        }
-        let size = |flag: &str, v: &str| -> Result<usize> {
-            Ok(wirebench_model::Bytes::parse(v)
-                .with_context(|| flag.to_string())?
-                .0 as usize)
-        };
-        let secs = |flag: &str, v: &str| -> Result<u64> {
-            let d = wirebench_model::parse_duration(v).with_context(|| flag.to_string())?;
-            if d.as_secs() == 0 {
-                anyhow::bail!("{flag} must be at least 1s (BOSH counts whole seconds)");
-            }
-            Ok(d.as_secs())
-        };
-        let max_stanza = size("--xmpp-max-stanza", &self.xmpp_max_stanza)?;
-        if let Some(a) = &self.xmpp_websocket {
-            v.push((
-                wirebench_plugin_xmpp::web::Kind::WebSocket { max_stanza },
-                a.clone(),
-            ));
-        }
-        if let Some(a) = &self.xmpp_bosh {
-            let cfg = wirebench_plugin_xmpp::web::BoshConfig {
-                max_wait: secs("--xmpp-bosh-wait", &self.xmpp_bosh_wait)?,
-                inactivity: secs("--xmpp-bosh-inactivity", &self.xmpp_bosh_inactivity)?,
-                max_body: size("--xmpp-bosh-max-body", &self.xmpp_bosh_max_body)?,
-                max_stanza,
-                ..Default::default()
-            };
-            v.push((wirebench_plugin_xmpp::web::Kind::Bosh(cfg), a.clone()));
-        }
-        if let Some(a) = &self.xmpp_sockjs {
-            let o = wirebench_plugin_xmpp::web::sockjs::SockJsOptions {
-                max_stanza,
-                jsessionid: self.xmpp_sockjs_cookie,
-                ..Default::default()
-            };
-            v.push((wirebench_plugin_xmpp::web::Kind::SockJs(o), a.clone()));
-        }
-        Ok(v)
-    }
-
-    /// The built-in XMPP server's configuration, if `--xmpp` was given: its address,
-    /// accounts (files read and checked here) and layout wishes.
-    pub fn xmpp_config(&self) -> Result<Option<wirebench_plugin_xmpp::serve::XmppServerConfig>> {
-        let Some(addr) = &self.xmpp else {
-            return Ok(None);
-        };
-        let at: std::net::SocketAddr = addr
-            .trim()
-            .parse()
-            .map_err(|_| anyhow::anyhow!("--xmpp {addr}: expected IP:PORT, e.g. 127.0.0.1:5222"))?;
-        let mut cfg = wirebench_plugin_xmpp::serve::XmppServerConfig::new(
-            at,
-            &self.xmpp_domain,
-            self.xmpp_users,
-        );
-        cfg.workers = self.xmpp_workers.unwrap_or(0);
-        cfg.sessions = self.xmpp_sessions;
-        cfg.processes = self.xmpp_processes;
-        cfg.port_per_worker = self.xmpp_port_per_worker;
-        cfg.accounts.numbered.contacts = self.xmpp_contacts;
-        cfg.handshake_timeout = wirebench_model::parse_duration(&self.xmpp_handshake_timeout)
-            .context("--xmpp-handshake-timeout")?;
-        if cfg.handshake_timeout.is_zero() {
-            anyhow::bail!("--xmpp-handshake-timeout must be more than 0 (every login needs time)");
-        }
-        let size = |flag: &str, text: &str| -> Result<usize> {
-            let b = Bytes::parse(text).with_context(|| flag.to_string())?;
-            match usize::try_from(b.0) {
-                Ok(n) if n >= 1024 => Ok(n),
-                _ => anyhow::bail!("{flag} {text}: give at least 1KiB"),
-            }
-        };
-        cfg.max_stanza = size("--xmpp-max-stanza", &self.xmpp_max_stanza)?;
-        cfg.max_queued = size("--xmpp-max-queued", &self.xmpp_max_queued)?;
-        if let Some(f) = &self.xmpp_users_file {
-            cfg.accounts
-                .load_users(f)
-                .map_err(|e| anyhow::anyhow!("--xmpp-users-file {e}"))?;
-        }
-        if let Some(f) = &self.xmpp_roster_file {
-            cfg.accounts
-                .load_rosters(f)
-                .map_err(|e| anyhow::anyhow!("--xmpp-roster-file {e}"))?;
-        }
-        if self.xmpp_tls {
-            cfg.tls = Some(
-                wirebench_plugin_xmpp::serve::self_signed(&self.xmpp_domain)
-                    .map_err(|e| anyhow::anyhow!("--xmpp-tls: {e}"))?,
-            );
-        }
-        Ok(Some(cfg))
-    }
-
     /// The address to listen on (`host:port` for the resolver) and the server's limits.
     pub fn config(&self) -> Result<(String, ServerConfig)> {
         let max = Bytes::parse(&self.max_payload).context("--max-payload")?;
@@ -1286,7 +1089,7 @@ mod tests {
     /// described xmpp as needing Prosody and root when it no longer did).
     #[test]
     fn protocol_help_names_every_registered_protocol() {
-        let cmd = Cli::command();
+        let cmd = command();
         let run = cmd.find_subcommand("run").expect("run");
         let arg = run
             .get_arguments()

@@ -1,8 +1,10 @@
 //! The `wirebench` command: parses arguments ([`cli`]), calls the library that owns each
 //! command (the runner for `run`, `wirebench_net` for `serve`, `wirebench_lab` for
-//! `shell` and `lab`, `wirebench_x2x` for `x2x`, [`k8s`] for `k8s`), and renders what comes back
-//! ([`render`]). No measurement logic lives here; signal handling does, since it is
-//! the process's.
+//! `shell` and `lab`, [`k8s`] for `k8s`, a plugin for its own commands and `serve`
+//! endpoints, reached through the runner's registry), and renders what comes back
+//! ([`render`]). No measurement logic lives here; signal handling does, since it is the
+//! process's: one handler ([`on_signal`]) triggers the one [`Shutdown`] every command
+//! receives.
 
 mod cli;
 mod k8s;
@@ -13,33 +15,21 @@ use cli::{Command, CompareArgs, K8sArgs, LabCommand, RunArgs, ServeArgs, ShellAr
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use wirebench_model::Status;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use wirebench_model::{Shutdown, Status};
 use wirebench_net::Server;
 
 fn main() -> ExitCode {
-    let cli = cli::parse();
+    let (cli, serve_flags) = match cli::parse() {
+        cli::Invocation::Builtin(cli, serve) => (cli, serve),
+        cli::Invocation::Plugin(command, flags) => return exit(plugin_command(command, &flags)),
+    };
     let result = match cli.command {
         Command::Run(args) => run(*args),
-        Command::Serve(args) => serve(*args),
-        Command::XmppWorker { index } => xmpp_worker(index),
-        Command::XmppLoadWorker => xmpp_load_worker(),
+        Command::Serve(args) => serve(*args, &serve_flags.unwrap_or_default()),
         Command::Shell(args) => shell(args),
         Command::Lab { command } => lab(command),
         Command::Report { dir, charts_from } => report(&dir, charts_from.as_deref()),
-        Command::X2x { config } => x2x(&config),
-        Command::Converter {
-            listen,
-            allow,
-            no_tfo,
-        } => converter(&listen, &allow, !no_tfo),
-        Command::ConverterClient {
-            listen,
-            via,
-            no_tfo,
-            first_data_wait,
-        } => converter_client(&listen, &via, !no_tfo, &first_data_wait),
         Command::Compare(args) => compare(args),
         Command::Merge {
             dirs,
@@ -57,6 +47,10 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
     };
+    exit(result)
+}
+
+fn exit(result: Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -64,6 +58,58 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// What Ctrl-C (SIGINT) and SIGTERM do while a command runs.
+#[derive(Clone, Copy, PartialEq)]
+enum OnSignal {
+    /// `run`: the first says so and stops gracefully (finished cases are kept); the
+    /// second removes the lab's namespaces (Drop will not run) and exits 130.
+    Run,
+    /// `serve`: the first stops it gracefully; the second exits 130.
+    Serve,
+    /// A plugin's command (a gateway, a worker process): each stops it gracefully.
+    Stop,
+    /// `shell`: Ctrl-C reaches the command directly (same process group); SIGTERM sent to
+    /// us is passed on. Either way the lab waits for the command, then tears the link down.
+    Shell,
+}
+
+/// Installs the process's one signal handler: it triggers `shutdown` as `on` says.
+fn on_signal(shutdown: &Shutdown, on: OnSignal) -> Result<()> {
+    let shutdown = shutdown.clone();
+    let presses = AtomicUsize::new(0);
+    ctrlc::set_handler(move || {
+        let first = presses.fetch_add(1, Ordering::SeqCst) == 0;
+        match on {
+            OnSignal::Shell => wirebench_lab::shell::terminate_child(),
+            OnSignal::Stop => shutdown.trigger(),
+            OnSignal::Run | OnSignal::Serve if first => {
+                if on == OnSignal::Run {
+                    eprintln!(
+                        "\nwirebench: stopping; finished cases are kept (Ctrl-C again to quit at once)"
+                    );
+                }
+                shutdown.trigger();
+            }
+            OnSignal::Run => {
+                wirebench_lab::netns::cleanup_registered();
+                std::process::exit(130);
+            }
+            OnSignal::Serve => std::process::exit(130),
+        }
+    })
+    .context("cannot install the Ctrl-C handler")
+}
+
+/// A plugin's own command, until done or stopped.
+fn plugin_command(
+    command: &wirebench_runner::registry::PluginCommand,
+    flags: &clap::ArgMatches,
+) -> Result<ExitCode> {
+    let shutdown = Shutdown::new();
+    on_signal(&shutdown, OnSignal::Stop)?;
+    Ok(ExitCode::from((command.run)(flags, &shutdown)?))
 }
 
 fn run(args: RunArgs) -> Result<ExitCode> {
@@ -78,28 +124,12 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     if args.dry_run {
         return Ok(ExitCode::SUCCESS);
     }
-    let shutdown = Arc::new(AtomicBool::new(false));
-    {
-        let flag = shutdown.clone();
-        let presses = AtomicUsize::new(0);
-        ctrlc::set_handler(move || {
-            if presses.fetch_add(1, Ordering::SeqCst) == 0 {
-                eprintln!(
-                    "\nwirebench: stopping; finished cases are kept (Ctrl-C again to quit at once)"
-                );
-                flag.store(true, Ordering::SeqCst);
-            } else {
-                // Drop will not run: remove the lab's namespaces here.
-                wirebench_lab::netns::cleanup_registered();
-                std::process::exit(130);
-            }
-        })
-        .context("cannot install the Ctrl-C handler")?;
-    }
+    let shutdown = Shutdown::new();
+    on_signal(&shutdown, OnSignal::Run)?;
     let (scenario, opts) = (&prepared.scenario, &prepared.options);
     let show_bars = !args.quiet && std::io::stderr().is_terminal();
     let observer = render::Terminal::new(scenario, show_bars, args.json);
-    let summary = wirebench_runner::run(scenario, opts, &shutdown, &observer)?;
+    let summary = wirebench_runner::run(scenario, opts, shutdown.flag(), &observer)?;
     render::run_summary(&summary, args.json, &render::study_metrics(scenario));
     render::skipped(&summary, &prepared.preflight.prerequisites);
     if !args.no_report && !summary.records.is_empty() {
@@ -166,18 +196,14 @@ fn k8s_manifests(args: &K8sArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn serve(args: ServeArgs) -> Result<ExitCode> {
-    use wirebench_plugin_xmpp::serve::XmppServer;
-    // Every argument is checked before anything listens.
-    let xmpp_cfg = args.xmpp_config()?;
-    let web = args.web_endpoints()?;
-    let upstream_arg = match &args.xmpp_upstream {
-        Some(a) => Some(
-            a.parse::<std::net::SocketAddr>()
-                .map_err(|_| anyhow::anyhow!("--xmpp-upstream {a}: expected IP:PORT"))?,
-        ),
-        None => None,
-    };
+fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
+    // Every argument is checked before anything listens: the plugins' first.
+    let mut plans = Vec::new();
+    for p in wirebench_runner::registry::REGISTRY {
+        if let Some(plan) = p.serve_plan(flags, args.quiet)? {
+            plans.push(plan);
+        }
+    }
     let (listen, cfg) = args.config()?;
     let server =
         Server::bind(listen.as_str(), cfg).with_context(|| format!("cannot listen on {listen}"))?;
@@ -189,208 +215,50 @@ fn serve(args: ServeArgs) -> Result<ExitCode> {
         .context("--max-payload")?
         .0;
     for also in &args.also {
-        let Some((name, addr)) = also.split_once('=') else {
-            anyhow::bail!("--also {also:?}: write NAME=ADDR, e.g. --also http=127.0.0.1:8080");
-        };
-        let Some(p) = wirebench_runner::registry::REGISTRY
-            .iter()
-            .find(|p| p.name() == name)
-        else {
-            anyhow::bail!(
-                "--also {also:?}: no protocol {name:?}; protocols: {}",
-                wirebench_runner::registry::names().join(", ")
-            );
-        };
-        let l = std::net::TcpListener::bind(addr)
-            .with_context(|| format!("--also {also}: cannot listen on {addr}"))?;
-        let at = l.local_addr()?;
-        match p.serve_alone(l, max_payload as usize) {
-            Some(Ok(())) => eprintln!("wirebench serve: {name} on {at}"),
-            Some(Err(e)) => anyhow::bail!("--also {also}: {e}"),
-            None => anyhow::bail!(
-                "--also {also}: {name} has no server of its own to run alone (its cases use the reference server or third-party servers)"
-            ),
-        }
+        serve_alone(also, max_payload as usize)?;
     }
-    let xmpp_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let xmpp = match xmpp_cfg {
-        Some(cfg) => {
-            let at = cfg.listen;
-            let cfg_accounts = cfg.accounts.count();
-            let xs = XmppServer::bind(cfg).with_context(|| format!("XMPP server on {at}"))?;
-            let users = match &args.xmpp_users_file {
-                Some(f) => format!("{} accounts from {}", cfg_accounts, f.display()),
-                None => format!(
-                    "users user1..user{n}, passwords pass1..pass{n}",
-                    n = args.xmpp_users
-                ),
-            };
-            eprintln!(
-                "wirebench serve: XMPP for {} ({users}{})\n\
-                 wirebench serve: XMPP layout: {}",
-                args.xmpp_domain,
-                if args.xmpp_tls {
-                    ", STARTTLS with a self-signed certificate"
-                } else {
-                    ""
-                },
-                xs.layout(),
-            );
-            if !args.quiet {
-                xmpp_progress(xs.stats.clone(), xmpp_stop.clone());
-            }
-            let stats = xs.stats.clone();
-            let mut bound = xs.local_addr()?;
-            if bound.ip().is_unspecified() {
-                bound.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-            }
-            Some((xs.spawn(xmpp_stop.clone())?, stats, bound))
-        }
-        None => None,
-    };
-    let mut endpoints = Vec::new();
-    if let Some(upstream) = upstream_arg.or(xmpp.as_ref().map(|x| x.2)) {
-        for (kind, addr) in web {
-            let l = std::net::TcpListener::bind(addr.as_str())
-                .with_context(|| format!("cannot listen on {addr}"))?;
-            let what = match kind {
-                wirebench_plugin_xmpp::web::Kind::WebSocket { .. } => {
-                    "XMPP over WebSocket (RFC 7395)"
-                }
-                wirebench_plugin_xmpp::web::Kind::Bosh(_) => "XMPP over BOSH (XEP-0124/0206)",
-                wirebench_plugin_xmpp::web::Kind::SockJs(_) => "XMPP over SockJS 0.3.3",
-            };
-            let e = wirebench_plugin_xmpp::web::spawn(l, upstream, kind, !args.quiet)?;
-            let url = if what.contains("BOSH") {
-                format!("http://{}/http-bind", e.addr)
-            } else if what.contains("SockJS") {
-                format!("http://{}/xmpp", e.addr)
-            } else {
-                format!("ws://{}/xmpp-websocket", e.addr)
-            };
-            let any = if what.contains("SockJS") {
-                "any prefix"
-            } else {
-                "any path"
-            };
-            eprintln!("wirebench serve: {what} on {url} ({any}), in front of {upstream}");
-            endpoints.push((what, e));
-        }
+    let shutdown = Shutdown::new();
+    let mut running = Vec::new();
+    for plan in plans {
+        running.push(plan.start(&shutdown)?);
     }
     // Ctrl-C or SIGTERM: stop accepting, let every session see the flag at its next
     // tick and close, then exit 0 (a second signal exits at once).
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let presses = AtomicUsize::new(0);
-    ctrlc::set_handler(move || {
-        if presses.fetch_add(1, Ordering::SeqCst) == 0 {
-            let _ = tx.send(());
-        } else {
-            std::process::exit(130);
-        }
-    })
-    .context("cannot install the Ctrl-C handler")?;
+    on_signal(&shutdown, OnSignal::Serve)?;
     server
         .run_until(|| {
-            let _ = rx.recv();
+            shutdown.wait();
             eprintln!("wirebench serve: stopping");
         })
         .context("cannot start the server thread")?;
-    for (what, e) in endpoints {
-        eprintln!("wirebench serve: {what} totals: {}", e.stats.line());
-        e.stop();
+    for r in running {
+        r.stop()?;
     }
-    xmpp_stop.store(true, Ordering::SeqCst);
-    if let Some((t, stats, _)) = xmpp {
-        let r = t.join();
-        eprintln!(
-            "wirebench serve: XMPP totals: {}",
-            xmpp_totals(&stats.snapshot())
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `serve --also NAME=ADDR`: that protocol's own server, alone.
+fn serve_alone(also: &str, max_payload: usize) -> Result<()> {
+    let Some((name, addr)) = also.split_once('=') else {
+        anyhow::bail!("--also {also:?}: write NAME=ADDR, e.g. --also http=127.0.0.1:8080");
+    };
+    let Some(p) = wirebench_runner::registry::get(name) else {
+        anyhow::bail!(
+            "--also {also:?}: no protocol {name:?}; protocols: {}",
+            wirebench_runner::registry::names().join(", ")
         );
-        match r {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => bail!("the XMPP server failed: {e}"),
-            Err(_) => bail!("the XMPP server panicked"),
-        }
+    };
+    let l = std::net::TcpListener::bind(addr)
+        .with_context(|| format!("--also {also}: cannot listen on {addr}"))?;
+    let at = l.local_addr()?;
+    match p.serve_alone(l, max_payload) {
+        Some(Ok(())) => eprintln!("wirebench serve: {name} on {at}"),
+        Some(Err(e)) => anyhow::bail!("--also {also}: {e}"),
+        None => anyhow::bail!(
+            "--also {also}: {name} has no server of its own to run alone (its cases use the reference server or third-party servers)"
+        ),
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The counters a user of `serve --xmpp` watches, in one line.
-fn xmpp_totals(s: &wirebench_plugin_xmpp::serve::StatsSnapshot) -> String {
-    format!(
-        "{} open, {} logged in, {} stanzas routed ({} to another worker), {} unroutable; \
-         closed: {} on handshake timeout, {} slow readers, {} on stream errors, {} over \
-         the session cap",
-        s.open,
-        s.bound,
-        s.routed,
-        s.routed_across,
-        s.unroutable,
-        s.closed_timeout,
-        s.closed_slow,
-        s.closed_error,
-        s.refused_full
-    )
-}
-
-/// Prints the XMPP counters every 5 s while they change, until `stop`.
-fn xmpp_progress(stats: Arc<wirebench_plugin_xmpp::serve::ServerStats>, stop: Arc<AtomicBool>) {
-    std::thread::spawn(move || {
-        let mut last = stats.snapshot();
-        let mut waited = 0;
-        while !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            waited += 1;
-            if waited < 50 {
-                continue;
-            }
-            waited = 0;
-            let now = stats.snapshot();
-            if now != last {
-                eprintln!("wirebench serve: XMPP: {}", xmpp_totals(&now));
-                last = now;
-            }
-        }
-    });
-}
-
-/// A generator process of an XMPP load case: runs its part until done or SIGTERM.
-/// Asks the kernel to send this process SIGTERM when the process that started it ends,
-/// however it ends (a second Ctrl-C, SIGKILL): a worker never outlives its wirebench.
-fn die_with_parent() {
-    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and changes nothing else.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
-    // The parent may have gone before the call: then this process is already orphaned.
-    // SAFETY: getppid has no preconditions.
-    if unsafe { libc::getppid() } == 1 {
-        // SAFETY: raising a signal at this process.
-        unsafe { libc::raise(libc::SIGTERM) };
-    }
-}
-
-fn xmpp_load_worker() -> Result<ExitCode> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    // The parent sends SIGTERM (Ctrl-C reaches the whole group): close the sessions,
-    // report what was measured, exit.
-    ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst))
-        .context("cannot install the signal handler")?;
-    die_with_parent();
-    wirebench_plugin_xmpp::load_case::worker_main(&stop).context("XMPP load generator")?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// A worker process of `serve --xmpp`: serves until its parent stops it.
-fn xmpp_worker(index: usize) -> Result<ExitCode> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    // Ctrl-C reaches the whole process group; the parent sends SIGTERM. Both end here.
-    ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst))
-        .context("cannot install the signal handler")?;
-    die_with_parent();
-    wirebench_plugin_xmpp::serve::procs::worker_main(index, &stop)
-        .with_context(|| format!("XMPP worker {index}"))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn shell(args: ShellArgs) -> Result<ExitCode> {
@@ -400,10 +268,7 @@ fn shell(args: ShellArgs) -> Result<ExitCode> {
         &args.pcap_limit,
         args.pcap_snaplen.as_deref(),
     )?;
-    // Ctrl-C reaches the command directly (same process group); SIGTERM sent to us is
-    // passed on. Either way the lab waits for the command, then tears the link down.
-    ctrlc::set_handler(wirebench_lab::shell::terminate_child)
-        .context("cannot install the signal handler")?;
+    on_signal(&Shutdown::new(), OnSignal::Shell)?;
     let outcome = wirebench_lab::shell::run(
         up.to_params(),
         down.to_params(),
@@ -567,87 +432,4 @@ fn compare(args: CompareArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-fn converter_client(listen: &str, via: &str, tfo: bool, wait: &str) -> Result<ExitCode> {
-    use wirebench_plugin_convert::local::{self, LocalConfig};
-    let via: std::net::SocketAddr = via
-        .parse()
-        .map_err(|e| anyhow::anyhow!("--via {via:?}: {e} (an ADDR:PORT, e.g. 192.0.2.10:5124)"))?;
-    let first_data_wait = wirebench_model::parse_duration(wait)
-        .map_err(|e| anyhow::anyhow!("--first-data-wait: {e}"))?;
-    let l = std::net::TcpListener::bind(listen)
-        .with_context(|| format!("cannot listen on {listen}"))?;
-    if tfo
-        && let Some(p) =
-            wirebench_net::sock::tfo_sysctl_problem(wirebench_net::sock::tfo_sysctl(), true, false)
-    {
-        eprintln!("wirebench converter-client: warning: {p}");
-    }
-    eprintln!(
-        "wirebench converter-client: SOCKS5 on {}, through the converter {via}{} (Ctrl-C to stop)",
-        l.local_addr()?,
-        if tfo { " with TCP Fast Open" } else { "" }
-    );
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst))
-            .context("cannot install the Ctrl-C handler")?;
-    }
-    let cfg = LocalConfig {
-        via,
-        tfo,
-        first_data_wait,
-        log: true,
-    };
-    local::run_standalone(l, cfg, stop).map_err(|e| anyhow::anyhow!(e))?;
-    eprintln!("wirebench converter-client: stopped");
-    Ok(ExitCode::SUCCESS)
-}
-
-fn converter(listen: &str, allow: &str, tfo: bool) -> Result<ExitCode> {
-    use wirebench_plugin_convert::converter::{self, Allow, Config};
-    let allow_list = Allow::parse(allow).map_err(|e| anyhow::anyhow!("--allow: {e}"))?;
-    let l = std::net::TcpListener::bind(listen)
-        .with_context(|| format!("cannot listen on {listen}"))?;
-    if tfo
-        && let Some(p) =
-            wirebench_net::sock::tfo_sysctl_problem(wirebench_net::sock::tfo_sysctl(), true, true)
-    {
-        eprintln!("wirebench converter: warning: {p}");
-    }
-    eprintln!(
-        "wirebench converter: listening on {}, connecting to {allow} only{} (Ctrl-C to stop)",
-        l.local_addr()?,
-        if tfo { ", TCP Fast Open offered" } else { "" }
-    );
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst))
-            .context("cannot install the Ctrl-C handler")?;
-    }
-    let cfg = Config {
-        allow: allow_list,
-        tfo,
-        log: true,
-        legs: None,
-    };
-    converter::run_standalone(l, cfg, stop).map_err(|e| anyhow::anyhow!(e))?;
-    eprintln!("wirebench converter: stopped");
-    Ok(ExitCode::SUCCESS)
-}
-
-fn x2x(path: &Path) -> Result<ExitCode> {
-    let cfg = wirebench_x2x::Config::from_file(path)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst))
-            .context("cannot install the Ctrl-C handler")?;
-    }
-    let stats = wirebench_x2x::run(cfg, stop)?;
-    eprintln!("x2x: stopped; {stats:?}");
-    Ok(ExitCode::SUCCESS)
 }

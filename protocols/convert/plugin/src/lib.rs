@@ -133,6 +133,10 @@ impl Protocol for Convert {
         }
     }
 
+    fn serve_alone_help(&self) -> Option<&'static str> {
+        Some("(an RFC 8803 converter to loopback destinations)")
+    }
+
     fn serve_alone(
         &self,
         listener: std::net::TcpListener,

@@ -68,6 +68,10 @@ impl Protocol for Grpc {
         case.word("mode") == Some("echo")
     }
 
+    fn serve_alone_help(&self) -> Option<&'static str> {
+        Some("(wirebench.Bench, protocols/grpc/plugin/proto/wirebench.proto)")
+    }
+
     fn serve_alone(
         &self,
         listener: std::net::TcpListener,

@@ -65,6 +65,10 @@ impl Protocol for Http {
         case.word("mode") == Some("echo")
     }
 
+    fn serve_alone_help(&self) -> Option<&'static str> {
+        Some("(HTTP/1.1 and h2c: POST /echo, /sink)")
+    }
+
     fn serve_alone(
         &self,
         listener: std::net::TcpListener,

@@ -131,6 +131,10 @@ impl Protocol for Soap {
         case.word("mode") == Some("echo")
     }
 
+    fn serve_alone_help(&self) -> Option<&'static str> {
+        Some("(POST /soap)")
+    }
+
     fn serve_alone(
         &self,
         listener: std::net::TcpListener,

@@ -256,6 +256,10 @@ impl Protocol for Socks5 {
         2.0 + f64::from(handshake_round_trips(case))
     }
 
+    fn serve_alone_help(&self) -> Option<&'static str> {
+        Some("(a SOCKS5 proxy to loopback destinations)")
+    }
+
     fn serve_alone(
         &self,
         listener: std::net::TcpListener,

@@ -59,6 +59,10 @@ impl Protocol for WebSocket {
         case.word("mode") == Some("echo")
     }
 
+    fn serve_alone_help(&self) -> Option<&'static str> {
+        Some("(ws://ADDR/echo, /sink)")
+    }
+
     fn serve_alone(
         &self,
         listener: std::net::TcpListener,

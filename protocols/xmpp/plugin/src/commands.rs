@@ -59,6 +59,7 @@ fn worker_command() -> clap::Command {
         .arg(
             clap::Arg::new("index")
                 .long("index")
+                .value_name("INDEX")
                 .required(true)
                 .value_parser(clap::value_parser!(usize)),
         )
@@ -101,7 +102,8 @@ fn load_worker(_: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
     Ok(0)
 }
 
-/// `wirebench serve`'s XMPP flags.
+// `wirebench serve`'s XMPP flags (a plain comment: a doc comment would become serve's
+// own description).
 #[derive(Args)]
 pub struct ServeFlags {
     /// Also serve XMPP client-to-server on this address, e.g. 127.0.0.1:5222 (the built-in
