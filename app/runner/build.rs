@@ -38,7 +38,11 @@ fn registry(manifest: &Path) -> String {
         writeln!(s, "    {}::PLUGIN,", name.replace('-', "_")).unwrap();
         n += 1;
     }
-    assert!(n > 0, "no wirebench-plugin-* dependency in {}", manifest.display());
+    assert!(
+        n > 0,
+        "no wirebench-plugin-* dependency in {}",
+        manifest.display()
+    );
     s.push_str("];\n");
     s
 }
@@ -62,7 +66,12 @@ fn builtin(dir: &Path) -> String {
     );
     for (stem, path) in &files {
         println!("cargo:rerun-if-changed={}", path.display());
-        writeln!(s, "    ({stem:?}, include_str!({:?})),", path.display().to_string()).unwrap();
+        writeln!(
+            s,
+            "    ({stem:?}, include_str!({:?})),",
+            path.display().to_string()
+        )
+        .unwrap();
     }
     s.push_str("];\n");
     s

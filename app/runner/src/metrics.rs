@@ -86,8 +86,8 @@ mod tests {
         for f in &files {
             let text = std::fs::read_to_string(f).unwrap();
             for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                let r: Record = serde_json::from_str(line)
-                    .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+                let r: Record =
+                    serde_json::from_str(line).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
                 for name in r.metrics.keys() {
                     seen += 1;
                     if spec(name).is_none() && !missing.contains(name) {
@@ -97,7 +97,10 @@ mod tests {
             }
         }
         assert!(seen > 100, "only {seen} metrics in {} files", files.len());
-        assert!(missing.is_empty(), "recorded but declared by nobody: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "recorded but declared by nobody: {missing:?}"
+        );
     }
 
     /// Metric names written as literals where a workload records them
@@ -177,14 +180,23 @@ mod tests {
             }
         }
         // The scan itself must find the workloads' calls, or it would pass on nothing.
-        assert!(seen > 50, "only {seen} metric names found under {}", root.display());
-        assert!(missing.is_empty(), "recorded but declared by nobody: {missing:?}");
+        assert!(
+            seen > 50,
+            "only {seen} metric names found under {}",
+            root.display()
+        );
+        assert!(
+            missing.is_empty(),
+            "recorded but declared by nobody: {missing:?}"
+        );
         assert_eq!(
             recorded_literals(
                 "out.push(\n    \"a.b\", 1.0, \"s\"); v.push(\"127.0.0.1\"); \
                  push_ratios(o, \"c.d\", v, \"round trips\")"
             ),
-            ["a.b", "c.d.mean", "c.d.min", "c.d.p50", "c.d.p90", "c.d.p99", "c.d.max"]
+            [
+                "a.b", "c.d.mean", "c.d.min", "c.d.p50", "c.d.p90", "c.d.p99", "c.d.max"
+            ]
         );
     }
 }

@@ -638,12 +638,16 @@ fn command() -> clap::Command {
         }
         if sub == "k8s" {
             order.extend(
-                wirebench_runner::registry::commands().map(|c| (c.command)().get_name().to_string()),
+                wirebench_runner::registry::commands()
+                    .map(|c| (c.command)().get_name().to_string()),
             );
         }
     }
     cmd = cmd.mut_subcommands(|c| {
-        let at = order.iter().position(|n| n == c.get_name()).unwrap_or(order.len());
+        let at = order
+            .iter()
+            .position(|n| n == c.get_name())
+            .unwrap_or(order.len());
         c.display_order(at)
     });
     // `mut_subcommands`, not `mut_subcommand`: the latter moves `run` to the end of the list.
@@ -783,7 +787,10 @@ fn capitalized(s: &str) -> String {
 /// which the plugins read their own from), or a plugin's command.
 pub enum Invocation {
     Builtin(Box<Cli>, Option<clap::ArgMatches>),
-    Plugin(&'static wirebench_runner::registry::PluginCommand, clap::ArgMatches),
+    Plugin(
+        &'static wirebench_runner::registry::PluginCommand,
+        clap::ArgMatches,
+    ),
 }
 
 /// Parses the command line; an unknown subcommand gets a suggestion (clap's own misses
@@ -1083,7 +1090,6 @@ impl CompareArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     /// `run --help` names every registered protocol (it once described 3 of 12, and
     /// described xmpp as needing Prosody and root when it no longer did).

@@ -105,79 +105,272 @@ const LOAD_STATS: &[&str] = &["p50", "p99", "max", "mean"];
 /// the link, the lab's servers and load generators, sharded runs); protocols declare
 /// theirs through their plugins. docs/results.md defines each.
 pub static SHARED: &[MetricSpec] = &[
-    m("case.duration", "s", "wall time of the case, set-up included").merged(Merge::Rebuilt),
+    m(
+        "case.duration",
+        "s",
+        "wall time of the case, set-up included",
+    )
+    .merged(Merge::Rebuilt),
     m("connect.handshake", "s", "start of connect() to its return"),
-    m("connect.time", "s", "start of connect() to the server's first byte"),
-    m("rtt.first", "s", "round trip of the first message, minus think time"),
+    m(
+        "connect.time",
+        "s",
+        "start of connect() to the server's first byte",
+    ),
+    m(
+        "rtt.first",
+        "s",
+        "round trip of the first message, minus think time",
+    ),
     m("rtt.second", "s", "the second round trip"),
-    m("rtt.stable", "s", "median of the rounds after the first two"),
-    MetricSpec::dist("rtt", RTT_STATS, "s", "round trips over all rounds or messages"),
-    m("rtt.model", "s", "the link model's round trip for this payload"),
-    m("rtt.theory_payload", "s", "the payload's serialisation time on the link"),
+    m(
+        "rtt.stable",
+        "s",
+        "median of the rounds after the first two",
+    ),
+    MetricSpec::dist(
+        "rtt",
+        RTT_STATS,
+        "s",
+        "round trips over all rounds or messages",
+    ),
+    m(
+        "rtt.model",
+        "s",
+        "the link model's round trip for this payload",
+    ),
+    m(
+        "rtt.theory_payload",
+        "s",
+        "the payload's serialisation time on the link",
+    ),
     m("throughput.duration", "s", "the stream's timed interval"),
-    m("throughput.bits_per_s", "bit/s", "payload bits delivered per second"),
-    m("throughput.frame_bits_per_s", "bit/s", "payload and frame bits delivered per second"),
-    m("throughput.messages_per_s", "msg/s", "messages delivered per second"),
-    m("throughput.requests_per_s", "msg/s", "requests answered per second of the ping-pong"),
+    m(
+        "throughput.bits_per_s",
+        "bit/s",
+        "payload bits delivered per second",
+    ),
+    m(
+        "throughput.frame_bits_per_s",
+        "bit/s",
+        "payload and frame bits delivered per second",
+    ),
+    m(
+        "throughput.messages_per_s",
+        "msg/s",
+        "messages delivered per second",
+    ),
+    m(
+        "throughput.requests_per_s",
+        "msg/s",
+        "requests answered per second of the ping-pong",
+    ),
     m("bytes.payload", "B", "payload bytes delivered"),
-    m("bytes.sent", "B", "bytes the client wrote on the data connection"),
-    m("bytes.received", "B", "bytes the client read on the data connection"),
+    m(
+        "bytes.sent",
+        "B",
+        "bytes the client wrote on the data connection",
+    ),
+    m(
+        "bytes.received",
+        "B",
+        "bytes the client read on the data connection",
+    ),
     m("messages.sent", "count", "messages the client sent"),
-    m("messages.received", "count", "distinct messages that arrived"),
+    m(
+        "messages.received",
+        "count",
+        "distinct messages that arrived",
+    ),
     m("messages.lost", "count", "sent but never received"),
-    m("messages.duplicated", "count", "repeats of a message already received"),
-    m("messages.reordered", "count", "messages that arrived after a later one"),
-    m("messages.corrupt", "count", "messages whose payload differed from what was sent"),
-    m("link.utilization", "ratio", "share of the link's capacity used"),
+    m(
+        "messages.duplicated",
+        "count",
+        "repeats of a message already received",
+    ),
+    m(
+        "messages.reordered",
+        "count",
+        "messages that arrived after a later one",
+    ),
+    m(
+        "messages.corrupt",
+        "count",
+        "messages whose payload differed from what was sent",
+    ),
+    m(
+        "link.utilization",
+        "ratio",
+        "share of the link's capacity used",
+    ),
     m("link.emulator_cpu", "s", "the link emulator's CPU time"),
-    m("link.dropped.queue", "count", "packets dropped by the full queue"),
-    m("link.dropped.loss", "count", "packets dropped by the loss model"),
-    m("link.dropped.mtu", "count", "packets dropped for exceeding the MTU"),
-    m("link.dropped.outage", "count", "packets dropped during an outage"),
-    m("link.dropped.other", "count", "packets dropped for other reasons"),
-    m("link.dropped.tun", "count", "packets the TUN device dropped"),
-    MetricSpec::dist("link.release_error", &["p50", "p99", "max"], "s", "how late the emulator released packets against their schedule"),
-    m("link2.packets", "count", "packets the second path delivered"),
+    m(
+        "link.dropped.queue",
+        "count",
+        "packets dropped by the full queue",
+    ),
+    m(
+        "link.dropped.loss",
+        "count",
+        "packets dropped by the loss model",
+    ),
+    m(
+        "link.dropped.mtu",
+        "count",
+        "packets dropped for exceeding the MTU",
+    ),
+    m(
+        "link.dropped.outage",
+        "count",
+        "packets dropped during an outage",
+    ),
+    m(
+        "link.dropped.other",
+        "count",
+        "packets dropped for other reasons",
+    ),
+    m(
+        "link.dropped.tun",
+        "count",
+        "packets the TUN device dropped",
+    ),
+    MetricSpec::dist(
+        "link.release_error",
+        &["p50", "p99", "max"],
+        "s",
+        "how late the emulator released packets against their schedule",
+    ),
+    m(
+        "link2.packets",
+        "count",
+        "packets the second path delivered",
+    ),
     m("link2.bytes", "B", "IP bytes the second path delivered"),
-    m("wire.packets", "count", "packets on the link, both directions"),
+    m(
+        "wire.packets",
+        "count",
+        "packets on the link, both directions",
+    ),
     m("wire.bytes", "B", "IP bytes on the link, both directions"),
     m("wire.up.packets", "count", "packets on the uplink"),
     m("wire.up.bytes", "B", "IP bytes on the uplink"),
     m("wire.down.packets", "count", "packets on the downlink"),
     m("wire.down.bytes", "B", "IP bytes on the downlink"),
     m("wire.bytes_per_message", "B", "link bytes per message"),
-    m("wire.overhead_per_message", "B", "link bytes per message beyond its payload"),
-    m("wire.stable.bytes_per_message", "B", "link bytes per message after set-up"),
-    m("wire.stable.overhead_per_message", "B", "link bytes per message beyond its payload after set-up"),
+    m(
+        "wire.overhead_per_message",
+        "B",
+        "link bytes per message beyond its payload",
+    ),
+    m(
+        "wire.stable.bytes_per_message",
+        "B",
+        "link bytes per message after set-up",
+    ),
+    m(
+        "wire.stable.overhead_per_message",
+        "B",
+        "link bytes per message beyond its payload after set-up",
+    ),
     m("server.rss", "B", "the placed servers' resident memory"),
     m("server.cpu", "s", "the placed servers' CPU time"),
     m("server.routed", "count", "messages the servers routed"),
     m("server.sessions", "count", "sessions the servers held"),
     m("server.rss_per_session", "B", "server memory per session"),
     m("server.cpu_per_session", "s", "server CPU time per session"),
-    m("kernel.tcp_mem", "B", "the kernel's TCP buffer memory while the sessions are up").merged(Merge::Sum),
+    m(
+        "kernel.tcp_mem",
+        "B",
+        "the kernel's TCP buffer memory while the sessions are up",
+    )
+    .merged(Merge::Sum),
     m("load.sessions", "count", "sessions the phases scheduled").merged(Merge::Rebuilt),
-    m("load.logged_in", "count", "sessions that completed their login").merged(Merge::Rebuilt),
+    m(
+        "load.logged_in",
+        "count",
+        "sessions that completed their login",
+    )
+    .merged(Merge::Rebuilt),
     m("load.failed", "count", "sessions that failed, any cause").merged(Merge::Rebuilt),
-    MetricSpec::dist("load.failed", &["refused", "timeout", "auth", "stream_error", "reset", "other"], "count", "failures by cause").merged(Merge::Rebuilt),
-    m("load.peak_active", "count", "most sessions logged in at an interval's end").merged(Merge::Rebuilt),
-    m("load.logins_per_s.max", "count", "logins in the busiest interval, per second").merged(Merge::Rebuilt),
-    MetricSpec::dist("load.connect", LOAD_STATS, "s", "open-loop connect latency").merged(Merge::Rebuilt),
-    MetricSpec::dist("load.login", LOAD_STATS, "s", "open-loop login latency").merged(Merge::Rebuilt),
-    MetricSpec::dist("load.message", LOAD_STATS, "s", "open-loop message latency").merged(Merge::Rebuilt),
+    MetricSpec::dist(
+        "load.failed",
+        &[
+            "refused",
+            "timeout",
+            "auth",
+            "stream_error",
+            "reset",
+            "other",
+        ],
+        "count",
+        "failures by cause",
+    )
+    .merged(Merge::Rebuilt),
+    m(
+        "load.peak_active",
+        "count",
+        "most sessions logged in at an interval's end",
+    )
+    .merged(Merge::Rebuilt),
+    m(
+        "load.logins_per_s.max",
+        "count",
+        "logins in the busiest interval, per second",
+    )
+    .merged(Merge::Rebuilt),
+    MetricSpec::dist("load.connect", LOAD_STATS, "s", "open-loop connect latency")
+        .merged(Merge::Rebuilt),
+    MetricSpec::dist("load.login", LOAD_STATS, "s", "open-loop login latency")
+        .merged(Merge::Rebuilt),
+    MetricSpec::dist("load.message", LOAD_STATS, "s", "open-loop message latency")
+        .merged(Merge::Rebuilt),
     m("shard.index", "count", "which slice this run generated").merged(Merge::OneShard),
     m("shard.count", "count", "how many slices the run has").merged(Merge::OneShard),
-    m("shard.start_margin", "s", "how long before the agreed start the shard was ready").merged(Merge::OneShard),
+    m(
+        "shard.start_margin",
+        "s",
+        "how long before the agreed start the shard was ready",
+    )
+    .merged(Merge::OneShard),
     m("shard.clock_offset", "s", "this clock minus shard 0's").merged(Merge::OneShard),
     m("shard.clock_error", "s", "the bound of shard.clock_offset").merged(Merge::OneShard),
     m("shards.count", "count", "shards merged").merged(Merge::Rebuilt),
-    m("shards.start_margin.min", "s", "the latest shard's margin before the start").merged(Merge::Rebuilt),
-    m("shards.clock_offset.max", "s", "the largest clock offset from shard 0").merged(Merge::Rebuilt),
-    m("shards.clock_error.max", "s", "the largest clock error bound").merged(Merge::Rebuilt),
-    MetricSpec::dist("rtt.uncorrected", &["p50", "p99", "p999", "max", "mean"], "s", "requests timed from their actual send"),
-    MetricSpec::dist("rate.send_lag", &["p50", "p99", "max"], "s", "how late requests left against their schedule"),
+    m(
+        "shards.start_margin.min",
+        "s",
+        "the latest shard's margin before the start",
+    )
+    .merged(Merge::Rebuilt),
+    m(
+        "shards.clock_offset.max",
+        "s",
+        "the largest clock offset from shard 0",
+    )
+    .merged(Merge::Rebuilt),
+    m(
+        "shards.clock_error.max",
+        "s",
+        "the largest clock error bound",
+    )
+    .merged(Merge::Rebuilt),
+    MetricSpec::dist(
+        "rtt.uncorrected",
+        &["p50", "p99", "p999", "max", "mean"],
+        "s",
+        "requests timed from their actual send",
+    ),
+    MetricSpec::dist(
+        "rate.send_lag",
+        &["p50", "p99", "max"],
+        "s",
+        "how late requests left against their schedule",
+    ),
     m("rate.offered", "msg/s", "the scheduled rate"),
-    m("rate.achieved", "msg/s", "requests answered (connections done) per second"),
+    m(
+        "rate.achieved",
+        "msg/s",
+        "requests answered (connections done) per second",
+    ),
 ];
 
 /// Checks one `--columns` pattern (a metric name, or a prefix ending in `*`) against

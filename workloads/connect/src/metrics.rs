@@ -8,19 +8,82 @@ use wirebench_model::results::STATS;
 const TTFB_STATS: &[&str] = &["min", "mean", "p50", "p85", "p90", "p95", "p99", "max"];
 
 pub static METRICS: &[MetricSpec] = &[
-    MetricSpec::new("connects.ok", "count", "connections that got their whole echo back"),
-    MetricSpec::new("connects.per_s", "count", "of those, per second of the case"),
-    MetricSpec::new("connects.tfo", "count", "connections whose SYN carried the message and was accepted"),
-    MetricSpec::new("connects.mptcp", "count", "connections that spoke Multipath TCP"),
-    MetricSpec::new("origin.cpu_per_connection", "s", "the echo origin's CPU time per connection"),
-    MetricSpec::new("proxy.cpu_per_connection", "s", "our proxy's CPU time per connection"),
-    MetricSpec::dist("mptcp.subflows", &["mean", "max"], "count", "subflows per connection"),
-    MetricSpec::new("mptcp.joined", "count", "connections that had joined a subflow when their echo was back"),
+    MetricSpec::new(
+        "connects.ok",
+        "count",
+        "connections that got their whole echo back",
+    ),
+    MetricSpec::new(
+        "connects.per_s",
+        "count",
+        "of those, per second of the case",
+    ),
+    MetricSpec::new(
+        "connects.tfo",
+        "count",
+        "connections whose SYN carried the message and was accepted",
+    ),
+    MetricSpec::new(
+        "connects.mptcp",
+        "count",
+        "connections that spoke Multipath TCP",
+    ),
+    MetricSpec::new(
+        "origin.cpu_per_connection",
+        "s",
+        "the echo origin's CPU time per connection",
+    ),
+    MetricSpec::new(
+        "proxy.cpu_per_connection",
+        "s",
+        "our proxy's CPU time per connection",
+    ),
+    MetricSpec::dist(
+        "mptcp.subflows",
+        &["mean", "max"],
+        "count",
+        "subflows per connection",
+    ),
+    MetricSpec::new(
+        "mptcp.joined",
+        "count",
+        "connections that had joined a subflow when their echo was back",
+    ),
     MetricSpec::dist("connect.tcp", STATS, "s", "each connection's TCP handshake"),
-    MetricSpec::dist("connect.proxy", STATS, "s", "the proxy's handshake after it"),
-    MetricSpec::dist("ttfb", TTFB_STATS, "s", "from the start of the TCP connect to the answer's first byte"),
-    MetricSpec::dist("path.rtt", STATS, "s", "each connection's round trip on the emulated link without queueing"),
-    MetricSpec::dist("ttfb.round_trips", STATS, "count", "time to first byte over the path's round trip"),
-    MetricSpec::dist("connect.tcp.round_trips", STATS, "count", "TCP handshake over the path's round trip"),
-    MetricSpec::dist("connect.proxy.round_trips", STATS, "count", "proxy handshake over the path's round trip"),
+    MetricSpec::dist(
+        "connect.proxy",
+        STATS,
+        "s",
+        "the proxy's handshake after it",
+    ),
+    MetricSpec::dist(
+        "ttfb",
+        TTFB_STATS,
+        "s",
+        "from the start of the TCP connect to the answer's first byte",
+    ),
+    MetricSpec::dist(
+        "path.rtt",
+        STATS,
+        "s",
+        "each connection's round trip on the emulated link without queueing",
+    ),
+    MetricSpec::dist(
+        "ttfb.round_trips",
+        STATS,
+        "count",
+        "time to first byte over the path's round trip",
+    ),
+    MetricSpec::dist(
+        "connect.tcp.round_trips",
+        STATS,
+        "count",
+        "TCP handshake over the path's round trip",
+    ),
+    MetricSpec::dist(
+        "connect.proxy.round_trips",
+        STATS,
+        "count",
+        "proxy handshake over the path's round trip",
+    ),
 ];

@@ -48,10 +48,22 @@ pub static PLUGIN: &dyn Protocol = &Irc;
 static METRICS: &[wirebench_model::MetricSpec] = &[
     wirebench_model::MetricSpec::new("irc.login", "s", "client1's registration with its server"),
     wirebench_model::MetricSpec::new("irc.link_setup", "s", "the servers' link set-up"),
-    wirebench_model::MetricSpec::new("irc.nick_known", "s", "until client2's nick was known across the link"),
-    wirebench_model::MetricSpec::new("irc.first_delivery", "s", "the first message's trip between the clients"),
+    wirebench_model::MetricSpec::new(
+        "irc.nick_known",
+        "s",
+        "until client2's nick was known across the link",
+    ),
+    wirebench_model::MetricSpec::new(
+        "irc.first_delivery",
+        "s",
+        "the first message's trip between the clients",
+    ),
     wirebench_model::MetricSpec::new("irc.lines_per_message", "count", "IRC lines per message"),
-    wirebench_model::MetricSpec::new("irc.drain_wait", "s", "waiting for the link to drain before the case"),
+    wirebench_model::MetricSpec::new(
+        "irc.drain_wait",
+        "s",
+        "waiting for the link to drain before the case",
+    ),
 ];
 
 impl Protocol for Irc {

@@ -90,8 +90,16 @@ static METRICS: &[wirebench_model::MetricSpec] = &[
     wirebench_model::MetricSpec::new("mqtt.connect", "s", "client1's CONNECT to CONNACK"),
     wirebench_model::MetricSpec::new("mqtt.subscribe", "s", "SUBSCRIBE to SUBACK"),
     wirebench_model::MetricSpec::new("mqtt.publish_bytes", "B", "bytes of one PUBLISH packet"),
-    wirebench_model::MetricSpec::new("mqtt.first_delivery", "s", "the first message's trip between the clients"),
-    wirebench_model::MetricSpec::new("mqtt.drain_wait", "s", "waiting for the link to drain before the case"),
+    wirebench_model::MetricSpec::new(
+        "mqtt.first_delivery",
+        "s",
+        "the first message's trip between the clients",
+    ),
+    wirebench_model::MetricSpec::new(
+        "mqtt.drain_wait",
+        "s",
+        "waiting for the link to drain before the case",
+    ),
 ];
 
 impl Protocol for Mqtt {

@@ -51,7 +51,9 @@ impl Protocol for Raw {
     /// The embedded reference server's limit (a server given with `--server` states its
     /// own per case).
     fn max_payload(&self) -> Option<u64> {
-        Some(u64::from(wirebench_net::ServerConfig::default().max_payload))
+        Some(u64::from(
+            wirebench_net::ServerConfig::default().max_payload,
+        ))
     }
 
     fn stream_echoes(&self, case: &Case) -> bool {

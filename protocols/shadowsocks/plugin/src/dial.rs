@@ -112,7 +112,9 @@ impl Protocol for Shadowsocks {
     }
 
     fn serve_alone_help(&self) -> Option<&'static str> {
-        Some("(every AEAD cipher, password WIREBENCH_SHADOWSOCKS_PASSWORD or the default, to loopback destinations)")
+        Some(
+            "(every AEAD cipher, password WIREBENCH_SHADOWSOCKS_PASSWORD or the default, to loopback destinations)",
+        )
     }
 
     fn serve_alone(

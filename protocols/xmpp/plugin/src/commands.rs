@@ -194,7 +194,9 @@ pub struct ServeFlags {
 
 /// Adds the XMPP flags to `wirebench serve`, under their own heading.
 pub fn serve_flags(serve: clap::Command) -> clap::Command {
-    ServeFlags::augment_args(serve.next_help_heading("XMPP (the built-in server and its web gateways)"))
+    ServeFlags::augment_args(
+        serve.next_help_heading("XMPP (the built-in server and its web gateways)"),
+    )
 }
 
 /// What the XMPP flags asked for, checked; `None` when none was given.
@@ -305,11 +307,14 @@ fn start_endpoint(
     upstream: std::net::SocketAddr,
     quiet: bool,
 ) -> Result<(&'static str, crate::web::Endpoint)> {
-    let l = std::net::TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
+    let l =
+        std::net::TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
     let (what, path, any) = match kind {
-        crate::web::Kind::WebSocket { .. } => {
-            ("XMPP over WebSocket (RFC 7395)", "ws://{}/xmpp-websocket", "any path")
-        }
+        crate::web::Kind::WebSocket { .. } => (
+            "XMPP over WebSocket (RFC 7395)",
+            "ws://{}/xmpp-websocket",
+            "any path",
+        ),
         crate::web::Kind::Bosh(_) => (
             "XMPP over BOSH (XEP-0124/0206)",
             "http://{}/http-bind",
@@ -444,8 +449,7 @@ impl ServeFlags {
             .trim()
             .parse()
             .map_err(|_| anyhow::anyhow!("--xmpp {addr}: expected IP:PORT, e.g. 127.0.0.1:5222"))?;
-        let mut cfg =
-            crate::serve::XmppServerConfig::new(at, &self.xmpp_domain, self.xmpp_users);
+        let mut cfg = crate::serve::XmppServerConfig::new(at, &self.xmpp_domain, self.xmpp_users);
         cfg.workers = self.xmpp_workers.unwrap_or(0);
         cfg.sessions = self.xmpp_sessions;
         cfg.processes = self.xmpp_processes;

@@ -6,8 +6,16 @@ use wirebench_model::{Merge, MetricSpec};
 const LOGGED_IN: Merge = Merge::WeightedBy("load.logged_in");
 
 pub static METRICS: &[MetricSpec] = &[
-    MetricSpec::new("xmpp.login", "s", "client1's login, connect to bound resource"),
-    MetricSpec::new("xmpp.first_delivery", "s", "the first message's trip between the servers' clients"),
+    MetricSpec::new(
+        "xmpp.login",
+        "s",
+        "client1's login, connect to bound resource",
+    ),
+    MetricSpec::new(
+        "xmpp.first_delivery",
+        "s",
+        "the first message's trip between the servers' clients",
+    ),
     MetricSpec::new("s2.total", "s", "study S2's test: login and pings"),
     MetricSpec::new("s2.login", "s", "study S2's login"),
     MetricSpec::new("s2.pings", "s", "study S2's pings after the login"),
@@ -16,17 +24,52 @@ pub static METRICS: &[MetricSpec] = &[
     MetricSpec::new("transport.requests", "count", "web gateway requests made"),
     MetricSpec::new("x2x.link_bytes", "B", "bytes the gateways sent each other"),
     MetricSpec::new("x2x.stanzas", "count", "stanzas the gateways carried"),
-    MetricSpec::new("x2x.connections", "count", "connections between the gateways"),
-    MetricSpec::new("x2x.tfo_used", "count", "gateway connections opened with TCP Fast Open"),
-    MetricSpec::new("x2x.timestamps_used", "count", "gateway connections with TCP timestamps"),
+    MetricSpec::new(
+        "x2x.connections",
+        "count",
+        "connections between the gateways",
+    ),
+    MetricSpec::new(
+        "x2x.tfo_used",
+        "count",
+        "gateway connections opened with TCP Fast Open",
+    ),
+    MetricSpec::new(
+        "x2x.timestamps_used",
+        "count",
+        "gateway connections with TCP timestamps",
+    ),
     MetricSpec::new("x2x.bytes_per_stanza", "B", "gateway link bytes per stanza"),
-    MetricSpec::new("x2x.overhead_per_stanza", "B", "gateway link bytes per stanza beyond its payload"),
+    MetricSpec::new(
+        "x2x.overhead_per_stanza",
+        "B",
+        "gateway link bytes per stanza beyond its payload",
+    ),
     MetricSpec::new("x2x.resent", "count", "stanzas resent after a link outage"),
     MetricSpec::new("load.roster_items", "count", "items per session's roster").merged(LOGGED_IN),
-    MetricSpec::new("load.presences", "count", "available presences from contacts, as the clients saw them").merged(Merge::Sum),
-    MetricSpec::new("generator.rss", "B", "the generator processes' peak resident memory, summed").merged(Merge::Sum),
+    MetricSpec::new(
+        "load.presences",
+        "count",
+        "available presences from contacts, as the clients saw them",
+    )
+    .merged(Merge::Sum),
+    MetricSpec::new(
+        "generator.rss",
+        "B",
+        "the generator processes' peak resident memory, summed",
+    )
+    .merged(Merge::Sum),
     MetricSpec::new("generator.cpu", "s", "the generator processes' CPU time").merged(Merge::Sum),
-    MetricSpec::new("generator.rss_per_session", "B", "generator memory per peak session")
-        .merged(Merge::WeightedBy("load.peak_active")),
-    MetricSpec::new("generator.cpu_per_session", "s", "generator CPU time per session logged in").merged(LOGGED_IN),
+    MetricSpec::new(
+        "generator.rss_per_session",
+        "B",
+        "generator memory per peak session",
+    )
+    .merged(Merge::WeightedBy("load.peak_active")),
+    MetricSpec::new(
+        "generator.cpu_per_session",
+        "s",
+        "generator CPU time per session logged in",
+    )
+    .merged(LOGGED_IN),
 ];
