@@ -15,8 +15,16 @@ static ALL: LazyLock<Vec<ParamSpec>> = LazyLock::new(|| {
     let mut all: Vec<ParamSpec> = wirebench_protocol::params::PARAMS
         .iter()
         .map(|p| match p.name {
+            // Its choices and its help name the registry's protocols.
             "protocol" => ParamSpec {
                 kind: Kind::Choice(protocols),
+                help: Box::leak(
+                    format!(
+                        "wire protocol: {} (`wirebench protocols` lists them)",
+                        protocols.join(", ")
+                    )
+                    .into_boxed_str(),
+                ),
                 ..*p
             },
             _ => *p,

@@ -1110,4 +1110,50 @@ mod tests {
             );
         }
     }
+
+    /// The plugins' commands and serve flags reach the command line through the registry:
+    /// every command once, after `k8s`, and XMPP's serve flags under their own heading.
+    #[test]
+    fn plugin_commands_and_serve_flags_come_from_the_registry() {
+        let cmd = command();
+        let listed: Vec<&str> = {
+            let mut subs: Vec<&clap::Command> = cmd.get_subcommands().collect();
+            subs.sort_by_key(|c| c.get_display_order());
+            subs.iter().map(|c| c.get_name()).collect()
+        };
+        let plugin: Vec<String> = wirebench_runner::registry::commands()
+            .map(|c| (c.command)().get_name().to_string())
+            .collect();
+        for name in [
+            "x2x",
+            "converter",
+            "converter-client",
+            "xmpp-worker",
+            "xmpp-load-worker",
+        ] {
+            assert!(plugin.iter().any(|p| p == name), "{name} is no plugin's");
+            assert_eq!(listed.iter().filter(|l| **l == name).count(), 1, "{name}");
+        }
+        let k8s = listed.iter().position(|n| *n == "k8s").unwrap();
+        assert_eq!(listed[k8s + 1], "x2x", "{listed:?}");
+        let serve = cmd.find_subcommand("serve").unwrap();
+        let xmpp = serve
+            .get_arguments()
+            .find(|a| a.get_id() == "xmpp_bosh")
+            .expect("--xmpp-bosh");
+        assert!(
+            xmpp.get_help_heading()
+                .is_some_and(|h| h.starts_with("XMPP"))
+        );
+        let also = serve
+            .get_arguments()
+            .find(|a| a.get_id() == "also")
+            .unwrap();
+        let help = also.get_help().unwrap().to_string();
+        for p in wirebench_runner::registry::REGISTRY {
+            if p.serve_alone_help().is_some() {
+                assert!(help.contains(&format!("{} (", p.name())), "{help}");
+            }
+        }
+    }
 }
