@@ -31,7 +31,7 @@ pub use prereq::{Install, Lookup, Prerequisite, Requirement};
 pub use shard::{Align, Shard, Start};
 /// Message accounting by sequence number (lost, duplicated, reordered), shared by every
 /// protocol's drivers; it lives with raw's engine, whose frames carry the sequence.
-pub use wirebench_raw::tally;
+pub use wirebench_payload::tally;
 
 use hdrhistogram::Histogram;
 use std::sync::atomic::AtomicBool;

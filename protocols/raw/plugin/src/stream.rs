@@ -18,12 +18,12 @@ use std::cell::RefCell;
 use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_net::ControlClient;
+use wirebench_payload::tally::Tally;
 use wirebench_protocol::stats::{histogram, mean, percentile, push_counts, secs};
 use wirebench_protocol::{Ctx, Outcome, WorkloadError};
 use wirebench_raw::control::{Behaviour, Open};
 use wirebench_raw::engine::Stream as StreamEngine;
 use wirebench_raw::raw::{HEADER_LEN, Pattern};
-use wirebench_raw::tally::Tally;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
