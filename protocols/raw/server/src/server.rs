@@ -8,8 +8,6 @@
 //! Threads rather than an event loop: a measurement connection gets a blocked `recv`
 //! woken directly by the kernel, which is what keeps its added latency at sockperf's level.
 
-use crate::sock::{self, would_block};
-use crate::timing::sleep_until_ns;
 use std::collections::HashMap;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -19,6 +17,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use wirebench_model::clock::monotonic_ns;
+use wirebench_net::sock::{self, would_block};
+use wirebench_net::timing::sleep_until_ns;
 use wirebench_raw::control::{self, Behaviour, LineBuffer, Open, Reply, Request, SessionReport};
 use wirebench_raw::engine::Responder;
 use wirebench_raw::raw::Pattern;

@@ -4,9 +4,9 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use wirebench_net::{ControlClient, NetError, Server, ServerConfig};
 use wirebench_raw::control::{Behaviour, Open};
 use wirebench_raw::raw::{HEADER_LEN, Header, Kind};
+use wirebench_raw_server::{ControlClient, NetError, Server, ServerConfig};
 
 fn open(think: Duration, behaviour: Behaviour) -> Open {
     Open {

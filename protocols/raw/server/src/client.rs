@@ -4,6 +4,7 @@ use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 use wirebench_model::clock::monotonic_ns;
+use wirebench_protocol::{Fault, WorkloadError};
 use wirebench_raw::control::{self, LineBuffer, Open, Reply, Request, SessionReport};
 
 /// Failures talking to a server; each names the address involved.
@@ -167,7 +168,7 @@ impl ControlClient {
             match self.stream.read(&mut buf) {
                 Ok(0) => return Err(NetError::Closed { addr }),
                 Ok(n) => self.lines.push(&buf[..n]),
-                Err(e) if crate::sock::would_block(&e) => {
+                Err(e) if wirebench_net::sock::would_block(&e) => {
                     return Err(NetError::NoAnswer {
                         addr,
                         secs: started.elapsed().as_secs().max(1),
@@ -181,4 +182,30 @@ impl ControlClient {
 
 fn truncate(s: &str) -> String {
     s.chars().take(80).collect()
+}
+
+impl NetError {
+    /// Who is at fault: a name that does not resolve is the user's, a refused connection
+    /// or a broken reply the server's, a connection that stalls or breaks the network's.
+    pub fn fault(&self) -> Fault {
+        match self {
+            NetError::Resolve { .. } => Fault::Input,
+            NetError::Unreachable { error, .. }
+                if error.kind() == std::io::ErrorKind::ConnectionRefused =>
+            {
+                Fault::Peer
+            }
+            NetError::Unreachable { .. } | NetError::Io { .. } => Fault::Link,
+            NetError::NoAnswer { .. }
+            | NetError::Closed { .. }
+            | NetError::Garbled { .. }
+            | NetError::Refused { .. } => Fault::Peer,
+        }
+    }
+}
+
+impl From<NetError> for WorkloadError {
+    fn from(e: NetError) -> Self {
+        WorkloadError::caused(e.fault(), e)
+    }
 }
