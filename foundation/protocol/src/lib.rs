@@ -179,21 +179,41 @@ impl WorkloadError {
     pub fn caused(fault: Fault, error: impl std::error::Error + Send + Sync + 'static) -> Self {
         WorkloadError::Caused(Caused {
             fault,
+            context: None,
+            error: Box::new(error),
+        })
+    }
+
+    /// What failed (`context`), because of `error`, with `fault` as who is to blame:
+    /// shown as `context: error`, with the error kept whole rather than as text.
+    pub fn because(
+        fault: Fault,
+        context: impl Into<String>,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        WorkloadError::Caused(Caused {
+            fault,
+            context: Some(context.into()),
             error: Box::new(error),
         })
     }
 }
 
-/// The error of [`WorkloadError::Caused`]: shown as the inner error, whose own causes
-/// stay reachable through `source`.
+/// The error of [`WorkloadError::Caused`]: shown as `context: error` (or the error
+/// alone), the error's own causes reachable through `source`. The error is not itself
+/// the source, so a chain printed with `{:#}` does not repeat it.
 #[derive(Debug)]
 pub struct Caused {
     pub fault: Fault,
+    pub context: Option<String>,
     pub error: Box<dyn std::error::Error + Send + Sync>,
 }
 
 impl std::fmt::Display for Caused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(c) = &self.context {
+            write!(f, "{c}: ")?;
+        }
         self.error.fmt(f)
     }
 }
@@ -263,6 +283,14 @@ mod tests {
         // A caused error reads as its cause, so a record's error text does not change.
         let e = WorkloadError::caused(Fault::Peer, std::io::Error::other("the peer hung up"));
         assert_eq!(e.to_string(), "the peer hung up");
+        let io = std::io::Error::other("broken pipe");
+        let e = WorkloadError::because(Fault::Link, "cannot write to prosody", io);
+        assert_eq!(e.to_string(), "cannot write to prosody: broken pipe");
+        assert_eq!(e.fault(), Some(Fault::Link));
+        let WorkloadError::Caused(c) = &e else {
+            panic!("{e:?}")
+        };
+        assert!(c.error.downcast_ref::<std::io::Error>().is_some());
         let missing = peer::PeerError::Missing {
             program: "prosody".into(),
             install: "apt-get install prosody".into(),
