@@ -12,13 +12,14 @@
 //! (the link then lies between the client and the server's endpoint), else on loopback
 //! with free ports (a fixed port could be held by another server on this machine).
 
-use crate::peer::{PeerConfig, Server};
+use crate::endpoint;
 use crate::transport::Transport;
 use crate::workload::{Topology, XmppRun};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
+use wirebench_xmpp_peers::peer::{PeerConfig, Server};
 
 /// `xmpp.endpoint`: the server's own web endpoint, or wirebench's gateway in front of it.
 pub const ENDPOINTS: &[&str] = &["own", "wirebench"];
@@ -68,7 +69,7 @@ pub fn run(
     let gateway = case.word("xmpp.endpoint") == Some("wirebench");
     let in_browser = case.word("xmpp.client") == Some("browser");
     if in_browser {
-        crate::check_browser_case(case)?;
+        crate::browser::check_case(case)?;
     }
     let server_ns = env.lab.map(|l| l.server().name().to_string());
     let addr: IpAddr = match &server_ns {
@@ -111,7 +112,7 @@ pub fn run(
         .map_err(|e| WorkloadError::Environment(e.to_string()))?;
     let max_stanza = case.payload() as usize + 4096;
     let endpoint = if gateway {
-        match crate::start_endpoint(&transport, c2s, server_ns.clone(), max_stanza) {
+        match endpoint::start(&transport, c2s, server_ns.clone(), max_stanza) {
             Ok(e) => e,
             Err(e) => return Err(WorkloadError::Environment(format!("the gateway: {e}"))),
         }
@@ -132,18 +133,18 @@ pub fn run(
     // The warm-up's sessions and requests are not the case's.
     let warm_counts = endpoint
         .as_ref()
-        .map_or((0, 0), |e| crate::web_counts(&e.stats));
-    let url = crate::endpoint_url(&transport, front);
+        .map_or((0, 0), |e| endpoint::web_counts(&e.stats));
+    let url = endpoint::url(&transport, front);
     let mut out = if let Err(e) = warm {
         Err(e)
     } else if in_browser {
         let b = crate::browser::BrowserRun {
             url: url.clone(),
-            sockjs: crate::browser_sockjs(&transport),
+            sockjs: crate::browser::sockjs_transport(&transport),
             jid: format!("user1@{DOMAIN}"),
             password: "pass1".into(),
             count: case.workload_params().messages(),
-            flush: crate::browser_flush(case),
+            flush: crate::browser::flush_word(case),
             netns: env.lab.map(|l| l.client().name().to_string()),
             bind: match env.lab {
                 Some(_) => (CLIENT_ADDR, 0).into(),
@@ -201,7 +202,7 @@ pub fn run(
             ),
         };
         if let Some(st) = &web {
-            crate::push_web_stats(o, st, warm_counts);
+            endpoint::push_stats(o, st, warm_counts);
         }
         o.notes.push(format!(
             "{what}; its logs are under {}",

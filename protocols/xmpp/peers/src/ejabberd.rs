@@ -13,7 +13,7 @@
 //! (`inetrc`). Plain-text c2s is allowed and s2s runs dialback (`mod_s2s_dialback`)
 //! without TLS, as with Prosody; components are XEP-0114 (`ejabberd_service`).
 
-use crate::peer::{PeerConfig, command_in, in_netns, wait_ports};
+use crate::config::{PeerConfig, command_in, in_netns, wait_ports};
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -188,6 +188,24 @@ impl Link {
     }
 }
 
+/// One Unix socket pair for every pair of workers: `mesh(n)[i][j]` is worker `i`'s end of
+/// its link to `j` (`None` on the diagonal).
+pub(crate) fn mesh(n: usize) -> std::io::Result<Vec<Vec<Option<std::os::unix::net::UnixStream>>>> {
+    let mut ends: Vec<Vec<Option<_>>> = (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
+    for (i, j) in (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j))) {
+        let (a, b) = std::os::unix::net::UnixStream::pair()?;
+        ends[i][j] = Some(a);
+        ends[j][i] = Some(b);
+    }
+    Ok(ends)
+}
+
+/// A worker's end of a link, made non-blocking for its event loop.
+pub(crate) fn link_of(s: std::os::unix::net::UnixStream) -> std::io::Result<Link> {
+    s.set_nonblocking(true)?;
+    Ok(Link::new(mio::net::UnixStream::from_std(s)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,5 @@
 //! Opens many XMPP client sessions against a server, logs them in, optionally has every
-//! pair exchange a message, holds them, and reports ([`wirebench_plugin_xmpp::hold`]).
+//! pair exchange a message, holds them, and reports ([`wirebench_xmpp_load::hold`]).
 //!
 //! ```text
 //! cargo run --release -p wirebench-plugin-xmpp --example hold_sessions -- \
@@ -20,8 +20,8 @@
 //! message failed. Loopback or lab addresses only.
 
 use std::net::{IpAddr, SocketAddr};
-use wirebench_plugin_xmpp::hold::{HoldOpts, hold, lab_address};
 use wirebench_xmpp::Mechanism;
+use wirebench_xmpp_load::hold::{HoldOpts, hold, lab_address};
 
 fn usage(why: &str) -> ! {
     eprintln!(
@@ -111,7 +111,7 @@ fn main() {
         flag.store(true, std::sync::atomic::Ordering::SeqCst);
     });
     o.stop = Some(stop);
-    let print = |r: &wirebench_plugin_xmpp::hold::HoldReport| {
+    let print = |r: &wirebench_xmpp_load::hold::HoldReport| {
         println!(
             "established {} in {:.3} s = {:.0} logins/s ({} failed)",
             r.established,

@@ -6,14 +6,19 @@
 //! it, at fixed descriptor numbers, its listener (3) and its links (4, 5, ...: to the
 //! other workers in index order). The configuration goes in on the worker's stdin as one
 //! JSON document; the worker's counters come back on its stdout, one JSON line about
-//! twice a second and one at exit, which the parent sums into [`XmppServer::stats`].
+//! twice a second and one at exit, which the parent sums into the server's [`ServerStats`].
 //!
 //! Stopping: Ctrl-C reaches every worker (same process group); the parent also sends
 //! each worker SIGTERM by its PID when told to stop, and KILLs one that has not exited
 //! five seconds later. A worker whose parent is gone stops by itself (checked every
 //! second), and if one worker dies the parent stops the rest and reports it.
 
-use super::{ServerStats, StatsSnapshot, TlsIdentity, XmppServer, XmppServerConfig};
+use crate::accounts::Accounts;
+use crate::config::{TlsIdentity, XmppServerConfig};
+use crate::fabric::{link_of, mesh};
+use crate::layout::{Layout, open_file_limit};
+use crate::stats::{ServerStats, StatsSnapshot};
+use crate::worker;
 use std::io::{self, BufRead, Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::{Child, Command, Stdio};
@@ -47,16 +52,24 @@ struct Spec {
     tls: Option<(Vec<u8>, Vec<u8>)>,
 }
 
-pub(super) fn run(server: XmppServer, shutdown: &AtomicBool) -> io::Result<()> {
+/// Runs one worker process per listener (`listeners[i]` is worker `i`'s) until
+/// `shutdown` is set, summing their reports into `stats`.
+pub(crate) fn run(
+    cfg: &XmppServerConfig,
+    layout: &Layout,
+    listeners: Vec<std::net::TcpListener>,
+    stats: &Arc<ServerStats>,
+    shutdown: &AtomicBool,
+) -> io::Result<()> {
     use command_fds::{CommandFdExt, FdMapping};
-    let n = server.layout.workers;
+    let n = layout.workers;
     let exe = std::env::current_exe()?;
-    let mut links = super::mesh(n)?;
+    let mut links = mesh(n)?;
     let reports: Arc<Mutex<Vec<StatsSnapshot>>> = Arc::default();
     let mut children: Vec<Child> = Vec::new();
     let mut readers = Vec::new();
     let started = (|| -> io::Result<()> {
-        for (index, listener) in server.listeners.into_iter().enumerate() {
+        for (index, listener) in listeners.into_iter().enumerate() {
             let mut fds = vec![FdMapping {
                 parent_fd: OwnedFd::from(listener),
                 child_fd: FIRST_FD,
@@ -81,7 +94,7 @@ pub(super) fn run(server: XmppServer, shutdown: &AtomicBool) -> io::Result<()> {
             let mut child = cmd.spawn().map_err(|e| {
                 io::Error::new(e.kind(), format!("cannot start {}: {e}", exe.display()))
             })?;
-            let spec = spec_of(&server.cfg, index, n, server.layout.per_process);
+            let spec = spec_of(cfg, index, n, layout.per_process);
             let mut stdin = child.stdin.take().expect("piped");
             let out = child.stdout.take().expect("piped");
             children.push(child);
@@ -91,7 +104,7 @@ pub(super) fn run(server: XmppServer, shutdown: &AtomicBool) -> io::Result<()> {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .push(StatsSnapshot::default());
-            let (reports, stats) = (reports.clone(), server.stats.clone());
+            let (reports, stats) = (reports.clone(), stats.clone());
             readers.push(std::thread::spawn(move || {
                 read_reports(out, index, &reports, &stats)
             }));
@@ -194,13 +207,13 @@ pub fn worker_main(index: usize, shutdown: &AtomicBool) -> io::Result<()> {
             links.push(None);
         } else {
             let s = std::os::unix::net::UnixStream::from(claim(next)?);
-            links.push(Some(super::link_of(s)?));
+            links.push(Some(link_of(s)?));
             next += 1;
         }
     }
     let mut cfg = XmppServerConfig::new(listener.local_addr()?, &spec.domain, spec.users);
     // Each worker reads the files again (the parent checked them): one copy per worker.
-    cfg.accounts = super::Accounts::numbered(NumberedAccounts {
+    cfg.accounts = Accounts::numbered(NumberedAccounts {
         user_prefix: spec.user_prefix,
         password_prefix: spec.password_prefix,
         users: spec.users,
@@ -221,7 +234,7 @@ pub fn worker_main(index: usize, shutdown: &AtomicBool) -> io::Result<()> {
         .map(|(cert_der, key_der)| TlsIdentity { cert_der, key_der });
     let scfg = cfg.session_config().map_err(io::Error::other)?;
     // Raise the soft limit as the parent did: this process holds its own share.
-    super::open_file_limit();
+    open_file_limit();
     let stats = ServerStats::default();
     let parent = std::os::unix::process::parent_id();
     let also_stop = move || std::os::unix::process::parent_id() != parent;
@@ -234,9 +247,9 @@ pub fn worker_main(index: usize, shutdown: &AtomicBool) -> io::Result<()> {
                 std::thread::sleep(Duration::from_millis(500));
             }
         });
-        let r = super::mio_listener(listener).and_then(|l| {
-            super::worker::run(
-                super::worker::WorkerCtx {
+        let r = worker::mio_listener(listener).and_then(|l| {
+            worker::run(
+                worker::WorkerCtx {
                     id: index,
                     workers: spec.workers,
                     cfg: &cfg,

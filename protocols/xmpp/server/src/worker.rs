@@ -1,6 +1,6 @@
 //! One worker of the built-in server: a mio (epoll) loop over its own listener, its
 //! sessions' sans-IO [`ServerSession`]s, and its links to the other workers
-//! ([`super::fabric`]).
+//! ([`crate::fabric`]).
 //!
 //! What protects the server from its clients: a session that has not bound a resource
 //! within `handshake_timeout` is closed (a client that connects and sends nothing); a
@@ -8,8 +8,9 @@
 //! reading while messages queue for it); stanzas are capped by the engine; connections
 //! beyond the process's session cap are closed at accept.
 
-use super::fabric::{self, Link, Note};
-use super::{ServerStats, XmppServerConfig};
+use crate::config::XmppServerConfig;
+use crate::fabric::{self, Link, Note};
+use crate::stats::ServerStats;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use std::collections::HashMap;
@@ -39,7 +40,7 @@ enum Where {
 
 /// Bare JID -> where its session is, keyed by a 64-bit hash of the JID rather than the
 /// JID itself (16 bytes an entry instead of ~70). A worker holds entries for its own
-/// sessions and for the users whose home it is ([`super::fabric`]). A collision (p ~ n^2 /
+/// sessions and for the users whose home it is ([`crate::fabric`]). A collision (p ~ n^2 /
 /// 2^65: 3e-8 at a million users) would send a stanza to the wrong worker, which finds no
 /// session for its JID there and counts it unroutable; delivery always checks the
 /// session's own JID. The hash is std's SipHash with fixed keys, the same in every worker
@@ -74,7 +75,7 @@ impl Located {
 }
 
 /// What a worker needs from the server around it.
-pub(super) struct WorkerCtx<'a> {
+pub(crate) struct WorkerCtx<'a> {
     pub id: usize,
     pub workers: usize,
     pub cfg: &'a XmppServerConfig,
@@ -104,7 +105,7 @@ struct Conn {
 
 /// Serves until `ctx.shutdown` is set; open sessions then get `system-shutdown`.
 /// `links[w]` is the link to worker `w` (`None` at `ctx.id`).
-pub(super) fn run(
+pub(crate) fn run(
     ctx: WorkerCtx,
     mut listener: TcpListener,
     mut links: Vec<Option<Link>>,
@@ -668,4 +669,10 @@ fn probe_from(stanza: &[u8]) -> Option<&str> {
     let s = std::str::from_utf8(stanza).ok()?;
     let rest = s.strip_prefix("<presence type='probe' from='")?;
     rest.split('\'').next()
+}
+
+/// A worker's listener, handed over to its event loop.
+pub(crate) fn mio_listener(l: std::net::TcpListener) -> io::Result<TcpListener> {
+    l.set_nonblocking(true)?;
+    Ok(TcpListener::from_std(l))
 }

@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use wirebench_plugin_xmpp::serve::{self, ServerStats, XmppServer, XmppServerConfig};
+use wirebench_xmpp_server::{self as serve, ServerStats, XmppServer, XmppServerConfig};
 
 const DOMAIN: &str = "wirebench.test";
 

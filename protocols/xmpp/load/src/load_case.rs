@@ -1,6 +1,6 @@
 //! The `load` workload of `--protocol xmpp` (study S4, issue #14): sessions arriving in
 //! Tsung-style phases against a built-in server started for the case, each running the
-//! script of [`crate::load`], with the per-interval time series written beside the
+//! script of [`crate::open_loop`], with the per-interval time series written beside the
 //! records and the totals as the case's metrics.
 //!
 //! Layout: one generator thread inside wirebench while the peak of concurrent sessions
@@ -11,8 +11,7 @@
 //! one JSON line each; the parent adds them up, so the merged histograms are exact.
 
 use crate::hold::{ALLOW_ANY_TARGET, target_allowed};
-use crate::load::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
-use crate::serve;
+use crate::open_loop::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
 use std::io::{self, BufRead, Write};
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::{Child, Command, Stdio};
@@ -23,6 +22,8 @@ use wirebench_load::{Arrivals, Dist, Interval, Phase, Schedule, Series, Wire};
 use wirebench_model::{Kind, Value};
 use wirebench_protocol::params::{ON_OFF, ParamSpec};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
+use wirebench_xmpp_peers::peer::{PeerConfig, RealServer, Server, real_server};
+use wirebench_xmpp_server as serve;
 
 /// The subcommand a generator process runs as; `wirebench` routes it to [`worker_main`].
 pub const WORKER_COMMAND: &str = "xmpp-load-worker";
@@ -383,9 +384,9 @@ pub fn estimate_secs(case: &Case) -> Option<f64> {
     // contacts its import_prosody took 7 to 31 s for 300 to 1,200 sessions, about
     // 0.5 ms per account or roster entry, unevenly).
     let entries = schedule.len() as f64 * (1 + spec.contacts) as f64;
-    let server = match crate::real_server(case) {
-        Some(crate::peer::Server::Prosody) => 1.0 + entries * 3e-5,
-        Some(crate::peer::Server::Ejabberd) => 4.0 + entries * 5e-4,
+    let server = match real_server(case) {
+        Some(Server::Prosody) => 1.0 + entries * 3e-5,
+        Some(Server::Ejabberd) => 4.0 + entries * 5e-4,
         None => 0.0,
     };
     Some(last + spec.script.stay.max().as_secs_f64() + 3.0 + server)
@@ -532,7 +533,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     }
     let mut spec = LoadSpec::from_case(case, env.seed)?;
     // Choices checked by the parameter table; s2s (which would imply Prosody) refused above.
-    let real = crate::real_server(case);
+    let real = real_server(case);
     if let (Some(r), Some(t)) = (real, spec.target) {
         return Err(WorkloadError::Input(format!(
             "load.target={t} and xmpp.server={}: a case loads either a server it starts or one \
@@ -823,7 +824,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
 
 /// Prosody or ejabberd, started for a load case on loopback.
 struct Placed {
-    server: crate::peer::RealServer,
+    server: RealServer,
     name: &'static str,
     addr: std::net::SocketAddr,
     dir: std::path::PathBuf,
@@ -869,7 +870,7 @@ impl Placed {
 /// Starts Prosody or ejabberd on 127.0.0.1 with the accounts (and rosters) of every session
 /// of the schedule, its files in the case's own directory under the results.
 fn start_real(
-    kind: crate::peer::Server,
+    kind: Server,
     env: &Env,
     case: &Case,
     spec: &LoadSpec,
@@ -898,7 +899,7 @@ fn start_real(
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| WorkloadError::Environment(format!("no free port on 127.0.0.1: {e}")))?;
-    let mut cfg = crate::peer::PeerConfig::new(&spec.script.domain, [127, 0, 0, 1].into());
+    let mut cfg = PeerConfig::new(&spec.script.domain, [127, 0, 0, 1].into());
     cfg.c2s_port = port;
     cfg.s2s = false;
     cfg.for_load = true;

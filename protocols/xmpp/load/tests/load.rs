@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use wirebench_load::{Arrivals, Dist, Interval, Phase, Schedule, Series};
-use wirebench_plugin_xmpp::load::{Part, Script, monotonic_ns, run_worker};
-use wirebench_plugin_xmpp::serve::{XmppServer, XmppServerConfig};
+use wirebench_xmpp_load::open_loop::{Part, Script, monotonic_ns, run_worker};
+use wirebench_xmpp_server::{XmppServer, XmppServerConfig};
 
 #[test]
 fn two_workers_share_a_schedule_and_their_series_merge_exactly() {

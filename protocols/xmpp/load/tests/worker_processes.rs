@@ -12,9 +12,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use wirebench_plugin_xmpp::hold::{HoldOpts, hold};
-use wirebench_plugin_xmpp::serve::{XmppServer, XmppServerConfig, procs};
 use wirebench_xmpp::Mechanism;
+use wirebench_xmpp_load::hold::{HoldOpts, hold};
+use wirebench_xmpp_server::{XmppServer, XmppServerConfig, procs};
 
 const DOMAIN: &str = "example.com";
 const PER_CLIENT: usize = 12_000;

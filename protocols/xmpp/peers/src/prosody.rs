@@ -7,8 +7,8 @@
 //! plain-text c2s allowed, s2s over dialback without TLS, Nagle off, and Prosody's
 //! resolver told to read the hosts file (it ignores it by default).
 
-pub use crate::peer::{PeerConfig, TlsFiles};
-use crate::peer::{command_in, wait_ports};
+pub use crate::config::{PeerConfig, TlsFiles};
+use crate::config::{command_in, wait_ports};
 use std::fmt::Write as _;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
