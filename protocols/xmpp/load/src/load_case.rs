@@ -21,7 +21,7 @@ use std::time::Duration;
 use wirebench_load::{Arrivals, Dist, Interval, Phase, Schedule, Series, Wire};
 use wirebench_model::{Kind, Value};
 use wirebench_protocol::params::{ON_OFF, ParamSpec};
-use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
+use wirebench_protocol::{Case, Ctx, Env, Outcome, Start, WorkloadError};
 use wirebench_xmpp_peers::peer::{PeerConfig, RealServer, Server, real_server};
 use wirebench_xmpp_server as serve;
 
@@ -521,6 +521,127 @@ fn peak_rss_kib() -> Option<u64> {
 
 /// Runs a load case against a built-in server started for it.
 pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+    let (mut spec, real) = checked_spec(env, case, repeat)?;
+    let schedule = spec.schedule()?;
+    // This run's share of the schedule: all of it, or its shard's slice.
+    let shards = env.shard.map_or(1, |s| s.count as usize);
+    let peak = schedule.peak(spec.peak_stay()).div_ceil(shards);
+    // A server on this machine (ours, a real one, or one on loopback) holds the other end.
+    let elsewhere = spec.target.is_some_and(|t| !t.ip().is_loopback());
+    check_limits(peak, if elsewhere { 1 } else { 2 })?;
+    // The server: an external one, a real one started for the case, or the built-in one
+    // sized for the peak (worker processes when one process cannot hold it).
+    let in_process = spec.target.is_none() && real.is_none() && peak <= IN_PROCESS;
+    let (server, placed) = place_server(env, case, &mut spec, schedule.len(), peak, in_process)?;
+    let generators = if in_process {
+        1
+    } else if server.is_none() {
+        // As many as the open files need, and no more (a Tsung run beside it uses as
+        // many VMs).
+        peak.div_ceil(PER_GENERATOR).max(1)
+    } else {
+        // At least two, so that partners' messages cross between generators.
+        peak.div_ceil(PER_GENERATOR).max(2)
+    };
+    // Start far enough ahead for every generator process to be up; a shard at the start
+    // all shards agree on.
+    let lead = Duration::from_millis(if in_process { 100 } else { 500 });
+    let (t0, agreed) = agree_start(env, case, repeat, lead, ctx)?;
+    let series = Arc::new(Mutex::new(Series::new()));
+    let summaries = Arc::new(Mutex::new(Vec::<WorkerSummary>::new()));
+    let total = match env.shard {
+        Some(sh) => (0..generators)
+            .map(|g| {
+                let (w, n) = sh.worker(g, generators);
+                schedule.share(w, n).count() as u64
+            })
+            .sum(),
+        None => schedule.len() as u64,
+    };
+    let progress = |s: &Series| {
+        let c = s.counts();
+        (ctx.progress)(c.logged_in + c.failures(), total);
+    };
+    let gen_pids = Arc::new(Mutex::new(Vec::<u32>::new()));
+    let probe = match (&server, &placed) {
+        (Some(s), _) if !in_process => Some(ServerProbe::Builtin(s.stats.clone())),
+        (_, Some(r)) => r.server.pid().map(ServerProbe::Pid),
+        _ => None,
+    };
+    let sampler = UsageSampler::start(t0, spec.width, gen_pids.clone(), in_process, probe);
+    let to = Collect {
+        series: &series,
+        summaries: &summaries,
+        progress: &progress,
+        pids: &gen_pids,
+    };
+    let result = if in_process {
+        run_in_process(&mut spec, &schedule, t0, ctx, &to)
+    } else {
+        run_processes(&spec, generators, env.shard, t0, ctx, &to)
+    };
+    // What the server used, before it stops.
+    let usage = sampler.finish();
+    let server = server.map(|s| s.stop(in_process));
+    let placed = placed.map(Placed::stop);
+    result?;
+
+    let series = std::mem::take(&mut *series.lock().unwrap_or_else(|e| e.into_inner()));
+    let summaries = std::mem::take(&mut *summaries.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut out = Outcome::default();
+    let (peak_active, logged_in) =
+        push_session_figures(&mut out, &series, &summaries, total, spec.width);
+    if let Some(s) = &server {
+        push_builtin_usage(&mut out, s, in_process, peak_active);
+    }
+    push_generator_usage(&mut out, &summaries, peak_active, logged_in);
+    if let Some(s) = &server {
+        out.push("server.routed", s.routed as f64, "count");
+        wirebench_protocol::peer::record_sessions(&mut out, s.bound);
+    }
+    if let Some(p) = &placed
+        && let Some(u) = p.end
+    {
+        push_placed_usage(&mut out, p, u, &usage, peak_active, logged_in);
+    }
+    wirebench_protocol::peer::record_kernel_tcp(&mut out);
+    // The intervals, whole, for `wirebench merge`: case-NNNN-rK.load.intervals.jsonl.
+    let intervals = format!("case-{:04}-r{repeat}.load.intervals.jsonl", case.index);
+    write_result(env, &intervals, series.to_intervals_file(total, spec.width))?;
+    if let (Some(sh), Some(start)) = (env.shard, &agreed) {
+        push_shard(&mut out, sh, start, total, schedule.len());
+    }
+    // The time series beside the records: case-NNNN-rK.load.csv.
+    let name = format!("case-{:04}-r{repeat}.load.csv", case.index);
+    let csv = usage.append_to(&series.csv(spec.width), spec.width, in_process);
+    write_result(env, &name, csv)?;
+    out.notes.push(format!(
+        "load: {total} sessions, peak {peak_active} at once, {generators} generator(s); server: {}; time series in {name}",
+        match (&server, &placed) {
+            (Some(s), _) => s.layout.clone(),
+            (None, Some(p)) => format!(
+                "{} on {} (its files in {})",
+                p.name,
+                spec.script.addrs[0],
+                p.dir.display()
+            ),
+            (None, None) => format!("{} (load.target)", spec.script.addrs[0]),
+        }
+    ));
+    if let Some(e) = summaries.iter().find_map(|s| s.first_error.clone()) {
+        out.notes.push(format!("first failure: {e}"));
+    }
+    Ok(out)
+}
+
+/// The case's load specification, refused when the case asks for what the workload
+/// cannot do (a link, a server link, two servers, a sharded server per shard), with the
+/// real server it starts, if any.
+fn checked_spec(
+    env: &Env,
+    case: &Case,
+    repeat: u32,
+) -> Result<(LoadSpec, Option<Server>), WorkloadError> {
     if env.lab.is_some() {
         return Err(WorkloadError::Input(
             "the load workload runs on loopback for now (no link parameters)".into(),
@@ -554,160 +675,143 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         let stem = format!("case-{:04}-r{repeat}.load.samples", case.index);
         spec.script.samples = Some(env.out.join(stem));
     }
-    let schedule = spec.schedule()?;
-    // This run's share of the schedule: all of it, or its shard's slice.
-    let shards = env.shard.map_or(1, |s| s.count as usize);
-    let peak = schedule.peak(spec.peak_stay()).div_ceil(shards);
-    // A server on this machine (ours, a real one, or one on loopback) holds the other end.
-    let elsewhere = spec.target.is_some_and(|t| !t.ip().is_loopback());
-    check_limits(peak, if elsewhere { 1 } else { 2 })?;
-    // The server: an external one, a real one started for the case, or the built-in one
-    // sized for the peak (worker processes when one process cannot hold it).
-    let in_process = spec.target.is_none() && real.is_none() && peak <= IN_PROCESS;
-    let mut placed = None;
-    let server = match (spec.target, real) {
+    Ok((spec, real))
+}
+
+/// Points the sessions at their server: the one at `load.target`, a real one started for
+/// the case, or the built-in one (returned, with a real one, to be stopped after the run).
+fn place_server(
+    env: &Env,
+    case: &Case,
+    spec: &mut LoadSpec,
+    sessions: usize,
+    peak: usize,
+    in_process: bool,
+) -> Result<(Option<Builtin>, Option<Placed>), WorkloadError> {
+    Ok(match (spec.target, real_server(case)) {
         (Some(addr), _) => {
             spec.script.addrs = vec![addr];
-            None
+            (None, None)
         }
         (None, Some(kind)) => {
-            let r = start_real(kind, env, case, &spec, schedule.len(), peak)?;
+            let r = start_real(kind, env, case, spec, sessions, peak)?;
             spec.script.addrs = vec![r.addr];
-            placed = Some(r);
-            None
+            (None, Some(r))
         }
         (None, None) => {
-            let s = start_builtin(&spec, schedule.len(), peak, in_process)?;
+            let s = start_builtin(spec, sessions, peak, in_process)?;
             spec.script.addrs = s.addrs.clone();
             spec.script.tls_cert = s.cert.clone();
-            Some(s)
+            (Some(s), None)
         }
-    };
-    let generators = if in_process {
-        1
-    } else if server.is_none() {
-        // As many as the open files need, and no more (a Tsung run beside it uses as
-        // many VMs).
-        peak.div_ceil(PER_GENERATOR).max(1)
-    } else {
-        // At least two, so that partners' messages cross between generators.
-        peak.div_ceil(PER_GENERATOR).max(2)
-    };
-    // Start far enough ahead for every generator process to be up; a shard at the start
-    // all shards agree on.
-    let lead = Duration::from_millis(if in_process { 100 } else { 500 });
-    let mut agreed = None;
-    let t0 = match env.shard {
-        Some(sh) => {
-            let start = sh
-                .align
-                .start(case.index, repeat, lead, ctx.shutdown)
-                .map_err(|e| {
-                    if ctx.shutdown.load(Ordering::SeqCst) {
-                        WorkloadError::Interrupted
-                    } else {
-                        WorkloadError::Environment(format!("shard {}/{}: {e}", sh.index, sh.count))
-                    }
-                })?;
-            let t0 = start.t0_mono_ns;
-            agreed = Some(start);
-            t0
-        }
-        None => monotonic_ns() + lead.as_nanos() as u64,
-    };
-    let series = Arc::new(Mutex::new(Series::new()));
-    let summaries = Arc::new(Mutex::new(Vec::<WorkerSummary>::new()));
-    let total = match env.shard {
-        Some(sh) => (0..generators)
-            .map(|g| {
-                let (w, n) = sh.worker(g, generators);
-                schedule.share(w, n).count() as u64
-            })
-            .sum(),
-        None => schedule.len() as u64,
-    };
-    let progress = |s: &Series| {
-        let c = s.counts();
-        (ctx.progress)(c.logged_in + c.failures(), total);
-    };
-    let gen_pids = Arc::new(Mutex::new(Vec::<u32>::new()));
-    let probe = match (&server, &placed) {
-        (Some(s), _) if !in_process => Some(ServerProbe::Builtin(s.stats.clone())),
-        (_, Some(r)) => r.server.pid().map(ServerProbe::Pid),
-        _ => None,
-    };
-    let sampler = UsageSampler::start(t0, spec.width, gen_pids.clone(), in_process, probe);
-    let result: Result<(), WorkloadError> = if in_process {
-        spec.script.from = vec![IpAddr::V4(Ipv4Addr::new(127, 0, 1, 1))];
-        let part = Part {
-            worker: 0,
-            workers: 1,
-            t0,
-            width: spec.width,
-        };
-        let s = series.clone();
-        run_worker(&schedule, part, &spec.script, ctx.shutdown, |i| {
-            let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
-            s.add(&i);
-            progress(&s);
-        })
-        .map(|summary| {
-            summaries
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(summary)
-        })
-        .map_err(|e| WorkloadError::Environment(format!("load generator: {e}")))
-    } else {
-        let to = Collect {
-            series: &series,
-            summaries: &summaries,
-            progress: &progress,
-            pids: &gen_pids,
-        };
-        run_processes(&spec, generators, env.shard, t0, ctx, &to)
-    };
-    // What the server used, before it stops.
-    let usage = sampler.finish();
-    let server = server.map(|s| s.stop(in_process));
-    let placed = placed.map(Placed::stop);
-    result?;
+    })
+}
 
-    let series = std::mem::take(&mut *series.lock().unwrap_or_else(|e| e.into_inner()));
-    let summaries = std::mem::take(&mut *summaries.lock().unwrap_or_else(|e| e.into_inner()));
-    let mut out = Outcome::default();
-    let figures = series.figures(total, spec.width);
+/// The run's start on `CLOCK_MONOTONIC`, `lead` from now, or the start all shards agree
+/// on (with what this shard knows of how well it kept it).
+fn agree_start(
+    env: &Env,
+    case: &Case,
+    repeat: u32,
+    lead: Duration,
+    ctx: &Ctx,
+) -> Result<(u64, Option<Start>), WorkloadError> {
+    let Some(sh) = env.shard else {
+        return Ok((monotonic_ns() + lead.as_nanos() as u64, None));
+    };
+    let start = sh
+        .align
+        .start(case.index, repeat, lead, ctx.shutdown)
+        .map_err(|e| {
+            if ctx.shutdown.load(Ordering::SeqCst) {
+                WorkloadError::Interrupted
+            } else {
+                WorkloadError::Environment(format!("shard {}/{}: {e}", sh.index, sh.count))
+            }
+        })?;
+    Ok((start.t0_mono_ns, Some(start)))
+}
+
+/// Runs the whole schedule on one generator thread inside wirebench.
+fn run_in_process(
+    spec: &mut LoadSpec,
+    schedule: &Schedule,
+    t0: u64,
+    ctx: &Ctx,
+    to: &Collect<'_>,
+) -> Result<(), WorkloadError> {
+    spec.script.from = vec![IpAddr::V4(Ipv4Addr::new(127, 0, 1, 1))];
+    let part = Part {
+        worker: 0,
+        workers: 1,
+        t0,
+        width: spec.width,
+    };
+    run_worker(schedule, part, &spec.script, ctx.shutdown, |i| {
+        let mut s = to.series.lock().unwrap_or_else(|e| e.into_inner());
+        s.add(&i);
+        (to.progress)(&s);
+    })
+    .map(|summary| {
+        to.summaries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(summary)
+    })
+    .map_err(|e| WorkloadError::Environment(format!("load generator: {e}")))
+}
+
+/// The sessions' figures (the series' metrics and histograms, the rosters the server
+/// holds and its presence fan-out, as the clients saw them); returns the peak of active
+/// sessions and the logins.
+fn push_session_figures(
+    out: &mut Outcome,
+    series: &Series,
+    summaries: &[WorkerSummary],
+    total: u64,
+    width: Duration,
+) -> (i64, u64) {
+    let figures = series.figures(total, width);
     for (name, v, unit) in &figures.metrics {
         out.push(name, *v, unit);
     }
     out.histograms.extend(figures.histograms);
-    let peak_active = figures.peak_active;
-    let c = series.counts().clone();
-    // The rosters the server holds and its presence fan-out, as the clients saw them.
+    let logged_in = series.counts().logged_in;
     let roster_items: u64 = summaries.iter().map(|s| s.roster_items).sum();
     let presences: u64 = summaries.iter().map(|s| s.presences).sum();
-    if c.logged_in > 0 {
+    if logged_in > 0 {
         out.push(
             "load.roster_items",
-            roster_items as f64 / c.logged_in as f64,
+            roster_items as f64 / logged_in as f64,
             "count",
         );
     }
     out.push("load.presences", presences as f64, "count");
-    if let Some(s) = &server {
-        out.push("server.cpu", s.cpu, "s");
-        // A server inside wirebench shares its memory with the generator thread: not
-        // separable, not recorded.
-        if !in_process && s.rss_peak_kib > 0 {
-            out.push("server.rss", (s.rss_peak_kib * 1024) as f64, "B");
-            if peak_active > 0 {
-                let per = s.rss_peak_kib.saturating_sub(s.rss_start_kib) as f64 * 1024.0
-                    / peak_active as f64;
-                out.push("server.rss_per_session", per, "B");
-            }
+    (figures.peak_active, logged_in)
+}
+
+/// What the built-in server used.
+fn push_builtin_usage(out: &mut Outcome, s: &BuiltinUsage, in_process: bool, peak_active: i64) {
+    out.push("server.cpu", s.cpu, "s");
+    // A server inside wirebench shares its memory with the generator thread: not
+    // separable, not recorded.
+    if !in_process && s.rss_peak_kib > 0 {
+        out.push("server.rss", (s.rss_peak_kib * 1024) as f64, "B");
+        if peak_active > 0 {
+            let per =
+                s.rss_peak_kib.saturating_sub(s.rss_start_kib) as f64 * 1024.0 / peak_active as f64;
+            out.push("server.rss_per_session", per, "B");
         }
     }
-    // Generator processes' own figures (a generator thread shares wirebench's process).
+}
+
+/// Generator processes' own figures (a generator thread shares wirebench's process).
+fn push_generator_usage(
+    out: &mut Outcome,
+    summaries: &[WorkerSummary],
+    peak_active: i64,
+    logged_in: u64,
+) {
     let gens: Vec<&WorkerSummary> = summaries
         .iter()
         .filter(|s| s.rss_peak_kib.is_some())
@@ -722,104 +826,82 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
             let per = peak.saturating_sub(start) as f64 * 1024.0 / peak_active as f64;
             out.push("generator.rss_per_session", per, "B");
         }
-        if c.logged_in > 0 {
-            out.push("generator.cpu_per_session", cpu / c.logged_in as f64, "s");
+        if logged_in > 0 {
+            out.push("generator.cpu_per_session", cpu / logged_in as f64, "s");
         }
     }
-    if let Some(s) = &server {
-        out.push("server.routed", s.routed as f64, "count");
-        wirebench_protocol::peer::record_sessions(&mut out, s.bound);
+}
+
+/// What a real server started for the case used: CPU from start to end, memory at the
+/// highest sample less what it held before the first session.
+fn push_placed_usage(
+    out: &mut Outcome,
+    p: &PlacedUsage,
+    end: wirebench_protocol::peer::Usage,
+    usage: &Usage,
+    peak_active: i64,
+    logged_in: u64,
+) {
+    let top = usage
+        .rows
+        .values()
+        .filter_map(|r| r.server.map(|s| s.0))
+        .max();
+    let cpu = end.cpu_s - p.start.cpu_s;
+    out.push("server.cpu", cpu, "s");
+    if let Some(top) = top {
+        out.push("server.rss", (top * 1024) as f64, "B");
+        if peak_active > 0 {
+            let per =
+                top.saturating_sub(p.start.rss_bytes / 1024) as f64 * 1024.0 / peak_active as f64;
+            out.push("server.rss_per_session", per, "B");
+        }
     }
-    if let Some(p) = &placed
-        && let Some(u) = p.end
-    {
-        // Its memory at the highest sample, less what it held before the first session.
-        let top = usage
-            .rows
-            .values()
-            .filter_map(|r| r.server.map(|s| s.0))
-            .max();
-        let cpu = u.cpu_s - p.start.cpu_s;
-        out.push("server.cpu", cpu, "s");
-        if let Some(top) = top {
-            out.push("server.rss", (top * 1024) as f64, "B");
-            if peak_active > 0 {
-                let per = top.saturating_sub(p.start.rss_bytes / 1024) as f64 * 1024.0
-                    / peak_active as f64;
-                out.push("server.rss_per_session", per, "B");
-            }
-        }
-        if c.logged_in > 0 {
-            out.push("server.cpu_per_session", cpu / c.logged_in as f64, "s");
-        }
-        wirebench_protocol::peer::record_sessions(&mut out, c.logged_in);
+    if logged_in > 0 {
+        out.push("server.cpu_per_session", cpu / logged_in as f64, "s");
     }
-    wirebench_protocol::peer::record_kernel_tcp(&mut out);
-    // The intervals, whole, for `wirebench merge`: case-NNNN-rK.load.intervals.jsonl.
-    let intervals = format!("case-{:04}-r{repeat}.load.intervals.jsonl", case.index);
-    std::fs::write(
-        env.out.join(&intervals),
-        series.to_intervals_file(total, spec.width),
-    )
-    .map_err(|e| {
-        WorkloadError::Environment(format!(
-            "cannot write {}: {e}",
-            env.out.join(&intervals).display()
-        ))
-    })?;
-    if let (Some(sh), Some(start)) = (env.shard, &agreed) {
-        out.push("shard.index", sh.index as f64, "count");
-        out.push("shard.count", sh.count as f64, "count");
-        out.push("shard.start_margin", start.margin_s, "s");
-        if let Some(o) = start.offset_s {
-            out.push("shard.clock_offset", o, "s");
-        }
-        if let Some(e) = start.error_s {
-            out.push("shard.clock_error", e, "s");
-        }
-        out.notes.push(format!(
-            "shard {}/{}: {total} of the schedule's {} sessions; started by {} at {}, {}",
-            sh.index,
-            sh.count,
-            schedule.len(),
-            start.method,
-            start.unix_ns,
-            if start.margin_s >= 0.0 {
-                format!("ready {:.3} s before", start.margin_s)
-            } else {
-                format!(
-                    "{:.3} s LATE (its first sessions started late)",
-                    -start.margin_s
-                )
-            }
-        ));
+    wirebench_protocol::peer::record_sessions(out, logged_in);
+}
+
+/// This shard's place and how well it kept the agreed start.
+fn push_shard(
+    out: &mut Outcome,
+    sh: &wirebench_protocol::Shard<'_>,
+    start: &Start,
+    total: u64,
+    sessions: usize,
+) {
+    out.push("shard.index", sh.index as f64, "count");
+    out.push("shard.count", sh.count as f64, "count");
+    out.push("shard.start_margin", start.margin_s, "s");
+    if let Some(o) = start.offset_s {
+        out.push("shard.clock_offset", o, "s");
     }
-    // The time series beside the records: case-NNNN-rK.load.csv.
-    let name = format!("case-{:04}-r{repeat}.load.csv", case.index);
-    let csv = usage.append_to(&series.csv(spec.width), spec.width, in_process);
-    std::fs::write(env.out.join(&name), csv).map_err(|e| {
-        WorkloadError::Environment(format!(
-            "cannot write {}: {e}",
-            env.out.join(&name).display()
-        ))
-    })?;
+    if let Some(e) = start.error_s {
+        out.push("shard.clock_error", e, "s");
+    }
     out.notes.push(format!(
-        "load: {total} sessions, peak {peak_active} at once, {generators} generator(s); server: {}; time series in {name}",
-        match (&server, &placed) {
-            (Some(s), _) => s.layout.clone(),
-            (None, Some(p)) => format!(
-                "{} on {} (its files in {})",
-                p.name,
-                spec.script.addrs[0],
-                p.dir.display()
-            ),
-            (None, None) => format!("{} (load.target)", spec.script.addrs[0]),
+        "shard {}/{}: {total} of the schedule's {sessions} sessions; started by {} at {}, {}",
+        sh.index,
+        sh.count,
+        start.method,
+        start.unix_ns,
+        if start.margin_s >= 0.0 {
+            format!("ready {:.3} s before", start.margin_s)
+        } else {
+            format!(
+                "{:.3} s LATE (its first sessions started late)",
+                -start.margin_s
+            )
         }
     ));
-    if let Some(e) = summaries.iter().find_map(|s| s.first_error.clone()) {
-        out.notes.push(format!("first failure: {e}"));
-    }
-    Ok(out)
+}
+
+/// Writes one of the case's files beside the records.
+fn write_result(env: &Env, name: &str, contents: String) -> Result<(), WorkloadError> {
+    let path = env.out.join(name);
+    std::fs::write(&path, contents)
+        .map_err(|e| WorkloadError::Environment(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Prosody or ejabberd, started for a load case on loopback.

@@ -194,7 +194,7 @@ pub fn run_worker(
     part: Part,
     script: &Script,
     stop: &AtomicBool,
-    mut on_interval: impl FnMut(Interval),
+    on_interval: impl FnMut(Interval),
 ) -> std::io::Result<WorkerSummary> {
     let Part {
         worker: w,
@@ -202,6 +202,79 @@ pub fn run_worker(
         t0,
         width,
     } = part;
+    check_script(script)?;
+    // One TLS configuration for all of this worker's sessions (rustls shares it).
+    let tls = if script.tls {
+        Some(
+            crate::tls::client_config(script.tls_cert.as_deref())
+                .map_err(|e| std::io::Error::other(format!("load: TLS: {e}")))?,
+        )
+    } else {
+        None
+    };
+    let poll = Poll::new()?;
+    let mut events = Events::with_capacity(1024);
+    let mut mine = schedule.share(w, workers).peekable();
+    let raw = match &script.samples {
+        Some(p) => {
+            let mut name = p.clone().into_os_string();
+            name.push(format!(".w{w}.csv"));
+            Some(std::io::BufWriter::new(std::fs::File::create(name)?))
+        }
+        None => None,
+    };
+    let mut run = Worker {
+        clock: Clock { schedule, t0 },
+        script,
+        tls,
+        poll,
+        slots: Vec::new(),
+        free: Vec::new(),
+        timers: BinaryHeap::new(),
+        rec: Recorder::new(width),
+        summary: WorkerSummary::default(),
+        open: 0,
+        buf: vec![0u8; 64 * 1024],
+        raw,
+        body_pad: "x".repeat(script.payload.saturating_sub(21)),
+        on_interval,
+    };
+    loop {
+        let now = monotonic_ns();
+        let stopping = stop.load(Ordering::Relaxed);
+        if !stopping {
+            run.start_due(&mut mine, now);
+        }
+        run.fire_timers(now);
+        if stopping || (mine.peek().is_none() && run.open == 0) {
+            break;
+        }
+        // Sleep until the next arrival, timer or interval boundary (1 s at most).
+        let next_arrival = mine.peek().map(|&i| run.clock.intended(i));
+        let next_timer = run.timers.peek().map(|Reverse((d, ..))| *d);
+        let wake = [next_arrival, next_timer]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(now + 1_000_000_000)
+            .min(now + 1_000_000_000);
+        let timeout = Duration::from_nanos(wake.saturating_sub(monotonic_ns()));
+        match run.poll.poll(&mut events, Some(timeout)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        let now = monotonic_ns();
+        for ev in events.iter() {
+            run.on_readiness(ev, now);
+        }
+    }
+    run.finish()
+}
+
+/// What a worker refuses to run: addresses outside the lab, an unknown SASL mechanism,
+/// no server.
+fn check_script(script: &Script) -> std::io::Result<()> {
     if !script.addrs.iter().all(|a| target_allowed(a.ip()))
         || !script.from.iter().all(|ip| lab_address(*ip))
     {
@@ -218,53 +291,73 @@ pub fn run_worker(
     if script.addrs.is_empty() {
         return Err(std::io::Error::other("load: no server address"));
     }
-    // One TLS configuration for all of this worker's sessions (rustls shares it).
-    let tls = if script.tls {
-        Some(
-            crate::tls::client_config(script.tls_cert.as_deref())
-                .map_err(|e| std::io::Error::other(format!("load: TLS: {e}")))?,
-        )
-    } else {
-        None
-    };
-    let mut poll = Poll::new()?;
-    let mut events = Events::with_capacity(1024);
-    let mut slots: Vec<Option<Session>> = Vec::new();
-    let mut free: Vec<usize> = Vec::new();
-    let mut timers: BinaryHeap<Reverse<(u64, usize, usize, Due)>> = BinaryHeap::new();
-    let mut rec = Recorder::new(width);
-    let mut mine = schedule.share(w, workers).peekable();
-    let mut summary = WorkerSummary::default();
-    let mut open = 0u64;
-    let mut buf = vec![0u8; 64 * 1024];
-    let since = |now: u64| Duration::from_nanos(now.saturating_sub(t0));
-    let intended = |i: usize| t0 + schedule.start(i).as_nanos() as u64;
-    let body_pad = "x".repeat(script.payload.saturating_sub(21));
-    let mut raw = match &script.samples {
-        Some(p) => {
-            let mut name = p.clone().into_os_string();
-            name.push(format!(".w{w}.csv"));
-            Some(std::io::BufWriter::new(std::fs::File::create(name)?))
-        }
-        None => None,
-    };
-    // Sessions count towards `open` from connect to close.
-    loop {
-        let now = monotonic_ns();
-        let stopping = stop.load(Ordering::Relaxed);
-        // Start every session whose time has come.
-        while !stopping && mine.peek().is_some_and(|&i| intended(i) <= now) {
+    Ok(())
+}
+
+/// The run's clock: when session `i` is meant to start, and an instant's place in the
+/// time series.
+#[derive(Clone, Copy)]
+struct Clock<'a> {
+    schedule: &'a Schedule,
+    /// The run's start, monotonic ns.
+    t0: u64,
+}
+
+impl Clock<'_> {
+    fn intended(&self, i: usize) -> u64 {
+        self.t0 + self.schedule.start(i).as_nanos() as u64
+    }
+
+    fn since(&self, now: u64) -> Duration {
+        Duration::from_nanos(now.saturating_sub(self.t0))
+    }
+}
+
+/// One worker's event loop state: its sessions, their timers and what it recorded.
+struct Worker<'a, F: FnMut(Interval)> {
+    clock: Clock<'a>,
+    script: &'a Script,
+    tls: Option<Arc<wirebench_xmpp::rustls::ClientConfig>>,
+    poll: Poll,
+    slots: Vec<Option<Session>>,
+    free: Vec<usize>,
+    timers: BinaryHeap<Reverse<(u64, usize, usize, Due)>>,
+    rec: Recorder,
+    summary: WorkerSummary,
+    /// Sessions count towards `open` from connect to close.
+    open: u64,
+    buf: Vec<u8>,
+    /// The raw latency samples file (`load.samples`).
+    raw: Option<std::io::BufWriter<std::fs::File>>,
+    body_pad: String,
+    on_interval: F,
+}
+
+impl<F: FnMut(Interval)> Worker<'_, F> {
+    /// Starts every session of `mine` whose time has come.
+    fn start_due(&mut self, mine: &mut std::iter::Peekable<impl Iterator<Item = usize>>, now: u64) {
+        let (clock, script) = (self.clock, self.script);
+        while mine.peek().is_some_and(|&i| clock.intended(i) <= now) {
             let i = mine.next().unwrap_or_default();
-            let opened = summary.sessions as usize;
-            summary.sessions += 1;
-            let iv = rec.at(since(now), &mut on_interval);
+            let opened = self.summary.sessions as usize;
+            self.summary.sessions += 1;
+            let iv = self.rec.at(clock.since(now), &mut self.on_interval);
             iv.counts.arrivals += 1;
-            match open_session(i, opened, script, &tls, &poll, &mut slots, &mut free) {
+            let tls = &self.tls;
+            match open_session(
+                i,
+                opened,
+                script,
+                tls,
+                &self.poll,
+                &mut self.slots,
+                &mut self.free,
+            ) {
                 Ok(slot) => {
-                    open += 1;
-                    summary.peak_open = summary.peak_open.max(open);
-                    timers.push(Reverse((
-                        intended(i) + script.login_timeout.as_nanos() as u64,
+                    self.open += 1;
+                    self.summary.peak_open = self.summary.peak_open.max(self.open);
+                    self.timers.push(Reverse((
+                        clock.intended(i) + script.login_timeout.as_nanos() as u64,
                         slot,
                         i,
                         Due::LoginTimeout,
@@ -272,29 +365,33 @@ pub fn run_worker(
                 }
                 Err((cause, e)) => {
                     iv.fail(cause);
-                    summary.first_error.get_or_insert(e);
+                    self.summary.first_error.get_or_insert(e);
                 }
             }
         }
-        // Timers that are due.
-        while let Some(&Reverse((due, slot, i, what))) = timers.peek() {
+    }
+
+    /// Acts on the timers that are due: login timeouts, messages, leaving, dropping.
+    fn fire_timers(&mut self, now: u64) {
+        let (clock, script) = (self.clock, self.script);
+        while let Some(&Reverse((due, slot, i, what))) = self.timers.peek() {
             if due > now {
                 break;
             }
-            timers.pop();
+            self.timers.pop();
             // A timer outlives its session when the slot was reused: check the index.
-            let Some(s) = slots.get_mut(slot).and_then(|s| s.as_mut()) else {
+            let Some(s) = self.slots.get_mut(slot).and_then(|s| s.as_mut()) else {
                 continue;
             };
             if s.index != i {
                 continue;
             }
-            let iv = rec.at(since(now), &mut on_interval);
+            let iv = self.rec.at(clock.since(now), &mut self.on_interval);
             let mut dropped = false;
             match (what, &s.stage) {
                 (Due::LoginTimeout, Stage::Connecting | Stage::LoggingIn) => {
                     iv.fail(Cause::Timeout);
-                    summary.first_error.get_or_insert_with(|| {
+                    self.summary.first_error.get_or_insert_with(|| {
                         format!(
                             "user {}: not logged in within {:?} of its intended start",
                             script.user(i),
@@ -305,14 +402,14 @@ pub fn run_worker(
                 }
                 // Messages are meant strictly before the session leaves.
                 (Due::Message, Stage::Established)
-                    if due < intended(i) + script.stay_of(i).as_nanos() as u64 =>
+                    if due < clock.intended(i) + script.stay_of(i).as_nanos() as u64 =>
                 {
-                    let to = partner(i, schedule.len())
+                    let to = partner(i, clock.schedule.len())
                         .map(|p| format!("user{}@{}", script.user(p), script.domain));
                     if let Some(to) = to {
                         // The intended send time from the case's start: every generator,
                         // in any shard on any machine, counts from the same agreed start.
-                        let body = format!("{} {body_pad}", due.saturating_sub(t0));
+                        let body = format!("{} {}", due.saturating_sub(clock.t0), self.body_pad);
                         let id = format!("m{}", s.sent);
                         if s.client.send_message(&to, &body, &id).is_ok() {
                             s.sent += 1;
@@ -320,7 +417,7 @@ pub fn run_worker(
                             flush(s);
                         }
                         if let Some(gap) = script.gap_of(i, s.sent) {
-                            timers.push(Reverse((
+                            self.timers.push(Reverse((
                                 due + gap.as_nanos().max(1) as u64,
                                 slot,
                                 i,
@@ -337,165 +434,153 @@ pub fn run_worker(
                     iv.counts.active_delta -= 1;
                     // The server closes the connection after our </stream:stream>; one
                     // that does not is dropped after a grace period.
-                    timers.push(Reverse((now + LEAVE_GRACE_NS, slot, i, Due::Drop)));
+                    self.timers
+                        .push(Reverse((now + LEAVE_GRACE_NS, slot, i, Due::Drop)));
                 }
                 (Due::Drop, Stage::Leaving) => dropped = true,
                 _ => {}
             }
             if dropped {
-                drop_session(&mut slots, &mut free, slot, &poll);
-                open -= 1;
+                drop_session(&mut self.slots, &mut self.free, slot, &self.poll);
+                self.open -= 1;
             }
         }
-        if stopping || (mine.peek().is_none() && open == 0) {
-            break;
+    }
+
+    /// A session's socket is ready: finish its connect, or move its bytes and act on
+    /// what the engine says; drops the session if that ended it.
+    fn on_readiness(&mut self, ev: &mio::event::Event, now: u64) {
+        let (clock, script) = (self.clock, self.script);
+        let slot = ev.token().0;
+        let Some(s) = self.slots.get_mut(slot).and_then(|s| s.as_mut()) else {
+            return;
+        };
+        let i = s.index;
+        let iv = self.rec.at(clock.since(now), &mut self.on_interval);
+        let late = |now: u64| Duration::from_nanos(now.saturating_sub(clock.intended(i)));
+        // Why the session ended, if it did: (cause to count, words for the first
+        // failure); `None` as the cause for a session that had already left.
+        let mut gone: Option<(Option<Cause>, String)> = None;
+        if matches!(s.stage, Stage::Connecting) && ev.is_writable() {
+            match s.stream.peer_addr() {
+                Ok(_) => {
+                    iv.counts.connected += 1;
+                    record(iv, &mut self.raw, Latency::Connect, late(now));
+                    s.stage = Stage::LoggingIn;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotConnected => {
+                    let err = s.stream.take_error().ok().flatten();
+                    let refused = err
+                        .as_ref()
+                        .is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
+                    let cause = if refused {
+                        Cause::Refused
+                    } else {
+                        Cause::Other
+                    };
+                    let why = err.map_or("failed".into(), |e| e.to_string());
+                    gone = Some((Some(cause), format!("connect: {why}")));
+                }
+                Err(_) => {}
+            }
         }
-        // Sleep until the next arrival, timer or interval boundary (1 s at most).
-        let next_arrival = mine.peek().map(|&i| intended(i));
-        let next_timer = timers.peek().map(|Reverse((d, ..))| *d);
-        let wake = [next_arrival, next_timer]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(now + 1_000_000_000)
-            .min(now + 1_000_000_000);
-        let timeout = Duration::from_nanos(wake.saturating_sub(monotonic_ns()));
-        match poll.poll(&mut events, Some(timeout)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+        if gone.is_none() {
+            let (evs, error, eof) = pump(s, &mut self.buf, ev.is_readable(), now);
+            // A leaving session is dropped once the server has closed the connection,
+            // not when its closing tag arrives: closing first would leave this side's
+            // port in TIME_WAIT.
+            if eof && matches!(s.stage, Stage::Leaving) {
+                gone = Some((None, String::new()));
+            }
+            for e in evs {
+                match e {
+                    Event::SessionEstablished => {
+                        iv.counts.logged_in += 1;
+                        iv.counts.active_delta += 1;
+                        record(iv, &mut self.raw, Latency::Login, late(now));
+                        s.stage = Stage::Established;
+                        let start = clock.intended(i);
+                        let leave = start + script.stay_of(i).as_nanos() as u64;
+                        self.timers.push(Reverse((leave, slot, i, Due::Leave)));
+                        if script.message_every.is_some()
+                            && partner(i, clock.schedule.len()).is_some()
+                        {
+                            let first = start + script.think_of(i).as_nanos() as u64;
+                            self.timers.push(Reverse((first, slot, i, Due::Message)));
+                        }
+                    }
+                    Event::Roster { items } => self.summary.roster_items += items as u64,
+                    // RFC 6121 4.2.2: a session also gets its own presence back.
+                    Event::Presence { kind: None, from }
+                        if !from.starts_with(&format!("user{}@", script.user(i))) =>
+                    {
+                        self.summary.presences += 1
+                    }
+                    Event::Message { body, .. } => {
+                        iv.counts.received += 1;
+                        let sent = body.split(' ').next().and_then(|t| t.parse::<u64>().ok());
+                        if let Some(sent) = sent {
+                            let d = Duration::from_nanos(now.saturating_sub(clock.t0 + sent));
+                            record(iv, &mut self.raw, Latency::Message, d);
+                        }
+                    }
+                    Event::StreamError { condition, .. } if !matches!(s.stage, Stage::Leaving) => {
+                        let why = format!("stream error <{condition}/>");
+                        gone = Some((Some(Cause::StreamError), why));
+                    }
+                    Event::Closed if !matches!(s.stage, Stage::Leaving) => {
+                        gone.get_or_insert_with(|| match &error {
+                            Some(XmppError::Auth(t)) => {
+                                (Some(Cause::Auth), format!("authentication failed: {t}"))
+                            }
+                            Some(e) => (Some(Cause::StreamError), e.to_string()),
+                            None => (
+                                Some(Cause::Reset),
+                                "the server closed the connection".into(),
+                            ),
+                        });
+                    }
+                    _ => {}
+                }
+            }
         }
+        if let Some((cause, why)) = gone {
+            if let Some(cause) = cause {
+                if matches!(s.stage, Stage::Established) {
+                    iv.counts.active_delta -= 1;
+                }
+                iv.fail(cause);
+                self.summary
+                    .first_error
+                    .get_or_insert_with(|| format!("user {}: {why}", script.user(i)));
+            }
+            drop_session(&mut self.slots, &mut self.free, slot, &self.poll);
+            self.open -= 1;
+        }
+    }
+
+    /// Closes what is still open (stopped early: the established count as having left),
+    /// hands over the last interval and flushes the samples file.
+    fn finish(mut self) -> std::io::Result<WorkerSummary> {
         let now = monotonic_ns();
-        for ev in events.iter() {
-            let slot = ev.token().0;
-            let Some(s) = slots.get_mut(slot).and_then(|s| s.as_mut()) else {
-                continue;
-            };
-            let i = s.index;
-            let iv = rec.at(since(now), &mut on_interval);
-            let late = |now: u64| Duration::from_nanos(now.saturating_sub(intended(i)));
-            // Why the session ended, if it did: (cause to count, words for the first
-            // failure); `None` as the cause for a session that had already left.
-            let mut gone: Option<(Option<Cause>, String)> = None;
-            if matches!(s.stage, Stage::Connecting) && ev.is_writable() {
-                match s.stream.peer_addr() {
-                    Ok(_) => {
-                        iv.counts.connected += 1;
-                        record(iv, &mut raw, Latency::Connect, late(now));
-                        s.stage = Stage::LoggingIn;
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::NotConnected => {
-                        let err = s.stream.take_error().ok().flatten();
-                        let refused = err
-                            .as_ref()
-                            .is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
-                        let cause = if refused {
-                            Cause::Refused
-                        } else {
-                            Cause::Other
-                        };
-                        let why = err.map_or("failed".into(), |e| e.to_string());
-                        gone = Some((Some(cause), format!("connect: {why}")));
-                    }
-                    Err(_) => {}
+        let iv = self.rec.at(self.clock.since(now), &mut self.on_interval);
+        for slot in 0..self.slots.len() {
+            if let Some(s) = self.slots[slot].as_mut() {
+                if matches!(s.stage, Stage::Established) {
+                    iv.counts.active_delta -= 1;
+                    iv.counts.left += 1;
                 }
-            }
-            if gone.is_none() {
-                let (evs, error, eof) = pump(s, &mut buf, ev.is_readable(), now);
-                // A leaving session is dropped once the server has closed the connection,
-                // not when its closing tag arrives: closing first would leave this side's
-                // port in TIME_WAIT.
-                if eof && matches!(s.stage, Stage::Leaving) {
-                    gone = Some((None, String::new()));
-                }
-                for e in evs {
-                    match e {
-                        Event::SessionEstablished => {
-                            iv.counts.logged_in += 1;
-                            iv.counts.active_delta += 1;
-                            record(iv, &mut raw, Latency::Login, late(now));
-                            s.stage = Stage::Established;
-                            let start = intended(i);
-                            let leave = start + script.stay_of(i).as_nanos() as u64;
-                            timers.push(Reverse((leave, slot, i, Due::Leave)));
-                            if script.message_every.is_some()
-                                && partner(i, schedule.len()).is_some()
-                            {
-                                let first = start + script.think_of(i).as_nanos() as u64;
-                                timers.push(Reverse((first, slot, i, Due::Message)));
-                            }
-                        }
-                        Event::Roster { items } => summary.roster_items += items as u64,
-                        // RFC 6121 4.2.2: a session also gets its own presence back.
-                        Event::Presence { kind: None, from }
-                            if !from.starts_with(&format!("user{}@", script.user(i))) =>
-                        {
-                            summary.presences += 1
-                        }
-                        Event::Message { body, .. } => {
-                            iv.counts.received += 1;
-                            let sent = body.split(' ').next().and_then(|t| t.parse::<u64>().ok());
-                            if let Some(sent) = sent {
-                                let d = Duration::from_nanos(now.saturating_sub(t0 + sent));
-                                record(iv, &mut raw, Latency::Message, d);
-                            }
-                        }
-                        Event::StreamError { condition, .. }
-                            if !matches!(s.stage, Stage::Leaving) =>
-                        {
-                            let why = format!("stream error <{condition}/>");
-                            gone = Some((Some(Cause::StreamError), why));
-                        }
-                        Event::Closed if !matches!(s.stage, Stage::Leaving) => {
-                            gone.get_or_insert_with(|| match &error {
-                                Some(XmppError::Auth(t)) => {
-                                    (Some(Cause::Auth), format!("authentication failed: {t}"))
-                                }
-                                Some(e) => (Some(Cause::StreamError), e.to_string()),
-                                None => (
-                                    Some(Cause::Reset),
-                                    "the server closed the connection".into(),
-                                ),
-                            });
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            if let Some((cause, why)) = gone {
-                if let Some(cause) = cause {
-                    if matches!(s.stage, Stage::Established) {
-                        iv.counts.active_delta -= 1;
-                    }
-                    iv.fail(cause);
-                    summary
-                        .first_error
-                        .get_or_insert_with(|| format!("user {}: {why}", script.user(i)));
-                }
-                drop_session(&mut slots, &mut free, slot, &poll);
-                open -= 1;
+                s.client.close();
+                flush(s);
+                drop_session(&mut self.slots, &mut self.free, slot, &self.poll);
             }
         }
-    }
-    // Stopped early: close what is still open, counting the established as having left.
-    let now = monotonic_ns();
-    let iv = rec.at(since(now), &mut on_interval);
-    for slot in 0..slots.len() {
-        if let Some(s) = slots[slot].as_mut() {
-            if matches!(s.stage, Stage::Established) {
-                iv.counts.active_delta -= 1;
-                iv.counts.left += 1;
-            }
-            s.client.close();
-            flush(s);
-            drop_session(&mut slots, &mut free, slot, &poll);
+        (self.on_interval)(self.rec.finish());
+        if let Some(w) = self.raw.as_mut() {
+            w.flush()?;
         }
+        Ok(self.summary)
     }
-    on_interval(rec.finish());
-    if let Some(w) = raw.as_mut() {
-        w.flush()?;
-    }
-    Ok(summary)
 }
 
 /// Records a latency in the open interval and, with `load.samples`, raw in the samples
