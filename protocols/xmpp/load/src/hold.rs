@@ -99,108 +99,18 @@ pub fn target_allowed(ip: IpAddr) -> bool {
 /// Opens `o.n` sessions, logs them in, exchanges messages if asked, tells `ready`, holds
 /// them `o.hold` seconds, closes them.
 pub fn hold(o: &HoldOpts, ready: impl FnOnce(&HoldReport)) -> std::io::Result<HoldReport> {
-    if !o.addrs.iter().all(|a| lab_address(a.ip())) || !o.from.is_none_or(lab_address) {
-        return Err(std::io::Error::other(
-            "only loopback or lab (198.18.0.0/15) addresses",
-        ));
-    }
-    if o.pingpong > 0 && o.n != 2 {
-        return Err(std::io::Error::other(
-            "a ping-pong is between exactly two sessions",
-        ));
-    }
-    if o.messages && (o.first % 2 == 0 || o.n % 2 == 1) {
-        return Err(std::io::Error::other(
-            "messages pair user 2k-1 with 2k: the first user must be odd and the count even",
-        ));
-    }
-    let n = o.n;
+    check_opts(o)?;
     let mut poll = Poll::new()?;
     let mut events = Events::with_capacity(1024);
-    let mut sessions: Vec<Option<Session>> = Vec::with_capacity(n);
-    let mut next = 0usize;
-    let mut in_flight = 0usize;
-    let mut established = 0usize;
-    let mut failed = 0usize;
     let mut buf = vec![0u8; 64 * 1024];
     let t0 = Instant::now();
-    let mut first_error: Option<String> = None;
-    let open = |i: usize, poll: &Poll| -> Result<Session, String> {
-        let mut stream =
-            connect(o.addrs[i % o.addrs.len()], o.from, i).map_err(|e| format!("connect: {e}"))?;
-        poll.registry()
-            .register(
-                &mut stream,
-                Token(i),
-                Interest::READABLE | Interest::WRITABLE,
-            )
-            .map_err(|e| format!("register: {e}"))?;
-        let user = o.first + i;
-        let mut cfg =
-            ClientConfig::new(&format!("user{user}@{}", o.domain), &format!("pass{user}"));
-        cfg.tls = TlsMode::Never;
-        cfg.mechanisms = vec![o.mechanism];
-        cfg.roster = false;
-        cfg.max_stanza = 16 * 1024;
-        Ok(Session {
-            stream,
-            client: Client::new(cfg, None, user as u64),
-            pending: Vec::new(),
-            done: false,
-        })
-    };
-    while established + failed < n {
-        while in_flight < KEEP && next < n {
-            match open(next, &poll) {
-                Ok(s) => {
-                    in_flight += 1;
-                    sessions.push(Some(s));
-                }
-                Err(e) => {
-                    failed += 1;
-                    first_error.get_or_insert(e);
-                    sessions.push(None);
-                }
-            }
-            next += 1;
-        }
-        match poll.poll(&mut events, Some(Duration::from_millis(100))) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-        for ev in events.iter() {
-            let Some(s) = sessions[ev.token().0].as_mut() else {
-                continue;
-            };
-            for e in pump(s, &mut buf, ev.is_readable()) {
-                match e {
-                    Event::SessionEstablished if !s.done => {
-                        s.done = true;
-                        established += 1;
-                        in_flight -= 1;
-                    }
-                    Event::Closed if !s.done => {
-                        s.done = true;
-                        failed += 1;
-                        first_error.get_or_insert_with(|| {
-                            format!(
-                                "closed before the session was established (user {})",
-                                o.first + ev.token().0
-                            )
-                        });
-                        in_flight -= 1;
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
+    let (mut sessions, logins) = log_in_all(o, &mut poll, &mut events, &mut buf)?;
+    let failed = logins.failed;
     let mut report = HoldReport {
-        established,
+        established: logins.established,
         failed,
         login_secs: t0.elapsed().as_secs_f64(),
-        first_error,
+        first_error: logins.first_error,
         messages: None,
         rtt_ns: Vec::new(),
     };
@@ -227,20 +137,148 @@ pub fn hold(o: &HoldOpts, ready: impl FnOnce(&HoldReport)) -> std::io::Result<Ho
     {
         std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
     }
+    close_all(&mut sessions, &mut poll, &mut events, &mut buf);
+    Ok(report)
+}
+
+/// What [`hold`] refuses: addresses outside the lab, a ping-pong not between two, messages
+/// without pairs.
+fn check_opts(o: &HoldOpts) -> std::io::Result<()> {
+    if !o.addrs.iter().all(|a| lab_address(a.ip())) || !o.from.is_none_or(lab_address) {
+        return Err(std::io::Error::other(
+            "only loopback or lab (198.18.0.0/15) addresses",
+        ));
+    }
+    if o.pingpong > 0 && o.n != 2 {
+        return Err(std::io::Error::other(
+            "a ping-pong is between exactly two sessions",
+        ));
+    }
+    if o.messages && (o.first % 2 == 0 || o.n % 2 == 1) {
+        return Err(std::io::Error::other(
+            "messages pair user 2k-1 with 2k: the first user must be odd and the count even",
+        ));
+    }
+    Ok(())
+}
+
+/// How the logins went.
+struct Logins {
+    established: usize,
+    failed: usize,
+    first_error: Option<String>,
+}
+
+/// Opens every session, `KEEP` logins at most in flight, until each is established or
+/// has failed. Session `i` is at index `i` (`None`: it could not connect).
+fn log_in_all(
+    o: &HoldOpts,
+    poll: &mut Poll,
+    events: &mut Events,
+    buf: &mut [u8],
+) -> std::io::Result<(Vec<Option<Session>>, Logins)> {
+    let n = o.n;
+    let mut sessions: Vec<Option<Session>> = Vec::with_capacity(n);
+    let mut next = 0usize;
+    let mut in_flight = 0usize;
+    let mut l = Logins {
+        established: 0,
+        failed: 0,
+        first_error: None,
+    };
+    while l.established + l.failed < n {
+        while in_flight < KEEP && next < n {
+            match open_session(o, next, poll) {
+                Ok(s) => {
+                    in_flight += 1;
+                    sessions.push(Some(s));
+                }
+                Err(e) => {
+                    l.failed += 1;
+                    l.first_error.get_or_insert(e);
+                    sessions.push(None);
+                }
+            }
+            next += 1;
+        }
+        match poll.poll(events, Some(Duration::from_millis(100))) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        for ev in events.iter() {
+            let Some(s) = sessions[ev.token().0].as_mut() else {
+                continue;
+            };
+            for e in pump(s, buf, ev.is_readable()) {
+                match e {
+                    Event::SessionEstablished if !s.done => {
+                        s.done = true;
+                        l.established += 1;
+                        in_flight -= 1;
+                    }
+                    Event::Closed if !s.done => {
+                        s.done = true;
+                        l.failed += 1;
+                        l.first_error.get_or_insert_with(|| {
+                            format!(
+                                "closed before the session was established (user {})",
+                                o.first + ev.token().0
+                            )
+                        });
+                        in_flight -= 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok((sessions, l))
+}
+
+/// Connects session `i` and registers it with `poll` under token `i`.
+fn open_session(o: &HoldOpts, i: usize, poll: &Poll) -> Result<Session, String> {
+    let mut stream =
+        connect(o.addrs[i % o.addrs.len()], o.from, i).map_err(|e| format!("connect: {e}"))?;
+    poll.registry()
+        .register(
+            &mut stream,
+            Token(i),
+            Interest::READABLE | Interest::WRITABLE,
+        )
+        .map_err(|e| format!("register: {e}"))?;
+    let user = o.first + i;
+    let mut cfg = ClientConfig::new(&format!("user{user}@{}", o.domain), &format!("pass{user}"));
+    cfg.tls = TlsMode::Never;
+    cfg.mechanisms = vec![o.mechanism];
+    cfg.roster = false;
+    cfg.max_stanza = 16 * 1024;
+    Ok(Session {
+        stream,
+        client: Client::new(cfg, None, user as u64),
+        pending: Vec::new(),
+        done: false,
+    })
+}
+
+/// Closes every stream, then waits (5 s at most) for the server to close each stream and
+/// its connection (RFC 6120 section 4.4) before closing ours, so the TIME_WAIT state
+/// stays on the server's side: on ours it would hold the source port, which the next run
+/// binds again.
+fn close_all(
+    sessions: &mut [Option<Session>],
+    poll: &mut Poll,
+    events: &mut Events,
+    buf: &mut [u8],
+) {
     for s in sessions.iter_mut().flatten() {
         s.client.close();
         flush(s);
     }
-    // Wait for the server to close each stream and its connection (RFC 6120 section 4.4)
-    // before closing ours, so the TIME_WAIT state stays on the server's side: on ours it
-    // would hold the source port, which the next run binds again.
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut open = sessions.iter().flatten().count();
     while open > 0 && Instant::now() < deadline {
-        if poll
-            .poll(&mut events, Some(Duration::from_millis(100)))
-            .is_err()
-        {
+        if poll.poll(events, Some(Duration::from_millis(100))).is_err() {
             continue;
         }
         for ev in events.iter() {
@@ -249,7 +287,7 @@ pub fn hold(o: &HoldOpts, ready: impl FnOnce(&HoldReport)) -> std::io::Result<Ho
             };
             let mut eof = ev.is_read_closed();
             loop {
-                match s.stream.read(&mut buf) {
+                match s.stream.read(buf) {
                     Ok(0) => {
                         eof = true;
                         break;
@@ -269,7 +307,6 @@ pub fn hold(o: &HoldOpts, ready: impl FnOnce(&HoldReport)) -> std::io::Result<Ho
             }
         }
     }
-    Ok(report)
 }
 
 /// First source port tried when a source address is given: above the ports servers in
