@@ -1,6 +1,7 @@
 //! What the real XMPP servers (Prosody 0.12, ejabberd 23.01) have in common as lab peers:
-//! the settings a run gives them ([`PeerConfig`], from [`crate::config`]), which one to start ([`Server`]), and a
-//! running one ([`RealServer`]) with its start-up wait, resource figures and stop.
+//! the settings a run gives them ([`PeerConfig`], from [`crate::config`]), which one to
+//! start ([`Server`], [`real_server`]), and a running one ([`RealServer`]) with its
+//! start-up wait, resource figures and stop.
 //!
 //! Both run as a child process in the foreground, inside a lab host via `ip netns exec`
 //! (which execs in place, so the child's PID is the server's and `/etc/netns/<host>/hosts`

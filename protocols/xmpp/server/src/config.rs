@@ -13,7 +13,7 @@ pub struct XmppServerConfig {
     pub listen: SocketAddr,
     pub domain: String,
     pub accounts: Accounts,
-    /// Sessions the server should be able to hold at once; sizes the layout ([`plan`]).
+    /// Sessions the server should be able to hold at once; sizes the layout ([`plan`](crate::plan)).
     /// 0: as many as one process holds.
     pub sessions: usize,
     /// A session must have bound a resource this long after connecting.
@@ -21,7 +21,7 @@ pub struct XmppServerConfig {
     /// Unwritten bytes a session may queue before it is closed as a slow reader.
     pub max_queued: usize,
     pub max_stanza: usize,
-    /// Event loops; 0: chosen by [`plan`] (one per core, more if the target needs them).
+    /// Event loops; 0: chosen by [`plan`](crate::plan) (one per core, more if the target needs them).
     pub workers: usize,
     /// Run the workers as processes even when one process would hold the target.
     pub processes: bool,

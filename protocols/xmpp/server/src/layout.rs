@@ -14,7 +14,7 @@ pub struct Layout {
     pub workers: usize,
     /// Workers are processes (else threads of this one).
     pub processes: bool,
-    /// Sessions one process may hold: its open-file limit less [`FD_RESERVE`].
+    /// Sessions one process may hold: its open-file limit less `FD_RESERVE`.
     pub per_process: usize,
     pub fd_limit: u64,
     /// Each worker's listening address (all the same port unless `port_per_worker`).

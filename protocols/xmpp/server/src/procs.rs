@@ -185,7 +185,7 @@ fn read_reports(
     }
 }
 
-/// A worker process's life: reads its [`Spec`] from stdin, claims its descriptors, serves
+/// A worker process's life: reads its `Spec` from stdin, claims its descriptors, serves
 /// until `shutdown` is set or its parent is gone, reporting its counters on stdout.
 pub fn worker_main(index: usize, shutdown: &AtomicBool) -> io::Result<()> {
     let mut input = String::new();

@@ -118,7 +118,7 @@ fn slixmpp_pair(tls: bool, mech: Option<&str>) {
     installed().as_ref().unwrap();
     let server = start(10, tls);
     let mut cmd = Command::new(repo().join("target/interop-venv/bin/python"));
-    cmd.arg(repo().join("protocols/xmpp/plugin/tests/interop/slixmpp_pair.py"))
+    cmd.arg(repo().join("protocols/xmpp/server/tests/interop/slixmpp_pair.py"))
         .args(["--port", &server.port.to_string(), "--domain", DOMAIN]);
     if tls {
         cmd.arg("--starttls");
