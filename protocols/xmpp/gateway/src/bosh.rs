@@ -11,7 +11,7 @@
 //! their `OPTIONS` preflight answered); bodies over the limit are cut off and refused with
 //! `policy-violation`.
 
-use super::WebStats;
+use crate::stats::WebStats;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};

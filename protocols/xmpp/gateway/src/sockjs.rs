@@ -14,7 +14,7 @@
 //! sends heartbeats (25 s) and forgets sessions left without a receiving request for the
 //! disconnect delay (5 s).
 
-use super::WebStats;
+use crate::stats::WebStats;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};

@@ -2,7 +2,7 @@
 //! TCP connection to the XMPP server; [`Framing`] turns each text message into stream
 //! bytes and the server's stream into messages, as soon as either arrives.
 
-use super::WebStats;
+use crate::stats::WebStats;
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
 use std::sync::Arc;
