@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use wirebench_model::{Shutdown, Status};
-use wirebench_net::Server;
+use wirebench_raw_server::Server;
 
 fn main() -> ExitCode {
     let (cli, serve_flags) = match cli::parse() {
