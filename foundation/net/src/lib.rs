@@ -2,6 +2,7 @@
 //! runner places on loopback or in a lab host) and its control client. Protocol logic
 //! lives in `wirebench-raw` (protocols/raw/engine); this crate only moves its bytes.
 
+pub mod accept;
 pub mod addr;
 pub mod client;
 pub mod server;

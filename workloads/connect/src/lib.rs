@@ -217,14 +217,10 @@ pub async fn serve_echo_with(l: tokio::net::TcpListener, counters: Arc<Counters>
     if tfo && let Err(e) = wirebench_net::sock::set_listener_fastopen(&l) {
         counters.reject(format!("the origin cannot take TCP Fast Open: {e}"));
     }
-    loop {
-        let Ok((mut s, _)) = l.accept().await else {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let _ = s.set_nodelay(true);
+    let stop = std::future::pending();
+    wirebench_net::accept::accept_local(&l, stop, Some(true), |mut s, _| {
         let c = counters.clone();
-        tokio::task::spawn_local(async move {
+        async move {
             let mut buf = vec![0u8; 16 * 1024];
             loop {
                 match s.read(&mut buf).await {
@@ -237,8 +233,9 @@ pub async fn serve_echo_with(l: tokio::net::TcpListener, counters: Arc<Counters>
                     }
                 }
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
 /// A case's connect workload, typed.

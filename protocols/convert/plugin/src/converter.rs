@@ -142,22 +142,19 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
     {
         counters.reject(format!("the converter cannot take TCP Fast Open: {e}"));
     }
-    loop {
-        let Ok((s, _)) = l.accept().await else {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let _ = s.set_nodelay(true);
+    let stop = std::future::pending();
+    wirebench_net::accept::accept_local(&l, stop, Some(true), |s, _| {
         let (c, cfg) = (counters.clone(), cfg.clone());
-        tokio::task::spawn_local(async move {
+        async move {
             if let Err(e) = session(s, &cfg).await {
                 if cfg.log {
                     eprintln!("wirebench converter: a client: {e}");
                 }
                 c.reject(format!("Convert client: {e}"));
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
 /// Sends the Error TLV for `code` and returns `why` as the session's error.

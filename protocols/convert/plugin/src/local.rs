@@ -55,22 +55,19 @@ pub struct LocalConfig {
 
 /// Serves the SOCKS5 front on `l` until the runtime stops.
 pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc<LocalConfig>) {
-    loop {
-        let Ok((s, _)) = l.accept().await else {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let _ = s.set_nodelay(true);
+    let stop = std::future::pending();
+    wirebench_net::accept::accept_local(&l, stop, Some(true), |s, _| {
         let (c, cfg) = (counters.clone(), cfg.clone());
-        tokio::task::spawn_local(async move {
+        async move {
             if let Err(e) = session(s, &cfg).await {
                 if cfg.log {
                     eprintln!("wirebench converter-client: {e}");
                 }
                 c.reject(e);
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
 async fn session(mut app: TcpStream, cfg: &LocalConfig) -> Result<(), String> {

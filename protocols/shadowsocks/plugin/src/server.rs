@@ -107,15 +107,10 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
         ));
     }
     let salts = Rc::new(RefCell::new(SaltPool::new(SALT_POOL)));
-    loop {
-        let Ok((s, _)) = l.accept().await else {
-            // Out of descriptors or a connection reset before accept: wait, go on.
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let _ = s.set_nodelay(true);
+    let stop = std::future::pending();
+    wirebench_net::accept::accept_local(&l, stop, Some(true), |s, _| {
         let (c, cfg, salts) = (counters.clone(), cfg.clone(), salts.clone());
-        tokio::task::spawn_local(async move {
+        async move {
             let r = match &cfg.psk {
                 Some(psk) => session_2022(s, &cfg, psk, &salts).await,
                 None => session(s, &cfg).await,
@@ -126,8 +121,9 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
                 }
                 c.reject(format!("Shadowsocks client: {e}"));
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
 /// The client's header, up to and including the target address.

@@ -51,20 +51,16 @@ pub struct Config {
 
 /// Serves SOCKS5 on `l` until the runtime stops.
 pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc<Config>) {
-    loop {
-        let Ok((s, _)) = l.accept().await else {
-            // Out of descriptors or a connection reset before accept: wait, go on.
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let _ = s.set_nodelay(true);
+    let stop = std::future::pending();
+    wirebench_net::accept::accept_local(&l, stop, Some(true), |s, _| {
         let (c, cfg) = (counters.clone(), cfg.clone());
-        tokio::task::spawn_local(async move {
+        async move {
             if let Err(e) = session(s, &cfg).await {
                 c.reject(format!("SOCKS5 client: {e}"));
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
 /// A client's connection: the handshake under its time limit, then the relay.
