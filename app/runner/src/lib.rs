@@ -259,25 +259,7 @@ pub fn run(
     shutdown: &AtomicBool,
     observer: &(dyn Observer + Sync),
 ) -> Result<RunSummary, RunError> {
-    // Peers (Prosody, ngircd, gateways) run with other working directories and resolve
-    // relative paths against their own: hand everyone absolute paths.
-    let absolute = |p: &std::path::Path| {
-        std::path::absolute(p).map_err(|error| RunError::Results {
-            path: p.display().to_string(),
-            error,
-        })
-    };
-    let opts = &RunOptions {
-        out: absolute(&opts.out)?,
-        pcap: match &opts.pcap {
-            Some(p) => Some(PcapOptions {
-                path: absolute(&p.path)?,
-                ..p.clone()
-            }),
-            None => None,
-        },
-        ..opts.clone()
-    };
+    let opts = &absolute_paths(opts)?;
     let cases = plan(scenario);
     check_workloads(&cases)?;
     let links = case_links(&cases)?;
@@ -300,43 +282,26 @@ pub fn run(
         }),
         _ => None,
     };
-    // Hosts-file entries of every protocol in the plan that places named servers.
-    let mut hosts: Vec<(std::net::IpAddr, &str)> = Vec::new();
-    for (c, _) in cases.iter().zip(&skipped).filter(|(_, s)| s.is_none()) {
-        for (ip, name) in registry::of(c).lab_hosts(c).unwrap_or_default() {
-            if !hosts.iter().any(|(_, n)| n == name) {
-                hosts.push(((*ip).into(), name));
-            }
-        }
-    }
-    let run_links = || {
-        links
-            .iter()
-            .zip(&skipped)
-            .filter(|(_, s)| s.is_none())
-            .map(|(l, _)| l)
-    };
-    let needs_lab = run_links().any(Option::is_some);
-    if needs_lab && opts.server.is_some() {
-        return Err(RunError::Usage(
-            "--server cannot be combined with an emulated link: the lab runs its own server in \
-             its server host (use `wirebench shell --link ...` to put your own program behind a link)"
-                .into(),
-        ));
-    }
-    if !needs_lab && opts.pcap.is_some() {
-        return Err(RunError::Usage(
-            "--pcap needs an emulated link (--link ...): on loopback there is no link to capture"
-                .into(),
-        ));
-    }
+    let hosts = lab_hosts(&cases, &skipped);
+    let run_links: Vec<&Option<CaseLink>> = links
+        .iter()
+        .zip(&skipped)
+        .filter(|(_, s)| s.is_none())
+        .map(|(l, _)| l)
+        .collect();
+    let needs_lab = run_links.iter().any(|l| l.is_some());
+    check_where(opts, needs_lab)?;
     let pcap = opts
         .pcap
         .as_ref()
         .map(check_pcap(&cases, &links, scenario))
         .transpose()?;
     let lab = if needs_lab {
-        let first = run_links().flatten().next().cloned().unwrap_or_default();
+        let first = run_links
+            .iter()
+            .find_map(|l| l.as_ref())
+            .cloned()
+            .unwrap_or_default();
         Some(Lab::create(
             first.up_params(),
             first.down_params(),
@@ -351,30 +316,7 @@ pub fn run(
         lab.server().set_hosts(&hosts)?;
     }
     // Keep the embedded server alive for the whole run; dropping it stops it.
-    let (_embedded, addr): (Option<ServerHandle>, String) = match (&opts.server, &lab) {
-        (Some(a), _) => (None, a.clone()),
-        (None, Some(lab)) => {
-            let h = std::thread::scope(|s| {
-                s.spawn(|| -> Result<ServerHandle, RunError> {
-                    lab.server().enter()?;
-                    Server::bind((SERVER_ADDR, 7420), ServerConfig::default())
-                        .and_then(|s| s.spawn())
-                        .map_err(RunError::EmbeddedServer)
-                })
-                .join()
-                .unwrap_or_else(|_| Err(RunError::Usage("server start-up panicked".into())))
-            })?;
-            let a = h.addr().to_string();
-            (Some(h), a)
-        }
-        (None, None) => {
-            let h = Server::bind("127.0.0.1:0", ServerConfig::default())
-                .and_then(|s| s.spawn())
-                .map_err(RunError::EmbeddedServer)?;
-            let a = h.addr().to_string();
-            (Some(h), a)
-        }
-    };
+    let (_embedded, addr) = reference_server(opts, lab.as_ref())?;
     let job = Job {
         scenario,
         opts,
@@ -402,6 +344,95 @@ pub fn run(
         }),
         None => job.run(),
     }
+}
+
+/// `opts` with absolute paths: peers (Prosody, ngircd, gateways) run with other working
+/// directories and resolve relative paths against their own.
+fn absolute_paths(opts: &RunOptions) -> Result<RunOptions, RunError> {
+    let absolute = |p: &std::path::Path| {
+        std::path::absolute(p).map_err(|error| RunError::Results {
+            path: p.display().to_string(),
+            error,
+        })
+    };
+    Ok(RunOptions {
+        out: absolute(&opts.out)?,
+        pcap: match &opts.pcap {
+            Some(p) => Some(PcapOptions {
+                path: absolute(&p.path)?,
+                ..p.clone()
+            }),
+            None => None,
+        },
+        ..opts.clone()
+    })
+}
+
+/// Hosts-file entries of every protocol in the plan that places named servers, but for
+/// skipped cases.
+fn lab_hosts<'a>(
+    cases: &'a [Case],
+    skipped: &[Option<String>],
+) -> Vec<(std::net::IpAddr, &'a str)> {
+    let mut hosts: Vec<(std::net::IpAddr, &str)> = Vec::new();
+    for (c, _) in cases.iter().zip(skipped).filter(|(_, s)| s.is_none()) {
+        for (ip, name) in registry::of(c).lab_hosts(c).unwrap_or_default() {
+            if !hosts.iter().any(|(_, n)| n == name) {
+                hosts.push(((*ip).into(), name));
+            }
+        }
+    }
+    hosts
+}
+
+/// Refuses the options that do not go with where the run happens (in a lab or not).
+fn check_where(opts: &RunOptions, needs_lab: bool) -> Result<(), RunError> {
+    if needs_lab && opts.server.is_some() {
+        return Err(RunError::Usage(
+            "--server cannot be combined with an emulated link: the lab runs its own server in \
+             its server host (use `wirebench shell --link ...` to put your own program behind a link)"
+                .into(),
+        ));
+    }
+    if !needs_lab && opts.pcap.is_some() {
+        return Err(RunError::Usage(
+            "--pcap needs an emulated link (--link ...): on loopback there is no link to capture"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The reference server the cases talk to: the one `--server` names, or one embedded
+/// (in the lab's server host, or on loopback) and returned to be kept alive.
+fn reference_server(
+    opts: &RunOptions,
+    lab: Option<&Lab>,
+) -> Result<(Option<ServerHandle>, String), RunError> {
+    Ok(match (&opts.server, lab) {
+        (Some(a), _) => (None, a.clone()),
+        (None, Some(lab)) => {
+            let h = std::thread::scope(|s| {
+                s.spawn(|| -> Result<ServerHandle, RunError> {
+                    lab.server().enter()?;
+                    Server::bind((SERVER_ADDR, 7420), ServerConfig::default())
+                        .and_then(|s| s.spawn())
+                        .map_err(RunError::EmbeddedServer)
+                })
+                .join()
+                .unwrap_or_else(|_| Err(RunError::Usage("server start-up panicked".into())))
+            })?;
+            let a = h.addr().to_string();
+            (Some(h), a)
+        }
+        (None, None) => {
+            let h = Server::bind("127.0.0.1:0", ServerConfig::default())
+                .and_then(|s| s.spawn())
+                .map_err(RunError::EmbeddedServer)?;
+            let a = h.addr().to_string();
+            (Some(h), a)
+        }
+    })
 }
 
 /// The alignment of a sharded run, after checking it can be sharded: only load cases
