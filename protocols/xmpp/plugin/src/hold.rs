@@ -98,6 +98,7 @@ pub fn target_allowed(ip: IpAddr) -> bool {
 
 /// Opens `o.n` sessions, logs them in, exchanges messages if asked, tells `ready`, holds
 /// them `o.hold` seconds, closes them.
+#[allow(clippy::too_many_lines)] // split in branch xmpp-split
 pub fn hold(o: &HoldOpts, ready: impl FnOnce(&HoldReport)) -> std::io::Result<HoldReport> {
     if !o.addrs.iter().all(|a| lab_address(a.ip())) || !o.from.is_none_or(lab_address) {
         return Err(std::io::Error::other(

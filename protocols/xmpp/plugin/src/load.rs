@@ -189,6 +189,7 @@ pub struct Part {
 /// Runs one worker's share of `schedule`. Every closed interval goes to `on_interval`, the
 /// last one too. Returns when every session has left or failed, or `stop` is set
 /// (sessions still open are then closed).
+#[allow(clippy::too_many_lines)] // split in branch xmpp-split
 pub fn run_worker(
     schedule: &Schedule,
     part: Part,

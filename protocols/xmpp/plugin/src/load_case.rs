@@ -519,6 +519,7 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 /// Runs a load case against a built-in server started for it.
+#[allow(clippy::too_many_lines)] // split in branch xmpp-split
 pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     if env.lab.is_some() {
         return Err(WorkloadError::Input(
