@@ -109,6 +109,57 @@ impl Drop for PeerProcess {
     }
 }
 
+/// A third-party server started for a case and listening at `addr`; stopped (by its PID)
+/// when dropped.
+pub struct ListeningPeer {
+    _process: PeerProcess,
+    pub addr: SocketAddr,
+}
+
+/// Starts `cmd`, a server named `name` that is to listen on `ip:port` (in `netns`), with
+/// its output in DIR/NAME.out, and waits up to 10 s until it accepts connections. Stopping
+/// it gives it 2 s. A start that fails quotes the last 20 lines of that output and of
+/// `logs`.
+pub fn start_listening(
+    mut cmd: Command,
+    name: &str,
+    dir: &std::path::Path,
+    (ip, port): (IpAddr, u16),
+    netns: Option<&str>,
+    logs: &[std::path::PathBuf],
+) -> Result<ListeningPeer, crate::WorkloadError> {
+    use crate::WorkloadError;
+    let out_path = dir.join(format!("{name}.out"));
+    let out = std::fs::File::create(&out_path)
+        .map_err(|e| WorkloadError::Environment(format!("{name} output: {e}")))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::from(out))
+        .stderr(std::process::Stdio::from(err));
+    let child = cmd
+        .spawn()
+        .map_err(|e| WorkloadError::Environment(format!("cannot start {name}: {e}")))?;
+    let files: Vec<std::path::PathBuf> = std::iter::once(out_path)
+        .chain(logs.iter().cloned())
+        .collect();
+    let process = PeerProcess::ready(
+        child,
+        Duration::from_secs(2),
+        name,
+        ip,
+        &[port],
+        netns,
+        Duration::from_secs(10),
+        || tail_lines(&files, 20),
+    )?;
+    Ok(ListeningPeer {
+        _process: process,
+        addr: SocketAddr::new(ip, port),
+    })
+}
+
 /// A free port on `ip` inside `netns`, bound and released for a server to bind next.
 pub fn free_port(netns: Option<&str>, ip: IpAddr) -> Option<u16> {
     in_netns(netns, || {

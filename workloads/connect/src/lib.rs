@@ -19,6 +19,7 @@
 //! Connections are closed with SO_LINGER 0 (a reset, no TIME_WAIT): 30,000 connections a
 //! minute from one address would otherwise run out of ephemeral ports.
 
+pub mod allow;
 pub mod params;
 
 use futures_util::StreamExt;

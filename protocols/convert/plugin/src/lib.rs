@@ -146,10 +146,7 @@ impl Protocol for Convert {
         max_payload: usize,
     ) -> Option<Result<(), String>> {
         let cfg = Arc::new(converter::Config {
-            allow: converter::Allow::Networks(vec![
-                (std::net::Ipv4Addr::LOCALHOST.into(), 8),
-                (std::net::Ipv6Addr::LOCALHOST.into(), 128),
-            ]),
+            allow: converter::Allow::loopback(),
             tfo: true,
             log: false,
             legs: None,

@@ -9,10 +9,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
 use wirebench_lab::Lab;
-use wirebench_protocol::peer::{self, PeerProcess, command_in, tail_lines};
+use wirebench_protocol::peer::{self, command_in, start_listening};
 use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::{Install, Lookup, Requirement, WorkloadError};
 use wirebench_shadowsocks::Cipher;
@@ -65,11 +63,8 @@ fn find_rust(name: &str) -> Result<PathBuf, String> {
         .map_err(|e| format!("no target/peers/shadowsocks-rust-{RUST_VERSION}/bin/{name}; {e}"))
 }
 
-/// An ss-server of ours, stopped by its PID when the case ends.
-pub struct External {
-    _process: PeerProcess,
-    pub addr: SocketAddr,
-}
+/// A proxy of ours to stop (by its PID) when the case ends.
+pub use wirebench_protocol::peer::ListeningPeer as External;
 
 /// A free port on `ip` inside `netns` (bound and released: ss-server binds it next).
 fn free_port(netns: Option<&str>, ip: IpAddr) -> Result<u16, WorkloadError> {
@@ -179,14 +174,8 @@ fn spawn(
     std::fs::write(&acl_path, acl_text).map_err(|e| {
         WorkloadError::Environment(format!("cannot write {}: {e}", acl_path.display()))
     })?;
-    let out_path = dir.join(format!("{name}.out"));
-    let out = std::fs::File::create(&out_path)
-        .map_err(|e| WorkloadError::Environment(format!("{name} output: {e}")))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
     let acl_arg = acl_path.to_string_lossy();
-    let mut cmd = match &peer {
+    let cmd = match &peer {
         Peer::Libev => {
             let mut cmd = command_in(netns.as_deref(), PROGRAM);
             cmd.args([
@@ -230,31 +219,7 @@ fn spawn(
             cmd
         }
     };
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err));
-    let child = cmd
-        .spawn()
-        .map_err(|e| WorkloadError::Environment(format!("cannot start {name}: {e}")))?;
-    let logs = {
-        let files: Vec<PathBuf> = vec![out_path];
-        move || tail_lines(&files, 20)
-    };
-    // Stopped when the case ends: SIGTERM, then SIGKILL after 2 s.
-    let process = PeerProcess::ready(
-        child,
-        Duration::from_secs(2),
-        name,
-        ip,
-        &[port],
-        netns.as_deref(),
-        Duration::from_secs(10),
-        logs,
-    )?;
-    Ok(External {
-        _process: process,
-        addr: SocketAddr::new(ip, port),
-    })
+    start_listening(cmd, name, dir, (ip, port), netns.as_deref(), &[])
 }
 
 #[cfg(test)]

@@ -5,18 +5,13 @@
 //! neither is an open relay beyond the lab.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
+use std::path::Path;
 use wirebench_lab::Lab;
-use wirebench_protocol::peer::{self, PeerProcess, command_in, tail_lines};
+use wirebench_protocol::peer::{self, command_in, start_listening};
 use wirebench_protocol::{Install, Lookup, Requirement, WorkloadError};
 
-/// A proxy process of ours to stop: by its PID, when the case ends.
-pub struct External {
-    _process: PeerProcess,
-    pub addr: SocketAddr,
-}
+/// A proxy of ours to stop (by its PID) when the case ends.
+pub use wirebench_protocol::peer::ListeningPeer as External;
 
 /// A free port on `ip` inside `netns` (bound and released: the proxy binds it next).
 fn free_port(netns: Option<&str>, ip: IpAddr) -> Result<u16, WorkloadError> {
@@ -105,36 +100,7 @@ pub fn start(
             cmd.args(["-f", &conf.to_string_lossy(), "-N", "1"]);
         }
     }
-    let out = std::fs::File::create(dir.join(format!("{program}.out")))
-        .map_err(|e| WorkloadError::Environment(format!("{program} output: {e}")))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err));
-    let child = cmd
-        .spawn()
-        .map_err(|e| WorkloadError::Environment(format!("cannot start {program}: {e}")))?;
-    let logs = {
-        let files: Vec<PathBuf> = vec![dir.join(format!("{program}.out")), log];
-        move || tail_lines(&files, 20)
-    };
-    // Stopped when the case ends: SIGTERM, then SIGKILL after 2 s.
-    let process = PeerProcess::ready(
-        child,
-        Duration::from_secs(2),
-        program,
-        ip,
-        &[port],
-        netns.as_deref(),
-        Duration::from_secs(10),
-        logs,
-    )?;
-    Ok(External {
-        _process: process,
-        addr: SocketAddr::new(ip, port),
-    })
+    start_listening(cmd, program, dir, (ip, port), netns.as_deref(), &[log])
 }
 
 /// Dante's configuration: listen on the case's address, no authentication, CONNECT to the
