@@ -1,11 +1,13 @@
 //! The one accept loop of the tokio servers: accept until told to stop, hand each
 //! connection to a task of its own, and ride out failed accepts (out of descriptors, a
 //! connection reset before it was accepted) by waiting a moment and going on, so that one
-//! bad moment never ends a server.
+//! bad moment never ends a server. And the gentle close a server does after refusing a
+//! client ([`close_gently`]).
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// How long to wait after a failed accept before the next: enough for descriptors to be
@@ -75,6 +77,24 @@ async fn accept_until(
         () = accepting => {}
         () = stop => {}
     }
+}
+
+/// After a refusal: a FIN, then what the client still sends is read and dropped (at most
+/// 64 KiB, for at most a second), so the kernel does not answer unread data with a reset
+/// that could destroy the refusal before the client has read it.
+pub async fn close_gently(s: &mut TcpStream) {
+    let _ = s.shutdown().await;
+    let drain = async {
+        let mut chunk = [0u8; 4096];
+        let mut left = 64 * 1024usize;
+        while left > 0 {
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
 }
 
 #[cfg(test)]

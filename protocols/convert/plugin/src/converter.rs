@@ -101,24 +101,11 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
     .await
 }
 
-/// Sends the Error TLV for `code` and returns `why` as the session's error.
-/// Then a FIN, and what the client still sends is read and dropped (at most 64 KiB, for
-/// at most a second): unread data would make the kernel answer with a reset that could
-/// destroy the Error TLV before the client has read it.
+/// Sends the Error TLV for `code` and returns `why` as the session's error, closing
+/// gently so the client reads the Error TLV before any reset.
 async fn refuse<T>(s: &mut TcpStream, code: cv::ErrorCode, why: String) -> Result<T, String> {
     let _ = s.write_all(&cv::error_reply(code)).await;
-    let _ = s.shutdown().await;
-    let drain = async {
-        let mut chunk = [0u8; 4096];
-        let mut left = 64 * 1024usize;
-        while left > 0 {
-            match s.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => left = left.saturating_sub(n),
-            }
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+    wirebench_net::accept::close_gently(s).await;
     Err(why)
 }
 

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use wirebench_net::accept::close_gently;
 use wirebench_rpc::Counters;
 use wirebench_socks5 as s5;
 
@@ -90,23 +91,6 @@ async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
     Ok(())
 }
 
-/// After a refusal: a FIN, then what the client still sends is read and dropped (at most
-/// 64 KiB, for at most a second), so the kernel does not answer unread data with a reset
-/// that could destroy the refusal before the client has read it.
-async fn close_gently(s: &mut TcpStream) {
-    let _ = s.shutdown().await;
-    let drain = async {
-        let mut chunk = [0u8; 4096];
-        let mut left = 64 * 1024usize;
-        while left > 0 {
-            match s.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => left = left.saturating_sub(n),
-            }
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
-}
 
 /// Reads until `parse` accepts what `buf` holds, consuming the message from `buf`.
 async fn read_msg<T>(
