@@ -91,7 +91,6 @@ async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
     Ok(())
 }
 
-
 /// Reads until `parse` accepts what `buf` holds, consuming the message from `buf`.
 async fn read_msg<T>(
     s: &mut TcpStream,
