@@ -36,6 +36,7 @@ use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::params::ParamSpec;
 use wirebench_protocol::stats::{histogram, mean, percentile, secs};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, TICK, WorkloadError};
+use wirebench_rpc::workload::within;
 use wirebench_rpc::{Counters, Placed};
 
 /// A connection's bytes as the workload writes and reads them: the TCP stream itself, or
@@ -686,20 +687,6 @@ async fn exchange<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + ?Siz
         check(&buf[..n], &mut got)?;
     }
     Ok((first.unwrap_or(start) - start, replied))
-}
-
-async fn within<T>(
-    limit: Duration,
-    during: &'static str,
-    f: impl std::future::Future<Output = Result<T, WorkloadError>>,
-) -> Result<T, WorkloadError> {
-    match tokio::time::timeout(limit, f).await {
-        Ok(r) => r,
-        Err(_) => Err(WorkloadError::Stalled {
-            secs: limit.as_secs(),
-            during,
-        }),
-    }
 }
 
 /// `name.min`, `.mean`, `.p50`, `.p90`, `.p99`, `.max` of dimensionless values.
