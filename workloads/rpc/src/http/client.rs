@@ -70,14 +70,7 @@ impl<K: Codec> Connect for HttpClient<K> {
 
     async fn connect(&self) -> Result<Connected<HttpConn<K>>, WorkloadError> {
         let t = monotonic_ns();
-        let s = tokio::net::TcpStream::connect(self.addr)
-            .await
-            .map_err(|error| WorkloadError::Connect {
-                addr: self.addr.to_string(),
-                error,
-            })?;
-        let _ = s.set_nodelay(self.nodelay);
-        let local_port = s.local_addr().ok().map(|a| a.port());
+        let (s, local_port) = crate::client::tcp_connect(self.addr, self.nodelay).await?;
         let sender = match self.version {
             Version::Http1 => Sender::H1(super::h1::H1::new(s, self.addr.to_string())),
             Version::Http2 => {
