@@ -61,7 +61,7 @@ impl PeerProcess {
     /// once (1 s of grace: it never served anyone) and the error returned.
     #[allow(clippy::too_many_arguments)] // wait_ports's own, plus the child and its grace
     pub fn ready(
-        mut child: Child,
+        child: Child,
         grace: Duration,
         what: &str,
         addr: IpAddr,
@@ -70,11 +70,29 @@ impl PeerProcess {
         limit: Duration,
         logs: impl Fn() -> String,
     ) -> Result<PeerProcess, PeerError> {
-        if let Err(e) = wait_ports(&mut child, what, addr, ports, netns, limit, logs) {
-            stop_child(&mut child, Duration::from_secs(1));
+        let mut p = PeerProcess::new(child, grace);
+        if let Err(e) = p.wait_ports(what, addr, ports, netns, limit, logs) {
+            p.grace = Duration::from_secs(1);
+            p.stop();
             return Err(e);
         }
-        Ok(PeerProcess::new(child, grace))
+        Ok(p)
+    }
+
+    /// [`wait_ports`] for this server; `Ok` at once if it has been stopped.
+    pub fn wait_ports(
+        &mut self,
+        what: &str,
+        addr: IpAddr,
+        ports: &[u16],
+        netns: Option<&str>,
+        limit: Duration,
+        logs: impl Fn() -> String,
+    ) -> Result<(), PeerError> {
+        match &mut self.child {
+            Some(child) => wait_ports(child, what, addr, ports, netns, limit, logs),
+            None => Ok(()),
+        }
     }
 
     /// The server's PID (the spawned process itself: `ip netns exec` execs in place);
@@ -452,11 +470,38 @@ mod tests {
     }
 
     #[test]
+    fn a_server_that_exits_during_start_up_is_an_error() {
+        let child = Command::new("true").spawn().unwrap();
+        let lo = "127.0.0.1".parse().unwrap();
+        let e = PeerProcess::ready(
+            child,
+            Duration::from_secs(2),
+            "true",
+            lo,
+            &[1],
+            None,
+            Duration::from_secs(5),
+            || "its log".into(),
+        )
+        .unwrap_err();
+        let PeerError::Failed { what, detail } = e else {
+            panic!("{e:?}")
+        };
+        assert!(what.contains("exited"), "{what}");
+        assert_eq!(detail, "its log");
+    }
+
+    #[test]
     fn a_stopped_peer_process_has_no_pid() {
         let mut p = PeerProcess::new(Command::new("true").spawn().unwrap(), Duration::ZERO);
         p.stop();
         assert_eq!(p.pid(), None);
         assert!(p.usage().is_none());
+        let lo = "127.0.0.1".parse().unwrap();
+        assert!(
+            p.wait_ports("true", lo, &[1], None, Duration::ZERO, String::new)
+                .is_ok()
+        );
         assert!(free_port(None, "127.0.0.1".parse().unwrap()).is_some_and(|p| p > 0));
     }
 
