@@ -22,10 +22,9 @@ pub use scenario::{BUILTIN, Scenario, ScenarioError};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
+use wirebench_lab::Lab;
 use wirebench_lab::pcap::PcapOptions;
-use wirebench_lab::{Lab, SERVER_ADDR};
 use wirebench_model::{HostFacts, Point, Record, Status, results::SCHEMA};
-use wirebench_net::{ControlClient, NetError, Server, ServerConfig, ServerHandle};
 use wirebench_protocol::{Ctx, Env, Outcome, WorkloadError};
 use wirebench_report::{PivotOptions, ResultsDir};
 
@@ -203,10 +202,9 @@ pub trait Observer {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// A protocol's run-long service could not start.
     #[error(transparent)]
-    Net(#[from] NetError),
-    #[error("cannot start the embedded server: {0}")]
-    EmbeddedServer(std::io::Error),
+    Service(wirebench_protocol::WorkloadError),
     #[error(transparent)]
     Lab(#[from] wirebench_lab::LabError),
     #[error("{0}")]
@@ -315,8 +313,6 @@ pub fn run(
         lab.client().set_hosts(&hosts)?;
         lab.server().set_hosts(&hosts)?;
     }
-    // Keep the embedded server alive for the whole run; dropping it stops it.
-    let (_embedded, addr) = reference_server(opts, lab.as_ref())?;
     let job = Job {
         scenario,
         opts,
@@ -328,8 +324,6 @@ pub fn run(
         links: &links,
         skipped: &skipped,
         lab: lab.as_ref(),
-        addr: &addr,
-        control: std::sync::Mutex::new(None),
         shard: shard.as_ref().zip(aligner.as_ref()),
     };
     match &lab {
@@ -401,38 +395,6 @@ fn check_where(opts: &RunOptions, needs_lab: bool) -> Result<(), RunError> {
         ));
     }
     Ok(())
-}
-
-/// The reference server the cases talk to: the one `--server` names, or one embedded
-/// (in the lab's server host, or on loopback) and returned to be kept alive.
-fn reference_server(
-    opts: &RunOptions,
-    lab: Option<&Lab>,
-) -> Result<(Option<ServerHandle>, String), RunError> {
-    Ok(match (&opts.server, lab) {
-        (Some(a), _) => (None, a.clone()),
-        (None, Some(lab)) => {
-            let h = std::thread::scope(|s| {
-                s.spawn(|| -> Result<ServerHandle, RunError> {
-                    lab.server().enter()?;
-                    Server::bind((SERVER_ADDR, 7420), ServerConfig::default())
-                        .and_then(|s| s.spawn())
-                        .map_err(RunError::EmbeddedServer)
-                })
-                .join()
-                .unwrap_or_else(|_| Err(RunError::Usage("server start-up panicked".into())))
-            })?;
-            let a = h.addr().to_string();
-            (Some(h), a)
-        }
-        (None, None) => {
-            let h = Server::bind("127.0.0.1:0", ServerConfig::default())
-                .and_then(|s| s.spawn())
-                .map_err(RunError::EmbeddedServer)?;
-            let a = h.addr().to_string();
-            (Some(h), a)
-        }
-    })
 }
 
 /// The alignment of a sharded run, after checking it can be sharded: only load cases
@@ -572,9 +534,6 @@ pub struct Job<'a> {
     /// Per case, why it is skipped (`--skip-missing`), or `None`: it runs.
     skipped: &'a [Option<String>],
     lab: Option<&'a Lab>,
-    addr: &'a str,
-    /// The reference server's control connection, kept between the cases that use it.
-    control: std::sync::Mutex<Option<ControlClient>>,
     /// The capture, its path made absolute.
     pcap: Option<&'a PcapOptions>,
     /// The capture's early stop has been reported.
@@ -592,6 +551,34 @@ struct LinkBefore {
 }
 
 impl Job<'_> {
+    /// Each protocol's run-long service ([`wirebench_protocol::Protocol::start_run`]),
+    /// in the order of the protocols' first cases that will run.
+    fn start_services(&self, connect_timeout: Duration) -> Result<Services, RunError> {
+        let run = wirebench_protocol::RunEnv {
+            lab: self.lab,
+            server: self.opts.server.as_deref(),
+            connect_timeout,
+        };
+        let mut services = Vec::new();
+        let mut seen: Vec<&'static str> = Vec::new();
+        for (c, _) in self
+            .cases
+            .iter()
+            .zip(self.skipped)
+            .filter(|(_, s)| s.is_none())
+        {
+            let p = registry::of(c);
+            if seen.contains(&p.name()) {
+                continue;
+            }
+            seen.push(p.name());
+            if let Some(s) = p.start_run(&run).map_err(RunError::Service)? {
+                services.push((p.name(), s));
+            }
+        }
+        Ok(services)
+    }
+
     fn run(&self) -> Result<RunSummary, RunError> {
         let (scenario, opts) = (self.scenario, self.opts);
         // Over a slow emulated link a TCP handshake alone can take seconds.
@@ -600,18 +587,9 @@ impl Job<'_> {
         } else {
             opts.connect_timeout
         };
-        // Fail fast, before creating any file, if the server cannot be reached. Runs of
-        // real peers only (XMPP, IRC) do not talk to it: over a slow link its traffic
-        // would compete with the first measured messages.
-        let raw = self
-            .cases
-            .iter()
-            .zip(self.skipped)
-            .any(|(c, s)| s.is_none() && registry::of(c).uses_reference_server());
-        if raw {
-            *self.control.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some(ControlClient::connect(self.addr, connect_timeout)?);
-        }
+        // Fail fast, before creating any file, if a protocol's run-long server cannot be
+        // started or reached.
+        let services = self.start_services(connect_timeout)?;
         let pivot = PivotOptions {
             tables: scenario.tables.clone(),
             metrics: scenario.columns.clone(),
@@ -624,7 +602,7 @@ impl Job<'_> {
         self.observer.run_started(
             self.cases.len(),
             scenario.repeat,
-            &self.against(raw).join(" and "),
+            &self.against(&services).join(" and "),
         );
 
         let mut interrupted = false;
@@ -645,7 +623,7 @@ impl Job<'_> {
                     repeat,
                     connect_timeout,
                 };
-                if self.run_case(&mut dir, &case_run, &host)? {
+                if self.run_case(&mut dir, &case_run, &host, &services)? {
                     interrupted = true;
                     break 'cases;
                 }
@@ -666,11 +644,9 @@ impl Job<'_> {
     }
 
     /// Who the cases talk to, for the front end's first line.
-    fn against(&self, raw: bool) -> Vec<String> {
+    fn against(&self, services: &Services) -> Vec<String> {
         let mut against: Vec<String> = Vec::new();
-        if raw {
-            against.push(format!("the reference server at {}", self.addr));
-        }
+        against.extend(services.iter().filter_map(|(_, s)| s.against.clone()));
         for (c, _) in self
             .cases
             .iter()
@@ -692,6 +668,7 @@ impl Job<'_> {
         dir: &mut ResultsDir,
         r: &CaseRun<'_>,
         host: &HostFacts,
+        services: &Services,
     ) -> Result<bool, RunError> {
         let (scenario, opts, observer) = (self.scenario, self.opts, self.observer);
         let (case, link, repeat) = (r.case, r.link, r.repeat);
@@ -729,8 +706,10 @@ impl Job<'_> {
             lab: self.lab,
             out: &opts.out,
             seed: scenario.seed,
-            server_addr: self.addr,
-            control: &self.control,
+            service: services
+                .iter()
+                .find(|(p, _)| *p == case.protocol())
+                .map(|(_, s)| &*s.state),
             shard: self.shard.map(|(s, _)| s),
         };
         let result = registry::of(case).run(&env, case, repeat, link, &ctx);
@@ -854,6 +833,9 @@ impl Job<'_> {
         }
     }
 }
+
+/// Each protocol's run-long service, by protocol name.
+type Services = Vec<(&'static str, wirebench_protocol::RunService)>;
 
 /// One repeat of one case, as the run loop hands it on.
 struct CaseRun<'a> {

@@ -15,8 +15,8 @@
 
 use crate::control::{Behaviour, Open, SessionReport};
 use crate::raw::{Decoder, Frame, FrameError, HEADER_LEN, Header, Kind, Pattern};
-use crate::tally::Tally;
 use std::collections::VecDeque;
+use wirebench_payload::tally::Tally;
 
 /// Bytes a [`Responder`] holds for sending before it asks its driver to stop reading
 /// ([`Responder::wants_input`]): a client that sends without reading its echoes meets
