@@ -258,25 +258,7 @@ pub fn run(
     shutdown: &AtomicBool,
     observer: &(dyn Observer + Sync),
 ) -> Result<RunSummary, RunError> {
-    // Peers (Prosody, ngircd, gateways) run with other working directories and resolve
-    // relative paths against their own: hand everyone absolute paths.
-    let absolute = |p: &std::path::Path| {
-        std::path::absolute(p).map_err(|error| RunError::Results {
-            path: p.display().to_string(),
-            error,
-        })
-    };
-    let opts = &RunOptions {
-        out: absolute(&opts.out)?,
-        pcap: match &opts.pcap {
-            Some(p) => Some(PcapOptions {
-                path: absolute(&p.path)?,
-                ..p.clone()
-            }),
-            None => None,
-        },
-        ..opts.clone()
-    };
+    let opts = &absolute_paths(opts)?;
     let cases = plan(scenario);
     check_workloads(&cases)?;
     let links = case_links(&cases)?;
@@ -299,43 +281,26 @@ pub fn run(
         }),
         _ => None,
     };
-    // Hosts-file entries of every protocol in the plan that places named servers.
-    let mut hosts: Vec<(std::net::IpAddr, &str)> = Vec::new();
-    for (c, _) in cases.iter().zip(&skipped).filter(|(_, s)| s.is_none()) {
-        for (ip, name) in registry::of(c).lab_hosts(c).unwrap_or_default() {
-            if !hosts.iter().any(|(_, n)| n == name) {
-                hosts.push(((*ip).into(), name));
-            }
-        }
-    }
-    let run_links = || {
-        links
-            .iter()
-            .zip(&skipped)
-            .filter(|(_, s)| s.is_none())
-            .map(|(l, _)| l)
-    };
-    let needs_lab = run_links().any(Option::is_some);
-    if needs_lab && opts.server.is_some() {
-        return Err(RunError::Usage(
-            "--server cannot be combined with an emulated link: the lab runs its own server in \
-             its server host (use `wirebench shell --link ...` to put your own program behind a link)"
-                .into(),
-        ));
-    }
-    if !needs_lab && opts.pcap.is_some() {
-        return Err(RunError::Usage(
-            "--pcap needs an emulated link (--link ...): on loopback there is no link to capture"
-                .into(),
-        ));
-    }
+    let hosts = lab_hosts(&cases, &skipped);
+    let run_links: Vec<&Option<CaseLink>> = links
+        .iter()
+        .zip(&skipped)
+        .filter(|(_, s)| s.is_none())
+        .map(|(l, _)| l)
+        .collect();
+    let needs_lab = run_links.iter().any(|l| l.is_some());
+    check_where(opts, needs_lab)?;
     let pcap = opts
         .pcap
         .as_ref()
         .map(check_pcap(&cases, &links, scenario))
         .transpose()?;
     let lab = if needs_lab {
-        let first = run_links().flatten().next().cloned().unwrap_or_default();
+        let first = run_links
+            .iter()
+            .find_map(|l| l.as_ref())
+            .cloned()
+            .unwrap_or_default();
         Some(Lab::create(
             first.up_params(),
             first.down_params(),
@@ -374,6 +339,63 @@ pub fn run(
         }),
         None => job.run(),
     }
+}
+
+/// `opts` with absolute paths: peers (Prosody, ngircd, gateways) run with other working
+/// directories and resolve relative paths against their own.
+fn absolute_paths(opts: &RunOptions) -> Result<RunOptions, RunError> {
+    let absolute = |p: &std::path::Path| {
+        std::path::absolute(p).map_err(|error| RunError::Results {
+            path: p.display().to_string(),
+            error,
+        })
+    };
+    Ok(RunOptions {
+        out: absolute(&opts.out)?,
+        pcap: match &opts.pcap {
+            Some(p) => Some(PcapOptions {
+                path: absolute(&p.path)?,
+                ..p.clone()
+            }),
+            None => None,
+        },
+        ..opts.clone()
+    })
+}
+
+/// Hosts-file entries of every protocol in the plan that places named servers, but for
+/// skipped cases.
+fn lab_hosts<'a>(
+    cases: &'a [Case],
+    skipped: &[Option<String>],
+) -> Vec<(std::net::IpAddr, &'a str)> {
+    let mut hosts: Vec<(std::net::IpAddr, &str)> = Vec::new();
+    for (c, _) in cases.iter().zip(skipped).filter(|(_, s)| s.is_none()) {
+        for (ip, name) in registry::of(c).lab_hosts(c).unwrap_or_default() {
+            if !hosts.iter().any(|(_, n)| n == name) {
+                hosts.push(((*ip).into(), name));
+            }
+        }
+    }
+    hosts
+}
+
+/// Refuses the options that do not go with where the run happens (in a lab or not).
+fn check_where(opts: &RunOptions, needs_lab: bool) -> Result<(), RunError> {
+    if needs_lab && opts.server.is_some() {
+        return Err(RunError::Usage(
+            "--server cannot be combined with an emulated link: the lab runs its own server in \
+             its server host (use `wirebench shell --link ...` to put your own program behind a link)"
+                .into(),
+        ));
+    }
+    if !needs_lab && opts.pcap.is_some() {
+        return Err(RunError::Usage(
+            "--pcap needs an emulated link (--link ...): on loopback there is no link to capture"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The alignment of a sharded run, after checking it can be sharded: only load cases
@@ -521,13 +543,18 @@ pub struct Job<'a> {
     shard: Option<(&'a wirebench_protocol::Shard<'a>, &'a shard::Aligner)>,
 }
 
+/// The lab's counters at a case's start, to count what the case made cross the link.
+struct LinkBefore {
+    counters: wirebench_lab::Counters,
+    emulator_cpu_ns: Option<u64>,
+    tun_drops: u64,
+    second: Option<wirebench_lab::Counters>,
+}
+
 impl Job<'_> {
     /// Each protocol's run-long service ([`wirebench_protocol::Protocol::start_run`]),
     /// in the order of the protocols' first cases that will run.
-    fn start_services(
-        &self,
-        connect_timeout: Duration,
-    ) -> Result<Vec<(&'static str, wirebench_protocol::RunService)>, RunError> {
+    fn start_services(&self, connect_timeout: Duration) -> Result<Services, RunError> {
         let run = wirebench_protocol::RunEnv {
             lab: self.lab,
             server: self.opts.server.as_deref(),
@@ -554,8 +581,7 @@ impl Job<'_> {
     }
 
     fn run(&self) -> Result<RunSummary, RunError> {
-        let (scenario, opts, shutdown, observer) =
-            (self.scenario, self.opts, self.shutdown, self.observer);
+        let (scenario, opts) = (self.scenario, self.opts);
         // Over a slow emulated link a TCP handshake alone can take seconds.
         let connect_timeout = if self.lab.is_some() {
             opts.connect_timeout.max(Duration::from_secs(60))
@@ -565,18 +591,61 @@ impl Job<'_> {
         // Fail fast, before creating any file, if a protocol's run-long server cannot be
         // started or reached.
         let services = self.start_services(connect_timeout)?;
-        let results_err = |error| RunError::Results {
-            path: opts.out.display().to_string(),
-            error,
-        };
         let pivot = PivotOptions {
             tables: scenario.tables.clone(),
             metrics: scenario.columns.clone(),
         };
-        let mut dir = ResultsDir::create(&opts.out, pivot).map_err(results_err)?;
-        run_info(scenario).write(&dir.path).map_err(results_err)?;
+        let mut dir = ResultsDir::create(&opts.out, pivot).map_err(|e| self.results_err(e))?;
+        run_info(scenario)
+            .write(&dir.path)
+            .map_err(|e| self.results_err(e))?;
         let host = host::facts();
-        // Who the cases talk to, for the front end's first line.
+        self.observer.run_started(
+            self.cases.len(),
+            scenario.repeat,
+            &self.against(&services).join(" and "),
+        );
+
+        let mut interrupted = false;
+        'cases: for ((case, link), skip) in self.cases.iter().zip(self.links).zip(self.skipped) {
+            for repeat in 1..=scenario.repeat {
+                if self.shutdown.load(Ordering::SeqCst) {
+                    interrupted = true;
+                    break 'cases;
+                }
+                if let Some(why) = skip {
+                    self.skip(&mut dir, case, repeat, &host, why)
+                        .map_err(|e| self.results_err(e))?;
+                    continue;
+                }
+                let case_run = CaseRun {
+                    case,
+                    link: link.as_ref(),
+                    repeat,
+                    connect_timeout,
+                };
+                if self.run_case(&mut dir, &case_run, &host, &services)? {
+                    interrupted = true;
+                    break 'cases;
+                }
+            }
+        }
+        dir.finish().map_err(|e| self.results_err(e))?;
+        Ok(RunSummary {
+            records: std::mem::take(&mut dir.records),
+            interrupted,
+        })
+    }
+
+    fn results_err(&self, error: std::io::Error) -> RunError {
+        RunError::Results {
+            path: self.opts.out.display().to_string(),
+            error,
+        }
+    }
+
+    /// Who the cases talk to, for the front end's first line.
+    fn against(&self, services: &Services) -> Vec<String> {
         let mut against: Vec<String> = Vec::new();
         against.extend(services.iter().filter_map(|(_, s)| s.against.clone()));
         for (c, _) in self
@@ -591,186 +660,216 @@ impl Job<'_> {
                 }
             }
         }
-        observer.run_started(self.cases.len(), scenario.repeat, &against.join(" and "));
+        against
+    }
 
-        let mut interrupted = false;
-        'cases: for ((case, link), skip) in self.cases.iter().zip(self.links).zip(self.skipped) {
-            for repeat in 1..=scenario.repeat {
-                if shutdown.load(Ordering::SeqCst) {
-                    interrupted = true;
-                    break 'cases;
+    /// Runs one repeat of a case and records it; true when the run was interrupted.
+    fn run_case(
+        &self,
+        dir: &mut ResultsDir,
+        r: &CaseRun<'_>,
+        host: &HostFacts,
+        services: &Services,
+    ) -> Result<bool, RunError> {
+        let (scenario, opts, observer) = (self.scenario, self.opts, self.observer);
+        let (case, link, repeat) = (r.case, r.link, r.repeat);
+        observer.case_started(case, repeat);
+        let mut record = base_record(
+            scenario,
+            case,
+            repeat,
+            SystemTime::now(),
+            &opts.command,
+            host,
+        );
+        let before = self.configure_link(&mut record, link)?;
+        let started = SystemTime::now();
+        let t0 = Instant::now();
+        let progress = |d: u64, t: u64| observer.progress(d, t);
+        let marked: std::sync::Mutex<Option<wirebench_lab::Counters>> = std::sync::Mutex::new(None);
+        let mark = || {
+            if let Some(lab) = self.lab {
+                *marked.lock().unwrap_or_else(|p| p.into_inner()) = Some(lab.counters());
+            }
+        };
+        let budget = |bytes: u64, echo: bool, d: Duration| {
+            link.and_then(|l| estimate::stream_budget(bytes, echo, l, d))
+        };
+        let ctx = Ctx {
+            mark_stable: &mark,
+            shutdown: self.shutdown,
+            progress: &progress,
+            stall_timeout: scenario.stall_timeout,
+            connect_timeout: r.connect_timeout,
+            link_budget: &budget,
+        };
+        let env = Env {
+            lab: self.lab,
+            out: &opts.out,
+            seed: scenario.seed,
+            service: services
+                .iter()
+                .find(|(p, _)| *p == case.protocol())
+                .map(|(_, s)| &*s.state),
+            shard: self.shard.map(|(s, _)| s),
+        };
+        let result = registry::of(case).run(&env, case, repeat, link, &ctx);
+        let elapsed = t0.elapsed();
+        record.set_metric(
+            "case.duration",
+            wirebench_model::Metric::new(elapsed.as_secs_f64(), "s"),
+        );
+        let result = result.map(|mut outcome| {
+            if let (Some(lab), Some(before), Some(l)) = (self.lab, &before, link) {
+                let mark = marked.lock().unwrap_or_else(|p| p.into_inner()).take();
+                link_metrics(&mut outcome, lab, case, l, before, mark.as_ref(), elapsed);
+            }
+            outcome
+        });
+        let stem = format!("case-{:04}-r{}", case.index, repeat);
+        let interrupted = self
+            .record_result(dir, &mut record, &stem, result, started, elapsed)
+            .map_err(|e| self.results_err(e))?;
+        self.note_pcap(&mut record);
+        dir.append(record.clone())
+            .map_err(|e| self.results_err(e))?;
+        if let Some((sh, aligner)) = self.shard {
+            write_shard_file(&opts.out, scenario, self.cases, sh, aligner)
+                .map_err(|e| self.results_err(e))?;
+        }
+        observer.case_finished(case, &record);
+        Ok(interrupted)
+    }
+
+    /// Sets the lab's link for the case (an ideal one for a case without link
+    /// parameters in a lab run) and returns its counters before the case.
+    fn configure_link(
+        &self,
+        record: &mut Record,
+        link: Option<&CaseLink>,
+    ) -> Result<Option<LinkBefore>, RunError> {
+        let seed = self.scenario.seed;
+        Ok(match (self.lab, link) {
+            (Some(lab), Some(l)) => {
+                lab.configure(l.up_params(), l.down_params(), seed)?;
+                lab.configure_second(l.second_params(), seed)?;
+                record
+                    .notes
+                    .push(format!("link up: {}; link down: {}", l.up, l.down));
+                if let Some(s) = &l.second {
+                    record.notes.push(format!("second path (link2): {s}"));
                 }
-                if let Some(why) = skip {
-                    self.skip(&mut dir, case, repeat, &host, why)
-                        .map_err(results_err)?;
-                    continue;
-                }
-                observer.case_started(case, repeat);
-                let mut record = base_record(
-                    scenario,
-                    case,
-                    repeat,
-                    SystemTime::now(),
-                    &opts.command,
-                    &host,
+                Some(LinkBefore {
+                    counters: lab.counters(),
+                    emulator_cpu_ns: lab.emulator_cpu_ns(),
+                    tun_drops: lab.tun_drops(),
+                    second: lab.second_counters(),
+                })
+            }
+            // A case without link parameters in a run whose other cases have
+            // them: its peers are placed in the lab all the same, so the link
+            // must be ideal, not the previous case's (a 162 ms link once stood
+            // under the "loopback" cases of browser-transports).
+            (Some(lab), None) => {
+                let ideal = wirebench_link::LinkParams::default();
+                lab.configure(ideal.clone(), ideal, seed)?;
+                lab.configure_second(None, seed)?;
+                record.notes.push(
+                    "no link parameters: an ideal link (no delay, no rate limit) in the run's lab"
+                        .into(),
                 );
-                let before = match (self.lab, link) {
-                    (Some(lab), Some(l)) => {
-                        lab.configure(l.up_params(), l.down_params(), scenario.seed)?;
-                        lab.configure_second(l.second_params(), scenario.seed)?;
-                        record
-                            .notes
-                            .push(format!("link up: {}; link down: {}", l.up, l.down));
-                        if let Some(s) = &l.second {
-                            record.notes.push(format!("second path (link2): {s}"));
-                        }
-                        Some((
-                            lab.counters(),
-                            lab.emulator_cpu_ns(),
-                            lab.tun_drops(),
-                            lab.second_counters(),
-                        ))
-                    }
-                    // A case without link parameters in a run whose other cases have
-                    // them: its peers are placed in the lab all the same, so the link
-                    // must be ideal, not the previous case's (a 162 ms link once stood
-                    // under the "loopback" cases of browser-transports).
-                    (Some(lab), None) => {
-                        let ideal = wirebench_link::LinkParams::default();
-                        lab.configure(ideal.clone(), ideal, scenario.seed)?;
-                        lab.configure_second(None, scenario.seed)?;
-                        record.notes.push(
-                            "no link parameters: an ideal link (no delay, no rate limit) in the run's lab".into(),
-                        );
-                        None
-                    }
-                    _ => None,
-                };
-                let started = SystemTime::now();
-                let t0 = Instant::now();
-                let progress = |d: u64, t: u64| observer.progress(d, t);
-                let marked: std::sync::Mutex<Option<wirebench_lab::Counters>> =
-                    std::sync::Mutex::new(None);
-                let mark = || {
-                    if let Some(lab) = self.lab {
-                        *marked.lock().unwrap_or_else(|p| p.into_inner()) = Some(lab.counters());
-                    }
-                };
-                let budget = |bytes: u64, echo: bool, d: Duration| {
-                    link.as_ref()
-                        .and_then(|l| estimate::stream_budget(bytes, echo, l, d))
-                };
-                let ctx = Ctx {
-                    mark_stable: &mark,
-                    shutdown,
-                    progress: &progress,
-                    stall_timeout: scenario.stall_timeout,
-                    connect_timeout,
-                    link_budget: &budget,
-                };
-                let env = Env {
-                    lab: self.lab,
-                    out: &opts.out,
-                    seed: scenario.seed,
-                    service: services
-                        .iter()
-                        .find(|(p, _)| *p == case.protocol())
-                        .map(|(_, s)| &*s.state),
-                    shard: self.shard.map(|(s, _)| s),
-                };
-                let result = registry::of(case).run(&env, case, repeat, link.as_ref(), &ctx);
-                let elapsed = t0.elapsed();
-                record.set_metric(
-                    "case.duration",
-                    wirebench_model::Metric::new(elapsed.as_secs_f64(), "s"),
-                );
-                match result {
-                    Ok(mut outcome) => {
-                        if let (Some(lab), Some((before, cpu0, tun0, second0)), Some(l)) =
-                            (self.lab, &before, link)
-                        {
-                            let mark = marked.lock().unwrap_or_else(|p| p.into_inner()).take();
-                            link::add_wire_metrics(
-                                &mut outcome,
-                                case,
-                                l,
-                                before,
-                                mark.as_ref(),
-                                &lab.counters(),
-                            );
-                            // What crossed the second path: Multipath TCP's joined subflows.
-                            if let (Some(s0), Some(s1)) = (second0, lab.second_counters()) {
-                                let d = |c: &wirebench_lab::Counters| {
-                                    c.up.delivered_packets + c.down.delivered_packets
-                                };
-                                let b = |c: &wirebench_lab::Counters| {
-                                    c.up.delivered_bytes + c.down.delivered_bytes
-                                };
-                                outcome.push("link2.packets", (d(&s1) - d(s0)) as f64, "count");
-                                outcome.push("link2.bytes", (b(&s1) - b(s0)) as f64, "B");
-                            }
-                            let tun = lab.tun_drops().saturating_sub(*tun0);
-                            outcome.push("link.dropped.tun", tun as f64, "count");
-                            if let (Some(c0), Some(c1)) = (cpu0, lab.emulator_cpu_ns()) {
-                                let share = c1.saturating_sub(*c0) as f64
-                                    / elapsed.as_nanos().max(1) as f64;
-                                outcome.push("link.emulator_cpu", share, "cores");
-                            }
-                        }
-                        let stem = format!("case-{:04}-r{}", case.index, repeat);
-                        attach(&dir, &mut record, &stem, outcome, started, elapsed)
-                            .map_err(results_err)?;
-                    }
-                    Err(WorkloadError::InterruptedAfter(outcome)) => {
-                        record.status = Status::Interrupted;
-                        record.error = Some(format!(
-                            "interrupted after {} of the case's rounds",
-                            outcome.rounds.as_ref().map_or(0, Vec::len)
-                        ));
-                        let stem = format!("case-{:04}-r{}", case.index, repeat);
-                        attach(&dir, &mut record, &stem, *outcome, started, elapsed)
-                            .map_err(results_err)?;
-                        interrupted = true;
-                    }
-                    Err(WorkloadError::Interrupted) => {
-                        record.status = Status::Interrupted;
-                        record.error = Some("interrupted before the case finished".into());
-                        interrupted = true;
-                    }
-                    // Whatever broke after Ctrl-C (a server that saw the signal, a
-                    // connection cut short) is the interrupt's doing, not the case's.
-                    Err(e) if shutdown.load(Ordering::SeqCst) => {
-                        record.status = Status::Interrupted;
-                        record.error = Some(format!("interrupted ({e})"));
-                        interrupted = true;
-                    }
-                    Err(e) => {
-                        record.status = Status::Failed;
-                        record.fault = e.fault().map(|f| f.as_str().to_string());
-                        let mut msg = e.to_string();
-                        if let Some(why) = self.lab.and_then(|l| l.emulator_error()) {
-                            msg.push_str(&format!(" (link emulator stopped: {why})"));
-                        }
-                        record.error = Some(msg);
-                    }
+                None
+            }
+            _ => None,
+        })
+    }
+
+    /// Puts the case's result in its record (and its files beside it); true when the
+    /// run was interrupted.
+    fn record_result(
+        &self,
+        dir: &ResultsDir,
+        record: &mut Record,
+        stem: &str,
+        result: Result<Outcome, WorkloadError>,
+        started: SystemTime,
+        elapsed: Duration,
+    ) -> std::io::Result<bool> {
+        match result {
+            Ok(outcome) => {
+                attach(dir, record, stem, outcome, started, elapsed)?;
+                Ok(false)
+            }
+            Err(WorkloadError::InterruptedAfter(outcome)) => {
+                record.status = Status::Interrupted;
+                record.error = Some(format!(
+                    "interrupted after {} of the case's rounds",
+                    outcome.rounds.as_ref().map_or(0, Vec::len)
+                ));
+                attach(dir, record, stem, *outcome, started, elapsed)?;
+                Ok(true)
+            }
+            Err(WorkloadError::Interrupted) => {
+                record.status = Status::Interrupted;
+                record.error = Some("interrupted before the case finished".into());
+                Ok(true)
+            }
+            // Whatever broke after Ctrl-C (a server that saw the signal, a
+            // connection cut short) is the interrupt's doing, not the case's.
+            Err(e) if self.shutdown.load(Ordering::SeqCst) => {
+                record.status = Status::Interrupted;
+                record.error = Some(format!("interrupted ({e})"));
+                Ok(true)
+            }
+            Err(e) => {
+                record.status = Status::Failed;
+                record.fault = e.fault().map(|f| f.as_str().to_string());
+                let mut msg = e.to_string();
+                if let Some(why) = self.lab.and_then(|l| l.emulator_error()) {
+                    msg.push_str(&format!(" (link emulator stopped: {why})"));
                 }
-                self.note_pcap(&mut record);
-                dir.append(record.clone()).map_err(results_err)?;
-                if let Some((sh, aligner)) = self.shard {
-                    write_shard_file(&opts.out, scenario, self.cases, sh, aligner)
-                        .map_err(results_err)?;
-                }
-                observer.case_finished(case, &record);
-                if interrupted {
-                    break 'cases;
-                }
+                record.error = Some(msg);
+                Ok(false)
             }
         }
-        dir.finish().map_err(results_err)?;
-        Ok(RunSummary {
-            records: std::mem::take(&mut dir.records),
-            interrupted,
-        })
+    }
+}
+
+/// Each protocol's run-long service, by protocol name.
+type Services = Vec<(&'static str, wirebench_protocol::RunService)>;
+
+/// One repeat of one case, as the run loop hands it on.
+struct CaseRun<'a> {
+    case: &'a Case,
+    link: Option<&'a CaseLink>,
+    repeat: u32,
+    connect_timeout: Duration,
+}
+
+/// What crossed the emulated link during the case (see [`link::add_wire_metrics`]),
+/// the second path, the TUN drops and the emulator's CPU.
+fn link_metrics(
+    outcome: &mut Outcome,
+    lab: &Lab,
+    case: &Case,
+    l: &CaseLink,
+    before: &LinkBefore,
+    mark: Option<&wirebench_lab::Counters>,
+    elapsed: Duration,
+) {
+    link::add_wire_metrics(outcome, case, l, &before.counters, mark, &lab.counters());
+    // What crossed the second path: Multipath TCP's joined subflows.
+    if let (Some(s0), Some(s1)) = (&before.second, lab.second_counters()) {
+        let d = |c: &wirebench_lab::Counters| c.up.delivered_packets + c.down.delivered_packets;
+        let b = |c: &wirebench_lab::Counters| c.up.delivered_bytes + c.down.delivered_bytes;
+        outcome.push("link2.packets", (d(&s1) - d(s0)) as f64, "count");
+        outcome.push("link2.bytes", (b(&s1) - b(s0)) as f64, "B");
+    }
+    let tun = lab.tun_drops().saturating_sub(before.tun_drops);
+    outcome.push("link.dropped.tun", tun as f64, "count");
+    if let (Some(c0), Some(c1)) = (before.emulator_cpu_ns, lab.emulator_cpu_ns()) {
+        let share = c1.saturating_sub(c0) as f64 / elapsed.as_nanos().max(1) as f64;
+        outcome.push("link.emulator_cpu", share, "cores");
     }
 }
 

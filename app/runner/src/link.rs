@@ -136,119 +136,140 @@ pub fn add_wire_metrics(
     stable: Option<&Counters>,
     after: &Counters,
 ) {
-    let metric = |name: &str, value: f64, unit: &str| (name.to_string(), Metric::new(value, unit));
     let mut m = Vec::new();
-    let sent = out
-        .metrics
-        .iter()
-        .find(|(n, _)| n == "messages.sent")
-        .map(|(_, v)| v.value)
-        .unwrap_or(0.0);
+    let sent = metric_value(out, "messages.sent").unwrap_or(0.0);
     let workload = case.workload();
     let echoed = workload == "pingpong" || crate::registry::of(case).stream_echoes(case);
     let crossings = if echoed { 2.0 * sent } else { sent };
     let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0);
-    if out.local_port.is_none() {
+    match out.local_port {
         // No data connection of ours crosses the link (XMPP: the servers' s2s traffic
         // does): count everything the link carried during the case.
-        let up = after.up.since(&before.up);
-        let down = after.down.since(&before.down);
+        None => {
+            let up = after.up.since(&before.up);
+            let down = after.down.since(&before.down);
+            m.push(metric(
+                "wire.up.packets",
+                up.delivered_packets as f64,
+                "count",
+            ));
+            m.push(metric("wire.up.bytes", up.delivered_bytes as f64, "B"));
+            m.push(metric(
+                "wire.down.packets",
+                down.delivered_packets as f64,
+                "count",
+            ));
+            m.push(metric("wire.down.bytes", down.delivered_bytes as f64, "B"));
+            let bytes = up.delivered_bytes + down.delivered_bytes;
+            m.push(metric("wire.bytes", bytes as f64, "B"));
+            per_message(&mut m, "wire", bytes, crossings, payload);
+            m.extend(utilization(out, link, payload, sent));
+        }
+        Some(port) => {
+            let (up_p, up_b) = flow(&after.up, port, true);
+            let (down_p, down_b) = flow(&after.down, port, false);
+            m.push(metric("wire.up.packets", up_p as f64, "count"));
+            m.push(metric("wire.up.bytes", up_b as f64, "B"));
+            m.push(metric("wire.down.packets", down_p as f64, "count"));
+            m.push(metric("wire.down.bytes", down_b as f64, "B"));
+            m.push(metric("wire.bytes", (up_b + down_b) as f64, "B"));
+            m.push(metric("wire.packets", (up_p + down_p) as f64, "count"));
+            per_message(&mut m, "wire", up_b + down_b, crossings, payload);
+        }
+    }
+    if let Some(mark) = stable {
+        stable_metrics(&mut m, case, out.local_port, mark, after, payload);
+    }
+    drop_metrics(&mut m, before, after);
+    rtt_model(out, &mut m, case, link, payload);
+    out.metrics.extend(m);
+}
+
+fn metric(name: &str, value: f64, unit: &str) -> (String, Metric) {
+    (name.to_string(), Metric::new(value, unit))
+}
+
+/// The value of the workload's own metric `name`, if it recorded one.
+fn metric_value(out: &Outcome, name: &str) -> Option<f64> {
+    out.metrics
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.value)
+}
+
+/// `PREFIX.bytes_per_message` and `PREFIX.overhead_per_message` (beyond the payload),
+/// when any message crossed.
+fn per_message(
+    m: &mut Vec<(String, Metric)>,
+    prefix: &str,
+    bytes: u64,
+    crossings: f64,
+    payload: u64,
+) {
+    if crossings > 0.0 {
+        let per = bytes as f64 / crossings;
+        m.push(metric(&format!("{prefix}.bytes_per_message"), per, "B"));
         m.push(metric(
-            "wire.up.packets",
-            up.delivered_packets as f64,
-            "count",
-        ));
-        m.push(metric("wire.up.bytes", up.delivered_bytes as f64, "B"));
-        m.push(metric(
-            "wire.down.packets",
-            down.delivered_packets as f64,
-            "count",
-        ));
-        m.push(metric("wire.down.bytes", down.delivered_bytes as f64, "B"));
-        m.push(metric(
-            "wire.bytes",
-            (up.delivered_bytes + down.delivered_bytes) as f64,
+            &format!("{prefix}.overhead_per_message"),
+            per - payload as f64,
             "B",
         ));
-        if crossings > 0.0 {
-            let per = (up.delivered_bytes + down.delivered_bytes) as f64 / crossings;
-            m.push(metric("wire.bytes_per_message", per, "B"));
-            m.push(metric(
-                "wire.overhead_per_message",
-                per - payload as f64,
-                "B",
-            ));
-        }
-        let duration = out
-            .metrics
-            .iter()
-            .find(|(n, _)| n == "throughput.duration")
-            .map(|(_, v)| v.value);
-        if let (Some(t), Some(rate)) = (duration, link.up.rate_bps) {
-            // Messages delivered in the timed interval.
-            let timed = out
-                .metrics
-                .iter()
-                .find(|(n, _)| n == "throughput.messages_per_s")
-                .map(|(_, v)| v.value * t);
-            let bits = payload as f64 * 8.0 * timed.unwrap_or(sent);
-            m.push(metric(
-                "link.utilization",
-                bits / (rate as f64 * t),
-                "ratio",
-            ));
-        }
     }
-    if let Some(port) = out.local_port {
-        let (up_p, up_b) = flow(&after.up, port, true);
-        let (down_p, down_b) = flow(&after.down, port, false);
-        m.push(metric("wire.up.packets", up_p as f64, "count"));
-        m.push(metric("wire.up.bytes", up_b as f64, "B"));
-        m.push(metric("wire.down.packets", down_p as f64, "count"));
-        m.push(metric("wire.down.bytes", down_b as f64, "B"));
-        m.push(metric("wire.bytes", (up_b + down_b) as f64, "B"));
-        m.push(metric("wire.packets", (up_p + down_p) as f64, "count"));
-        if crossings > 0.0 {
-            let per = (up_b + down_b) as f64 / crossings;
-            m.push(metric("wire.bytes_per_message", per, "B"));
-            m.push(metric(
-                "wire.overhead_per_message",
-                per - payload as f64,
-                "B",
-            ));
+}
+
+/// `link.utilization`: payload bits delivered in the timed interval over what the
+/// uplink's rate could carry in it.
+fn utilization(
+    out: &Outcome,
+    link: &CaseLink,
+    payload: u64,
+    sent: f64,
+) -> Option<(String, Metric)> {
+    let t = metric_value(out, "throughput.duration")?;
+    let rate = link.up.rate_bps?;
+    // Messages delivered in the timed interval.
+    let timed = metric_value(out, "throughput.messages_per_s").map(|v| v * t);
+    let bits = payload as f64 * 8.0 * timed.unwrap_or(sent);
+    Some(metric(
+        "link.utilization",
+        bits / (rate as f64 * t),
+        "ratio",
+    ))
+}
+
+/// Steady state: from the stable mark (ping-pong: round 3; XMPP stream: after the
+/// warm-up stanza) to the end, so set-up traffic (handshakes, server-to-server
+/// negotiation) is left out. Both directions count: the reverse one carries the ACKs.
+fn stable_metrics(
+    m: &mut Vec<(String, Metric)>,
+    case: &Case,
+    local_port: Option<u16>,
+    mark: &Counters,
+    after: &Counters,
+    payload: u64,
+) {
+    let crossings = if case.workload() == "pingpong" {
+        let rounds = case.get("rounds").and_then(Value::as_count).unwrap_or(0);
+        2.0 * rounds.saturating_sub(2) as f64
+    } else {
+        case.get("count").and_then(Value::as_count).unwrap_or(0) as f64
+    };
+    let bytes = match local_port {
+        Some(port) => {
+            let now = flow(&after.up, port, true).1 + flow(&after.down, port, false).1;
+            let then = flow(&mark.up, port, true).1 + flow(&mark.down, port, false).1;
+            now - then
         }
-    }
-    // Steady state: from the stable mark (ping-pong: round 3; XMPP stream: after the
-    // warm-up stanza) to the end, so set-up traffic (handshakes, server-to-server
-    // negotiation) is left out. Both directions count: the reverse one carries the ACKs.
-    if let Some(mark) = stable {
-        let crossings = if workload == "pingpong" {
-            let rounds = case.get("rounds").and_then(Value::as_count).unwrap_or(0);
-            2.0 * rounds.saturating_sub(2) as f64
-        } else {
-            case.get("count").and_then(Value::as_count).unwrap_or(0) as f64
-        };
-        let bytes = match out.local_port {
-            Some(port) => {
-                let now = flow(&after.up, port, true).1 + flow(&after.down, port, false).1;
-                let then = flow(&mark.up, port, true).1 + flow(&mark.down, port, false).1;
-                now - then
-            }
-            None => {
-                (after.up.delivered_bytes - mark.up.delivered_bytes)
-                    + (after.down.delivered_bytes - mark.down.delivered_bytes)
-            }
-        };
-        if crossings > 0.0 {
-            let per = bytes as f64 / crossings;
-            m.push(metric("wire.stable.bytes_per_message", per, "B"));
-            m.push(metric(
-                "wire.stable.overhead_per_message",
-                per - payload as f64,
-                "B",
-            ));
+        None => {
+            (after.up.delivered_bytes - mark.up.delivered_bytes)
+                + (after.down.delivered_bytes - mark.down.delivered_bytes)
         }
-    }
+    };
+    per_message(m, "wire.stable", bytes, crossings, payload);
+}
+
+/// What the link dropped during the case, by reason, and how late it released packets.
+fn drop_metrics(m: &mut Vec<(String, Metric)>, before: &Counters, after: &Counters) {
     let up = after.up.since(&before.up);
     let down = after.down.since(&before.down);
     m.push(metric(
@@ -291,36 +312,50 @@ pub fn add_wire_metrics(
             m.push(metric("link.release_error.max", h.max() as f64 / 1e9, "s"));
         }
     }
+}
+
+/// A ping-pong's round trip in closed form (`rtt.model`, `rtt.theory_payload`), with
+/// notes on what it leaves out.
+fn rtt_model(
+    out: &mut Outcome,
+    m: &mut Vec<(String, Metric)>,
+    case: &Case,
+    link: &CaseLink,
+    payload: u64,
+) {
     // With a trace the rate varies in time, and with per-connection paths the delay is
     // the connection's: the closed form below does not apply.
     let overhead = crate::registry::of(case).message_overhead();
-    if let (true, Some(overhead), None, None) =
-        (workload == "pingpong", overhead, &link.trace, &link.paths)
-    {
-        let frame = payload + overhead;
-        let model = one_way_ns(frame, &link.up) + one_way_ns(frame, &link.down);
-        m.push(metric("rtt.model", model as f64 / 1e9, "s"));
-        if let (Some(ru), Some(rd)) = (link.up.rate_bps, link.down.rate_bps) {
-            let theory = serialization_ns(payload, ru) + serialization_ns(payload, rd);
-            m.push(metric("rtt.theory_payload", theory as f64 / 1e9, "s"));
-        }
-        if !matches!(link.up.loss, Loss::None) || link.up.jitter_ns > 0 {
-            out.notes
-                .push("rtt.model assumes no loss and no jitter".into());
-        }
-        if !link.up.outages.is_empty() || !link.down.outages.is_empty() {
-            // The closed form holds between outages only: a round that meets one waits
-            // for the link to come back and then for TCP's backed-off retransmission
-            // timer (RFC 6298 §5.5), which no fixed formula predicts.
-            out.notes.push(
-                "rtt.model is the round trip while the link is up: rounds that meet an \
-                 outage also wait for it to end and for TCP's retransmission back-off \
-                 (see link.dropped.outage)"
-                    .into(),
-            );
-        }
+    let (true, Some(overhead), None, None) = (
+        case.workload() == "pingpong",
+        overhead,
+        &link.trace,
+        &link.paths,
+    ) else {
+        return;
+    };
+    let frame = payload + overhead;
+    let model = one_way_ns(frame, &link.up) + one_way_ns(frame, &link.down);
+    m.push(metric("rtt.model", model as f64 / 1e9, "s"));
+    if let (Some(ru), Some(rd)) = (link.up.rate_bps, link.down.rate_bps) {
+        let theory = serialization_ns(payload, ru) + serialization_ns(payload, rd);
+        m.push(metric("rtt.theory_payload", theory as f64 / 1e9, "s"));
     }
-    out.metrics.extend(m);
+    if !matches!(link.up.loss, Loss::None) || link.up.jitter_ns > 0 {
+        out.notes
+            .push("rtt.model assumes no loss and no jitter".into());
+    }
+    if !link.up.outages.is_empty() || !link.down.outages.is_empty() {
+        // The closed form holds between outages only: a round that meets one waits
+        // for the link to come back and then for TCP's backed-off retransmission
+        // timer (RFC 6298 §5.5), which no fixed formula predicts.
+        out.notes.push(
+            "rtt.model is the round trip while the link is up: rounds that meet an \
+             outage also wait for it to end and for TCP's retransmission back-off \
+             (see link.dropped.outage)"
+                .into(),
+        );
+    }
 }
 
 #[cfg(test)]

@@ -495,7 +495,105 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
     let (ref_labels, ref_group) = reference_groups(chart);
     let legend_texts = LegendTexts::new(chart, &ref_labels);
 
-    // Title block.
+    let top = title_block(chart, width, &mut texts);
+    // Notes go at the very bottom whatever else happens, since they explain
+    // what is missing from the picture.
+    let bottom = notes_block(prep, width, height - PAD, &mut texts);
+    if prep.is_empty() {
+        return empty_layout(width, height, top, bottom, texts, ref_group);
+    }
+
+    // Legend entries: every series (so a series with no valid data is still
+    // named) and one per reference label.
+    let mut kinds: Vec<EntryKind> = (0..chart.series.len()).map(EntryKind::Series).collect();
+    kinds.extend((0..ref_labels.len()).map(EntryKind::Reference));
+    let lp = plan_legend(&kinds, &legend_texts, width, height, top, bottom);
+
+    let categorical = matches!(chart.kind, Kind::Bars { .. });
+    let guide_w = guide_list(chart)
+        .iter()
+        .map(|(_, l)| text::width(l, TICK_SIZE, false).min(GUIDE_LABEL_MAX) + 8.0)
+        .fold(0.0, f32::max);
+
+    // X title, then the tick label band above it.
+    let x_title_h = if chart.x.label.is_empty() {
+        0.0
+    } else {
+        text::line_height(AXIS_TITLE_SIZE) + 6.0
+    };
+    let x_title_baseline = lp.bottom - text::descent(AXIS_TITLE_SIZE);
+
+    let (y_cands, y_log) = y_candidates(chart, prep);
+    let frame = AxisFrame {
+        width,
+        categorical,
+        top: lp.top,
+        bottom: lp.bottom - x_title_h,
+        y_title_w: if chart.y.label.is_empty() {
+            0.0
+        } else {
+            text::line_height(AXIS_TITLE_SIZE) + 10.0
+        },
+        right_reserve: lp.right_reserve,
+        guide_w,
+    };
+    let fitted = if categorical {
+        fit_axes(&frame, &y_cands, y_log, |x0, x1, plot_y1, tick_baseline| {
+            category_axis(prep, x0, x1, plot_y1, tick_baseline)
+        })
+    } else {
+        let x_cands = x_candidates(chart, prep);
+        fit_axes(&frame, &y_cands, y_log, |x0, x1, _, tick_baseline| {
+            (
+                numeric_x_axis(&x_cands, prep.x_log, x0, x1, tick_baseline),
+                false,
+            )
+        })
+    };
+    let Fitted {
+        plot,
+        x: x_axis,
+        y: y_axis,
+        x_items,
+    } = fitted;
+    texts.extend(x_items);
+
+    y_tick_texts(&y_axis, plot, &mut texts);
+    axis_titles(
+        chart,
+        categorical,
+        &x_axis,
+        &y_axis,
+        plot,
+        x_title_baseline,
+        &mut texts,
+    );
+    let guides = guide_texts(chart, &y_axis, plot, &mut texts);
+    let legend = match lp.mode {
+        Some(LegendMode::Right) => Some(right_legend(&kinds, plot, width, lp.right_w)),
+        _ => lp.legend,
+    };
+    if let Some(l) = &legend {
+        legend_label_texts(l, kinds.len(), &legend_texts, &mut texts);
+    }
+
+    Layout {
+        width,
+        height,
+        plot,
+        x: x_axis,
+        y: y_axis,
+        categorical,
+        texts,
+        legend,
+        ref_group,
+        empty: false,
+        guides,
+    }
+}
+
+/// The title and subtitle from the top edge; returns where what follows starts.
+fn title_block(chart: &Chart, width: f32, texts: &mut Vec<TextItem>) -> f32 {
     let mut top = PAD;
     if !chart.title.is_empty() {
         let mut t = TextItem::new(
@@ -521,13 +619,11 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
         texts.push(t);
         top += text::line_height(SUBTITLE_SIZE) + 2.0;
     }
-    top += 14.0;
+    top + 14.0
+}
 
-    let empty = prep.is_empty();
-    let mut bottom = height - PAD;
-
-    // Notes go at the very bottom whatever else happens, since they explain
-    // what is missing from the picture.
+/// The notes, one a line, up from `bottom`; returns the new bottom above them.
+fn notes_block(prep: &Prepared, width: f32, bottom: f32, texts: &mut Vec<TextItem>) -> f32 {
     let note_line = text::line_height(NOTE_SIZE) + 2.0;
     for (i, note) in prep.notes.iter().enumerate() {
         let baseline =
@@ -542,56 +638,87 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
         t.muted = true;
         texts.push(t);
     }
-    if !prep.notes.is_empty() {
-        bottom -= prep.notes.len() as f32 * note_line + 6.0;
+    if prep.notes.is_empty() {
+        bottom
+    } else {
+        bottom - (prep.notes.len() as f32 * note_line + 6.0)
     }
+}
 
-    if empty {
-        let plot = Rect {
-            x0: PAD,
-            y0: top,
-            x1: width - PAD,
-            y1: bottom.max(top + 20.0),
-        };
-        let mut t = TextItem::new(
-            TextRole::NoData,
-            "No data",
-            (plot.x0 + plot.x1) / 2.0,
-            (plot.y0 + plot.y1) / 2.0 + (text::ascent(16.0) - text::descent(16.0)) / 2.0,
-            16.0,
-        )
-        .anchor(Anchor::Middle);
-        t.muted = true;
-        texts.push(t);
-        let dummy = AxisLayout {
-            lo: 0.0,
-            hi: 1.0,
-            log: false,
-            ticks: Vec::new(),
-            title_unit: None,
-        };
-        return Layout {
-            width,
-            height,
-            plot,
-            x: dummy.clone(),
-            y: dummy,
-            categorical: false,
-            texts,
-            legend: None,
-            ref_group,
-            empty: true,
-            guides: Vec::new(),
-        };
+/// A chart with no data: "No data" in the middle of where the plot would be.
+fn empty_layout(
+    width: f32,
+    height: f32,
+    top: f32,
+    bottom: f32,
+    mut texts: Vec<TextItem>,
+    ref_group: Vec<usize>,
+) -> Layout {
+    let plot = Rect {
+        x0: PAD,
+        y0: top,
+        x1: width - PAD,
+        y1: bottom.max(top + 20.0),
+    };
+    let mut t = TextItem::new(
+        TextRole::NoData,
+        "No data",
+        (plot.x0 + plot.x1) / 2.0,
+        (plot.y0 + plot.y1) / 2.0 + (text::ascent(16.0) - text::descent(16.0)) / 2.0,
+        16.0,
+    )
+    .anchor(Anchor::Middle);
+    t.muted = true;
+    texts.push(t);
+    let dummy = AxisLayout {
+        lo: 0.0,
+        hi: 1.0,
+        log: false,
+        ticks: Vec::new(),
+        title_unit: None,
+    };
+    Layout {
+        width,
+        height,
+        plot,
+        x: dummy.clone(),
+        y: dummy,
+        categorical: false,
+        texts,
+        legend: None,
+        ref_group,
+        empty: true,
+        guides: Vec::new(),
     }
+}
 
-    // Legend entries: every series (so a series with no valid data is still
-    // named) and one per reference label.
-    let mut kinds: Vec<EntryKind> = (0..chart.series.len()).map(EntryKind::Series).collect();
-    kinds.extend((0..ref_labels.len()).map(EntryKind::Reference));
+/// Where the legend goes, and the room it leaves the plot.
+struct LegendPlan {
+    mode: Option<LegendMode>,
+    /// Placed already (top or bottom); a right-hand legend is placed beside the plot.
+    legend: Option<Legend>,
+    top: f32,
+    bottom: f32,
+    /// Width kept free right of the plot for a right-hand legend.
+    right_reserve: f32,
+    /// The widest entry.
+    right_w: f32,
+}
+
+/// Chooses the legend's place: on top when it fits in two rows, on the right when its
+/// column fits beside the plot, else at the bottom, cut short with "+N more" rather
+/// than squash the data.
+fn plan_legend(
+    kinds: &[EntryKind],
+    legend_texts: &LegendTexts,
+    width: f32,
+    height: f32,
+    mut top: f32,
+    mut bottom: f32,
+) -> LegendPlan {
     let widths: Vec<f32> = kinds
         .iter()
-        .map(|&k| entry_width(&entry_label(&legend_texts, k, 0)))
+        .map(|&k| entry_width(&entry_label(legend_texts, k, 0)))
         .collect();
     let avail_w = width - 2.0 * PAD;
     let top_flow = flow(&widths, avail_w);
@@ -609,87 +736,139 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
 
     let mut legend: Option<Legend> = None;
     let mut right_reserve = 0.0;
-    let place = |shown: &[EntryKind], placed: &[(usize, f32)], y0: f32| -> Legend {
-        let entries = shown
-            .iter()
-            .zip(placed)
-            .map(|(&kind, &(row, x))| LegendEntry {
-                kind,
-                x: PAD + x,
-                y: y0 + row as f32 * LEGEND_ROW + LEGEND_ROW / 2.0,
-            })
-            .collect();
-        Legend {
-            rect: Rect {
-                x0: PAD,
-                y0,
-                x1: width - PAD,
-                y1: y0 + rows_of(placed) as f32 * LEGEND_ROW,
-            },
-            entries,
-        }
-    };
     match mode {
         Some(LegendMode::Top) => {
-            let l = place(&kinds, &top_flow, top);
+            let l = place_rows(kinds, &top_flow, top, width);
             top = l.rect.y1 + 14.0;
             legend = Some(l);
         }
         Some(LegendMode::Right) => right_reserve = right_w + 20.0,
         Some(LegendMode::Bottom) => {
-            // Keep at least ~55 % of the height for the plot; cut the legend
-            // short with "+N more" rather than squash the data.
+            // Keep at least ~55 % of the height for the plot.
             let max_rows = (((height * 0.45) - (height - bottom)) / LEGEND_ROW)
                 .floor()
                 .max(1.0) as usize;
-            let mut shown = kinds.clone();
-            let mut placed = top_flow.clone();
-            if rows_of(&placed) > max_rows {
-                let fit = placed.iter().filter(|p| p.0 < max_rows).count();
-                let keep = fit.saturating_sub(1);
-                shown.truncate(keep);
-                shown.push(EntryKind::More);
-                let w: Vec<f32> = shown
-                    .iter()
-                    .map(|&k| entry_width(&entry_label(&legend_texts, k, kinds.len() - keep)))
-                    .collect();
-                placed = flow(&w, avail_w);
-                placed.retain(|p| p.0 < max_rows);
-                shown.truncate(placed.len());
-            }
+            let (shown, placed) = cut_legend(kinds, legend_texts, top_flow, max_rows, avail_w);
             let h = rows_of(&placed) as f32 * LEGEND_ROW;
-            let l = place(&shown, &placed, bottom - h);
+            let l = place_rows(&shown, &placed, bottom - h, width);
             bottom = l.rect.y0 - 8.0;
             legend = Some(l);
         }
         None => {}
     }
+    LegendPlan {
+        mode,
+        legend,
+        top,
+        bottom,
+        right_reserve,
+        right_w,
+    }
+}
 
-    let categorical = matches!(chart.kind, Kind::Bars { .. });
-    let guide_w = guide_list(chart)
+/// The entries shown in at most `max_rows` rows: all of them, or as many as fit with
+/// "+N more" last.
+fn cut_legend(
+    kinds: &[EntryKind],
+    legend_texts: &LegendTexts,
+    top_flow: Vec<(usize, f32)>,
+    max_rows: usize,
+    avail_w: f32,
+) -> (Vec<EntryKind>, Vec<(usize, f32)>) {
+    let mut shown = kinds.to_vec();
+    let mut placed = top_flow;
+    if rows_of(&placed) > max_rows {
+        let fit = placed.iter().filter(|p| p.0 < max_rows).count();
+        let keep = fit.saturating_sub(1);
+        shown.truncate(keep);
+        shown.push(EntryKind::More);
+        let w: Vec<f32> = shown
+            .iter()
+            .map(|&k| entry_width(&entry_label(legend_texts, k, kinds.len() - keep)))
+            .collect();
+        placed = flow(&w, avail_w);
+        placed.retain(|p| p.0 < max_rows);
+        shown.truncate(placed.len());
+    }
+    (shown, placed)
+}
+
+/// A legend of rows across the canvas, its first row at `y0`.
+fn place_rows(shown: &[EntryKind], placed: &[(usize, f32)], y0: f32, width: f32) -> Legend {
+    let entries = shown
         .iter()
-        .map(|(_, l)| text::width(l, TICK_SIZE, false).min(GUIDE_LABEL_MAX) + 8.0)
-        .fold(0.0, f32::max);
+        .zip(placed)
+        .map(|(&kind, &(row, x))| LegendEntry {
+            kind,
+            x: PAD + x,
+            y: y0 + row as f32 * LEGEND_ROW + LEGEND_ROW / 2.0,
+        })
+        .collect();
+    Legend {
+        rect: Rect {
+            x0: PAD,
+            y0,
+            x1: width - PAD,
+            y1: y0 + rows_of(placed) as f32 * LEGEND_ROW,
+        },
+        entries,
+    }
+}
 
-    // X title, then the tick label band above it.
-    let x_title_h = if chart.x.label.is_empty() {
-        0.0
-    } else {
-        text::line_height(AXIS_TITLE_SIZE) + 6.0
-    };
-    let x_title_baseline = bottom - text::descent(AXIS_TITLE_SIZE);
-    bottom -= x_title_h;
+/// A legend of one column right of the plot, from its top.
+fn right_legend(kinds: &[EntryKind], plot: Rect, width: f32, right_w: f32) -> Legend {
+    let x = width - PAD - right_w;
+    let entries: Vec<LegendEntry> = kinds
+        .iter()
+        .enumerate()
+        .map(|(i, &kind)| LegendEntry {
+            kind,
+            x,
+            y: plot.y0 + i as f32 * LEGEND_ROW + LEGEND_ROW / 2.0,
+        })
+        .collect();
+    Legend {
+        rect: Rect {
+            x0: x,
+            y0: plot.y0,
+            x1: width - PAD,
+            y1: plot.y0 + kinds.len() as f32 * LEGEND_ROW,
+        },
+        entries,
+    }
+}
 
-    let (y_cands, y_log) = y_candidates(chart, prep);
-    let x_cands = x_candidates(chart, prep);
-    let y_title_w = if chart.y.label.is_empty() {
-        0.0
-    } else {
-        text::line_height(AXIS_TITLE_SIZE) + 10.0
-    };
+/// The room the axes are fitted into.
+struct AxisFrame {
+    width: f32,
+    categorical: bool,
+    top: f32,
+    /// Above the x title.
+    bottom: f32,
+    y_title_w: f32,
+    right_reserve: f32,
+    guide_w: f32,
+}
 
-    // Category labels may need rotating, which changes the height below the
-    // plot and so the y ticks; iterate until stable (two passes suffice).
+/// The plot and its axes once they fit.
+struct Fitted {
+    plot: Rect,
+    x: AxisLayout,
+    y: AxisLayout,
+    x_items: Vec<TextItem>,
+}
+
+/// Fits the plot between the axes' labels. `x_axis(x0, x1, plot_y1, tick_baseline)`
+/// gives the x axis, its labels and whether they are rotated. Rotated category labels
+/// change the height below the plot and so the y ticks, and labels hanging off the
+/// canvas edges push the plot inwards: so it goes round until stable (two passes
+/// suffice; the fourth takes what it has).
+fn fit_axes(
+    f: &AxisFrame,
+    y_cands: &[TickSet],
+    y_log: bool,
+    x_axis: impl Fn(f32, f32, f32, f32) -> ((AxisLayout, Vec<TextItem>), bool),
+) -> Fitted {
     let mut extra_below = 0.0f32;
     let mut rotate = false;
     let mut left_min = 0.0f32;
@@ -697,72 +876,31 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
     for pass in 0..4 {
         let last_pass = pass == 3;
         let label_band = TICK_LEN + 4.0 + text::line_height(TICK_SIZE) + extra_below;
-        let plot_y1 = bottom - label_band;
-        let plot_h = (plot_y1 - top).max(20.0);
-        let y_axis = pick_y(y_cands.clone(), y_log, plot_h);
+        let plot_y1 = f.bottom - label_band;
+        let plot_h = (plot_y1 - f.top).max(20.0);
+        let y_axis = pick_y(y_cands.to_vec(), y_log, plot_h);
         let y_label_w = y_axis
             .ticks
             .iter()
             .filter_map(|t| t.label.as_ref())
             .map(|l| text::width(l, TICK_SIZE, false))
             .fold(0.0, f32::max);
-        let x0 = (PAD + y_title_w + y_label_w + TICK_LEN + 4.0).max(left_min);
-        let x1 = width - PAD - right_reserve - guide_w - right_cut;
+        let x0 = (PAD + f.y_title_w + y_label_w + TICK_LEN + 4.0).max(left_min);
+        let x1 = f.width - PAD - f.right_reserve - f.guide_w - right_cut;
         let x1 = x1.max(x0 + 40.0);
         let tick_baseline = plot_y1 + TICK_LEN + 4.0 + text::ascent(TICK_SIZE);
 
-        let (x_axis, x_items) = if categorical {
-            let n = prep.categories.len().max(1);
-            let axis = AxisLayout {
-                lo: -0.5,
-                hi: n as f64 - 0.5,
-                log: false,
-                ticks: text::fit_distinct(&prep.categories, TICK_SIZE, false, MAX_CATEGORY_LABEL)
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, c)| Tick {
-                        value: i as f64,
-                        label: Some(c),
-                    })
-                    .collect(),
-                title_unit: None,
+        let ((x, x_items), needs_rotation) = x_axis(x0, x1, plot_y1, tick_baseline);
+        if needs_rotation != rotate && !last_pass {
+            rotate = needs_rotation;
+            extra_below = if rotate {
+                let deepest = x_items.iter().map(|t| t.bounds().y1).fold(0.0, f32::max);
+                (deepest - tick_baseline - text::descent(TICK_SIZE)).max(0.0)
+            } else {
+                0.0
             };
-            let band = (x1 - x0) / n as f32;
-            let mut items = x_tick_items(&axis, x0, x1, tick_baseline);
-            let widest = items.iter().map(|t| t.bounds().width()).fold(0.0, f32::max);
-            let needs_rotation = widest + 8.0 > band;
-            if needs_rotation {
-                for it in &mut items {
-                    it.anchor = Anchor::End;
-                    it.rotate = -40.0;
-                    it.x += 4.0;
-                    it.y = plot_y1 + TICK_LEN + 2.0 + text::ascent(TICK_SIZE) * 0.8;
-                }
-            }
-            if needs_rotation != rotate && !last_pass {
-                rotate = needs_rotation;
-                extra_below = if rotate {
-                    let deepest = items.iter().map(|t| t.bounds().y1).fold(0.0, f32::max);
-                    (deepest - tick_baseline - text::descent(TICK_SIZE)).max(0.0)
-                } else {
-                    0.0
-                };
-                continue;
-            }
-            (axis, items)
-        } else {
-            let mut chosen = None;
-            let n = x_cands.len();
-            for (i, set) in x_cands.iter().enumerate() {
-                let axis = AxisLayout::from_set(set.clone(), prep.x_log);
-                let items = x_tick_items(&axis, x0, x1, tick_baseline);
-                if x_fits(&items) || i + 1 == n {
-                    chosen = Some((axis, items));
-                    break;
-                }
-            }
-            chosen.expect("x candidates are never empty when there is data")
-        };
+            continue;
+        }
 
         // Labels hanging off the canvas edges push the plot inwards.
         let first_left = x_items
@@ -774,13 +912,13 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
             .map(|t| t.bounds().x1)
             .fold(f32::NEG_INFINITY, f32::max);
         let limit_right =
-            width - PAD - right_reserve + if right_reserve > 0.0 { 12.0 } else { 0.0 };
+            f.width - PAD - f.right_reserve + if f.right_reserve > 0.0 { 12.0 } else { 0.0 };
         let mut again = false;
         if first_left < PAD / 2.0 {
             left_min = x0 + (PAD / 2.0 - first_left);
             again = true;
         }
-        if last_right > limit_right && !categorical {
+        if last_right > limit_right && !f.categorical {
             right_cut += last_right - limit_right;
             again = true;
         }
@@ -790,144 +928,205 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
 
         let plot = Rect {
             x0,
-            y0: top,
+            y0: f.top,
             x1,
             y1: plot_y1,
         };
-        texts.extend(x_items);
-
-        // Y tick labels, right-aligned against the axis and centred on
-        // their gridline.
-        let centre = (text::ascent(TICK_SIZE) - text::descent(TICK_SIZE)) / 2.0;
-        for t in &y_axis.ticks {
-            if let Some(label) = &t.label {
-                let py = plot.y1 - y_axis.frac(t.value) as f32 * plot.height();
-                texts.push(
-                    TextItem::new(
-                        TextRole::YTick,
-                        label.clone(),
-                        plot.x0 - TICK_LEN - 4.0,
-                        py + centre,
-                        TICK_SIZE,
-                    )
-                    .anchor(Anchor::End),
-                );
-            }
-        }
-
-        if !chart.x.label.is_empty() {
-            let unit = if categorical {
-                None
-            } else {
-                x_axis.title_unit.as_deref()
-            };
-            texts.push(
-                TextItem::new(
-                    TextRole::XTitle,
-                    text::fit(
-                        &axis_title(&chart.x.label, unit),
-                        AXIS_TITLE_SIZE,
-                        false,
-                        plot.width(),
-                    ),
-                    (plot.x0 + plot.x1) / 2.0,
-                    x_title_baseline,
-                    AXIS_TITLE_SIZE,
-                )
-                .anchor(Anchor::Middle),
-            );
-        }
-        if !chart.y.label.is_empty() {
-            let mut t = TextItem::new(
-                TextRole::YTitle,
-                text::fit(
-                    &axis_title(&chart.y.label, y_axis.title_unit.as_deref()),
-                    AXIS_TITLE_SIZE,
-                    false,
-                    plot.height(),
-                ),
-                PAD + text::ascent(AXIS_TITLE_SIZE),
-                (plot.y0 + plot.y1) / 2.0,
-                AXIS_TITLE_SIZE,
-            )
-            .anchor(Anchor::Middle);
-            t.rotate = -90.0;
-            texts.push(t);
-        }
-
-        let mut guides = Vec::new();
-        let mut last_y = f32::INFINITY;
-        for (value, name) in guide_list(chart) {
-            if !(y_axis.lo..=y_axis.hi).contains(&value) && !y_axis.log {
-                continue;
-            }
-            let py = plot.y1 - y_axis.frac(value) as f32 * plot.height();
-            if last_y - py < text::line_height(TICK_SIZE) + 2.0 {
-                continue;
-            }
-            last_y = py;
-            guides.push(value);
-            let mut t = TextItem::new(
-                TextRole::Guide,
-                text::fit(&name, TICK_SIZE, false, GUIDE_LABEL_MAX),
-                plot.x1 + 5.0,
-                py + centre,
-                TICK_SIZE,
-            );
-            t.muted = true;
-            texts.push(t);
-        }
-
-        if mode == Some(LegendMode::Right) {
-            let x = width - PAD - right_w;
-            let entries: Vec<LegendEntry> = kinds
-                .iter()
-                .enumerate()
-                .map(|(i, &kind)| LegendEntry {
-                    kind,
-                    x,
-                    y: plot.y0 + i as f32 * LEGEND_ROW + LEGEND_ROW / 2.0,
-                })
-                .collect();
-            legend = Some(Legend {
-                rect: Rect {
-                    x0: x,
-                    y0: plot.y0,
-                    x1: width - PAD,
-                    y1: plot.y0 + kinds.len() as f32 * LEGEND_ROW,
-                },
-                entries,
-            });
-        }
-        if let Some(l) = &legend {
-            let more = kinds
-                .len()
-                .saturating_sub(l.entries.len().saturating_sub(1));
-            for e in &l.entries {
-                let label = entry_label(&legend_texts, e.kind, more);
-                texts.push(TextItem::new(
-                    TextRole::Legend,
-                    label,
-                    e.x + SWATCH + 6.0,
-                    e.y + centre,
-                    LEGEND_SIZE,
-                ));
-            }
-        }
-
-        return Layout {
-            width,
-            height,
+        return Fitted {
             plot,
-            x: x_axis,
+            x,
             y: y_axis,
-            categorical,
-            texts,
-            legend,
-            ref_group,
-            empty: false,
-            guides,
+            x_items,
         };
     }
     unreachable!("the final layout pass always returns")
+}
+
+/// The category axis over x0..x1, one band a category; the labels are rotated (and
+/// true returned with them) when the widest does not fit its band.
+fn category_axis(
+    prep: &Prepared,
+    x0: f32,
+    x1: f32,
+    plot_y1: f32,
+    tick_baseline: f32,
+) -> ((AxisLayout, Vec<TextItem>), bool) {
+    let n = prep.categories.len().max(1);
+    let axis = AxisLayout {
+        lo: -0.5,
+        hi: n as f64 - 0.5,
+        log: false,
+        ticks: text::fit_distinct(&prep.categories, TICK_SIZE, false, MAX_CATEGORY_LABEL)
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| Tick {
+                value: i as f64,
+                label: Some(c),
+            })
+            .collect(),
+        title_unit: None,
+    };
+    let band = (x1 - x0) / n as f32;
+    let mut items = x_tick_items(&axis, x0, x1, tick_baseline);
+    let widest = items.iter().map(|t| t.bounds().width()).fold(0.0, f32::max);
+    let needs_rotation = widest + 8.0 > band;
+    if needs_rotation {
+        for it in &mut items {
+            it.anchor = Anchor::End;
+            it.rotate = -40.0;
+            it.x += 4.0;
+            it.y = plot_y1 + TICK_LEN + 2.0 + text::ascent(TICK_SIZE) * 0.8;
+        }
+    }
+    ((axis, items), needs_rotation)
+}
+
+/// The first numeric x axis whose labels fit over x0..x1, else the last candidate.
+fn numeric_x_axis(
+    x_cands: &[TickSet],
+    x_log: bool,
+    x0: f32,
+    x1: f32,
+    tick_baseline: f32,
+) -> (AxisLayout, Vec<TextItem>) {
+    let n = x_cands.len();
+    for (i, set) in x_cands.iter().enumerate() {
+        let axis = AxisLayout::from_set(set.clone(), x_log);
+        let items = x_tick_items(&axis, x0, x1, tick_baseline);
+        if x_fits(&items) || i + 1 == n {
+            return (axis, items);
+        }
+    }
+    panic!("x candidates are never empty when there is data")
+}
+
+/// How far below its centre a tick-size label's baseline sits.
+fn tick_centre() -> f32 {
+    (text::ascent(TICK_SIZE) - text::descent(TICK_SIZE)) / 2.0
+}
+
+/// Y tick labels, right-aligned against the axis and centred on their gridline.
+fn y_tick_texts(y_axis: &AxisLayout, plot: Rect, texts: &mut Vec<TextItem>) {
+    let centre = tick_centre();
+    for t in &y_axis.ticks {
+        if let Some(label) = &t.label {
+            let py = plot.y1 - y_axis.frac(t.value) as f32 * plot.height();
+            texts.push(
+                TextItem::new(
+                    TextRole::YTick,
+                    label.clone(),
+                    plot.x0 - TICK_LEN - 4.0,
+                    py + centre,
+                    TICK_SIZE,
+                )
+                .anchor(Anchor::End),
+            );
+        }
+    }
+}
+
+/// The axis titles with their units: x's under the plot, y's rotated left of it.
+fn axis_titles(
+    chart: &Chart,
+    categorical: bool,
+    x_axis: &AxisLayout,
+    y_axis: &AxisLayout,
+    plot: Rect,
+    x_title_baseline: f32,
+    texts: &mut Vec<TextItem>,
+) {
+    if !chart.x.label.is_empty() {
+        let unit = if categorical {
+            None
+        } else {
+            x_axis.title_unit.as_deref()
+        };
+        texts.push(
+            TextItem::new(
+                TextRole::XTitle,
+                text::fit(
+                    &axis_title(&chart.x.label, unit),
+                    AXIS_TITLE_SIZE,
+                    false,
+                    plot.width(),
+                ),
+                (plot.x0 + plot.x1) / 2.0,
+                x_title_baseline,
+                AXIS_TITLE_SIZE,
+            )
+            .anchor(Anchor::Middle),
+        );
+    }
+    if !chart.y.label.is_empty() {
+        let mut t = TextItem::new(
+            TextRole::YTitle,
+            text::fit(
+                &axis_title(&chart.y.label, y_axis.title_unit.as_deref()),
+                AXIS_TITLE_SIZE,
+                false,
+                plot.height(),
+            ),
+            PAD + text::ascent(AXIS_TITLE_SIZE),
+            (plot.y0 + plot.y1) / 2.0,
+            AXIS_TITLE_SIZE,
+        )
+        .anchor(Anchor::Middle);
+        t.rotate = -90.0;
+        texts.push(t);
+    }
+}
+
+/// The guides' labels right of the plot, skipping those out of range or too close to
+/// the one below; returns the guides drawn.
+fn guide_texts(
+    chart: &Chart,
+    y_axis: &AxisLayout,
+    plot: Rect,
+    texts: &mut Vec<TextItem>,
+) -> Vec<f64> {
+    let centre = tick_centre();
+    let mut guides = Vec::new();
+    let mut last_y = f32::INFINITY;
+    for (value, name) in guide_list(chart) {
+        if !(y_axis.lo..=y_axis.hi).contains(&value) && !y_axis.log {
+            continue;
+        }
+        let py = plot.y1 - y_axis.frac(value) as f32 * plot.height();
+        if last_y - py < text::line_height(TICK_SIZE) + 2.0 {
+            continue;
+        }
+        last_y = py;
+        guides.push(value);
+        let mut t = TextItem::new(
+            TextRole::Guide,
+            text::fit(&name, TICK_SIZE, false, GUIDE_LABEL_MAX),
+            plot.x1 + 5.0,
+            py + centre,
+            TICK_SIZE,
+        );
+        t.muted = true;
+        texts.push(t);
+    }
+    guides
+}
+
+/// Each legend entry's label beside its swatch; `entries` counts them all, for "+N more".
+fn legend_label_texts(
+    l: &Legend,
+    entries: usize,
+    legend_texts: &LegendTexts,
+    texts: &mut Vec<TextItem>,
+) {
+    let centre = tick_centre();
+    let more = entries.saturating_sub(l.entries.len().saturating_sub(1));
+    for e in &l.entries {
+        let label = entry_label(legend_texts, e.kind, more);
+        texts.push(TextItem::new(
+            TextRole::Legend,
+            label,
+            e.x + SWATCH + 6.0,
+            e.y + centre,
+            LEGEND_SIZE,
+        ));
+    }
 }

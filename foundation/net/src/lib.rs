@@ -3,6 +3,7 @@
 //! Protocol-free: the reference server and its control client are raw's
 //! (`protocols/raw/server`).
 
+pub mod accept;
 pub mod addr;
 pub mod sock;
 pub mod timing;

@@ -39,6 +39,153 @@ pub fn stop_child(child: &mut std::process::Child, grace: std::time::Duration) {
     let _ = child.wait();
 }
 
+/// A third-party server we started (ngircd, mosquitto, microsocks, ss-server, ...): its
+/// PID and usage while it runs, and [`stop_child`] with its own grace period when stopped
+/// or dropped, so no server outlives its case.
+#[derive(Debug)]
+pub struct PeerProcess {
+    child: Option<Child>,
+    grace: Duration,
+}
+
+impl PeerProcess {
+    /// Holds `child`; stopping it gives it `grace` between SIGTERM and SIGKILL.
+    pub fn new(child: Child, grace: Duration) -> PeerProcess {
+        PeerProcess {
+            child: Some(child),
+            grace,
+        }
+    }
+
+    /// Holds `child` once [`wait_ports`] says it is ready; if it is not, it is stopped at
+    /// once (1 s of grace: it never served anyone) and the error returned.
+    #[allow(clippy::too_many_arguments)] // wait_ports's own, plus the child and its grace
+    pub fn ready(
+        child: Child,
+        grace: Duration,
+        what: &str,
+        addr: IpAddr,
+        ports: &[u16],
+        netns: Option<&str>,
+        limit: Duration,
+        logs: impl Fn() -> String,
+    ) -> Result<PeerProcess, PeerError> {
+        let mut p = PeerProcess::new(child, grace);
+        if let Err(e) = p.wait_ports(what, addr, ports, netns, limit, logs) {
+            p.grace = Duration::from_secs(1);
+            p.stop();
+            return Err(e);
+        }
+        Ok(p)
+    }
+
+    /// [`wait_ports`] for this server; `Ok` at once if it has been stopped.
+    pub fn wait_ports(
+        &mut self,
+        what: &str,
+        addr: IpAddr,
+        ports: &[u16],
+        netns: Option<&str>,
+        limit: Duration,
+        logs: impl Fn() -> String,
+    ) -> Result<(), PeerError> {
+        match &mut self.child {
+            Some(child) => wait_ports(child, what, addr, ports, netns, limit, logs),
+            None => Ok(()),
+        }
+    }
+
+    /// The server's PID (the spawned process itself: `ip netns exec` execs in place);
+    /// `None` once stopped.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// What the server uses now (`None` once stopped or gone).
+    pub fn usage(&self) -> Option<Usage> {
+        usage(self.pid()?)
+    }
+
+    /// Whether it has exited by itself (and how); `None` while it runs or once stopped.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    /// Stops the server: SIGTERM, then SIGKILL after its grace. Only its PID is signalled.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            stop_child(&mut child, self.grace);
+        }
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A third-party server started for a case and listening at `addr`; stopped (by its PID)
+/// when dropped.
+pub struct ListeningPeer {
+    _process: PeerProcess,
+    pub addr: SocketAddr,
+}
+
+/// Starts `cmd`, a server named `name` that is to listen on `ip:port` (in `netns`), with
+/// its output in DIR/NAME.out, and waits up to 10 s until it accepts connections. Stopping
+/// it gives it 2 s. A start that fails quotes the last 20 lines of that output and of
+/// `logs`.
+pub fn start_listening(
+    mut cmd: Command,
+    name: &str,
+    dir: &std::path::Path,
+    (ip, port): (IpAddr, u16),
+    netns: Option<&str>,
+    logs: &[std::path::PathBuf],
+) -> Result<ListeningPeer, crate::WorkloadError> {
+    use crate::WorkloadError;
+    let out_path = dir.join(format!("{name}.out"));
+    let out = std::fs::File::create(&out_path)
+        .map_err(|e| WorkloadError::Environment(format!("{name} output: {e}")))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::from(out))
+        .stderr(std::process::Stdio::from(err));
+    let child = cmd
+        .spawn()
+        .map_err(|e| WorkloadError::Environment(format!("cannot start {name}: {e}")))?;
+    let files: Vec<std::path::PathBuf> = std::iter::once(out_path)
+        .chain(logs.iter().cloned())
+        .collect();
+    let process = PeerProcess::ready(
+        child,
+        Duration::from_secs(2),
+        name,
+        ip,
+        &[port],
+        netns,
+        Duration::from_secs(10),
+        || tail_lines(&files, 20),
+    )?;
+    Ok(ListeningPeer {
+        _process: process,
+        addr: SocketAddr::new(ip, port),
+    })
+}
+
+/// A free port on `ip` inside `netns`, bound and released for a server to bind next.
+pub fn free_port(netns: Option<&str>, ip: IpAddr) -> Option<u16> {
+    in_netns(netns, || {
+        std::net::TcpListener::bind((ip, 0)).and_then(|l| l.local_addr().map(|a| a.port()))
+    })
+    .and_then(Result::ok)
+}
+
 /// The last `n` lines of each of these log files that exist, for error messages.
 pub fn tail_lines(files: &[std::path::PathBuf], n: usize) -> String {
     let mut out = String::new();
@@ -308,6 +455,55 @@ pub fn wait_link_quiet(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peer_process_is_stopped_when_dropped() {
+        let child = Command::new("sleep").arg("60").spawn().unwrap();
+        let pid = child.id();
+        let mut p = PeerProcess::new(child, Duration::from_secs(2));
+        assert_eq!(p.pid(), Some(pid));
+        assert!(p.usage().is_some());
+        assert!(p.exited().is_none());
+        drop(p);
+        // Reaped by the stop: its /proc entry is gone.
+        assert!(usage(pid).is_none());
+    }
+
+    #[test]
+    fn a_server_that_exits_during_start_up_is_an_error() {
+        let child = Command::new("true").spawn().unwrap();
+        let lo = "127.0.0.1".parse().unwrap();
+        let e = PeerProcess::ready(
+            child,
+            Duration::from_secs(2),
+            "true",
+            lo,
+            &[1],
+            None,
+            Duration::from_secs(5),
+            || "its log".into(),
+        )
+        .unwrap_err();
+        let PeerError::Failed { what, detail } = e else {
+            panic!("{e:?}")
+        };
+        assert!(what.contains("exited"), "{what}");
+        assert_eq!(detail, "its log");
+    }
+
+    #[test]
+    fn a_stopped_peer_process_has_no_pid() {
+        let mut p = PeerProcess::new(Command::new("true").spawn().unwrap(), Duration::ZERO);
+        p.stop();
+        assert_eq!(p.pid(), None);
+        assert!(p.usage().is_none());
+        let lo = "127.0.0.1".parse().unwrap();
+        assert!(
+            p.wait_ports("true", lo, &[1], None, Duration::ZERO, String::new)
+                .is_ok()
+        );
+        assert!(free_port(None, "127.0.0.1".parse().unwrap()).is_some_and(|p| p > 0));
+    }
 
     #[test]
     fn usage_of_this_process_is_plausible() {

@@ -267,15 +267,7 @@ fn facts(records: &[Record]) -> String {
 
 fn cases_table(records: &[Record], lead: &[String]) -> String {
     let varying: Vec<String> = {
-        let mut names: Vec<String> = Vec::new();
-        for r in records {
-            for k in r.labels.keys() {
-                if !names.contains(k) {
-                    names.push(k.clone());
-                }
-            }
-        }
-        names
+        crate::summary::label_names(records)
             .into_iter()
             // A link parameter some cases lack also tells cases apart (S2's link.delay:
             // 81ms against no link at all); others are missing where a workload does not

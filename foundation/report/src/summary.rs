@@ -91,6 +91,19 @@ pub fn terminal_width() -> usize {
     DEFAULT_WIDTH
 }
 
+/// Every label name of `records`, in order of first appearance.
+pub(crate) fn label_names<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in records {
+        for k in r.labels.keys() {
+            if !names.contains(k) {
+                names.push(k.clone());
+            }
+        }
+    }
+    names
+}
+
 fn label(r: &Record, p: &str) -> String {
     match r.labels.get(p).or_else(|| r.params.get(p)) {
         Some(serde_json::Value::String(s)) => s.clone(),
@@ -476,15 +489,7 @@ pub fn fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
 /// first appearance. A parameter only some records have (rounds for ping-pong, count
 /// for streams) is not a difference by itself.
 pub(crate) fn differing(records: &[&Record]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for r in records {
-        for k in r.labels.keys() {
-            if !names.contains(k) {
-                names.push(k.clone());
-            }
-        }
-    }
-    names
+    label_names(records.iter().copied())
         .into_iter()
         // A link parameter some records lack tells them apart too (no link against
         // 81ms); any other is missing because the case's workload does not read it.

@@ -19,6 +19,7 @@
 //! Connections are closed with SO_LINGER 0 (a reset, no TIME_WAIT): 30,000 connections a
 //! minute from one address would otherwise run out of ephemeral ports.
 
+pub mod allow;
 pub mod metrics;
 pub mod params;
 
@@ -35,6 +36,7 @@ use wirebench_model::Value;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::stats::{histogram, mean, percentile, secs};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, TICK, WorkloadError};
+use wirebench_rpc::workload::within;
 use wirebench_rpc::{Counters, Placed};
 
 /// A connection's bytes as the workload writes and reads them: the TCP stream itself, or
@@ -203,14 +205,10 @@ pub async fn serve_echo_with(l: tokio::net::TcpListener, counters: Arc<Counters>
     if tfo && let Err(e) = wirebench_net::sock::set_listener_fastopen(&l) {
         counters.reject(format!("the origin cannot take TCP Fast Open: {e}"));
     }
-    loop {
-        let Ok((mut s, _)) = l.accept().await else {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let _ = s.set_nodelay(true);
+    let stop = std::future::pending();
+    wirebench_net::accept::accept_local(&l, stop, Some(true), |mut s, _| {
         let c = counters.clone();
-        tokio::task::spawn_local(async move {
+        async move {
             let mut buf = vec![0u8; 16 * 1024];
             loop {
                 match s.read(&mut buf).await {
@@ -223,8 +221,9 @@ pub async fn serve_echo_with(l: tokio::net::TcpListener, counters: Arc<Counters>
                     }
                 }
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
 /// A case's connect workload, typed.
@@ -409,6 +408,28 @@ struct Samples {
     joined: Vec<u8>,
 }
 
+/// What every connection of a case shares while it runs.
+struct Run<'a, D> {
+    plan: &'a Plan,
+    d: &'a D,
+    origin: SocketAddr,
+    lab: Option<&'a wirebench_lab::Lab>,
+    ctx: &'a Ctx<'a>,
+    /// Over per-connection paths, every case gives its connection k the same path, so
+    /// variants are compared over one population (see `source_port`).
+    common_paths: bool,
+    message: Vec<u8>,
+    samples: RefCell<Samples>,
+    done: Cell<u64>,
+    /// The next connection to open: lanes take them as they come free, so one lane
+    /// stuck on a slow path (a drawn round trip of seconds) does not hold back a fixed
+    /// share.
+    next: Cell<u64>,
+    /// Open loop: how late each connection started (`rate.send_lag`).
+    lag: RefCell<Vec<u64>>,
+    t0: u64,
+}
+
 /// Runs `plan` through `d` to `origin` on a single-threaded runtime of this thread.
 /// With a `lab`, each connection's path round trip is read from it, so the times can be
 /// given in round trips of the connection's own path.
@@ -423,110 +444,23 @@ pub fn run<D: Dial>(
         .enable_all()
         .build()
         .map_err(|e| WorkloadError::Environment(format!("cannot start a runtime: {e}")))?;
-    let samples = RefCell::new(Samples::default());
-    let done = Cell::new(0u64);
-    // The next connection to open: lanes take them as they come free, so one lane stuck
-    // on a slow path (a drawn round trip of seconds) does not hold back a fixed share.
-    let next = Cell::new(0u64);
-    // Over per-connection paths, every case gives its connection k the same path, so
-    // variants are compared over one population (see `source_port`).
-    let common_paths = lab.is_some_and(|l| l.has_paths());
-    let message: Vec<u8> = (0..plan.payload).map(|i| (i % 251) as u8).collect();
-    let t0 = monotonic_ns();
-    // One connection, start to finish: `k` picks its source port over shared paths.
-    let one = |k: u64| {
-        let (samples, done, message) = (&samples, &done, &message);
-        async move {
-            let start = monotonic_ns();
-            let Dialed {
-                mut stream,
-                tcp_ns,
-                proxy_ns,
-                prefix,
-                reply,
-            } = within(ctx.connect_timeout, "connecting", async {
-                if common_paths {
-                    SOURCE_PORT.scope(source_port(k), d.dial(origin)).await
-                } else {
-                    d.dial(origin).await
-                }
-            })
-            .await?;
-            let (ttfb, replied) = within(
-                ctx.stall_timeout,
-                "waiting for the first byte",
-                exchange(&mut stream, &prefix, message, reply, start),
-            )
-            .await?;
-            let proxy_ns = replied.unwrap_or(proxy_ns);
-            let syn_data = wirebench_net::sock::syn_data_acked(stream.tcp());
-            let joined = wirebench_net::sock::mptcp_subflows(stream.tcp());
-            let path = lab.and_then(|l| l.path_rtt_ns(stream.tcp().local_addr().ok()?));
-            drop(stream);
-            let mut s = samples.borrow_mut();
-            s.path.extend(path);
-            s.joined.extend(joined);
-            s.syn_data += u64::from(syn_data);
-            s.tcp.push(tcp_ns);
-            s.proxy.push(proxy_ns);
-            s.ttfb.push(ttfb);
-            done.set(done.get() + 1);
-            Ok::<(), WorkloadError>(())
-        }
-    };
-    // Closed loop: `concurrency` lanes, each opening the next connection when its last
-    // one is done.
-    let lanes = || {
-        let lanes = (0..plan.concurrency).map(|_| {
-            let next = &next;
-            async move {
-                while next.get() < plan.connects {
-                    let k = next.get();
-                    next.set(k + 1);
-                    one(k).await?;
-                }
-                Ok::<(), WorkloadError>(())
-            }
-        });
-        try_join_all(lanes)
-    };
-    // Open loop: connection k starts at t0 + k / rate whatever the others are doing, up
-    // to `concurrency` in flight; how late each started is kept (`rate.send_lag`).
-    let lag = RefCell::new(Vec::new());
-    let open_loop = |rate: f64| {
-        let lag = &lag;
-        async move {
-            let mut inflight = futures_util::stream::FuturesUnordered::new();
-            for k in 0..plan.connects {
-                let due = t0 + (k as f64 / rate * 1e9) as u64;
-                loop {
-                    let now = monotonic_ns();
-                    if now >= due {
-                        break;
-                    }
-                    let wait = tokio::time::sleep(Duration::from_nanos(due - now));
-                    tokio::select! {
-                        Some(r) = inflight.next(), if !inflight.is_empty() => r?,
-                        _ = wait => {}
-                    }
-                }
-                while inflight.len() >= plan.concurrency as usize {
-                    if let Some(r) = inflight.next().await {
-                        r?;
-                    }
-                }
-                lag.borrow_mut().push(monotonic_ns().saturating_sub(due));
-                inflight.push(one(k));
-            }
-            while let Some(r) = inflight.next().await {
-                r?;
-            }
-            Ok::<(), WorkloadError>(())
-        }
+    let run = Run {
+        plan,
+        d,
+        origin,
+        lab,
+        ctx,
+        common_paths: lab.is_some_and(|l| l.has_paths()),
+        message: (0..plan.payload).map(|i| (i % 251) as u8).collect(),
+        samples: RefCell::new(Samples::default()),
+        done: Cell::new(0u64),
+        next: Cell::new(0u64),
+        lag: RefCell::new(Vec::new()),
+        t0: monotonic_ns(),
     };
     let report = async {
         loop {
-            (ctx.progress)(done.get(), plan.connects);
+            (ctx.progress)(run.done.get(), plan.connects);
             tokio::time::sleep(TICK).await;
             if ctx.shutdown.load(Ordering::Relaxed) {
                 return;
@@ -536,8 +470,8 @@ pub fn run<D: Dial>(
     let r = rt.block_on(async {
         let work = async {
             match plan.rate {
-                Some(rate) => open_loop(rate).await,
-                None => lanes().await.map(|_| ()),
+                Some(rate) => run.open_loop(rate).await,
+                None => run.closed_loop().await,
             }
         };
         tokio::select! {
@@ -545,9 +479,9 @@ pub fn run<D: Dial>(
             _ = report => Err(WorkloadError::Interrupted),
         }
     });
-    let elapsed = monotonic_ns() - t0;
-    let s = samples.into_inner();
-    let lag = lag.into_inner();
+    let elapsed = monotonic_ns() - run.t0;
+    let s = run.samples.into_inner();
+    let lag = run.lag.into_inner();
     match r {
         Ok(()) => {
             (ctx.progress)(plan.connects, plan.connects);
@@ -563,6 +497,98 @@ pub fn run<D: Dial>(
             Err(WorkloadError::InterruptedAfter(Box::new(out)))
         }
         Err(e) => Err(e),
+    }
+}
+
+impl<D: Dial> Run<'_, D> {
+    /// One connection, start to finish: `k` picks its source port over shared paths.
+    async fn one(&self, k: u64) -> Result<(), WorkloadError> {
+        let (ctx, d, origin) = (self.ctx, self.d, self.origin);
+        let start = monotonic_ns();
+        let Dialed {
+            mut stream,
+            tcp_ns,
+            proxy_ns,
+            prefix,
+            reply,
+        } = within(ctx.connect_timeout, "connecting", async {
+            if self.common_paths {
+                SOURCE_PORT.scope(source_port(k), d.dial(origin)).await
+            } else {
+                d.dial(origin).await
+            }
+        })
+        .await?;
+        let (ttfb, replied) = within(
+            ctx.stall_timeout,
+            "waiting for the first byte",
+            exchange(&mut stream, &prefix, &self.message, reply, start),
+        )
+        .await?;
+        let proxy_ns = replied.unwrap_or(proxy_ns);
+        let syn_data = wirebench_net::sock::syn_data_acked(stream.tcp());
+        let joined = wirebench_net::sock::mptcp_subflows(stream.tcp());
+        let path = self
+            .lab
+            .and_then(|l| l.path_rtt_ns(stream.tcp().local_addr().ok()?));
+        drop(stream);
+        let mut s = self.samples.borrow_mut();
+        s.path.extend(path);
+        s.joined.extend(joined);
+        s.syn_data += u64::from(syn_data);
+        s.tcp.push(tcp_ns);
+        s.proxy.push(proxy_ns);
+        s.ttfb.push(ttfb);
+        self.done.set(self.done.get() + 1);
+        Ok(())
+    }
+
+    /// Closed loop: `concurrency` lanes, each opening the next connection when its last
+    /// one is done.
+    async fn closed_loop(&self) -> Result<(), WorkloadError> {
+        let lanes = (0..self.plan.concurrency).map(|_| async move {
+            while self.next.get() < self.plan.connects {
+                let k = self.next.get();
+                self.next.set(k + 1);
+                self.one(k).await?;
+            }
+            Ok::<(), WorkloadError>(())
+        });
+        try_join_all(lanes).await.map(|_| ())
+    }
+
+    /// Open loop: connection k starts at t0 + k / rate whatever the others are doing, up
+    /// to `concurrency` in flight; how late each started is kept.
+    async fn open_loop(&self, rate: f64) -> Result<(), WorkloadError> {
+        let plan = self.plan;
+        let mut inflight = futures_util::stream::FuturesUnordered::new();
+        for k in 0..plan.connects {
+            let due = self.t0 + (k as f64 / rate * 1e9) as u64;
+            loop {
+                let now = monotonic_ns();
+                if now >= due {
+                    break;
+                }
+                let wait = tokio::time::sleep(Duration::from_nanos(due - now));
+                tokio::select! {
+                    Some(r) = inflight.next(), if !inflight.is_empty() => r?,
+                    _ = wait => {}
+                }
+            }
+            while inflight.len() >= plan.concurrency as usize {
+                if let Some(r) = inflight.next().await {
+                    r?;
+                }
+            }
+            self.lag
+                .borrow_mut()
+                .push(monotonic_ns().saturating_sub(due));
+            inflight.push(self.one(k));
+        }
+        while let Some(r) = inflight.next().await {
+            r?;
+        }
+        Ok(())
     }
 }
 
@@ -647,20 +673,6 @@ async fn exchange<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + ?Siz
         check(&buf[..n], &mut got)?;
     }
     Ok((first.unwrap_or(start) - start, replied))
-}
-
-async fn within<T>(
-    limit: Duration,
-    during: &'static str,
-    f: impl std::future::Future<Output = Result<T, WorkloadError>>,
-) -> Result<T, WorkloadError> {
-    match tokio::time::timeout(limit, f).await {
-        Ok(r) => r,
-        Err(_) => Err(WorkloadError::Stalled {
-            secs: limit.as_secs(),
-            during,
-        }),
-    }
 }
 
 /// `name.min`, `.mean`, `.p50`, `.p90`, `.p99`, `.max` of dimensionless values.

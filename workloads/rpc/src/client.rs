@@ -108,3 +108,20 @@ impl MsgRx for NoStreams {
         match *self {}
     }
 }
+
+/// A plain TCP connection to a server of the case, with `TCP_NODELAY` as the case asks,
+/// and its local port (which the lab's flow counters go by).
+pub async fn tcp_connect(
+    addr: std::net::SocketAddr,
+    nodelay: bool,
+) -> Result<(tokio::net::TcpStream, Option<u16>), WorkloadError> {
+    let s = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|error| WorkloadError::Connect {
+            addr: addr.to_string(),
+            error,
+        })?;
+    let _ = s.set_nodelay(nodelay);
+    let local_port = s.local_addr().ok().map(|a| a.port());
+    Ok((s, local_port))
+}

@@ -7,6 +7,7 @@
 //! docs/protocols/soapstone.md) compares them with raw TCP.
 
 pub mod client;
+pub mod http;
 pub mod params;
 pub mod server;
 pub mod workload;

@@ -305,24 +305,17 @@ pub async fn accept_loop<F, Fut>(
     F: Fn(tokio::net::TcpStream, Arc<Counters>) -> Fut,
     Fut: Future<Output = Result<(), String>> + 'static,
 {
-    loop {
-        let (s, _) = match l.accept().await {
-            Ok(a) => a,
-            // Out of descriptors or a connection reset before accept: wait, go on.
-            Err(_) => {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let _ = s.set_nodelay(b.nodelay);
+    let stop = std::future::pending();
+    wirebench_net::accept::accept_local(&l, stop, Some(b.nodelay), |s, _| {
         let c = counters.clone();
         let fut = conn(s, counters.clone());
-        tokio::task::spawn_local(async move {
+        async move {
             if let Err(e) = fut.await {
                 c.reject(e);
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -207,8 +207,25 @@ pub fn run<C: Connect, S: Streams>(
     }
 }
 
+/// A ping-pong's first figures once every one of its `n` requests was answered
+/// (`corrupt` of them not with the pattern): the handshake and the counts.
+fn all_answered(local_port: Option<u16>, handshake: u64, n: u64, corrupt: u64) -> Outcome {
+    let mut out = Outcome {
+        local_port,
+        ..Default::default()
+    };
+    out.push("connect.handshake", secs(handshake), "s");
+    let mut tally = Tally::new();
+    for k in 0..n {
+        tally.observe(k, false);
+    }
+    tally.counts.corrupt = corrupt;
+    push_counts(&mut out, n, &tally);
+    out
+}
+
 /// `f`, failing as a stall when it takes longer than `limit`.
-async fn within<T>(
+pub async fn within<T>(
     limit: Duration,
     during: &'static str,
     f: impl std::future::Future<Output = Result<T, WorkloadError>>,
@@ -299,17 +316,7 @@ async fn pingpong<C: Connect>(
     }
     let elapsed = monotonic_ns() - t0;
     (ctx.progress)(n, n);
-    let mut out = Outcome {
-        local_port,
-        ..Default::default()
-    };
-    out.push("connect.handshake", secs(handshake), "s");
-    let mut tally = Tally::new();
-    for k in 0..n {
-        tally.observe(k, false);
-    }
-    tally.counts.corrupt = corrupt.get();
-    push_counts(&mut out, n, &tally);
+    let mut out = all_answered(local_port, handshake, n, corrupt.get());
     push_rtts(&mut out, std::mem::take(&mut *rtts.borrow_mut()));
     out.push(
         "throughput.requests_per_s",
@@ -447,17 +454,7 @@ async fn rate<C: Connect>(
         .iter()
         .map(|(_, i, s, _)| s.saturating_sub(*i))
         .collect();
-    let mut out = Outcome {
-        local_port,
-        ..Default::default()
-    };
-    out.push("connect.handshake", secs(handshake), "s");
-    let mut tally = Tally::new();
-    for k in 0..n {
-        tally.observe(k, false);
-    }
-    tally.counts.corrupt = corrupt.get();
-    push_counts(&mut out, n, &tally);
+    let mut out = all_answered(local_port, handshake, n, corrupt.get());
     push_rtts(&mut out, corrected);
     uncorrected.sort_unstable();
     lag.sort_unstable();

@@ -14,7 +14,7 @@
 //! send its whole Convert message (at most [`MAX_MESSAGE`] bytes, what the 8-bit length
 //! in 32-bit words can say); a connection's failure closes only it.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,63 +33,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest Convert message: 255 32-bit words.
 pub const MAX_MESSAGE: usize = 255 * 4;
 
-/// Which destinations the converter connects to: addresses or networks (`a.b.c.d/n`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Allow {
-    Only(Vec<SocketAddr>),
-    Networks(Vec<(IpAddr, u8)>),
-}
-
-impl Allow {
-    pub fn admits(&self, a: SocketAddr) -> bool {
-        match self {
-            Allow::Only(v) => v.contains(&a),
-            Allow::Networks(nets) => nets.iter().any(|(net, bits)| within(a.ip(), *net, *bits)),
-        }
-    }
-
-    /// `127.0.0.0/8,::1/128,10.1.2.3`: networks, a bare address being its own /32 or /128.
-    pub fn parse(text: &str) -> Result<Allow, String> {
-        let mut nets = Vec::new();
-        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (ip, bits) = match part.split_once('/') {
-                Some((ip, bits)) => (ip, Some(bits)),
-                None => (part, None),
-            };
-            let ip: IpAddr = ip
-                .parse()
-                .map_err(|_| format!("{part:?} is not an address or network (e.g. 127.0.0.0/8)"))?;
-            let max = if ip.is_ipv4() { 32 } else { 128 };
-            let bits = match bits {
-                Some(b) => b
-                    .parse::<u8>()
-                    .ok()
-                    .filter(|b| *b <= max)
-                    .ok_or_else(|| format!("{part:?}: the prefix length must be 0 to {max}"))?,
-                None => max,
-            };
-            nets.push((ip, bits));
-        }
-        if nets.is_empty() {
-            return Err("no destination allowed: name at least one network".into());
-        }
-        Ok(Allow::Networks(nets))
-    }
-}
-
-fn within(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
-    match (ip, net) {
-        (IpAddr::V4(a), IpAddr::V4(n)) => {
-            let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
-            u32::from(a) & mask == u32::from(n) & mask
-        }
-        (IpAddr::V6(a), IpAddr::V6(n)) => {
-            let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
-            u128::from(a) & mask == u128::from(n) & mask
-        }
-        _ => false,
-    }
-}
+pub use wirebench_connect::allow::Allow;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -142,42 +86,26 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
     {
         counters.reject(format!("the converter cannot take TCP Fast Open: {e}"));
     }
-    loop {
-        let Ok((s, _)) = l.accept().await else {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let _ = s.set_nodelay(true);
+    let stop = std::future::pending();
+    wirebench_net::accept::accept_local(&l, stop, Some(true), |s, _| {
         let (c, cfg) = (counters.clone(), cfg.clone());
-        tokio::task::spawn_local(async move {
+        async move {
             if let Err(e) = session(s, &cfg).await {
                 if cfg.log {
                     eprintln!("wirebench converter: a client: {e}");
                 }
                 c.reject(format!("Convert client: {e}"));
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
-/// Sends the Error TLV for `code` and returns `why` as the session's error.
-/// Then a FIN, and what the client still sends is read and dropped (at most 64 KiB, for
-/// at most a second): unread data would make the kernel answer with a reset that could
-/// destroy the Error TLV before the client has read it.
+/// Sends the Error TLV for `code` and returns `why` as the session's error, closing
+/// gently so the client reads the Error TLV before any reset.
 async fn refuse<T>(s: &mut TcpStream, code: cv::ErrorCode, why: String) -> Result<T, String> {
     let _ = s.write_all(&cv::error_reply(code)).await;
-    let _ = s.shutdown().await;
-    let drain = async {
-        let mut chunk = [0u8; 4096];
-        let mut left = 64 * 1024usize;
-        while left > 0 {
-            match s.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => left = left.saturating_sub(n),
-            }
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+    wirebench_net::accept::close_gently(s).await;
     Err(why)
 }
 
@@ -370,25 +298,7 @@ pub fn run_standalone(
     cfg: Config,
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<(), String> {
-    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move {
-        let l = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
-        let stopped = async {
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        };
-        tokio::select! {
-            _ = serve(l, Arc::new(Counters::default()), Arc::new(cfg)) => {}
-            _ = stopped => {}
-        }
-        Ok(())
-    })
+    crate::run_standalone(listener, stop, move |l, c| serve(l, c, Arc::new(cfg)))
 }
 
 #[cfg(test)]
@@ -427,27 +337,5 @@ mod tests {
                 assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "tfo={tfo}");
             }
         });
-    }
-
-    #[test]
-    fn allow_lists() {
-        let a = Allow::parse("127.0.0.0/8, 10.1.2.3, ::1/128").unwrap();
-        assert!(a.admits("127.9.9.9:80".parse().unwrap()));
-        assert!(a.admits("10.1.2.3:1".parse().unwrap()));
-        assert!(!a.admits("10.1.2.4:1".parse().unwrap()));
-        assert!(a.admits("[::1]:5".parse().unwrap()));
-        assert!(!a.admits("192.0.2.1:80".parse().unwrap()));
-        assert!(
-            Allow::parse("0.0.0.0/0")
-                .unwrap()
-                .admits("192.0.2.1:80".parse().unwrap())
-        );
-        assert!(Allow::parse("").is_err());
-        assert!(Allow::parse("10.0.0.0/33").unwrap_err().contains("0 to 32"));
-        assert!(
-            Allow::parse("example.org")
-                .unwrap_err()
-                .contains("not an address")
-        );
     }
 }

@@ -24,6 +24,39 @@ use wirebench_model::MetricSpec;
 use wirebench_protocol::params::ParamSpec;
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 
+/// `wirebench converter` and `converter-client`: runs `serve` on `listener` in this
+/// thread (a single-threaded runtime with a `LocalSet`) until `stop` is set, which it
+/// checks every 100 ms.
+fn run_standalone<F, Fut>(
+    listener: std::net::TcpListener,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    serve: F,
+) -> Result<(), String>
+where
+    F: FnOnce(tokio::net::TcpListener, Arc<wirebench_rpc::Counters>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let l = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+        let stopped = async {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        };
+        tokio::select! {
+            _ = serve(l, Arc::new(wirebench_rpc::Counters::default())) => {}
+            _ = stopped => {}
+        }
+        Ok(())
+    })
+}
+
 const PARAMS: &[ParamSpec] = &[
     TFO,
     MPTCP,
@@ -143,10 +176,7 @@ impl Protocol for Convert {
         max_payload: usize,
     ) -> Option<Result<(), String>> {
         let cfg = Arc::new(converter::Config {
-            allow: converter::Allow::Networks(vec![
-                (std::net::Ipv4Addr::LOCALHOST.into(), 8),
-                (std::net::Ipv6Addr::LOCALHOST.into(), 128),
-            ]),
+            allow: converter::Allow::loopback(),
             tfo: true,
             log: false,
             legs: None,

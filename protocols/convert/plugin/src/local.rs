@@ -55,22 +55,19 @@ pub struct LocalConfig {
 
 /// Serves the SOCKS5 front on `l` until the runtime stops.
 pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc<LocalConfig>) {
-    loop {
-        let Ok((s, _)) = l.accept().await else {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let _ = s.set_nodelay(true);
+    let stop = std::future::pending();
+    wirebench_net::accept::accept_local(&l, stop, Some(true), |s, _| {
         let (c, cfg) = (counters.clone(), cfg.clone());
-        tokio::task::spawn_local(async move {
+        async move {
             if let Err(e) = session(s, &cfg).await {
                 if cfg.log {
                     eprintln!("wirebench converter-client: {e}");
                 }
                 c.reject(e);
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
 async fn session(mut app: TcpStream, cfg: &LocalConfig) -> Result<(), String> {
@@ -245,23 +242,5 @@ pub fn run_standalone(
     cfg: LocalConfig,
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<(), String> {
-    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move {
-        let l = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
-        let stopped = async {
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        };
-        tokio::select! {
-            _ = serve(l, Arc::new(Counters::default()), Arc::new(cfg)) => {}
-            _ = stopped => {}
-        }
-        Ok(())
-    })
+    crate::run_standalone(listener, stop, move |l, c| serve(l, c, Arc::new(cfg)))
 }

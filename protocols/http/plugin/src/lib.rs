@@ -4,13 +4,9 @@
 //! an empty 200; the server verifies each body against the case's payload pattern.
 //! `docs/protocols/soapstone.md`.
 //!
-//! [`codec`] is how a message sits in a request; [`client`] and [`server`] are written
-//! against it, so `soap` reuses both with its envelopes.
+//! The client, server and codecs live in `wirebench_rpc::http`, which `soap` shares.
 
-pub mod client;
-pub mod codec;
-pub mod h1;
-pub mod server;
+pub use wirebench_rpc::http::{client, codec, h1, server};
 
 use client::{HttpClient, Version};
 use std::sync::Arc;

@@ -36,12 +36,12 @@ use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use wirebench_irc::Config;
 use wirebench_protocol::WorkloadError;
-use wirebench_protocol::peer::{PeerError, stop_child, tail_lines};
+use wirebench_protocol::peer::{PeerError, PeerProcess, tail_lines};
 use wirebench_protocol::{Install, Lookup, Requirement};
 
 /// ngircd, as cases check for it and `wirebench doctor` lists it.
@@ -300,7 +300,7 @@ fn in_netns<T: Send>(
 /// The parent-death signal is tied to the *thread* that called [`Ngircd::start`]: keep
 /// that thread alive as long as the server should run.
 pub struct Ngircd {
-    child: Option<Child>,
+    process: PeerProcess,
     pub cfg: NgircdConfig,
     pub dir: PathBuf,
     pub netns: Option<String>,
@@ -384,7 +384,8 @@ impl Ngircd {
             .spawn()
             .map_err(io("cannot start ngircd".into()))?;
         let mut n = Ngircd {
-            child: Some(child),
+            // SIGTERM, then SIGKILL after 5 s when stopped.
+            process: PeerProcess::new(child, Duration::from_secs(5)),
             cfg,
             dir: dir.to_path_buf(),
             netns: netns.map(str::to_string),
@@ -396,7 +397,7 @@ impl Ngircd {
 
     /// ngircd's PID (the spawned process itself: everything before it exec'd in place).
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.id())
+        self.process.pid()
     }
 
     /// Where clients connect.
@@ -405,9 +406,7 @@ impl Ngircd {
     }
 
     fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child
-            .as_mut()
-            .and_then(|c| c.try_wait().ok().flatten())
+        self.process.exited()
     }
 
     fn wait_ready(&mut self, limit: Duration) -> Result<(), PeerError> {
@@ -498,20 +497,13 @@ impl Ngircd {
 
     /// What the server uses now (`None` once stopped).
     pub fn usage(&self) -> Option<wirebench_protocol::peer::Usage> {
-        wirebench_protocol::peer::usage(self.child.as_ref()?.id())
+        self.process.usage()
     }
 
     /// Stops the server: SIGTERM, then SIGKILL after 5 s. Only this PID is signalled.
+    /// Dropping it does the same.
     pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            stop_child(&mut child, Duration::from_secs(5));
-        }
-    }
-}
-
-impl Drop for Ngircd {
-    fn drop(&mut self) {
-        self.stop();
+        self.process.stop();
     }
 }
 

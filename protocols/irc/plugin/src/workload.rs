@@ -336,6 +336,7 @@ fn wait_received(
     })
 }
 
+#[allow(clippy::too_many_lines)] // split in branch engine
 pub fn run(run: &IrcRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     let t = &run.topology;
     // Registration is local (client and server in one host) but be patient on a busy

@@ -69,6 +69,7 @@ fn wait_known(c: &mut IrcConn, nick: &str, deadline: Instant) -> Duration {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario, step by step
 fn two_linked_ngircd_relay_privmsg_both_ways() {
     // Root-needing tests fail, never pass silently, without it (CI runs as root).
     wirebench_lab::netns::check_privileges().expect(

@@ -25,11 +25,9 @@
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-use wirebench_protocol::peer::{
-    PeerError, command_in, in_netns, stop_child, tail_lines, wait_ports,
-};
+use wirebench_protocol::peer::{self, PeerError, PeerProcess, command_in, tail_lines};
 use wirebench_protocol::{Install, Lookup, Requirement};
 
 /// mosquitto, as cases check for it and `wirebench doctor` lists it.
@@ -85,7 +83,7 @@ impl MosquittoConfig {
 /// The parent-death signal is tied to the *thread* that called [`Mosquitto::start`]:
 /// keep that thread alive as long as the broker should run.
 pub struct Mosquitto {
-    child: Child,
+    process: PeerProcess,
     pub addr: SocketAddr,
     pub dir: PathBuf,
     /// From spawning to the port accepting connections.
@@ -94,11 +92,7 @@ pub struct Mosquitto {
 
 /// A free port on `ip` inside `netns` (bound and released: the broker binds it next).
 fn free_port(netns: Option<&str>, ip: IpAddr) -> Result<u16, PeerError> {
-    in_netns(netns, || {
-        std::net::TcpListener::bind((ip, 0)).and_then(|l| l.local_addr().map(|a| a.port()))
-    })
-    .and_then(Result::ok)
-    .ok_or_else(|| PeerError::Failed {
+    peer::free_port(netns, ip).ok_or_else(|| PeerError::Failed {
         what: format!("no free port on {ip} for mosquitto"),
         detail: String::new(),
     })
@@ -142,33 +136,31 @@ impl Mosquitto {
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err));
         let t = Instant::now();
-        let mut child = cmd
+        let child = cmd
             .spawn()
             .map_err(io(format!("cannot start {}", program.display())))?;
         let files = vec![dir.join("mosquitto.out"), log.clone()];
-        let ready = wait_ports(
-            &mut child,
+        let process = PeerProcess::ready(
+            child,
+            Duration::from_secs(2),
             "mosquitto",
             ip,
             &[cfg.port],
             netns,
             Duration::from_secs(10),
             || tail_lines(&files, 20),
-        );
-        if let Err(e) = ready {
-            stop_child(&mut child, Duration::from_secs(1));
-            return Err(e);
-        }
+        )?;
         Ok(Mosquitto {
-            child,
+            process,
             addr: SocketAddr::new(ip, cfg.port),
             dir,
             start_time: t.elapsed(),
         })
     }
 
+    /// Its PID: it runs until dropped, so there always is one.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid().unwrap_or_default()
     }
 
     pub fn log(&self) -> PathBuf {
@@ -177,23 +169,17 @@ impl Mosquitto {
 
     /// Its memory and CPU time so far, while it runs.
     pub fn usage(&self) -> Option<wirebench_protocol::peer::Usage> {
-        wirebench_protocol::peer::usage(self.pid())
+        self.process.usage()
     }
 
     /// Whether it has exited (and how).
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.try_wait().ok().flatten()
+        self.process.exited()
     }
 
     /// The log's last lines, for errors.
     pub fn log_tail(&self, n: usize) -> String {
         tail_lines(&[self.dir.join("mosquitto.out"), self.log()], n)
-    }
-}
-
-impl Drop for Mosquitto {
-    fn drop(&mut self) {
-        stop_child(&mut self.child, Duration::from_secs(2));
     }
 }
 

@@ -72,6 +72,7 @@ impl Stream {
 /// Messages between progress callbacks and shutdown checks on the send path.
 const PROGRESS_EVERY: u64 = 4096;
 
+#[allow(clippy::too_many_lines)] // split in branch engine
 pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     let (session, port) = ctl.open(Open {
         protocol: s.protocol.clone(),

@@ -9,12 +9,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::time::Duration;
 use wirebench_lab::Lab;
-use wirebench_protocol::peer::{
-    PeerError, command_in, in_netns, stop_child, tail_lines, wait_ports,
-};
+use wirebench_protocol::peer::{self, command_in, start_listening};
 use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::{Install, Lookup, Requirement, WorkloadError};
 use wirebench_shadowsocks::Cipher;
@@ -67,32 +63,13 @@ fn find_rust(name: &str) -> Result<PathBuf, String> {
         .map_err(|e| format!("no target/peers/shadowsocks-rust-{RUST_VERSION}/bin/{name}; {e}"))
 }
 
-/// An ss-server of ours, stopped by its PID when the case ends.
-pub struct External {
-    child: Child,
-    pub addr: SocketAddr,
-}
-
-impl Drop for External {
-    fn drop(&mut self) {
-        stop_child(&mut self.child, Duration::from_secs(2));
-    }
-}
-
-fn peer_error(e: PeerError) -> WorkloadError {
-    match e {
-        PeerError::Missing { .. } => WorkloadError::Environment(e.to_string()),
-        _ => WorkloadError::Peer(e.to_string()),
-    }
-}
+/// A proxy of ours to stop (by its PID) when the case ends.
+pub use wirebench_protocol::peer::ListeningPeer as External;
 
 /// A free port on `ip` inside `netns` (bound and released: ss-server binds it next).
 fn free_port(netns: Option<&str>, ip: IpAddr) -> Result<u16, WorkloadError> {
-    in_netns(netns, || {
-        std::net::TcpListener::bind((ip, 0)).and_then(|l| l.local_addr().map(|a| a.port()))
-    })
-    .and_then(Result::ok)
-    .ok_or_else(|| WorkloadError::Environment(format!("no free port on {ip}")))
+    peer::free_port(netns, ip)
+        .ok_or_else(|| WorkloadError::Environment(format!("no free port on {ip}")))
 }
 
 /// Every IPv4 network but `keep` (a /32): one network per bit, each the sibling of a
@@ -148,7 +125,7 @@ pub fn start(
     password: &str,
     tfo: bool,
 ) -> Result<External, WorkloadError> {
-    LIBEV.require().map_err(peer_error)?;
+    LIBEV.require().map_err(WorkloadError::from)?;
     spawn(Peer::Libev, lab, dir, origin, cipher.name(), password, tfo)
 }
 
@@ -197,14 +174,8 @@ fn spawn(
     std::fs::write(&acl_path, acl_text).map_err(|e| {
         WorkloadError::Environment(format!("cannot write {}: {e}", acl_path.display()))
     })?;
-    let out_path = dir.join(format!("{name}.out"));
-    let out = std::fs::File::create(&out_path)
-        .map_err(|e| WorkloadError::Environment(format!("{name} output: {e}")))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
     let acl_arg = acl_path.to_string_lossy();
-    let mut cmd = match &peer {
+    let cmd = match &peer {
         Peer::Libev => {
             let mut cmd = command_in(netns.as_deref(), PROGRAM);
             cmd.args([
@@ -248,32 +219,7 @@ fn spawn(
             cmd
         }
     };
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err));
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| WorkloadError::Environment(format!("cannot start {name}: {e}")))?;
-    let logs = {
-        let files: Vec<PathBuf> = vec![out_path];
-        move || tail_lines(&files, 20)
-    };
-    if let Err(e) = wait_ports(
-        &mut child,
-        name,
-        ip,
-        &[port],
-        netns.as_deref(),
-        Duration::from_secs(10),
-        logs,
-    ) {
-        stop_child(&mut child, Duration::from_secs(1));
-        return Err(peer_error(e));
-    }
-    Ok(External {
-        child,
-        addr: SocketAddr::new(ip, port),
-    })
+    start_listening(cmd, name, dir, (ip, port), netns.as_deref(), &[])
 }
 
 #[cfg(test)]

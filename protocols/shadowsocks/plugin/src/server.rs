@@ -20,7 +20,7 @@
 //! close tells a prober nothing about which byte was wrong.
 
 use std::cell::RefCell;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,45 +44,7 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// connections a second; about 100 bytes each).
 pub const SALT_POOL: usize = 1 << 18;
 
-/// Which destinations the server connects to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Allow {
-    /// Exactly these addresses (a case's origin).
-    Only(Vec<SocketAddr>),
-    /// Any port of these networks (address, prefix length).
-    Networks(Vec<(IpAddr, u8)>),
-}
-
-impl Allow {
-    pub fn admits(&self, a: SocketAddr) -> bool {
-        match self {
-            Allow::Only(v) => v.contains(&a),
-            Allow::Networks(nets) => nets.iter().any(|(n, bits)| within(a.ip(), *n, *bits)),
-        }
-    }
-
-    /// Loopback only: `wirebench serve --also shadowsocks=ADDR`.
-    pub fn loopback() -> Allow {
-        Allow::Networks(vec![
-            (std::net::Ipv4Addr::LOCALHOST.into(), 8),
-            (std::net::Ipv6Addr::LOCALHOST.into(), 128),
-        ])
-    }
-}
-
-fn within(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
-    match (ip, net) {
-        (IpAddr::V4(a), IpAddr::V4(n)) => {
-            let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
-            u32::from(a) & mask == u32::from(n) & mask
-        }
-        (IpAddr::V6(a), IpAddr::V6(n)) => {
-            let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
-            u128::from(a) & mask == u128::from(n) & mask
-        }
-        _ => false,
-    }
-}
+pub use wirebench_connect::allow::Allow;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -107,15 +69,10 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
         ));
     }
     let salts = Rc::new(RefCell::new(SaltPool::new(SALT_POOL)));
-    loop {
-        let Ok((s, _)) = l.accept().await else {
-            // Out of descriptors or a connection reset before accept: wait, go on.
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let _ = s.set_nodelay(true);
+    let stop = std::future::pending();
+    wirebench_net::accept::accept_local(&l, stop, Some(true), |s, _| {
         let (c, cfg, salts) = (counters.clone(), cfg.clone(), salts.clone());
-        tokio::task::spawn_local(async move {
+        async move {
             let r = match &cfg.psk {
                 Some(psk) => session_2022(s, &cfg, psk, &salts).await,
                 None => session(s, &cfg).await,
@@ -126,8 +83,9 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
                 }
                 c.reject(format!("Shadowsocks client: {e}"));
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
 /// The client's header, up to and including the target address.

@@ -8,11 +8,11 @@
 
 use bytes::Bytes;
 use std::sync::Arc;
-use wirebench_plugin_http::client::{HttpClient, Version};
-use wirebench_plugin_http::codec::{Codec, Parsed, Refusal};
 use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 use wirebench_rpc::NoStreams;
+use wirebench_rpc::http::client::{HttpClient, Version};
+use wirebench_rpc::http::codec::{Codec, Parsed, Refusal};
 use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
 use wirebench_soap::Response;
 
@@ -144,7 +144,7 @@ impl Protocol for Soap {
             listener,
             "soap",
             max_payload,
-            |l, c, b| wirebench_plugin_http::server::serve(l, c, b, Arc::new(Envelope)),
+            |l, c, b| wirebench_rpc::http::server::serve(l, c, b, Arc::new(Envelope)),
         ))
     }
 
@@ -161,7 +161,7 @@ impl Protocol for Soap {
             case,
             ctx,
             "soap",
-            |l, c, b| wirebench_plugin_http::server::serve(l, c, b, Arc::new(Envelope)),
+            |l, c, b| wirebench_rpc::http::server::serve(l, c, b, Arc::new(Envelope)),
             |addr, plan| {
                 let client = HttpClient {
                     addr,

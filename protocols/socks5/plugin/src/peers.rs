@@ -5,41 +5,18 @@
 //! neither is an open relay beyond the lab.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::time::Duration;
+use std::path::Path;
 use wirebench_lab::Lab;
-use wirebench_protocol::peer::{
-    PeerError, command_in, in_netns, stop_child, tail_lines, wait_ports,
-};
+use wirebench_protocol::peer::{self, command_in, start_listening};
 use wirebench_protocol::{Install, Lookup, Requirement, WorkloadError};
 
-/// A proxy process of ours to stop: by its PID, when the case ends.
-pub struct External {
-    child: Child,
-    pub addr: SocketAddr,
-}
-
-impl Drop for External {
-    fn drop(&mut self) {
-        stop_child(&mut self.child, Duration::from_secs(2));
-    }
-}
-
-fn peer_error(e: PeerError) -> WorkloadError {
-    match e {
-        PeerError::Missing { .. } => WorkloadError::Environment(e.to_string()),
-        _ => WorkloadError::Peer(e.to_string()),
-    }
-}
+/// A proxy of ours to stop (by its PID) when the case ends.
+pub use wirebench_protocol::peer::ListeningPeer as External;
 
 /// A free port on `ip` inside `netns` (bound and released: the proxy binds it next).
 fn free_port(netns: Option<&str>, ip: IpAddr) -> Result<u16, WorkloadError> {
-    in_netns(netns, || {
-        std::net::TcpListener::bind((ip, 0)).and_then(|l| l.local_addr().map(|a| a.port()))
-    })
-    .and_then(Result::ok)
-    .ok_or_else(|| WorkloadError::Environment(format!("no free port on {ip}")))
+    peer::free_port(netns, ip)
+        .ok_or_else(|| WorkloadError::Environment(format!("no free port on {ip}")))
 }
 
 /// Which third-party proxy.
@@ -90,7 +67,7 @@ pub fn start(
     userpass: Option<(&[u8], &[u8])>,
 ) -> Result<External, WorkloadError> {
     let program = kind.program();
-    kind.requirement().require().map_err(peer_error)?;
+    kind.requirement().require().map_err(WorkloadError::from)?;
     std::fs::create_dir_all(dir)
         .map_err(|e| WorkloadError::Environment(format!("cannot create {}: {e}", dir.display())))?;
     let netns = lab.map(|l| l.server().name().to_string());
@@ -123,37 +100,7 @@ pub fn start(
             cmd.args(["-f", &conf.to_string_lossy(), "-N", "1"]);
         }
     }
-    let out = std::fs::File::create(dir.join(format!("{program}.out")))
-        .map_err(|e| WorkloadError::Environment(format!("{program} output: {e}")))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err));
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| WorkloadError::Environment(format!("cannot start {program}: {e}")))?;
-    let logs = {
-        let files: Vec<PathBuf> = vec![dir.join(format!("{program}.out")), log];
-        move || tail_lines(&files, 20)
-    };
-    if let Err(e) = wait_ports(
-        &mut child,
-        program,
-        ip,
-        &[port],
-        netns.as_deref(),
-        Duration::from_secs(10),
-        logs,
-    ) {
-        stop_child(&mut child, Duration::from_secs(1));
-        return Err(peer_error(e));
-    }
-    Ok(External {
-        child,
-        addr: SocketAddr::new(ip, port),
-    })
+    start_listening(cmd, program, dir, (ip, port), netns.as_deref(), &[log])
 }
 
 /// Dante's configuration: listen on the case's address, no authentication, CONNECT to the

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use wirebench_net::accept::close_gently;
 use wirebench_rpc::Counters;
 use wirebench_socks5 as s5;
 
@@ -51,20 +52,16 @@ pub struct Config {
 
 /// Serves SOCKS5 on `l` until the runtime stops.
 pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc<Config>) {
-    loop {
-        let Ok((s, _)) = l.accept().await else {
-            // Out of descriptors or a connection reset before accept: wait, go on.
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let _ = s.set_nodelay(true);
+    let stop = std::future::pending();
+    wirebench_net::accept::accept_local(&l, stop, Some(true), |s, _| {
         let (c, cfg) = (counters.clone(), cfg.clone());
-        tokio::task::spawn_local(async move {
+        async move {
             if let Err(e) = session(s, &cfg).await {
                 c.reject(format!("SOCKS5 client: {e}"));
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
 /// A client's connection: the handshake under its time limit, then the relay.
@@ -92,24 +89,6 @@ async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
     // The relay ends when either side closes or fails; neither is the client's fault.
     let _ = tokio::io::copy_bidirectional(&mut s, &mut up).await;
     Ok(())
-}
-
-/// After a refusal: a FIN, then what the client still sends is read and dropped (at most
-/// 64 KiB, for at most a second), so the kernel does not answer unread data with a reset
-/// that could destroy the refusal before the client has read it.
-async fn close_gently(s: &mut TcpStream) {
-    let _ = s.shutdown().await;
-    let drain = async {
-        let mut chunk = [0u8; 4096];
-        let mut left = 64 * 1024usize;
-        while left > 0 {
-            match s.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => left = left.saturating_sub(n),
-            }
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
 }
 
 /// Reads until `parse` accepts what `buf` holds, consuming the message from `buf`.

@@ -209,14 +209,7 @@ fn ws_error(e: tungstenite::Error, during: &'static str) -> WorkloadError {
 impl Client {
     async fn open_ws(&self, path: &str) -> Result<(Ws, u64, Option<u16>), WorkloadError> {
         let t = monotonic_ns();
-        let s = TcpStream::connect(self.addr)
-            .await
-            .map_err(|error| WorkloadError::Connect {
-                addr: self.addr.to_string(),
-                error,
-            })?;
-        let _ = s.set_nodelay(self.nodelay);
-        let port = s.local_addr().ok().map(|a| a.port());
+        let (s, port) = wirebench_rpc::client::tcp_connect(self.addr, self.nodelay).await?;
         let url = format!("ws://{}{path}", self.addr);
         let (ws, _) =
             tokio_tungstenite::client_async_with_config(url, s, Some(config(self.max_payload)))

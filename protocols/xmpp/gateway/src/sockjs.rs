@@ -116,22 +116,19 @@ pub async fn serve(
             }
         }
     });
-    loop {
-        let Ok((s, _)) = l.accept().await else {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            continue;
-        };
-        let _ = s.set_nodelay(true);
+    let stop = std::future::pending();
+    wirebench_net::accept::accept_spawn(&l, stop, Some(true), |s, _| {
         let ctx = ctx.clone();
-        tokio::spawn(async move {
+        async move {
             let svc = hyper::service::service_fn(move |req| handle(req, ctx.clone()));
             let _ = hyper::server::conn::http1::Builder::new()
                 .keep_alive(true)
                 .serve_connection(TokioIo::new(s), svc)
                 .with_upgrades()
                 .await;
-        });
-    }
+        }
+    })
+    .await
 }
 
 /// Carries out what the sessions asked for.

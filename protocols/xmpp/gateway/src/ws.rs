@@ -25,22 +25,19 @@ pub async fn serve(
     stats: Arc<WebStats>,
     log: bool,
 ) {
-    loop {
-        let Ok((s, peer)) = l.accept().await else {
-            // Out of descriptors or similar: let the client retry.
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            continue;
-        };
+    let stop = std::future::pending();
+    wirebench_net::accept::accept_spawn(&l, stop, None, |s, peer| {
         let stats = stats.clone();
-        tokio::spawn(async move {
+        async move {
             if let Err(e) = conn(s, upstream, max_stanza, &stats).await {
                 stats.refused.fetch_add(1, Ordering::Relaxed);
                 if log {
                     eprintln!("wirebench serve: XMPP WebSocket {peer}: {e}");
                 }
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
 /// Whether the client's `Sec-WebSocket-Protocol` list names `xmpp`.

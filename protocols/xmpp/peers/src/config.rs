@@ -81,4 +81,4 @@ impl PeerConfig {
 }
 
 // Shared with every plugin that starts third-party servers.
-pub(crate) use wirebench_protocol::peer::{command_in, in_netns, wait_ports};
+pub(crate) use wirebench_protocol::peer::{command_in, in_netns};

@@ -13,14 +13,14 @@
 //! (`inetrc`). Plain-text c2s is allowed and s2s runs dialback (`mod_s2s_dialback`)
 //! without TLS, as with Prosody; components are XEP-0114 (`ejabberd_service`).
 
-use crate::config::{PeerConfig, command_in, in_netns, wait_ports};
+use crate::config::{PeerConfig, command_in, in_netns};
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
-use wirebench_protocol::peer::{PeerError, stop_child, tail_lines};
+use wirebench_protocol::peer::{PeerError, PeerProcess, tail_lines};
 use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::{Install, Lookup, Requirement};
 
@@ -189,7 +189,7 @@ const VM_ARGS: &str = "-kernel inet_default_connect_options [{nodelay,true}]\n\
 
 /// A running ejabberd; stopped (SIGTERM, then SIGKILL) when dropped.
 pub struct Ejabberd {
-    child: Option<Child>,
+    process: PeerProcess,
     pub cfg: PeerConfig,
     pub dir: PathBuf,
 }
@@ -243,7 +243,7 @@ impl Ejabberd {
             .spawn()
             .map_err(io("cannot start ejabberd (erl)".into()))?;
         let mut e = Ejabberd {
-            child: Some(child),
+            process: PeerProcess::new(child, Duration::from_secs(10)),
             cfg,
             dir: dir.to_path_buf(),
         };
@@ -265,10 +265,8 @@ impl Ejabberd {
         }
         let dir = self.dir.clone();
         let logs = || log_tail_in(&dir);
-        match &mut self.child {
-            Some(child) => wait_ports(child, &what, self.cfg.addr, &ports, netns, limit, logs),
-            None => Ok(()),
-        }
+        self.process
+            .wait_ports(&what, self.cfg.addr, &ports, netns, limit, logs)
     }
 
     /// Numbered accounts and their rosters: written as Prosody's data files, then read in
@@ -334,26 +332,18 @@ impl Ejabberd {
 
     /// The server's process ID (`None` once stopped).
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.id())
+        self.process.pid()
     }
 
     /// What the server uses now (`None` once stopped).
     pub fn usage(&self) -> Option<wirebench_protocol::peer::Usage> {
-        wirebench_protocol::peer::usage(self.child.as_ref()?.id())
+        self.process.usage()
     }
 
     /// Stops the server: SIGTERM (the VM stops its applications in order), then SIGKILL
     /// after 10 s.
     pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            stop_child(&mut child, Duration::from_secs(10));
-        }
-    }
-}
-
-impl Drop for Ejabberd {
-    fn drop(&mut self) {
-        self.stop();
+        self.process.stop();
     }
 }
 

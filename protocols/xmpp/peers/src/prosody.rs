@@ -7,14 +7,14 @@
 //! plain-text c2s allowed, s2s over dialback without TLS, Nagle off, and Prosody's
 //! resolver told to read the hosts file (it ignores it by default).
 
+use crate::config::command_in;
 pub use crate::config::{PeerConfig, TlsFiles};
-use crate::config::{command_in, wait_ports};
 use std::fmt::Write as _;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
-use wirebench_protocol::peer::{PeerError, stop_child, tail_lines};
+use wirebench_protocol::peer::{PeerError, PeerProcess, tail_lines};
 use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::{Install, Lookup, Requirement};
 
@@ -202,7 +202,7 @@ pub fn write_numbered(data: &Path, n: &wirebench_xmpp::NumberedAccounts) -> std:
 
 /// A running Prosody; stopped (SIGTERM, then SIGKILL) when dropped.
 pub struct Prosody {
-    child: Option<Child>,
+    process: PeerProcess,
     pub cfg: ProsodyConfig,
     pub dir: PathBuf,
 }
@@ -267,7 +267,7 @@ impl Prosody {
             .spawn()
             .map_err(io("cannot start prosody".into()))?;
         let mut p = Prosody {
-            child: Some(child),
+            process: PeerProcess::new(child, Duration::from_secs(5)),
             cfg,
             dir: dir.to_path_buf(),
         };
@@ -280,10 +280,8 @@ impl Prosody {
         let ports = self.cfg.ports();
         let dir = self.dir.clone();
         let logs = || tail_lines(&[dir.join("prosody.err"), dir.join("stdout.log")], 5);
-        match &mut self.child {
-            Some(child) => wait_ports(child, &what, self.cfg.addr, &ports, netns, limit, logs),
-            None => Ok(()),
-        }
+        self.process
+            .wait_ports(&what, self.cfg.addr, &ports, netns, limit, logs)
     }
 
     /// The last lines of the server's logs, for error messages.
@@ -296,25 +294,17 @@ impl Prosody {
 
     /// The server's process ID (`None` once stopped).
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.id())
+        self.process.pid()
     }
 
     /// What the server uses now (`None` once stopped).
     pub fn usage(&self) -> Option<wirebench_protocol::peer::Usage> {
-        wirebench_protocol::peer::usage(self.child.as_ref()?.id())
+        self.process.usage()
     }
 
     /// Stops the server: SIGTERM, then SIGKILL after 5 s (Prosody takes 1-3 s).
     pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            stop_child(&mut child, Duration::from_secs(5));
-        }
-    }
-}
-
-impl Drop for Prosody {
-    fn drop(&mut self) {
-        self.stop();
+        self.process.stop();
     }
 }
 

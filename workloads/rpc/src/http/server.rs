@@ -4,7 +4,9 @@
 //! malformed or oversized request gets its status and is counted, and only its
 //! connection suffers.
 
-use crate::codec::{Codec, Refusal};
+use super::codec::{Codec, Refusal};
+use crate::server::accept_loop;
+use crate::{Behaviour, Counters};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
@@ -15,8 +17,6 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use wirebench_model::clock::monotonic_ns;
-use wirebench_rpc::server::accept_loop;
-use wirebench_rpc::{Behaviour, Counters};
 
 /// Serves `codec` requests on `l` until the runtime stops.
 pub async fn serve<K: Codec>(

@@ -1,16 +1,16 @@
-//! The HTTP client: one connection per [`HttpConn`], HTTP/1.1 keep-alive ([`crate::h1`],
+//! The HTTP client: one connection per [`HttpConn`], HTTP/1.1 keep-alive ([`super::h1`],
 //! one request at a time, no pipelining) or HTTP/2 with prior knowledge (the h2 crate,
 //! requests multiplexed as streams on one connection). hyper serves both on the other
-//! side ([`crate::server`]).
+//! side ([`super::server`]).
 
-use crate::codec::Codec;
+use super::codec::Codec;
+use crate::{Call, Connect, Connected};
 use bytes::Bytes;
 use http::{Request, header};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::WorkloadError;
-use wirebench_rpc::{Call, Connect, Connected};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Version {
@@ -37,7 +37,7 @@ pub struct HttpClient<K> {
 }
 
 enum Sender {
-    H1(crate::h1::H1),
+    H1(super::h1::H1),
     /// The h2 crate (hyper's own HTTP/2) directly: hyper's HTTP/2 client adds a task per
     /// request body and a dispatch channel, a fifth of the client's time per small request.
     H2(h2::client::SendRequest<Bytes>),
@@ -70,16 +70,9 @@ impl<K: Codec> Connect for HttpClient<K> {
 
     async fn connect(&self) -> Result<Connected<HttpConn<K>>, WorkloadError> {
         let t = monotonic_ns();
-        let s = tokio::net::TcpStream::connect(self.addr)
-            .await
-            .map_err(|error| WorkloadError::Connect {
-                addr: self.addr.to_string(),
-                error,
-            })?;
-        let _ = s.set_nodelay(self.nodelay);
-        let local_port = s.local_addr().ok().map(|a| a.port());
+        let (s, local_port) = crate::client::tcp_connect(self.addr, self.nodelay).await?;
         let sender = match self.version {
-            Version::Http1 => Sender::H1(crate::h1::H1::new(s, self.addr.to_string())),
+            Version::Http1 => Sender::H1(super::h1::H1::new(s, self.addr.to_string())),
             Version::Http2 => {
                 let (tx, conn) = h2::client::Builder::new()
                     // Large payloads: windows that do not throttle a 1 MiB body on a
@@ -128,7 +121,7 @@ impl<K: Codec> Call for HttpConn<K> {
         };
         let (status, body) = match &mut self.sender {
             Sender::H1(c) => {
-                let post = crate::h1::Post {
+                let post = super::h1::Post {
                     path: &path,
                     content_type: ct,
                     soap_action: action,
