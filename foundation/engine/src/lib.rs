@@ -49,3 +49,33 @@ pub trait Engine {
     /// The next event, if any.
     fn poll_event(&mut self) -> Option<Self::Event>;
 }
+
+/// A borrowed engine is an engine: a test or driver can run one it keeps owning.
+impl<E: Engine + ?Sized> Engine for &mut E {
+    type Event = E::Event;
+    type Error = E::Error;
+
+    fn handle_input(&mut self, now: u64, data: &[u8]) -> Result<(), Self::Error> {
+        (**self).handle_input(now, data)
+    }
+
+    fn handle_eof(&mut self) -> Result<(), Self::Error> {
+        (**self).handle_eof()
+    }
+
+    fn poll_transmit(&mut self, now: u64, buf: &mut Vec<u8>) -> usize {
+        (**self).poll_transmit(now, buf)
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        (**self).poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: u64) -> Result<(), Self::Error> {
+        (**self).handle_timeout(now)
+    }
+
+    fn poll_event(&mut self) -> Option<Self::Event> {
+        (**self).poll_event()
+    }
+}
