@@ -77,9 +77,9 @@ pub enum Wait<T> {
     Stopped,
 }
 
-/// An engine on a connection.
-pub struct Driver<E, I> {
-    pub engine: E,
+/// A connection and what reading it needs; the engine it drives is passed to each call
+/// (so its owner keeps it as a field of its own, next to the driver).
+pub struct Driver<I> {
     pub io: I,
     buf: Vec<u8>,
     out: Vec<u8>,
@@ -90,11 +90,10 @@ pub struct Driver<E, I> {
     pub bytes_in: u64,
 }
 
-impl<E: Engine, I: Io> Driver<E, I> {
+impl<I: Io> Driver<I> {
     /// `read_buf`: bytes one read takes at most.
-    pub fn new(engine: E, io: I, read_buf: usize) -> Self {
+    pub fn new(io: I, read_buf: usize) -> Self {
         Driver {
-            engine,
             io,
             buf: vec![0; read_buf],
             out: Vec::new(),
@@ -110,10 +109,10 @@ impl<E: Engine, I: Io> Driver<E, I> {
     }
 
     /// Writes what the engine has queued.
-    pub fn flush(&mut self) -> io::Result<()> {
+    pub fn flush<E: Engine>(&mut self, engine: &mut E) -> io::Result<()> {
         loop {
             self.out.clear();
-            if self.engine.poll_transmit(monotonic_ns(), &mut self.out) == 0 {
+            if engine.poll_transmit(monotonic_ns(), &mut self.out) == 0 {
                 return Ok(());
             }
             self.io.write_all(&self.out)?;
@@ -122,37 +121,38 @@ impl<E: Engine, I: Io> Driver<E, I> {
     }
 
     /// The next event with the time its bytes were read, or `None` at `deadline`.
-    pub fn poll_event(
+    pub fn poll_event<E: Engine>(
         &mut self,
+        engine: &mut E,
         deadline: Instant,
     ) -> Result<Option<(u64, E::Event)>, DriveError<E::Error>> {
         loop {
-            self.flush()
+            self.flush(engine)
                 .map_err(|error| DriveError::Io { write: true, error })?;
-            if let Some(e) = self.engine.poll_event() {
+            if let Some(e) = engine.poll_event() {
                 return Ok(Some((self.read_ns, e)));
             }
             let mut wait = deadline.saturating_duration_since(Instant::now());
             if wait.is_zero() {
                 return Ok(None);
             }
-            if let Some(t) = self.engine.poll_timeout() {
+            if let Some(t) = engine.poll_timeout() {
                 let m = monotonic_ns();
                 if m >= t {
-                    self.engine.handle_timeout(m).map_err(DriveError::Engine)?;
+                    engine.handle_timeout(m).map_err(DriveError::Engine)?;
                     continue;
                 }
                 wait = wait.min(Duration::from_nanos(t - m));
             }
             match self.io.read(&mut self.buf, wait) {
-                Ok(0) => return Err(DriveError::Eof(self.engine.handle_eof())),
+                Ok(0) => return Err(DriveError::Eof(engine.handle_eof())),
                 Ok(n) => {
                     self.read_ns = monotonic_ns();
                     self.bytes_in += n as u64;
-                    let r = self.engine.handle_input(self.read_ns, &self.buf[..n]);
+                    let r = engine.handle_input(self.read_ns, &self.buf[..n]);
                     // An engine that fails explains why to its peer where the protocol
                     // has a way to (a stream error, a DISCONNECT): send it.
-                    let _ = self.flush();
+                    let _ = self.flush(engine);
                     r.map_err(DriveError::Engine)?;
                 }
                 Err(e) if quiet(&e) => {}
@@ -168,8 +168,9 @@ impl<E: Engine, I: Io> Driver<E, I> {
 
     /// Serves the connection until `pick` takes an event (it returns `Some`), `deadline`
     /// passes or `stop` is set (seen within a [`TICK`]).
-    pub fn wait_for<T>(
+    pub fn wait_for<E: Engine, T>(
         &mut self,
+        engine: &mut E,
         deadline: Instant,
         stop: &AtomicBool,
         mut pick: impl FnMut(u64, E::Event) -> Option<T>,
@@ -182,7 +183,7 @@ impl<E: Engine, I: Io> Driver<E, I> {
             if now >= deadline {
                 return Ok(Wait::Deadline);
             }
-            if let Some((at, e)) = self.poll_event(deadline.min(now + TICK))? {
+            if let Some((at, e)) = self.poll_event(engine, deadline.min(now + TICK))? {
                 if let Some(t) = pick(at, e) {
                     return Ok(Wait::Got(t));
                 }
@@ -272,52 +273,52 @@ mod tests {
         }
     }
 
-    fn driver(chunks: &[&[u8]]) -> Driver<Lines, Script> {
+    fn driver(chunks: &[&[u8]]) -> (Lines, Driver<Script>) {
         let io = Script {
             input: chunks.iter().map(|c| c.to_vec()).collect(),
             written: Vec::new(),
         };
-        Driver::new(Lines::default(), io, 64)
+        (Lines::default(), Driver::new(io, 64))
     }
 
     #[test]
     fn events_carry_their_read_time_and_answers_are_written() {
-        let mut d = driver(&[b"he", b"llo\nworld\n"]);
+        let (mut l, mut d) = driver(&[b"he", b"llo\nworld\n"]);
         let far = Instant::now() + Duration::from_secs(5);
-        let (t1, e1) = d.poll_event(far).unwrap().unwrap();
-        let (t2, e2) = d.poll_event(far).unwrap().unwrap();
+        let (t1, e1) = d.poll_event(&mut l, far).unwrap().unwrap();
+        let (t2, e2) = d.poll_event(&mut l, far).unwrap().unwrap();
         assert_eq!((e1.as_str(), e2.as_str()), ("hello", "world"));
         assert_eq!(t1, t2, "both lines came in one read");
         assert!(t1 > 0);
         assert_eq!(d.io.written, b"ok\nok\n");
         assert_eq!((d.bytes_in, d.bytes_out), (12, 6));
-        assert!(matches!(d.poll_event(far), Err(DriveError::Eof(Ok(())))));
+        assert!(matches!(d.poll_event(&mut l, far), Err(DriveError::Eof(Ok(())))));
     }
 
     #[test]
     fn engine_errors_and_torn_eofs_are_told_apart() {
         let far = Instant::now() + Duration::from_secs(5);
-        let mut d = driver(&[b"bad\n"]);
-        assert!(matches!(d.poll_event(far), Err(DriveError::Engine(e)) if e == "bad line"));
-        let mut d = driver(&[b"torn"]);
-        assert!(matches!(d.poll_event(far), Err(DriveError::Eof(Err(e))) if e == "cut"));
+        let (mut l, mut d) = driver(&[b"bad\n"]);
+        assert!(matches!(d.poll_event(&mut l, far), Err(DriveError::Engine(e)) if e == "bad line"));
+        let (mut l, mut d) = driver(&[b"torn"]);
+        assert!(matches!(d.poll_event(&mut l, far), Err(DriveError::Eof(Err(e))) if e == "cut"));
     }
 
     #[test]
     fn wait_for_skips_events_and_honours_stop_and_deadline() {
         let far = Instant::now() + Duration::from_secs(5);
-        let mut d = driver(&[b"a\nb\n"]);
+        let (mut l, mut d) = driver(&[b"a\nb\n"]);
         let got = d
-            .wait_for(far, &AtomicBool::new(false), |_, e| (e == "b").then_some(e))
+            .wait_for(&mut l, far, &AtomicBool::new(false), |_, e| (e == "b").then_some(e))
             .unwrap();
         assert_eq!(got, Wait::Got("b".to_string()));
-        let mut d = driver(&[b"", b""]);
+        let (mut l, mut d) = driver(&[b"", b""]);
         let stop = AtomicBool::new(true);
-        assert_eq!(d.wait_for(far, &stop, |_, e| Some(e)).unwrap(), Wait::Stopped);
+        assert_eq!(d.wait_for(&mut l, far, &stop, |_, e| Some(e)).unwrap(), Wait::Stopped);
         let past = Instant::now();
-        let mut d = driver(&[b""]);
+        let (mut l, mut d) = driver(&[b""]);
         assert_eq!(
-            d.wait_for(past, &AtomicBool::new(false), |_, e| Some(e)).unwrap(),
+            d.wait_for(&mut l, past, &AtomicBool::new(false), |_, e| Some(e)).unwrap(),
             Wait::Deadline
         );
     }
