@@ -67,6 +67,9 @@ pub enum DriveError<E> {
     Eof(Result<(), E>),
 }
 
+/// An event with the CLOCK_MONOTONIC time its bytes were read.
+pub type Timed<E> = (u64, <E as Engine>::Event);
+
 /// What [`Driver::wait_for`] ended with.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Wait<T> {
@@ -125,7 +128,7 @@ impl<I: Io> Driver<I> {
         &mut self,
         engine: &mut E,
         deadline: Instant,
-    ) -> Result<Option<(u64, E::Event)>, DriveError<E::Error>> {
+    ) -> Result<Option<Timed<E>>, DriveError<E::Error>> {
         loop {
             self.flush(engine)
                 .map_err(|error| DriveError::Io { write: true, error })?;
@@ -292,7 +295,10 @@ mod tests {
         assert!(t1 > 0);
         assert_eq!(d.io.written, b"ok\nok\n");
         assert_eq!((d.bytes_in, d.bytes_out), (12, 6));
-        assert!(matches!(d.poll_event(&mut l, far), Err(DriveError::Eof(Ok(())))));
+        assert!(matches!(
+            d.poll_event(&mut l, far),
+            Err(DriveError::Eof(Ok(())))
+        ));
     }
 
     #[test]
@@ -309,16 +315,22 @@ mod tests {
         let far = Instant::now() + Duration::from_secs(5);
         let (mut l, mut d) = driver(&[b"a\nb\n"]);
         let got = d
-            .wait_for(&mut l, far, &AtomicBool::new(false), |_, e| (e == "b").then_some(e))
+            .wait_for(&mut l, far, &AtomicBool::new(false), |_, e| {
+                (e == "b").then_some(e)
+            })
             .unwrap();
         assert_eq!(got, Wait::Got("b".to_string()));
         let (mut l, mut d) = driver(&[b"", b""]);
         let stop = AtomicBool::new(true);
-        assert_eq!(d.wait_for(&mut l, far, &stop, |_, e| Some(e)).unwrap(), Wait::Stopped);
+        assert_eq!(
+            d.wait_for(&mut l, far, &stop, |_, e| Some(e)).unwrap(),
+            Wait::Stopped
+        );
         let past = Instant::now();
         let (mut l, mut d) = driver(&[b""]);
         assert_eq!(
-            d.wait_for(&mut l, past, &AtomicBool::new(false), |_, e| Some(e)).unwrap(),
+            d.wait_for(&mut l, past, &AtomicBool::new(false), |_, e| Some(e))
+                .unwrap(),
             Wait::Deadline
         );
     }

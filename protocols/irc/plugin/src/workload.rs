@@ -348,7 +348,6 @@ pub fn run(run: &IrcRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
         out.push("irc.link_setup", s.as_secs_f64(), "s");
     }
     out.push("irc.login", login.as_secs_f64(), "s");
-    let stall = ctx.stall_timeout + run.think;
     // bob registered on B: wait until A knows him (his NICK crossed the link).
     let t_known = Instant::now();
     alice.wait_known(&t.b_nick, ctx.stall_timeout, ctx.shutdown, &|| {
@@ -361,124 +360,16 @@ pub fn run(run: &IrcRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     let lines = lines_for(&alice.client, &t.b_nick, &random_text(&mut 1, run.payload));
     out.push("irc.lines_per_message", lines as f64, "count");
     if run.stream {
-        // A warm-up message first, like XMPP's: the link is already up, but the first
-        // messages on a new connection meet Nagle and delayed ACKs (see the note).
-        let t_warm = monotonic_ns();
-        alice.send_payload(&t.b_nick, &random_text(&mut rng_a, run.payload))?;
-        wait_received(&mut alice, &responder, 1, stall, ctx)?;
-        out.push(
-            "irc.first_delivery",
-            secs(
-                responder
-                    .first_ns
-                    .load(Ordering::SeqCst)
-                    .saturating_sub(t_warm),
-            ),
-            "s",
-        );
-        // From here on the link carries only the timed messages (and their ACKs).
-        (ctx.mark_stable)();
-        let window = (STREAM_WINDOW_BYTES / (run.payload + 64)).max(1) as u64;
-        let start = monotonic_ns();
-        let mut last_progress = (0, Instant::now());
-        for i in 0..run.count {
-            // Keep at most `window` messages between alice and bob.
-            loop {
-                let got = responder.received.load(Ordering::SeqCst);
-                if i + 1 < got + window {
-                    break;
-                }
-                if ctx.shutdown.load(Ordering::Relaxed) {
-                    return Err(WorkloadError::Interrupted);
-                }
-                if let Some(e) = responder.failed() {
-                    return Err(WorkloadError::Peer(e));
-                }
-                if got != last_progress.0 {
-                    last_progress = (got, Instant::now());
-                } else if last_progress.1.elapsed() > stall {
-                    return Err(WorkloadError::Stalled {
-                        secs: stall.as_secs(),
-                        during: "waiting for client2 to receive the stream",
-                    });
-                }
-                alice.poll_event(Instant::now() + Duration::from_millis(2))?;
-            }
-            alice.send_payload(&t.b_nick, &random_text(&mut rng_a, run.payload))?;
-            if i % 64 == 0 {
-                (ctx.progress)(i, run.count);
-            }
-        }
-        wait_received(&mut alice, &responder, run.count + 1, stall, ctx)?;
-        let last = responder.last_ns.load(Ordering::SeqCst);
-        let mut tally = Tally::new();
-        tally.counts.received = responder.received.load(Ordering::SeqCst) - 1;
-        tally.counts.corrupt = responder.corrupt.load(Ordering::SeqCst);
-        push_counts(&mut out, run.count, &tally);
-        if last > start {
-            let t = secs(last - start);
-            out.push("throughput.duration", t, "s");
-            out.push(
-                "throughput.bits_per_s",
-                (run.count * run.payload as u64 * 8) as f64 / t,
-                "bit/s",
-            );
-            out.push("throughput.messages_per_s", run.count as f64 / t, "msg/s");
-            out.notes.push(format!(
-                "IRC stream: timed from the first send to client2's last reassembled \
-                 message, after a warm-up message (irc.first_delivery); at most {window} \
-                 messages in flight"
-            ));
-        }
+        stream(run, ctx, &mut alice, &responder, &mut out, &mut rng_a)?;
     } else {
-        let mut rtts = Vec::with_capacity(run.count as usize);
-        let mut tally = Tally::new();
-        let mut reassembler = Reassembler::new();
-        let think_ns = run.think.as_nanos() as u64;
-        for i in 0..run.count {
-            if ctx.shutdown.load(Ordering::Relaxed) {
-                return Err(interrupted(rtts, run.count, tally));
-            }
-            if i == 2 {
-                (ctx.mark_stable)();
-            }
-            let body = random_text(&mut rng_a, run.payload);
-            let want = random_text(&mut rng_b, run.payload);
-            let t0 = monotonic_ns();
-            alice.send_payload(&t.b_nick, &body)?;
-            let deadline = Instant::now() + stall;
-            let (at, corrupt) = loop {
-                if ctx.shutdown.load(Ordering::Relaxed) {
-                    return Err(interrupted(rtts, run.count, tally));
-                }
-                if let Some(e) = responder.failed() {
-                    return Err(WorkloadError::Peer(e));
-                }
-                if Instant::now() >= deadline {
-                    return Err(WorkloadError::Stalled {
-                        secs: stall.as_secs(),
-                        during: "waiting for client2's answer",
-                    });
-                }
-                if let Some((at, Event::Message { from, target, text })) =
-                    alice.poll_event(Instant::now() + TICK)?
-                {
-                    if from.eq_ignore_ascii_case(&t.b_nick) {
-                        if let Some((payload, _)) =
-                            receive(&mut reassembler, &from, &target, &text)?
-                        {
-                            break (at, payload != want);
-                        }
-                    }
-                }
-            };
-            tally.observe(i, corrupt);
-            rtts.push(at.saturating_sub(t0).saturating_sub(think_ns));
-            (ctx.progress)(i + 1, run.count);
-        }
-        tally.finish(run.count);
-        push_counts(&mut out, run.count, &tally);
-        push_rtts(&mut out, rtts);
+        ping_pong(
+            run,
+            ctx,
+            &mut alice,
+            &responder,
+            &mut out,
+            (&mut rng_a, &mut rng_b),
+        )?;
     }
     let back = responder.lines.load(Ordering::SeqCst);
     responder.finish()?;
@@ -522,6 +413,149 @@ pub fn run(run: &IrcRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
         );
     }
     Ok(out)
+}
+
+/// The stream: a warm-up message, then `count` messages within the window.
+fn stream(
+    run: &IrcRun,
+    ctx: &Ctx,
+    alice: &mut IrcConn,
+    responder: &Responder,
+    out: &mut Outcome,
+    rng_a: &mut u64,
+) -> Result<(), WorkloadError> {
+    let t = &run.topology;
+    let stall = ctx.stall_timeout + run.think;
+    // A warm-up message first, like XMPP's: the link is already up, but the first
+    // messages on a new connection meet Nagle and delayed ACKs (see the note).
+    let t_warm = monotonic_ns();
+    alice.send_payload(&t.b_nick, &random_text(rng_a, run.payload))?;
+    wait_received(alice, responder, 1, stall, ctx)?;
+    out.push(
+        "irc.first_delivery",
+        secs(
+            responder
+                .first_ns
+                .load(Ordering::SeqCst)
+                .saturating_sub(t_warm),
+        ),
+        "s",
+    );
+    // From here on the link carries only the timed messages (and their ACKs).
+    (ctx.mark_stable)();
+    let window = (STREAM_WINDOW_BYTES / (run.payload + 64)).max(1) as u64;
+    let start = monotonic_ns();
+    let mut last_progress = (0, Instant::now());
+    for i in 0..run.count {
+        // Keep at most `window` messages between alice and bob.
+        loop {
+            let got = responder.received.load(Ordering::SeqCst);
+            if i + 1 < got + window {
+                break;
+            }
+            if ctx.shutdown.load(Ordering::Relaxed) {
+                return Err(WorkloadError::Interrupted);
+            }
+            if let Some(e) = responder.failed() {
+                return Err(WorkloadError::Peer(e));
+            }
+            if got != last_progress.0 {
+                last_progress = (got, Instant::now());
+            } else if last_progress.1.elapsed() > stall {
+                return Err(WorkloadError::Stalled {
+                    secs: stall.as_secs(),
+                    during: "waiting for client2 to receive the stream",
+                });
+            }
+            alice.poll_event(Instant::now() + Duration::from_millis(2))?;
+        }
+        alice.send_payload(&t.b_nick, &random_text(rng_a, run.payload))?;
+        if i % 64 == 0 {
+            (ctx.progress)(i, run.count);
+        }
+    }
+    wait_received(alice, responder, run.count + 1, stall, ctx)?;
+    let last = responder.last_ns.load(Ordering::SeqCst);
+    let mut tally = Tally::new();
+    tally.counts.received = responder.received.load(Ordering::SeqCst) - 1;
+    tally.counts.corrupt = responder.corrupt.load(Ordering::SeqCst);
+    push_counts(out, run.count, &tally);
+    if last > start {
+        let t = secs(last - start);
+        out.push("throughput.duration", t, "s");
+        out.push(
+            "throughput.bits_per_s",
+            (run.count * run.payload as u64 * 8) as f64 / t,
+            "bit/s",
+        );
+        out.push("throughput.messages_per_s", run.count as f64 / t, "msg/s");
+        out.notes.push(format!(
+            "IRC stream: timed from the first send to client2's last reassembled \
+             message, after a warm-up message (irc.first_delivery); at most {window} \
+             messages in flight"
+        ));
+    }
+    Ok(())
+}
+
+/// Ping-pong: each round trip from alice's write to the read that completes bob's answer.
+fn ping_pong(
+    run: &IrcRun,
+    ctx: &Ctx,
+    alice: &mut IrcConn,
+    responder: &Responder,
+    out: &mut Outcome,
+    (rng_a, rng_b): (&mut u64, &mut u64),
+) -> Result<(), WorkloadError> {
+    let t = &run.topology;
+    let stall = ctx.stall_timeout + run.think;
+    let mut rtts = Vec::with_capacity(run.count as usize);
+    let mut tally = Tally::new();
+    let mut reassembler = Reassembler::new();
+    let think_ns = run.think.as_nanos() as u64;
+    for i in 0..run.count {
+        if ctx.shutdown.load(Ordering::Relaxed) {
+            return Err(interrupted(rtts, run.count, tally));
+        }
+        if i == 2 {
+            (ctx.mark_stable)();
+        }
+        let body = random_text(rng_a, run.payload);
+        let want = random_text(rng_b, run.payload);
+        let t0 = monotonic_ns();
+        alice.send_payload(&t.b_nick, &body)?;
+        let deadline = Instant::now() + stall;
+        let (at, corrupt) = loop {
+            if ctx.shutdown.load(Ordering::Relaxed) {
+                return Err(interrupted(rtts, run.count, tally));
+            }
+            if let Some(e) = responder.failed() {
+                return Err(WorkloadError::Peer(e));
+            }
+            if Instant::now() >= deadline {
+                return Err(WorkloadError::Stalled {
+                    secs: stall.as_secs(),
+                    during: "waiting for client2's answer",
+                });
+            }
+            if let Some((at, Event::Message { from, target, text })) =
+                alice.poll_event(Instant::now() + TICK)?
+            {
+                if from.eq_ignore_ascii_case(&t.b_nick) {
+                    if let Some((payload, _)) = receive(&mut reassembler, &from, &target, &text)? {
+                        break (at, payload != want);
+                    }
+                }
+            }
+        };
+        tally.observe(i, corrupt);
+        rtts.push(at.saturating_sub(t0).saturating_sub(think_ns));
+        (ctx.progress)(i + 1, run.count);
+    }
+    tally.finish(run.count);
+    push_counts(out, run.count, &tally);
+    push_rtts(out, rtts);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -56,7 +56,13 @@ fn ping_pong_over_a_satcom_link_matches_the_link_arithmetic() {
     let mut server = Responder::new(&open(Behaviour::Echo, payload, 0), None, 0);
     let mut client = PingPong::new(&pattern, payload, 5, 0);
     let link = rate_delay(2400, 500_000_000);
-    run(&mut client, &mut server, |c| c.is_done(), link.clone(), link);
+    run(
+        &mut client,
+        &mut server,
+        |c| c.is_done(),
+        link.clone(),
+        link,
+    );
     let frame = (HEADER_LEN as u64) + u64::from(payload);
     let want = 2 * 500_000_000 + 2 * serialization_ns(frame, 2400);
     assert_eq!(client.rtts(), &[want; 5]);
@@ -81,7 +87,13 @@ fn think_time_is_waited_by_the_server_and_excluded_by_the_client() {
     let mut server = Responder::new(&open(Behaviour::Echo, payload, think), None, 0);
     let mut client = PingPong::new(&pattern, payload, 3, think);
     let link = rate_delay(1_000_000, 10_000_000);
-    let took = run(&mut client, &mut server, |c| c.is_done(), link.clone(), link);
+    let took = run(
+        &mut client,
+        &mut server,
+        |c| c.is_done(),
+        link.clone(),
+        link,
+    );
     let frame = (HEADER_LEN as u64) + u64::from(payload);
     let want = 2 * 10_000_000 + 2 * serialization_ns(frame, 1_000_000);
     assert_eq!(client.rtts(), &[want; 3]);
@@ -98,7 +110,13 @@ fn multi_segment_frames_pipeline_across_the_link() {
     let mut server = Responder::new(&open(Behaviour::Echo, payload, 0), None, 0);
     let mut client = PingPong::new(&pattern, payload, 2, 0);
     let link = rate_delay(10_000_000, 5_000_000);
-    run(&mut client, &mut server, |c| c.is_done(), link.clone(), link);
+    run(
+        &mut client,
+        &mut server,
+        |c| c.is_done(),
+        link.clone(),
+        link,
+    );
     let frame = HEADER_LEN as u64 + u64::from(payload);
     let one_way = serialization_ns(frame, 10_000_000);
     let want = 2 * 5_000_000 + one_way + serialization_ns(MSS as u64, 10_000_000);
@@ -115,7 +133,13 @@ fn one_way_stream_is_counted_and_verified_by_the_sink() {
     let mut server = Responder::new(&open(Behaviour::Sink, payload, 0), Some(&pattern), 0);
     let mut client = Stream::new(&pattern, payload, 200, false);
     let link = rate_delay(100_000_000, 1_000_000);
-    run(&mut client, &mut server, |c| c.is_done(), link.clone(), link);
+    run(
+        &mut client,
+        &mut server,
+        |c| c.is_done(),
+        link.clone(),
+        link,
+    );
     let r = server.report();
     assert_eq!(r.counts.received, 200);
     assert_eq!(r.counts.corrupt, 0);
