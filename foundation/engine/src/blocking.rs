@@ -70,7 +70,7 @@ pub enum DriveError<E> {
 /// An event with the CLOCK_MONOTONIC time its bytes were read.
 pub type Timed<E> = (u64, <E as Engine>::Event);
 
-/// What [`Driver::wait_for`] ended with.
+/// What [`wait_for`] ended with.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Wait<T> {
     Got(T),
@@ -168,29 +168,28 @@ impl<I: Io> Driver<I> {
             }
         }
     }
+}
 
-    /// Serves the connection until `pick` takes an event (it returns `Some`), `deadline`
-    /// passes or `stop` is set (seen within a [`TICK`]).
-    pub fn wait_for<E: Engine, T>(
-        &mut self,
-        engine: &mut E,
-        deadline: Instant,
-        stop: &AtomicBool,
-        mut pick: impl FnMut(u64, E::Event) -> Option<T>,
-    ) -> Result<Wait<T>, DriveError<E::Error>> {
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                return Ok(Wait::Stopped);
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(Wait::Deadline);
-            }
-            if let Some((at, e)) = self.poll_event(engine, deadline.min(now + TICK))? {
-                if let Some(t) = pick(at, e) {
-                    return Ok(Wait::Got(t));
-                }
-            }
+/// Calls `poll` with deadlines at most a [`TICK`] away until it returns `Some`, `deadline`
+/// (if any) passes, or `stop` is set: the waits of a case, which must see Ctrl-C (a
+/// [`wirebench_model::Shutdown`]'s flag) within a tick. `poll` is typically a driver's
+/// [`Driver::poll_event`] that picks the event awaited.
+pub fn wait_for<T, E>(
+    deadline: Option<Instant>,
+    stop: &AtomicBool,
+    mut poll: impl FnMut(Instant) -> Result<Option<T>, E>,
+) -> Result<Wait<T>, E> {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(Wait::Stopped);
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            return Ok(Wait::Deadline);
+        }
+        let step = deadline.map_or(now + TICK, |d| d.min(now + TICK));
+        if let Some(t) = poll(step)? {
+            return Ok(Wait::Got(t));
         }
     }
 }
@@ -312,26 +311,21 @@ mod tests {
 
     #[test]
     fn wait_for_skips_events_and_honours_stop_and_deadline() {
-        let far = Instant::now() + Duration::from_secs(5);
+        let far = Some(Instant::now() + Duration::from_secs(5));
+        let go = AtomicBool::new(false);
         let (mut l, mut d) = driver(&[b"a\nb\n"]);
-        let got = d
-            .wait_for(&mut l, far, &AtomicBool::new(false), |_, e| {
-                (e == "b").then_some(e)
-            })
-            .unwrap();
+        let got = wait_for(far, &go, |t| {
+            d.poll_event(&mut l, t)
+                .map(|e| e.and_then(|(_, e)| (e == "b").then_some(e)))
+        })
+        .unwrap();
         assert_eq!(got, Wait::Got("b".to_string()));
         let (mut l, mut d) = driver(&[b"", b""]);
         let stop = AtomicBool::new(true);
-        assert_eq!(
-            d.wait_for(&mut l, far, &stop, |_, e| Some(e)).unwrap(),
-            Wait::Stopped
-        );
-        let past = Instant::now();
+        let r = wait_for(far, &stop, |t| d.poll_event(&mut l, t));
+        assert!(matches!(r, Ok(Wait::Stopped)));
         let (mut l, mut d) = driver(&[b""]);
-        assert_eq!(
-            d.wait_for(&mut l, past, &AtomicBool::new(false), |_, e| Some(e))
-                .unwrap(),
-            Wait::Deadline
-        );
+        let r = wait_for(Some(Instant::now()), &go, |t| d.poll_event(&mut l, t));
+        assert!(matches!(r, Ok(Wait::Deadline)));
     }
 }

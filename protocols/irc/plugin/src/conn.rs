@@ -7,7 +7,7 @@
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use wirebench_engine::blocking::{DriveError, Driver, Tcp};
+use wirebench_engine::blocking::{DriveError, Driver, Tcp, Wait, wait_for};
 use wirebench_irc::{Client, Config, Event};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::{TICK, WorkloadError};
@@ -82,25 +82,22 @@ impl IrcConn {
             registration: Duration::ZERO,
         };
         c.flush()?;
-        let deadline = t + timeout;
-        loop {
-            if shutdown.load(Ordering::Relaxed) {
-                return Err(WorkloadError::Interrupted);
+        let registered = wait_for(Some(t + timeout), shutdown, |d| {
+            Ok::<_, WorkloadError>(match c.poll_event(d)? {
+                Some((_, Event::Registered { .. })) => Some(()),
+                _ => None,
+            })
+        })?;
+        match registered {
+            Wait::Got(()) => {
+                c.registration = t.elapsed();
+                Ok(c)
             }
-            match c.poll_event(Instant::now() + TICK)? {
-                Some((_, Event::Registered { .. })) => {
-                    c.registration = t.elapsed();
-                    return Ok(c);
-                }
-                Some(_) => {}
-                None if Instant::now() >= deadline => {
-                    return Err(err(
-                        addr,
-                        format!("no RPL_WELCOME within {}s", timeout.as_secs()),
-                    ));
-                }
-                None => {}
-            }
+            Wait::Stopped => Err(WorkloadError::Interrupted),
+            Wait::Deadline => Err(err(
+                addr,
+                format!("no RPL_WELCOME within {}s", timeout.as_secs()),
+            )),
         }
     }
 

@@ -5,12 +5,12 @@
 //! workloads and the tests use it.
 
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
-use wirebench_engine::blocking::{DriveError, Driver, Tcp};
+use wirebench_engine::blocking::{DriveError, Driver, Tcp, Wait, wait_for};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_mqtt::{Client, Config, Event, MqttError, QoS, reason};
-use wirebench_protocol::{TICK, WorkloadError};
+use wirebench_protocol::WorkloadError;
 
 /// One client's session with the broker.
 pub struct MqttConn {
@@ -62,14 +62,19 @@ impl MqttConn {
             who,
             connect_time: Duration::ZERO,
         };
-        loop {
-            if shutdown.load(Ordering::Relaxed) {
-                return Err(WorkloadError::Interrupted);
-            }
-            if let Some((_, Event::Connected(_))) = c.poll_event(Instant::now() + TICK)? {
+        // No deadline here: the engine fails the session at `connect_timeout_ns`.
+        let connected = wait_for(None, shutdown, |d| {
+            Ok::<_, WorkloadError>(match c.poll_event(d)? {
+                Some((_, Event::Connected(_))) => Some(()),
+                _ => None,
+            })
+        })?;
+        match connected {
+            Wait::Got(()) => {
                 c.connect_time = t.elapsed();
-                return Ok(c);
+                Ok(c)
             }
+            Wait::Stopped | Wait::Deadline => Err(WorkloadError::Interrupted),
         }
     }
 
