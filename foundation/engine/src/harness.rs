@@ -74,20 +74,6 @@ where
         panic!("no end after {MAX_STEPS} steps");
     }
 
-    /// Runs until neither engine nor link has anything left to do, timers included.
-    pub fn settle(&mut self) -> u64 {
-        for _ in 0..MAX_STEPS {
-            if self.step() {
-                continue;
-            }
-            if self.next_time().is_none() {
-                return self.now;
-            }
-            self.advance();
-        }
-        panic!("no end after {MAX_STEPS} steps");
-    }
-
     /// Everyone acts on what `now` brought; true if anything moved.
     fn step(&mut self) -> bool {
         let now = self.now;
