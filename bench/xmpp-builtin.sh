@@ -57,7 +57,7 @@ if [[ ! -x $WB ]]; then
     (cd "$REPO" && cargo build --release -p wirebench) || die "cargo build failed"
 fi
 HOLD=$REPO/target/release/examples/hold_sessions
-(cd "$REPO" && cargo build --release -q -p wirebench-plugin-xmpp --example hold_sessions) ||
+(cd "$REPO" && cargo build --release -q -p wirebench-xmpp-load --example hold_sessions) ||
     die "cargo build failed"
 
 LOG=$(mktemp -d /tmp/wirebench-xmpp-bench.XXXXXX)

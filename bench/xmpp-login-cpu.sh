@@ -32,7 +32,7 @@ die() {
 }
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing: apt-get install -y time"
 # Two builds: with --example, cargo builds only that target of every package named.
-(cd "$REPO" && cargo build --release -q -p wirebench && cargo build --release -q -p wirebench-plugin-xmpp --example hold_sessions) ||
+(cd "$REPO" && cargo build --release -q -p wirebench && cargo build --release -q -p wirebench-xmpp-load --example hold_sessions) ||
     die "cargo build failed"
 WB=${WB:-$REPO/target/release/wirebench}
 HOLD=$REPO/target/release/examples/hold_sessions

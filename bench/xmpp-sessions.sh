@@ -61,7 +61,7 @@ if ((EJABBERD_SESSIONS > 0)); then
         die "ejabberd is missing: apt-get install -y ejabberd (or EJABBERD_SESSIONS=0)"
 fi
 # Two builds: with --example, cargo builds only that target of every package named.
-(cd "$REPO" && cargo build --release -p wirebench && cargo build --release -p wirebench-plugin-xmpp --example hold_sessions) ||
+(cd "$REPO" && cargo build --release -p wirebench && cargo build --release -p wirebench-xmpp-load --example hold_sessions) ||
     die "cargo build failed"
 WB=${WB:-$REPO/target/release/wirebench}
 HOLD=$REPO/target/release/examples/hold_sessions

@@ -10,7 +10,7 @@
 # 1,024 logins in flight, and those clients see their connection closed. Accounts are
 # written as files (internal_plain storage) before it starts: prosodyctl takes a process
 # start per account. Why the other options: ../shared/PEERS.md and
-# protocols/xmpp/plugin/src/prosody.rs.
+# protocols/xmpp/peers/src/prosody.rs.
 start_prosody() {
     local dir=$1 port=$2 users=$3
     command -v prosody >/dev/null || die "prosody is missing: apt-get install -y prosody"
@@ -62,7 +62,7 @@ wait_port() {
 }
 
 # start_ejabberd DIR PORT USERS: ejabberd 23.01, one Erlang VM (all cores), started
-# straight from erl as protocols/xmpp/plugin/src/ejabberd.rs does (no node name: no epmd,
+# straight from erl as protocols/xmpp/peers/src/ejabberd.rs does (no node name: no epmd,
 # no distribution port; ejabberdctl would run it through su and sh, so $! would not be
 # the server). Accounts are registered over its HTTP API on PORT+1 once it listens
 # (bench/lib/ejabberd-register.py, four keep-alive connections), passwords stored plain as

@@ -2,7 +2,7 @@
 //! names the file and line, never a panic.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use wirebench_plugin_xmpp::serve::accounts::{parse_rosters, parse_users};
+use wirebench_xmpp_server::accounts::{parse_rosters, parse_users};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -22,10 +22,9 @@ pub use scenario::{BUILTIN, Scenario, ScenarioError};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
+use wirebench_lab::Lab;
 use wirebench_lab::pcap::PcapOptions;
-use wirebench_lab::{Lab, SERVER_ADDR};
 use wirebench_model::{HostFacts, Point, Record, Status, results::SCHEMA};
-use wirebench_net::{ControlClient, NetError, Server, ServerConfig, ServerHandle};
 use wirebench_protocol::{Ctx, Env, Outcome, WorkloadError};
 use wirebench_report::{PivotOptions, ResultsDir};
 
@@ -203,10 +202,9 @@ pub trait Observer {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// A protocol's run-long service could not start.
     #[error(transparent)]
-    Net(#[from] NetError),
-    #[error("cannot start the embedded server: {0}")]
-    EmbeddedServer(std::io::Error),
+    Service(wirebench_protocol::WorkloadError),
     #[error(transparent)]
     Lab(#[from] wirebench_lab::LabError),
     #[error("{0}")]
@@ -350,31 +348,6 @@ pub fn run(
         lab.client().set_hosts(&hosts)?;
         lab.server().set_hosts(&hosts)?;
     }
-    // Keep the embedded server alive for the whole run; dropping it stops it.
-    let (_embedded, addr): (Option<ServerHandle>, String) = match (&opts.server, &lab) {
-        (Some(a), _) => (None, a.clone()),
-        (None, Some(lab)) => {
-            let h = std::thread::scope(|s| {
-                s.spawn(|| -> Result<ServerHandle, RunError> {
-                    lab.server().enter()?;
-                    Server::bind((SERVER_ADDR, 7420), ServerConfig::default())
-                        .and_then(|s| s.spawn())
-                        .map_err(RunError::EmbeddedServer)
-                })
-                .join()
-                .unwrap_or_else(|_| Err(RunError::Usage("server start-up panicked".into())))
-            })?;
-            let a = h.addr().to_string();
-            (Some(h), a)
-        }
-        (None, None) => {
-            let h = Server::bind("127.0.0.1:0", ServerConfig::default())
-                .and_then(|s| s.spawn())
-                .map_err(RunError::EmbeddedServer)?;
-            let a = h.addr().to_string();
-            (Some(h), a)
-        }
-    };
     let job = Job {
         scenario,
         opts,
@@ -386,8 +359,6 @@ pub fn run(
         links: &links,
         skipped: &skipped,
         lab: lab.as_ref(),
-        addr: &addr,
-        control: std::sync::Mutex::new(None),
         shard: shard.as_ref().zip(aligner.as_ref()),
     };
     match &lab {
@@ -541,9 +512,6 @@ pub struct Job<'a> {
     /// Per case, why it is skipped (`--skip-missing`), or `None`: it runs.
     skipped: &'a [Option<String>],
     lab: Option<&'a Lab>,
-    addr: &'a str,
-    /// The reference server's control connection, kept between the cases that use it.
-    control: std::sync::Mutex<Option<ControlClient>>,
     /// The capture, its path made absolute.
     pcap: Option<&'a PcapOptions>,
     /// The capture's early stop has been reported.
@@ -553,6 +521,37 @@ pub struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// Each protocol's run-long service ([`wirebench_protocol::Protocol::start_run`]),
+    /// in the order of the protocols' first cases that will run.
+    fn start_services(
+        &self,
+        connect_timeout: Duration,
+    ) -> Result<Vec<(&'static str, wirebench_protocol::RunService)>, RunError> {
+        let run = wirebench_protocol::RunEnv {
+            lab: self.lab,
+            server: self.opts.server.as_deref(),
+            connect_timeout,
+        };
+        let mut services = Vec::new();
+        let mut seen: Vec<&'static str> = Vec::new();
+        for (c, _) in self
+            .cases
+            .iter()
+            .zip(self.skipped)
+            .filter(|(_, s)| s.is_none())
+        {
+            let p = registry::of(c);
+            if seen.contains(&p.name()) {
+                continue;
+            }
+            seen.push(p.name());
+            if let Some(s) = p.start_run(&run).map_err(RunError::Service)? {
+                services.push((p.name(), s));
+            }
+        }
+        Ok(services)
+    }
+
     fn run(&self) -> Result<RunSummary, RunError> {
         let (scenario, opts, shutdown, observer) =
             (self.scenario, self.opts, self.shutdown, self.observer);
@@ -562,18 +561,9 @@ impl Job<'_> {
         } else {
             opts.connect_timeout
         };
-        // Fail fast, before creating any file, if the server cannot be reached. Runs of
-        // real peers only (XMPP, IRC) do not talk to it: over a slow link its traffic
-        // would compete with the first measured messages.
-        let raw = self
-            .cases
-            .iter()
-            .zip(self.skipped)
-            .any(|(c, s)| s.is_none() && registry::of(c).uses_reference_server());
-        if raw {
-            *self.control.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some(ControlClient::connect(self.addr, connect_timeout)?);
-        }
+        // Fail fast, before creating any file, if a protocol's run-long server cannot be
+        // started or reached.
+        let services = self.start_services(connect_timeout)?;
         let results_err = |error| RunError::Results {
             path: opts.out.display().to_string(),
             error,
@@ -587,9 +577,7 @@ impl Job<'_> {
         let host = host::facts();
         // Who the cases talk to, for the front end's first line.
         let mut against: Vec<String> = Vec::new();
-        if raw {
-            against.push(format!("the reference server at {}", self.addr));
-        }
+        against.extend(services.iter().filter_map(|(_, s)| s.against.clone()));
         for (c, _) in self
             .cases
             .iter()
@@ -683,8 +671,10 @@ impl Job<'_> {
                     lab: self.lab,
                     out: &opts.out,
                     seed: scenario.seed,
-                    server_addr: self.addr,
-                    control: &self.control,
+                    service: services
+                        .iter()
+                        .find(|(p, _)| *p == case.protocol())
+                        .map(|(_, s)| &*s.state),
                     shard: self.shard.map(|(s, _)| s),
                 };
                 let result = registry::of(case).run(&env, case, repeat, link.as_ref(), &ctx);

@@ -17,7 +17,7 @@ pub static REGISTRY: &[&dyn Protocol] = &[
     &wirebench_plugin_soap::Soap,
     &wirebench_plugin_rmi::Rmi,
     // The proxies' baseline lives with their shared connect workload.
-    &wirebench_connect::DirectProtocol,
+    &wirebench_plugin_direct::DirectProtocol,
     &wirebench_plugin_socks5::Socks5,
     &wirebench_plugin_convert::Convert,
     &wirebench_plugin_shadowsocks::Shadowsocks,

@@ -291,7 +291,7 @@ pub fn pcap_options(
 /// embedded server would refuse (a server given with `--server` states its own limit
 /// per case). `origin` names where the payload was set, for the message.
 pub fn check_embedded_payloads(scenario: &Scenario, origin: &str) -> Result<(), RunError> {
-    let limit = u64::from(wirebench_net::ServerConfig::default().max_payload);
+    let limit = u64::from(wirebench_raw_server::ServerConfig::default().max_payload);
     for case in crate::plan(scenario) {
         let Some((_, p)) = case.point.iter().find(|(n, _)| n == "payload") else {
             continue;

@@ -116,31 +116,8 @@ pub struct Reference {
     pub metrics: Vec<(String, f64)>,
 }
 
-/// A scenario mistake, located.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScenarioError {
-    /// File name, or `command line`.
-    pub origin: String,
-    pub line: Option<usize>,
-    /// Dotted key (`params.payload`), if the problem belongs to one.
-    pub key: Option<String>,
-    pub message: String,
-}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.origin)?;
-        if let Some(l) = self.line {
-            write!(f, ":{l}")?;
-        }
-        if let Some(k) = &self.key {
-            write!(f, ": {k}")?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-impl std::error::Error for ScenarioError {}
+/// A scenario mistake, located (file or `command line`, line, dotted key).
+pub type ScenarioError = wirebench_model::located::FileError;
 
 /// Suggests the closest valid name, if any is close.
 fn did_you_mean(word: &str, valid: &[&str]) -> String {

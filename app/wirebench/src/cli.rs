@@ -7,7 +7,8 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use wirebench_link::LinkSpec;
 use wirebench_model::Bytes;
-use wirebench_net::{DEFAULT_PORT, ServerConfig};
+use wirebench_net::DEFAULT_PORT;
+use wirebench_raw_server::ServerConfig;
 use wirebench_runner::RunRequest;
 use wirebench_runner::request::{MAX_CASE_TIME, PCAP_LIMIT};
 

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use wirebench_model::Status;
-use wirebench_net::Server;
+use wirebench_raw_server::Server;
 
 fn main() -> ExitCode {
     let cli = cli::parse();

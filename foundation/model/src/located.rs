@@ -37,6 +37,34 @@ pub fn line_of_key(text: &str, dotted: &str) -> Option<usize> {
     found.map(|s| line_of(text, s.start))
 }
 
+/// A mistake in a file (or the command line), located: what every reader of wirebench's
+/// configuration files (scenarios, the x2x gateway's configuration) reports, printed as
+/// `file:line: key: message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileError {
+    /// File name, or whatever the caller named the text (`command line`).
+    pub origin: String,
+    pub line: Option<usize>,
+    /// Dotted key (`params.payload`), if the problem belongs to one.
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if let Some(k) = &self.key {
+            write!(f, ": {k}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for FileError {}
+
 /// What is wrong, once located.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Problem {

@@ -26,18 +26,17 @@ pub mod stats;
 
 pub use case::{Case, CaseLink, Workload};
 pub use params::{ParamSpec, WORKLOADS};
-pub use plugin::{Env, PeerModel, Protocol, StartUp};
+pub use plugin::{Env, PeerModel, Protocol, RunEnv, RunService, StartUp};
 pub use prereq::{Install, Lookup, Prerequisite, Requirement};
 pub use shard::{Align, Shard, Start};
 /// Message accounting by sequence number (lost, duplicated, reordered), shared by every
 /// protocol's drivers; it lives with raw's engine, whose frames carry the sequence.
-pub use wirebench_raw::tally;
+pub use wirebench_payload::tally;
 
 use hdrhistogram::Histogram;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use wirebench_model::Metric;
-use wirebench_net::NetError;
 
 /// How often blocked calls wake up to look at the shutdown flag.
 pub const TICK: Duration = Duration::from_millis(100);
@@ -117,8 +116,10 @@ impl Fault {
 // repeat them.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
+    /// Another layer's error (a protocol's client, a codec) kept whole, with who is at
+    /// fault: the interface need not know every protocol's error types.
     #[error(transparent)]
-    Net(#[from] NetError),
+    Caused(Caused),
     #[error("cannot open the data connection to {addr}: {error}")]
     Connect { addr: String, error: std::io::Error },
     #[error("interrupted")]
@@ -136,8 +137,6 @@ pub enum WorkloadError {
         during: &'static str,
         error: std::io::Error,
     },
-    #[error("the server sent an invalid frame: {0}")]
-    Invalid(wirebench_raw::raw::FrameError),
     /// A parameter value the protocol cannot run.
     #[error("{0}")]
     Input(String),
@@ -160,23 +159,9 @@ impl WorkloadError {
             WorkloadError::Interrupted | WorkloadError::InterruptedAfter(_) => return None,
             WorkloadError::Input(_) => Fault::Input,
             WorkloadError::Environment(_) => Fault::Environment,
-            WorkloadError::Peer(_) | WorkloadError::Invalid(_) | WorkloadError::Closed { .. } => {
-                Fault::Peer
-            }
+            WorkloadError::Peer(_) | WorkloadError::Closed { .. } => Fault::Peer,
             WorkloadError::Link(_) => Fault::Link,
-            WorkloadError::Net(e) => match e {
-                NetError::Resolve { .. } => Fault::Input,
-                NetError::Unreachable { error, .. }
-                    if error.kind() == ErrorKind::ConnectionRefused =>
-                {
-                    Fault::Peer
-                }
-                NetError::Unreachable { .. } | NetError::Io { .. } => Fault::Link,
-                NetError::NoAnswer { .. }
-                | NetError::Closed { .. }
-                | NetError::Garbled { .. }
-                | NetError::Refused { .. } => Fault::Peer,
-            },
+            WorkloadError::Caused(c) => c.fault,
             WorkloadError::Connect { error, .. }
                 if error.kind() == ErrorKind::ConnectionRefused =>
             {
@@ -189,9 +174,53 @@ impl WorkloadError {
     }
 }
 
-impl From<wirebench_raw::raw::FrameError> for WorkloadError {
-    fn from(e: wirebench_raw::raw::FrameError) -> Self {
-        WorkloadError::Invalid(e)
+impl WorkloadError {
+    /// `error`, shown as it is, with `fault` as who is to blame.
+    pub fn caused(fault: Fault, error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        WorkloadError::Caused(Caused {
+            fault,
+            context: None,
+            error: Box::new(error),
+        })
+    }
+
+    /// What failed (`context`), because of `error`, with `fault` as who is to blame:
+    /// shown as `context: error`, with the error kept whole rather than as text.
+    pub fn because(
+        fault: Fault,
+        context: impl Into<String>,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        WorkloadError::Caused(Caused {
+            fault,
+            context: Some(context.into()),
+            error: Box::new(error),
+        })
+    }
+}
+
+/// The error of [`WorkloadError::Caused`]: shown as `context: error` (or the error
+/// alone), the error's own causes reachable through `source`. The error is not itself
+/// the source, so a chain printed with `{:#}` does not repeat it.
+#[derive(Debug)]
+pub struct Caused {
+    pub fault: Fault,
+    pub context: Option<String>,
+    pub error: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl std::fmt::Display for Caused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(c) = &self.context {
+            write!(f, "{c}: ")?;
+        }
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for Caused {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
     }
 }
 
@@ -243,10 +272,25 @@ mod tests {
                 Some(Fault::Link),
             ),
             (WorkloadError::Interrupted, None),
+            (
+                WorkloadError::caused(Fault::Link, std::io::Error::other("cut")),
+                Some(Fault::Link),
+            ),
         ];
         for (e, want) in cases {
             assert_eq!(e.fault(), want, "{e}");
         }
+        // A caused error reads as its cause, so a record's error text does not change.
+        let e = WorkloadError::caused(Fault::Peer, std::io::Error::other("the peer hung up"));
+        assert_eq!(e.to_string(), "the peer hung up");
+        let io = std::io::Error::other("broken pipe");
+        let e = WorkloadError::because(Fault::Link, "cannot write to prosody", io);
+        assert_eq!(e.to_string(), "cannot write to prosody: broken pipe");
+        assert_eq!(e.fault(), Some(Fault::Link));
+        let WorkloadError::Caused(c) = &e else {
+            panic!("{e:?}")
+        };
+        assert!(c.error.downcast_ref::<std::io::Error>().is_some());
         let missing = peer::PeerError::Missing {
             program: "prosody".into(),
             install: "apt-get install prosody".into(),

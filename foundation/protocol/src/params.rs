@@ -321,8 +321,8 @@ fn allowed(name: &str, v: &ParamValue) -> Result<(), String> {
 }
 
 /// The largest payload a raw frame can carry: its 32-bit length covers the 17 header
-/// bytes after it too.
-pub const MAX_PAYLOAD: u64 = u32::MAX as u64 - (wirebench_raw::raw::HEADER_LEN as u64 - 4);
+/// bytes after it too (raw's plugin tests that this matches its frame header).
+pub const MAX_PAYLOAD: u64 = u32::MAX as u64 - 17;
 
 /// Whether a parameter describes the emulated link.
 pub fn is_link(name: &str) -> bool {

@@ -8,9 +8,8 @@ use crate::params::ParamSpec;
 use crate::{Case, CaseLink, Ctx, Outcome, WorkloadError};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::time::Duration;
 use wirebench_lab::Lab;
-use wirebench_net::ControlClient;
 
 /// A protocol wirebench can measure.
 pub trait Protocol: Sync {
@@ -53,10 +52,18 @@ pub trait Protocol: Sync {
     fn servers(&self, _case: &Case) -> Option<&'static str> {
         None
     }
-    /// Whether its cases talk to wirebench's reference server (the control channel): the
-    /// runner then starts or reaches it and hands its connection over in [`Env::control`].
+    /// Whether its cases talk to wirebench's reference server (raw's control channel),
+    /// which the embedded server's payload limit applies to.
     fn uses_reference_server(&self) -> bool {
         false
+    }
+    /// Starts what its cases share for the whole run (a server, a connection kept between
+    /// cases), before the results directory is created, so a run that cannot reach it
+    /// fails before writing anything. Called once per run for a protocol with cases to
+    /// run; each case gets what it returned as [`Env::service`], and the run keeps it
+    /// (dropping it stops it) until the last case is done.
+    fn start_run(&self, _run: &RunEnv) -> Result<Option<RunService>, WorkloadError> {
+        Ok(None)
     }
     /// A stream of this protocol is bounded by a message count, this one unless given,
     /// rather than by a duration.
@@ -110,6 +117,24 @@ pub trait Protocol: Sync {
     ) -> Result<Outcome, WorkloadError>;
 }
 
+/// What a run gives [`Protocol::start_run`].
+pub struct RunEnv<'a> {
+    /// The lab, when the run has one: a server belongs in its server host.
+    pub lab: Option<&'a Lab>,
+    /// A server address given on the command line (`--server`), to use instead of
+    /// starting one.
+    pub server: Option<&'a str>,
+    /// How long connecting may take (longer over a slow emulated link).
+    pub connect_timeout: Duration,
+}
+
+/// What a protocol keeps for a whole run: its state, and whom it talks to in words
+/// ("the reference server at 10.77.0.2:7420") for the run's first line.
+pub struct RunService {
+    pub state: Box<dyn std::any::Any + Send + Sync>,
+    pub against: Option<String>,
+}
+
 /// What the run gives each case.
 pub struct Env<'a> {
     /// The lab, when the run has one: its hosts' namespaces, counters and link.
@@ -118,11 +143,8 @@ pub struct Env<'a> {
     pub out: &'a Path,
     /// The scenario's seed, for payload patterns and anything random.
     pub seed: u64,
-    /// The reference server's address, for protocols that use it.
-    pub server_addr: &'a str,
-    /// The reference server's control connection, kept between the cases that use it
-    /// (`None` after a failure: the next case reconnects).
-    pub control: &'a Mutex<Option<ControlClient>>,
+    /// What this protocol's [`Protocol::start_run`] returned, if anything.
+    pub service: Option<&'a (dyn std::any::Any + Send + Sync)>,
     /// This run's shard, when it is one of several (`--shard I/N`): only load cases run
     /// then, each generating its slice.
     pub shard: Option<&'a crate::Shard<'a>>,

@@ -5,7 +5,7 @@
 
 use crate::{Outcome, WorkloadError};
 use hdrhistogram::Histogram;
-use wirebench_raw::tally::Tally;
+use wirebench_payload::tally::Tally;
 
 /// Nearest-rank percentile of sorted samples, `q` in 0..=100.
 pub fn percentile(sorted: &[u64], q: f64) -> Option<u64> {

@@ -11,8 +11,8 @@
 //! - `ttfb`: from the start of the TCP connect to the first byte of the answer, the figure
 //!   S3's CDFs show.
 //!
-//! Each protocol supplies a [`Dial`]: `direct` (here) or a proxy's client (the `socks5`
-//! plugin). The origin and any proxy run in the lab's server host, so the emulated link
+//! Each protocol supplies a [`Dial`]: `direct` (protocols/direct) or a proxy's client (the
+//! `socks5` plugin). The origin and any proxy run in the lab's server host, so the emulated link
 //! lies between the client and both, and the proxy reaches the origin over that host's
 //! own loopback: what a proxy adds is its handshake's round trips on the client's path.
 //!
@@ -32,9 +32,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wirebench_model::Value;
 use wirebench_model::clock::monotonic_ns;
-use wirebench_protocol::params::ParamSpec;
 use wirebench_protocol::stats::{histogram, mean, percentile, secs};
-use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, TICK, WorkloadError};
+use wirebench_protocol::{Case, Ctx, Env, Outcome, TICK, WorkloadError};
 use wirebench_rpc::{Counters, Placed};
 
 /// A connection's bytes as the workload writes and reads them: the TCP stream itself, or
@@ -155,20 +154,6 @@ pub async fn open(
     // A reset on close: no TIME_WAIT to exhaust the ephemeral ports (see the module doc).
     let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
     Ok((s, took))
-}
-
-/// The baseline: straight to the origin, with TCP Fast Open when `tfo`, over
-/// Multipath TCP when `mptcp`.
-pub struct Direct {
-    pub tfo: bool,
-    pub mptcp: bool,
-}
-
-impl Dial for Direct {
-    async fn dial(&self, origin: SocketAddr) -> Result<Dialed, WorkloadError> {
-        let (stream, tcp_ns) = open(origin, self.tfo, self.mptcp).await?;
-        Ok(Dialed::plain(stream, tcp_ns, 0))
-    }
 }
 
 /// Turns TCP Fast Open on for a case: client and server bits of `net.ipv4.tcp_fastopen`
@@ -823,62 +808,4 @@ fn outcome(plan: &Plan, s: Samples, lag: &[u64], elapsed: u64) -> Outcome {
         ));
     }
     out
-}
-
-/// `direct`: the baseline of the proxies, a plain TCP connection to the origin.
-pub struct DirectProtocol;
-
-const DIRECT_PARAMS: &[ParamSpec] = &[
-    params::CONNECTS,
-    params::CONCURRENCY,
-    params::TFO,
-    params::MPTCP,
-    wirebench_rpc::params::RATE,
-];
-
-impl Protocol for DirectProtocol {
-    fn name(&self) -> &'static str {
-        "direct"
-    }
-
-    fn summary(&self) -> &'static str {
-        "plain TCP to an echo server, the proxies' baseline (workload connect: time to first byte)"
-    }
-
-    fn workloads(&self) -> &'static [&'static str] {
-        &["connect"]
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        DIRECT_PARAMS
-    }
-
-    fn servers(&self, _case: &Case) -> Option<&'static str> {
-        Some("an echo server of ours started per case")
-    }
-
-    fn uses_reference_server(&self) -> bool {
-        false
-    }
-
-    fn connect_round_trips(&self, case: &Case) -> f64 {
-        if case.word("tfo") == Some("on") {
-            1.0
-        } else {
-            2.0
-        }
-    }
-
-    fn run(
-        &self,
-        env: &Env,
-        case: &Case,
-        _repeat: u32,
-        _link: Option<&CaseLink>,
-        ctx: &Ctx,
-    ) -> Result<Outcome, WorkloadError> {
-        let tfo = case.word("tfo") == Some("on");
-        let mptcp = case.word("mptcp") == Some("on");
-        run_case(env, case, ctx, |_| Ok((Direct { tfo, mptcp }, Vec::new())))
-    }
 }

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use wirebench_lab::Lab;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_payload::Pattern;
 use wirebench_protocol::WorkloadError;
-use wirebench_raw::raw::Pattern;
 
 /// What the server does with each message, fixed for the case.
 #[derive(Debug, Clone)]

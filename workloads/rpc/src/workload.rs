@@ -19,12 +19,12 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_payload::Pattern;
+use wirebench_payload::tally::Tally;
 use wirebench_protocol::stats::{
     histogram, interrupted, mean, percentile, push_counts, push_load_rtts, push_rtts, secs,
 };
 use wirebench_protocol::{Case, Ctx, Outcome, TICK, Workload, WorkloadError};
-use wirebench_raw::raw::Pattern;
-use wirebench_raw::tally::Tally;
 
 /// Requests one connection keeps in flight at most in open-loop mode (HTTP/2, gRPC):
 /// beyond it, due requests wait (and their wait counts in their latency).

@@ -63,7 +63,7 @@ pub enum Request {
 /// The server's account of a finished session.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionReport {
-    pub counts: crate::tally::Counts,
+    pub counts: wirebench_payload::tally::Counts,
     /// Frames' total bytes, headers included.
     pub bytes: u64,
     pub payload_bytes: u64,

@@ -18,10 +18,10 @@
 
 use crate::control::{Behaviour, Open, SessionReport};
 use crate::raw::{Decoder, Frame, FrameError, HEADER_LEN, Header, Kind, Pattern};
-use crate::tally::Tally;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use wirebench_engine::Engine;
+use wirebench_payload::tally::Tally;
 
 /// Bytes a [`Responder`] holds for sending before it asks its driver to stop reading
 /// ([`Responder::wants_input`]): a client that sends without reading its echoes meets

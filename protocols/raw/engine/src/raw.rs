@@ -15,7 +15,7 @@
 //! The decoder is streaming: it verifies payload bytes as they arrive, never needs a whole
 //! frame in memory, and separates *incomplete* input (wait) from *invalid* input (error).
 
-use std::fmt;
+pub use wirebench_payload::Pattern;
 
 /// Bytes of header before the payload.
 pub const HEADER_LEN: usize = 21;
@@ -78,54 +78,6 @@ pub enum FrameError {
     UnknownKind(u8),
     #[error("data connection ended in the middle of a frame")]
     Torn,
-}
-
-/// Period of the offsets at which payload windows start in the pattern.
-const WINDOW: usize = 4093;
-
-/// The reference payload bytes of a session: `max_payload + WINDOW` pseudo-random bytes
-/// from the seed. The payload of frame `seq` with length `n` is `bytes[off..off + n]` with
-/// `off = seq mod 4093`, so a frame delivered under another sequence number, a shifted
-/// stream or a flipped byte all show as corrupt.
-#[derive(Clone)]
-pub struct Pattern {
-    bytes: Vec<u8>,
-}
-
-impl fmt::Debug for Pattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Pattern({} bytes)", self.bytes.len())
-    }
-}
-
-impl Pattern {
-    pub fn new(seed: u64, max_payload: usize) -> Pattern {
-        // xorshift64*: fast, and good enough that payloads do not compress.
-        let mut x = seed ^ 0x9E37_79B9_7F4A_7C15;
-        if x == 0 {
-            x = 1;
-        }
-        let len = max_payload + WINDOW;
-        let mut bytes = Vec::with_capacity(len + 8);
-        while bytes.len() < len {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            bytes.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-        }
-        bytes.truncate(len);
-        Pattern { bytes }
-    }
-
-    pub fn max_payload(&self) -> usize {
-        self.bytes.len() - WINDOW
-    }
-
-    /// The payload of frame `seq`; `len` must not exceed [`Pattern::max_payload`].
-    pub fn payload(&self, seq: u64, len: usize) -> &[u8] {
-        let off = (seq % WINDOW as u64) as usize;
-        &self.bytes[off..off + len]
-    }
 }
 
 /// A complete frame as reported by the decoder.
@@ -217,8 +169,8 @@ impl<'p> Decoder<'p> {
                     let take = ((h.payload_len - self.done) as usize).min(input.len());
                     if let Some(p) = self.pattern {
                         if !self.corrupt {
-                            let off = (h.seq % WINDOW as u64) as usize + self.done as usize;
-                            self.corrupt = p.bytes[off..off + take] != input[..take];
+                            self.corrupt =
+                                p.part(h.seq, self.done as usize, take) != &input[..take];
                         }
                     }
                     self.done += take as u32;

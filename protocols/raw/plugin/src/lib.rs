@@ -1,8 +1,9 @@
 //! `raw`: wirebench's own length-prefixed frames over TCP against its reference server
 //! (`docs/protocols/raw.md`). The wire format and the sans-IO engines are in
 //! `protocols/raw/engine` (`wirebench-raw`); the server side is the reference server
-//! (`wirebench-net`, which the runner places on loopback or in the lab's server host, or
-//! `wirebench serve` anywhere). This crate holds the client drivers and the plugin:
+//! (`protocols/raw/server`: this plugin starts it for a run on loopback or in the lab's
+//! server host, or `wirebench serve` runs it anywhere). This crate holds the client
+//! drivers and the plugin:
 //!
 //! - [`pingpong`]: seed 000's latency test. One message in flight; the responder answers
 //!   (optionally after a think time); every round's RTT is kept.
@@ -14,11 +15,15 @@ pub mod pingpong;
 pub mod stream;
 
 use pingpong::PingPong;
+use std::sync::Mutex;
 use std::time::Duration;
 use stream::{Mode, Stream};
-use wirebench_net::ControlClient;
 use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
-use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, Workload, WorkloadError};
+use wirebench_protocol::{
+    Case, CaseLink, Ctx, Env, Fault, Outcome, Protocol, RunEnv, RunService, Workload, WorkloadError,
+};
+use wirebench_raw::raw::FrameError;
+use wirebench_raw_server::{ControlClient, Server, ServerConfig, ServerHandle};
 
 pub const MODES: &[&str] = &["oneway", "echo"];
 
@@ -45,6 +50,30 @@ impl Protocol for Raw {
         true
     }
 
+    fn start_run(&self, run: &RunEnv) -> Result<Option<RunService>, WorkloadError> {
+        let (embedded, addr) = match (run.server, run.lab) {
+            (Some(a), _) => (None, a.to_string()),
+            (None, lab) => {
+                let h = start_embedded(lab)?;
+                let a = h.addr().to_string();
+                (Some(h), a)
+            }
+        };
+        // Connected now so a run that cannot reach its server fails before writing
+        // anything.
+        let control = ControlClient::connect(&addr, run.connect_timeout)?;
+        let against = Some(format!("the reference server at {addr}"));
+        let state = RawRun {
+            _embedded: embedded,
+            addr,
+            control: Mutex::new(Some(control)),
+        };
+        Ok(Some(RunService {
+            state: Box::new(state),
+            against,
+        }))
+    }
+
     fn stream_echoes(&self, case: &Case) -> bool {
         case.word("mode") == Some("echo")
     }
@@ -61,11 +90,17 @@ impl Protocol for Raw {
         _link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
-        let mut slot = env.control.lock().unwrap_or_else(|p| p.into_inner());
+        let run = env
+            .service
+            .and_then(|s| s.downcast_ref::<RawRun>())
+            .ok_or_else(|| {
+                WorkloadError::Environment("raw: the run started no reference server".into())
+            })?;
+        let mut slot = run.control.lock().unwrap_or_else(|p| p.into_inner());
         let mut ctl = match slot.take() {
             Some(c) => c,
             // A failed case may have left the control connection unusable.
-            None => ControlClient::connect(env.server_addr, ctx.connect_timeout)?,
+            None => ControlClient::connect(&run.addr, ctx.connect_timeout)?,
         };
         let r = run_case(&mut ctl, case, env.seed, ctx);
         if r.is_ok() {
@@ -74,6 +109,53 @@ impl Protocol for Raw {
         r
     }
 }
+
+/// What a run of raw cases keeps: the embedded server (dropping it stops it), and the
+/// control connection kept between cases (`None` after a failure: the next case
+/// reconnects).
+struct RawRun {
+    _embedded: Option<ServerHandle>,
+    addr: String,
+    control: Mutex<Option<ControlClient>>,
+}
+
+/// The reference server for this run: in the lab's server host (its threads and sockets
+/// stay in that namespace) at the lab's fixed address, or on a free loopback port.
+fn start_embedded(lab: Option<&wirebench_lab::Lab>) -> Result<ServerHandle, WorkloadError> {
+    let embedded = |e: std::io::Error| {
+        WorkloadError::Environment(format!("cannot start the embedded server: {e}"))
+    };
+    let Some(lab) = lab else {
+        return Server::bind("127.0.0.1:0", ServerConfig::default())
+            .and_then(|s| s.spawn())
+            .map_err(embedded);
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| -> Result<ServerHandle, WorkloadError> {
+            lab.server()
+                .enter()
+                .map_err(|e| WorkloadError::caused(Fault::Environment, e))?;
+            Server::bind((wirebench_lab::SERVER_ADDR, 7420), ServerConfig::default())
+                .and_then(|s| s.spawn())
+                .map_err(embedded)
+        })
+        .join()
+        .unwrap_or_else(|_| {
+            Err(WorkloadError::Environment(
+                "server start-up panicked".into(),
+            ))
+        })
+    })
+}
+
+/// A frame the server sent that the decoder refused: the server broke the protocol.
+pub(crate) fn invalid_frame(e: FrameError) -> WorkloadError {
+    WorkloadError::caused(Fault::Peer, InvalidFrame(e))
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the server sent an invalid frame: {0}")]
+struct InvalidFrame(FrameError);
 
 fn run_case(
     ctl: &mut ControlClient,
@@ -125,4 +207,16 @@ fn payload_of(case: &Case) -> Result<u32, WorkloadError> {
 
 fn nodelay_of(case: &Case) -> bool {
     case.word("nodelay") != Some("off")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_shared_payload_limit_is_what_a_raw_frame_carries() {
+        let covered = wirebench_raw::raw::HEADER_LEN as u64 - 4;
+        assert_eq!(
+            wirebench_protocol::params::MAX_PAYLOAD,
+            u64::from(u32::MAX) - covered
+        );
+    }
 }

@@ -9,12 +9,12 @@ use crate::conn::{Conn, Wait};
 use std::cell::RefCell;
 use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
-use wirebench_net::ControlClient;
 use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::{Ctx, Outcome, WorkloadError};
 use wirebench_raw::control::{Behaviour, Open};
 use wirebench_raw::engine;
 use wirebench_raw::raw::Pattern;
+use wirebench_raw_server::ControlClient;
 
 #[derive(Debug, Clone)]
 pub struct PingPong {
@@ -61,7 +61,10 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
         &pattern, p.payload, p.rounds, think_ns,
     ));
     let mut feed = |now: u64, data: &[u8]| -> Result<(), WorkloadError> {
-        Ok(engine.borrow_mut().handle_input(now, data)?)
+        engine
+            .borrow_mut()
+            .handle_input(now, data)
+            .map_err(crate::invalid_frame)
     };
     let (mut conn, setup) = Conn::open(
         ctl.peer_ip()?,

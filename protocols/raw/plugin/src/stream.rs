@@ -17,13 +17,13 @@ use crate::conn::{Conn, Wait};
 use std::cell::RefCell;
 use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
-use wirebench_net::ControlClient;
+use wirebench_payload::tally::Tally;
 use wirebench_protocol::stats::{histogram, mean, percentile, push_counts, secs};
 use wirebench_protocol::{Ctx, Outcome, WorkloadError};
 use wirebench_raw::control::{Behaviour, Open, SessionReport};
 use wirebench_raw::engine::Stream as StreamEngine;
 use wirebench_raw::raw::{HEADER_LEN, Pattern};
-use wirebench_raw::tally::Tally;
+use wirebench_raw_server::ControlClient;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -92,7 +92,10 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
     // The protocol is the engine's; this function moves its bytes and keeps the time.
     let engine = RefCell::new(StreamEngine::new(&pattern, s.payload, limit, echo));
     let mut feed = |now: u64, data: &[u8]| -> Result<(), WorkloadError> {
-        Ok(engine.borrow_mut().handle_input(now, data)?)
+        engine
+            .borrow_mut()
+            .handle_input(now, data)
+            .map_err(crate::invalid_frame)
     };
     let (mut conn, setup) = Conn::open(
         ctl.peer_ip()?,

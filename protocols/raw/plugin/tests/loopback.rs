@@ -2,10 +2,10 @@
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
-use wirebench_net::{ControlClient, Server, ServerConfig};
 use wirebench_plugin_raw::pingpong::{self, PingPong};
 use wirebench_plugin_raw::stream::{self, Mode, Stream};
 use wirebench_protocol::{Ctx, Outcome};
+use wirebench_raw_server::{ControlClient, Server, ServerConfig};
 
 fn metric(o: &Outcome, name: &str) -> f64 {
     o.metrics

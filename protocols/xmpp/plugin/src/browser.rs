@@ -16,6 +16,7 @@
 //! removed when the case ends, however it ends (success, error, Ctrl-C: [`Browser`]'s
 //! `Drop`). If wirebench itself is killed, the parent-death signal ends the browser.
 
+use crate::transport::Transport;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -25,7 +26,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::stats::{push_counts, push_rtts, secs};
-use wirebench_protocol::{Ctx, Install, Lookup, Outcome, Requirement, WorkloadError};
+use wirebench_protocol::{Case, Ctx, Install, Lookup, Outcome, Requirement, WorkloadError};
 
 /// The `xmpp.client` choices.
 pub const CLIENTS: &[&str] = &["native", "browser"];
@@ -64,7 +65,7 @@ pub struct BrowserRun {
 /// a progress report from the page would cross the link and share the measured time.
 pub enum Progress {
     /// Our endpoint's count of client requests (WebSocket messages, HTTP requests).
-    Endpoint(Arc<crate::web::WebStats>),
+    Endpoint(Arc<wirebench_xmpp_gateway::WebStats>),
     /// A real server's own endpoint counts nothing we can read, so its CPU time stands in
     /// (milliseconds): every request the page sends costs the server some. A server that
     /// burns CPU while idle would hide a stalled page, so such cases also get a deadline
@@ -613,6 +614,56 @@ pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     drop(browser);
     drop(pages);
     Ok(out)
+}
+
+/// What a browser case needs, checked before anything starts: a browser speaks only the
+/// web transports, its page runs study S2's test alone, and the page must be servable.
+pub(crate) fn check_case(case: &Case) -> Result<(), WorkloadError> {
+    check_input(case)?;
+    strophe_bundle()?;
+    Ok(())
+}
+
+/// A browser case's parameters that a browser can run.
+pub(crate) fn check_input(case: &Case) -> Result<(), WorkloadError> {
+    if case.word("xmpp.ping") != Some("server") {
+        return Err(WorkloadError::Input(
+            "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
+        ));
+    }
+    if matches!(case.word("xmpp.transport"), None | Some("tcp")) {
+        return Err(WorkloadError::Input(
+            "xmpp.client=browser needs xmpp.transport=websocket, bosh or a SockJS transport \
+             (a browser cannot open a raw XMPP TCP connection)"
+                .into(),
+        ));
+    }
+    if case.workload() != "pingpong" {
+        return Err(WorkloadError::Input(
+            "xmpp.client=browser needs workload pingpong".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The sockjs-client transport a page asks for (`None`: not SockJS).
+pub(crate) fn sockjs_transport(t: &Transport) -> Option<&'static str> {
+    match t {
+        Transport::SockJs { .. } => Some(match t.word() {
+            "sockjs-websocket" => "websocket",
+            w => w,
+        }),
+        _ => None,
+    }
+}
+
+/// `xmpp.flush` as the page takes it.
+pub(crate) fn flush_word(case: &Case) -> &'static str {
+    match case.word("xmpp.flush") {
+        Some("off") => "off",
+        Some("all") => "all",
+        _ => "on",
+    }
 }
 
 #[cfg(test)]

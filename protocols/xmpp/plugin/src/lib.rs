@@ -15,38 +15,39 @@
 //! placed as the built-in one is, with client1 on its own BOSH or WebSocket endpoint
 //! ([`s2`]); it needs root only for a link.
 //!
-//! The folder: the sans-IO client engine in `protocols/xmpp/engine` (`wirebench-xmpp`);
-//! here its blocking driver ([`session`]), the S1 workloads ([`workload`]), study S2 in
-//! headless Chromium with Strophe.js ([`browser`], `xmpp.client=browser`), the real
-//! servers ([`peer`], [`prosody`], [`ejabberd`]), the x2x gateway pair ([`x2x`], crate `wirebench-x2x`), the built-in
-//! server ([`serve`]) and the plugin.
+//! The folder, one crate per job, imports pointing down only: the sans-IO client and
+//! server engine in `engine` (`wirebench-xmpp`); the built-in server on mio event loops in
+//! `server` ([`serve`]); the web gateways on tokio in `gateway` ([`web`]); the session
+//! load generator in `load` ([`load`], [`load_case`], [`hold`]); the real servers and
+//! the x2x gateway pair as lab peers in `peers` ([`peer`], [`prosody`], [`ejabberd`],
+//! [`x2x`]). Here, on blocking threads: the plugin, its client driver ([`session`] over
+//! a [`transport`]), the S1 workloads ([`workload`]), study S2 ([`s2`]) and its browser
+//! client (headless Chromium with Strophe.js, [`browser`], `xmpp.client=browser`).
 
 pub mod browser;
-pub mod ejabberd;
-pub mod hold;
-pub mod load;
-pub mod load_case;
-pub mod peer;
-pub mod prosody;
+mod builtin;
+mod endpoint;
+mod s1;
 pub mod s2;
-pub mod serve;
 pub mod session;
-pub mod tls;
 pub mod transport;
-pub mod web;
 pub mod workload;
-pub mod x2x;
 
-use peer::{PeerConfig, Server};
+// The other crates of the folder, under the paths the binary and the tests know.
+pub use wirebench_xmpp_gateway as web;
+pub use wirebench_xmpp_load::open_loop as load;
+pub use wirebench_xmpp_load::{hold, load_case, tls};
+pub use wirebench_xmpp_peers::{ejabberd, peer, prosody, x2x};
+pub use wirebench_xmpp_server as serve;
+
 use std::net::Ipv4Addr;
-use std::time::Duration;
 use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_model::Kind;
 use wirebench_protocol::params::{ON_OFF, PEER_STREAM_COUNT, ParamSpec, WORKLOADS};
 use wirebench_protocol::{
     Case, CaseLink, Ctx, Env, Outcome, PeerModel, Prerequisite, Protocol, WorkloadError,
 };
-use workload::{Topology, XmppRun};
+use wirebench_xmpp_peers::peer::{Server, real_server};
 
 /// XMPP server-to-server links; absent means standard.
 pub const S2S: &[&str] = &["standard", "x2x", "x2x-tfo"];
@@ -206,9 +207,6 @@ fn browser_costs(transport: Option<&str>, flush: Option<&str>) -> (f64, f64) {
     }
 }
 
-/// Password of the lab's XMPP users (they exist only inside a run's private servers).
-const XMPP_PASSWORD: &str = "wirebench";
-
 pub struct Xmpp;
 
 impl Protocol for Xmpp {
@@ -265,7 +263,7 @@ impl Protocol for Xmpp {
             }
             None => {}
         }
-        if case.word("xmpp.client") == Some("browser") && browser_input(case).is_ok() {
+        if case.word("xmpp.client") == Some("browser") && browser::check_input(case).is_ok() {
             out.push(browser::CHROMIUM.because("xmpp.client=browser"));
             out.push(browser::STROPHE.because("xmpp.client=browser"));
         }
@@ -327,355 +325,13 @@ impl Protocol for Xmpp {
         }
         match real_server(case) {
             Some(server) if is_s2(case) => s2::run(env, case, repeat, ctx, server),
-            Some(server) => run_real(env, case, repeat, ctx, server),
-            None => run_builtin(env, case, ctx),
+            Some(server) => s1::run(env, case, repeat, ctx, server),
+            None => builtin::run(env, case, ctx),
         }
-    }
-}
-
-/// The real servers a case runs, if any: `xmpp.server=prosody` or `ejabberd`, or Prosody
-/// when `s2s` is given without `xmpp.server` (a server-to-server link only exists
-/// between two servers).
-pub(crate) fn real_server(case: &Case) -> Option<Server> {
-    match case.word("xmpp.server") {
-        Some("prosody") => Some(Server::Prosody),
-        Some("ejabberd") => Some(Server::Ejabberd),
-        Some(_) => None,
-        None => case.get("s2s").is_some().then_some(Server::Prosody),
     }
 }
 
 /// Study S2's test: client1 pings its own server.
 fn is_s2(case: &Case) -> bool {
     case.word("xmpp.ping") == Some("server")
-}
-
-/// What a browser case needs, checked before anything starts: a browser speaks only the
-/// web transports, its page runs study S2's test alone, and the page must be servable.
-pub(crate) fn check_browser_case(case: &Case) -> Result<(), WorkloadError> {
-    browser_input(case)?;
-    browser::strophe_bundle()?;
-    Ok(())
-}
-
-/// A browser case's parameters that a browser can run.
-fn browser_input(case: &Case) -> Result<(), WorkloadError> {
-    if case.word("xmpp.ping") != Some("server") {
-        return Err(WorkloadError::Input(
-            "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
-        ));
-    }
-    if matches!(case.word("xmpp.transport"), None | Some("tcp")) {
-        return Err(WorkloadError::Input(
-            "xmpp.client=browser needs xmpp.transport=websocket, bosh or a SockJS transport \
-             (a browser cannot open a raw XMPP TCP connection)"
-                .into(),
-        ));
-    }
-    if case.workload() != "pingpong" {
-        return Err(WorkloadError::Input(
-            "xmpp.client=browser needs workload pingpong".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// Starts wirebench's endpoint for `transport` (none for tcp) in front of the XMPP server
-/// at `upstream`, in `netns` when given (the lab's server host, on the usual port 5280),
-/// else on a free loopback port.
-pub(crate) fn start_endpoint(
-    transport: &transport::Transport,
-    upstream: std::net::SocketAddr,
-    netns: Option<String>,
-    max_stanza: usize,
-) -> Result<Option<web::Endpoint>, String> {
-    let kind = match transport {
-        transport::Transport::Tcp => return Ok(None),
-        transport::Transport::WebSocket { .. } => web::Kind::WebSocket { max_stanza },
-        transport::Transport::SockJs { .. } => web::Kind::SockJs(web::sockjs::SockJsOptions {
-            max_stanza,
-            cfg: wirebench_xmpp_web::sockjs::SockJsConfig {
-                max_body: (max_stanza * 2 + 4096).max(128 * 1024),
-                ..Default::default()
-            },
-            jsessionid: false,
-        }),
-        transport::Transport::Bosh { .. } => web::Kind::Bosh(wirebench_xmpp_web::BoshConfig {
-            max_stanza,
-            // Our client sends at most 64 KiB of stanzas per request, or one stanza.
-            max_body: (max_stanza * 2 + 4096).max(128 * 1024),
-            ..Default::default()
-        }),
-    };
-    let bind: std::net::SocketAddr = match &netns {
-        Some(_) => (SERVER_ADDR, 5280).into(),
-        None => ([127, 0, 0, 1], 0).into(),
-    };
-    // Its thread inherits the namespace of the thread that starts it.
-    std::thread::spawn(move || {
-        if let Some(ns) = &netns {
-            wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
-        }
-        let l = std::net::TcpListener::bind(bind)
-            .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
-        web::spawn(l, upstream, kind, false).map_err(|e| e.to_string())
-    })
-    .join()
-    .map_err(|_| "the endpoint's start-up panicked".to_string())?
-    .map(Some)
-}
-
-/// What a wirebench endpoint saw of the case since `since` (sessions and requests
-/// before the timed part: [`web_counts`]): `transport.sessions` and `transport.requests`
-/// (WebSocket messages or HTTP requests from the clients).
-pub(crate) fn push_web_stats(o: &mut Outcome, st: &web::WebStats, since: (u64, u64)) {
-    let (sessions, requests) = web_counts(st);
-    o.push(
-        "transport.sessions",
-        sessions.saturating_sub(since.0) as f64,
-        "count",
-    );
-    o.push(
-        "transport.requests",
-        requests.saturating_sub(since.1) as f64,
-        "count",
-    );
-}
-
-/// An endpoint's (sessions, requests) so far.
-pub(crate) fn web_counts(st: &web::WebStats) -> (u64, u64) {
-    use std::sync::atomic::Ordering::Relaxed;
-    (st.sessions.load(Relaxed), st.requests.load(Relaxed))
-}
-
-/// The URL a page opens for `transport` at `front` (the endpoints' paths).
-pub(crate) fn endpoint_url(t: &transport::Transport, front: std::net::SocketAddr) -> String {
-    match t {
-        transport::Transport::WebSocket { path } => format!("ws://{front}{path}"),
-        transport::Transport::SockJs { prefix, .. } => format!("http://{front}{prefix}"),
-        transport::Transport::Bosh { path } => format!("http://{front}{path}"),
-        transport::Transport::Tcp => format!("xmpp://{front}"),
-    }
-}
-
-/// The sockjs-client transport a page asks for (`None`: not SockJS).
-pub(crate) fn browser_sockjs(t: &transport::Transport) -> Option<&'static str> {
-    match t {
-        transport::Transport::SockJs { .. } => Some(match t.word() {
-            "sockjs-websocket" => "websocket",
-            w => w,
-        }),
-        _ => None,
-    }
-}
-
-/// `xmpp.flush` as the page takes it.
-pub(crate) fn browser_flush(case: &Case) -> &'static str {
-    match case.word("xmpp.flush") {
-        Some("off") => "off",
-        Some("all") => "all",
-        _ => "on",
-    }
-}
-
-/// A case against the built-in server, started for this case: in the lab's server host
-/// when the case has a link (client1 then crosses it), else on loopback.
-fn run_builtin(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    const DOMAIN: &str = "wirebench.test";
-    let in_browser = case.word("xmpp.client") == Some("browser");
-    if in_browser {
-        // Before the server starts.
-        check_browser_case(case)?;
-    }
-    let server_ns = env.lab.map(|l| l.server().name().to_string());
-    let listen: std::net::SocketAddr = match server_ns {
-        Some(_) => (SERVER_ADDR, 5222).into(),
-        None => ([127, 0, 0, 1], 0).into(),
-    };
-    let mut cfg = serve::XmppServerConfig::new(listen, DOMAIN, 2);
-    // Two sessions: one worker, so every case relays the same way (no thread hand-off
-    // that depends on where the kernel put each connection).
-    cfg.workers = 1;
-    // The case's messages must fit: the payload plus the stanza around it (from/to JIDs,
-    // id, envelope), with room to spare.
-    cfg.max_stanza = cfg.max_stanza.max(case.payload() as usize + 4096);
-    // Bound on a thread inside the server host: the listener belongs to its namespace.
-    let ns = server_ns.clone();
-    let server = std::thread::spawn(move || {
-        if let Some(ns) = &ns {
-            wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
-        }
-        serve::XmppServer::bind(cfg).map_err(|e| format!("cannot listen on {listen}: {e}"))
-    })
-    .join()
-    .map_err(|_| WorkloadError::Environment("the XMPP server's start-up panicked".into()))?
-    .map_err(WorkloadError::Environment)?;
-    let addr = server
-        .local_addr()
-        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
-    let stats = server.stats.clone();
-    let stop = Arc::new(AtomicBool::new(false));
-    let thread = server
-        .spawn(stop.clone())
-        .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
-    let transport = transport::Transport::from_word(case.word("xmpp.transport"));
-    let max_stanza = case.payload() as usize + 4096;
-    // The transport's endpoint beside the server, in its namespace.
-    let endpoint = match start_endpoint(&transport, addr, server_ns.clone(), max_stanza) {
-        Ok(e) => e,
-        Err(e) => {
-            // The server is already running: stop it before giving up.
-            stop.store(true, Ordering::SeqCst);
-            let _ = thread.join();
-            return Err(WorkloadError::Environment(e));
-        }
-    };
-    let front = endpoint.as_ref().map_or(addr, |e| e.addr);
-    let browser_run = in_browser.then(|| browser::BrowserRun {
-        url: endpoint_url(&transport, front),
-        sockjs: browser_sockjs(&transport),
-        jid: format!("user1@{DOMAIN}"),
-        password: "pass1".into(),
-        count: case.workload_params().messages(),
-        flush: browser_flush(case),
-        // The browser in the client host, so the link lies between it and the endpoint.
-        netns: env.lab.map(|l| l.client().name().to_string()),
-        bind: match env.lab {
-            Some(_) => (CLIENT_ADDR, 0).into(),
-            None => ([127, 0, 0, 1], 0).into(),
-        },
-        progress: browser::Progress::Endpoint(
-            endpoint
-                .as_ref()
-                .map(|e| e.stats.clone())
-                .unwrap_or_default(),
-        ),
-    });
-    let run = XmppRun::from_case(
-        case,
-        Topology::one_server(DOMAIN, front, server_ns, transport.clone()),
-        env.seed,
-    );
-    let mut out = match &browser_run {
-        Some(b) => browser::run(b, ctx),
-        None => workload::run(&run, ctx),
-    };
-    // Read before the worker threads end with the server.
-    let cpu = serve::worker_cpu_seconds();
-    if let Some(e) = endpoint {
-        if let Ok(o) = &mut out {
-            push_web_stats(o, &e.stats, (0, 0));
-        }
-        e.stop();
-    }
-    stop.store(true, Ordering::SeqCst);
-    let _ = thread.join();
-    if let Ok(o) = &mut out {
-        o.push(
-            "server.routed",
-            stats.routed.load(Ordering::Relaxed) as f64,
-            "count",
-        );
-        // The server shares this process with the clients: its CPU is its threads', its
-        // memory is not separable and is not recorded.
-        o.push("server.cpu", cpu, "s");
-        wirebench_protocol::peer::record_sessions(o, stats.bound.load(Ordering::Relaxed));
-        wirebench_protocol::peer::record_kernel_tcp(o);
-    }
-    out
-}
-
-/// An XMPP case in study S1's topology: fresh real servers (so the first round
-/// includes server-to-server set-up), client1 here (client host), client2 in the server
-/// host. Server logs are kept under `peers/` in the results directory.
-fn run_real(
-    env: &Env,
-    case: &Case,
-    repeat: u32,
-    ctx: &Ctx,
-    server: Server,
-) -> Result<Outcome, WorkloadError> {
-    if case.word("xmpp.transport").is_some_and(|t| t != "tcp") {
-        return Err(WorkloadError::Input(
-            "xmpp.transport other than tcp with xmpp.server=prosody or ejabberd runs study S2's \
-             test only (xmpp.ping=server: one server, its own endpoints); study S1's two-server \
-             topology is over TCP"
-                .into(),
-        ));
-    }
-    if case.word("xmpp.client") == Some("browser") {
-        return Err(WorkloadError::Input(
-            "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
-        ));
-    }
-    let lab = env.need_lab("XMPP")?;
-    let dir = env.peer_dir(case, repeat);
-    let s2s = x2x::S2s::from_word(case.word("s2s"));
-    let start = |domain: &str, user: &str, addr: std::net::Ipv4Addr, ns: &str, sub: &str| {
-        let mut cfg = PeerConfig::new(domain, addr.into());
-        cfg.users.push((user.into(), XMPP_PASSWORD.into()));
-        if let x2x::S2s::X2x { .. } = s2s {
-            // The gateway is the other domain, as a component (XEP-0114).
-            let other = if domain == "a.test" {
-                "b.test"
-            } else {
-                "a.test"
-            };
-            cfg.components.push((other.into(), x2x::SECRET.into()));
-            cfg.component_port = x2x::COMPONENT_PORT;
-            cfg.s2s = false;
-        }
-        Ok::<_, WorkloadError>(server.start(cfg, &dir.join(sub), Some(ns))?)
-    };
-    let a = start("a.test", "alice", CLIENT_ADDR, lab.client().name(), "a")?;
-    let b = start("b.test", "bob", SERVER_ADDR, lab.server().name(), "b")?;
-    let gateways = match s2s {
-        x2x::S2s::X2x { tfo } => Some(x2x::Pair::start(
-            lab,
-            &x2x::Options {
-                tfo,
-                user_timeout: case.get("x2x.user_timeout").and_then(|v| v.as_duration()),
-                timestamps_off: case.word("x2x.tcp_timestamps") == Some("off"),
-                log_dir: Some(dir.clone()),
-            },
-        )?),
-        x2x::S2s::Standard => None,
-    };
-    let run = XmppRun::from_case(
-        case,
-        Topology {
-            a_jid: "alice@a.test".into(),
-            a_password: XMPP_PASSWORD.into(),
-            b_jid: "bob@b.test".into(),
-            b_password: XMPP_PASSWORD.into(),
-            a_server: (CLIENT_ADDR, 5222).into(),
-            b_server: (SERVER_ADDR, 5222).into(),
-            b_netns: Some(lab.server().name().to_string()),
-            transport: transport::Transport::Tcp,
-        },
-        env.seed,
-    );
-    x2x::wait_quiet(
-        lab,
-        Duration::from_secs(1),
-        Duration::from_secs(30),
-        ctx.shutdown,
-    );
-    let mut out = workload::run(&run, ctx);
-    if let Ok(o) = &mut out {
-        let both = a.usage().zip(b.usage()).map(|(x, y)| x + y);
-        wirebench_protocol::peer::record_usage(o, both);
-        // One client on each server.
-        wirebench_protocol::peer::record_sessions(o, 2);
-        wirebench_protocol::peer::record_kernel_tcp(o);
-    }
-    if let Some(pair) = gateways {
-        let (a, b) = pair.stop();
-        if let Ok(o) = &mut out {
-            x2x::record(o, &a, &b, Some(run.payload));
-        }
-    }
-    out
 }

@@ -12,13 +12,14 @@
 //! (the link then lies between the client and the server's endpoint), else on loopback
 //! with free ports (a fixed port could be held by another server on this machine).
 
-use crate::peer::{PeerConfig, Server};
+use crate::endpoint;
 use crate::transport::Transport;
 use crate::workload::{Topology, XmppRun};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
+use wirebench_xmpp_peers::peer::{PeerConfig, Server};
 
 /// `xmpp.endpoint`: the server's own web endpoint, or wirebench's gateway in front of it.
 pub const ENDPOINTS: &[&str] = &["own", "wirebench"];
@@ -68,41 +69,14 @@ pub fn run(
     let gateway = case.word("xmpp.endpoint") == Some("wirebench");
     let in_browser = case.word("xmpp.client") == Some("browser");
     if in_browser {
-        crate::check_browser_case(case)?;
+        crate::browser::check_case(case)?;
     }
     let server_ns = env.lab.map(|l| l.server().name().to_string());
     let addr: IpAddr = match &server_ns {
         Some(_) => SERVER_ADDR.into(),
         None => [127, 0, 0, 1].into(),
     };
-    let mut cfg = PeerConfig::new(DOMAIN, addr);
-    cfg.s2s = false;
-    match &server_ns {
-        // The lab's server host is ours alone: the usual ports. Our gateway takes 5280
-        // when it stands in front (part real-gateway), so the server's own web endpoints,
-        // unused then, move aside.
-        Some(_) => cfg.http_port = Some(if gateway { 5290 } else { 5280 }),
-        None => {
-            let [c2s, http] = free_ports()?;
-            cfg.c2s_port = c2s;
-            cfg.http_port = Some(http);
-        }
-    }
-    match server {
-        // Written as Prosody's plain-text account files (no process start per user);
-        // ejabberd keeps its passwords in plain text too, so both derive SCRAM keys per
-        // login alike.
-        Server::Prosody => {
-            cfg.numbered = Some(wirebench_xmpp::NumberedAccounts {
-                user_prefix: "user".into(),
-                password_prefix: "pass".into(),
-                users: 1,
-                contacts: 0,
-                domain: DOMAIN.into(),
-            });
-        }
-        Server::Ejabberd => cfg.users.push(("user1".into(), "pass1".into())),
-    }
+    let cfg = server_config(server, addr, server_ns.is_some(), gateway)?;
     let c2s: SocketAddr = (addr, cfg.c2s_port).into();
     let http: SocketAddr = (addr, cfg.http_port.unwrap_or_default()).into();
     let dir = env.peer_dir(case, repeat).join(name);
@@ -111,7 +85,7 @@ pub fn run(
         .map_err(|e| WorkloadError::Environment(e.to_string()))?;
     let max_stanza = case.payload() as usize + 4096;
     let endpoint = if gateway {
-        match crate::start_endpoint(&transport, c2s, server_ns.clone(), max_stanza) {
+        match endpoint::start(&transport, c2s, server_ns.clone(), max_stanza) {
             Ok(e) => e,
             Err(e) => return Err(WorkloadError::Environment(format!("the gateway: {e}"))),
         }
@@ -132,30 +106,18 @@ pub fn run(
     // The warm-up's sessions and requests are not the case's.
     let warm_counts = endpoint
         .as_ref()
-        .map_or((0, 0), |e| crate::web_counts(&e.stats));
-    let url = crate::endpoint_url(&transport, front);
+        .map_or((0, 0), |e| endpoint::web_counts(&e.stats));
+    let url = endpoint::url(&transport, front);
     let mut out = if let Err(e) = warm {
         Err(e)
     } else if in_browser {
-        let b = crate::browser::BrowserRun {
-            url: url.clone(),
-            sockjs: crate::browser_sockjs(&transport),
-            jid: format!("user1@{DOMAIN}"),
-            password: "pass1".into(),
-            count: case.workload_params().messages(),
-            flush: crate::browser_flush(case),
-            netns: env.lab.map(|l| l.client().name().to_string()),
-            bind: match env.lab {
-                Some(_) => (CLIENT_ADDR, 0).into(),
-                None => ([127, 0, 0, 1], 0).into(),
-            },
+        let progress = match &endpoint {
             // Our gateway counts the page's requests; a server's own endpoint does not,
             // so its CPU time shows the page at work.
-            progress: match &endpoint {
-                Some(e) => crate::browser::Progress::Endpoint(e.stats.clone()),
-                None => crate::browser::Progress::ServerCpu(real.pid().unwrap_or_default()),
-            },
+            Some(e) => crate::browser::Progress::Endpoint(e.stats.clone()),
+            None => crate::browser::Progress::ServerCpu(real.pid().unwrap_or_default()),
         };
+        let b = browser_run(env, case, url.clone(), &transport, progress);
         crate::browser::run(&b, ctx)
     } else {
         let run = XmppRun::from_case(
@@ -186,22 +148,9 @@ pub fn run(
         }
         wirebench_protocol::peer::record_sessions(o, 1);
         wirebench_protocol::peer::record_kernel_tcp(o);
-        let who = match server {
-            Server::Prosody => "Prosody 0.12",
-            Server::Ejabberd => "ejabberd 23.01",
-        };
-        let what = match &web {
-            Some(_) => format!(
-                "wirebench's {} gateway at {url} in front of {who}'s client port {c2s}",
-                transport.word()
-            ),
-            None => format!(
-                "{who}'s own {} endpoint at {url} (no wirebench gateway between)",
-                transport.word()
-            ),
-        };
+        let what = describe(server, web.is_some(), &transport, &url, c2s);
         if let Some(st) = &web {
-            crate::push_web_stats(o, st, warm_counts);
+            endpoint::push_stats(o, st, warm_counts);
         }
         o.notes.push(format!(
             "{what}; its logs are under {}",
@@ -215,6 +164,96 @@ pub fn run(
         )));
     }
     out
+}
+
+/// The server's settings for the case: one account, no server link, its own web
+/// endpoints on the usual ports in the lab's server host (moved aside when our `gateway`
+/// takes 5280), else on free loopback ports.
+fn server_config(
+    server: Server,
+    addr: IpAddr,
+    in_lab: bool,
+    gateway: bool,
+) -> Result<PeerConfig, WorkloadError> {
+    let mut cfg = PeerConfig::new(DOMAIN, addr);
+    cfg.s2s = false;
+    if in_lab {
+        // The lab's server host is ours alone: the usual ports. Our gateway takes 5280
+        // when it stands in front (part real-gateway), so the server's own web endpoints,
+        // unused then, move aside.
+        cfg.http_port = Some(if gateway { 5290 } else { 5280 });
+    } else {
+        let [c2s, http] = free_ports()?;
+        cfg.c2s_port = c2s;
+        cfg.http_port = Some(http);
+    }
+    match server {
+        // Written as Prosody's plain-text account files (no process start per user);
+        // ejabberd keeps its passwords in plain text too, so both derive SCRAM keys per
+        // login alike.
+        Server::Prosody => {
+            cfg.numbered = Some(wirebench_xmpp::NumberedAccounts {
+                user_prefix: "user".into(),
+                password_prefix: "pass".into(),
+                users: 1,
+                contacts: 0,
+                domain: DOMAIN.into(),
+            });
+        }
+        Server::Ejabberd => cfg.users.push(("user1".into(), "pass1".into())),
+    }
+    Ok(cfg)
+}
+
+/// The browser's part in a case: client1 in the client host when there is a lab, at
+/// `url` over `transport`.
+fn browser_run(
+    env: &Env,
+    case: &Case,
+    url: String,
+    transport: &Transport,
+    progress: crate::browser::Progress,
+) -> crate::browser::BrowserRun {
+    crate::browser::BrowserRun {
+        url,
+        sockjs: crate::browser::sockjs_transport(transport),
+        jid: format!("user1@{DOMAIN}"),
+        password: "pass1".into(),
+        count: case.workload_params().messages(),
+        flush: crate::browser::flush_word(case),
+        netns: env.lab.map(|l| l.client().name().to_string()),
+        bind: match env.lab {
+            Some(_) => (CLIENT_ADDR, 0).into(),
+            None => ([127, 0, 0, 1], 0).into(),
+        },
+        progress,
+    }
+}
+
+/// What client1 reached, for the case's notes: our gateway in front of the server's
+/// client port, or the server's own endpoint.
+fn describe(
+    server: Server,
+    gateway: bool,
+    transport: &Transport,
+    url: &str,
+    c2s: SocketAddr,
+) -> String {
+    let who = match server {
+        Server::Prosody => "Prosody 0.12",
+        Server::Ejabberd => "ejabberd 23.01",
+    };
+    if gateway {
+        format!(
+            "wirebench's {} gateway at {url} in front of {who}'s client port {c2s}",
+            transport.word()
+        )
+    } else {
+        format!(
+            "{who}'s own {} endpoint at {url} (no wirebench gateway between)",
+            transport.word()
+        )
+    }
 }
 
 fn front_of(t: &Transport, c2s: SocketAddr, http: SocketAddr) -> SocketAddr {

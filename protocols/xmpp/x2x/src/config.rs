@@ -11,7 +11,6 @@
 //! (`app/runner/src/scenario.rs`), and an unknown key lists the valid ones with a
 //! did-you-mean ([`wirebench_model::located`]).
 
-use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
@@ -457,31 +456,8 @@ struct TimingFile {
     user_timeout_ms: Option<u64>,
 }
 
-/// A configuration mistake, located.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// File name (or whatever the caller named the text).
-    pub origin: String,
-    pub line: Option<usize>,
-    /// Dotted key (`link.peer`), if the problem belongs to one.
-    pub key: Option<String>,
-    pub message: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.origin)?;
-        if let Some(l) = self.line {
-            write!(f, ":{l}")?;
-        }
-        if let Some(k) = &self.key {
-            write!(f, ": {k}")?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-impl std::error::Error for ConfigError {}
+/// A configuration mistake, located (file, line, dotted key such as `link.peer`).
+pub type ConfigError = wirebench_model::located::FileError;
 
 /// One of the words in `choices`, or a message listing them.
 fn choose<T: Copy>(s: &str, choices: &[(&str, T)]) -> Result<T, String> {

@@ -1,0 +1,80 @@
+//! `direct`: the proxies' baseline (study S3, docs/protocols/proxies.md): the connect
+//! workload over a plain TCP connection to the echo origin, with TCP Fast Open (RFC 7413)
+//! or Multipath TCP (RFC 8684) when asked.
+
+use std::net::SocketAddr;
+use wirebench_connect::{Dial, Dialed, open, params, run_case};
+use wirebench_protocol::params::ParamSpec;
+use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
+
+/// The baseline: straight to the origin, with TCP Fast Open when `tfo`, over
+/// Multipath TCP when `mptcp`.
+pub struct Direct {
+    pub tfo: bool,
+    pub mptcp: bool,
+}
+
+impl Dial for Direct {
+    async fn dial(&self, origin: SocketAddr) -> Result<Dialed, WorkloadError> {
+        let (stream, tcp_ns) = open(origin, self.tfo, self.mptcp).await?;
+        Ok(Dialed::plain(stream, tcp_ns, 0))
+    }
+}
+
+/// `direct`: the baseline of the proxies, a plain TCP connection to the origin.
+pub struct DirectProtocol;
+
+const DIRECT_PARAMS: &[ParamSpec] = &[
+    params::CONNECTS,
+    params::CONCURRENCY,
+    params::TFO,
+    params::MPTCP,
+    wirebench_rpc::params::RATE,
+];
+
+impl Protocol for DirectProtocol {
+    fn name(&self) -> &'static str {
+        "direct"
+    }
+
+    fn summary(&self) -> &'static str {
+        "plain TCP to an echo server, the proxies' baseline (workload connect: time to first byte)"
+    }
+
+    fn workloads(&self) -> &'static [&'static str] {
+        &["connect"]
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        DIRECT_PARAMS
+    }
+
+    fn servers(&self, _case: &Case) -> Option<&'static str> {
+        Some("an echo server of ours started per case")
+    }
+
+    fn uses_reference_server(&self) -> bool {
+        false
+    }
+
+    fn connect_round_trips(&self, case: &Case) -> f64 {
+        if case.word("tfo") == Some("on") {
+            1.0
+        } else {
+            2.0
+        }
+    }
+
+    fn run(
+        &self,
+        env: &Env,
+        case: &Case,
+        _repeat: u32,
+        _link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError> {
+        let tfo = case.word("tfo") == Some("on");
+        let mptcp = case.word("mptcp") == Some("on");
+        run_case(env, case, ctx, |_| Ok((Direct { tfo, mptcp }, Vec::new())))
+    }
+}

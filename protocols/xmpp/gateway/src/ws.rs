@@ -1,0 +1,204 @@
+//! The RFC 7395 endpoint: a WebSocket connection with subprotocol `xmpp` becomes one
+//! TCP connection to the XMPP server; [`Framing`] turns each text message into stream
+//! bytes and the server's stream into messages, as soon as either arrives.
+
+use crate::stats::WebStats;
+use futures_util::{SinkExt, StreamExt};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{self, Message};
+use wirebench_xmpp_web::Framing;
+use wirebench_xmpp_web::framing::SUBPROTOCOL;
+
+pub async fn serve(
+    l: tokio::net::TcpListener,
+    upstream: SocketAddr,
+    max_stanza: usize,
+    stats: Arc<WebStats>,
+    log: bool,
+) {
+    loop {
+        let Ok((s, peer)) = l.accept().await else {
+            // Out of descriptors or similar: let the client retry.
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            continue;
+        };
+        let stats = stats.clone();
+        tokio::spawn(async move {
+            if let Err(e) = conn(s, upstream, max_stanza, &stats).await {
+                stats.refused.fetch_add(1, Ordering::Relaxed);
+                if log {
+                    eprintln!("wirebench serve: XMPP WebSocket {peer}: {e}");
+                }
+            }
+        });
+    }
+}
+
+/// Whether the client's `Sec-WebSocket-Protocol` list names `xmpp`.
+fn offers_xmpp(req: &Request) -> bool {
+    req.headers()
+        .get_all("sec-websocket-protocol")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|p| p.trim() == SUBPROTOCOL)
+}
+
+#[allow(clippy::result_large_err)] // tungstenite's callback signature
+async fn conn(
+    s: TcpStream,
+    upstream: SocketAddr,
+    max_stanza: usize,
+    stats: &WebStats,
+) -> Result<(), String> {
+    s.set_nodelay(true).map_err(|e| e.to_string())?;
+    let limit = max_stanza + 1024;
+    let cfg = WebSocketConfig::default()
+        .max_message_size(Some(limit))
+        .max_frame_size(Some(limit));
+    let mut ws = tokio_tungstenite::accept_hdr_async_with_config(
+        s,
+        |req: &Request, mut resp: Response| -> Result<Response, ErrorResponse> {
+            if !offers_xmpp(req) {
+                let mut e = ErrorResponse::new(Some(
+                    "XMPP over WebSocket needs the subprotocol 'xmpp' (RFC 7395 section 3.1)\n"
+                        .into(),
+                ));
+                *e.status_mut() = StatusCode::BAD_REQUEST;
+                return Err(e);
+            }
+            resp.headers_mut().insert(
+                "sec-websocket-protocol",
+                HeaderValue::from_static(SUBPROTOCOL),
+            );
+            Ok(resp)
+        },
+        Some(cfg),
+    )
+    .await
+    .map_err(|e| format!("WebSocket handshake: {e}"))?;
+    let up = match TcpStream::connect(upstream).await {
+        Ok(up) => up,
+        Err(e) => {
+            // RFC 6455 1011: the server cannot serve the request.
+            let _ = ws
+                .send(close(CloseCode::Error, "XMPP server unreachable"))
+                .await;
+            return Err(format!("cannot reach the XMPP server at {upstream}: {e}"));
+        }
+    };
+    up.set_nodelay(true).map_err(|e| e.to_string())?;
+    stats.sessions.fetch_add(1, Ordering::Relaxed);
+    stats.open.fetch_add(1, Ordering::Relaxed);
+    let r = relay(ws, up, max_stanza, stats).await;
+    stats.open.fetch_sub(1, Ordering::Relaxed);
+    r
+}
+
+async fn relay(
+    ws: tokio_tungstenite::WebSocketStream<TcpStream>,
+    up: TcpStream,
+    max_stanza: usize,
+    stats: &WebStats,
+) -> Result<(), String> {
+    // One stream for both directions, not split halves: select! drops the losing
+    // branch's future before a branch body runs, so the body may use it mutably, and no
+    // lock stands between the two directions.
+    let mut tx = ws;
+    let (mut up_r, mut up_w) = up.into_split();
+    let mut framing = Framing::new(max_stanza);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        tokio::select! {
+            m = tx.next() => {
+                let m = match m {
+                    None => return Ok(()),
+                    Some(Err(tungstenite::Error::Protocol(
+                        tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
+                    ))) => return Ok(()),
+                    Some(Err(e)) => {
+                        // An oversized message or a protocol error: say so before closing.
+                        let code = match e {
+                            tungstenite::Error::Capacity(_) => CloseCode::Size,
+                            _ => CloseCode::Protocol,
+                        };
+                        let _ = tx.send(close(code, "")).await;
+                        return Err(format!("WebSocket: {e}"));
+                    }
+                    Some(Ok(m)) => m,
+                };
+                stats.requests.fetch_add(1, Ordering::Relaxed);
+                let text = match &m {
+                    Message::Text(t) => t.as_bytes(),
+                    Message::Binary(_) => {
+                        let why = "a binary message (RFC 7395 section 3.2: text only)";
+                        let _ = tx.send(close(CloseCode::Unsupported, why)).await;
+                        return Err(why.into());
+                    }
+                    Message::Close(_) => return Ok(()),
+                    // tungstenite answers pings itself.
+                    _ => continue,
+                };
+                match framing.message_to_stream(text) {
+                    Ok(bytes) if bytes.is_empty() => {}
+                    Ok(bytes) => up_w
+                        .write_all(&bytes)
+                        .await
+                        .map_err(|e| format!("writing to the XMPP server: {e}"))?,
+                    Err(e) => {
+                        // RFC 7395 section 3.6 with RFC 6120 section 4.9: a stream error, then close.
+                        let cond = match e {
+                            wirebench_xmpp_web::WebError::TooLarge { .. } => "policy-violation",
+                            wirebench_xmpp_web::WebError::Malformed(_) => "not-well-formed",
+                            _ => "invalid-xml",
+                        };
+                        let err = format!(
+                            "<stream:error xmlns:stream='http://etherx.jabber.org/streams'>\
+                             <{cond} xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error>"
+                        );
+                        let _ = tx.feed(Message::text(err)).await;
+                        let _ = tx
+                            .feed(Message::text(
+                                "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>",
+                            ))
+                            .await;
+                        let _ = tx.send(close(CloseCode::Policy, cond)).await;
+                        return Err(format!("closed with <{cond}/>: {e}"));
+                    }
+                }
+            }
+            n = up_r.read(&mut buf) => {
+                let n = n.map_err(|e| format!("reading from the XMPP server: {e}"))?;
+                if n == 0 {
+                    let _ = tx.send(close(CloseCode::Normal, "")).await;
+                    return Ok(());
+                }
+                let msgs = framing
+                    .stream_to_messages(&buf[..n])
+                    .map_err(|e| format!("the XMPP server's stream: {e}"))?;
+                for m in msgs {
+                    tx.feed(Message::text(m))
+                        .await
+                        .map_err(|e| format!("WebSocket send: {e}"))?;
+                }
+                tx.flush().await.map_err(|e| format!("WebSocket send: {e}"))?;
+            }
+        }
+    }
+}
+
+fn close(code: CloseCode, reason: &str) -> Message {
+    Message::Close(Some(CloseFrame {
+        code,
+        reason: reason.to_string().into(),
+    }))
+}

@@ -1,0 +1,119 @@
+//! A case against wirebench's built-in XMPP server (crate `wirebench-xmpp-server`),
+//! started for the case, with wirebench's web endpoint in front of it for the web
+//! transports, and client1 native or in a browser.
+
+use crate::transport::Transport;
+use crate::workload::{self, Topology, XmppRun};
+use crate::{browser, endpoint};
+use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
+use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
+use wirebench_xmpp_server as serve;
+
+/// A case against the built-in server, started for this case: in the lab's server host
+/// when the case has a link (client1 then crosses it), else on loopback.
+pub(crate) fn run(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const DOMAIN: &str = "wirebench.test";
+    let in_browser = case.word("xmpp.client") == Some("browser");
+    if in_browser {
+        // Before the server starts.
+        browser::check_case(case)?;
+    }
+    let server_ns = env.lab.map(|l| l.server().name().to_string());
+    let listen: std::net::SocketAddr = match server_ns {
+        Some(_) => (SERVER_ADDR, 5222).into(),
+        None => ([127, 0, 0, 1], 0).into(),
+    };
+    let mut cfg = serve::XmppServerConfig::new(listen, DOMAIN, 2);
+    // Two sessions: one worker, so every case relays the same way (no thread hand-off
+    // that depends on where the kernel put each connection).
+    cfg.workers = 1;
+    // The case's messages must fit: the payload plus the stanza around it (from/to JIDs,
+    // id, envelope), with room to spare.
+    cfg.max_stanza = cfg.max_stanza.max(case.payload() as usize + 4096);
+    // Bound on a thread inside the server host: the listener belongs to its namespace.
+    let ns = server_ns.clone();
+    let server = std::thread::spawn(move || {
+        if let Some(ns) = &ns {
+            wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
+        }
+        serve::XmppServer::bind(cfg).map_err(|e| format!("cannot listen on {listen}: {e}"))
+    })
+    .join()
+    .map_err(|_| WorkloadError::Environment("the XMPP server's start-up panicked".into()))?
+    .map_err(WorkloadError::Environment)?;
+    let addr = server
+        .local_addr()
+        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
+    let stats = server.stats.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = server
+        .spawn(stop.clone())
+        .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
+    let transport = Transport::from_word(case.word("xmpp.transport"));
+    let max_stanza = case.payload() as usize + 4096;
+    // The transport's endpoint beside the server, in its namespace.
+    let endpoint = match endpoint::start(&transport, addr, server_ns.clone(), max_stanza) {
+        Ok(e) => e,
+        Err(e) => {
+            // The server is already running: stop it before giving up.
+            stop.store(true, Ordering::SeqCst);
+            let _ = thread.join();
+            return Err(WorkloadError::Environment(e));
+        }
+    };
+    let front = endpoint.as_ref().map_or(addr, |e| e.addr);
+    let browser_run = in_browser.then(|| browser::BrowserRun {
+        url: endpoint::url(&transport, front),
+        sockjs: browser::sockjs_transport(&transport),
+        jid: format!("user1@{DOMAIN}"),
+        password: "pass1".into(),
+        count: case.workload_params().messages(),
+        flush: browser::flush_word(case),
+        // The browser in the client host, so the link lies between it and the endpoint.
+        netns: env.lab.map(|l| l.client().name().to_string()),
+        bind: match env.lab {
+            Some(_) => (CLIENT_ADDR, 0).into(),
+            None => ([127, 0, 0, 1], 0).into(),
+        },
+        progress: browser::Progress::Endpoint(
+            endpoint
+                .as_ref()
+                .map(|e| e.stats.clone())
+                .unwrap_or_default(),
+        ),
+    });
+    let run = XmppRun::from_case(
+        case,
+        Topology::one_server(DOMAIN, front, server_ns, transport.clone()),
+        env.seed,
+    );
+    let mut out = match &browser_run {
+        Some(b) => browser::run(b, ctx),
+        None => workload::run(&run, ctx),
+    };
+    // Read before the worker threads end with the server.
+    let cpu = serve::worker_cpu_seconds();
+    if let Some(e) = endpoint {
+        if let Ok(o) = &mut out {
+            endpoint::push_stats(o, &e.stats, (0, 0));
+        }
+        e.stop();
+    }
+    stop.store(true, Ordering::SeqCst);
+    let _ = thread.join();
+    if let Ok(o) = &mut out {
+        o.push(
+            "server.routed",
+            stats.routed.load(Ordering::Relaxed) as f64,
+            "count",
+        );
+        // The server shares this process with the clients: its CPU is its threads', its
+        // memory is not separable and is not recorded.
+        o.push("server.cpu", cpu, "s");
+        wirebench_protocol::peer::record_sessions(o, stats.bound.load(Ordering::Relaxed));
+        wirebench_protocol::peer::record_kernel_tcp(o);
+    }
+    out
+}
