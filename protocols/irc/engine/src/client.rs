@@ -589,3 +589,34 @@ impl Client {
         Ok(())
     }
 }
+
+/// The one engine shape (`wirebench-engine`). IRC has no clock of its own beyond the
+/// registration deadline, so `now` only matters to the timer.
+impl wirebench_engine::Engine for Client {
+    type Event = Event;
+    type Error = IrcError;
+
+    fn handle_input(&mut self, _now: u64, data: &[u8]) -> Result<(), IrcError> {
+        Client::handle_input(self, data)
+    }
+
+    fn handle_eof(&mut self) -> Result<(), IrcError> {
+        Client::handle_eof(self)
+    }
+
+    fn poll_transmit(&mut self, _now: u64, buf: &mut Vec<u8>) -> usize {
+        self.transmit_into(buf)
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        Client::poll_timeout(self)
+    }
+
+    fn handle_timeout(&mut self, now: u64) -> Result<(), IrcError> {
+        Client::handle_timeout(self, now)
+    }
+
+    fn poll_event(&mut self) -> Option<Event> {
+        Client::poll_event(self)
+    }
+}

@@ -1,12 +1,13 @@
 //! The one blocking driver for the sans-IO IRC engine (`wirebench-irc`, RFC 1459/2812):
 //! a TCP connection opened here or from inside a lab host, every event stamped with the
 //! CLOCK_MONOTONIC time its bytes were read. The workloads measure with it; the plugin's
-//! readiness check (`LINKS`) and the ngircd tests use it too.
+//! readiness check (`LINKS`) and the ngircd tests use it too. The reading, writing and
+//! timer service are the one blocking driver's (`wirebench_engine::blocking`).
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use wirebench_engine::blocking::{DriveError, Driver, Tcp, Wait, wait_for};
 use wirebench_irc::{Client, Config, Event};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::{TICK, WorkloadError};
@@ -17,12 +18,9 @@ pub(crate) fn err(addr: SocketAddr, what: impl std::fmt::Display) -> WorkloadErr
 
 /// One client connection: the engine on a blocking socket.
 pub struct IrcConn {
-    stream: TcpStream,
+    driver: Driver<Tcp>,
     pub client: Client,
     addr: SocketAddr,
-    buf: Vec<u8>,
-    /// CLOCK_MONOTONIC of the last read.
-    read_ns: u64,
     /// From the start of `connect()` to RPL_WELCOME.
     pub registration: Duration,
 }
@@ -78,33 +76,28 @@ impl IrcConn {
         })?;
         cfg.register_timeout_ns = Some(timeout.as_nanos() as u64);
         let mut c = IrcConn {
-            stream,
+            driver: Driver::new(Tcp::new(stream), 16 * 1024),
             client: Client::new(cfg, monotonic_ns()),
             addr,
-            buf: vec![0; 16 * 1024],
-            read_ns: 0,
             registration: Duration::ZERO,
         };
         c.flush()?;
-        let deadline = t + timeout;
-        loop {
-            if shutdown.load(Ordering::Relaxed) {
-                return Err(WorkloadError::Interrupted);
+        let registered = wait_for(Some(t + timeout), shutdown, |d| {
+            Ok::<_, WorkloadError>(match c.poll_event(d)? {
+                Some((_, Event::Registered { .. })) => Some(()),
+                _ => None,
+            })
+        })?;
+        match registered {
+            Wait::Got(()) => {
+                c.registration = t.elapsed();
+                Ok(c)
             }
-            match c.poll_event(Instant::now() + TICK)? {
-                Some((_, Event::Registered { .. })) => {
-                    c.registration = t.elapsed();
-                    return Ok(c);
-                }
-                Some(_) => {}
-                None if Instant::now() >= deadline => {
-                    return Err(err(
-                        addr,
-                        format!("no RPL_WELCOME within {}s", timeout.as_secs()),
-                    ));
-                }
-                None => {}
-            }
+            Wait::Stopped => Err(WorkloadError::Interrupted),
+            Wait::Deadline => Err(err(
+                addr,
+                format!("no RPL_WELCOME within {}s", timeout.as_secs()),
+            )),
         }
     }
 
@@ -114,69 +107,39 @@ impl IrcConn {
 
     /// Writes what the engine has queued.
     pub fn flush(&mut self) -> Result<(), WorkloadError> {
-        if let Some(out) = self.client.poll_transmit() {
-            self.stream
-                .write_all(&out)
-                .map_err(|error| WorkloadError::Io {
-                    during: "writing to the IRC server",
-                    error,
-                })?;
-        }
-        Ok(())
+        self.driver
+            .flush(&mut self.client)
+            .map_err(|error| WorkloadError::Io {
+                during: "writing to the IRC server",
+                error,
+            })
     }
 
     /// The next event with the time its bytes were read, or `None` at `deadline`. The
     /// server closing the session is an error.
     pub fn poll_event(&mut self, deadline: Instant) -> Result<Option<(u64, Event)>, WorkloadError> {
-        loop {
-            self.flush()?;
-            if let Some(e) = self.client.poll_event() {
-                if let Event::Closed { reason } = &e {
-                    return Err(err(self.addr, format!("session closed: {reason}")));
-                }
-                return Ok(Some((self.read_ns, e)));
+        let addr = self.addr;
+        match self.driver.poll_event(&mut self.client, deadline) {
+            Ok(Some((_, Event::Closed { reason }))) => {
+                Err(err(addr, format!("session closed: {reason}")))
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(None);
-            }
-            if self.client.poll_timeout().is_some() {
-                self.client
-                    .handle_timeout(monotonic_ns())
-                    .map_err(|e| err(self.addr, e))?;
-            }
-            self.stream
-                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
-                .map_err(|error| WorkloadError::Io {
-                    during: "setting a socket timeout",
-                    error,
-                })?;
-            match self.stream.read(&mut self.buf) {
-                Ok(0) => {
-                    let r = self.client.handle_eof();
-                    return Err(err(
-                        self.addr,
-                        match r {
-                            Err(e) => e.to_string(),
-                            Ok(()) => "the server closed the connection".into(),
-                        },
-                    ));
-                }
-                Ok(n) => {
-                    self.read_ns = monotonic_ns();
-                    let r = self.client.handle_input(&self.buf[..n]);
-                    let _ = self.flush();
-                    r.map_err(|e| err(self.addr, e))?;
-                }
-                Err(e) if wirebench_net::sock::would_block(&e) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(error) => {
-                    return Err(WorkloadError::Io {
-                        during: "reading from the IRC server",
-                        error,
-                    });
-                }
-            }
+            Ok(e) => Ok(e),
+            Err(DriveError::Engine(e)) => Err(err(addr, e)),
+            Err(DriveError::Eof(r)) => Err(err(
+                addr,
+                match r {
+                    Err(e) => e.to_string(),
+                    Ok(()) => "the server closed the connection".into(),
+                },
+            )),
+            Err(DriveError::Io { write, error }) => Err(WorkloadError::Io {
+                during: if write {
+                    "writing to the IRC server"
+                } else {
+                    "reading from the IRC server"
+                },
+                error,
+            }),
         }
     }
 

@@ -20,19 +20,16 @@
 //! Every payload is checked against the sender's (both sides derive it from the seed);
 //! a mismatch counts in `messages.corrupt`.
 //!
-//! The driver here is a blocking one for the sans-IO engine, stamping events with
-//! CLOCK_MONOTONIC when their bytes are read.
+//! The loops are the shared chat workloads' (`wirebench-chat`); this module brings IRC's
+//! session (`crate::conn`, the one blocking driver under the sans-IO engine) and figures.
 
 use crate::conn::{IrcConn, err, lines_for};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+use wirebench_chat::{self as chat, Chat, Client2, Incoming, Plan, Style, xorshift};
 use wirebench_irc::{Config, Event, Reassembler};
-use wirebench_model::clock::monotonic_ns;
-use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
-use wirebench_protocol::tally::Tally;
-use wirebench_protocol::{Case, Ctx, Outcome, TICK, WorkloadError};
+use wirebench_protocol::{Case, Ctx, Outcome, WorkloadError};
 
 /// Where the two clients register.
 #[derive(Debug, Clone)]
@@ -94,22 +91,30 @@ pub const STREAM_WINDOW_BYTES: usize = 32 * 1024;
 /// compressible as IRC text can be.
 pub fn random_text(state: &mut u64, len: usize) -> String {
     (0..len)
-        .map(|_| {
-            *state ^= *state << 13;
-            *state ^= *state >> 7;
-            *state ^= *state << 17;
-            char::from(b'!' + (*state % 94) as u8)
-        })
+        .map(|_| char::from(b'!' + (xorshift(state) % 94) as u8))
         .collect()
 }
 
-fn seed_a(seed: u64) -> u64 {
-    seed | 1
+impl IrcRun {
+    fn plan(&self) -> Plan {
+        Plan {
+            payload: self.payload,
+            count: self.count,
+            think: self.think,
+            seed: self.seed,
+            stream: self.stream,
+        }
+    }
 }
 
-fn seed_b(seed: u64) -> u64 {
-    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1
-}
+/// What differs in IRC's chat: client1 is served every 5 ms while client2 reads.
+const STYLE: Style = Style {
+    name: "irc",
+    answer_grace: Duration::ZERO,
+    service_wait: Duration::from_millis(5),
+    send_metric: None,
+    tagged: false,
+};
 
 /// Connects from this thread's namespace and registers as exactly `nick` (no retries: the
 /// lab's servers are fresh); returns the session and its registration time.
@@ -149,282 +154,98 @@ fn receive(
     }
 }
 
-/// Client2: answers (ping-pong) or counts (stream) until told to stop.
-struct Responder {
-    stop: Arc<AtomicBool>,
-    received: Arc<AtomicU64>,
-    corrupt: Arc<AtomicU64>,
-    /// CLOCK_MONOTONIC of the first and last message received.
-    first_ns: Arc<AtomicU64>,
-    last_ns: Arc<AtomicU64>,
-    /// Lines per answer (bob -> alice).
-    lines: Arc<AtomicU64>,
-    error: Arc<Mutex<Option<String>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+/// A client's session as the chat workloads use it: payloads to and from `peer`, framed
+/// ones reassembled.
+struct IrcChat {
+    conn: IrcConn,
+    peer: String,
+    reassembler: Reassembler,
 }
 
-impl Responder {
-    fn start(run: &IrcRun, timeout: Duration, ctx: &Ctx) -> Result<Responder, WorkloadError> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let received = Arc::new(AtomicU64::new(0));
-        let corrupt = Arc::new(AtomicU64::new(0));
-        let first_ns = Arc::new(AtomicU64::new(0));
-        let last_ns = Arc::new(AtomicU64::new(0));
-        let lines = Arc::new(AtomicU64::new(0));
-        let error = Arc::new(Mutex::new(None));
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
-        let (r, st, rc, co, fl, ln, li, er) = (
-            run.clone(),
-            stop.clone(),
-            received.clone(),
-            corrupt.clone(),
-            first_ns.clone(),
-            last_ns.clone(),
-            lines.clone(),
-            error.clone(),
-        );
-        let stall = ctx.stall_timeout;
-        let thread = std::thread::Builder::new()
-            .name("wb-irc-client2".into())
-            .spawn(move || {
-                let t = &r.topology;
-                let setup = (|| {
-                    wirebench_lab::netns::enter(&t.b_netns)
-                        .map_err(|e| WorkloadError::Environment(e.to_string()))?;
-                    let (mut bob, _) = register(t.b_server, &t.b_nick, timeout, &st)?;
-                    bob.wait_known(&t.a_nick, stall, &st, &|| None)?;
-                    Ok::<_, WorkloadError>(bob)
-                })();
-                let mut bob = match setup {
-                    Ok(b) => {
-                        let _ = ready_tx.send(Ok(()));
-                        b
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
-                        return;
-                    }
-                };
-                let mut expect = seed_a(r.seed);
-                let mut answer = seed_b(r.seed);
-                let mut reassembler = Reassembler::new();
-                let result = (|| -> Result<(), WorkloadError> {
-                    while !st.load(Ordering::Relaxed) {
-                        let Some((at, e)) = bob.poll_event(Instant::now() + TICK)? else {
-                            continue;
-                        };
-                        let Event::Message { from, target, text } = e else {
-                            continue;
-                        };
-                        if !from.eq_ignore_ascii_case(&t.a_nick) {
-                            continue;
-                        }
-                        let Some((payload, _)) = receive(&mut reassembler, &from, &target, &text)?
-                        else {
-                            continue;
-                        };
-                        if payload != random_text(&mut expect, r.payload) {
-                            co.fetch_add(1, Ordering::SeqCst);
-                        }
-                        if rc.load(Ordering::SeqCst) == 0 {
-                            fl.store(at, Ordering::SeqCst);
-                        }
-                        ln.store(at, Ordering::SeqCst);
-                        rc.fetch_add(1, Ordering::SeqCst);
-                        if !r.stream {
-                            std::thread::sleep(r.think);
-                            let body = random_text(&mut answer, r.payload);
-                            let n = bob.send_payload(&t.a_nick, &body)?;
-                            li.store(n as u64, Ordering::SeqCst);
-                        }
-                    }
-                    Ok(())
-                })();
-                if let Err(e) = result {
-                    *er.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-                }
-                bob.quit();
-            })
-            .map_err(|e| WorkloadError::Environment(format!("cannot start client2: {e}")))?;
-        let mut responder = Responder {
-            stop,
-            received,
-            corrupt,
-            first_ns,
-            last_ns,
-            lines,
-            error,
-            thread: Some(thread),
+impl IrcChat {
+    fn new(conn: IrcConn, peer: &str) -> IrcChat {
+        IrcChat {
+            conn,
+            peer: peer.to_string(),
+            reassembler: Reassembler::new(),
+        }
+    }
+}
+
+impl Chat for IrcChat {
+    type Body = String;
+
+    fn body(state: &mut u64, len: usize) -> String {
+        random_text(state, len)
+    }
+
+    /// Returns the lines the payload took.
+    fn send(&mut self, body: &String, _tag: &str) -> Result<u64, WorkloadError> {
+        Ok(self.conn.send_payload(&self.peer, body)? as u64)
+    }
+
+    fn recv(&mut self, deadline: Instant) -> Result<Option<Incoming<String>>, WorkloadError> {
+        let Some((at, Event::Message { from, target, text })) = self.conn.poll_event(deadline)?
+        else {
+            return Ok(None);
         };
-        // Registration is local; waiting for alice's nickname crosses the link.
-        let limit = timeout + stall + Duration::from_secs(5);
-        let t = Instant::now();
-        loop {
-            if ctx.shutdown.load(Ordering::Relaxed) {
-                responder.stop.store(true, Ordering::SeqCst);
-                return Err(WorkloadError::Interrupted);
-            }
-            match ready_rx.recv_timeout(TICK) {
-                Ok(Ok(())) => return Ok(responder),
-                Ok(Err(e)) => {
-                    responder.thread.take().map(|t| t.join());
-                    return Err(WorkloadError::Peer(format!("client2: {e}")));
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(WorkloadError::Environment("client2 panicked".into()));
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if t.elapsed() > limit => {
-                    return Err(WorkloadError::Peer(
-                        "client2 did not get ready in time".into(),
-                    ));
-                }
-                Err(_) => {}
-            }
+        if !from.eq_ignore_ascii_case(&self.peer) {
+            return Ok(None);
         }
+        Ok(
+            receive(&mut self.reassembler, &from, &target, &text)?.map(|(body, _)| Incoming {
+                at,
+                body,
+                tag: None,
+            }),
+        )
     }
 
-    fn failed(&self) -> Option<String> {
-        if let Some(e) = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-            return Some(format!("client2: {e}"));
-        }
-        if self.thread.as_ref().is_some_and(|t| t.is_finished())
-            && !self.stop.load(Ordering::SeqCst)
-        {
-            return Some("client2 stopped unexpectedly".into());
-        }
-        None
-    }
-
-    fn finish(mut self) -> Result<(), WorkloadError> {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            if t.join().is_err() {
-                return Err(WorkloadError::Environment("client2 panicked".into()));
-            }
-        }
-        match self.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            Some(e) => Err(WorkloadError::Peer(format!("client2: {e}"))),
-            None => Ok(()),
-        }
+    fn close(self) {
+        self.conn.quit();
     }
 }
 
-impl Drop for Responder {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Services client1's session until client2 has received `n` messages.
-fn wait_received(
-    alice: &mut IrcConn,
-    responder: &Responder,
-    n: u64,
-    stall: Duration,
-    ctx: &Ctx,
-) -> Result<(), WorkloadError> {
-    wirebench_protocol::stats::wait_received(&responder.received, n, stall, ctx, || {
-        if let Some(e) = responder.failed() {
-            return Err(WorkloadError::Peer(e));
-        }
-        // Keep client1's session serviced (server PINGs) while waiting.
-        alice.poll_event(Instant::now() + Duration::from_millis(5))?;
-        Ok(())
-    })
-}
-
-#[allow(clippy::too_many_lines)] // split in branch engine
 pub fn run(run: &IrcRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     let t = &run.topology;
     // Registration is local (client and server in one host) but be patient on a busy
     // machine.
     let timeout = ctx.connect_timeout.max(Duration::from_secs(30));
     let (mut alice, login) = register(t.a_server, &t.a_nick, timeout, ctx.shutdown)?;
-    let responder = Responder::start(run, timeout, ctx)?;
+    let plan = run.plan();
+    let stall = ctx.stall_timeout;
+    let (b_server, b_nick, a_nick) = (t.b_server, t.b_nick.clone(), t.a_nick.clone());
+    let client2 = Client2::start(
+        "wb-irc-client2",
+        Some(t.b_netns.clone()),
+        &plan,
+        move |stop| {
+            let (mut bob, _) = register(b_server, &b_nick, timeout, stop)?;
+            bob.wait_known(&a_nick, stall, stop, &|| None)?;
+            Ok(IrcChat::new(bob, &a_nick))
+        },
+        // Registration is local; waiting for alice's nickname crosses the link.
+        timeout + stall + Duration::from_secs(5),
+        ctx,
+    )?;
     let mut out = Outcome::default();
     if let Some(s) = run.link_setup {
         out.push("irc.link_setup", s.as_secs_f64(), "s");
     }
     out.push("irc.login", login.as_secs_f64(), "s");
-    let stall = ctx.stall_timeout + run.think;
     // bob registered on B: wait until A knows him (his NICK crossed the link).
     let t_known = Instant::now();
     alice.wait_known(&t.b_nick, ctx.stall_timeout, ctx.shutdown, &|| {
-        responder.failed()
+        client2.failed()
     })?;
     out.push("irc.nick_known", t_known.elapsed().as_secs_f64(), "s");
 
-    let mut rng_a = seed_a(run.seed);
-    let mut rng_b = seed_b(run.seed);
     let lines = lines_for(&alice.client, &t.b_nick, &random_text(&mut 1, run.payload));
     out.push("irc.lines_per_message", lines as f64, "count");
+    let mut alice = IrcChat::new(alice, &t.b_nick);
     if run.stream {
-        // A warm-up message first, like XMPP's: the link is already up, but the first
-        // messages on a new connection meet Nagle and delayed ACKs (see the note).
-        let t_warm = monotonic_ns();
-        alice.send_payload(&t.b_nick, &random_text(&mut rng_a, run.payload))?;
-        wait_received(&mut alice, &responder, 1, stall, ctx)?;
-        out.push(
-            "irc.first_delivery",
-            secs(
-                responder
-                    .first_ns
-                    .load(Ordering::SeqCst)
-                    .saturating_sub(t_warm),
-            ),
-            "s",
-        );
-        // From here on the link carries only the timed messages (and their ACKs).
-        (ctx.mark_stable)();
         let window = (STREAM_WINDOW_BYTES / (run.payload + 64)).max(1) as u64;
-        let start = monotonic_ns();
-        let mut last_progress = (0, Instant::now());
-        for i in 0..run.count {
-            // Keep at most `window` messages between alice and bob.
-            loop {
-                let got = responder.received.load(Ordering::SeqCst);
-                if i + 1 < got + window {
-                    break;
-                }
-                if ctx.shutdown.load(Ordering::Relaxed) {
-                    return Err(WorkloadError::Interrupted);
-                }
-                if let Some(e) = responder.failed() {
-                    return Err(WorkloadError::Peer(e));
-                }
-                if got != last_progress.0 {
-                    last_progress = (got, Instant::now());
-                } else if last_progress.1.elapsed() > stall {
-                    return Err(WorkloadError::Stalled {
-                        secs: stall.as_secs(),
-                        during: "waiting for client2 to receive the stream",
-                    });
-                }
-                alice.poll_event(Instant::now() + Duration::from_millis(2))?;
-            }
-            alice.send_payload(&t.b_nick, &random_text(&mut rng_a, run.payload))?;
-            if i % 64 == 0 {
-                (ctx.progress)(i, run.count);
-            }
-        }
-        wait_received(&mut alice, &responder, run.count + 1, stall, ctx)?;
-        let last = responder.last_ns.load(Ordering::SeqCst);
-        let mut tally = Tally::new();
-        tally.counts.received = responder.received.load(Ordering::SeqCst) - 1;
-        tally.counts.corrupt = responder.corrupt.load(Ordering::SeqCst);
-        push_counts(&mut out, run.count, &tally);
-        if last > start {
-            let t = secs(last - start);
-            out.push("throughput.duration", t, "s");
-            out.push(
-                "throughput.bits_per_s",
-                (run.count * run.payload as u64 * 8) as f64 / t,
-                "bit/s",
-            );
-            out.push("throughput.messages_per_s", run.count as f64 / t, "msg/s");
+        if chat::stream(&plan, &STYLE, window, ctx, &mut alice, &client2, &mut out)? {
             out.notes.push(format!(
                 "IRC stream: timed from the first send to client2's last reassembled \
                  message, after a warm-up message (irc.first_delivery); at most {window} \
@@ -432,58 +253,11 @@ pub fn run(run: &IrcRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
             ));
         }
     } else {
-        let mut rtts = Vec::with_capacity(run.count as usize);
-        let mut tally = Tally::new();
-        let mut reassembler = Reassembler::new();
-        let think_ns = run.think.as_nanos() as u64;
-        for i in 0..run.count {
-            if ctx.shutdown.load(Ordering::Relaxed) {
-                return Err(interrupted(rtts, run.count, tally));
-            }
-            if i == 2 {
-                (ctx.mark_stable)();
-            }
-            let body = random_text(&mut rng_a, run.payload);
-            let want = random_text(&mut rng_b, run.payload);
-            let t0 = monotonic_ns();
-            alice.send_payload(&t.b_nick, &body)?;
-            let deadline = Instant::now() + stall;
-            let (at, corrupt) = loop {
-                if ctx.shutdown.load(Ordering::Relaxed) {
-                    return Err(interrupted(rtts, run.count, tally));
-                }
-                if let Some(e) = responder.failed() {
-                    return Err(WorkloadError::Peer(e));
-                }
-                if Instant::now() >= deadline {
-                    return Err(WorkloadError::Stalled {
-                        secs: stall.as_secs(),
-                        during: "waiting for client2's answer",
-                    });
-                }
-                if let Some((at, Event::Message { from, target, text })) =
-                    alice.poll_event(Instant::now() + TICK)?
-                {
-                    if from.eq_ignore_ascii_case(&t.b_nick) {
-                        if let Some((payload, _)) =
-                            receive(&mut reassembler, &from, &target, &text)?
-                        {
-                            break (at, payload != want);
-                        }
-                    }
-                }
-            };
-            tally.observe(i, corrupt);
-            rtts.push(at.saturating_sub(t0).saturating_sub(think_ns));
-            (ctx.progress)(i + 1, run.count);
-        }
-        tally.finish(run.count);
-        push_counts(&mut out, run.count, &tally);
-        push_rtts(&mut out, rtts);
+        chat::ping_pong(&plan, &STYLE, ctx, &mut alice, &client2, &mut out)?;
     }
-    let back = responder.lines.load(Ordering::SeqCst);
-    responder.finish()?;
-    alice.quit();
+    let back = client2.answer_sent();
+    client2.finish()?;
+    alice.close();
     if lines > 1 || back > 1 {
         out.notes.push(format!(
             "a {}-byte payload does not fit one 512-byte IRC line: each message was split \

@@ -921,3 +921,33 @@ fn disconnected(r: Reason) -> MqttError {
         reason: r.properties.reason_string(),
     }
 }
+
+/// The one engine shape (`wirebench-engine`).
+impl wirebench_engine::Engine for Client {
+    type Event = Event;
+    type Error = MqttError;
+
+    fn handle_input(&mut self, now: u64, data: &[u8]) -> Result<(), MqttError> {
+        Client::handle_input(self, now, data)
+    }
+
+    fn handle_eof(&mut self) -> Result<(), MqttError> {
+        Client::handle_eof(self)
+    }
+
+    fn poll_transmit(&mut self, now: u64, buf: &mut Vec<u8>) -> usize {
+        self.transmit_into(now, buf)
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        Client::poll_timeout(self)
+    }
+
+    fn handle_timeout(&mut self, now: u64) -> Result<(), MqttError> {
+        Client::handle_timeout(self, now)
+    }
+
+    fn poll_event(&mut self) -> Option<Event> {
+        Client::poll_event(self)
+    }
+}

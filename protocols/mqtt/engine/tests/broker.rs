@@ -5,9 +5,13 @@
 //! PUBACKs must show up as the bytes they add, and a QoS 1 stream must respect the
 //! broker's Receive Maximum (5.0 §4.9). The broker knows exact topic names only.
 
-use wirebench_link::{Link, LinkParams, serialization_ns};
+use wirebench_engine::Engine;
+use wirebench_engine::harness::Pair;
+use wirebench_link::{LinkParams, serialization_ns};
 use wirebench_mqtt::packet::{Ack, ConnAck, Publish, SubAck};
-use wirebench_mqtt::{Client, Config, Event, Packet, Properties, Property, QoS, Version, decode};
+use wirebench_mqtt::{
+    Client, Config, Event, MqttError, Packet, Properties, Property, QoS, Version, decode,
+};
 
 /// One client's session on the broker.
 #[derive(Default)]
@@ -127,12 +131,71 @@ impl Broker {
     }
 }
 
+/// The broker with client2 beside it: the far end of client1's link. Whatever reaches
+/// the broker moves between it and client2 at once (no link between them); client2's
+/// events are left for the script.
+struct BrokerSide<'a> {
+    broker: &'a mut Broker,
+    c2: &'a mut Client,
+}
+
+impl BrokerSide<'_> {
+    fn pump(&mut self, now: u64) {
+        loop {
+            let mut moved = false;
+            if let Some(b) = self.c2.poll_transmit(now) {
+                self.broker.input(1, &b);
+                moved = true;
+            }
+            let b = std::mem::take(&mut self.broker.sessions[1].out);
+            if !b.is_empty() {
+                self.c2.handle_input(now, &b).unwrap();
+                moved = true;
+            }
+            if !moved {
+                return;
+            }
+        }
+    }
+}
+
+impl Engine for BrokerSide<'_> {
+    type Event = std::convert::Infallible;
+    type Error = MqttError;
+
+    fn handle_input(&mut self, now: u64, data: &[u8]) -> Result<(), MqttError> {
+        self.broker.input(0, data);
+        self.pump(now);
+        Ok(())
+    }
+
+    fn poll_transmit(&mut self, now: u64, buf: &mut Vec<u8>) -> usize {
+        self.pump(now);
+        let out = &mut self.broker.sessions[0].out;
+        let n = out.len();
+        buf.append(out);
+        n
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        Engine::poll_timeout(&*self.c2)
+    }
+
+    fn handle_timeout(&mut self, now: u64) -> Result<(), MqttError> {
+        Engine::handle_timeout(self.c2, now)
+    }
+
+    fn poll_event(&mut self) -> Option<Self::Event> {
+        None
+    }
+}
+
 /// What the test does with the two clients at each step; true when it is done.
 type Script<'a> = dyn FnMut(u64, &mut Client, &mut Client) -> bool + 'a;
 
-/// Runs both clients and the broker until `script` is done; client1's traffic crosses
-/// `link` each way, one packet per transmit (no segmentation: the test's packets are
-/// small). Returns the virtual time.
+/// Runs both clients and the broker on the shared harness until `script` is done;
+/// client1's traffic crosses `link` each way, one packet per transmit (no segmentation:
+/// the test's packets are small). Returns the virtual time.
 fn run(
     c1: &mut Client,
     c2: &mut Client,
@@ -140,62 +203,8 @@ fn run(
     link: LinkParams,
     script: &mut Script<'_>,
 ) -> u64 {
-    let mut up: Link<Vec<u8>> = Link::try_new(link.clone(), 1).unwrap();
-    let mut down: Link<Vec<u8>> = Link::try_new(link, 2).unwrap();
-    let mut now = 0u64;
-    for _ in 0..1_000_000 {
-        let mut acted = script(now, c1, c2);
-        if acted && up.next_wakeup().is_none() && down.next_wakeup().is_none() {
-            return now;
-        }
-        if let Some(b) = c1.poll_transmit(now) {
-            up.enqueue(b, now).unwrap();
-            acted = true;
-        }
-        if let Some(b) = c2.poll_transmit(now) {
-            broker.input(1, &b);
-            acted = true;
-        }
-        for who in 0..2 {
-            let b = std::mem::take(&mut broker.sessions[who].out);
-            if b.is_empty() {
-                continue;
-            }
-            acted = true;
-            if who == 0 {
-                down.enqueue(b, now).unwrap();
-            } else {
-                c2.handle_input(now, &b).unwrap();
-            }
-        }
-        while let Some(r) = up.dequeue_ready(now) {
-            broker.input(0, &r.packet);
-            acted = true;
-        }
-        while let Some(r) = down.dequeue_ready(now) {
-            c1.handle_input(r.due_ns, &r.packet).unwrap();
-            acted = true;
-        }
-        if acted {
-            continue;
-        }
-        let next = [
-            up.next_wakeup(),
-            down.next_wakeup(),
-            c1.poll_timeout(),
-            c2.poll_timeout(),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
-        match next {
-            Some(t) if t > now => now = t,
-            _ => panic!("stuck at {now} ns"),
-        }
-        c1.handle_timeout(now).unwrap();
-        c2.handle_timeout(now).unwrap();
-    }
-    panic!("no end after 1M steps");
+    let side = BrokerSide { broker, c2 };
+    Pair::new(c1, side, link.clone(), link).run_until(|now, c1, side| script(now, c1, side.c2))
 }
 
 fn satcom(delay_ns: u64) -> LinkParams {

@@ -1,28 +1,24 @@
 //! The one blocking driver for the sans-IO MQTT engine (`wirebench-mqtt`): a TCP
 //! connection opened from the calling thread's network namespace, every event stamped
 //! with the CLOCK_MONOTONIC time its bytes were read, the engine's keep-alive timer
-//! served between reads. The workloads and the tests use it.
+//! served between reads (by the one blocking driver, `wirebench_engine::blocking`). The
+//! workloads and the tests use it.
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+use wirebench_engine::blocking::{DriveError, Driver, Tcp, Wait, wait_for};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_mqtt::{Client, Config, Event, MqttError, QoS, reason};
-use wirebench_protocol::{TICK, WorkloadError};
+use wirebench_protocol::WorkloadError;
 
 /// One client's session with the broker.
 pub struct MqttConn {
-    stream: TcpStream,
+    driver: Driver<Tcp>,
     pub client: Client,
     addr: SocketAddr,
     /// `client1`, `client2`: who, in errors.
     who: &'static str,
-    buf: Vec<u8>,
-    /// CLOCK_MONOTONIC of the last read.
-    read_ns: u64,
-    /// The socket's read timeout now (a system call to change).
-    read_timeout: Option<Duration>,
     /// From the start of `connect()` to CONNACK.
     pub connect_time: Duration,
 }
@@ -60,23 +56,25 @@ impl MqttConn {
         let client = Client::new(cfg, monotonic_ns())
             .map_err(|e| WorkloadError::Input(format!("MQTT {who}: {e}")))?;
         let mut c = MqttConn {
-            stream,
+            driver: Driver::new(Tcp::new(stream), 64 * 1024),
             client,
             addr,
             who,
-            buf: vec![0; 64 * 1024],
-            read_ns: 0,
-            read_timeout: None,
             connect_time: Duration::ZERO,
         };
-        loop {
-            if shutdown.load(Ordering::Relaxed) {
-                return Err(WorkloadError::Interrupted);
-            }
-            if let Some((_, Event::Connected(_))) = c.poll_event(Instant::now() + TICK)? {
+        // No deadline here: the engine fails the session at `connect_timeout_ns`.
+        let connected = wait_for(None, shutdown, |d| {
+            Ok::<_, WorkloadError>(match c.poll_event(d)? {
+                Some((_, Event::Connected(_))) => Some(()),
+                _ => None,
+            })
+        })?;
+        match connected {
+            Wait::Got(()) => {
                 c.connect_time = t.elapsed();
-                return Ok(c);
+                Ok(c)
             }
+            Wait::Stopped | Wait::Deadline => Err(WorkloadError::Interrupted),
         }
     }
 
@@ -86,83 +84,33 @@ impl MqttConn {
 
     /// Writes what the engine has queued.
     pub fn flush(&mut self) -> Result<(), WorkloadError> {
-        if let Some(out) = self.client.poll_transmit(monotonic_ns()) {
-            self.stream
-                .write_all(&out)
-                .map_err(|error| WorkloadError::Io {
-                    during: "writing to the MQTT broker",
-                    error,
-                })?;
-        }
-        Ok(())
-    }
-
-    fn set_read_timeout(&mut self, t: Duration) -> Result<(), WorkloadError> {
-        // Whole milliseconds: fewer changes, and a zero timeout would mean "block".
-        let t = Duration::from_millis(t.as_millis().clamp(1, 100) as u64);
-        if self.read_timeout != Some(t) {
-            self.stream
-                .set_read_timeout(Some(t))
-                .map_err(|error| WorkloadError::Io {
-                    during: "setting a socket timeout",
-                    error,
-                })?;
-            self.read_timeout = Some(t);
-        }
-        Ok(())
+        self.driver
+            .flush(&mut self.client)
+            .map_err(|error| WorkloadError::Io {
+                during: "writing to the MQTT broker",
+                error,
+            })
     }
 
     /// The next event with the time its bytes were read, or `None` at `deadline`. The
     /// session ending is an error (after our DISCONNECT: `None`).
     pub fn poll_event(&mut self, deadline: Instant) -> Result<Option<(u64, Event)>, WorkloadError> {
-        loop {
-            self.flush()?;
-            if let Some(e) = self.client.poll_event() {
-                if let Event::Closed { reason } = &e {
-                    return Err(WorkloadError::Peer(format!(
-                        "MQTT {} with the broker at {}: session closed: {reason}",
-                        self.who, self.addr
-                    )));
-                }
-                return Ok(Some((self.read_ns, e)));
-            }
-            let now = Instant::now();
-            let mut wait = deadline.saturating_duration_since(now);
-            if wait.is_zero() {
-                return Ok(None);
-            }
-            if let Some(t) = self.client.poll_timeout() {
-                let m = monotonic_ns();
-                if m >= t {
-                    self.client.handle_timeout(m).map_err(|e| self.error(e))?;
-                    continue;
-                }
-                wait = wait.min(Duration::from_nanos(t - m));
-            }
-            self.set_read_timeout(wait)?;
-            match self.stream.read(&mut self.buf) {
-                Ok(0) => {
-                    return match self.client.handle_eof() {
-                        Ok(()) => Ok(None),
-                        Err(e) => Err(self.error(e)),
-                    };
-                }
-                Ok(n) => {
-                    self.read_ns = monotonic_ns();
-                    let r = self.client.handle_input(self.read_ns, &self.buf[..n]);
-                    // A 5.0 client explains a broken packet in a DISCONNECT: send it.
-                    let _ = self.flush();
-                    r.map_err(|e| self.error(e))?;
-                }
-                Err(e) if wirebench_net::sock::would_block(&e) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(error) => {
-                    return Err(WorkloadError::Io {
-                        during: "reading from the MQTT broker",
-                        error,
-                    });
-                }
-            }
+        match self.driver.poll_event(&mut self.client, deadline) {
+            Ok(Some((_, Event::Closed { reason }))) => Err(WorkloadError::Peer(format!(
+                "MQTT {} with the broker at {}: session closed: {reason}",
+                self.who, self.addr
+            ))),
+            Ok(e) => Ok(e),
+            Err(DriveError::Engine(e)) | Err(DriveError::Eof(Err(e))) => Err(self.error(e)),
+            Err(DriveError::Eof(Ok(()))) => Ok(None),
+            Err(DriveError::Io { write, error }) => Err(WorkloadError::Io {
+                during: if write {
+                    "writing to the MQTT broker"
+                } else {
+                    "reading from the MQTT broker"
+                },
+                error,
+            }),
         }
     }
 

@@ -10,12 +10,17 @@
 //! and over the link model in virtual time (the tests below), where every timing can be
 //! checked to the nanosecond.
 //!
+//! Each implements [`wirebench_engine::Engine`], the one engine shape, which the tests'
+//! virtual-time harness ([`wirebench_engine::harness`]) drives.
+//!
 //! Times are CLOCK_MONOTONIC nanoseconds as the driver reads them; the engines only
 //! compare and subtract them.
 
 use crate::control::{Behaviour, Open, SessionReport};
 use crate::raw::{Decoder, Frame, FrameError, HEADER_LEN, Header, Kind, Pattern};
 use std::collections::VecDeque;
+use std::convert::Infallible;
+use wirebench_engine::Engine;
 use wirebench_payload::tally::Tally;
 
 /// Bytes a [`Responder`] holds for sending before it asks its driver to stop reading
@@ -143,7 +148,7 @@ impl<'p> Responder<'p> {
         if self.dec.at_boundary() {
             Ok(())
         } else {
-            Err("data connection ended in the middle of a frame".into())
+            Err(FrameError::Torn.to_string())
         }
     }
 
@@ -403,6 +408,82 @@ impl<'p> Stream<'p> {
         let mut t = self.rx.tally.clone();
         t.finish(self.next_seq);
         t
+    }
+}
+
+// The one engine shape (`wirebench-engine`), for the harness and any generic driver.
+// Raw's own drivers keep the inherent calls above: `Transmit` borrows the payload from
+// the pattern so a frame goes out in one `sendmsg` without a copy, which a `Vec` cannot.
+
+impl Engine for Responder<'_> {
+    type Event = Infallible;
+    type Error = FrameError;
+
+    fn handle_input(&mut self, now: u64, data: &[u8]) -> Result<(), FrameError> {
+        Responder::handle_input(self, now, data)
+    }
+
+    fn handle_eof(&mut self) -> Result<(), FrameError> {
+        Responder::handle_eof(self).map_err(|_| FrameError::Torn)
+    }
+
+    fn poll_transmit(&mut self, now: u64, buf: &mut Vec<u8>) -> usize {
+        let out = Responder::poll_transmit(self, now);
+        let n = out.len();
+        buf.extend_from_slice(out);
+        self.transmitted(n);
+        n
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        Responder::poll_timeout(self)
+    }
+
+    fn poll_event(&mut self) -> Option<Infallible> {
+        None
+    }
+}
+
+fn append(t: Option<Transmit<'_>>, buf: &mut Vec<u8>) -> usize {
+    t.map_or(0, |t| {
+        buf.extend_from_slice(&t.header);
+        buf.extend_from_slice(t.payload);
+        t.len()
+    })
+}
+
+impl Engine for PingPong<'_> {
+    type Event = Infallible;
+    type Error = FrameError;
+
+    fn handle_input(&mut self, now: u64, data: &[u8]) -> Result<(), FrameError> {
+        PingPong::handle_input(self, now, data)
+    }
+
+    fn poll_transmit(&mut self, now: u64, buf: &mut Vec<u8>) -> usize {
+        append(PingPong::poll_transmit(self, now), buf)
+    }
+
+    fn poll_event(&mut self) -> Option<Infallible> {
+        None
+    }
+}
+
+/// One frame per call: a stream without a count never runs dry.
+impl Engine for Stream<'_> {
+    type Event = Infallible;
+    type Error = FrameError;
+
+    fn handle_input(&mut self, now: u64, data: &[u8]) -> Result<(), FrameError> {
+        Stream::handle_input(self, now, data)
+    }
+
+    fn poll_transmit(&mut self, now: u64, buf: &mut Vec<u8>) -> usize {
+        append(Stream::poll_transmit(self, now), buf)
+    }
+
+    fn poll_event(&mut self) -> Option<Infallible> {
+        None
     }
 }
 

@@ -5,7 +5,8 @@
 use super::*;
 use crate::raw::{HEADER_LEN, Pattern};
 use proptest::prelude::*;
-use wirebench_link::{Link, LinkParams, serialization_ns};
+use wirebench_engine::harness::Pair;
+use wirebench_link::{LinkParams, serialization_ns};
 
 /// Largest chunk put on the link as one packet (a TCP segment's payload at MTU 1500).
 const MSS: usize = 1448;
@@ -22,91 +23,19 @@ fn open(behaviour: Behaviour, payload: u32, think_ns: u64) -> Open {
     }
 }
 
-/// What the harness needs of a client engine.
-trait Client<'p> {
-    fn input(&mut self, now: u64, data: &[u8]) -> Result<(), FrameError>;
-    fn transmit(&mut self, now: u64) -> Option<Transmit<'p>>;
-    fn done(&self) -> bool;
-}
-
-impl<'p> Client<'p> for PingPong<'p> {
-    fn input(&mut self, now: u64, data: &[u8]) -> Result<(), FrameError> {
-        self.handle_input(now, data)
-    }
-    fn transmit(&mut self, now: u64) -> Option<Transmit<'p>> {
-        self.poll_transmit(now)
-    }
-    fn done(&self) -> bool {
-        self.is_done()
-    }
-}
-
-impl<'p> Client<'p> for Stream<'p> {
-    fn input(&mut self, now: u64, data: &[u8]) -> Result<(), FrameError> {
-        self.handle_input(now, data)
-    }
-    fn transmit(&mut self, now: u64) -> Option<Transmit<'p>> {
-        self.poll_transmit(now)
-    }
-    fn done(&self) -> bool {
-        self.is_done()
-    }
-}
-
-fn send(link: &mut Link<Vec<u8>>, bytes: &[u8], now: u64) {
-    for chunk in bytes.chunks(MSS) {
-        link.enqueue(chunk.to_vec(), now)
-            .unwrap_or_else(|cause| panic!("the test link dropped a packet: {cause:?}"));
-    }
-}
-
-/// Runs a client and a responder over two links (up: client to server) in virtual time
-/// until the client is done; returns the virtual time it took.
-fn run<'p>(
-    client: &mut dyn Client<'p>,
+/// Runs a client and a responder over two links (up: client to server) in virtual time,
+/// in TCP-segment-sized packets, until the client is done; returns the virtual time it
+/// took.
+fn run<C: Engine<Error = FrameError>>(
+    client: &mut C,
     server: &mut Responder<'_>,
+    done: impl Fn(&C) -> bool,
     up: LinkParams,
     down: LinkParams,
 ) -> u64 {
-    let mut up = Link::try_new(up, 1).unwrap();
-    let mut down = Link::try_new(down, 2).unwrap();
-    let mut now = 0u64;
-    for _ in 0..10_000_000 {
-        // Everyone acts on what `now` brought before time moves on.
-        let mut acted = false;
-        while let Some(t) = client.transmit(now) {
-            send(&mut up, &t.to_vec(), now);
-            acted = true;
-        }
-        let out = server.poll_transmit(now).to_vec();
-        server.transmitted(out.len());
-        send(&mut down, &out, now);
-        acted |= !out.is_empty();
-        while let Some(r) = up.dequeue_ready(now) {
-            server.handle_input(r.due_ns, &r.packet).unwrap();
-            acted = true;
-        }
-        while let Some(r) = down.dequeue_ready(now) {
-            client.input(r.due_ns, &r.packet).unwrap();
-            acted = true;
-        }
-        let drained = up.next_wakeup().is_none() && down.next_wakeup().is_none();
-        if client.done() && drained {
-            return now;
-        }
-        if acted {
-            continue;
-        }
-        let next = [up.next_wakeup(), down.next_wakeup(), server.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min();
-        match next {
-            Some(t) => now = now.max(t),
-            None => panic!("stuck at {now} ns: nothing in flight and the client is not done"),
-        }
-    }
-    panic!("no end after 10M steps");
+    Pair::new(client, server, up, down)
+        .with_mss(MSS)
+        .run_until(|_, c, _| done(c))
 }
 
 fn rate_delay(rate_bps: u64, delay_ns: u64) -> LinkParams {
@@ -127,7 +56,13 @@ fn ping_pong_over_a_satcom_link_matches_the_link_arithmetic() {
     let mut server = Responder::new(&open(Behaviour::Echo, payload, 0), None, 0);
     let mut client = PingPong::new(&pattern, payload, 5, 0);
     let link = rate_delay(2400, 500_000_000);
-    run(&mut client, &mut server, link.clone(), link);
+    run(
+        &mut client,
+        &mut server,
+        |c| c.is_done(),
+        link.clone(),
+        link,
+    );
     let frame = (HEADER_LEN as u64) + u64::from(payload);
     let want = 2 * 500_000_000 + 2 * serialization_ns(frame, 2400);
     assert_eq!(client.rtts(), &[want; 5]);
@@ -152,7 +87,13 @@ fn think_time_is_waited_by_the_server_and_excluded_by_the_client() {
     let mut server = Responder::new(&open(Behaviour::Echo, payload, think), None, 0);
     let mut client = PingPong::new(&pattern, payload, 3, think);
     let link = rate_delay(1_000_000, 10_000_000);
-    let took = run(&mut client, &mut server, link.clone(), link);
+    let took = run(
+        &mut client,
+        &mut server,
+        |c| c.is_done(),
+        link.clone(),
+        link,
+    );
     let frame = (HEADER_LEN as u64) + u64::from(payload);
     let want = 2 * 10_000_000 + 2 * serialization_ns(frame, 1_000_000);
     assert_eq!(client.rtts(), &[want; 3]);
@@ -169,7 +110,13 @@ fn multi_segment_frames_pipeline_across_the_link() {
     let mut server = Responder::new(&open(Behaviour::Echo, payload, 0), None, 0);
     let mut client = PingPong::new(&pattern, payload, 2, 0);
     let link = rate_delay(10_000_000, 5_000_000);
-    run(&mut client, &mut server, link.clone(), link);
+    run(
+        &mut client,
+        &mut server,
+        |c| c.is_done(),
+        link.clone(),
+        link,
+    );
     let frame = HEADER_LEN as u64 + u64::from(payload);
     let one_way = serialization_ns(frame, 10_000_000);
     let want = 2 * 5_000_000 + one_way + serialization_ns(MSS as u64, 10_000_000);
@@ -186,7 +133,13 @@ fn one_way_stream_is_counted_and_verified_by_the_sink() {
     let mut server = Responder::new(&open(Behaviour::Sink, payload, 0), Some(&pattern), 0);
     let mut client = Stream::new(&pattern, payload, 200, false);
     let link = rate_delay(100_000_000, 1_000_000);
-    run(&mut client, &mut server, link.clone(), link);
+    run(
+        &mut client,
+        &mut server,
+        |c| c.is_done(),
+        link.clone(),
+        link,
+    );
     let r = server.report();
     assert_eq!(r.counts.received, 200);
     assert_eq!(r.counts.corrupt, 0);
@@ -204,6 +157,7 @@ fn echo_stream_gets_every_frame_back_and_a_stopped_stream_ends() {
     run(
         &mut client,
         &mut server,
+        |c| c.is_done(),
         LinkParams::default(),
         LinkParams::default(),
     );

@@ -76,6 +76,8 @@ pub enum FrameError {
     TooLarge { len: u32, max: u32 },
     #[error("unknown frame kind {0} (expected 1 = HELLO or 2 = DATA)")]
     UnknownKind(u8),
+    #[error("data connection ended in the middle of a frame")]
+    Torn,
 }
 
 /// A complete frame as reported by the decoder.

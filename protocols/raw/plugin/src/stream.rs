@@ -20,7 +20,7 @@ use wirebench_model::clock::monotonic_ns;
 use wirebench_payload::tally::Tally;
 use wirebench_protocol::stats::{histogram, mean, percentile, push_counts, secs};
 use wirebench_protocol::{Ctx, Outcome, WorkloadError};
-use wirebench_raw::control::{Behaviour, Open};
+use wirebench_raw::control::{Behaviour, Open, SessionReport};
 use wirebench_raw::engine::Stream as StreamEngine;
 use wirebench_raw::raw::{HEADER_LEN, Pattern};
 use wirebench_raw_server::ControlClient;
@@ -72,7 +72,6 @@ impl Stream {
 /// Messages between progress callbacks and shutdown checks on the send path.
 const PROGRESS_EVERY: u64 = 4096;
 
-#[allow(clippy::too_many_lines)] // split in branch engine
 pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     let (session, port) = ctl.open(Open {
         protocol: s.protocol.clone(),
@@ -167,9 +166,44 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
     };
     out.push("connect.handshake", secs(setup.handshake_ns), "s");
     out.push("connect.time", secs(setup.first_byte_ns), "s");
+    let payload_bytes = push_throughput(
+        &mut out,
+        s,
+        ctl.shared_clock,
+        &server,
+        &engine,
+        start_ns,
+        sent,
+    );
+    if let (Some(d), true) = (duration, sent < limit) {
+        out.notes.push(format!(
+            "the stream sent for {} ({sent} messages); the case ends when the last has arrived",
+            wirebench_model::format_duration(d)
+        ));
+    }
+    out.push("bytes.payload", payload_bytes as f64, "B");
+    out.push("bytes.sent", conn.bytes_out as f64, "B");
+    if echo {
+        push_echo_rtts(&mut out, engine.rtts());
+    }
+    Ok(out)
+}
+
+/// Counts and throughput: from the echoes (echo), or from the server's report (one-way,
+/// timed on the shared clock when there is one). Returns the payload bytes delivered.
+fn push_throughput(
+    out: &mut Outcome,
+    s: &Stream,
+    shared_clock: bool,
+    server: &SessionReport,
+    engine: &StreamEngine<'_>,
+    start_ns: u64,
+    sent: u64,
+) -> u64 {
+    let echo = s.mode == Mode::Echo;
     let (elapsed_ns, delivered, payload_bytes) = if echo {
         let tally = engine.tally();
-        push_counts(&mut out, sent, &tally);
+        push_counts(out, sent, &tally);
         let n = tally.counts.received;
         (
             engine.last_arrival().saturating_sub(start_ns),
@@ -180,8 +214,8 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
         let mut counts = Tally::new();
         counts.counts = server.counts.clone();
         counts.counts.lost = sent.saturating_sub(server.counts.received);
-        push_counts(&mut out, sent, &counts);
-        let elapsed = if ctl.shared_clock && server.last_rx_ns > start_ns {
+        push_counts(out, sent, &counts);
+        let elapsed = if shared_clock && server.last_rx_ns > start_ns {
             server.last_rx_ns - start_ns
         } else {
             out.notes.push(
@@ -209,36 +243,31 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
         );
         out.push("throughput.messages_per_s", delivered as f64 / t, "msg/s");
     }
-    if let (Some(d), true) = (duration, sent < limit) {
-        out.notes.push(format!(
-            "the stream sent for {} ({sent} messages); the case ends when the last has arrived",
-            wirebench_model::format_duration(d)
-        ));
+    payload_bytes
+}
+
+/// An echo stream's per-message round trips under load.
+fn push_echo_rtts(out: &mut Outcome, rtts: &[u64]) {
+    if rtts.is_empty() {
+        return;
     }
-    out.push("bytes.payload", payload_bytes as f64, "B");
-    out.push("bytes.sent", conn.bytes_out as f64, "B");
-    let rtts = engine.rtts();
-    if echo && !rtts.is_empty() {
-        let mut sorted = rtts.to_vec();
-        sorted.sort_unstable();
-        if let Some(m) = mean(&sorted) {
-            out.push("rtt.mean", m / 1e9, "s");
-        }
-        for (name, q) in [
-            ("rtt.p50", 50.0),
-            ("rtt.p90", 90.0),
-            ("rtt.p99", 99.0),
-            ("rtt.max", 100.0),
-        ] {
-            if let Some(v) = percentile(&sorted, q) {
-                out.push(name, secs(v), "s");
-            }
-        }
-        out.histograms.push(("rtt".into(), histogram(rtts)));
-        out.notes.push(
-            "echo stream rtt.* are per-message round trips under full load (queueing included)"
-                .into(),
-        );
+    let mut sorted = rtts.to_vec();
+    sorted.sort_unstable();
+    if let Some(m) = mean(&sorted) {
+        out.push("rtt.mean", m / 1e9, "s");
     }
-    Ok(out)
+    for (name, q) in [
+        ("rtt.p50", 50.0),
+        ("rtt.p90", 90.0),
+        ("rtt.p99", 99.0),
+        ("rtt.max", 100.0),
+    ] {
+        if let Some(v) = percentile(&sorted, q) {
+            out.push(name, secs(v), "s");
+        }
+    }
+    out.histograms.push(("rtt".into(), histogram(rtts)));
+    out.notes.push(
+        "echo stream rtt.* are per-message round trips under full load (queueing included)".into(),
+    );
 }

@@ -1001,3 +1001,40 @@ fn stanza_error(s: &Stanza) -> String {
         None => "undefined-condition".into(),
     }
 }
+
+/// The one engine shape (`wirebench-engine`).
+impl wirebench_engine::Engine for Client {
+    type Event = Event;
+    type Error = XmppError;
+
+    fn handle_input(&mut self, now: u64, data: &[u8]) -> Result<(), XmppError> {
+        Client::handle_input(self, now, data)
+    }
+
+    fn handle_eof(&mut self) -> Result<(), XmppError> {
+        Client::handle_eof(self)
+    }
+
+    fn poll_transmit(&mut self, _now: u64, buf: &mut Vec<u8>) -> usize {
+        match Client::poll_transmit(self) {
+            Some(b) => {
+                buf.extend_from_slice(&b);
+                b.len()
+            }
+            None => 0,
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        Client::poll_timeout(self)
+    }
+
+    fn handle_timeout(&mut self, now: u64) -> Result<(), XmppError> {
+        Client::handle_timeout(self, now);
+        Ok(())
+    }
+
+    fn poll_event(&mut self) -> Option<Event> {
+        Client::poll_event(self)
+    }
+}

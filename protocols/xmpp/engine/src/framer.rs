@@ -158,7 +158,6 @@ impl Framer {
     }
 
     /// Lexes until the next frame. `Ok(None)` means more bytes are needed.
-    #[allow(clippy::too_many_lines)] // split in branch engine
     pub fn next_frame(&mut self) -> Result<Option<Frame>, XmppError> {
         if self.ended {
             return Ok(None);
@@ -167,189 +166,241 @@ impl Framer {
             let b = self.buf[self.pos];
             let at = self.pos;
             self.pos += 1;
-            match self.lex {
-                Lex::Text => {
-                    if b == b'<' {
-                        if self.depth <= 1 {
-                            // Start of a level-1 element (or the header / end tag): all
-                            // before it is whitespace already checked, drop it.
-                            self.mark = at;
-                            self.consumed = at;
-                        }
-                        // Stanzas are at most max_stanza bytes: the offset fits.
-                        self.tag = (at - self.mark) as u32;
-                        self.lex = Lex::Lt;
-                    } else if self.depth <= 1 && !is_xml_space(b) {
-                        return Err(malformed_text(self.depth, b));
-                    } else if self.depth <= 1 {
-                        self.consumed = self.pos;
-                        self.mark = self.pos;
-                    }
-                }
-                Lex::Lt => {
-                    self.lex = match b {
-                        b'/' => Lex::EndTag,
-                        b'!' => Lex::Bang(0),
-                        b'?' => Lex::Pi {
-                            quote: None,
-                            question: false,
-                        },
-                        _ if is_name_start(b) => Lex::StartTag {
-                            quote: None,
-                            slash: false,
-                        },
-                        _ => {
-                            return Err(XmppError::Malformed(format!(
-                                "server sent '<' followed by byte 0x{b:02x}, which starts no tag"
-                            )));
-                        }
-                    };
-                    if matches!(self.lex, Lex::Bang(_)) && self.depth <= 1 {
-                        return Err(XmppError::Malformed(
-                            "server sent a comment, DTD or CDATA outside any stanza \
-                             (RFC 6120 §11.1 forbids them there)"
-                                .into(),
-                        ));
-                    }
-                    if matches!(self.lex, Lex::EndTag) && self.depth == 0 {
-                        return Err(XmppError::Malformed(
-                            "server sent an end tag before the stream header".into(),
-                        ));
-                    }
-                }
-                Lex::StartTag { quote, slash } => match (quote, b) {
-                    (Some(q), _) if b == q => {
-                        self.lex = Lex::StartTag {
-                            quote: None,
-                            slash: false,
-                        }
-                    }
-                    (Some(_), b'<') => {
-                        return Err(XmppError::Malformed(
-                            "server sent '<' inside an attribute value".into(),
-                        ));
-                    }
-                    (Some(_), _) => {}
-                    (None, b'\'' | b'"') => {
-                        self.lex = Lex::StartTag {
-                            quote: Some(b),
-                            slash: false,
-                        }
-                    }
-                    (None, b'>') => {
-                        self.lex = Lex::Text;
-                        if let Some(f) = self.close_start_tag(slash)? {
-                            return Ok(Some(f));
-                        }
-                    }
-                    (None, b'/') => {
-                        self.lex = Lex::StartTag {
-                            quote: None,
-                            slash: true,
-                        }
-                    }
-                    (None, b'<') => {
-                        return Err(XmppError::Malformed("server sent '<' inside a tag".into()));
-                    }
-                    (None, _) => {
-                        self.lex = Lex::StartTag {
-                            quote: None,
-                            slash: false,
-                        }
-                    }
-                },
-                Lex::EndTag => match b {
-                    b'>' => {
-                        self.lex = Lex::Text;
-                        if self.depth >= 2 {
-                            self.match_end_tag()?;
-                        }
-                        self.depth -= 1;
-                        if self.depth == 1 {
-                            let range = self.mark_range();
-                            self.consumed = self.pos;
-                            return Ok(Some(Frame::Element(range)));
-                        }
-                        if self.depth == 0 {
-                            self.consumed = self.pos;
-                            self.ended = true;
-                            return Ok(Some(Frame::End));
-                        }
-                    }
-                    b'<' | b'"' | b'\'' => {
-                        return Err(XmppError::Malformed(format!(
-                            "server sent '{}' inside an end tag",
-                            b as char
-                        )));
-                    }
-                    _ => {}
-                },
-                Lex::Bang(n) => {
-                    if b != CDATA_OPEN[n as usize] {
-                        return Err(XmppError::Malformed(
-                            "server sent a comment or DTD declaration inside a stanza \
-                             (RFC 6120 §11.1 forbids them)"
-                                .into(),
-                        ));
-                    }
-                    self.lex = if n as usize + 1 == CDATA_OPEN.len() {
-                        Lex::CData { brackets: 0 }
-                    } else {
-                        Lex::Bang(n + 1)
-                    };
-                }
+            let frame = match self.lex {
+                Lex::Text => self.lex_text(b, at).map(|()| None)?,
+                Lex::Lt => self.lex_lt(b).map(|()| None)?,
+                Lex::StartTag { quote, slash } => self.lex_start_tag(quote, slash, b)?,
+                Lex::EndTag => self.lex_end_tag(b)?,
+                Lex::Bang(n) => self.lex_bang(n, b).map(|()| None)?,
                 Lex::CData { brackets } => {
-                    self.lex = match b {
-                        b']' => Lex::CData {
-                            brackets: (brackets + 1).min(2),
-                        },
-                        b'>' if brackets == 2 => Lex::Text,
-                        _ => Lex::CData { brackets: 0 },
-                    };
+                    self.lex_cdata(brackets, b);
+                    None
                 }
-                Lex::Pi { quote, question } => match (quote, b) {
-                    (Some(q), _) if q == b => {
-                        self.lex = Lex::Pi {
-                            quote: None,
-                            question: false,
-                        }
-                    }
-                    (Some(_), _) => {}
-                    (None, b'\'' | b'"') => {
-                        self.lex = Lex::Pi {
-                            quote: Some(b),
-                            question: false,
-                        }
-                    }
-                    (None, b'>') if question => {
-                        self.lex = Lex::Text;
-                        let pi = &self.buf[self.mark..self.pos];
-                        let is_decl = pi.len() > 6
-                            && pi.starts_with(b"<?xml")
-                            && is_xml_space(pi[5])
-                            && self.depth == 0
-                            && !self.header_seen;
-                        if !is_decl {
-                            return Err(XmppError::Malformed(
-                                "server sent a processing instruction (RFC 6120 §11.1 \
-                                 allows only the XML declaration before the stream header)"
-                                    .into(),
-                            ));
-                        }
-                        self.consumed = self.pos;
-                    }
-                    (None, _) => {
-                        self.lex = Lex::Pi {
-                            quote: None,
-                            question: b == b'?',
-                        }
-                    }
-                },
+                Lex::Pi { quote, question } => self.lex_pi(quote, question, b).map(|()| None)?,
+            };
+            if frame.is_some() {
+                return Ok(frame);
             }
             self.check_size()?;
         }
         self.check_size()?;
         Ok(None)
+    }
+
+    /// Character data: a `<` starts a tag; only whitespace may stand between stanzas.
+    #[inline]
+    fn lex_text(&mut self, b: u8, at: usize) -> Result<(), XmppError> {
+        if b == b'<' {
+            if self.depth <= 1 {
+                // Start of a level-1 element (or the header / end tag): all
+                // before it is whitespace already checked, drop it.
+                self.mark = at;
+                self.consumed = at;
+            }
+            // Stanzas are at most max_stanza bytes: the offset fits.
+            self.tag = (at - self.mark) as u32;
+            self.lex = Lex::Lt;
+        } else if self.depth <= 1 && !is_xml_space(b) {
+            return Err(malformed_text(self.depth, b));
+        } else if self.depth <= 1 {
+            self.consumed = self.pos;
+            self.mark = self.pos;
+        }
+        Ok(())
+    }
+
+    /// After `<`: what kind of tag this is.
+    #[inline]
+    fn lex_lt(&mut self, b: u8) -> Result<(), XmppError> {
+        self.lex = match b {
+            b'/' => Lex::EndTag,
+            b'!' => Lex::Bang(0),
+            b'?' => Lex::Pi {
+                quote: None,
+                question: false,
+            },
+            _ if is_name_start(b) => Lex::StartTag {
+                quote: None,
+                slash: false,
+            },
+            _ => {
+                return Err(XmppError::Malformed(format!(
+                    "server sent '<' followed by byte 0x{b:02x}, which starts no tag"
+                )));
+            }
+        };
+        if matches!(self.lex, Lex::Bang(_)) && self.depth <= 1 {
+            return Err(XmppError::Malformed(
+                "server sent a comment, DTD or CDATA outside any stanza \
+                     (RFC 6120 §11.1 forbids them there)"
+                    .into(),
+            ));
+        }
+        if matches!(self.lex, Lex::EndTag) && self.depth == 0 {
+            return Err(XmppError::Malformed(
+                "server sent an end tag before the stream header".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Inside a start tag: quotes, and the `>` that closes it (a frame if it closes the
+    /// header or an empty level-1 element).
+    #[inline]
+    fn lex_start_tag(
+        &mut self,
+        quote: Option<u8>,
+        slash: bool,
+        b: u8,
+    ) -> Result<Option<Frame>, XmppError> {
+        match (quote, b) {
+            (Some(q), _) if b == q => {
+                self.lex = Lex::StartTag {
+                    quote: None,
+                    slash: false,
+                }
+            }
+            (Some(_), b'<') => {
+                return Err(XmppError::Malformed(
+                    "server sent '<' inside an attribute value".into(),
+                ));
+            }
+            (Some(_), _) => {}
+            (None, b'\'' | b'"') => {
+                self.lex = Lex::StartTag {
+                    quote: Some(b),
+                    slash: false,
+                }
+            }
+            (None, b'>') => {
+                self.lex = Lex::Text;
+                if let Some(f) = self.close_start_tag(slash)? {
+                    return Ok(Some(f));
+                }
+            }
+            (None, b'/') => {
+                self.lex = Lex::StartTag {
+                    quote: None,
+                    slash: true,
+                }
+            }
+            (None, b'<') => {
+                return Err(XmppError::Malformed("server sent '<' inside a tag".into()));
+            }
+            (None, _) => {
+                self.lex = Lex::StartTag {
+                    quote: None,
+                    slash: false,
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Inside an end tag: its `>` may complete a stanza or end the stream.
+    #[inline]
+    fn lex_end_tag(&mut self, b: u8) -> Result<Option<Frame>, XmppError> {
+        match b {
+            b'>' => {
+                self.lex = Lex::Text;
+                if self.depth >= 2 {
+                    self.match_end_tag()?;
+                }
+                self.depth -= 1;
+                if self.depth == 1 {
+                    let range = self.mark_range();
+                    self.consumed = self.pos;
+                    return Ok(Some(Frame::Element(range)));
+                }
+                if self.depth == 0 {
+                    self.consumed = self.pos;
+                    self.ended = true;
+                    return Ok(Some(Frame::End));
+                }
+            }
+            b'<' | b'"' | b'\'' => {
+                return Err(XmppError::Malformed(format!(
+                    "server sent '{}' inside an end tag",
+                    b as char
+                )));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// After `<!`: only a CDATA section, and only inside a stanza.
+    #[inline]
+    fn lex_bang(&mut self, n: u8, b: u8) -> Result<(), XmppError> {
+        if b != CDATA_OPEN[n as usize] {
+            return Err(XmppError::Malformed(
+                "server sent a comment or DTD declaration inside a stanza \
+                     (RFC 6120 §11.1 forbids them)"
+                    .into(),
+            ));
+        }
+        self.lex = if n as usize + 1 == CDATA_OPEN.len() {
+            Lex::CData { brackets: 0 }
+        } else {
+            Lex::Bang(n + 1)
+        };
+        Ok(())
+    }
+
+    /// Inside a CDATA section: waits for `]]>`.
+    #[inline]
+    fn lex_cdata(&mut self, brackets: u8, b: u8) {
+        self.lex = match b {
+            b']' => Lex::CData {
+                brackets: (brackets + 1).min(2),
+            },
+            b'>' if brackets == 2 => Lex::Text,
+            _ => Lex::CData { brackets: 0 },
+        };
+    }
+
+    /// Inside `<?...?>`: only the XML declaration before the header is allowed.
+    #[inline]
+    fn lex_pi(&mut self, quote: Option<u8>, question: bool, b: u8) -> Result<(), XmppError> {
+        match (quote, b) {
+            (Some(q), _) if q == b => {
+                self.lex = Lex::Pi {
+                    quote: None,
+                    question: false,
+                }
+            }
+            (Some(_), _) => {}
+            (None, b'\'' | b'"') => {
+                self.lex = Lex::Pi {
+                    quote: Some(b),
+                    question: false,
+                }
+            }
+            (None, b'>') if question => {
+                self.lex = Lex::Text;
+                let pi = &self.buf[self.mark..self.pos];
+                let is_decl = pi.len() > 6
+                    && pi.starts_with(b"<?xml")
+                    && is_xml_space(pi[5])
+                    && self.depth == 0
+                    && !self.header_seen;
+                if !is_decl {
+                    return Err(XmppError::Malformed(
+                        "server sent a processing instruction (RFC 6120 §11.1 \
+                         allows only the XML declaration before the stream header)"
+                            .into(),
+                    ));
+                }
+                self.consumed = self.pos;
+            }
+            (None, _) => {
+                self.lex = Lex::Pi {
+                    quote: None,
+                    question: b == b'?',
+                }
+            }
+        }
+        Ok(())
     }
 
     fn mark_range(&self) -> std::ops::Range<usize> {

@@ -30,7 +30,9 @@ pub use error::XmppError;
 /// The TLS library the engine drives, so callers build configs with the same version.
 pub use rustls;
 pub use sasl::{Mechanism, ScramCache};
-pub use server::{Directory, NumberedAccounts, ServerConfig, ServerEvent, ServerSession};
+pub use server::{
+    Directory, NumberedAccounts, ServerConfig, ServerEngine, ServerEvent, ServerSession,
+};
 
 /// Feeds arbitrary bytes to a fresh client, for a cargo-fuzz target. The first byte picks
 /// the state the bytes arrive in: 0 = before the stream header, 1 = awaiting features,

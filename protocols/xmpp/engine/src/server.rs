@@ -843,3 +843,40 @@ fn splitmix(x: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
+
+/// A server session with the accounts it authenticates against: the one engine shape
+/// (`wirebench-engine`) for a session that serves one connection. Session failures are
+/// stream errors sent to the client and [`ServerEvent`]s, never an `Err`.
+pub struct ServerEngine<D> {
+    pub session: ServerSession,
+    pub dir: D,
+}
+
+impl<D: Directory> wirebench_engine::Engine for ServerEngine<D> {
+    type Event = ServerEvent;
+    type Error = std::convert::Infallible;
+
+    fn handle_input(&mut self, _now: u64, data: &[u8]) -> Result<(), Self::Error> {
+        self.session.handle_input(data, &self.dir);
+        Ok(())
+    }
+
+    fn handle_eof(&mut self) -> Result<(), Self::Error> {
+        self.session.handle_eof();
+        Ok(())
+    }
+
+    fn poll_transmit(&mut self, _now: u64, buf: &mut Vec<u8>) -> usize {
+        match self.session.poll_transmit() {
+            Some(b) => {
+                buf.extend_from_slice(&b);
+                b.len()
+            }
+            None => 0,
+        }
+    }
+
+    fn poll_event(&mut self) -> Option<ServerEvent> {
+        self.session.poll_event()
+    }
+}

@@ -210,7 +210,8 @@ pub fn parse(bytes: &[u8], stream_prefix: &str) -> Result<Stanza, XmppError> {
                 let c = if r.is_char_ref() {
                     r.resolve_char_ref().map_err(malformed)?
                 } else {
-                    match r.as_ref() {
+                    let name: &[u8] = &r;
+                    match name {
                         b"lt" => Some('<'),
                         b"gt" => Some('>'),
                         b"amp" => Some('&'),

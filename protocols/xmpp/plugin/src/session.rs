@@ -1,13 +1,14 @@
-//! A blocking driver for the sans-IO XMPP engine (`wirebench-xmpp`): one connection (TCP,
-//! or WebSocket or BOSH through [`crate::transport`]), one thread, events timestamped with
-//! CLOCK_MONOTONIC as they are decoded.
+//! The sans-IO XMPP engine (`wirebench-xmpp`) on the one blocking driver
+//! (`wirebench_engine::blocking`): one connection (TCP, or WebSocket, BOSH or SockJS
+//! through [`crate::transport`]), one thread, events timestamped with the CLOCK_MONOTONIC
+//! time their bytes were read.
 
 use crate::transport::{Conn, Transport};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wirebench_model::clock::monotonic_ns;
+use wirebench_engine::blocking::{DriveError, Driver};
 use wirebench_xmpp::{Client, ClientConfig, Event, XmppError, rustls};
 
 #[derive(Debug, thiserror::Error)]
@@ -25,13 +26,9 @@ pub enum XmppDriveError {
 }
 
 pub struct XmppSession {
-    conn: Conn,
+    driver: Driver<Conn>,
     pub client: Client,
     addr: SocketAddr,
-    buf: Vec<u8>,
-    /// Bytes written and read on the connection.
-    pub bytes_out: u64,
-    pub bytes_in: u64,
 }
 
 /// Events with their arrival time (CLOCK_MONOTONIC ns).
@@ -78,12 +75,9 @@ impl XmppSession {
         let conn = Conn::connect(transport, addr, &domain, cfg.max_stanza, seed, timeout)
             .map_err(|error| XmppDriveError::Connect { addr, error })?;
         let mut s = XmppSession {
-            conn,
+            driver: Driver::new(conn, 64 * 1024),
             client: Client::new(cfg, tls, seed),
             addr,
-            buf: vec![0u8; 64 * 1024],
-            bytes_out: 0,
-            bytes_in: 0,
         };
         s.flush()?;
         let mut seen = Vec::new();
@@ -100,57 +94,27 @@ impl XmppSession {
 
     /// Writes whatever the engine has queued.
     pub fn flush(&mut self) -> Result<(), XmppDriveError> {
-        while let Some(bytes) = self.client.poll_transmit() {
-            self.conn
-                .write(&bytes)
-                .map_err(|error| XmppDriveError::Io {
-                    addr: self.addr,
-                    error,
-                })?;
-            self.bytes_out += bytes.len() as u64;
-        }
-        Ok(())
+        let addr = self.addr;
+        self.driver
+            .flush(&mut self.client)
+            .map_err(|error| XmppDriveError::Io { addr, error })
     }
 
     /// The next event, reading as needed until `deadline`.
     pub fn next_event(&mut self, deadline: Instant, what: &str) -> Result<Timed, XmppDriveError> {
         let addr = self.addr;
-        loop {
-            if let Some(ev) = self.client.poll_event() {
-                self.flush()?;
-                return Ok((monotonic_ns(), ev));
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(XmppDriveError::Timeout {
-                    addr,
-                    what: what.into(),
-                });
-            }
-            match self.conn.read(&mut self.buf, left) {
-                Ok(0) => {
-                    let _ = self.client.handle_eof();
-                    return Err(XmppDriveError::Closed {
-                        addr,
-                        what: what.into(),
-                    });
-                }
-                Ok(n) => {
-                    self.bytes_in += n as u64;
-                    let r = self.client.handle_input(monotonic_ns(), &self.buf[..n]);
-                    self.flush()?;
-                    r.map_err(|error| XmppDriveError::Protocol { addr, error })?;
-                }
-                Err(e) if wirebench_net::sock::would_block(&e) => {
-                    if Instant::now() >= deadline {
-                        return Err(XmppDriveError::Timeout {
-                            addr,
-                            what: what.into(),
-                        });
-                    }
-                }
-                Err(error) => return Err(XmppDriveError::Io { addr, error }),
-            }
+        match self.driver.poll_event(&mut self.client, deadline) {
+            Ok(Some(ev)) => Ok(ev),
+            Ok(None) => Err(XmppDriveError::Timeout {
+                addr,
+                what: what.into(),
+            }),
+            Err(DriveError::Eof(_)) => Err(XmppDriveError::Closed {
+                addr,
+                what: what.into(),
+            }),
+            Err(DriveError::Engine(error)) => Err(XmppDriveError::Protocol { addr, error }),
+            Err(DriveError::Io { error, .. }) => Err(XmppDriveError::Io { addr, error }),
         }
     }
 

@@ -157,6 +157,17 @@ impl Conn {
     }
 }
 
+/// Every transport is a connection for the one blocking driver.
+impl wirebench_engine::blocking::Io for Conn {
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.write(bytes)
+    }
+
+    fn read(&mut self, buf: &mut Vec<u8>, wait: Duration) -> io::Result<usize> {
+        Conn::read(self, buf, wait)
+    }
+}
+
 fn put(buf: &mut Vec<u8>, bytes: &[u8]) -> usize {
     if buf.len() < bytes.len() {
         buf.resize(bytes.len(), 0);

@@ -11,13 +11,15 @@
 //!   delivered over link capacity in the same time.
 //!
 //! Messages are RFC 6121 `<message type='chat'>` stanzas; the engine is `wirebench-xmpp`.
+//! The ping-pong and stream loops are the shared chat workloads' (`wirebench-chat`); this
+//! module brings XMPP's session and figures, and study S2's server pings.
 
 use crate::session::{XmppDriveError, XmppSession};
 use crate::transport::Transport;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use wirebench_chat::{self as chat, Chat, Client2, Incoming, Plan, Style, xorshift};
 use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
 use wirebench_protocol::{Case, Ctx, Outcome, WorkloadError};
@@ -118,13 +120,70 @@ impl From<XmppDriveError> for WorkloadError {
 pub fn random_text(state: &mut u64, len: usize) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     (0..len)
-        .map(|_| {
-            *state ^= *state << 13;
-            *state ^= *state >> 7;
-            *state ^= *state << 17;
-            ALPHABET[(*state % ALPHABET.len() as u64) as usize] as char
-        })
+        .map(|_| ALPHABET[(xorshift(state) % ALPHABET.len() as u64) as usize] as char)
         .collect()
+}
+
+impl XmppRun {
+    fn plan(&self) -> Plan {
+        Plan {
+            payload: self.payload,
+            count: self.count,
+            think: self.think,
+            seed: self.seed,
+            stream: self.stream,
+        }
+    }
+}
+
+/// What differs in XMPP's chat: stanzas carry ids (stream messages are counted by
+/// them), the first answer may wait for the server-to-server set-up, client1 is served
+/// every 50 ms while client2 reads.
+const STYLE: Style = Style {
+    name: "xmpp",
+    answer_grace: Duration::from_secs(600),
+    service_wait: Duration::from_millis(50),
+    send_metric: None,
+    tagged: true,
+};
+
+/// A client's session as the chat workloads use it: `<message>` stanzas to `peer`.
+struct XmppChat {
+    session: XmppSession,
+    peer: String,
+}
+
+impl Chat for XmppChat {
+    type Body = String;
+
+    /// Bodies are not compared: the stanza ids say which message is which.
+    const VERIFIES: bool = false;
+
+    fn body(state: &mut u64, len: usize) -> String {
+        random_text(state, len)
+    }
+
+    /// A fixed short body: it only waits for the server-to-server link.
+    fn warm_up(_state: &mut u64, _len: usize) -> (String, &'static str) {
+        ("warm-up".into(), "warm-up")
+    }
+
+    fn send(&mut self, body: &String, tag: &str) -> Result<u64, WorkloadError> {
+        self.session.send_message(&self.peer, body, tag)?;
+        Ok(0)
+    }
+
+    fn recv(&mut self, deadline: Instant) -> Result<Option<Incoming<String>>, WorkloadError> {
+        match self.session.next_event(deadline, "a message") {
+            Ok((at, Event::Message { id, body, .. })) => Ok(Some(Incoming { at, body, tag: id })),
+            Ok(_) | Err(XmppDriveError::Timeout { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn close(self) {
+        self.session.close();
+    }
 }
 
 fn login(
@@ -145,147 +204,6 @@ fn login(
     Ok((s, t.elapsed()))
 }
 
-/// Client2: answers (ping-pong) or counts (stream) until told to stop.
-struct Responder {
-    stop: Arc<AtomicBool>,
-    received: Arc<AtomicU64>,
-    /// CLOCK_MONOTONIC of the first and last message received.
-    first_ns: Arc<AtomicU64>,
-    last_ns: Arc<AtomicU64>,
-    /// Stream mode: the stanzas' sequence numbers as they arrived (ids `s<N>`), so loss,
-    /// duplicates and reordering across the server link are counted, not assumed away.
-    seen: Arc<std::sync::Mutex<Tally>>,
-    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
-}
-
-impl Responder {
-    fn start(run: &XmppRun, timeout: Duration) -> Result<Responder, WorkloadError> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let received = Arc::new(AtomicU64::new(0));
-        let first_ns = Arc::new(AtomicU64::new(0));
-        let last_ns = Arc::new(AtomicU64::new(0));
-        let seen = Arc::new(std::sync::Mutex::new(Tally::new()));
-        let seen2 = seen.clone();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
-        let (r, st, rc, fl, ln) = (
-            run.clone(),
-            stop.clone(),
-            received.clone(),
-            first_ns.clone(),
-            last_ns.clone(),
-        );
-        let thread = std::thread::Builder::new()
-            .name("wb-xmpp-client2".into())
-            .spawn(move || -> Result<(), String> {
-                let setup = (|| {
-                    if let Some(ns) = &r.topology.b_netns {
-                        wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
-                    }
-                    login(
-                        &r.topology.transport,
-                        &r.topology.b_jid,
-                        &r.topology.b_password,
-                        r.topology.b_server,
-                        r.seed ^ 2,
-                        timeout,
-                        r.payload,
-                    )
-                    .map_err(|e| e.to_string())
-                })();
-                let mut session = match setup {
-                    Ok((s, _)) => {
-                        let _ = ready_tx.send(Ok(()));
-                        s
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e.clone()));
-                        return Err(e);
-                    }
-                };
-                let mut rng = r.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-                while !st.load(Ordering::Relaxed) {
-                    let deadline = Instant::now() + Duration::from_millis(200);
-                    match session.next_event(deadline, "a message") {
-                        Ok((at, Event::Message { id, .. })) => {
-                            if rc.fetch_add(1, Ordering::SeqCst) == 0 {
-                                fl.store(at, Ordering::SeqCst);
-                            }
-                            ln.store(at, Ordering::SeqCst);
-                            if let Some(n) = id
-                                .as_deref()
-                                .and_then(|i| i.strip_prefix('s'))
-                                .and_then(|n| n.parse::<u64>().ok())
-                            {
-                                seen2
-                                    .lock()
-                                    .unwrap_or_else(|p| p.into_inner())
-                                    .observe(n, false);
-                            }
-                            if !r.stream {
-                                std::thread::sleep(r.think);
-                                let body = random_text(&mut rng, r.payload);
-                                let id = format!("r{}", id.unwrap_or_default());
-                                session
-                                    .send_message(&r.topology.a_jid, &body, &id)
-                                    .map_err(|e| e.to_string())?;
-                            }
-                        }
-                        Ok(_) => {}
-                        Err(XmppDriveError::Timeout { .. }) => {}
-                        Err(e) => return Err(e.to_string()),
-                    }
-                }
-                session.close();
-                Ok(())
-            })
-            .map_err(|e| WorkloadError::Environment(format!("cannot start client2: {e}")))?;
-        match ready_rx.recv_timeout(timeout + Duration::from_secs(5)) {
-            Ok(Ok(())) => Ok(Responder {
-                stop,
-                received,
-                first_ns,
-                last_ns,
-                seen,
-                thread: Some(thread),
-            }),
-            Ok(Err(e)) => Err(WorkloadError::Peer(format!("client2 login: {e}"))),
-            Err(_) => Err(WorkloadError::Peer("client2 did not log in in time".into())),
-        }
-    }
-
-    fn finish(mut self) -> Result<(), WorkloadError> {
-        self.stop.store(true, Ordering::SeqCst);
-        match self.thread.take().map(|t| t.join()) {
-            Some(Ok(Err(e))) => Err(WorkloadError::Peer(format!("client2: {e}"))),
-            Some(Err(_)) => Err(WorkloadError::Environment("client2 panicked".into())),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl Drop for Responder {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
-}
-
-/// Services client1's session until client2 has received `n` messages.
-fn wait_received(
-    alice: &mut XmppSession,
-    responder: &Responder,
-    n: u64,
-    stall: Duration,
-    ctx: &Ctx,
-) -> Result<(), WorkloadError> {
-    wirebench_protocol::stats::wait_received(&responder.received, n, stall, ctx, || {
-        // Keep client1's session serviced (pings, acks) while waiting.
-        match alice.next_event(Instant::now() + Duration::from_millis(50), "events") {
-            Ok(_) | Err(XmppDriveError::Timeout { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
-    })
-}
-
 pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     // Logins are local (client and server in one host) but a slow link can delay
     // everything else; be patient.
@@ -293,7 +211,7 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     if run.server_pings {
         return server_pings(run, ctx, timeout);
     }
-    let (mut alice, login_a) = login(
+    let (alice, login_a) = login(
         &run.topology.transport,
         &run.topology.a_jid,
         &run.topology.a_password,
@@ -302,57 +220,41 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
         timeout,
         run.payload,
     )?;
-    let responder = Responder::start(run, timeout)?;
+    let plan = run.plan();
+    let (top, seed, payload) = (run.topology.clone(), run.seed, run.payload);
+    let client2 = Client2::start(
+        "wb-xmpp-client2",
+        run.topology.b_netns.clone(),
+        &plan,
+        move |_| {
+            let (session, _) = login(
+                &top.transport,
+                &top.b_jid,
+                &top.b_password,
+                top.b_server,
+                seed ^ 2,
+                timeout,
+                payload,
+            )?;
+            Ok(XmppChat {
+                session,
+                peer: top.a_jid,
+            })
+        },
+        timeout + Duration::from_secs(5),
+        ctx,
+    )?;
     let mut out = Outcome::default();
     out.push("xmpp.login", login_a.as_secs_f64(), "s");
-    let mut rng = run.seed | 1;
-    let stall = ctx.stall_timeout + run.think;
+    let mut alice = XmppChat {
+        session: alice,
+        peer: run.topology.b_jid.clone(),
+    };
     if run.stream {
-        // A warm-up message first: it waits for the server-to-server connection, and
-        // once it has arrived the stream runs on an established link (the study measured
-        // stable throughput too). Without it the servers would queue the whole stream
-        // behind the set-up and deliver it in one burst.
-        let t_warm = wirebench_model::clock::monotonic_ns();
-        alice.send_message(&run.topology.b_jid, "warm-up", "warm-up")?;
-        wait_received(&mut alice, &responder, 1, stall, ctx)?;
-        out.push(
-            "xmpp.first_delivery",
-            secs(
-                responder
-                    .first_ns
-                    .load(Ordering::SeqCst)
-                    .saturating_sub(t_warm),
-            ),
-            "s",
-        );
-        // From here on the link carries only the timed stanzas (and their ACKs).
-        (ctx.mark_stable)();
-        let start = wirebench_model::clock::monotonic_ns();
-        for i in 0..run.count {
-            let body = random_text(&mut rng, run.payload);
-            alice.send_message(&run.topology.b_jid, &body, &format!("s{i}"))?;
-            if i % 64 == 0 {
-                (ctx.progress)(i, run.count);
-            }
-        }
-        wait_received(&mut alice, &responder, run.count + 1, stall, ctx)?;
-        let last = responder.last_ns.load(Ordering::SeqCst);
-        let mut tally = responder
-            .seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        tally.finish(run.count);
-        push_counts(&mut out, run.count, &tally);
-        if last > start {
-            let t = secs(last - start);
-            out.push("throughput.duration", t, "s");
-            out.push(
-                "throughput.bits_per_s",
-                (run.count * run.payload as u64 * 8) as f64 / t,
-                "bit/s",
-            );
-            out.push("throughput.messages_per_s", run.count as f64 / t, "msg/s");
+        // Without a warm-up message the servers would queue the whole stream behind the
+        // server-to-server set-up and deliver it in one burst; no window: the study sent
+        // back to back.
+        if chat::stream(&plan, &STYLE, u64::MAX, ctx, &mut alice, &client2, &mut out)? {
             out.notes.push(
                 "XMPP stream: timed from the first send to client2's last receipt, after a \
                  warm-up message set up the server-to-server link (xmpp.first_delivery)"
@@ -360,46 +262,9 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
             );
         }
     } else {
-        let mut rtts = Vec::with_capacity(run.count as usize);
-        let mut tally = Tally::new();
-        for i in 0..run.count {
-            if ctx.shutdown.load(Ordering::Relaxed) {
-                return Err(interrupted(rtts, run.count, tally));
-            }
-            if i == 2 {
-                (ctx.mark_stable)();
-            }
-            let body = random_text(&mut rng, run.payload);
-            let id = format!("p{i}");
-            let t0 = wirebench_model::clock::monotonic_ns();
-            alice.send_message(&run.topology.b_jid, &body, &id)?;
-            let deadline = Instant::now() + stall + Duration::from_secs(600);
-            let want = format!("r{id}");
-            // Short waits, so Ctrl-C during a slow round is seen within a tick.
-            let at = loop {
-                if ctx.shutdown.load(Ordering::Relaxed) {
-                    return Err(interrupted(rtts, run.count, tally));
-                }
-                let step = deadline.min(Instant::now() + wirebench_protocol::TICK);
-                match alice.next_event(step, "client2's answer") {
-                    Ok((at, Event::Message { id: Some(got), .. })) if got == want => break at,
-                    Ok(_) => {}
-                    Err(XmppDriveError::Timeout { .. }) if Instant::now() < deadline => {}
-                    Err(e) => return Err(e.into()),
-                }
-            };
-            tally.observe(i, false);
-            rtts.push(
-                at.saturating_sub(t0)
-                    .saturating_sub(run.think.as_nanos() as u64),
-            );
-            (ctx.progress)(i + 1, run.count);
-        }
-        tally.finish(run.count);
-        push_counts(&mut out, run.count, &tally);
-        push_rtts(&mut out, rtts);
+        chat::ping_pong(&plan, &STYLE, ctx, &mut alice, &client2, &mut out)?;
     }
-    responder.finish()?;
+    client2.finish()?;
     alice.close();
     out.notes.push(format!(
         "XMPP over Prosody s2s (dialback, no TLS, no compression): {} -> {}",

@@ -1133,3 +1133,38 @@ fn invites_answer(info: &StanzaInfo) -> bool {
         _ => false,
     }
 }
+
+/// The one engine shape (`wirebench-engine`), on the link connection's side: bytes to
+/// and from the peer gateway. The connection's life (`link_up`, `link_down`) and the
+/// component side (`enqueue_outbound`, deliveries) stay the driver's calls; end of file
+/// is the driver's `link_down`.
+impl wirebench_engine::Engine for Engine {
+    type Event = Event;
+    type Error = LinkError;
+
+    fn handle_input(&mut self, now: u64, data: &[u8]) -> Result<(), LinkError> {
+        self.handle_link_bytes(now, data)
+    }
+
+    fn poll_transmit(&mut self, _now: u64, buf: &mut Vec<u8>) -> usize {
+        let mut n = 0;
+        while let Some(t) = self.poll_link_transmit() {
+            n += t.len();
+            buf.extend_from_slice(&t);
+        }
+        n
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        Engine::poll_timeout(self)
+    }
+
+    fn handle_timeout(&mut self, now: u64) -> Result<(), LinkError> {
+        Engine::handle_timeout(self, now);
+        Ok(())
+    }
+
+    fn poll_event(&mut self) -> Option<Event> {
+        Engine::poll_event(self)
+    }
+}
