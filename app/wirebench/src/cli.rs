@@ -6,9 +6,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use wirebench_link::LinkSpec;
-use wirebench_model::Bytes;
 use wirebench_net::DEFAULT_PORT;
-use wirebench_raw_server::ServerConfig;
 use wirebench_runner::RunRequest;
 use wirebench_runner::request::{MAX_CASE_TIME, PCAP_LIMIT};
 
@@ -1027,26 +1025,9 @@ impl RunArgs {
 }
 
 impl ServeArgs {
-    /// The address to listen on (`host:port` for the resolver) and the server's limits.
-    pub fn config(&self) -> Result<(String, ServerConfig)> {
-        let max = Bytes::parse(&self.max_payload).context("--max-payload")?;
-        let max_payload = u32::try_from(max.0)
-            .ok()
-            .filter(|m| *m > 0)
-            .ok_or_else(|| {
-                anyhow!(
-                    "--max-payload {}: must be from 1B to below 4GiB",
-                    self.max_payload
-                )
-            })?;
-        let cfg = ServerConfig {
-            max_payload,
-            log: !self.quiet,
-            ..Default::default()
-        };
-        let listen =
-            wirebench_net::parse_addr(&self.listen, true).map_err(|e| anyhow!("--listen {e}"))?;
-        Ok((listen, cfg))
+    /// The address to listen on, as `host:port` for the resolver.
+    pub fn listen(&self) -> Result<String> {
+        wirebench_net::parse_addr(&self.listen, true).map_err(|e| anyhow!("--listen {e}"))
     }
 }
 

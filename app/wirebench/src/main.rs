@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use wirebench_model::{Shutdown, Status};
-use wirebench_raw_server::Server;
 
 fn main() -> ExitCode {
     let (cli, serve_flags) = match cli::parse() {
@@ -204,9 +203,11 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
             plans.push(plan);
         }
     }
-    let (listen, cfg) = args.config()?;
-    let server =
-        Server::bind(listen.as_str(), cfg).with_context(|| format!("cannot listen on {listen}"))?;
+    let listen = args.listen()?;
+    let server = wirebench_runner::registry::REGISTRY
+        .iter()
+        .find_map(|p| p.serve_main(&listen, &args.max_payload, !args.quiet))
+        .ok_or_else(|| anyhow::anyhow!("no protocol provides the reference server"))??;
     eprintln!(
         "wirebench serve: listening on {} (Ctrl-C to stop)",
         server.local_addr()
@@ -225,12 +226,10 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
     // Ctrl-C or SIGTERM: stop accepting, let every session see the flag at its next
     // tick and close, then exit 0 (a second signal exits at once).
     on_signal(&shutdown, OnSignal::Serve)?;
-    server
-        .run_until(|| {
-            shutdown.wait();
-            eprintln!("wirebench serve: stopping");
-        })
-        .context("cannot start the server thread")?;
+    server.run_until(Box::new(|| {
+        shutdown.wait();
+        eprintln!("wirebench serve: stopping");
+    }))?;
     for r in running {
         r.stop()?;
     }

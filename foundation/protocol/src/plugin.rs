@@ -67,6 +67,17 @@ pub trait Protocol: Sync {
     ) -> anyhow::Result<Option<Box<dyn ServePlan>>> {
         Ok(None)
     }
+    /// `wirebench serve`'s own server (the reference server), bound to `listen` (a
+    /// resolvable `host:port`) with serve's `--max-payload` and logging unless `--quiet`;
+    /// `None` from every protocol but the one that owns it.
+    fn serve_main(
+        &self,
+        _listen: &str,
+        _max_payload: &str,
+        _log: bool,
+    ) -> Option<anyhow::Result<Box<dyn crate::MainServer>>> {
+        None
+    }
     /// One line for `serve --also`'s help when [`Protocol::serve_alone`] runs a server:
     /// what it serves, e.g. "(POST /soap)".
     fn serve_alone_help(&self) -> Option<&'static str> {

@@ -23,6 +23,15 @@ pub trait ServePlan {
     fn start(self: Box<Self>, shutdown: &Shutdown) -> anyhow::Result<Box<dyn Serving>>;
 }
 
+/// `wirebench serve`'s own server, the reference server that `wirebench run --server`
+/// measures against: bound and listening, not yet serving. The protocol that owns it
+/// provides it ([`crate::Protocol::serve_main`]).
+pub trait MainServer {
+    fn local_addr(&self) -> std::net::SocketAddr;
+    /// Serves until `wait` returns, then stops.
+    fn run_until(self: Box<Self>, wait: Box<dyn FnOnce() + '_>) -> anyhow::Result<()>;
+}
+
 /// A plugin's running endpoints of `wirebench serve`.
 pub trait Serving {
     /// Stops them once the process is asked to stop, saying what they served.

@@ -61,6 +61,15 @@ impl Protocol for Raw {
         ))
     }
 
+    fn serve_main(
+        &self,
+        listen: &str,
+        max_payload: &str,
+        log: bool,
+    ) -> Option<anyhow::Result<Box<dyn wirebench_protocol::MainServer>>> {
+        Some(reference_server(listen, max_payload, log))
+    }
+
     fn start_run(&self, run: &RunEnv) -> Result<Option<RunService>, WorkloadError> {
         let (embedded, addr) = match (run.server, run.lab) {
             (Some(a), _) => (None, a.to_string()),
@@ -157,6 +166,44 @@ fn start_embedded(lab: Option<&wirebench_lab::Lab>) -> Result<ServerHandle, Work
             ))
         })
     })
+}
+
+/// `wirebench serve`'s reference server: `--max-payload` checked, bound to `listen`.
+fn reference_server(
+    listen: &str,
+    max_payload: &str,
+    log: bool,
+) -> anyhow::Result<Box<dyn wirebench_protocol::MainServer>> {
+    use anyhow::Context;
+    let max = wirebench_model::Bytes::parse(max_payload).context("--max-payload")?;
+    let max_payload = u32::try_from(max.0)
+        .ok()
+        .filter(|m| *m > 0)
+        .ok_or_else(|| {
+            anyhow::anyhow!("--max-payload {max_payload}: must be from 1B to below 4GiB")
+        })?;
+    let cfg = ServerConfig {
+        max_payload,
+        log,
+        ..Default::default()
+    };
+    let server = Server::bind(listen, cfg).with_context(|| format!("cannot listen on {listen}"))?;
+    Ok(Box::new(Reference(server)))
+}
+
+struct Reference(Server);
+
+impl wirebench_protocol::MainServer for Reference {
+    fn local_addr(&self) -> std::net::SocketAddr {
+        self.0.local_addr()
+    }
+
+    fn run_until(self: Box<Self>, wait: Box<dyn FnOnce() + '_>) -> anyhow::Result<()> {
+        use anyhow::Context;
+        self.0
+            .run_until(wait)
+            .context("cannot start the server thread")
+    }
 }
 
 /// A frame the server sent that the decoder refused: the server broke the protocol.

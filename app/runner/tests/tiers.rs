@@ -1,0 +1,171 @@
+//! The folders are the tiers (docs/architecture.md): `foundation/` knows no protocol,
+//! `workloads/` and `protocols/<name>/` build on it, `app/` on everything. This test
+//! reads every workspace manifest's path dependencies (`cargo metadata`) and fails on an
+//! edge that points up, on a protocol folder reaching into another one other than
+//! through its engine crates, on a binary that depends on a plugin, and on a cycle
+//! between folders.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where a crate sits: its tier and its folder (`protocols/xmpp`, `foundation/model`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Place {
+    tier: u8,
+    folder: String,
+    /// The crate's directory inside its folder (`engine`, `plugin`), empty at the top.
+    part: String,
+}
+
+fn place(root: &Path, manifest_dir: &Path) -> Place {
+    let rel = manifest_dir.strip_prefix(root).unwrap_or(manifest_dir);
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let (tier, width) = match parts.first().map(String::as_str) {
+        Some("foundation") => (0, 2),
+        Some("workloads") => (1, 2),
+        Some("protocols") => (1, 2),
+        Some("app") => (2, 2),
+        _ => panic!("{} is outside the tier folders", rel.display()),
+    };
+    Place {
+        tier,
+        folder: parts[..width.min(parts.len())].join("/"),
+        part: parts[width.min(parts.len())..].join("/"),
+    }
+}
+
+/// A workspace crate: its name, its place, and its path dependencies' names and places.
+type Crate = (String, Place, Vec<(String, Place)>);
+
+/// Every workspace crate.
+fn graph() -> Vec<Crate> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root.canonicalize().unwrap();
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(&root)
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut crates = Vec::new();
+    for p in meta["packages"].as_array().unwrap() {
+        let dir = Path::new(p["manifest_path"].as_str().unwrap())
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let mut deps = Vec::new();
+        for d in p["dependencies"].as_array().unwrap() {
+            // Dev-dependencies may reach up (a test may drive the binary), build ones not.
+            if d["kind"].as_str() == Some("dev") {
+                continue;
+            }
+            if let Some(path) = d["path"].as_str() {
+                deps.push((
+                    d["name"].as_str().unwrap().to_string(),
+                    place(&root, Path::new(path)),
+                ));
+            }
+        }
+        crates.push((
+            p["name"].as_str().unwrap().to_string(),
+            place(&root, &dir),
+            deps,
+        ));
+    }
+    crates
+}
+
+#[test]
+fn imports_point_down_only() {
+    let mut wrong = Vec::new();
+    for (name, at, deps) in graph() {
+        for (dep, to) in deps {
+            let ok = match (at.tier, to.tier) {
+                (0, 0) => true,
+                (0, _) => false,
+                // A protocol or workload family: the foundation, the shared workload
+                // families, its own folder, another protocol's engine only.
+                (1, 0) => true,
+                (1, 1) => {
+                    to.folder == at.folder
+                        || to.folder.starts_with("workloads/")
+                        || to.part == "engine"
+                }
+                (1, _) => false,
+                // The binary reaches protocols only through the runner's registry.
+                (2, 1) => name != "wirebench" || !to.folder.starts_with("protocols/"),
+                (2, _) => true,
+                _ => false,
+            };
+            if !ok {
+                wrong.push(format!("{name} ({}) -> {dep} ({})", at.folder, to.folder));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "edges against the tiers:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn no_cycle_between_folders() {
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (_, at, deps) in graph() {
+        for (_, to) in deps {
+            if to.folder != at.folder {
+                edges
+                    .entry(at.folder.clone())
+                    .or_default()
+                    .insert(to.folder.clone());
+            }
+        }
+    }
+    // Depth-first search for a back edge.
+    fn visit(
+        n: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == n) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(n.to_string());
+            return Some(cycle);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        path.push(n.to_string());
+        for m in edges.get(n).into_iter().flatten() {
+            if let Some(c) = visit(m, edges, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for n in edges.keys() {
+        if let Some(c) = visit(n, &edges, &mut Vec::new(), &mut done) {
+            panic!("a cycle between folders: {}", c.join(" -> "));
+        }
+    }
+}
