@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wirebench_model::clock::monotonic_ns;
+use wirebench_protocol::Fault;
 use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
 use wirebench_protocol::{Ctx, Outcome, TICK, WorkloadError};
@@ -177,7 +178,7 @@ impl Client2 {
                 }
                 c.close();
             })
-            .map_err(|e| WorkloadError::Environment(format!("cannot start client2: {e}")))?;
+            .map_err(|e| WorkloadError::because(Fault::Environment, "cannot start client2", e))?;
         let mut client2 = Client2 {
             shared,
             thread: Some(thread),

@@ -34,6 +34,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wirebench_model::Value;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_protocol::Fault;
 use wirebench_protocol::stats::{histogram, mean, percentile, secs};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, TICK, WorkloadError};
 use wirebench_rpc::workload::within;
@@ -177,7 +178,9 @@ pub fn enable_tfo(lab: Option<&wirebench_lab::Lab>) -> Result<(), WorkloadError>
                         "net.ipv4.tcp_fastopen=3",
                     ],
                 )
-                .map_err(|e| WorkloadError::Environment(format!("enabling TCP Fast Open: {e}")))?;
+                .map_err(|e| {
+                    WorkloadError::because(Fault::Environment, "enabling TCP Fast Open", e)
+                })?;
             }
             Ok(())
         }
@@ -443,7 +446,7 @@ pub fn run<D: Dial>(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| WorkloadError::Environment(format!("cannot start a runtime: {e}")))?;
+        .map_err(|e| WorkloadError::because(Fault::Environment, "cannot start a runtime", e))?;
     let run = Run {
         plan,
         d,

@@ -14,6 +14,7 @@ use std::time::Duration;
 use wirebench_lab::Lab;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_payload::Pattern;
+use wirebench_protocol::Fault;
 use wirebench_protocol::WorkloadError;
 
 /// What the server does with each message, fixed for the case.
@@ -236,7 +237,7 @@ where
                 .store(wirebench_model::clock::thread_cpu_ns(), Ordering::Relaxed);
             // Dropping the runtime here cancels every connection task it still holds.
         })
-        .map_err(|e| WorkloadError::Environment(format!("cannot start a thread: {e}")))?;
+        .map_err(|e| WorkloadError::because(Fault::Environment, "cannot start a thread", e))?;
     match ready_rx.recv() {
         Ok(Ok(addr)) => Ok(Placed {
             addr,

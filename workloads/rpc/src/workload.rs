@@ -21,6 +21,7 @@ use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_payload::Pattern;
 use wirebench_payload::tally::Tally;
+use wirebench_protocol::Fault;
 use wirebench_protocol::stats::{
     histogram, interrupted, mean, percentile, push_counts, push_load_rtts, push_rtts, secs,
 };
@@ -135,7 +136,7 @@ pub fn run<C: Connect, S: Streams>(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| WorkloadError::Environment(format!("cannot start a runtime: {e}")))?;
+        .map_err(|e| WorkloadError::because(Fault::Environment, "cannot start a runtime", e))?;
     let pattern = Pattern::new(plan.seed, plan.payload);
     let rounds: RefCell<Vec<u64>> = RefCell::new(Vec::new());
     let watch = async {

@@ -21,6 +21,7 @@ use wirebench_connect::params::{CONCURRENCY, CONNECTS, MPTCP, TFO};
 use wirebench_connect::{Dial, Dialed};
 use wirebench_convert as cv;
 use wirebench_model::MetricSpec;
+use wirebench_protocol::Fault;
 use wirebench_protocol::params::ParamSpec;
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 
@@ -87,9 +88,11 @@ fn read_reply(buf: &[u8]) -> Result<Option<usize>, WorkloadError> {
             ))),
             None => Ok(Some(n)),
         },
-        Err(e) => Err(WorkloadError::Peer(format!(
-            "the converter's answer is not a Convert message: {e}"
-        ))),
+        Err(e) => Err(WorkloadError::because(
+            Fault::Peer,
+            "the converter's answer is not a Convert message",
+            e,
+        )),
     }
 }
 

@@ -16,6 +16,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Channel, Endpoint};
 use wirebench_model::Kind;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_protocol::Fault;
 use wirebench_protocol::params::{MODE, ParamSpec};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
@@ -135,13 +136,15 @@ impl Client {
     async fn channel(&self) -> Result<(tonic::client::Grpc<Channel>, u64), WorkloadError> {
         let t = monotonic_ns();
         let ch = Endpoint::from_shared(format!("http://{}", self.addr))
-            .map_err(|e| WorkloadError::Input(format!("gRPC endpoint: {e}")))?
+            .map_err(|e| WorkloadError::because(Fault::Input, "gRPC endpoint", e))?
             .tcp_nodelay(true)
             .initial_stream_window_size(8 << 20)
             .initial_connection_window_size(16 << 20)
             .connect()
             .await
-            .map_err(|e| WorkloadError::Link(format!("cannot connect to {}: {e}", self.addr)))?;
+            .map_err(|e| {
+                WorkloadError::because(Fault::Link, format!("cannot connect to {}", self.addr), e)
+            })?;
         let limit = self.max_payload + 64;
         let g = tonic::client::Grpc::new(ch)
             .max_decoding_message_size(limit)
@@ -157,7 +160,7 @@ impl Client {
         let (tx, rx) = mpsc::channel::<Bytes>(16);
         g.ready()
             .await
-            .map_err(|e| WorkloadError::Link(format!("gRPC channel: {e}")))?;
+            .map_err(|e| WorkloadError::because(Fault::Link, "gRPC channel", e))?;
         let path = http::uri::PathAndQuery::from_static("/wirebench.Bench/EchoStream");
         let resp = g
             .streaming(
@@ -200,7 +203,7 @@ impl Call for Conn {
             Conn::Unary(g) => {
                 g.ready()
                     .await
-                    .map_err(|e| WorkloadError::Link(format!("gRPC channel: {e}")))?;
+                    .map_err(|e| WorkloadError::because(Fault::Link, "gRPC channel", e))?;
                 let mut req = tonic::Request::new(body);
                 req.metadata_mut().insert(
                     "wb-seq",
@@ -267,7 +270,7 @@ impl Streams for Client {
         let (tx, rx) = mpsc::channel::<Bytes>(16);
         g.ready()
             .await
-            .map_err(|e| WorkloadError::Link(format!("gRPC channel: {e}")))?;
+            .map_err(|e| WorkloadError::because(Fault::Link, "gRPC channel", e))?;
         let call = tokio::spawn(async move {
             let path = http::uri::PathAndQuery::from_static("/wirebench.Bench/SinkStream");
             g.client_streaming(
@@ -319,7 +322,7 @@ impl MsgRx for Rx {
                 };
                 let b = h
                     .await
-                    .map_err(|e| WorkloadError::Peer(format!("SinkStream task: {e}")))?
+                    .map_err(|e| WorkloadError::because(Fault::Peer, "SinkStream task", e))?
                     .map_err(|s| status_error(s, "SinkStream"))?;
                 Summary::decode(&b)
                     .map(|s| Some(Incoming::Summary(s)))

@@ -20,6 +20,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::Duration;
 use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
+use wirebench_protocol::Fault;
 use wirebench_protocol::params::PEER_STREAM_COUNT;
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, PeerModel, Protocol, WorkloadError};
 use workload::{IrcRun, Topology};
@@ -131,7 +132,11 @@ impl ServerDirs {
         std::fs::create_dir_all(&work)
             .and_then(|()| std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o755)))
             .map_err(|e| {
-                WorkloadError::Environment(format!("cannot create {}: {e}", work.display()))
+                WorkloadError::because(
+                    Fault::Environment,
+                    format!("cannot create {}", work.display()),
+                    e,
+                )
             })?;
         Ok(ServerDirs { work, keep })
     }

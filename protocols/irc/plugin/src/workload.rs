@@ -29,6 +29,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 use wirebench_chat::{self as chat, Chat, Client2, Incoming, Plan, Style, xorshift};
 use wirebench_irc::{Config, Event, Reassembler};
+use wirebench_protocol::Fault;
 use wirebench_protocol::{Case, Ctx, Outcome, WorkloadError};
 
 /// Where the two clients register.
@@ -148,7 +149,7 @@ fn receive(
     if text.contains(' ') {
         r.push(from, target, text)
             .map(|m| m.map(|m| (m.payload, m.pieces)))
-            .map_err(|e| WorkloadError::Peer(format!("from {from}: {e}")))
+            .map_err(|e| WorkloadError::because(Fault::Peer, format!("from {from}"), e))
     } else {
         Ok(Some((text.to_string(), 1)))
     }

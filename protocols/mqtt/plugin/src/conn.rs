@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use wirebench_engine::blocking::{DriveError, Driver, Tcp, Wait, wait_for};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_mqtt::{Client, Config, Event, MqttError, QoS, reason};
+use wirebench_protocol::Fault;
 use wirebench_protocol::WorkloadError;
 
 /// One client's session with the broker.
@@ -54,7 +55,7 @@ impl MqttConn {
             })?;
         cfg.connect_timeout_ns = Some(timeout.as_nanos() as u64);
         let client = Client::new(cfg, monotonic_ns())
-            .map_err(|e| WorkloadError::Input(format!("MQTT {who}: {e}")))?;
+            .map_err(|e| WorkloadError::because(Fault::Input, format!("MQTT {who}"), e))?;
         let mut c = MqttConn {
             driver: Driver::new(Tcp::new(stream), 64 * 1024),
             client,

@@ -143,7 +143,7 @@ struct RawRun {
 /// stay in that namespace) at the lab's fixed address, or on a free loopback port.
 fn start_embedded(lab: Option<&wirebench_lab::Lab>) -> Result<ServerHandle, WorkloadError> {
     let embedded = |e: std::io::Error| {
-        WorkloadError::Environment(format!("cannot start the embedded server: {e}"))
+        WorkloadError::because(Fault::Environment, "cannot start the embedded server", e)
     };
     let Some(lab) = lab else {
         return Server::bind("127.0.0.1:0", ServerConfig::default())

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use wirebench_protocol::Fault;
 use wirebench_protocol::params::{MODE, ParamSpec};
 use wirebench_protocol::peer::stop_child;
 use wirebench_protocol::prereq::on_path;
@@ -89,7 +90,11 @@ impl Protocol for Rmi {
         let think = case.workload_params().think();
         let dir = env.peer_dir(case, repeat);
         std::fs::create_dir_all(&dir).map_err(|e| {
-            WorkloadError::Environment(format!("cannot create {}: {e}", dir.display()))
+            WorkloadError::because(
+                Fault::Environment,
+                format!("cannot create {}", dir.display()),
+                e,
+            )
         })?;
         let ip = wirebench_rpc::server::server_ip(env.lab);
         let mut server = Server::start(env, &classes, &dir, ip, think, env.seed)?;
@@ -116,11 +121,21 @@ fn compile(dir: &Path) -> Result<PathBuf, WorkloadError> {
     {
         return Ok(dir.to_path_buf());
     }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| WorkloadError::Environment(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        WorkloadError::because(
+            Fault::Environment,
+            format!("cannot create {}", dir.display()),
+            e,
+        )
+    })?;
     let src = dir.join("WbRmi.java");
-    std::fs::write(&src, SOURCE)
-        .map_err(|e| WorkloadError::Environment(format!("cannot write {}: {e}", src.display())))?;
+    std::fs::write(&src, SOURCE).map_err(|e| {
+        WorkloadError::because(
+            Fault::Environment,
+            format!("cannot write {}", src.display()),
+            e,
+        )
+    })?;
     let out = Command::new("javac")
         .arg("-nowarn")
         .arg("-d")
@@ -129,7 +144,7 @@ fn compile(dir: &Path) -> Result<PathBuf, WorkloadError> {
         .output()
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => java_missing("javac"),
-            _ => WorkloadError::Environment(format!("cannot run javac: {e}")),
+            _ => WorkloadError::because(Fault::Environment, "cannot run javac", e),
         })?;
     if !out.status.success() {
         return Err(WorkloadError::Environment(format!(
@@ -138,7 +153,11 @@ fn compile(dir: &Path) -> Result<PathBuf, WorkloadError> {
         )));
     }
     std::fs::write(&stamp, SOURCE).map_err(|e| {
-        WorkloadError::Environment(format!("cannot write {}: {e}", stamp.display()))
+        WorkloadError::because(
+            Fault::Environment,
+            format!("cannot write {}", stamp.display()),
+            e,
+        )
     })?;
     Ok(dir.to_path_buf())
 }
@@ -160,7 +179,7 @@ impl Server {
         seed: u64,
     ) -> Result<Server, WorkloadError> {
         let log = std::fs::File::create(dir.join("rmi-server.log"))
-            .map_err(|e| WorkloadError::Environment(format!("server log: {e}")))?;
+            .map_err(|e| WorkloadError::because(Fault::Environment, "server log", e))?;
         let mut cmd = Command::new("java");
         cmd.arg("-cp")
             .arg(classes)
@@ -185,7 +204,7 @@ impl Server {
                 }
                 cmd.spawn().map_err(|e| match e.kind() {
                     std::io::ErrorKind::NotFound => java_missing("java"),
-                    _ => WorkloadError::Environment(format!("cannot start java: {e}")),
+                    _ => WorkloadError::because(Fault::Environment, "cannot start java", e),
                 })
             })
             .join()
@@ -318,7 +337,7 @@ fn run_client(
 ) -> Result<Report, WorkloadError> {
     let err_path = dir.join("rmi-client.log");
     let err = std::fs::File::create(&err_path)
-        .map_err(|e| WorkloadError::Environment(format!("client log: {e}")))?;
+        .map_err(|e| WorkloadError::because(Fault::Environment, "client log", e))?;
     let mut child = Command::new("java")
         .arg("-cp")
         .arg(classes)
@@ -330,7 +349,7 @@ fn run_client(
         .spawn()
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => java_missing("java"),
-            _ => WorkloadError::Environment(format!("cannot start java: {e}")),
+            _ => WorkloadError::because(Fault::Environment, "cannot start java", e),
         })?;
     let mut stdout = child
         .stdout
@@ -351,7 +370,13 @@ fn run_client(
         match child.try_wait() {
             Ok(Some(s)) => break s,
             Ok(None) => std::thread::sleep(TICK),
-            Err(e) => return Err(WorkloadError::Environment(format!("waiting for java: {e}"))),
+            Err(e) => {
+                return Err(WorkloadError::because(
+                    Fault::Environment,
+                    "waiting for java",
+                    e,
+                ));
+            }
         }
         (ctx.progress)(started.elapsed().as_secs(), 0);
     };

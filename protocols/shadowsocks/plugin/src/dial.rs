@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use wirebench_connect::params::{CONCURRENCY, CONNECTS, TFO};
 use wirebench_connect::{Dial, Dialed};
+use wirebench_protocol::Fault;
 use wirebench_protocol::params::ParamSpec;
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 use wirebench_shadowsocks::v2022::Psk;
@@ -38,7 +39,7 @@ impl Dial for ShadowsocksDial {
             wirebench_connect::tcp(self.server).await?
         };
         let salt = crate::stream::random_bytes(self.secret.salt_len())
-            .map_err(|e| WorkloadError::Environment(format!("no random salt: {e}")))?;
+            .map_err(|e| WorkloadError::because(Fault::Environment, "no random salt", e))?;
         let s = SsStream::connect(tcp, &self.secret, &salt, Target::from(origin))
             .map_err(|e| WorkloadError::Input(e.to_string()))?;
         // No handshake: nothing happens between the TCP connect and the first write.
@@ -56,7 +57,7 @@ impl wirebench_connect::Conn for SsStream {
 fn case_password() -> Result<String, WorkloadError> {
     let mut b = [0u8; 12];
     getrandom::fill(&mut b)
-        .map_err(|e| WorkloadError::Environment(format!("no random password: {e}")))?;
+        .map_err(|e| WorkloadError::because(Fault::Environment, "no random password", e))?;
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
@@ -170,7 +171,7 @@ impl Protocol for Shadowsocks {
             }
             Method::V2022(c) => {
                 let key = crate::stream::random_bytes(c.key_len())
-                    .map_err(|e| WorkloadError::Environment(format!("no random key: {e}")))?;
+                    .map_err(|e| WorkloadError::because(Fault::Environment, "no random key", e))?;
                 let psk =
                     Psk::from_bytes(c, &key).map_err(|e| WorkloadError::Input(e.to_string()))?;
                 let b64 = psk.to_base64();

@@ -10,6 +10,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use wirebench_lab::Lab;
+use wirebench_protocol::Fault;
 use wirebench_protocol::peer::{self, command_in, start_listening};
 use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::{Install, Lookup, Requirement, WorkloadError};
@@ -161,8 +162,13 @@ fn spawn(
         Peer::Libev => PROGRAM,
         Peer::Rust(_) => "ssserver",
     };
-    std::fs::create_dir_all(dir)
-        .map_err(|e| WorkloadError::Environment(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        WorkloadError::because(
+            Fault::Environment,
+            format!("cannot create {}", dir.display()),
+            e,
+        )
+    })?;
     let netns = lab.map(|l| l.server().name().to_string());
     let ip = wirebench_rpc::server::server_ip(lab);
     let port = free_port(netns.as_deref(), ip)?;
@@ -172,7 +178,11 @@ fn spawn(
         Peer::Rust(_) => acl_rust(origin),
     };
     std::fs::write(&acl_path, acl_text).map_err(|e| {
-        WorkloadError::Environment(format!("cannot write {}: {e}", acl_path.display()))
+        WorkloadError::because(
+            Fault::Environment,
+            format!("cannot write {}", acl_path.display()),
+            e,
+        )
     })?;
     let acl_arg = acl_path.to_string_lossy();
     let cmd = match &peer {

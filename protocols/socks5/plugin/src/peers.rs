@@ -7,6 +7,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use wirebench_lab::Lab;
+use wirebench_protocol::Fault;
 use wirebench_protocol::peer::{self, command_in, start_listening};
 use wirebench_protocol::{Install, Lookup, Requirement, WorkloadError};
 
@@ -68,8 +69,13 @@ pub fn start(
 ) -> Result<External, WorkloadError> {
     let program = kind.program();
     kind.requirement().require().map_err(WorkloadError::from)?;
-    std::fs::create_dir_all(dir)
-        .map_err(|e| WorkloadError::Environment(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        WorkloadError::because(
+            Fault::Environment,
+            format!("cannot create {}", dir.display()),
+            e,
+        )
+    })?;
     let netns = lab.map(|l| l.server().name().to_string());
     let ip = wirebench_rpc::server::server_ip(lab);
     let port = free_port(netns.as_deref(), ip)?;
@@ -95,7 +101,11 @@ pub fn start(
             }
             let conf = dir.join("sockd.conf");
             std::fs::write(&conf, dante_conf(ip, port, origin, &log)).map_err(|e| {
-                WorkloadError::Environment(format!("cannot write {}: {e}", conf.display()))
+                WorkloadError::because(
+                    Fault::Environment,
+                    format!("cannot write {}", conf.display()),
+                    e,
+                )
             })?;
             cmd.args(["-f", &conf.to_string_lossy(), "-N", "1"]);
         }

@@ -16,6 +16,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 use wirebench_model::clock::monotonic_ns;
+use wirebench_protocol::Fault;
 use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
@@ -202,7 +203,7 @@ fn ws_error(e: tungstenite::Error, during: &'static str) -> WorkloadError {
             WorkloadError::Closed { during }
         }
         tungstenite::Error::Io(error) => WorkloadError::Io { during, error },
-        e => WorkloadError::Peer(format!("WebSocket {during}: {e}")),
+        e => WorkloadError::because(Fault::Peer, format!("WebSocket {during}"), e),
     }
 }
 

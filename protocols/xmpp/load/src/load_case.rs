@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wirebench_load::{Arrivals, Dist, Interval, Phase, Schedule, Series, Wire};
 use wirebench_model::{Kind, Value};
+use wirebench_protocol::Fault;
 use wirebench_protocol::params::{ON_OFF, ParamSpec};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, Start, WorkloadError};
 use wirebench_xmpp_peers::peer::{PeerConfig, RealServer, Server, real_server};
@@ -361,7 +362,7 @@ impl LoadSpec {
 
     pub fn schedule(&self) -> Result<Schedule, WorkloadError> {
         Schedule::new(&self.phases, self.arrivals, self.seed)
-            .map_err(|e| WorkloadError::Input(format!("load.phases: {e}")))
+            .map_err(|e| WorkloadError::because(Fault::Input, "load.phases", e))
     }
 }
 
@@ -758,7 +759,7 @@ fn run_in_process(
             .unwrap_or_else(|e| e.into_inner())
             .push(summary)
     })
-    .map_err(|e| WorkloadError::Environment(format!("load generator: {e}")))
+    .map_err(|e| WorkloadError::because(Fault::Environment, "load generator", e))
 }
 
 /// The sessions' figures (the series' metrics and histograms, the rosters the server
@@ -900,8 +901,13 @@ fn push_shard(
 /// Writes one of the case's files beside the records.
 fn write_result(env: &Env, name: &str, contents: String) -> Result<(), WorkloadError> {
     let path = env.out.join(name);
-    std::fs::write(&path, contents)
-        .map_err(|e| WorkloadError::Environment(format!("cannot write {}: {e}", path.display())))
+    std::fs::write(&path, contents).map_err(|e| {
+        WorkloadError::because(
+            Fault::Environment,
+            format!("cannot write {}", path.display()),
+            e,
+        )
+    })
 }
 
 /// Prosody or ejabberd, started for a load case on loopback.
@@ -980,7 +986,7 @@ fn start_real(
     let port = std::net::TcpListener::bind(("127.0.0.1", 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|e| WorkloadError::Environment(format!("no free port on 127.0.0.1: {e}")))?;
+        .map_err(|e| WorkloadError::because(Fault::Environment, "no free port on 127.0.0.1", e))?;
     let mut cfg = PeerConfig::new(&spec.script.domain, [127, 0, 0, 1].into());
     cfg.c2s_port = port;
     cfg.s2s = false;
@@ -1065,15 +1071,16 @@ fn start_builtin(
         cert = Some(id.cert_der().to_vec());
         cfg.tls = Some(id);
     }
-    let server = serve::XmppServer::bind(cfg)
-        .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
+    let server = serve::XmppServer::bind(cfg).map_err(|e| {
+        WorkloadError::because(Fault::Environment, "cannot start the XMPP server", e)
+    })?;
     let layout = server.layout().to_string();
     let addrs = server.layout().addrs.clone();
     let stats = server.stats.clone();
     let stop = Arc::new(AtomicBool::new(false));
-    let thread = server
-        .spawn(stop.clone())
-        .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
+    let thread = server.spawn(stop.clone()).map_err(|e| {
+        WorkloadError::because(Fault::Environment, "cannot start the XMPP server", e)
+    })?;
     // With worker processes, their memory before the first session (they report twice a
     // second).
     let mut rss_start_kib = 0;
@@ -1301,8 +1308,9 @@ fn run_processes(
     ctx: &Ctx,
     to: &Collect<'_>,
 ) -> Result<(), WorkloadError> {
-    let exe = std::env::current_exe()
-        .map_err(|e| WorkloadError::Environment(format!("cannot find wirebench itself: {e}")))?;
+    let exe = std::env::current_exe().map_err(|e| {
+        WorkloadError::because(Fault::Environment, "cannot find wirebench itself", e)
+    })?;
     let mut children: Vec<Child> = Vec::new();
     let spawn_all = (|| -> io::Result<()> {
         for w in 0..generators {
@@ -1359,9 +1367,11 @@ fn run_processes(
     };
     if let Err(e) = spawn_all {
         stop_all(&mut children);
-        return Err(WorkloadError::Environment(format!(
-            "cannot start a load generator: {e}"
-        )));
+        return Err(WorkloadError::because(
+            Fault::Environment,
+            "cannot start a load generator",
+            e,
+        ));
     }
     let failed: Mutex<Option<String>> = Mutex::new(None);
     std::thread::scope(|scope| {

@@ -5,6 +5,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use wirebench_lab::{CLIENT_ADDR, Lab, SERVER_ADDR};
+use wirebench_protocol::Fault;
 use wirebench_protocol::WorkloadError;
 use wirebench_x2x::{Compression, Config, Gateway, LogLevel, Stats};
 
@@ -130,7 +131,8 @@ fn start_in(ns: &str, cfg: Config) -> Result<Gateway, WorkloadError> {
     let ns = ns.to_string();
     std::thread::spawn(move || -> Result<Gateway, WorkloadError> {
         wirebench_lab::netns::enter(&ns).map_err(|e| WorkloadError::Environment(e.to_string()))?;
-        Gateway::start(cfg).map_err(|e| WorkloadError::Environment(format!("x2x gateway: {e}")))
+        Gateway::start(cfg)
+            .map_err(|e| WorkloadError::because(Fault::Environment, "x2x gateway", e))
     })
     .join()
     .map_err(|_| WorkloadError::Environment("x2x gateway start-up panicked".into()))?
@@ -152,7 +154,9 @@ impl Pair {
                         "net.ipv4.tcp_fastopen=3",
                     ],
                 )
-                .map_err(|e| WorkloadError::Environment(format!("enabling TCP Fast Open: {e}")))?;
+                .map_err(|e| {
+                    WorkloadError::because(Fault::Environment, "enabling TCP Fast Open", e)
+                })?;
             }
         }
         // Before the gateways start: the TFO cookie's connection and every link

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use wirebench_protocol::Fault;
 use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::stats::{push_counts, push_rtts, secs};
 use wirebench_protocol::{Case, Ctx, Install, Lookup, Outcome, Requirement, WorkloadError};
@@ -366,11 +367,13 @@ impl Browser {
             .unwrap_or(0);
         let dir =
             std::env::temp_dir().join(format!("wirebench-chromium-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| WorkloadError::Environment(format!("{}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            WorkloadError::because(Fault::Environment, format!("{}", dir.display()), e)
+        })?;
         let log = dir.with_extension("log");
-        let stderr = std::fs::File::create(&log)
-            .map_err(|e| WorkloadError::Environment(format!("{}: {e}", log.display())))?;
+        let stderr = std::fs::File::create(&log).map_err(|e| {
+            WorkloadError::because(Fault::Environment, format!("{}", log.display()), e)
+        })?;
         let mut cmd = wirebench_protocol::peer::command_in(netns, &program);
         cmd.args([
             "--headless=new",

@@ -6,6 +6,7 @@ use crate::transport::Transport;
 use crate::workload::{self, Topology, XmppRun};
 use crate::{browser, endpoint};
 use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
+use wirebench_protocol::Fault;
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
 use wirebench_xmpp_server as serve;
 
@@ -48,9 +49,9 @@ pub(crate) fn run(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, Workload
         .map_err(|e| WorkloadError::Environment(e.to_string()))?;
     let stats = server.stats.clone();
     let stop = Arc::new(AtomicBool::new(false));
-    let thread = server
-        .spawn(stop.clone())
-        .map_err(|e| WorkloadError::Environment(format!("cannot start the XMPP server: {e}")))?;
+    let thread = server.spawn(stop.clone()).map_err(|e| {
+        WorkloadError::because(Fault::Environment, "cannot start the XMPP server", e)
+    })?;
     let transport = Transport::from_word(case.word("xmpp.transport"));
     let max_stanza = case.payload() as usize + 4096;
     // The transport's endpoint beside the server, in its namespace.

@@ -18,6 +18,7 @@ use crate::workload::{Topology, XmppRun};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
+use wirebench_protocol::Fault;
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
 use wirebench_xmpp_peers::peer::{PeerConfig, Server};
 
@@ -306,7 +307,7 @@ fn free_ports() -> Result<[u16; 2], WorkloadError> {
     let bind = || {
         std::net::TcpListener::bind(("127.0.0.1", 0))
             .and_then(|l| Ok((l.local_addr()?.port(), l)))
-            .map_err(|e| WorkloadError::Environment(format!("no free port on 127.0.0.1: {e}")))
+            .map_err(|e| WorkloadError::because(Fault::Environment, "no free port on 127.0.0.1", e))
     };
     let (a, _la) = bind()?;
     let (b, _lb) = bind()?;

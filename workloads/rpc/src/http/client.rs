@@ -10,6 +10,7 @@ use http::{Request, header};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_protocol::Fault;
 use wirebench_protocol::WorkloadError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,15 +54,17 @@ pub struct HttpConn<K> {
 
 fn h2_error(e: h2::Error, during: &str) -> WorkloadError {
     if e.is_io() {
-        WorkloadError::Link(format!("HTTP/2 connection failed {during}: {e}"))
+        WorkloadError::because(Fault::Link, format!("HTTP/2 connection failed {during}"), e)
     } else if e.is_go_away() && e.reason() == Some(h2::Reason::NO_ERROR) {
         WorkloadError::Closed {
             during: "an HTTP/2 exchange",
         }
     } else {
-        WorkloadError::Peer(format!(
-            "the HTTP/2 server broke the exchange {during}: {e}"
-        ))
+        WorkloadError::because(
+            Fault::Peer,
+            format!("the HTTP/2 server broke the exchange {during}"),
+            e,
+        )
     }
 }
 
@@ -97,9 +100,9 @@ impl<K: Codec> Connect for HttpClient<K> {
             conn: HttpConn {
                 sender,
                 codec: self.codec.clone(),
-                authority: authority
-                    .parse()
-                    .map_err(|e| WorkloadError::Input(format!("authority {authority}: {e}")))?,
+                authority: authority.parse().map_err(|e| {
+                    WorkloadError::because(Fault::Input, format!("authority {authority}"), e)
+                })?,
                 max_body: self.codec.max_body(self.max_payload),
             },
             handshake_ns: monotonic_ns() - t,
@@ -135,14 +138,14 @@ impl<K: Codec> Call for HttpConn<K> {
                     .authority(self.authority.clone())
                     .path_and_query(path)
                     .build()
-                    .map_err(|e| WorkloadError::Input(format!("bad URI: {e}")))?;
+                    .map_err(|e| WorkloadError::because(Fault::Input, "bad URI", e))?;
                 let mut req = Request::post(uri).header(header::CONTENT_TYPE, ct);
                 if let Some(a) = action {
                     req = req.header("soapaction", a);
                 }
-                let req = req
-                    .body(())
-                    .map_err(|e| WorkloadError::Input(format!("cannot build a request: {e}")))?;
+                let req = req.body(()).map_err(|e| {
+                    WorkloadError::because(Fault::Input, "cannot build a request", e)
+                })?;
                 std::future::poll_fn(|cx| tx.poll_ready(cx))
                     .await
                     .map_err(|e| h2_error(e, "before a request"))?;

@@ -14,6 +14,7 @@ use bytes::{Bytes, BytesMut};
 use std::io::Write as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use wirebench_protocol::Fault;
 use wirebench_protocol::WorkloadError;
 
 /// Largest response head read: far above any real server's, and a bound on what a peer
@@ -145,7 +146,7 @@ impl H1 {
             });
         }
         let link = |e: std::io::Error, during: &str| {
-            WorkloadError::Link(format!("HTTP connection failed {during}: {e}"))
+            WorkloadError::because(Fault::Link, format!("HTTP connection failed {during}"), e)
         };
         self.tx.clear();
         // Writing to a Vec cannot fail.
@@ -200,9 +201,11 @@ impl H1 {
                 during: "an HTTP exchange",
             }),
             Ok(_) => Ok(()),
-            Err(e) => Err(WorkloadError::Link(format!(
-                "HTTP connection failed waiting for a response: {e}"
-            ))),
+            Err(e) => Err(WorkloadError::because(
+                Fault::Link,
+                "HTTP connection failed waiting for a response",
+                e,
+            )),
         }
     }
 }
