@@ -62,7 +62,7 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(&[]),
         default: "raw",
         workloads: WORKLOADS,
-        help: "wire protocol: raw (wirebench's server), xmpp, irc, mqtt, S5's http, websocket, grpc, soap, rmi, or S3's direct, socks5, shadowsocks and convert (`wirebench protocols` lists them)",
+        help: "wire protocol (the runner's registry fills in the names; `wirebench protocols` lists them)",
         words: "protocol",
     },
     ParamSpec {
