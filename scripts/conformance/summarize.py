@@ -28,9 +28,10 @@ def unittest_results(log, extra_skips):
     """Each test of a `python -m unittest -v`-style run: (id, verdict, reason)."""
     text = open(log, encoding="utf-8", errors="replace").read()
     verdicts = {}
-    # "test_name (__main__.Class) ... ok" (a test may print before its verdict).
+    # "test_name (__main__.Class) ... ok", or with the test's docstring line between
+    # (a test may also print before its verdict).
     for m in re.finditer(
-        r"^(test\w*) \((?:[\w.]*\.)?(\w+)\) \.\.\. (?:.*?)(ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$",
+        r"^(test\w*) \((?:[\w.]*\.)?(\w+)\)(?:\n[^\n]*?)? \.\.\. (?:.*?)(ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$",
         text,
         re.M,
     ):
@@ -123,9 +124,14 @@ def main():
         counts[verdict] += 1
         if verdict == "failed":
             print(f"FAILED  {case}: {why}")
+    # Skipped cases by reason: a list only when it is short.
+    skipped = {}
     for case, verdict, why in rows:
         if verdict == "skipped":
-            print(f"skipped {case}: {why}")
+            skipped.setdefault(why, []).append(case)
+    for why, cases in skipped.items():
+        names = ", ".join(cases) if len(cases) <= 8 else f"{cases[0]} ... {cases[-1]}"
+        print(f"skipped {len(cases)} ({names}): {why}")
     if kind == "autobahn":
         by = {}
         for agent in json.load(open(path)).values():
