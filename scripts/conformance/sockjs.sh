@@ -47,11 +47,12 @@ directory holding them, or SOCKJS_PROTOCOL_GIT to a clone of sockjs/sockjs-proto
 
 VENV=$CONFORMANCE_DIR/sockjs-venv
 py27_venv "$VENV" "$HERE/sockjs-requirements.txt"
-# The suite's websocket tests hand ws4py http:// URLs, which only the fork it was written
-# against accepted: a .pth line loads the shim that maps them to ws:// first.
+# The suite's websocket tests expect the ws4py fork they were written against (http://
+# URLs, a read hook that reports the server's close): a .pth line loads the shim that
+# gives ws4py's release both (scripts/conformance/sockjs_ws4py.py).
 site=$("$VENV/bin/python" -c 'import ws4py, os; print(os.path.dirname(os.path.dirname(ws4py.__file__)))')
-cp "$HERE/sockjs_ws4py_http.py" "$site/"
-echo "import sockjs_ws4py_http" >"$site/sockjs_ws4py_http.pth"
+cp "$HERE/sockjs_ws4py.py" "$site/"
+echo "import sockjs_ws4py" >"$site/sockjs_ws4py.pth"
 
 start_wb 'over SockJS' --xmpp 127.0.0.1:0 --xmpp-users 10 --xmpp-sockjs 127.0.0.1:0
 ADDR=$(served_addr 'over SockJS')
