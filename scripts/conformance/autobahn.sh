@@ -41,9 +41,8 @@ cat >"$OUT/spec.json" <<EOF
   "exclude-agent-cases": {}
 }
 EOF
-rc=0
 # wstest runs from $OUT: it writes its own files beside where it runs.
-(cd "$OUT" && timeout 3600 "$VENV/bin/wstest" -m fuzzingclient -s spec.json) >"$OUT/wstest.log" 2>&1 || rc=$?
+run_suite "$OUT" "$OUT/wstest.log" 3600 "$VENV/bin/wstest" -m fuzzingclient -s spec.json
 [[ -f $OUT/reports/index.json ]] ||
-    die "wstest wrote no report (exit $rc); its output: $OUT/wstest.log"
+    die "wstest wrote no report (exit $SUITE_RC); its output: $OUT/wstest.log"
 SUITE=autobahn python3 "$HERE/summarize.py" autobahn "$OUT/reports/index.json"

@@ -34,7 +34,6 @@ echo "h2spec: $VERSION$([[ ${STRICT:-0} == 1 ]] && echo " (strict)") against h2c
 
 args=(-h "${ADDR%:*}" -p "${ADDR##*:}" -P "${H2SPEC_PATH:-/echo}" -j "$OUT/junit.xml")
 [[ ${STRICT:-0} == 1 ]] && args+=(-S)
-rc=0
-timeout 900 "$H2SPEC" "${args[@]}" >"$OUT/h2spec.log" 2>&1 || rc=$?
-[[ -f $OUT/junit.xml ]] || die "h2spec wrote no report (exit $rc); its output: $OUT/h2spec.log"
+run_suite "$OUT" "$OUT/h2spec.log" 900 "$H2SPEC" "${args[@]}"
+[[ -f $OUT/junit.xml ]] || die "h2spec wrote no report (exit $SUITE_RC); its output: $OUT/h2spec.log"
 SUITE=h2spec python3 "$HERE/summarize.py" h2spec "$OUT/junit.xml"

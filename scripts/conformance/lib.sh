@@ -61,6 +61,18 @@ start_wb() {
     die "wirebench serve did not start in 10 s: $(cat "$OUT/serve.log")"
 }
 
+# run_suite DIR LOG LIMIT CMD...: runs CMD in DIR with output to LOG, at most LIMIT
+# seconds, in the background so that Ctrl-C or SIGTERM stops it at once (bash runs a
+# trap only after a foreground command ends); sets SUITE_RC to its exit status.
+run_suite() {
+    local dir=$1 log=$2 limit=$3
+    shift 3
+    (cd "$dir" && exec timeout "$limit" "$@") >"$log" 2>&1 &
+    PIDS+=($!)
+    SUITE_RC=0
+    wait $! || SUITE_RC=$?
+}
+
 # served_addr REGEX: the first IP:PORT on the serve log's line matching REGEX.
 served_addr() {
     local a

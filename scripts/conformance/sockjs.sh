@@ -73,10 +73,9 @@ else
     skips=()
 fi
 
-rc=0
 # utf-8: a failure message with non-ASCII text would otherwise end the run unprinted.
-(cd "$SUITE_DIR" && SOCKJS_URL=http://$ADDR PYTHONIOENCODING=utf-8 timeout 900 "$VENV/bin/python" \
-    sockjs-protocol-0.3.3.py -v "${tests[@]}") >"$OUT/suite.log" 2>&1 || rc=$?
+export SOCKJS_URL=http://$ADDR PYTHONIOENCODING=utf-8
+run_suite "$SUITE_DIR" "$OUT/suite.log" 900 "$VENV/bin/python" sockjs-protocol-0.3.3.py -v "${tests[@]}"
 grep -qE '^Ran [0-9]+ tests?' "$OUT/suite.log" ||
-    die "the suite did not finish (exit $rc); its output: $OUT/suite.log"
+    die "the suite did not finish (exit $SUITE_RC); its output: $OUT/suite.log"
 SUITE=sockjs python3 "$HERE/summarize.py" unittest "$OUT/suite.log" "${skips[@]}"
