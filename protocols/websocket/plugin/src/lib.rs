@@ -183,6 +183,10 @@ async fn serve_conn(s: TcpStream, c: Arc<Counters>, b: Arc<Behaviour>) -> Result
             Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
         }
     }
+    // tungstenite queues its answer to the client's Close frame; it goes out only when
+    // the sending half is flushed. Without this the closing handshake (RFC 6455 §7.1.2)
+    // never completes and the client sees the connection dropped.
+    let _ = tx.close().await;
     Ok(())
 }
 
@@ -319,5 +323,36 @@ impl MsgTx for Tx {
 impl MsgRx for Rx {
     async fn recv(&mut self) -> Result<Option<Incoming>, WorkloadError> {
         next_message(&mut self.0).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RFC 6455 §5.5.1: the server answers the client's Close frame with its own before
+    /// closing the TCP connection (Autobahn counts a missing answer as an unclean close).
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_server_answers_a_close_frame() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let b = Arc::new(Behaviour::new(1, 64, std::time::Duration::ZERO, true));
+        let server = tokio::spawn(async move {
+            let (s, _) = l.accept().await.unwrap();
+            serve_conn(s, Arc::new(Counters::default()), b).await
+        });
+        let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/echo"))
+            .await
+            .unwrap();
+        ws.send(Message::Binary(Bytes::from_static(b"x")))
+            .await
+            .unwrap();
+        assert!(matches!(ws.next().await, Some(Ok(Message::Binary(_)))));
+        ws.send(Message::Close(None)).await.unwrap();
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(5), ws.next())
+            .await
+            .expect("no answer to the Close frame");
+        assert!(matches!(answer, Some(Ok(Message::Close(_)))), "{answer:?}");
+        server.await.unwrap().unwrap();
     }
 }
