@@ -160,6 +160,17 @@ pub async fn open(
     Ok((s, took))
 }
 
+/// Round trips a connect case's connection takes to its first byte when its first hop
+/// is plain TCP: the handshake and the message, or one when TCP Fast Open carries the
+/// message in the SYN (`tfo=on`).
+pub fn tcp_round_trips(case: &Case) -> f64 {
+    if case.word("tfo") == Some("on") {
+        1.0
+    } else {
+        2.0
+    }
+}
+
 /// Turns TCP Fast Open on for a case: client and server bits of `net.ipv4.tcp_fastopen`
 /// in both lab hosts (a per-namespace sysctl); on loopback the machine's own setting must
 /// already allow it, since a run does not change its host's configuration.

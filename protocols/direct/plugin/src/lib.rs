@@ -56,16 +56,8 @@ impl Protocol for DirectProtocol {
         Some("an echo server of ours started per case")
     }
 
-    fn uses_reference_server(&self) -> bool {
-        false
-    }
-
     fn connect_round_trips(&self, case: &Case) -> f64 {
-        if case.word("tfo") == Some("on") {
-            1.0
-        } else {
-            2.0
-        }
+        wirebench_connect::tcp_round_trips(case)
     }
 
     fn run(
