@@ -43,8 +43,8 @@ pub use wirebench_xmpp_peers::{ejabberd, peer, prosody, x2x};
 pub use wirebench_xmpp_server as serve;
 
 use std::net::Ipv4Addr;
-use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_model::Kind;
+use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::params::{ON_OFF, PEER_STREAM_COUNT, ParamSpec, WORKLOADS};
 use wirebench_protocol::{
     Case, CaseLink, Ctx, Env, Outcome, PeerModel, Prerequisite, Protocol, WorkloadError,
