@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use crate::component::{ComponentConn, ComponentEvent};
 use crate::config::{Config, ConfigError, Dial, LogLevel};
-use crate::engine::{Engine, EngineConfig, EngineStats, Event};
 use wirebench_net::sock;
+use wirebench_x2x::engine::{Engine, EngineConfig, EngineStats, Event};
 
 /// How often blocked threads look at the shutdown flag.
 const TICK: Duration = Duration::from_millis(100);
@@ -479,7 +479,7 @@ impl Gateway {
                 if let Some(sk) = c.stream.take() {
                     // Best effort, and never long while holding the lock.
                     let _ = sk.set_write_timeout(Some(Duration::from_millis(50)));
-                    let _ = (&sk).write_all(crate::xml::STREAM_CLOSE);
+                    let _ = (&sk).write_all(wirebench_x2x::xml::STREAM_CLOSE);
                     let _ = sk.shutdown(Shutdown::Both);
                 }
             }
