@@ -102,6 +102,27 @@ fn load_worker(_: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
     Ok(0)
 }
 
+/// The built-in server as the server under a sharded load (`wirebench k8s
+/// --with-server`): `wirebench serve --xmpp` on the client port (RFC 6120 §14.7).
+pub const LOAD_SERVER: wirebench_protocol::LoadServer = wirebench_protocol::LoadServer {
+    port_name: "xmpp",
+    port: 5222,
+    serve_args: load_serve_args,
+};
+
+fn load_serve_args(listen: &str, sizing: &wirebench_protocol::LoadSizing) -> Vec<String> {
+    vec![
+        "--xmpp".into(),
+        listen.into(),
+        "--xmpp-users".into(),
+        sizing.users.to_string(),
+        "--xmpp-sessions".into(),
+        sizing.sessions.to_string(),
+        "--xmpp-contacts".into(),
+        sizing.contacts.to_string(),
+    ]
+}
+
 // `wirebench serve`'s XMPP flags (a plain comment: a doc comment would become serve's
 // own description).
 #[derive(Args)]
