@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::component::{ComponentConn, ComponentEvent};
 use crate::config::{Config, ConfigError, Dial, LogLevel};
+use wirebench_engine::Engine as _;
 use wirebench_net::sock;
 use wirebench_x2x::engine::{Engine, EngineConfig, EngineStats, Event};
 
@@ -660,7 +661,8 @@ fn link_writer(s: &Arc<Shared>, cid: u64, mut stream: TcpStream, dialled: bool) 
                     return;
                 }
                 let now = s.now();
-                st.engine.handle_timeout(now);
+                // The ack timer only sets flags: it has no error to report.
+                let _ = st.engine.handle_timeout(now);
                 let out = st.engine.poll_link_transmit();
                 if s.drain_events(&mut st) {
                     s.link_broken(&mut st, cid, "engine error", true);
