@@ -1049,6 +1049,24 @@ pub fn run_info(scenario: &Scenario) -> wirebench_report::RunInfo {
         columns: scenario.columns.clone(),
         charts: scenario.charts.clone(),
         params,
+        declared: report_declared(),
+    }
+}
+
+/// What the plugins declare about charts: the metrics they chart as headline delays
+/// (`MetricSpec::chart`) and the parameters whose value alone names a series
+/// (`Protocol::legend_by_value`). Every report is written with it.
+pub fn report_declared() -> wirebench_report::Declared {
+    wirebench_report::Declared {
+        delays: metrics::declared()
+            .iter()
+            .filter_map(|m| m.chart.map(|w| (m.name.to_string(), w.to_string())))
+            .collect(),
+        legend_by_value: registry::REGISTRY
+            .iter()
+            .flat_map(|p| p.legend_by_value())
+            .map(|p| p.to_string())
+            .collect(),
     }
 }
 
@@ -1070,7 +1088,7 @@ pub fn write_report(dir: &std::path::Path) -> Result<wirebench_report::html::Wri
                 error,
             })?;
     }
-    Ok(wirebench_report::write_report(dir)?)
+    Ok(wirebench_report::write_report(dir, &report_declared())?)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The one parameter table: the parameters every protocol shares
 //! (`wirebench_protocol::params`) followed by each registered protocol's own, with the
-//! `protocol` parameter's choices filled in from the registry. Scenario files, the
-//! command line, the planner and the reports all look parameters up here.
+//! `protocol` parameter's choices and default filled in from the registry. Scenario
+//! files, the command line, the planner and the reports all look parameters up here.
 
 use crate::registry::{self, REGISTRY};
 use std::sync::LazyLock;
@@ -15,9 +15,10 @@ static ALL: LazyLock<Vec<ParamSpec>> = LazyLock::new(|| {
     let mut all: Vec<ParamSpec> = wirebench_protocol::params::PARAMS
         .iter()
         .map(|p| match p.name {
-            // Its choices and its help name the registry's protocols.
+            // Its choices, default and help name the registry's protocols.
             "protocol" => ParamSpec {
                 kind: Kind::Choice(protocols),
+                default: protocols[0],
                 help: Box::leak(
                     format!(
                         "wire protocol: {} (`wirebench protocols` lists them)",

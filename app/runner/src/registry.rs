@@ -5,7 +5,7 @@
 //! matching protocol names; the binary reaches plugins only through it. The interface is
 //! `wirebench_protocol::Protocol`.
 
-pub use wirebench_protocol::{PluginCommand, Protocol};
+pub use wirebench_protocol::{LoadServer, LoadSizing, PluginCommand, Protocol};
 
 include!(concat!(env!("OUT_DIR"), "/registry.rs"));
 
@@ -35,6 +35,12 @@ pub fn commands() -> impl Iterator<Item = &'static PluginCommand> {
 /// The plugin command of that name.
 pub fn command(name: &str) -> Option<&'static PluginCommand> {
     commands().find(|c| (c.command)().get_name() == name)
+}
+
+/// The `wirebench serve` endpoint a sharded load runs against (`wirebench k8s
+/// --with-server`): the first plugin's that declares one.
+pub fn load_server() -> Option<LoadServer> {
+    REGISTRY.iter().find_map(|p| p.load_server())
 }
 
 /// The registered names.

@@ -921,13 +921,25 @@ impl K8sArgs {
         if deadline.as_secs() < 1 {
             bail!("--deadline {}: at least 1s", self.deadline);
         }
-        let target = match (&self.target, self.with_server) {
+        let server = match self.with_server {
+            true => Some(k8s::ServerSpec {
+                endpoint: wirebench_runner::registry::load_server()
+                    .ok_or_else(|| anyhow!("--with-server: no protocol declares a load server"))?,
+                sizing: wirebench_runner::registry::LoadSizing {
+                    users: self.server_users,
+                    sessions: self.server_sessions,
+                    contacts: self.server_contacts,
+                },
+            }),
+            false => None,
+        };
+        let target = match (&self.target, &server) {
             (Some(t), _) => {
                 k8s::check_target(t)?;
                 Some(t.clone())
             }
-            (None, true) => Some(k8s::server_target(&name)),
-            (None, false) => None,
+            (None, Some(s)) => Some(k8s::server_target(&name, &s.endpoint)),
+            (None, None) => None,
         };
         k8s::check_extra(&self.extra, target.is_some())?;
         Ok(k8s::Spec {
@@ -944,11 +956,7 @@ impl K8sArgs {
             cpu: self.cpu.clone(),
             memory: self.memory.clone(),
             extra: self.extra.clone(),
-            server: self.with_server.then_some(k8s::ServerSpec {
-                users: self.server_users,
-                sessions: self.server_sessions,
-                contacts: self.server_contacts,
-            }),
+            server,
         })
     }
 }

@@ -6,8 +6,9 @@
 //! core/v1 ConfigMap with the scenario file, a headless core/v1 Service that gives shard
 //! 0's pod the DNS name `<name>-0.<name>` (the barrier every shard meets before each
 //! case), a core/v1 PersistentVolumeClaim (ReadWriteMany) every shard writes its results
-//! directory to, and optionally an apps/v1 Deployment + core/v1 Service running
-//! `wirebench serve --xmpp` as the server under load.
+//! directory to, and optionally an apps/v1 Deployment + core/v1 Service running the
+//! `wirebench serve` endpoint a plugin declares for it
+//! ([`wirebench_runner::registry::load_server`]) as the server under load.
 //!
 //! The objects are k8s-openapi's typed structs, so a field the API does not have (or has
 //! only in newer Kubernetes than the crate feature chosen) does not compile; they are
@@ -29,12 +30,11 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
+use wirebench_runner::registry::{LoadServer, LoadSizing};
 use wirebench_runner::{BUILTIN, Scenario};
 
 /// Port shard 0 listens on for the barrier.
 pub const BARRIER_PORT: u16 = 7700;
-/// Port of the XMPP server `--with-server` adds.
-pub const XMPP_PORT: u16 = 5222;
 /// Where the pods see the scenario file (the ConfigMap's mount).
 const SCENARIO_DIR: &str = "/etc/wirebench";
 const SCENARIO_KEY: &str = "scenario.toml";
@@ -71,12 +71,11 @@ pub struct Spec {
     pub server: Option<ServerSpec>,
 }
 
-/// `--with-server`: the built-in XMPP server as a Deployment beside the Job.
+/// `--with-server`: a plugin's load server as a Deployment beside the Job.
 #[derive(Debug, Clone)]
 pub struct ServerSpec {
-    pub users: u64,
-    pub sessions: usize,
-    pub contacts: u64,
+    pub endpoint: LoadServer,
+    pub sizing: LoadSizing,
 }
 
 /// A scenario argument's text and the name it goes by: a file if one is there, else a
@@ -278,8 +277,8 @@ fn server_name(spec: &Spec) -> String {
 
 /// `HOST:PORT` of the `--with-server` server, as the shards reach it (its Service, in
 /// the same namespace).
-pub fn server_target(name: &str) -> String {
-    format!("{name}-server:{XMPP_PORT}")
+pub fn server_target(name: &str, endpoint: &LoadServer) -> String {
+    format!("{name}-server:{}", endpoint.port)
 }
 
 /// The barrier's address: shard 0's pod by its hostname under the headless Service.
@@ -444,7 +443,7 @@ pub fn job(spec: &Spec) -> Job {
     };
     // The shards start together and would find no server yet: each waits until the
     // server's Service answers (bash's /dev/tcp; the image is Debian's).
-    let wait_for_server = spec.server.as_ref().map(|_| Container {
+    let wait_for_server = spec.server.as_ref().map(|server| Container {
         name: "wait-for-server".into(),
         image: Some(spec.image.clone()),
         image_pull_policy: Some("IfNotPresent".into()),
@@ -453,7 +452,7 @@ pub fn job(spec: &Spec) -> Job {
             "-c".into(),
             "until : 2>/dev/null >/dev/tcp/$0/$1; do sleep 1; done".into(),
             server_name(spec),
-            XMPP_PORT.to_string(),
+            server.endpoint.port.to_string(),
         ]),
         ..Default::default()
     });
@@ -518,27 +517,22 @@ pub fn job(spec: &Spec) -> Job {
     }
 }
 
-/// `wirebench serve --xmpp` as a one-replica Deployment.
+/// The load server's `wirebench serve` as a one-replica Deployment.
 pub fn server_deployment(spec: &Spec, server: &ServerSpec) -> Deployment {
+    let endpoint = &server.endpoint;
+    let listen = format!("0.0.0.0:{}", endpoint.port);
+    let args = std::iter::once("serve".to_string())
+        .chain((endpoint.serve_args)(&listen, &server.sizing))
+        .collect();
     let container = Container {
         name: "server".into(),
         image: Some(spec.image.clone()),
         image_pull_policy: Some("IfNotPresent".into()),
         command: Some(vec!["wirebench".into()]),
-        args: Some(vec![
-            "serve".into(),
-            "--xmpp".into(),
-            format!("0.0.0.0:{XMPP_PORT}"),
-            "--xmpp-users".into(),
-            server.users.to_string(),
-            "--xmpp-sessions".into(),
-            server.sessions.to_string(),
-            "--xmpp-contacts".into(),
-            server.contacts.to_string(),
-        ]),
+        args: Some(args),
         ports: Some(vec![ContainerPort {
-            name: Some("xmpp".into()),
-            container_port: XMPP_PORT.into(),
+            name: Some(endpoint.port_name.into()),
+            container_port: endpoint.port.into(),
             protocol: Some("TCP".into()),
             ..Default::default()
         }]),
@@ -546,7 +540,7 @@ pub fn server_deployment(spec: &Spec, server: &ServerSpec) -> Deployment {
         // through the Service.
         readiness_probe: Some(Probe {
             tcp_socket: Some(TCPSocketAction {
-                port: IntOrString::String("xmpp".into()),
+                port: IntOrString::String(endpoint.port_name.into()),
                 ..Default::default()
             }),
             period_seconds: Some(2),
@@ -578,15 +572,16 @@ pub fn server_deployment(spec: &Spec, server: &ServerSpec) -> Deployment {
     }
 }
 
-pub fn server_service(spec: &Spec) -> Service {
+pub fn server_service(spec: &Spec, server: &ServerSpec) -> Service {
+    let endpoint = &server.endpoint;
     Service {
         metadata: meta(spec, server_name(spec), "server"),
         spec: Some(ServiceSpec {
             selector: Some(labels(spec, "server")),
             ports: Some(vec![ServicePort {
-                name: Some("xmpp".into()),
-                port: XMPP_PORT.into(),
-                target_port: Some(IntOrString::String("xmpp".into())),
+                name: Some(endpoint.port_name.into()),
+                port: endpoint.port.into(),
+                target_port: Some(IntOrString::String(endpoint.port_name.into())),
                 protocol: Some("TCP".into()),
                 ..Default::default()
             }]),
@@ -617,7 +612,7 @@ pub fn manifests(spec: &Spec) -> Result<String> {
     }
     if let Some(server) = &spec.server {
         docs.push(doc(&server_deployment(spec, server))?);
-        docs.push(doc(&server_service(spec))?);
+        docs.push(doc(&server_service(spec, server))?);
     }
     docs.push(doc(&job(spec))?);
     let name = &spec.name;

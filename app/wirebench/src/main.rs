@@ -132,7 +132,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     render::run_summary(&summary, args.json, &render::study_metrics(scenario));
     render::skipped(&summary, &prepared.preflight.prerequisites);
     if !args.no_report && !summary.records.is_empty() {
-        match wirebench_report::write_report(&opts.out) {
+        match wirebench_report::write_report(&opts.out, &wirebench_runner::report_declared()) {
             Ok(w) => eprintln!("report: {} ({} charts)", w.html.display(), w.charts),
             // The results are safe; a report problem must not turn a good run red.
             Err(e) => eprintln!("wirebench: warning: no report: {e} (results are kept)"),
@@ -321,7 +321,7 @@ fn merge(dirs: &[PathBuf], out: Option<PathBuf>, no_report: bool) -> Result<Exit
     let merged = wirebench_runner::merge::merge(dirs, &out)?;
     render::merged(&merged);
     if !no_report && !merged.records.is_empty() {
-        match wirebench_report::write_report(&out) {
+        match wirebench_report::write_report(&out, &wirebench_runner::report_declared()) {
             Ok(w) => eprintln!("report: {} ({} charts)", w.html.display(), w.charts),
             Err(e) => eprintln!("wirebench: warning: no report: {e} (results are kept)"),
         }

@@ -40,6 +40,10 @@ pub struct MetricSpec {
     pub unit: &'static str,
     pub meaning: &'static str,
     pub merge: Merge,
+    /// Its name in words when a report charts it as a headline delay, after the shared
+    /// round trips and connection set-up (a protocol's first delivery); `None`: charted
+    /// only when a scenario asks.
+    pub chart: Option<&'static str>,
 }
 
 impl MetricSpec {
@@ -51,6 +55,7 @@ impl MetricSpec {
             unit,
             meaning,
             merge: Merge::Agree,
+            chart: None,
         }
     }
     /// A distribution: `name.STAT` for each of `stats`.
@@ -66,10 +71,18 @@ impl MetricSpec {
             unit,
             meaning,
             merge: Merge::Agree,
+            chart: None,
         }
     }
     pub const fn merged(self, merge: Merge) -> Self {
         MetricSpec { merge, ..self }
+    }
+    /// Charted as a headline delay, `words` its name on the chart ([`MetricSpec::chart`]).
+    pub const fn charted(self, words: &'static str) -> Self {
+        MetricSpec {
+            chart: Some(words),
+            ..self
+        }
     }
     /// The metric names it declares.
     pub fn names(&self) -> Vec<String> {

@@ -73,8 +73,10 @@ impl Case {
         self.get(name).and_then(Value::as_word)
     }
 
+    /// Its protocol's name; empty for a case that has none (a planned case always has
+    /// one: the runner makes the registry's first protocol the default).
     pub fn protocol(&self) -> &str {
-        self.word("protocol").unwrap_or("raw")
+        self.word("protocol").unwrap_or_default()
     }
 
     pub fn workload(&self) -> &str {

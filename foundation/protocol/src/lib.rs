@@ -33,7 +33,7 @@ pub use params::{ParamSpec, WORKLOADS};
 pub use plugin::{Env, PeerModel, Protocol, RunEnv, RunService, StartUp};
 pub use prereq::{Install, Lookup, Prerequisite, Requirement};
 pub use shard::{Align, Shard, Start};
-pub use surface::{MainServer, PluginCommand, ServePlan, Serving};
+pub use surface::{LoadServer, LoadSizing, MainServer, PluginCommand, ServePlan, Serving};
 /// Message accounting by sequence number (lost, duplicated, reordered), shared by every
 /// protocol's drivers; it lives with raw's engine, whose frames carry the sequence.
 pub use wirebench_payload::tally;

@@ -54,13 +54,13 @@ pub struct ParamSpec {
     pub words: &'static str,
 }
 
-/// Parameters every protocol reads. The choices of `protocol` are the registry's names,
-/// which the runner fills in.
+/// Parameters every protocol reads. The choices of `protocol` are the registry's names
+/// and its default the registry's first, which the runner fills in.
 pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "protocol",
         kind: Kind::Choice(&[]),
-        default: "raw",
+        default: "",
         workloads: WORKLOADS,
         help: "wire protocol (the runner's registry fills in the names; `wirebench protocols` lists them)",
         words: "protocol",

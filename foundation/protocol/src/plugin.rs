@@ -37,6 +37,12 @@ pub trait Protocol: Sync {
     fn params(&self) -> &'static [ParamSpec] {
         &[]
     }
+    /// Those of its parameters whose value alone names a chart series, as a protocol's
+    /// name does (`prosody`, not `XMPP server prosody`); the runner hands them to the
+    /// report.
+    fn legend_by_value(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// The metrics only its cases record (the shared ones are
     /// [`wirebench_model::results::SHARED`]): `--columns` accepts them, `wirebench merge`
     /// merges them by their rule, and a test refuses a recorded metric nobody declares.
@@ -65,6 +71,11 @@ pub trait Protocol: Sync {
         _quiet: bool,
     ) -> anyhow::Result<Option<Box<dyn ServePlan>>> {
         Ok(None)
+    }
+    /// Its `wirebench serve` endpoint that `wirebench k8s --with-server` deploys as the
+    /// server a sharded load runs against; `None`: it has none.
+    fn load_server(&self) -> Option<crate::LoadServer> {
+        None
     }
     /// `wirebench serve`'s own server (the reference server), bound to `listen` (a
     /// resolvable `host:port`) with serve's `--max-payload` and logging unless `--quiet`;

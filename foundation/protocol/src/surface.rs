@@ -23,6 +23,27 @@ pub trait ServePlan {
     fn start(self: Box<Self>, shutdown: &Shutdown) -> anyhow::Result<Box<dyn Serving>>;
 }
 
+/// A `wirebench serve` endpoint that can be the server under a sharded load
+/// (`wirebench k8s --with-server`, a Deployment and a Service beside the shards' Job).
+#[derive(Debug, Clone, Copy)]
+pub struct LoadServer {
+    /// The port's name in the container and the Service (a DNS label).
+    pub port_name: &'static str,
+    pub port: u16,
+    /// `wirebench serve`'s arguments that start it listening on `listen` with accounts
+    /// and room for `sizing`.
+    pub serve_args: fn(listen: &str, sizing: &LoadSizing) -> Vec<String>,
+}
+
+/// How large the server under a sharded load is made (`wirebench k8s --server-users`,
+/// `--server-sessions`, `--server-contacts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadSizing {
+    pub users: u64,
+    pub sessions: usize,
+    pub contacts: u64,
+}
+
 /// `wirebench serve`'s own server, the reference server that `wirebench run --server`
 /// measures against: bound and listening, not yet serving. The protocol that owns it
 /// provides it ([`crate::Protocol::serve_main`]).

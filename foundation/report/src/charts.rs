@@ -18,17 +18,18 @@ use std::path::Path;
 use wirebench_chart::{Axis, Chart, Guide, Kind, Marker, Point, Series, Unit};
 use wirebench_model::{Record, Status};
 
-/// Metrics worth a chart, in order, with their names in words.
-pub const METRICS: &[(&str, &str)] = &[
+/// The shared headline delays worth a chart, in order, with their names in words; the
+/// protocols' own ([`crate::info::Declared::delays`]) follow them.
+const DELAYS: &[(&str, &str)] = &[
     ("rtt.first", "First round trip"),
     ("rtt.stable", "Stable round trip"),
     ("rtt.p50", "Median round trip"),
     ("rtt.p99", "99th-percentile round trip"),
     ("connect.time", "Connection set-up"),
-    (
-        "xmpp.first_delivery",
-        "First delivery (incl. server-to-server set-up)",
-    ),
+];
+
+/// The other headline metrics worth a chart, after every delay.
+const RATES: &[(&str, &str)] = &[
     ("throughput.bits_per_s", "Throughput"),
     ("throughput.messages_per_s", "Messages per second"),
     ("link.utilization", "Link utilization"),
@@ -37,6 +38,22 @@ pub const METRICS: &[(&str, &str)] = &[
         "Wire overhead per message (steady state)",
     ),
 ];
+
+/// Metrics worth a chart, in order, with their names in words: the shared delays, the
+/// protocols' declared ones, then rates and overheads.
+pub fn headline(info: &RunInfo) -> Vec<(&str, &str)> {
+    let declared = info
+        .declared
+        .delays
+        .iter()
+        .map(|(m, w)| (m.as_str(), w.as_str()));
+    DELAYS
+        .iter()
+        .copied()
+        .chain(declared)
+        .chain(RATES.iter().copied())
+        .collect()
+}
 
 /// The studies' own metrics in words, for their lead figures and tables (not charted
 /// unless a scenario asks).
@@ -112,15 +129,21 @@ fn near_duplicate(a: &Chart, b: &Chart) -> bool {
 
 /// Adds `chart` unless an earlier chart draws the same; then that chart says so.
 /// Returns whether it was added.
-fn push_unless_duplicate(out: &mut Vec<Planned>, stem: String, chart: Chart, metric: &str) -> bool {
+fn push_unless_duplicate(
+    out: &mut Vec<Planned>,
+    stem: String,
+    chart: Chart,
+    metric: &str,
+    info: &RunInfo,
+) -> bool {
     if let Some(kept) = out.iter_mut().find(|p| near_duplicate(&p.chart, &chart)) {
         // The scenario's own chart of the same metric: nothing to say.
-        if kept.chart.y.label == words_of(metric) {
+        if kept.chart.y.label == words_of(metric, info) {
             return false;
         }
         kept.notes.push(format!(
             "{} ({metric}) is within {:.0}% of this in every case, so it has no chart of its own.",
-            words_of(metric),
+            words_of(metric, info),
             SAME_WITHIN * 100.0
         ));
         return false;
@@ -201,10 +224,10 @@ pub fn unit_of(unit: &str) -> Unit {
     }
 }
 
-pub fn words_of(metric: &str) -> String {
-    METRICS
-        .iter()
-        .chain(STUDY_METRICS)
+pub fn words_of(metric: &str, info: &RunInfo) -> String {
+    headline(info)
+        .into_iter()
+        .chain(STUDY_METRICS.iter().copied())
         .find(|(m, _)| *m == metric)
         .map(|(_, w)| w.to_string())
         .unwrap_or_else(|| metric.to_string())
@@ -418,13 +441,13 @@ fn line_chart(
     if log_x {
         xa = xa.log();
     }
-    let mut ya = Axis::new(words_of(metric), unit_of(&unit));
+    let mut ya = Axis::new(words_of(metric, info), unit_of(&unit));
     if log_y {
         ya = ya.log();
     }
     let title = spec
         .and_then(|s| s.title.clone())
-        .unwrap_or_else(|| format!("{} against {}", words_of(metric), info.words(x)));
+        .unwrap_or_else(|| format!("{} against {}", words_of(metric, info), info.words(x)));
     let mut varying = series_params.to_vec();
     varying.push(x.to_string());
     let mut chart = Chart::new(title, Kind::Lines, xa, ya);
@@ -550,10 +573,10 @@ fn bar_chart(all: &[&Case], metric: &str, cats: &[String], info: &RunInfo) -> Op
         })
         .collect();
     let mut chart = Chart::new(
-        words_of(metric),
+        words_of(metric, info),
         Kind::Bars { categories },
         Axis::new("", Unit::Ratio),
-        Axis::new(words_of(metric), unit_of(&unit)),
+        Axis::new(words_of(metric, info), unit_of(&unit)),
     );
     let sub = constants(&with, cats, info);
     if !sub.is_empty() {
@@ -1084,11 +1107,11 @@ fn spec_charts(spec: &ChartSpec, cs: &[&Case], dir: &Path, info: &RunInfo, out: 
 /// A chart per headline metric against each numeric parameter that varies, or bars when
 /// only words vary.
 fn generic_charts(all: &[&Case], info: &RunInfo, out: &mut Vec<Planned>) {
-    for (metric, _) in METRICS {
+    for (metric, _) in headline(info) {
         let with: Vec<&Case> = all
             .iter()
             .copied()
-            .filter(|c| c.metrics.contains_key(*metric))
+            .filter(|c| c.metrics.contains_key(metric))
             .collect();
         if with.len() < 2 {
             continue;
@@ -1101,7 +1124,7 @@ fn generic_charts(all: &[&Case], info: &RunInfo, out: &mut Vec<Planned>) {
             let others: Vec<String> = varying.iter().filter(|p| p != x).cloned().collect();
             if let Some((chart, notes)) = line_chart(&with, metric, x, &others, info, None) {
                 let stem = format!("{}-vs-{}", slug(metric), slug(x));
-                if push_unless_duplicate(out, stem, chart, metric) {
+                if push_unless_duplicate(out, stem, chart, metric, info) {
                     if let Some(p) = out.last_mut() {
                         p.notes.extend(notes);
                     }
@@ -1112,7 +1135,7 @@ fn generic_charts(all: &[&Case], info: &RunInfo, out: &mut Vec<Planned>) {
         if !drew && numeric_params.is_empty() && !varying.is_empty() {
             if let Some(chart) = bar_chart(&with, metric, &varying, info) {
                 let stem = format!("{}-bars", slug(metric));
-                push_unless_duplicate(out, stem, chart, metric);
+                push_unless_duplicate(out, stem, chart, metric, info);
             }
         }
     }
@@ -1129,7 +1152,7 @@ fn compact(r: &Record, params: &[String], info: &RunInfo) -> String {
             match v.as_str() {
                 "-" | "off" => None,
                 "on" => Some(info.words(p).to_string()),
-                _ if p == "protocol" || p == "xmpp.client" || p == "xmpp.server" => Some(v),
+                _ if p == "protocol" || info.declared.legend_by_value.contains(p) => Some(v),
                 _ => Some(format!("{} {v}", info.words(p))),
             }
         })
@@ -1254,10 +1277,10 @@ fn grouped_bars(cs: &[&Case], spec: &ChartSpec, x: &str, info: &RunInfo) -> Opti
     }
     let unit = with.first()?.metrics[metric].3.clone();
     let mut chart = Chart::new(
-        words_of(metric),
+        words_of(metric, info),
         Kind::Bars { categories },
         Axis::new(capitalize(info.words(x)), Unit::Ratio),
-        Axis::new(words_of(metric), unit_of(&unit)),
+        Axis::new(words_of(metric, info), unit_of(&unit)),
     );
     let mut varying = series_params.clone();
     varying.push(x.to_string());

@@ -265,7 +265,7 @@ fn facts(records: &[Record]) -> String {
     s
 }
 
-fn cases_table(records: &[Record], lead: &[String]) -> String {
+fn cases_table(records: &[Record], lead: &[String], info: &RunInfo) -> String {
     let varying: Vec<String> = {
         crate::summary::label_names(records)
             .into_iter()
@@ -285,8 +285,8 @@ fn cases_table(records: &[Record], lead: &[String]) -> String {
     };
     // The study's own metrics first (its lead figure's), then the usual headline ones.
     let mut metrics: Vec<&str> = lead.iter().map(String::as_str).collect();
-    for (m, _) in charts::METRICS {
-        if !metrics.contains(m) {
+    for (m, _) in charts::headline(info) {
+        if !metrics.contains(&m) {
             metrics.push(m);
         }
     }
@@ -301,7 +301,7 @@ fn cases_table(records: &[Record], lead: &[String]) -> String {
     }
     // The metric in words, with the name results.csv and results.jsonl use under it.
     for m in &metrics {
-        let words = charts::words_of(m);
+        let words = charts::words_of(m, info);
         let _ = write!(
             s,
             "<th>{}<br><span class=\"id\">{}</span></th>",
@@ -463,10 +463,12 @@ pub fn lead_metrics(info: &RunInfo) -> Vec<String> {
     out
 }
 
-/// Writes `charts/*.svg`, `charts/*.png` and `report.html` into `dir`.
-pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
+/// Writes `charts/*.svg`, `charts/*.png` and `report.html` into `dir`, treating metrics
+/// and parameters as the protocols `declared`.
+pub fn write_report(dir: &Path, declared: &crate::Declared) -> Result<Written, ReportError> {
     let records = read_records(dir)?;
-    let info = RunInfo::read(dir).map_err(io_err(dir))?;
+    let mut info = RunInfo::read(dir).map_err(io_err(dir))?;
+    info.declared = declared.clone();
     // The derived tables too: a run that crashed before writing them gets them here.
     let csv_opts = PivotOptions {
         tables: info.tables.clone(),
@@ -570,7 +572,7 @@ pub fn write_report(dir: &Path) -> Result<Written, ReportError> {
     html.push_str(&figures);
     let _ = writeln!(html, "<h2 id=\"cases\">Cases</h2>");
     let study = crate::summary::study_metrics(&lead_metrics(&info), info.columns.as_deref());
-    html.push_str(&cases_table(&records, &study));
+    html.push_str(&cases_table(&records, &study, &info));
     let _ = writeln!(
         html,
         "<h2 id=\"tables\">Tables</h2>\n<p>The same pivot as <a href=\"results.csv\">results.csv</a>; every record is in <a href=\"results.jsonl\">results.jsonl</a>.</p>"
@@ -596,7 +598,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("results.jsonl"), jsonl).unwrap();
         std::fs::write(dir.path().join("run.json"), run_json).unwrap();
-        let written = write_report(dir.path()).unwrap();
+        let written = write_report(dir.path(), &crate::Declared::default()).unwrap();
         let html = std::fs::read_to_string(written.html).unwrap();
         (dir, html)
     }
@@ -681,7 +683,9 @@ mod tests {
             std::fs::write(charts.join(stale), "old").unwrap();
         }
         std::fs::write(charts.join("mine.svg"), "a user's file").unwrap();
-        let drawn = write_report(dir.path()).unwrap().charts;
+        let drawn = write_report(dir.path(), &crate::Declared::default())
+            .unwrap()
+            .charts;
         assert!(!charts.join("05-rtt-p50-vs-payload.svg").exists());
         assert!(!charts.join("05-rtt-p50-vs-payload.png").exists());
         assert!(charts.join("mine.svg").exists(), "not ours: kept");

@@ -25,6 +25,21 @@ pub struct RunInfo {
     /// Per parameter: its unit and a name for legends.
     #[serde(default)]
     pub params: BTreeMap<String, ParamInfo>,
+    /// What the protocols declare about charts, from the runner when it reports; not kept
+    /// in run.json, so an older results directory is reported as a new one is.
+    #[serde(skip)]
+    pub declared: Declared,
+}
+
+/// What the protocols' plugins declare about how a report treats their metrics and
+/// parameters (the runner gathers it from its registry).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Declared {
+    /// Metrics charted as headline delays after the shared round trips and connection
+    /// set-up, with their names in words (`MetricSpec::chart`), in declaration order.
+    pub delays: Vec<(String, String)>,
+    /// Parameters whose value alone names a series, as `protocol`'s does.
+    pub legend_by_value: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

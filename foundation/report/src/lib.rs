@@ -15,5 +15,5 @@ pub mod summary;
 pub use csv::{PivotOptions, pivot};
 pub use files::{ResultsDir, atomic_write};
 pub use html::{ReportError, write_report};
-pub use info::{ChartSpec, ParamInfo, RunInfo};
+pub use info::{ChartSpec, Declared, ParamInfo, RunInfo};
 pub use summary::summary_table;

@@ -2,7 +2,8 @@
 //! RPL_WELCOME), PING/PONG (§3.7.2-3), channels (`JOIN` §3.2.1), messages (`PRIVMSG`
 //! §3.3.1), `QUIT` (§3.1.7) and the server's `ERROR` (§3.7.4).
 //!
-//! Sans-IO in the quinn-proto style, like `wirebench-xmpp`: bytes in through
+//! Sans-IO in the quinn-proto style, through the one engine trait
+//! ([`wirebench_engine::Engine`], the only way in): bytes in through
 //! [`Client::handle_input`], bytes out through [`Client::poll_transmit`], what happened
 //! through [`Client::poll_event`]; no socket, no clock (times are arguments in
 //! nanoseconds), no thread.
@@ -199,93 +200,6 @@ impl Client {
     /// The server's name (prefix of RPL_WELCOME).
     pub fn server(&self) -> Option<&str> {
         self.server.as_deref()
-    }
-
-    /// Bytes to write to the transport: everything queued since the last call, or `None`.
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        if self.out.is_empty() {
-            None
-        } else {
-            Some(std::mem::take(&mut self.out))
-        }
-    }
-
-    /// Like [`Client::poll_transmit`] without allocating: appends to `buf`, returns the
-    /// number of bytes appended.
-    pub fn transmit_into(&mut self, buf: &mut Vec<u8>) -> usize {
-        let n = self.out.len();
-        buf.append(&mut self.out);
-        n
-    }
-
-    pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
-    }
-
-    /// Feeds bytes received from the transport. An error ends the session: the engine
-    /// queues a `QUIT`, emits [`Event::Closed`] and refuses further input with
-    /// [`IrcError::Closed`]. The server's `ERROR` also ends it, without an error.
-    pub fn handle_input(&mut self, bytes: &[u8]) -> Result<(), IrcError> {
-        if self.state == State::Closed {
-            return Err(IrcError::Closed);
-        }
-        self.bytes_in += bytes.len() as u64;
-        let r = match self.config_error.take() {
-            Some(e) => Err(IrcError::Config(e)),
-            None => self.input(bytes),
-        };
-        if let Err(e) = &r {
-            self.fail(e);
-        }
-        r
-    }
-
-    /// The transport reached end of file. `Ok` if the session had ended (ERROR seen or
-    /// QUIT sent); otherwise an error saying what was cut off.
-    pub fn handle_eof(&mut self) -> Result<(), IrcError> {
-        if self.state == State::Closed {
-            return Ok(());
-        }
-        if self.quit_sent && self.lines.buffered() == 0 {
-            self.state = State::Closed;
-            self.events.push_back(Event::Closed {
-                reason: "connection closed after QUIT".into(),
-            });
-            return Ok(());
-        }
-        let held = self.lines.buffered();
-        let e = IrcError::Malformed {
-            why: if held > 0 {
-                format!("connection closed in the middle of a line ({held} bytes unfinished)")
-            } else {
-                "connection closed by the server without ERROR".into()
-            },
-            line: String::new(),
-        };
-        self.fail(&e);
-        Err(e)
-    }
-
-    /// When [`Client::handle_timeout`] wants to be called: the registration deadline
-    /// while registering.
-    pub fn poll_timeout(&self) -> Option<u64> {
-        match (self.state, self.cfg.register_timeout_ns) {
-            (State::Registering, Some(t)) => Some(self.started_ns.saturating_add(t)),
-            _ => None,
-        }
-    }
-
-    /// Fails the session if registration has not finished by its deadline.
-    pub fn handle_timeout(&mut self, now_ns: u64) -> Result<(), IrcError> {
-        if self.poll_timeout().is_some_and(|t| now_ns >= t) {
-            let e = IrcError::Usage(format!(
-                "no RPL_WELCOME within {} ms of connecting (Config::register_timeout_ns)",
-                (now_ns - self.started_ns) / 1_000_000
-            ));
-            self.fail(&e);
-            return Err(e);
-        }
-        Ok(())
     }
 
     // ---- commands ----
@@ -596,27 +510,80 @@ impl wirebench_engine::Engine for Client {
     type Event = Event;
     type Error = IrcError;
 
-    fn handle_input(&mut self, _now: u64, data: &[u8]) -> Result<(), IrcError> {
-        Client::handle_input(self, data)
+    /// Feeds bytes received from the transport. An error ends the session: the engine
+    /// queues a `QUIT`, emits [`Event::Closed`] and refuses further input with
+    /// [`IrcError::Closed`]. The server's `ERROR` also ends it, without an error.
+    fn handle_input(&mut self, _now: u64, bytes: &[u8]) -> Result<(), IrcError> {
+        if self.state == State::Closed {
+            return Err(IrcError::Closed);
+        }
+        self.bytes_in += bytes.len() as u64;
+        let r = match self.config_error.take() {
+            Some(e) => Err(IrcError::Config(e)),
+            None => self.input(bytes),
+        };
+        if let Err(e) = &r {
+            self.fail(e);
+        }
+        r
     }
 
+    /// The transport reached end of file. `Ok` if the session had ended (ERROR seen or
+    /// QUIT sent); otherwise an error saying what was cut off.
     fn handle_eof(&mut self) -> Result<(), IrcError> {
-        Client::handle_eof(self)
+        if self.state == State::Closed {
+            return Ok(());
+        }
+        if self.quit_sent && self.lines.buffered() == 0 {
+            self.state = State::Closed;
+            self.events.push_back(Event::Closed {
+                reason: "connection closed after QUIT".into(),
+            });
+            return Ok(());
+        }
+        let held = self.lines.buffered();
+        let e = IrcError::Malformed {
+            why: if held > 0 {
+                format!("connection closed in the middle of a line ({held} bytes unfinished)")
+            } else {
+                "connection closed by the server without ERROR".into()
+            },
+            line: String::new(),
+        };
+        self.fail(&e);
+        Err(e)
     }
 
-    fn poll_transmit(&mut self, _now: u64, buf: &mut Vec<u8>) -> usize {
-        self.transmit_into(buf)
-    }
-
+    /// When [`Client::handle_timeout`] wants to be called: the registration deadline
+    /// while registering.
     fn poll_timeout(&self) -> Option<u64> {
-        Client::poll_timeout(self)
+        match (self.state, self.cfg.register_timeout_ns) {
+            (State::Registering, Some(t)) => Some(self.started_ns.saturating_add(t)),
+            _ => None,
+        }
     }
 
-    fn handle_timeout(&mut self, now: u64) -> Result<(), IrcError> {
-        Client::handle_timeout(self, now)
+    /// Fails the session if registration has not finished by its deadline.
+    fn handle_timeout(&mut self, now_ns: u64) -> Result<(), IrcError> {
+        if self.poll_timeout().is_some_and(|t| now_ns >= t) {
+            let e = IrcError::Usage(format!(
+                "no RPL_WELCOME within {} ms of connecting (Config::register_timeout_ns)",
+                (now_ns - self.started_ns) / 1_000_000
+            ));
+            self.fail(&e);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Appends everything queued since the last call to `buf`.
+    fn poll_transmit(&mut self, _now: u64, buf: &mut Vec<u8>) -> usize {
+        let n = self.out.len();
+        buf.append(&mut self.out);
+        n
     }
 
     fn poll_event(&mut self) -> Option<Event> {
-        Client::poll_event(self)
+        self.events.pop_front()
     }
 }

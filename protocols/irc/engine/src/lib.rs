@@ -31,19 +31,23 @@ pub use split::{Reassembled, Reassembler, split_payload, text_room};
 /// `send_payload` of the input exercises the splitter. Errors are expected; a panic or
 /// unbounded growth is a bug.
 pub fn fuzz_input(bytes: &[u8]) {
+    use wirebench_engine::Engine as _;
     let Some((&mode, rest)) = bytes.split_first() else {
         return;
     };
     let mut c = Client::new(Config::new("fuzz"), 0);
     if mode % 2 == 1
-        && c.handle_input(b":srv 001 fuzz :Welcome to the Internet Relay Network fuzz!~fuzz@h\r\n")
-            .is_err()
+        && c.handle_input(
+            0,
+            b":srv 001 fuzz :Welcome to the Internet Relay Network fuzz!~fuzz@h\r\n",
+        )
+        .is_err()
     {
         return;
     }
     let split = rest.first().map_or(0, |&b| b as usize).min(rest.len());
     let (a, b) = rest.split_at(split);
-    let _ = c.handle_input(a).and_then(|()| c.handle_input(b));
+    let _ = c.handle_input(0, a).and_then(|()| c.handle_input(0, b));
     let _ = c.handle_eof();
     let mut r = Reassembler::new();
     while let Some(e) = c.poll_event() {
@@ -52,7 +56,7 @@ pub fn fuzz_input(bytes: &[u8]) {
         }
     }
     let mut c = Client::new(Config::new("fuzz"), 0);
-    let _ = c.handle_input(b":srv 001 fuzz :Welcome fuzz!~fuzz@h\r\n");
+    let _ = c.handle_input(0, b":srv 001 fuzz :Welcome fuzz!~fuzz@h\r\n");
     let _ = c.send_payload("#t", &String::from_utf8_lossy(rest));
-    let _ = c.poll_transmit();
+    let _ = c.poll_transmit(0, &mut Vec::new());
 }

@@ -5,9 +5,16 @@
 
 use proptest::prelude::*;
 use std::collections::HashSet;
+use wirebench_engine::Engine as _;
 use wirebench_irc::line::{LineBuffer, Message};
 use wirebench_irc::split::{self, Reassembler};
 use wirebench_irc::{Client, Config, Event, IrcError, MAX_LINE, State};
+
+/// What the client has queued to send, if anything.
+fn take(c: &mut Client) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    (c.poll_transmit(0, &mut buf) > 0).then_some(buf)
+}
 
 const SERVER: &str = "irc.test";
 
@@ -250,7 +257,7 @@ impl Net {
         loop {
             let mut moved = false;
             for i in 0..self.clients.len() {
-                if let Some(b) = self.clients[i].poll_transmit() {
+                if let Some(b) = take(&mut self.clients[i]) {
                     moved = true;
                     if !self.server.conns[i].closed {
                         self.server.input(i, &b);
@@ -260,7 +267,7 @@ impl Net {
                 // A closed client's connection is gone: late server bytes are dropped.
                 if !b.is_empty() && self.clients[i].state() != State::Closed {
                     moved = true;
-                    if let Err(e) = self.clients[i].handle_input(&b) {
+                    if let Err(e) = self.clients[i].handle_input(0, &b) {
                         self.errors[i].push(e);
                     }
                 }
@@ -478,11 +485,10 @@ fn pings_both_ways_and_numeric_errors() {
     let a = net.connect(cfg("alice"));
     net.pump();
     // Server PING after registration: answered at once.
-    net.clients[a].handle_input(b"PING :irc.test\r\n").unwrap();
-    assert_eq!(
-        net.clients[a].poll_transmit().unwrap(),
-        b"PONG :irc.test\r\n"
-    );
+    net.clients[a]
+        .handle_input(0, b"PING :irc.test\r\n")
+        .unwrap();
+    assert_eq!(take(&mut net.clients[a]).unwrap(), b"PONG :irc.test\r\n");
     net.clients[a].ping("t42").unwrap();
     net.pump();
     assert!(net.events[a].contains(&Event::Pong {
@@ -519,7 +525,10 @@ fn quit_then_error_then_eof_is_clean() {
     );
     assert_eq!(net.clients[a].handle_eof(), Ok(()));
     assert_eq!(net.clients[a].privmsg("x", "y"), Err(IrcError::Closed));
-    assert_eq!(net.clients[a].handle_input(b"x\r\n"), Err(IrcError::Closed));
+    assert_eq!(
+        net.clients[a].handle_input(0, b"x\r\n"),
+        Err(IrcError::Closed)
+    );
 }
 
 #[test]
@@ -577,13 +586,13 @@ fn line_without_end_within_512_bytes_closes_the_session() {
     let c = &mut net.clients[a];
     let mut long = b":irc.test NOTICE alice :".to_vec();
     long.resize(511, b'x');
-    assert_eq!(c.handle_input(&long), Ok(()), "not over the limit yet");
+    assert_eq!(c.handle_input(0, &long), Ok(()), "not over the limit yet");
     assert_eq!(
-        c.handle_input(b"x"),
+        c.handle_input(0, b"x"),
         Err(IrcError::LineTooLong { tagged: false })
     );
     assert_eq!(c.state(), State::Closed);
-    let out = String::from_utf8(c.poll_transmit().unwrap()).unwrap();
+    let out = String::from_utf8(take(c).unwrap()).unwrap();
     assert!(
         out.starts_with("QUIT :wirebench: the server sent a line longer than 512"),
         "{out}"
@@ -594,11 +603,11 @@ fn line_without_end_within_512_bytes_closes_the_session() {
         ev.push(e);
     }
     assert!(matches!(ev.last(), Some(Event::Closed { reason }) if reason.contains("512")));
-    assert_eq!(c.handle_input(b"\r\n"), Err(IrcError::Closed));
+    assert_eq!(c.handle_input(0, b"\r\n"), Err(IrcError::Closed));
     // IRCv3 tags may extend a line beyond 512 bytes; the rest must still fit.
     let mut c = Client::new(cfg("alice"), 0);
     let tagged = format!("@{} :irc.test NOTICE * :hi\r\n", "k=v;".repeat(200));
-    assert_eq!(c.handle_input(tagged.as_bytes()), Ok(()));
+    assert_eq!(c.handle_input(0, tagged.as_bytes()), Ok(()));
     assert!(matches!(c.poll_event(), Some(Event::Notice { text, .. }) if text == "hi"));
 }
 
@@ -620,7 +629,7 @@ fn malformed_lines_are_clear_errors() {
     ];
     for (bytes, needle) in cases {
         let mut c = Client::new(cfg("alice"), 0);
-        let e = c.handle_input(bytes).unwrap_err();
+        let e = c.handle_input(0, bytes).unwrap_err();
         assert!(e.to_string().contains(needle), "{e} / {needle}");
         assert_eq!(c.state(), State::Closed);
     }
@@ -629,16 +638,16 @@ fn malformed_lines_are_clear_errors() {
 #[test]
 fn empty_lines_are_ignored_and_input_may_arrive_byte_by_byte() {
     let mut c = Client::new(cfg("alice"), 0);
-    let _ = c.poll_transmit();
+    let _ = take(&mut c);
     let input = b"\r\n\n   \r\nPING :a b\r\n:irc.test 001 alice :Welcome alice!~alice@h\n";
     for b in input {
-        c.handle_input(std::slice::from_ref(b)).unwrap();
+        c.handle_input(0, std::slice::from_ref(b)).unwrap();
     }
-    assert_eq!(c.poll_transmit().unwrap(), b"PONG :a b\r\n");
+    assert_eq!(take(&mut c).unwrap(), b"PONG :a b\r\n");
     assert!(matches!(c.poll_event(), Some(Event::Registered { .. })));
     assert_eq!(c.poll_event(), None);
     // EOF in the middle of a line is reported.
-    c.handle_input(b":irc.test NOTICE").unwrap();
+    c.handle_input(0, b":irc.test NOTICE").unwrap();
     assert!(
         c.handle_eof()
             .unwrap_err()
@@ -652,7 +661,7 @@ fn usage_errors() {
     let mut c = Client::new(cfg("alice"), 0);
     assert!(matches!(c.privmsg("bob", "x"), Err(IrcError::Usage(_))));
     assert!(matches!(c.join("#c"), Err(IrcError::Usage(_))));
-    c.handle_input(b":s 001 alice :Welcome alice!~alice@h\r\n")
+    c.handle_input(0, b":s 001 alice :Welcome alice!~alice@h\r\n")
         .unwrap();
     assert!(c.privmsg("bob", "").is_err());
     assert!(c.privmsg("bob", "a\r\nQUIT").is_err());
@@ -661,8 +670,8 @@ fn usage_errors() {
     assert!(c.send_raw(&"x".repeat(511)).is_err());
     assert!(c.send_payload("bob", "a\nb").is_err());
     let mut bad = Client::new(Config::new("has space"), 0);
-    assert_eq!(bad.poll_transmit(), None);
-    assert!(matches!(bad.handle_input(b""), Err(IrcError::Config(_))));
+    assert_eq!(take(&mut bad), None);
+    assert!(matches!(bad.handle_input(0, b""), Err(IrcError::Config(_))));
 }
 
 #[test]
@@ -674,7 +683,7 @@ fn registration_timeout() {
     assert!(c.handle_timeout(t).is_err());
     assert_eq!(c.state(), State::Closed);
     let mut c = Client::new(cfg("alice"), 0);
-    c.handle_input(b":s 001 alice :hi\r\n").unwrap();
+    c.handle_input(0, b":s 001 alice :hi\r\n").unwrap();
     assert_eq!(c.poll_timeout(), None);
     assert_eq!(c.mask(), None, "001 without a mask");
 }
@@ -690,13 +699,13 @@ proptest! {
     ) {
         let mut c = Client::new(cfg("alice"), 0);
         if registered {
-            c.handle_input(b":s 001 alice :Welcome alice!~alice@h\r\n").unwrap();
+            c.handle_input(0, b":s 001 alice :Welcome alice!~alice@h\r\n").unwrap();
         }
         let cut = cut % (bytes.len() + 1);
-        let _ = c.handle_input(&bytes[..cut]).and_then(|()| c.handle_input(&bytes[cut..]));
+        let _ = c.handle_input(0, &bytes[..cut]).and_then(|()| c.handle_input(0, &bytes[cut..]));
         let _ = c.handle_eof();
         while c.poll_event().is_some() {}
-        if let Some(out) = c.poll_transmit() {
+        if let Some(out) = take(&mut c) {
             // Whatever the input, what the engine sends is well-formed lines <= 512.
             let mut lb = LineBuffer::new();
             lb.push(&out);
@@ -718,7 +727,7 @@ proptest! {
     ) {
         let mut c = Client::new(cfg("alice"), 0);
         for l in lines {
-            if c.handle_input(format!("{l}\r\n").as_bytes()).is_err() {
+            if c.handle_input(0, format!("{l}\r\n").as_bytes()).is_err() {
                 break;
             }
         }

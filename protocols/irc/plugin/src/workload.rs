@@ -303,6 +303,7 @@ pub fn run(run: &IrcRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wirebench_engine::Engine as _;
 
     #[test]
     fn random_text_is_reproducible_and_safe_for_irc() {
@@ -317,8 +318,11 @@ mod tests {
     #[test]
     fn whole_and_framed_payloads_are_told_apart() {
         let mut c = wirebench_irc::Client::new(Config::new("alice"), 0);
-        c.handle_input(b":a.irc.test 001 alice :Welcome alice!~alice@198.18.0.1\r\n")
-            .unwrap();
+        c.handle_input(
+            0,
+            b":a.irc.test 001 alice :Welcome alice!~alice@198.18.0.1\r\n",
+        )
+        .unwrap();
         let mut r = Reassembler::new();
         let mut s = 3;
         let small = random_text(&mut s, 100);

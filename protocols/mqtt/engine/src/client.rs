@@ -3,7 +3,9 @@
 //! UNSUBSCRIBE/UNSUBACK (§3.8-3.11), keep-alive with PINGREQ/PINGRESP (§3.1.2.10,
 //! §3.12-3.13) and DISCONNECT (§3.14), for MQTT 3.1.1 and 5.0.
 //!
-//! Sans-IO in quinn-proto's shape: bytes in through [`Client::handle_input`], bytes out
+//! Sans-IO in quinn-proto's shape, through the one engine trait
+//! ([`wirebench_engine::Engine`], the only way in): bytes in through
+//! [`Client::handle_input`], bytes out
 //! through [`Client::poll_transmit`], deadlines through [`Client::poll_timeout`] and
 //! [`Client::handle_timeout`], what happened through [`Client::poll_event`]. Times are
 //! arguments (nanoseconds on any monotonic clock); nothing here reads a clock, blocks or
@@ -299,124 +301,10 @@ impl Client {
             .min(u16::MAX - self.pending.len() as u16)
     }
 
-    /// Bytes to write to the transport, or `None`; `now_ns` is when they leave (the
-    /// keep-alive timer counts from it).
-    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Vec<u8>> {
-        if self.out.is_empty() {
-            return None;
-        }
-        self.last_sent_ns = now_ns;
-        Some(std::mem::take(&mut self.out))
-    }
-
-    /// Like [`Client::poll_transmit`] without allocating: appends to `buf`, returns how
-    /// many bytes.
-    pub fn transmit_into(&mut self, now_ns: u64, buf: &mut Vec<u8>) -> usize {
-        let n = self.out.len();
-        if n > 0 {
-            self.last_sent_ns = now_ns;
-            buf.append(&mut self.out);
-        }
-        n
-    }
-
-    pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
-    }
-
-    /// Feeds bytes read from the transport at `now_ns`. An error ends the session (see
-    /// [`MqttError`]); later input is refused with [`MqttError::Closed`].
-    pub fn handle_input(&mut self, now_ns: u64, bytes: &[u8]) -> Result<(), MqttError> {
-        if self.state == State::Closed {
-            return Err(MqttError::Closed);
-        }
-        self.bytes_in += bytes.len() as u64;
-        let r = self.input(now_ns, bytes);
-        if let Err(e) = &r {
-            self.fail(e);
-        }
-        r
-    }
-
-    /// The transport reached end of file: `Ok` after our DISCONNECT, an error otherwise.
-    pub fn handle_eof(&mut self) -> Result<(), MqttError> {
-        match self.state {
-            State::Closed => return Ok(()),
-            State::Disconnecting => {
-                self.state = State::Closed;
-                self.events.push_back(Event::Closed {
-                    reason: "connection closed after DISCONNECT".into(),
-                });
-                return Ok(());
-            }
-            _ => {}
-        }
-        let during = if !self.inbuf.is_empty() {
-            format!(
-                "in the middle of a packet ({} bytes of it read)",
-                self.inbuf.len()
-            )
-        } else if self.state == State::Connecting {
-            "before CONNACK (a broker refusing a CONNECT it cannot read closes without one)".into()
-        } else {
-            "while the session was open (an MQTT 3.1.1 broker closes without a word on errors: \
-             its log says why)"
-                .into()
-        };
-        let e = MqttError::Eof { during };
-        self.fail(&e);
-        Err(e)
-    }
-
     fn pingresp_timeout_ns(&self) -> u64 {
         self.cfg
             .pingresp_timeout_ns
             .unwrap_or(u64::from(self.keep_alive_s.max(1)) * 1_000_000_000)
-    }
-
-    /// When [`Client::handle_timeout`] wants to be called: the CONNACK deadline, the
-    /// next keep-alive PINGREQ, or the deadline of an unanswered one.
-    pub fn poll_timeout(&self) -> Option<u64> {
-        match self.state {
-            State::Connecting => self
-                .cfg
-                .connect_timeout_ns
-                .map(|t| self.started_ns.saturating_add(t)),
-            State::Connected => match self.ping_sent_ns {
-                Some(t) => Some(t.saturating_add(self.pingresp_timeout_ns())),
-                None if self.keep_alive_s > 0 => Some(
-                    self.last_sent_ns
-                        .saturating_add(u64::from(self.keep_alive_s) * 1_000_000_000),
-                ),
-                None => None,
-            },
-            State::Disconnecting | State::Closed => None,
-        }
-    }
-
-    /// Acts on a deadline from [`Client::poll_timeout`] that has passed: queues the
-    /// keep-alive PINGREQ, or fails the session.
-    pub fn handle_timeout(&mut self, now_ns: u64) -> Result<(), MqttError> {
-        let Some(t) = self.poll_timeout() else {
-            return Ok(());
-        };
-        if now_ns < t {
-            return Ok(());
-        }
-        let e = match (self.state, self.ping_sent_ns) {
-            (State::Connecting, _) => MqttError::ConnectTimeout {
-                ms: now_ns.saturating_sub(self.started_ns) / 1_000_000,
-            },
-            (_, Some(p)) => MqttError::KeepAliveTimeout {
-                ms: now_ns.saturating_sub(p) / 1_000_000,
-            },
-            _ => {
-                self.queue_ping(now_ns);
-                return Ok(());
-            }
-        };
-        self.fail(&e);
-        Err(e)
     }
 
     // ---- commands ----
@@ -922,32 +810,111 @@ fn disconnected(r: Reason) -> MqttError {
     }
 }
 
-/// The one engine shape (`wirebench-engine`).
+/// The one engine shape (`wirebench-engine`), and the one way into the session.
 impl wirebench_engine::Engine for Client {
     type Event = Event;
     type Error = MqttError;
 
-    fn handle_input(&mut self, now: u64, data: &[u8]) -> Result<(), MqttError> {
-        Client::handle_input(self, now, data)
+    /// Feeds bytes read from the transport at `now_ns`. An error ends the session (see
+    /// [`MqttError`]); later input is refused with [`MqttError::Closed`].
+    fn handle_input(&mut self, now_ns: u64, bytes: &[u8]) -> Result<(), MqttError> {
+        if self.state == State::Closed {
+            return Err(MqttError::Closed);
+        }
+        self.bytes_in += bytes.len() as u64;
+        let r = self.input(now_ns, bytes);
+        if let Err(e) = &r {
+            self.fail(e);
+        }
+        r
     }
 
+    /// The transport reached end of file: `Ok` after our DISCONNECT, an error otherwise.
     fn handle_eof(&mut self) -> Result<(), MqttError> {
-        Client::handle_eof(self)
+        match self.state {
+            State::Closed => return Ok(()),
+            State::Disconnecting => {
+                self.state = State::Closed;
+                self.events.push_back(Event::Closed {
+                    reason: "connection closed after DISCONNECT".into(),
+                });
+                return Ok(());
+            }
+            _ => {}
+        }
+        let during = if !self.inbuf.is_empty() {
+            format!(
+                "in the middle of a packet ({} bytes of it read)",
+                self.inbuf.len()
+            )
+        } else if self.state == State::Connecting {
+            "before CONNACK (a broker refusing a CONNECT it cannot read closes without one)".into()
+        } else {
+            "while the session was open (an MQTT 3.1.1 broker closes without a word on errors: \
+             its log says why)"
+                .into()
+        };
+        let e = MqttError::Eof { during };
+        self.fail(&e);
+        Err(e)
     }
 
-    fn poll_transmit(&mut self, now: u64, buf: &mut Vec<u8>) -> usize {
-        self.transmit_into(now, buf)
+    /// Appends what is queued to `buf`; the keep-alive timer counts from `now_ns`.
+    fn poll_transmit(&mut self, now_ns: u64, buf: &mut Vec<u8>) -> usize {
+        let n = self.out.len();
+        if n > 0 {
+            self.last_sent_ns = now_ns;
+            buf.append(&mut self.out);
+        }
+        n
     }
 
+    /// When [`Client::handle_timeout`] wants to be called: the CONNACK deadline, the
+    /// next keep-alive PINGREQ, or the deadline of an unanswered one.
     fn poll_timeout(&self) -> Option<u64> {
-        Client::poll_timeout(self)
+        match self.state {
+            State::Connecting => self
+                .cfg
+                .connect_timeout_ns
+                .map(|t| self.started_ns.saturating_add(t)),
+            State::Connected => match self.ping_sent_ns {
+                Some(t) => Some(t.saturating_add(self.pingresp_timeout_ns())),
+                None if self.keep_alive_s > 0 => Some(
+                    self.last_sent_ns
+                        .saturating_add(u64::from(self.keep_alive_s) * 1_000_000_000),
+                ),
+                None => None,
+            },
+            State::Disconnecting | State::Closed => None,
+        }
     }
 
-    fn handle_timeout(&mut self, now: u64) -> Result<(), MqttError> {
-        Client::handle_timeout(self, now)
+    /// Acts on a deadline from [`Client::poll_timeout`] that has passed: queues the
+    /// keep-alive PINGREQ, or fails the session.
+    fn handle_timeout(&mut self, now_ns: u64) -> Result<(), MqttError> {
+        let Some(t) = self.poll_timeout() else {
+            return Ok(());
+        };
+        if now_ns < t {
+            return Ok(());
+        }
+        let e = match (self.state, self.ping_sent_ns) {
+            (State::Connecting, _) => MqttError::ConnectTimeout {
+                ms: now_ns.saturating_sub(self.started_ns) / 1_000_000,
+            },
+            (_, Some(p)) => MqttError::KeepAliveTimeout {
+                ms: now_ns.saturating_sub(p) / 1_000_000,
+            },
+            _ => {
+                self.queue_ping(now_ns);
+                return Ok(());
+            }
+        };
+        self.fail(&e);
+        Err(e)
     }
 
     fn poll_event(&mut self) -> Option<Event> {
-        Client::poll_event(self)
+        self.events.pop_front()
     }
 }

@@ -38,6 +38,7 @@ pub use wire::{MAX_PACKET, QoS, Version};
 /// position, to exercise resumption, then its end of file and a keep-alive timeout.
 /// Errors are expected; a panic, a failed round trip or unbounded growth is a bug.
 pub fn fuzz_input(bytes: &[u8]) {
+    use wirebench_engine::Engine as _;
     let Some((&mode, rest)) = bytes.split_first() else {
         return;
     };
@@ -78,5 +79,5 @@ pub fn fuzz_input(bytes: &[u8]) {
     let _ = c.handle_timeout(u64::MAX / 2);
     let _ = c.handle_eof();
     while c.poll_event().is_some() {}
-    let _ = c.poll_transmit(4);
+    let _ = c.poll_transmit(4, &mut Vec::new());
 }

@@ -143,7 +143,8 @@ impl BrokerSide<'_> {
     fn pump(&mut self, now: u64) {
         loop {
             let mut moved = false;
-            if let Some(b) = self.c2.poll_transmit(now) {
+            let mut b = Vec::new();
+            if self.c2.poll_transmit(now, &mut b) > 0 {
                 self.broker.input(1, &b);
                 moved = true;
             }

@@ -1,7 +1,7 @@
 //! Real XMPP servers as lab peers, started fresh for a case: Prosody 0.12 ([`prosody`])
 //! and ejabberd 23.01 ([`ejabberd`]), what they share ([`config`]), which one a case runs
-//! ([`peer`]), and the x2x gateway pair (XEP-0361, crate `wirebench-x2x`) that links two
-//! of them in study S1's topology ([`x2x`]).
+//! ([`peer`]), and the x2x gateway pair (XEP-0361, crate `wirebench-x2x-gateway`) that
+//! links two of them in study S1's topology ([`x2x`]).
 
 pub mod config;
 pub mod ejabberd;

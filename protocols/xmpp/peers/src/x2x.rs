@@ -1,4 +1,4 @@
-//! The zero-handshake server link (XEP-0361, crate `wirebench-x2x`) in study S1's
+//! The zero-handshake server link (XEP-0361, crate `wirebench-x2x-gateway`) in study S1's
 //! topology: a gateway beside each Prosody, attached to it as the XEP-0114 component of
 //! the other domain, the two gateways joined by one TCP connection across the emulated
 //! link. Prosody's own server-to-server module is off, so nothing can bypass them.
@@ -8,7 +8,7 @@ use wirebench_protocol::Fault;
 use wirebench_protocol::Hosts;
 use wirebench_protocol::WorkloadError;
 use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
-use wirebench_x2x::{Compression, Config, Gateway, LogLevel, Stats};
+use wirebench_x2x_gateway::{Compression, Config, Gateway, LogLevel, Stats};
 
 pub const SECRET: &str = "wirebench-x2x";
 const PORT: u16 = 5270;
@@ -162,7 +162,7 @@ impl Pair {
         // B only accepts: in S1 client1 (behind A) speaks first, so A opens the link and
         // primes the TFO cookie; B answers on A's connection.
         let mut cb = config("b.test", "a.test", b_ip, a_ip, o);
-        cb.link.dial = wirebench_x2x::Dial::Peer;
+        cb.link.dial = wirebench_x2x_gateway::Dial::Peer;
         let b = start_in(lab.server().name(), cb)?;
         let a = start_in(
             lab.client().name(),

@@ -35,7 +35,7 @@ pub static COMMANDS: &[PluginCommand] = &[
 /// remote domain(s) and carries their stanzas to the peer gateway over one TCP
 /// connection: no stream negotiation, zlib with a preset dictionary, TCP Fast Open,
 /// and nothing lost across link outages (acknowledged, resent in order). The file
-/// format, with every key explained: protocols/xmpp/x2x/example.toml; docs/x2x.md.
+/// format, with every key explained: protocols/xmpp/x2x-gateway/example.toml; docs/x2x.md.
 #[derive(Parser)]
 #[command(name = "x2x")]
 struct X2x {
@@ -46,8 +46,8 @@ struct X2x {
 
 fn x2x(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
     let args = X2x::from_arg_matches(m)?;
-    let cfg = wirebench_x2x::Config::from_file(&args.config)?;
-    let stats = wirebench_x2x::run(cfg, stop_flag(shutdown))?;
+    let cfg = wirebench_x2x_gateway::Config::from_file(&args.config)?;
+    let stats = wirebench_x2x_gateway::run(cfg, stop_flag(shutdown))?;
     eprintln!("x2x: stopped; {stats:?}");
     Ok(0)
 }
@@ -100,6 +100,27 @@ fn load_worker(_: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
     die_with_parent();
     crate::load_case::worker_main(shutdown.flag()).context("XMPP load generator")?;
     Ok(0)
+}
+
+/// The built-in server as the server under a sharded load (`wirebench k8s
+/// --with-server`): `wirebench serve --xmpp` on the client port (RFC 6120 §14.7).
+pub const LOAD_SERVER: wirebench_protocol::LoadServer = wirebench_protocol::LoadServer {
+    port_name: "xmpp",
+    port: 5222,
+    serve_args: load_serve_args,
+};
+
+fn load_serve_args(listen: &str, sizing: &wirebench_protocol::LoadSizing) -> Vec<String> {
+    vec![
+        "--xmpp".into(),
+        listen.into(),
+        "--xmpp-users".into(),
+        sizing.users.to_string(),
+        "--xmpp-sessions".into(),
+        sizing.sessions.to_string(),
+        "--xmpp-contacts".into(),
+        sizing.contacts.to_string(),
+    ]
 }
 
 // `wirebench serve`'s XMPP flags (a plain comment: a doc comment would become serve's

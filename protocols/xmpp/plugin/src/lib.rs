@@ -231,6 +231,13 @@ impl Protocol for Xmpp {
     ) -> anyhow::Result<Option<Box<dyn wirebench_protocol::ServePlan>>> {
         commands::serve_plan(flags, quiet)
     }
+    fn load_server(&self) -> Option<wirebench_protocol::LoadServer> {
+        Some(commands::LOAD_SERVER)
+    }
+    fn legend_by_value(&self) -> &'static [&'static str] {
+        // Their values (prosody, browser) read as names in a legend on their own.
+        &["xmpp.client", "xmpp.server"]
+    }
 
     fn name(&self) -> &'static str {
         "xmpp"

@@ -15,7 +15,8 @@ pub static METRICS: &[MetricSpec] = &[
         "xmpp.first_delivery",
         "s",
         "the first message's trip between the servers' clients",
-    ),
+    )
+    .charted("First delivery (incl. server-to-server set-up)"),
     MetricSpec::new("s2.total", "s", "study S2's test: login and pings"),
     MetricSpec::new("s2.login", "s", "study S2's login"),
     MetricSpec::new("s2.pings", "s", "study S2's pings after the login"),

@@ -418,10 +418,6 @@ impl Engine {
         self.events.push_back(e);
     }
 
-    pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
-    }
-
     // ----- connection lifecycle -----
 
     /// A new connection to the peer is established (dialled or accepted). Anything of a
@@ -1063,46 +1059,12 @@ impl Engine {
 
     // ----- time -----
 
-    /// When [`Engine::handle_timeout`] must be called next (nanoseconds, same clock as
-    /// the `now_ns` arguments), if at all.
-    pub fn poll_timeout(&self) -> Option<u64> {
-        let c = self.conn.as_ref()?;
-        if c.failed || c.ack_now {
-            return None;
-        }
-        let start = c.ack_started?;
-        Some(if !c.ack_ride {
-            start.saturating_add(self.cfg.ack_delay_ns / 2)
-        } else {
-            start.saturating_add(self.ack_deadline(c))
-        })
-    }
-
     /// How long after the first unacknowledged delivery a lone ack goes.
     fn ack_deadline(&self, c: &Conn) -> u64 {
         if c.reply_expected {
             self.cfg.reply_wait_ns.max(self.cfg.ack_delay_ns)
         } else {
             self.cfg.ack_delay_ns
-        }
-    }
-
-    pub fn handle_timeout(&mut self, now_ns: u64) {
-        let delay = self.cfg.ack_delay_ns;
-        let Some(c) = self.conn.as_ref() else {
-            return;
-        };
-        let deadline = self.ack_deadline(c);
-        if let Some(c) = &mut self.conn
-            && let Some(start) = c.ack_started
-        {
-            if now_ns >= start.saturating_add(delay / 2) {
-                c.ack_ride = true;
-            }
-            if now_ns >= start.saturating_add(deadline) {
-                c.ack_now = true;
-                c.ack_started = None;
-            }
         }
     }
 
@@ -1155,16 +1117,43 @@ impl wirebench_engine::Engine for Engine {
         n
     }
 
+    /// When the ack timer wants [`wirebench_engine::Engine::handle_timeout`] (same clock
+    /// as the `now` arguments), if at all.
     fn poll_timeout(&self) -> Option<u64> {
-        Engine::poll_timeout(self)
+        let c = self.conn.as_ref()?;
+        if c.failed || c.ack_now {
+            return None;
+        }
+        let start = c.ack_started?;
+        Some(if !c.ack_ride {
+            start.saturating_add(self.cfg.ack_delay_ns / 2)
+        } else {
+            start.saturating_add(self.ack_deadline(c))
+        })
     }
 
+    /// Half the ack delay lets an ack ride on the next stanza; the deadline sends it alone.
     fn handle_timeout(&mut self, now: u64) -> Result<(), LinkError> {
-        Engine::handle_timeout(self, now);
+        let delay = self.cfg.ack_delay_ns;
+        let Some(c) = self.conn.as_ref() else {
+            return Ok(());
+        };
+        let deadline = self.ack_deadline(c);
+        if let Some(c) = &mut self.conn
+            && let Some(start) = c.ack_started
+        {
+            if now >= start.saturating_add(delay / 2) {
+                c.ack_ride = true;
+            }
+            if now >= start.saturating_add(deadline) {
+                c.ack_now = true;
+                c.ack_started = None;
+            }
+        }
         Ok(())
     }
 
     fn poll_event(&mut self) -> Option<Event> {
-        Engine::poll_event(self)
+        self.events.pop_front()
     }
 }

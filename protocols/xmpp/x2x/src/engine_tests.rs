@@ -5,6 +5,7 @@ use proptest::prelude::*;
 
 use crate::codec::Compression;
 use crate::engine::{Delivery, Engine, EngineConfig, Enqueued, Event, LinkError, RejectReason};
+use wirebench_engine::Engine as _;
 
 const MS: u64 = 1_000_000;
 
@@ -121,8 +122,8 @@ impl Pair {
                 match next {
                     Some(t) => {
                         self.now = self.now.max(t);
-                        self.a.handle_timeout(self.now);
-                        self.b.handle_timeout(self.now);
+                        self.a.handle_timeout(self.now).unwrap();
+                        self.b.handle_timeout(self.now).unwrap();
                         continue;
                     }
                     None => return,
@@ -234,12 +235,12 @@ fn xep0198_acks_come_after_n_stanzas_or_the_idle_delay() {
     let half = p.b.poll_timeout().expect("ack timer");
     assert_eq!(half, start + 500 * MS);
     p.now = half;
-    p.b.handle_timeout(p.now);
+    p.b.handle_timeout(p.now).unwrap();
     assert_eq!(p.b.poll_link_transmit(), None, "nothing to ride on");
     let due = p.b.poll_timeout().expect("ack timer");
     assert_eq!(due, start + 1000 * MS);
     p.now = due;
-    p.b.handle_timeout(p.now);
+    p.b.handle_timeout(p.now).unwrap();
     p.settle();
     assert_eq!(p.b.stats().acks_sent, acks0 + 1);
     assert_eq!(p.a.unacked(), 0);
@@ -270,7 +271,7 @@ fn a_due_ack_waits_for_the_expected_answer() {
     p.settle();
     let lone = |p: &mut Pair, at: u64| {
         p.now = at;
-        p.b.handle_timeout(p.now);
+        p.b.handle_timeout(p.now).unwrap();
         p.b.poll_link_transmit()
             .map(|t| String::from_utf8(t).unwrap())
     };
@@ -334,7 +335,7 @@ fn acks_ride_on_reply_stanzas() {
     let t = String::from_utf8(p.b.poll_link_transmit().unwrap()).unwrap();
     assert!(!t.contains("<a "), "{t}");
     p.now += 500 * MS;
-    p.b.handle_timeout(p.now);
+    p.b.handle_timeout(p.now).unwrap();
     queued(p.b.enqueue_outbound(&b_msg(2)));
     let t = String::from_utf8(p.b.poll_link_transmit().unwrap()).unwrap();
     assert!(t.ends_with("<a xmlns='urn:xmpp:sm:3' h='5'/>"), "{t}");
@@ -957,8 +958,8 @@ proptest! {
                 Op::Reconnect => { p.down(); p.up(); }
                 Op::Wait(ms) => {
                     p.now += ms as u64 * MS;
-                    p.a.handle_timeout(p.now);
-                    p.b.handle_timeout(p.now);
+                    p.a.handle_timeout(p.now).unwrap();
+                    p.b.handle_timeout(p.now).unwrap();
                 }
                 Op::AutoDeliver(on) => {
                     p.auto_deliver = on;

@@ -3,7 +3,7 @@
 //!
 //! XEP-0361 §4 puts everything a handshake would negotiate into a priori configuration,
 //! so both gateways of a link must agree on: the two domain lists (crossed), the
-//! compression mode, who dials, and each other's addresses. `protocols/xmpp/x2x/example.toml`
+//! compression mode, who dials, and each other's addresses. `protocols/xmpp/x2x-gateway/example.toml`
 //! documents every key.
 //!
 //! The file is read with serde into types that declare its keys (`deny_unknown_fields`).
@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use wirebench_model::located;
 
-use crate::codec::Compression;
+use wirebench_x2x::Compression;
 
 /// Which gateway opens the TCP connection (XEP-0361 §4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +98,7 @@ pub struct Timing {
     /// ... or this long after the first unacknowledged one.
     pub ack_delay: Duration,
     /// ... or, when an answer to the last delivered stanza is expected, up to this long
-    /// for the ack to ride on the answer (see [`crate::EngineConfig::reply_wait_ns`]).
+    /// for the ack to ride on the answer (see [`wirebench_x2x::EngineConfig::reply_wait_ns`]).
     pub reply_wait: Duration,
     /// Reconnection backoff (link and component), doubling from min to max.
     pub reconnect_min: Duration,

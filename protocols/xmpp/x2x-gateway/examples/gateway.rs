@@ -1,5 +1,5 @@
 //! Runs one gateway from a TOML file until SIGINT or SIGTERM, then prints its counters:
-//! `cargo run -p wirebench-x2x --release --example gateway -- protocols/xmpp/x2x/example.toml`.
+//! `cargo run -p wirebench-x2x-gateway --release --example gateway -- protocols/xmpp/x2x-gateway/example.toml`.
 //! (The `wirebench x2x --config FILE` subcommand is meant to replace this.)
 
 use std::sync::Arc;
@@ -16,7 +16,7 @@ fn main() {
         eprintln!("usage: gateway CONFIG.toml");
         std::process::exit(2);
     };
-    let config = match wirebench_x2x::Config::from_file(std::path::Path::new(&path)) {
+    let config = match wirebench_x2x_gateway::Config::from_file(std::path::Path::new(&path)) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
@@ -36,7 +36,7 @@ fn main() {
         }
         f2.store(true, Ordering::SeqCst);
     });
-    match wirebench_x2x::run(config, flag) {
+    match wirebench_x2x_gateway::run(config, flag) {
         Ok(stats) => println!("{stats:#?}"),
         Err(e) => {
             eprintln!("{e}");

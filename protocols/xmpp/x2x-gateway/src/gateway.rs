@@ -25,8 +25,9 @@ use std::time::{Duration, Instant};
 
 use crate::component::{ComponentConn, ComponentEvent};
 use crate::config::{Config, ConfigError, Dial, LogLevel};
-use crate::engine::{Engine, EngineConfig, EngineStats, Event};
+use wirebench_engine::Engine as _;
 use wirebench_net::sock;
+use wirebench_x2x::engine::{Engine, EngineConfig, EngineStats, Event};
 
 /// How often blocked threads look at the shutdown flag.
 const TICK: Duration = Duration::from_millis(100);
@@ -479,7 +480,7 @@ impl Gateway {
                 if let Some(sk) = c.stream.take() {
                     // Best effort, and never long while holding the lock.
                     let _ = sk.set_write_timeout(Some(Duration::from_millis(50)));
-                    let _ = (&sk).write_all(crate::xml::STREAM_CLOSE);
+                    let _ = (&sk).write_all(wirebench_x2x::xml::STREAM_CLOSE);
                     let _ = sk.shutdown(Shutdown::Both);
                 }
             }
@@ -660,7 +661,8 @@ fn link_writer(s: &Arc<Shared>, cid: u64, mut stream: TcpStream, dialled: bool) 
                     return;
                 }
                 let now = s.now();
-                st.engine.handle_timeout(now);
+                // The ack timer only sets flags: it has no error to report.
+                let _ = st.engine.handle_timeout(now);
                 let out = st.engine.poll_link_transmit();
                 if s.drain_events(&mut st) {
                     s.link_broken(&mut st, cid, "engine error", true);

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sha1::{Digest, Sha1};
-use wirebench_x2x::{Compression, Config, Dial, Gateway, LogLevel};
+use wirebench_x2x_gateway::{Compression, Config, Dial, Gateway, LogLevel};
 use wirebench_xmpp::framer::{Frame, Framer};
 
 const SECRET: &str = "s3cret";
@@ -526,7 +526,7 @@ fn run_returns_when_told_to_stop() {
     c.link.listen = None;
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
-    let h = std::thread::spawn(move || wirebench_x2x::run(c, s2));
+    let h = std::thread::spawn(move || wirebench_x2x_gateway::run(c, s2));
     sa.wait_connected();
     stop.store(true, Ordering::SeqCst);
     let stats = h.join().unwrap().unwrap();
@@ -534,7 +534,7 @@ fn run_returns_when_told_to_stop() {
     // A bad configuration is an error, not a panic.
     let mut bad = config("a.test", "a.test", "127.0.0.1:9".parse().unwrap(), sa.addr);
     bad.link.dial = Dial::Local;
-    let e = wirebench_x2x::run(bad, Arc::new(AtomicBool::new(true))).unwrap_err();
+    let e = wirebench_x2x_gateway::run(bad, Arc::new(AtomicBool::new(true))).unwrap_err();
     assert!(
         e.to_string().contains("both a local and a remote domain"),
         "{e}"
