@@ -23,7 +23,11 @@ fn suite(name: &str, env: &[(&str, &str)]) -> String {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let report = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{name}.sh failed ({}):\n{report}", out.status);
+    assert!(
+        out.status.success(),
+        "{name}.sh failed ({}):\n{report}",
+        out.status
+    );
     let last = stdout.lines().last().unwrap_or_default().to_string();
     let counts: Vec<u64> = last
         .strip_prefix(&format!("{name}: "))
