@@ -73,18 +73,16 @@ async fn plausible_opening(s: &tokio::net::TcpStream) -> bool {
     }
 }
 
-/// Ends a connection whose opening is no HTTP at all: RFC 9113 §3.4 makes an invalid
-/// preface a connection error of type PROTOCOL_ERROR, so a GOAWAY saying so, then the
-/// close (a line that is no HTTP/1.x request gets no HTTP/1.1 answer either). What the
-/// client sent is read first, and briefly until it closes too: a close with unread
-/// bytes would reach it as a reset, before it could read the GOAWAY.
+/// Ends a connection whose opening is no HTTP at all, unanswered: RFC 9113 §3.4 makes an
+/// invalid preface a connection error, and lets the GOAWAY be omitted since the peer is
+/// not speaking HTTP/2 (nor HTTP/1.x, so no 400 either). What the client sent is read
+/// first, and briefly until it closes too: a close with unread bytes would reach it as a
+/// reset rather than an end.
 async fn refuse_opening(mut s: tokio::net::TcpStream) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    // Length 8, type GOAWAY (7), no flags, stream 0; last stream 0, PROTOCOL_ERROR (1).
-    const GOAWAY: [u8; 17] = [0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
     let mut sink = [0u8; 1024];
     let _ = s.try_read(&mut sink);
-    if s.write_all(&GOAWAY).await.is_ok() && s.shutdown().await.is_ok() {
+    if s.shutdown().await.is_ok() {
         let drain = async { while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {} };
         let _ = tokio::time::timeout(std::time::Duration::from_secs(1), drain).await;
     }
