@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Autobahn testsuite (wstest 0.8.2, PyPI, Python 2.7) in fuzzingclient mode against
 # wirebench's WebSocket echo server: `wirebench serve --also websocket=ADDR`, at
-# ws://ADDR/echo (issue #32).
+# ws://ADDR/conformance, the path that echoes text as well as binary messages (issue #32).
 #
 #   bash scripts/conformance/autobahn.sh
 #   QUICK=1 bash scripts/conformance/autobahn.sh          # cases 1.*, 2.*, 5.*, 7.* only
@@ -29,13 +29,13 @@ py27_venv "$VENV" "$HERE/autobahn-requirements.txt"
 
 start_wb 'websocket on' --also websocket=127.0.0.1:0
 ADDR=$(served_addr 'websocket on')
-echo "autobahn: wstest fuzzingclient, cases ${CASES}${EXCLUDE:+ but $EXCLUDE}, against ws://$ADDR/echo (wirebench serve --also websocket)"
+echo "autobahn: wstest fuzzingclient, cases ${CASES}${EXCLUDE:+ but $EXCLUDE}, against ws://$ADDR/conformance (wirebench serve --also websocket)"
 
 json_list() { python3 -c 'import json, sys; print(json.dumps([c for c in sys.argv[1].split(",") if c]))' "$1"; }
 cat >"$OUT/spec.json" <<EOF
 {
   "outdir": "$OUT/reports",
-  "servers": [{"agent": "wirebench", "url": "ws://$ADDR/echo"}],
+  "servers": [{"agent": "wirebench", "url": "ws://$ADDR/conformance"}],
   "cases": $(json_list "$CASES"),
   "exclude-cases": $(json_list "$EXCLUDE"),
   "exclude-agent-cases": {}

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The SockJS 0.3.3 protocol suite (sockjs-protocol's sockjs-protocol-0.3.3.py, Python 2.7)
-# against wirebench's SockJS endpoint: `wirebench serve --xmpp --xmpp-sockjs`, the
-# gateway in front of the built-in XMPP server (issue #32).
+# against wirebench's SockJS endpoint: `wirebench serve --xmpp --xmpp-sockjs
+# --xmpp-sockjs-test-services`, the gateway in front of the built-in XMPP server, with
+# the suite's services beside XMPP on the same session engine (issue #32).
 #
 #   bash scripts/conformance/sockjs.sh [TEST ...]     # e.g. Protocol InfoTest.test_basic
 #
 # The suite wants the services /echo, /close, /disabled_websocket_echo and
-# /cookie_needed_echo under SOCKJS_URL; the endpoint serves every prefix as an XMPP
-# session, so the tests of those services' semantics fail until it has a test service.
+# /cookie_needed_echo under SOCKJS_URL: --xmpp-sockjs-test-services offers them (every
+# other prefix stays an XMPP session).
 # The WebsocketHixie76 tests are not run (counted as skipped): that draft WebSocket is
 # gone from browsers, and every SockJS server skips them.
 #
@@ -54,9 +55,10 @@ site=$("$VENV/bin/python" -c 'import ws4py, os; print(os.path.dirname(os.path.di
 cp "$HERE/sockjs_ws4py.py" "$site/"
 echo "import sockjs_ws4py" >"$site/sockjs_ws4py.pth"
 
-start_wb 'over SockJS' --xmpp 127.0.0.1:0 --xmpp-users 10 --xmpp-sockjs 127.0.0.1:0
+start_wb 'over SockJS' --xmpp 127.0.0.1:0 --xmpp-users 10 --xmpp-sockjs 127.0.0.1:0 \
+    --xmpp-sockjs-test-services
 ADDR=$(served_addr 'over SockJS')
-echo "sockjs: suite in $SUITE_DIR, endpoint http://$ADDR (wirebench serve --xmpp --xmpp-sockjs)"
+echo "sockjs: suite in $SUITE_DIR, endpoint http://$ADDR (wirebench serve --xmpp --xmpp-sockjs --xmpp-sockjs-test-services)"
 
 if (($# == 0)); then
     # Every test class of the suite but the hixie-76 one, in the file's order.

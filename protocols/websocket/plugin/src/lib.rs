@@ -4,6 +4,8 @@
 //! verifies them (the n-th message of a connection against the payload pattern's n-th).
 //! A text message `end` asks for the server's count, which it sends as text
 //! (`messages payload_bytes corrupt`) after everything before it; that closes a stream.
+//! `/conformance` echoes text messages as well as binary ones (what the Autobahn
+//! testsuite expects of an echo server; `docs/conformance.md`).
 //! Ping-pong sends a message and waits for its echo. `docs/protocols/soapstone.md`.
 
 use bytes::Bytes;
@@ -14,6 +16,8 @@ use std::sync::Arc;
 use tokio::net::TcpStream;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{self, Message};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::Fault;
@@ -61,7 +65,7 @@ impl Protocol for WebSocket {
     }
 
     fn serve_alone_help(&self) -> Option<&'static str> {
-        Some("(ws://ADDR/echo, /sink)")
+        Some("(ws://ADDR/echo, /sink; /conformance echoes text too, for Autobahn)")
     }
 
     fn serve_alone(
@@ -135,10 +139,17 @@ async fn serve_conn(s: TcpStream, c: Arc<Counters>, b: Arc<Behaviour>) -> Result
     )
     .await
     .map_err(|e| format!("WebSocket handshake: {e}"))?;
-    let echo = match path.as_str() {
-        "/echo" | "/" => true,
-        "/sink" => false,
-        p => return Err(format!("WebSocket path {p:?} (use /echo or /sink)")),
+    // `/conformance` is for test suites (Autobahn): it echoes text too, `end` included,
+    // so the benchmark paths keep `end` as their summary request.
+    let (echo, echo_text) = match path.as_str() {
+        "/echo" | "/" => (true, false),
+        "/sink" => (false, false),
+        "/conformance" => (true, true),
+        p => {
+            return Err(format!(
+                "WebSocket path {p:?} (use /echo, /sink or /conformance)"
+            ));
+        }
     };
     let (mut tx, mut rx) = ws.split();
     let mut seq = 0u64;
@@ -150,7 +161,21 @@ async fn serve_conn(s: TcpStream, c: Arc<Counters>, b: Arc<Behaviour>) -> Result
             Err(tungstenite::Error::Protocol(
                 tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
             )) => break,
-            Err(e) => return Err(format!("WebSocket: {e}")),
+            Err(e) => {
+                // Failing the connection (RFC 6455 §7.1.7) with the §7.4.1 code that
+                // says why, where the stream still allows it.
+                let code = match &e {
+                    tungstenite::Error::Utf8(_) => CloseCode::Invalid,
+                    tungstenite::Error::Capacity(_) => CloseCode::Size,
+                    _ => CloseCode::Protocol,
+                };
+                let close = CloseFrame {
+                    code,
+                    reason: "".into(),
+                };
+                let _ = tx.send(Message::Close(Some(close))).await;
+                return Err(format!("WebSocket: {e}"));
+            }
         };
         match m {
             Message::Binary(body) => {
@@ -167,6 +192,11 @@ async fn serve_conn(s: TcpStream, c: Arc<Counters>, b: Arc<Behaviour>) -> Result
                         .await
                         .map_err(|e| format!("WebSocket send: {e}"))?;
                 }
+            }
+            Message::Text(t) if echo_text => {
+                tx.send(Message::Text(t))
+                    .await
+                    .map_err(|e| format!("WebSocket send: {e}"))?;
             }
             Message::Text(t) if t.as_str() == "end" => {
                 let s = String::from_utf8_lossy(&seen.encode()).into_owned();

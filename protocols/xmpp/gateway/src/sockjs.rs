@@ -14,6 +14,8 @@
 //! sends heartbeats (25 s) and forgets sessions left without a receiving request for the
 //! disconnect delay (5 s).
 
+mod services;
+
 use crate::stats::WebStats;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
@@ -22,6 +24,7 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper_util::rt::TokioIo;
+use services::Service;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -50,6 +53,9 @@ pub struct SockJsOptions {
     /// cookie (the client's, or `dummy`) set on session requests, for load balancers
     /// that route by it.
     pub jsessionid: bool,
+    /// The SockJS test suite's services (`/echo`, `/close`, `/cookie_needed_echo`,
+    /// `/disabled_websocket_echo`) beside XMPP on the other prefixes ([`services`]).
+    pub test_services: bool,
 }
 
 impl Default for SockJsOptions {
@@ -58,6 +64,7 @@ impl Default for SockJsOptions {
             cfg: SockJsConfig::default(),
             max_stanza: 64 * 1024,
             jsessionid: false,
+            test_services: false,
         }
     }
 }
@@ -68,6 +75,8 @@ struct Shared {
     srv: Server,
     recvs: HashMap<RecvId, mpsc::UnboundedSender<Bytes>>,
     ups: HashMap<String, Up>,
+    /// The sessions of a test service (the others are XMPP's).
+    tests: HashMap<String, Service>,
 }
 
 struct Up {
@@ -99,6 +108,7 @@ pub async fn serve(
             srv: Server::new(opt.cfg.clone()),
             recvs: HashMap::new(),
             ups: HashMap::new(),
+            tests: HashMap::new(),
         }),
         upstream,
         stats,
@@ -144,6 +154,12 @@ fn drain(s: &mut Shared, ctx: &Arc<Ctx>) {
                 // Dropping the sender ends the response.
                 s.recvs.remove(&recv);
             }
+            Output::Open { sid } if s.tests.contains_key(&sid) => {
+                // A test service: no XMPP connection; `/close` closes at once.
+                if s.tests.get(&sid) == Some(&Service::Close) {
+                    s.srv.close(monotonic_ns(), &sid, GO_AWAY.0, GO_AWAY.1);
+                }
+            }
             Output::Open { sid } => {
                 let (tx, rx) = mpsc::unbounded_channel();
                 s.ups.insert(
@@ -158,6 +174,7 @@ fn drain(s: &mut Shared, ctx: &Arc<Ctx>) {
                 tokio::spawn(upstream(sid, rx, ctx.clone()));
             }
             Output::Close { sid } => {
+                s.tests.remove(&sid);
                 if s.ups.remove(&sid).is_some() {
                     ctx.stats.open.fetch_sub(1, Ordering::Relaxed);
                 }
@@ -245,6 +262,13 @@ async fn upstream(sid: String, mut rx: mpsc::UnboundedReceiver<Vec<u8>>, ctx: Ar
 /// error and `<close/>` for the client, and the session closes (as RFC 7395 §3.6 has it).
 fn deliver(s: &mut Shared, ctx: &Arc<Ctx>, sid: &str, msgs: Vec<String>) {
     let now = monotonic_ns();
+    if s.tests.contains_key(sid) {
+        // An echo service (`/close` sessions are closed, so nothing reaches here).
+        for m in msgs {
+            s.srv.send(now, sid, m);
+        }
+        return;
+    }
     for m in msgs {
         let Some(up) = s.ups.get_mut(sid) else {
             return;
@@ -295,37 +319,69 @@ fn full(status: StatusCode, ctype: &'static str, body: impl Into<Bytes>) -> Resp
     r
 }
 
+/// A bodiless answer (a preflight's 204, 304, 405): no `Content-Type`, as the spec's
+/// tests check.
+fn empty(status: StatusCode) -> Response<Body> {
+    let mut r = Response::new(Full::new(Bytes::new()).boxed_unsync());
+    *r.status_mut() = status;
+    r
+}
+
+/// 405 with the methods the URL takes (`Allow`, RFC 9110 §15.5.6), bodiless.
+fn not_allowed(allow: &'static str) -> Response<Body> {
+    let mut r = empty(StatusCode::METHOD_NOT_ALLOWED);
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    r
+}
+
 const TEXT: &str = "text/plain; charset=UTF-8";
 const JS: &str = "application/javascript; charset=UTF-8";
 
 /// CORS as the spec's tests expect: the page's origin echoed, with credentials (so the
-/// JSESSIONID cookie works cross-origin), or `*` when there is none.
+/// JSESSIONID cookie works cross-origin), or `*` without credentials when there is none
+/// (or it is `null`): a wildcard origin with credentials is one browsers refuse.
 fn cors(req_headers: &http::HeaderMap, r: &mut Response<Body>) {
     let origin = req_headers
         .get(header::ORIGIN)
-        .filter(|o| o.as_bytes() != b"null")
-        .cloned()
-        .unwrap_or(HeaderValue::from_static("*"));
+        .filter(|o| o.as_bytes() != b"null");
     let h = r.headers_mut();
-    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-    h.insert(
-        header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
-        HeaderValue::from_static("true"),
-    );
+    match origin {
+        Some(o) => {
+            h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, o.clone());
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+                HeaderValue::from_static("true"),
+            );
+        }
+        None => {
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_ORIGIN,
+                HeaderValue::from_static("*"),
+            );
+        }
+    }
     if let Some(a) = req_headers.get(header::ACCESS_CONTROL_REQUEST_HEADERS) {
         h.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, a.clone());
     }
 }
 
+/// Private data sent by GET (the spec's `verify_not_cached`): exactly this value, which
+/// is why `no-transform` (a later sockjs-node addition) is not in it.
 fn no_cache(r: &mut Response<Body>) {
     r.headers_mut().insert(
         header::CACHE_CONTROL,
-        HeaderValue::from_static("no-store, no-cache, no-transform, must-revalidate, max-age=0"),
+        HeaderValue::from_static("no-store, no-cache, must-revalidate, max-age=0"),
     );
 }
 
-fn cookie(ctx: &Ctx, req_headers: &http::HeaderMap, r: &mut Response<Body>) {
-    if !ctx.opt.jsessionid {
+/// Whether JSESSIONID is on for requests to `service`.
+fn jsessionid(ctx: &Ctx, service: Service) -> bool {
+    ctx.opt.jsessionid || service == Service::CookieEcho
+}
+
+fn cookie(on: bool, req_headers: &http::HeaderMap, r: &mut Response<Body>) {
+    if !on {
         return;
     }
     let given = req_headers
@@ -342,7 +398,7 @@ fn cookie(ctx: &Ctx, req_headers: &http::HeaderMap, r: &mut Response<Body>) {
 
 /// The 204 answer to a CORS preflight (`OPTIONS`), cached for a year as the spec says.
 fn preflight(req_headers: &http::HeaderMap, methods: &'static str) -> Response<Body> {
-    let mut r = full(StatusCode::NO_CONTENT, TEXT, Bytes::new());
+    let mut r = empty(StatusCode::NO_CONTENT);
     cors(req_headers, &mut r);
     let h = r.headers_mut();
     h.insert(
@@ -357,12 +413,13 @@ fn preflight(req_headers: &http::HeaderMap, methods: &'static str) -> Response<B
         header::ACCESS_CONTROL_MAX_AGE,
         HeaderValue::from_static("31536000"),
     );
-    h.insert(
-        header::EXPIRES,
-        HeaderValue::from_static("Fri, 01 Jan 2038 00:00:00 GMT"),
-    );
+    h.insert(header::EXPIRES, HeaderValue::from_static(FAR_EXPIRES));
     r
 }
+
+/// `Expires` of what may be cached for a year (preflights, the iframe page). A fixed date
+/// past any year from now: HTTP/1.1 caches go by `max-age`, and `Expires` is for the old.
+const FAR_EXPIRES: &str = "Fri, 01 Jan 2038 00:00:00 GMT";
 
 const IFRAME: &str = "<!DOCTYPE html>\n<html>\n<head>\n  <meta http-equiv=\"X-UA-Compatible\" content=\"IE=edge\" />\n  <meta http-equiv=\"Content-Type\" content=\"text/html; charset=UTF-8\" />\n  <script>\n    document.domain = document.domain;\n    _sockjs_onload = function(){SockJS.bootstrap_iframe();};\n  </script>\n  <script src=\"https://cdn.jsdelivr.net/npm/sockjs-client@1/dist/sockjs.min.js\"></script>\n</head>\n<body>\n  <h2>Don't panic!</h2>\n  <p>This is a SockJS hidden iframe. It's used for cross domain magic.</p>\n</body>\n</html>";
 
@@ -457,6 +514,7 @@ fn url_decode(v: &str) -> String {
 async fn handle(req: Request<Incoming>, ctx: Arc<Ctx>) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path().to_string();
     let m = req.method().clone();
+    let service = Service::of(&path, ctx.opt.test_services);
     let r = match route(&path) {
         Route::Greeting => full(StatusCode::OK, TEXT, "Welcome to SockJS!\n"),
         Route::Info => match m {
@@ -465,8 +523,9 @@ async fn handle(req: Request<Incoming>, ctx: Arc<Ctx>) -> Result<Response<Body>,
                     StatusCode::OK,
                     "application/json; charset=UTF-8",
                     format!(
-                        "{{\"websocket\":true,\"origins\":[\"*:*\"],\"cookie_needed\":{},\"entropy\":{}}}",
-                        ctx.opt.jsessionid,
+                        "{{\"websocket\":{},\"origins\":[\"*:*\"],\"cookie_needed\":{},\"entropy\":{}}}",
+                        service.websocket(),
+                        jsessionid(&ctx, service),
                         monotonic_ns() as u32
                     ),
                 );
@@ -475,7 +534,7 @@ async fn handle(req: Request<Incoming>, ctx: Arc<Ctx>) -> Result<Response<Body>,
                 r
             }
             Method::OPTIONS => preflight(req.headers(), "OPTIONS, GET"),
-            _ => full(StatusCode::METHOD_NOT_ALLOWED, TEXT, Bytes::new()),
+            _ => not_allowed("OPTIONS, GET"),
         },
         Route::Iframe => {
             let etag = format!("\"{:x}\"", IFRAME.len() * 31 + 7);
@@ -484,7 +543,7 @@ async fn handle(req: Request<Incoming>, ctx: Arc<Ctx>) -> Result<Response<Body>,
                 .get(header::IF_NONE_MATCH)
                 .is_some_and(|v| v.as_bytes() == etag.as_bytes())
             {
-                full(StatusCode::NOT_MODIFIED, TEXT, Bytes::new())
+                empty(StatusCode::NOT_MODIFIED)
             } else {
                 let mut r = full(StatusCode::OK, "text/html; charset=UTF-8", IFRAME);
                 let h = r.headers_mut();
@@ -492,17 +551,18 @@ async fn handle(req: Request<Incoming>, ctx: Arc<Ctx>) -> Result<Response<Body>,
                     header::CACHE_CONTROL,
                     HeaderValue::from_static("public, max-age=31536000"),
                 );
+                h.insert(header::EXPIRES, HeaderValue::from_static(FAR_EXPIRES));
                 if let Ok(v) = HeaderValue::from_str(&etag) {
                     h.insert(header::ETAG, v);
                 }
                 r
             }
         }
-        Route::RawWebSocket => upgrade(req, ctx, None),
+        Route::RawWebSocket => upgrade(req, ctx, None, service),
         Route::Session { sid, transport } => {
             let sid = sid.to_string();
             let transport = transport.to_string();
-            session_request(req, ctx, &sid, &transport).await
+            session_request(req, ctx, &sid, &transport, service).await
         }
         Route::NotFound => full(StatusCode::NOT_FOUND, TEXT, "Not found\n"),
     };
@@ -514,13 +574,20 @@ async fn session_request(
     ctx: Arc<Ctx>,
     sid: &str,
     transport: &str,
+    service: Service,
 ) -> Response<Body> {
     let m = req.method().clone();
     let q = req.uri().query().map(str::to_string);
     let headers = req.headers().clone();
-    let bad_method = || full(StatusCode::METHOD_NOT_ALLOWED, TEXT, Bytes::new());
+    let bad_method = || {
+        not_allowed(match transport {
+            "eventsource" | "jsonp" | "htmlfile" => "GET",
+            "jsonp_send" => "POST",
+            _ => "OPTIONS, POST",
+        })
+    };
     if transport == "websocket" {
-        return upgrade(req, ctx, Some(sid.to_string()));
+        return upgrade(req, ctx, Some(sid.to_string()), service);
     }
     ctx.stats.requests.fetch_add(1, Ordering::Relaxed);
     let wire = match (transport, &m) {
@@ -552,7 +619,7 @@ async fn session_request(
             }
         }
         ("xhr_send" | "jsonp_send", &Method::POST) => {
-            return send_request(req, ctx, sid, transport == "jsonp_send").await;
+            return send_request(req, ctx, sid, transport == "jsonp_send", service).await;
         }
         _ => return bad_method(),
     };
@@ -565,6 +632,9 @@ async fn session_request(
     let (tx, mut rx) = mpsc::unbounded_channel::<Bytes>();
     let id = {
         let mut s = lock(&ctx);
+        if service != Service::Xmpp && s.srv.queued(sid).is_none() {
+            s.tests.insert(sid.to_string(), service);
+        }
         let id = s.srv.receive(monotonic_ns(), sid, wire);
         s.recvs.insert(id, tx);
         drain(&mut s, &ctx);
@@ -595,7 +665,7 @@ async fn session_request(
     };
     cors(&headers, &mut r);
     no_cache(&mut r);
-    cookie(&ctx, &headers, &mut r);
+    cookie(jsessionid(&ctx, service), &headers, &mut r);
     r
 }
 
@@ -620,6 +690,7 @@ async fn send_request(
     ctx: Arc<Ctx>,
     sid: &str,
     jsonp: bool,
+    service: Service,
 ) -> Response<Body> {
     let headers = req.headers().clone();
     let form = headers.get(header::CONTENT_TYPE).is_some_and(|v| {
@@ -660,6 +731,8 @@ async fn send_request(
     };
     let mut r = match res {
         Ok(_) if jsonp => full(StatusCode::OK, TEXT, "ok"),
+        // text/plain although bodiless: Firefox takes a 204 without a type for XML and
+        // complains (the spec's XhrPolling test checks it).
         Ok(_) => full(StatusCode::NO_CONTENT, TEXT, Bytes::new()),
         Err(e) => {
             if e != SendError::UnknownSession {
@@ -677,7 +750,7 @@ async fn send_request(
     };
     cors(&headers, &mut r);
     no_cache(&mut r);
-    cookie(&ctx, &headers, &mut r);
+    cookie(jsessionid(&ctx, service), &headers, &mut r);
     if cut {
         // The rest of the body was never read: the connection cannot carry another request.
         r.headers_mut()
@@ -688,9 +761,17 @@ async fn send_request(
 
 /// The websocket transports: `sid` Some for SockJS's (`o`, `a[...]`, `h`, `c[...]`
 /// frames; client messages JSON), None for the raw one (one XMPP element per message).
-fn upgrade(req: Request<Incoming>, ctx: Arc<Ctx>, sid: Option<String>) -> Response<Body> {
+fn upgrade(
+    req: Request<Incoming>,
+    ctx: Arc<Ctx>,
+    sid: Option<String>,
+    service: Service,
+) -> Response<Body> {
+    if !service.websocket() {
+        return full(StatusCode::NOT_FOUND, TEXT, "Not found\n");
+    }
     if req.method() != Method::GET {
-        return full(StatusCode::METHOD_NOT_ALLOWED, TEXT, Bytes::new());
+        return not_allowed("GET");
     }
     let h = req.headers();
     let has = |name: header::HeaderName, word: &str| {
@@ -718,8 +799,7 @@ fn upgrade(req: Request<Incoming>, ctx: Arc<Ctx>, sid: Option<String>) -> Respon
         return full(StatusCode::BAD_REQUEST, TEXT, "Sec-WebSocket-Key missing");
     };
     let accept = tungstenite::handshake::derive_accept_key(key.as_bytes());
-    let mut r = full(StatusCode::SWITCHING_PROTOCOLS, TEXT, Bytes::new());
-    r.headers_mut().remove(header::CONTENT_TYPE);
+    let mut r = empty(StatusCode::SWITCHING_PROTOCOLS);
     let rh = r.headers_mut();
     rh.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
     rh.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
@@ -742,6 +822,11 @@ fn upgrade(req: Request<Incoming>, ctx: Arc<Ctx>, sid: Option<String>) -> Respon
             .max_message_size(Some(limit * 2))
             .max_frame_size(Some(limit * 2));
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(up), Role::Server, Some(cfg)).await;
+        if service != Service::Xmpp {
+            let hb = std::time::Duration::from_nanos(ctx.opt.cfg.heartbeat_ns.max(1_000_000));
+            let _ = services::ws_serve(ws, service, sid.is_some(), hb).await;
+            return;
+        }
         let r = match tokio::net::TcpStream::connect(ctx.upstream).await {
             Ok(t) => {
                 let _ = t.set_nodelay(true);
@@ -767,6 +852,20 @@ fn upgrade(req: Request<Incoming>, ctx: Arc<Ctx>, sid: Option<String>) -> Respon
         }
     });
     r
+}
+
+/// Sends `frame` (a Close) and reads, for a second at most, until the client's Close in
+/// answer: the closing handshake of RFC 6455 §7.1. Dropping the connection at once
+/// would leave that answer unread, and the client would see a reset, not the close.
+async fn close_ws<S>(ws: &mut WebSocketStream<S>, frame: Message)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    if ws.send(frame).await.is_err() {
+        return;
+    }
+    let answer = async { while let Some(Ok(_)) = ws.next().await {} };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), answer).await;
 }
 
 fn close(code: CloseCode, reason: &str) -> Message {
@@ -806,7 +905,7 @@ where
                     }
                     Some(Ok(Message::Text(t))) => t.to_string(),
                     Some(Ok(Message::Binary(_))) => {
-                        let _ = ws.send(close(CloseCode::Unsupported, "text only")).await;
+                        close_ws(&mut ws, close(CloseCode::Unsupported, "text only")).await;
                         return Err("a binary message".into());
                     }
                     Some(Ok(_)) => continue,
@@ -820,7 +919,7 @@ where
                         Some(m) => m,
                         None => {
                             // The spec: broken JSON on a websocket session closes it.
-                            let _ = ws.send(close(CloseCode::Protocol, "Broken framing.")).await;
+                            close_ws(&mut ws, close(CloseCode::Protocol, "Broken framing.")).await;
                             return Err("broken JSON framing".into());
                         }
                     }
@@ -849,7 +948,7 @@ where
                                     let _ = ws.feed(Message::text(o)).await;
                                 }
                             }
-                            let _ = ws.send(close(CloseCode::Policy, cond)).await;
+                            close_ws(&mut ws, close(CloseCode::Policy, cond)).await;
                             return Err(format!("closed with <{cond}/>: {e}"));
                         }
                     }
@@ -861,7 +960,7 @@ where
                     if framed {
                         let _ = ws.feed(Message::text(sockjs::close_frame(GO_AWAY.0, GO_AWAY.1))).await;
                     }
-                    let _ = ws.send(close(CloseCode::Normal, "")).await;
+                    close_ws(&mut ws, close(CloseCode::Normal, "")).await;
                     return Ok(());
                 }
                 let msgs = framing.stream_to_messages(&buf[..n]).map_err(|e| e.to_string())?;

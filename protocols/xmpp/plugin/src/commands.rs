@@ -198,6 +198,13 @@ pub struct ServeFlags {
     /// JSESSIONID cookie (for load balancers with sticky sessions).
     #[arg(long)]
     pub xmpp_sockjs_cookie: bool,
+    /// Also offer, on the --xmpp-sockjs endpoint and its session engine, the services
+    /// the SockJS 0.3.3 test suite expects: /echo, /close, /cookie_needed_echo,
+    /// /disabled_websocket_echo (for scripts/conformance/sockjs.sh; every other prefix
+    /// stays XMPP). Streaming responses then end after 4 KiB, as the suite's test
+    /// server's do.
+    #[arg(long, requires = "xmpp_sockjs")]
+    pub xmpp_sockjs_test_services: bool,
     /// The XMPP server the WebSocket and BOSH endpoints open their sessions' TCP
     /// connections to, if not the built-in one of --xmpp (e.g. Prosody's port 5222).
     #[arg(long, value_name = "ADDR")]
@@ -450,11 +457,17 @@ impl ServeFlags {
             v.push((crate::web::Kind::Bosh(cfg), a.clone()));
         }
         if let Some(a) = &self.xmpp_sockjs {
-            let o = crate::web::sockjs::SockJsOptions {
+            let mut o = crate::web::sockjs::SockJsOptions {
                 max_stanza,
                 jsessionid: self.xmpp_sockjs_cookie,
+                test_services: self.xmpp_sockjs_test_services,
                 ..Default::default()
             };
+            if o.test_services {
+                // The suite's test server ends streaming responses after 4 KiB (the
+                // spec's default is 128 KiB), so its response-limit tests end quickly.
+                o.cfg.response_limit = 4096;
+            }
             v.push((crate::web::Kind::SockJs(o), a.clone()));
         }
         Ok(v)

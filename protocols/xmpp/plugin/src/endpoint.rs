@@ -26,6 +26,7 @@ pub(crate) fn start(
                 ..Default::default()
             },
             jsessionid: false,
+            test_services: false,
         }),
         Transport::Bosh { .. } => web::Kind::Bosh(wirebench_xmpp_web::BoshConfig {
             max_stanza,

@@ -15,8 +15,9 @@
 //! Session rules (the spec's "Session URLs" and "Protocol and framing" sections): one
 //! receiving request per session at a time (a second gets `c[2010,"Another connection
 //! still open"]`); a closed session answers `c[3000,"Go away!"]` until it is forgotten; a
-//! session with no receiving request for the disconnect delay (5 s) is closed; a receiver
-//! idle for 25 s gets `h`. No engine here reads a clock: `now` is passed in (ns).
+//! session with no receiving request for the disconnect delay (5 s) is closed; a receiving
+//! request the client aborts closes the session (`c[1002,"Connection interrupted"]`); a
+//! receiver idle for 25 s gets `h`. No engine here reads a clock: `now` is passed in (ns).
 
 mod json;
 #[cfg(test)]
@@ -30,6 +31,9 @@ use std::collections::{HashMap, VecDeque};
 pub const GO_AWAY: (u16, &str) = (3000, "Go away!");
 /// The close frame for a second receiving request on a session.
 pub const STILL_OPEN: (u16, &str) = (2010, "Another connection still open");
+
+/// The close frame for a session whose receiving request the client aborted.
+pub const INTERRUPTED: (u16, &str) = (1002, "Connection interrupted");
 
 /// Limits and timers; the defaults are the spec's (and sockjs-node's).
 #[derive(Debug, Clone)]
@@ -108,7 +112,7 @@ impl Wire {
     pub fn encode(&self, frame: &str) -> Vec<u8> {
         match self {
             Wire::XhrStreaming | Wire::XhrPolling => format!("{frame}\n").into_bytes(),
-            Wire::Jsonp(cb) => format!("/**/{cb}({});\r\n", quote(frame)).into_bytes(),
+            Wire::Jsonp(cb) => format!("{cb}({});\r\n", quote(frame)).into_bytes(),
             Wire::EventSource => format!("data: {frame}\r\n\r\n").into_bytes(),
             Wire::HtmlFile(_) => {
                 format!("<script>\np({});\n</script>\r\n", quote(frame)).into_bytes()
@@ -333,13 +337,18 @@ impl Server {
     }
 
     /// The client went away from a receiving request (connection closed) before its end.
+    /// Frames may have been lost with it, so the session is closed with
+    /// `c[1002,"Connection interrupted"]` (the spec's "HandlingClose" rule): the next
+    /// receiving request gets that frame (after anything still queued), and the session is
+    /// forgotten after the disconnect delay.
     pub fn gone(&mut self, now: u64, recv: RecvId) {
-        for s in self.sessions.values_mut() {
-            if s.recv.as_ref().is_some_and(|r| r.id == recv) {
-                s.recv = None;
-                s.idle_since = now;
-                return;
-            }
+        let sid = self.sessions.iter_mut().find_map(|(sid, s)| {
+            s.recv.take_if(|r| r.id == recv)?;
+            s.idle_since = now;
+            Some(sid.clone())
+        });
+        if let Some(sid) = sid {
+            self.close(now, &sid, INTERRUPTED.0, INTERRUPTED.1);
         }
     }
 

@@ -30,6 +30,13 @@ pub async fn serve<K: Codec>(
     accept_loop(l, &b2, counters, move |s, c| {
         let (b, codec) = (b.clone(), codec.clone());
         async move {
+            if !plausible_opening(&s).await {
+                refuse_opening(s).await;
+                return Err(
+                    "HTTP connection: neither an HTTP/2 preface nor an HTTP/1.x request line"
+                        .into(),
+                );
+            }
             let svc = hyper::service::service_fn(move |req| {
                 handle(req, b.clone(), c.clone(), codec.clone())
             });
@@ -47,6 +54,52 @@ pub async fn serve<K: Codec>(
         }
     })
     .await
+}
+
+/// The HTTP/2 client connection preface (RFC 9113 §3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Whether the first bytes `s` has received (peeked, so hyper still reads them) can
+/// begin an HTTP/2 preface or an HTTP/1.x request. hyper-util's auto builder answers
+/// anything that is not the HTTP/2 preface as HTTP/1.1 (a 400), where an invalid
+/// preface must close the connection. Judged on what the first read brings: a client
+/// that sends its opening a byte at a time is left to hyper, as before.
+async fn plausible_opening(s: &tokio::net::TcpStream) -> bool {
+    let mut buf = [0u8; 64];
+    match s.peek(&mut buf).await {
+        // An error or an empty read: hyper sees the same and ends the connection.
+        Ok(0) | Err(_) => true,
+        Ok(n) => opening_is_plausible(&buf[..n]),
+    }
+}
+
+/// Ends a connection whose opening is no HTTP at all, unanswered: RFC 9113 §3.4 makes an
+/// invalid preface a connection error, and lets the GOAWAY be omitted since the peer is
+/// not speaking HTTP/2 (nor HTTP/1.x, so no 400 either). What the client sent is read
+/// first, and briefly until it closes too: a close with unread bytes would reach it as a
+/// reset rather than an end.
+async fn refuse_opening(mut s: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut sink = [0u8; 1024];
+    let _ = s.try_read(&mut sink);
+    if s.shutdown().await.is_ok() {
+        let drain = async { while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {} };
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), drain).await;
+    }
+}
+
+/// `first` (a connection's first bytes) begins the HTTP/2 preface or a request line
+/// httparse does not reject (complete or partial).
+fn opening_is_plausible(first: &[u8]) -> bool {
+    let n = first.len().min(H2_PREFACE.len());
+    if first[..n] == H2_PREFACE[..n] {
+        return true;
+    }
+    let mut headers = [httparse::EMPTY_HEADER; 0];
+    match httparse::Request::new(&mut headers).parse(first) {
+        Ok(_) | Err(httparse::Error::TooManyHeaders) => true,
+        Err(_) => false,
+    }
 }
 
 fn reply(status: StatusCode, ct: &'static str, body: Bytes, close: bool) -> Response<Full<Bytes>> {
@@ -75,11 +128,17 @@ async fn handle<K: Codec>(
         let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST);
         Ok(reply(status, ct, body, close))
     };
+    let limit = codec.max_body(b.max_payload);
     if req.method() != Method::POST {
+        // Answered once the request has ended (its body read and dropped, bounded), so
+        // the response follows the client's frames: an HTTP/2 stream reset or closed
+        // meanwhile gets the stream error RFC 9113 §5.1 asks for, not our 405 first.
+        let method = req.method().clone();
+        let _ = Limited::new(req.into_body(), limit).collect().await;
         return refuse(
             Refusal {
                 status: 405,
-                why: format!("method {} (POST the payload)", req.method()),
+                why: format!("method {method} (POST the payload)"),
             },
             false,
         );
@@ -89,7 +148,6 @@ async fn handle<K: Codec>(
         .path_and_query()
         .map_or("/", |p| p.as_str())
         .to_string();
-    let limit = codec.max_body(b.max_payload);
     // An announced length over the limit is refused before a byte of it is read.
     if hyper::body::Body::size_hint(req.body()).lower() > limit as u64 {
         let r = Refusal {
@@ -129,4 +187,35 @@ async fn handle<K: Codec>(
     }
     let (ct, body) = codec.response(parsed.seq, parsed.echo.then_some(parsed.payload));
     Ok(reply(StatusCode::OK, ct, body, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::opening_is_plausible;
+
+    #[test]
+    fn tells_an_invalid_preface_from_valid_openings() {
+        for ok in [
+            &b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"[..],
+            b"PRI * HT",
+            b"POST /echo HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"GET / HTTP/1.0\r\n\r\n",
+            b"GET /a-long-path-not-yet-ended",
+            b"\r\nGET / HTTP/1.1\r\n",
+        ] {
+            assert!(opening_is_plausible(ok), "{}", String::from_utf8_lossy(ok));
+        }
+        for bad in [
+            &b"INVALID CONNECTION PREFACE\r\n\r\n"[..],
+            b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n",
+            b"\x16\x03\x01\x02\x00",
+            b"GET / HTTP/2.0\r\n\r\n",
+        ] {
+            assert!(
+                !opening_is_plausible(bad),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
 }

@@ -112,6 +112,29 @@ fn disconnect_delay_forgets_the_session() {
 }
 
 #[test]
+fn an_aborted_receiver_interrupts_the_session() {
+    let mut s = Server::new(SockJsConfig::default());
+    s.receive(0, "x", Wire::XhrPolling);
+    drain(&mut s);
+    let r = s.receive(S, "x", Wire::XhrStreaming);
+    let r2 = s.receive(S, "x", Wire::XhrPolling);
+    let o = drain(&mut s);
+    assert_eq!(data(&o, r2), "c[2010,\"Another connection still open\"]\n");
+    // A request that was refused is not the session's receiver: its end changes nothing.
+    s.gone(2 * S, r2);
+    assert_eq!(s.client_data("x", b"[\"a\"]"), Ok(vec!["a".into()]));
+    s.gone(2 * S, r);
+    assert_eq!(
+        s.client_data("x", b"[\"a\"]"),
+        Err(SendError::UnknownSession)
+    );
+    let r3 = s.receive(3 * S, "x", Wire::XhrPolling);
+    let o = drain(&mut s);
+    assert_eq!(data(&o, r3), "c[1002,\"Connection interrupted\"]\n");
+    assert!(ended(&o, r3));
+}
+
+#[test]
 fn client_data_rules() {
     let mut s = Server::new(SockJsConfig {
         max_body: 16,

@@ -1,0 +1,53 @@
+//! The public conformance suites a fresh machine can install, run by their scripts in
+//! `scripts/conformance/` against this build's binary (issue #32, docs/conformance.md):
+//! h2spec (a Go module) against `serve --also http`, and Autobahn's fuzzingclient (PyPI),
+//! its quick cases, against `serve --also websocket`. A test fails on any failed case,
+//! and also when its suite could not be installed or run (the script's exit status 2):
+//! a suite that did not run has shown nothing. The SockJS suite is on no registry a CI
+//! machine reaches; its header and framing rules are restated as Rust tests in
+//! `protocols/xmpp/gateway/tests/sockjs_conformance.rs`.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Runs `scripts/conformance/NAME.sh` with `env`; returns its closing counts line after
+/// checking that the suite ran, every case passed and there was at least one.
+fn suite(name: &str, env: &[(&str, &str)]) -> String {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new("bash")
+        .arg(repo.join(format!("scripts/conformance/{name}.sh")))
+        .env("WB", env!("CARGO_BIN_EXE_wirebench"))
+        .envs(env.iter().copied())
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{name}.sh failed ({}):\n{report}",
+        out.status
+    );
+    let last = stdout.lines().last().unwrap_or_default().to_string();
+    let counts: Vec<u64> = last
+        .strip_prefix(&format!("{name}: "))
+        .unwrap_or_default()
+        .split(", ")
+        .filter_map(|c| c.split(' ').next()?.parse().ok())
+        .collect();
+    assert!(
+        matches!(counts.as_slice(), [p, 0, _] if *p > 0),
+        "{name}: expected `N passed, 0 failed, N skipped`, got {last:?}:\n{report}"
+    );
+    last
+}
+
+#[test]
+fn h2spec_passes_every_case() {
+    eprintln!("{}", suite("h2spec", &[]));
+}
+
+#[test]
+fn autobahn_quick_cases_pass() {
+    eprintln!("{}", suite("autobahn", &[("QUICK", "1")]));
+}
