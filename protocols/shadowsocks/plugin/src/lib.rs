@@ -12,9 +12,9 @@
 //!
 //! The codec is `wirebench-shadowsocks` (protocols/shadowsocks/engine).
 
-mod plugin;
 mod method;
 pub mod peers;
+mod plugin;
 pub mod server;
 pub mod stream;
 
