@@ -23,6 +23,32 @@ pub const MODE: ParamSpec = ParamSpec {
     words: "mode",
 };
 
+/// [`MODE`], typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    OneWay,
+    Echo,
+}
+
+impl Mode {
+    pub fn from_word(word: &str) -> Option<Mode> {
+        match word {
+            "oneway" => Some(Mode::OneWay),
+            "echo" => Some(Mode::Echo),
+            _ => None,
+        }
+    }
+
+    /// A case's mode: one-way unless it says echo (a ping-pong case has no `mode`).
+    pub fn of(case: &crate::Case) -> Mode {
+        Mode::from_word(case.choice(&MODE)).unwrap_or(Mode::OneWay)
+    }
+
+    pub fn is_echo(self) -> bool {
+        self == Mode::Echo
+    }
+}
+
 /// `nodelay`: TCP_NODELAY on both ends, for protocols whose both ends are ours.
 pub const NODELAY: ParamSpec = ParamSpec {
     name: "nodelay",
@@ -368,4 +394,63 @@ pub const MAX_PAYLOAD: u64 = u32::MAX as u64 - 17;
 /// Whether a parameter describes the emulated link.
 pub fn is_link(name: &str) -> bool {
     LINK_PARAMS.iter().any(|p| p.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Case;
+
+    /// The spec and the enum cannot drift: a choice added to `mode` needs a variant.
+    #[test]
+    fn every_mode_parses() {
+        for w in MODE.choices() {
+            assert!(Mode::from_word(w).is_some(), "mode={w}");
+        }
+    }
+
+    fn case(point: &[(&ParamSpec, &str)]) -> Case {
+        Case {
+            index: 1,
+            point: point
+                .iter()
+                .map(|(s, v)| (s.name.to_string(), s.parse(v).unwrap()))
+                .collect(),
+            ignored: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn readers_fall_back_to_the_default() {
+        let bare = case(&[]);
+        assert_eq!(bare.choice(&MODE), "oneway");
+        assert!(bare.is_on(&NODELAY));
+        assert_eq!(bare.count(&ROUNDS), Some(1000));
+        assert_eq!(bare.bytes(&PAYLOAD), Some(64));
+        assert_eq!(bare.duration(&THINK), Some(Duration::ZERO));
+        // No default: absent.
+        assert_eq!(bare.count(&COUNT), None);
+        assert_eq!(bare.text(&LINK), None);
+        assert_eq!(bare.choice(&LINK), "");
+        assert!(!bare.has(&MODE));
+        assert_eq!(Mode::of(&bare), Mode::OneWay);
+
+        let set = case(&[
+            (&MODE, "echo"),
+            (&NODELAY, "off"),
+            (&ROUNDS, "7"),
+            (&PAYLOAD, "1k"),
+            (&THINK, "5ms"),
+            (&COUNT, "3"),
+        ]);
+        assert!(set.has(&MODE));
+        assert_eq!(Mode::of(&set), Mode::Echo);
+        assert!(!set.is_on(&NODELAY));
+        assert_eq!(set.count(&ROUNDS), Some(7));
+        assert_eq!(set.bytes(&PAYLOAD), Some(1024));
+        assert_eq!(set.duration(&THINK), Some(Duration::from_millis(5)));
+        assert_eq!(set.count(&COUNT), Some(3));
+        // A value of another type is not read as this one.
+        assert_eq!(set.duration(&ROUNDS), None);
+    }
 }
