@@ -5,8 +5,10 @@
 
 use std::time::Duration;
 use wirebench_link::LinkSpec;
+/// Re-exported so that a crate declaring specs needs no other import.
+pub use wirebench_model::Kind;
 use wirebench_model::param::ValueError;
-use wirebench_model::{Kind, ParamValue, Value};
+use wirebench_model::{ParamValue, Value};
 
 /// Every workload; a protocol offers some of them ([`crate::Protocol::workloads`]).
 pub const WORKLOADS: &[&str] = &["pingpong", "stream", "load", "connect"];
