@@ -127,6 +127,14 @@ impl Case {
         self.value(spec).as_ref().and_then(Value::as_bytes)
     }
 
+    /// A rate parameter in bit/s.
+    pub fn rate(&self, spec: &ParamSpec) -> Option<f64> {
+        match self.value(spec)? {
+            Value::Rate(r) => Some(r.0),
+            _ => None,
+        }
+    }
+
     pub fn protocol(&self) -> &str {
         self.choice(&params::PROTOCOL)
     }
@@ -140,8 +148,13 @@ impl Case {
         self.given(&params::PAYLOAD, Value::as_bytes).unwrap_or(0)
     }
 
-    /// The workload and its parameters. A ping-pong case without `rounds` (only tests
-    /// build one) has none.
+    /// Ping-pong round trips (0 in a case without `rounds`, which only tests build, or of
+    /// another workload).
+    pub fn rounds(&self) -> u64 {
+        self.given(&params::ROUNDS, Value::as_count).unwrap_or(0)
+    }
+
+    /// The workload and its parameters.
     pub fn workload_params(&self) -> Workload {
         match self.workload() {
             "load" => Workload::Load,
@@ -151,7 +164,7 @@ impl Case {
                 duration: self.duration(&params::DURATION),
             },
             _ => Workload::PingPong {
-                rounds: self.given(&params::ROUNDS, Value::as_count).unwrap_or(0),
+                rounds: self.rounds(),
                 think: self.duration(&params::THINK).unwrap_or_default(),
             },
         }
