@@ -115,19 +115,22 @@ impl Case {
         self.get(spec.name).is_some()
     }
 
+    /// A count parameter: the case's, else the spec's default.
     pub fn count(&self, spec: &ParamSpec) -> Option<u64> {
         self.value(spec).as_ref().and_then(Value::as_count)
     }
 
+    /// A duration parameter: the case's, else the spec's default.
     pub fn duration(&self, spec: &ParamSpec) -> Option<Duration> {
         self.value(spec).as_ref().and_then(Value::as_duration)
     }
 
+    /// A size parameter in bytes: the case's, else the spec's default.
     pub fn bytes(&self, spec: &ParamSpec) -> Option<u64> {
         self.value(spec).as_ref().and_then(Value::as_bytes)
     }
 
-    /// A rate parameter in bit/s.
+    /// A rate parameter in bit/s: the case's, else the spec's default.
     pub fn rate(&self, spec: &ParamSpec) -> Option<f64> {
         match self.value(spec)? {
             Value::Rate(r) => Some(r.0),
