@@ -556,7 +556,7 @@ impl Job<'_> {
     /// in the order of the protocols' first cases that will run.
     fn start_services(&self, connect_timeout: Duration) -> Result<Services, RunError> {
         let run = wirebench_protocol::RunEnv {
-            lab: self.lab,
+            lab: self.lab.map(wirebench_protocol::Hosts::new),
             server: self.opts.server.as_deref(),
             connect_timeout,
         };
@@ -704,7 +704,7 @@ impl Job<'_> {
             link_budget: &budget,
         };
         let env = Env {
-            lab: self.lab,
+            lab: self.lab.map(wirebench_protocol::Hosts::new),
             out: &opts.out,
             seed: scenario.seed,
             service: services

@@ -2,8 +2,9 @@
 //! `workloads/` and `protocols/<name>/` build on it, `app/` on everything. This test
 //! reads every workspace manifest's path dependencies (`cargo metadata`) and fails on an
 //! edge that points up, on a protocol folder reaching into another one other than
-//! through its engine crates, on a binary that depends on a plugin, and on a cycle
-//! between folders.
+//! through its engine crates, on a binary that depends on a plugin, on a cycle between
+//! folders, and on a protocol or workload crate that reaches the lab other than through
+//! the plugin interface's narrow handle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -120,6 +121,29 @@ fn imports_point_down_only() {
     assert!(
         wrong.is_empty(),
         "edges against the tiers:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// A protocol or workload crate reaches the lab only through the handle a case is given
+/// (`wirebench_protocol::Hosts`: the hosts' addresses and namespaces, the link's
+/// counters); building a lab, configuring its link and capturing it are the runner's.
+/// A test that must build its own lab may have `wirebench-lab` as a dev-dependency.
+#[test]
+fn plugins_reach_the_lab_only_through_its_handle() {
+    let wrong: Vec<String> = graph()
+        .into_iter()
+        .filter(|(_, at, _)| at.tier == 1)
+        .flat_map(|(name, at, deps)| {
+            deps.into_iter()
+                .filter(|(_, to)| to.folder == "foundation/lab")
+                .map(move |(dep, _)| format!("{name} ({}) -> {dep}", at.folder))
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "protocol or workload crates depending on the lab itself (use \
+         wirebench_protocol::Hosts, from Env::lab):\n{}",
         wrong.join("\n")
     );
 }

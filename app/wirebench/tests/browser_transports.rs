@@ -7,83 +7,36 @@
 //! test (by its PID).
 
 mod common;
+use common::{Serve, free_port};
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 use wirebench_plugin_xmpp::session::XmppSession;
 use wirebench_plugin_xmpp::transport::Transport;
 use wirebench_xmpp::{ClientConfig, Event, TlsMode};
 
-struct Server {
-    child: Child,
-    log: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // SAFETY: signals the server this test started, by its PID.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Ctrl-C, then the log with its totals.
-    fn stop(mut self) -> String {
-        // SAFETY: signals the server this test started, by its PID.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
-        let end = Instant::now() + Duration::from_secs(10);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < end, "serve did not stop: {}", self.text());
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        self.text()
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn serve(xmpp: u16, ws: u16, bosh: u16) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("serve.log");
-    let child = common::wirebench()
-        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-users", "10"])
-        .arg("--xmpp")
-        .arg(format!("127.0.0.1:{xmpp}"))
-        .arg("--xmpp-websocket")
-        .arg(format!("127.0.0.1:{ws}"))
-        .arg("--xmpp-bosh")
-        .arg(format!("127.0.0.1:{bosh}"))
-        .args(["--xmpp-bosh-inactivity", "1s", "--xmpp-bosh-wait", "2s"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let s = Server {
-        child,
-        log,
-        _dir: dir,
-    };
-    let end = Instant::now() + Duration::from_secs(10);
-    while !s.text().contains("XMPP over BOSH") {
-        assert!(Instant::now() < end, "serve did not start: {}", s.text());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    s
+/// `wirebench serve` fronting its XMPP server with WebSocket and BOSH.
+fn serve(xmpp: u16, ws: u16, bosh: u16) -> Serve {
+    Serve::start(
+        [
+            "--listen".to_string(),
+            "127.0.0.1:0".into(),
+            "--xmpp-users".into(),
+            "10".into(),
+            "--xmpp".into(),
+            format!("127.0.0.1:{xmpp}"),
+            "--xmpp-websocket".into(),
+            format!("127.0.0.1:{ws}"),
+            "--xmpp-bosh".into(),
+            format!("127.0.0.1:{bosh}"),
+            "--xmpp-bosh-inactivity".into(),
+            "1s".into(),
+            "--xmpp-bosh-wait".into(),
+            "2s".into(),
+        ],
+        "XMPP over BOSH",
+    )
 }
 
 fn login(t: &str, addr: SocketAddr, n: u64) -> XmppSession {
@@ -281,34 +234,20 @@ fn s2_pings_over_sockjs_transports() {
 
 #[test]
 fn serve_fronts_its_xmpp_server_with_sockjs() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("serve.log");
     let (x, s) = (free_port(), free_port());
-    let child = common::wirebench()
-        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-users", "10"])
-        .arg("--xmpp")
-        .arg(format!("127.0.0.1:{x}"))
-        .arg("--xmpp-sockjs")
-        .arg(format!("127.0.0.1:{s}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let server = Server {
-        child,
-        log,
-        _dir: dir,
-    };
-    let end = Instant::now() + Duration::from_secs(10);
-    while !server.text().contains("XMPP over SockJS") {
-        assert!(
-            Instant::now() < end,
-            "serve did not start: {}",
-            server.text()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let server = Serve::start(
+        [
+            "--listen".to_string(),
+            "127.0.0.1:0".into(),
+            "--xmpp-users".into(),
+            "10".into(),
+            "--xmpp".into(),
+            format!("127.0.0.1:{x}"),
+            "--xmpp-sockjs".into(),
+            format!("127.0.0.1:{s}"),
+        ],
+        "XMPP over SockJS",
+    );
     let addr = SocketAddr::from(([127, 0, 0, 1], s));
     let mut a = login("xhr-streaming", addr, 1);
     let mut b = login("jsonp-polling", addr, 2);

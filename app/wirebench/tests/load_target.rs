@@ -6,47 +6,24 @@
 //! with the test.
 
 mod common;
-use common::{m, records, run_ok};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-struct Server(Child, std::path::PathBuf);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // SAFETY: signals the server this test started, by its PID.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let _ = self.0.wait();
-    }
-}
+use common::{Serve, free_port, m, records, run_ok};
 
 #[test]
 fn sessions_log_in_over_starttls_to_a_server_given_by_address() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let log = dir.path().join("serve.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_wirebench"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp"])
-        .arg(format!("127.0.0.1:{port}"))
-        .args(["--xmpp-users", "2000", "--xmpp-tls"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let server = Server(child, log);
-    let end = Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(&server.1)
-        .unwrap_or_default()
-        .contains("XMPP layout")
-    {
-        assert!(Instant::now() < end, "the server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let port = free_port();
+    let server = Serve::start(
+        [
+            "--listen".to_string(),
+            "127.0.0.1:0".into(),
+            "--xmpp".into(),
+            format!("127.0.0.1:{port}"),
+            "--xmpp-users".into(),
+            "2000".into(),
+            "--xmpp-tls".into(),
+        ],
+        "XMPP layout",
+    );
 
     let out = dir.path().join("run");
     let target = format!("127.0.0.1:{port}");
@@ -115,7 +92,7 @@ fn sessions_log_in_over_starttls_to_a_server_given_by_address() {
         .map_or(0.0, |r| r[col("active")]);
     assert!(left_by_2s > 100.0, "{csv}");
     assert!(active_at_6s > 10.0, "{csv}");
-    let text = std::fs::read_to_string(&server.1).unwrap();
+    let text = server.log();
     drop(server);
     assert!(text.contains("XMPP"), "{text}");
 }

@@ -10,55 +10,29 @@
 //! not one whole run. Needs root (the lab), as tests/lab.rs.
 
 mod common;
-use common::{m, records, wirebench};
+use common::{Serve, free_port, m, records, wirebench};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One test at a time: they share the machine's lab addresses and the server's port.
 static ONE: Mutex<()> = Mutex::new(());
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // SAFETY: signals the server this test started, by its PID.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("0.0.0.0:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The XMPP server every shard loads, on every address of the root namespace.
-fn server(dir: &Path) -> (Server, u16) {
+fn server() -> (Serve, u16) {
     let port = free_port();
-    let log = dir.join("serve.log");
-    let child = wirebench()
-        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp"])
-        .arg(format!("0.0.0.0:{port}"))
-        .args(["--xmpp-users", "3000"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let s = Server(child);
-    let end = Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("XMPP layout")
-    {
-        assert!(Instant::now() < end, "the server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let s = Serve::start(
+        [
+            "--listen".to_string(),
+            "127.0.0.1:0".into(),
+            "--xmpp".into(),
+            format!("0.0.0.0:{port}"),
+            "--xmpp-users".into(),
+            "3000".into(),
+        ],
+        "XMPP layout",
+    );
     (s, port)
 }
 
@@ -207,7 +181,7 @@ fn check_merged(merged: &Path, one: &Path, shards: &[PathBuf]) -> serde_json::Va
 fn shards_in_lab_hosts_meet_at_a_barrier_and_merge_into_the_unsharded_run() {
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let (_server, port) = server(tmp.path());
+    let (_server, port) = server();
     let one = unsharded(tmp.path(), port);
     let target = format!("127.0.0.1:{port}");
     // Shard 0 here, where the others' hosts reach it; 1 and 2 in lab hosts.
@@ -316,7 +290,7 @@ fn shards_in_lab_hosts_meet_at_a_barrier_and_merge_into_the_unsharded_run() {
 fn shards_started_at_a_given_time_merge_the_same_way() {
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let (_server, port) = server(tmp.path());
+    let (_server, port) = server();
     let one = unsharded(tmp.path(), port);
     let at =
         humantime::format_rfc3339_seconds(std::time::SystemTime::now() + Duration::from_secs(6));

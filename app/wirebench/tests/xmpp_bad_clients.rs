@@ -10,83 +10,50 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::io::AsRawFd;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use wirebench_plugin_xmpp::session::XmppSession;
 use wirebench_xmpp::{ClientConfig, Event, Mechanism, TlsMode};
+
+mod common;
+use common::{Serve, free_port};
 
 const DOMAIN: &str = "wirebench.test";
 const STALLED: usize = 10_000;
 const HEADER: &[u8] = b"<?xml version='1.0'?><stream:stream to='wirebench.test' \
     xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>";
 
-struct Server {
-    child: Child,
-    log: std::path::PathBuf,
-    _dir: tempfile::TempDir,
+/// `wirebench serve --xmpp` with tight limits, so the bad clients meet them quickly.
+fn start_server(port: u16) -> Serve {
+    Serve::start(
+        [
+            "--listen".to_string(),
+            "127.0.0.1:0".into(),
+            "--xmpp".into(),
+            format!("127.0.0.1:{port}"),
+            "--xmpp-users".into(),
+            "10".into(),
+            "--xmpp-sessions".into(),
+            "12000".into(),
+            "--xmpp-handshake-timeout".into(),
+            "3s".into(),
+            "--xmpp-max-stanza".into(),
+            "16KiB".into(),
+            "--xmpp-max-queued".into(),
+            "256KiB".into(),
+        ],
+        "XMPP layout",
+    )
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        // SAFETY: signals the server this test started, by its PID.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start_server(port: u16) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("serve.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_wirebench"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp"])
-        .arg(format!("127.0.0.1:{port}"))
-        .args(["--xmpp-users", "10", "--xmpp-sessions", "12000"])
-        .args(["--xmpp-handshake-timeout", "3s"])
-        .args(["--xmpp-max-stanza", "16KiB", "--xmpp-max-queued", "256KiB"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let s = Server {
-        child,
-        log,
-        _dir: dir,
-    };
-    let end = Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(&s.log)
-        .unwrap_or_default()
-        .contains("XMPP layout")
-    {
-        assert!(Instant::now() < end, "server did not start: {}", s.text());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    s
-}
-
-impl Server {
-    fn text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Resident memory of the server process, KiB (its workers are threads here).
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
-    }
+/// Resident memory of the server process, KiB (its workers are threads here).
+fn rss_kib(server: &Serve) -> u64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", server.pid())).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 fn login(addr: SocketAddr, n: u64) -> XmppSession {
@@ -162,7 +129,7 @@ fn bad_clients_are_shed_and_good_ones_carry_on() {
     let mut a = login(addr, 1);
     let mut b = login(addr, 2);
     round_trip(&mut a, &mut b, 0);
-    let rss_before = server.rss_kib();
+    let rss_before = rss_kib(&server);
 
     // 10,000 connections that never finish: even ones silent, odd ones stop after the
     // stream header.
@@ -182,7 +149,7 @@ fn bad_clients_are_shed_and_good_ones_carry_on() {
     let opened = t0.elapsed();
     // Give the server a moment to accept and read them all.
     std::thread::sleep(Duration::from_millis(500));
-    let rss_open = server.rss_kib();
+    let rss_open = rss_kib(&server);
 
     // Malformed XML, and a DTD declaring an entity (never processed): stream errors.
     let mut malformed = TcpStream::connect(addr).unwrap();
@@ -246,9 +213,9 @@ fn bad_clients_are_shed_and_good_ones_carry_on() {
         0,
         "{open} of {STALLED} stalled connections still open 20 s after they were all opened \
          (in {opened:?}); server log:\n{}",
-        server.text()
+        server.log()
     );
-    let rss_during = server.rss_kib();
+    let rss_during = rss_kib(&server);
     eprintln!(
         "{STALLED} stalled connections opened in {opened:?}, all closed by the server {:?} \
          after the first; server RSS {rss_before} KiB before, {rss_open} KiB with them open, {rss_during} KiB after; good \
@@ -273,18 +240,7 @@ fn bad_clients_are_shed_and_good_ones_carry_on() {
     a.close();
     b.close();
     drop(deaf);
-    // SAFETY: signals the server this test started, by its PID.
-    unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) };
-    let end = Instant::now() + Duration::from_secs(10);
-    let mut server = server;
-    let status = loop {
-        if let Some(st) = server.child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(Instant::now() < end, "server did not stop on SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let log = server.text();
+    let (status, log) = server.stop_by(libc::SIGTERM);
     assert!(status.success(), "server exit {status}: {log}");
     let totals = log
         .lines()

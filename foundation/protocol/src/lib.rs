@@ -4,8 +4,8 @@
 //! - [`Protocol`] (plugin.rs): what a protocol tells the runner (its name, parameters,
 //!   lab placement, estimator model) and how one of its cases runs;
 //! - [`Case`] and [`Workload`]: a grid point, and its workload's typed parameters;
-//! - [`Env`]: what the run gives a case (lab, results directory, seed, the reference
-//!   server's control connection);
+//! - [`Env`]: what the run gives a case (the lab's [`Hosts`], results directory, seed,
+//!   the reference server's control connection);
 //! - [`Prerequisite`] (prereq.rs): what a case needs on this machine, checked before a
 //!   run starts;
 //! - [`Ctx`], [`Outcome`], [`WorkloadError`]: a running case's shutdown flag and progress
@@ -18,6 +18,7 @@
 //! flag at least every [`TICK`] so Ctrl-C ends a case promptly.
 
 pub mod case;
+pub mod hosts;
 pub mod params;
 pub mod peer;
 pub mod plugin;
@@ -27,6 +28,7 @@ pub mod stats;
 pub mod surface;
 
 pub use case::{Case, CaseLink, Workload};
+pub use hosts::{Host, Hosts};
 pub use params::{ParamSpec, WORKLOADS};
 pub use plugin::{Env, PeerModel, Protocol, RunEnv, RunService, StartUp};
 pub use prereq::{Install, Lookup, Prerequisite, Requirement};

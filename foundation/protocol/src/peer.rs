@@ -337,7 +337,7 @@ pub fn in_netns<T: Send>(netns: Option<&str>, f: impl FnOnce() -> T + Send) -> O
     std::thread::scope(|s| {
         s.spawn(|| {
             if let Some(ns) = netns {
-                wirebench_lab::netns::enter(ns).ok()?;
+                crate::hosts::enter(ns).ok()?;
             }
             Some(f())
         })
@@ -421,7 +421,7 @@ fn busy_sockets() -> usize {
 /// stream's tail (seconds per segment at 2400 bit/s) does not delay this case's set-up.
 /// Returns how long it waited.
 pub fn wait_link_quiet(
-    lab: &wirebench_lab::Lab,
+    lab: crate::Hosts,
     limit: Duration,
     ctx: &crate::Ctx,
 ) -> Result<Duration, crate::WorkloadError> {

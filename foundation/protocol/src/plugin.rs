@@ -8,11 +8,10 @@
 
 use crate::params::ParamSpec;
 use crate::surface::{PluginCommand, ServePlan};
-use crate::{Case, CaseLink, Ctx, Outcome, WorkloadError};
+use crate::{Case, CaseLink, Ctx, Hosts, Outcome, WorkloadError};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use wirebench_lab::Lab;
 use wirebench_model::MetricSpec;
 
 /// A protocol wirebench can measure.
@@ -168,8 +167,8 @@ pub trait Protocol: Sync {
 
 /// What a run gives [`Protocol::start_run`].
 pub struct RunEnv<'a> {
-    /// The lab, when the run has one: a server belongs in its server host.
-    pub lab: Option<&'a Lab>,
+    /// The lab's hosts, when the run has a lab: a server belongs in its server host.
+    pub lab: Option<Hosts<'a>>,
     /// A server address given on the command line (`--server`), to use instead of
     /// starting one.
     pub server: Option<&'a str>,
@@ -186,8 +185,9 @@ pub struct RunService {
 
 /// What the run gives each case.
 pub struct Env<'a> {
-    /// The lab, when the run has one: its hosts' namespaces, counters and link.
-    pub lab: Option<&'a Lab>,
+    /// The lab's hosts, when the run has a lab: their namespaces, addresses and the
+    /// link's counters.
+    pub lab: Option<Hosts<'a>>,
     /// The results directory (absolute).
     pub out: &'a Path,
     /// The scenario's seed, for payload patterns and anything random.
@@ -199,9 +199,9 @@ pub struct Env<'a> {
     pub shard: Option<&'a crate::Shard<'a>>,
 }
 
-impl Env<'_> {
-    /// The lab, or an error naming the protocol that needs it.
-    pub fn need_lab(&self, protocol: &str) -> Result<&Lab, WorkloadError> {
+impl<'a> Env<'a> {
+    /// The lab's hosts, or an error naming the protocol that needs them.
+    pub fn need_lab(&self, protocol: &str) -> Result<Hosts<'a>, WorkloadError> {
         self.lab.ok_or_else(|| {
             WorkloadError::Environment(format!("{protocol} cases need the lab (run as root)"))
         })

@@ -158,7 +158,7 @@ impl Client2 {
             .spawn(move || {
                 let setup = (|| {
                     if let Some(ns) = &netns {
-                        wirebench_lab::netns::enter(ns)
+                        wirebench_protocol::hosts::enter(ns)
                             .map_err(|e| WorkloadError::Environment(e.to_string()))?;
                     }
                     connect(&sh.stop)

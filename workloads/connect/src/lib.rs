@@ -169,24 +169,14 @@ pub fn tcp_round_trips(case: &Case) -> f64 {
 /// Turns TCP Fast Open on for a case: client and server bits of `net.ipv4.tcp_fastopen`
 /// in both lab hosts (a per-namespace sysctl); on loopback the machine's own setting must
 /// already allow it, since a run does not change its host's configuration.
-pub fn enable_tfo(lab: Option<&wirebench_lab::Lab>) -> Result<(), WorkloadError> {
+pub fn enable_tfo(lab: Option<wirebench_protocol::Hosts>) -> Result<(), WorkloadError> {
     match lab {
         Some(lab) => {
             for host in [lab.client(), lab.server()] {
-                wirebench_lab::netns::run(
-                    "ip",
-                    &[
-                        "netns",
-                        "exec",
-                        host.name(),
-                        "sysctl",
-                        "-qw",
-                        "net.ipv4.tcp_fastopen=3",
-                    ],
-                )
-                .map_err(|e| {
-                    WorkloadError::because(Fault::Environment, "enabling TCP Fast Open", e)
-                })?;
+                host.run("sysctl", &["-qw", "net.ipv4.tcp_fastopen=3"])
+                    .map_err(|e| {
+                        WorkloadError::because(Fault::Environment, "enabling TCP Fast Open", e)
+                    })?;
             }
             Ok(())
         }
@@ -422,7 +412,7 @@ struct Run<'a, D> {
     plan: &'a Plan,
     d: &'a D,
     origin: SocketAddr,
-    lab: Option<&'a wirebench_lab::Lab>,
+    lab: Option<wirebench_protocol::Hosts<'a>>,
     ctx: &'a Ctx<'a>,
     /// Over per-connection paths, every case gives its connection k the same path, so
     /// variants are compared over one population (see `source_port`).
@@ -446,7 +436,7 @@ pub fn run<D: Dial>(
     plan: &Plan,
     d: &D,
     origin: SocketAddr,
-    lab: Option<&wirebench_lab::Lab>,
+    lab: Option<wirebench_protocol::Hosts>,
     ctx: &Ctx,
 ) -> Result<Outcome, WorkloadError> {
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -11,10 +11,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use wirebench_lab::Lab;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_payload::Pattern;
 use wirebench_protocol::Fault;
+use wirebench_protocol::Hosts;
 use wirebench_protocol::WorkloadError;
 
 /// What the server does with each message, fixed for the case.
@@ -146,9 +146,9 @@ impl Drop for Placed {
 }
 
 /// The address a case's server listens on: the lab's server host, or loopback.
-pub fn server_ip(lab: Option<&Lab>) -> IpAddr {
+pub fn server_ip(lab: Option<Hosts>) -> IpAddr {
     match lab {
-        Some(_) => IpAddr::V4(wirebench_lab::SERVER_ADDR),
+        Some(_) => IpAddr::V4(wirebench_protocol::hosts::SERVER_ADDR),
         None => IpAddr::V4(Ipv4Addr::LOCALHOST),
     }
 }
@@ -168,7 +168,7 @@ fn listen(addr: SocketAddr, mptcp: bool) -> std::io::Result<std::net::TcpListene
 /// Starts `serve` on a listener of its own (an ephemeral port of [`server_ip`]) in a
 /// thread of its own, inside the lab's server host when there is a lab. `serve` runs
 /// until the returned [`Placed`] is dropped.
-pub fn place<F, Fut>(lab: Option<&Lab>, what: &str, serve: F) -> Result<Placed, WorkloadError>
+pub fn place<F, Fut>(lab: Option<Hosts>, what: &str, serve: F) -> Result<Placed, WorkloadError>
 where
     F: FnOnce(tokio::net::TcpListener, Arc<Counters>) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + 'static,
@@ -179,7 +179,7 @@ where
 /// [`place`], listening with Multipath TCP (RFC 8684) when `mptcp`: such a listener
 /// takes MPTCP and plain TCP clients alike.
 pub fn place_on<F, Fut>(
-    lab: Option<&Lab>,
+    lab: Option<Hosts>,
     what: &str,
     mptcp: bool,
     serve: F,
@@ -200,7 +200,7 @@ where
         .spawn(move || {
             let started = (|| -> Result<_, String> {
                 if let Some(ns) = &netns {
-                    wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
+                    wirebench_protocol::hosts::enter(ns).map_err(|e| e.to_string())?;
                 }
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()

@@ -49,3 +49,114 @@ pub fn namespaces_of(pid: u32) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// A free port on 127.0.0.1 (bound, read and released: another process could take it
+/// before the test binds it, which the tests accept).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A `wirebench serve` of the test's own, its stderr in a log file. Dropping it stops it
+/// by its PID (SIGTERM, then SIGKILL if it has not exited within 10 s), so a failing
+/// test leaves no server behind.
+pub struct Serve {
+    child: std::process::Child,
+    log: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Serve {
+    /// Starts `wirebench serve ARGS` and waits up to 10 s for `ready` in its log.
+    pub fn start<I, S>(args: I, ready: &str) -> Serve
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("serve.log");
+        let child = wirebench()
+            .arg("serve")
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let s = Serve {
+            child,
+            log,
+            _dir: dir,
+        };
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !s.log().contains(ready) {
+            assert!(
+                std::time::Instant::now() < end,
+                "serve did not start: {}",
+                s.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        s
+    }
+
+    /// What it has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Ctrl-C, then the log with its totals.
+    pub fn stop(self) -> String {
+        self.stop_by(libc::SIGINT).1
+    }
+
+    /// Signal `sig`, then how it exited and its log; the test fails if it has not
+    /// exited within 10 s.
+    pub fn stop_by(mut self, sig: i32) -> (std::process::ExitStatus, String) {
+        self.signal(sig);
+        assert!(
+            self.wait(),
+            "serve did not stop on signal {sig}: {}",
+            self.log()
+        );
+        let status = self.child.try_wait().unwrap().expect("exited");
+        (status, self.log())
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: signals the server this test started, by its PID (not yet reaped).
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    /// Whether it exits within 10 s.
+    fn wait(&mut self) -> bool {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > end {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        true
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        self.signal(libc::SIGTERM);
+        if !self.wait() {
+            self.signal(libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}

@@ -36,7 +36,8 @@ fn in_netns<T: Send>(
     };
     std::thread::scope(|s| {
         s.spawn(|| {
-            wirebench_lab::netns::enter(ns).map_err(|e| std::io::Error::other(e.to_string()))?;
+            wirebench_protocol::hosts::enter(ns)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
             f()
         })
         .join()

@@ -285,7 +285,7 @@ fn in_netns<T: Send>(
     std::thread::scope(|s| {
         s.spawn(|| {
             if let Some(ns) = netns {
-                wirebench_lab::netns::enter(ns)
+                wirebench_protocol::hosts::enter(ns)
                     .map_err(|e| std::io::Error::other(e.to_string()))?;
             }
             f()

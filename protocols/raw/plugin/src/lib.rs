@@ -141,7 +141,7 @@ struct RawRun {
 
 /// The reference server for this run: in the lab's server host (its threads and sockets
 /// stay in that namespace) at the lab's fixed address, or on a free loopback port.
-fn start_embedded(lab: Option<&wirebench_lab::Lab>) -> Result<ServerHandle, WorkloadError> {
+fn start_embedded(lab: Option<wirebench_protocol::Hosts>) -> Result<ServerHandle, WorkloadError> {
     let embedded = |e: std::io::Error| {
         WorkloadError::because(Fault::Environment, "cannot start the embedded server", e)
     };
@@ -155,9 +155,12 @@ fn start_embedded(lab: Option<&wirebench_lab::Lab>) -> Result<ServerHandle, Work
             lab.server()
                 .enter()
                 .map_err(|e| WorkloadError::caused(Fault::Environment, e))?;
-            Server::bind((wirebench_lab::SERVER_ADDR, 7420), ServerConfig::default())
-                .and_then(|s| s.spawn())
-                .map_err(embedded)
+            Server::bind(
+                (wirebench_protocol::hosts::SERVER_ADDR, 7420),
+                ServerConfig::default(),
+            )
+            .and_then(|s| s.spawn())
+            .map_err(embedded)
         })
         .join()
         .unwrap_or_else(|_| {

@@ -199,7 +199,7 @@ impl Server {
         let spawned = std::thread::scope(|s| {
             s.spawn(|| -> Result<Child, WorkloadError> {
                 if let Some(ns) = &netns {
-                    wirebench_lab::netns::enter(ns)
+                    wirebench_protocol::hosts::enter(ns)
                         .map_err(|e| WorkloadError::Environment(e.to_string()))?;
                 }
                 cmd.spawn().map_err(|e| match e.kind() {

@@ -9,8 +9,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use wirebench_lab::Lab;
 use wirebench_protocol::Fault;
+use wirebench_protocol::Hosts;
 use wirebench_protocol::peer::{self, command_in, start_listening};
 use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::{Install, Lookup, Requirement, WorkloadError};
@@ -119,7 +119,7 @@ fn acl_rust(origin: SocketAddr) -> String {
 /// Starts ss-server for `origin` with `cipher` and `password`, its ACL and output in
 /// `dir`; TCP Fast Open on its listener when `tfo`.
 pub fn start(
-    lab: Option<&Lab>,
+    lab: Option<Hosts>,
     dir: &Path,
     origin: SocketAddr,
     cipher: Cipher,
@@ -133,7 +133,7 @@ pub fn start(
 /// Starts shadowsocks-rust's ssserver for `origin` with `method` (any of its names,
 /// the 2022 ones included) and `password` (for a 2022 method, the base64 key).
 pub fn start_rust(
-    lab: Option<&Lab>,
+    lab: Option<Hosts>,
     dir: &Path,
     origin: SocketAddr,
     method: &str,
@@ -151,7 +151,7 @@ enum Peer {
 
 fn spawn(
     peer: Peer,
-    lab: Option<&Lab>,
+    lab: Option<Hosts>,
     dir: &Path,
     origin: SocketAddr,
     method: &str,

@@ -6,8 +6,8 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use wirebench_lab::Lab;
 use wirebench_protocol::Fault;
+use wirebench_protocol::Hosts;
 use wirebench_protocol::peer::{self, command_in, start_listening};
 use wirebench_protocol::{Install, Lookup, Requirement, WorkloadError};
 
@@ -62,7 +62,7 @@ impl Kind {
 /// `dir`.
 pub fn start(
     kind: Kind,
-    lab: Option<&Lab>,
+    lab: Option<Hosts>,
     dir: &Path,
     origin: SocketAddr,
     userpass: Option<(&[u8], &[u8])>,

@@ -4,9 +4,10 @@
 //! link. Prosody's own server-to-server module is off, so nothing can bypass them.
 
 use std::net::{IpAddr, SocketAddr};
-use wirebench_lab::{CLIENT_ADDR, Lab, SERVER_ADDR};
 use wirebench_protocol::Fault;
+use wirebench_protocol::Hosts;
 use wirebench_protocol::WorkloadError;
+use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_x2x::{Compression, Config, Gateway, LogLevel, Stats};
 
 pub const SECRET: &str = "wirebench-x2x";
@@ -62,7 +63,7 @@ struct TimestampsOff {
 
 fn set_timestamps(host: &str, on: bool) -> Result<(), String> {
     let value = format!("net.ipv4.tcp_timestamps={}", u8::from(on));
-    wirebench_lab::netns::run("ip", &["netns", "exec", host, "sysctl", "-qw", &value])
+    wirebench_protocol::hosts::run_in(host, "sysctl", &["-qw", &value])
         .map(drop)
         .map_err(|e| e.to_string())
 }
@@ -130,7 +131,8 @@ fn config(local: &str, remote: &str, me: IpAddr, peer: IpAddr, o: &Options) -> C
 fn start_in(ns: &str, cfg: Config) -> Result<Gateway, WorkloadError> {
     let ns = ns.to_string();
     std::thread::spawn(move || -> Result<Gateway, WorkloadError> {
-        wirebench_lab::netns::enter(&ns).map_err(|e| WorkloadError::Environment(e.to_string()))?;
+        wirebench_protocol::hosts::enter(&ns)
+            .map_err(|e| WorkloadError::Environment(e.to_string()))?;
         Gateway::start(cfg)
             .map_err(|e| WorkloadError::because(Fault::Environment, "x2x gateway", e))
     })
@@ -139,24 +141,14 @@ fn start_in(ns: &str, cfg: Config) -> Result<Gateway, WorkloadError> {
 }
 
 impl Pair {
-    pub fn start(lab: &Lab, o: &Options) -> Result<Pair, WorkloadError> {
+    pub fn start(lab: Hosts, o: &Options) -> Result<Pair, WorkloadError> {
         if o.tfo {
             // Client and server Fast Open (RFC 7413), per network namespace.
             for host in [lab.client(), lab.server()] {
-                wirebench_lab::netns::run(
-                    "ip",
-                    &[
-                        "netns",
-                        "exec",
-                        host.name(),
-                        "sysctl",
-                        "-qw",
-                        "net.ipv4.tcp_fastopen=3",
-                    ],
-                )
-                .map_err(|e| {
-                    WorkloadError::because(Fault::Environment, "enabling TCP Fast Open", e)
-                })?;
+                host.run("sysctl", &["-qw", "net.ipv4.tcp_fastopen=3"])
+                    .map_err(|e| {
+                        WorkloadError::because(Fault::Environment, "enabling TCP Fast Open", e)
+                    })?;
             }
         }
         // Before the gateways start: the TFO cookie's connection and every link
@@ -249,12 +241,12 @@ pub fn record(out: &mut wirebench_protocol::Outcome, a: &Stats, b: &Stats, paylo
 /// case's connections closing, or the TFO cookie being fetched, must not share the link
 /// with the first measured message.
 pub fn wait_quiet(
-    lab: &Lab,
+    lab: Hosts,
     quiet: std::time::Duration,
     limit: std::time::Duration,
     shutdown: &std::sync::atomic::AtomicBool,
 ) {
-    let total = |lab: &Lab| {
+    let total = |lab: Hosts| {
         let c = lab.counters();
         c.up.offered_packets
             + c.down.offered_packets

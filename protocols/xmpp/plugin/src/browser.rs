@@ -208,7 +208,7 @@ impl PageServer {
         let ns = netns.map(str::to_string);
         let listener = std::thread::spawn(move || {
             if let Some(ns) = &ns {
-                wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
+                wirebench_protocol::hosts::enter(ns).map_err(|e| e.to_string())?;
             }
             TcpListener::bind(bind).map_err(|e| format!("cannot listen on {bind}: {e}"))
         })

@@ -5,8 +5,8 @@
 use crate::params::Params;
 use crate::workload::{self, Topology, XmppRun};
 use crate::{browser, endpoint};
-use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::Fault;
+use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
 use wirebench_xmpp_server as serve;
 
@@ -37,7 +37,7 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
     let ns = server_ns.clone();
     let server = std::thread::spawn(move || {
         if let Some(ns) = &ns {
-            wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
+            wirebench_protocol::hosts::enter(ns).map_err(|e| e.to_string())?;
         }
         serve::XmppServer::bind(cfg).map_err(|e| format!("cannot listen on {listen}: {e}"))
     })

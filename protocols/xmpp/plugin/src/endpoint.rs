@@ -3,8 +3,8 @@
 //! and what it saw of the case.
 
 use crate::transport::Transport;
-use wirebench_lab::SERVER_ADDR;
 use wirebench_protocol::Outcome;
+use wirebench_protocol::hosts::SERVER_ADDR;
 use wirebench_xmpp_gateway as web;
 
 /// Starts wirebench's endpoint for `transport` (none for tcp) in front of the XMPP server
@@ -41,7 +41,7 @@ pub(crate) fn start(
     // Its thread inherits the namespace of the thread that starts it.
     std::thread::spawn(move || {
         if let Some(ns) = &netns {
-            wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
+            wirebench_protocol::hosts::enter(ns).map_err(|e| e.to_string())?;
         }
         let l = std::net::TcpListener::bind(bind)
             .map_err(|e| format!("cannot listen on {bind}: {e}"))?;

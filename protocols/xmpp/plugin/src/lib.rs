@@ -45,7 +45,7 @@ pub use wirebench_xmpp_server as serve;
 
 use params::{Params, S2sLink};
 use std::net::Ipv4Addr;
-use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
+use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::params::{PEER_STREAM_COUNT, ParamSpec};
 use wirebench_protocol::{
     Case, CaseLink, Ctx, Env, Outcome, PeerModel, Prerequisite, Protocol, WorkloadError,

@@ -18,8 +18,8 @@ use crate::transport::Transport;
 use crate::workload::{Topology, XmppRun};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use wirebench_lab::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::Fault;
+use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
 use wirebench_xmpp_peers::peer::{PeerConfig, Server};
 
@@ -278,7 +278,7 @@ fn warm_up(t: &Transport, addr: SocketAddr, netns: Option<&str>) -> Result<(), S
     let netns = netns.map(str::to_string);
     std::thread::spawn(move || {
         if let Some(ns) = &netns {
-            wirebench_lab::netns::enter(ns).map_err(|e| e.to_string())?;
+            wirebench_protocol::hosts::enter(ns).map_err(|e| e.to_string())?;
         }
         let timeout = Duration::from_secs(20);
         let mut cfg = ClientConfig::new(&format!("user1@{DOMAIN}"), "pass1");

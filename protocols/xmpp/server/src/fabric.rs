@@ -103,8 +103,9 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Note<'_>, usize)>, String> {
     Ok(Some((note, 4 + len)))
 }
 
-/// One end of the link to another worker.
-pub struct Link {
+/// One end of the link to another worker (a Unix socket; not an emulated
+/// link of `wirebench_link`).
+pub struct WorkerLink {
     pub stream: UnixStream,
     /// Bytes read but not yet a whole frame.
     rx: Vec<u8>,
@@ -114,9 +115,9 @@ pub struct Link {
     pub writable: bool,
 }
 
-impl Link {
-    pub fn new(stream: UnixStream) -> Link {
-        Link {
+impl WorkerLink {
+    pub fn new(stream: UnixStream) -> WorkerLink {
+        WorkerLink {
             stream,
             rx: Vec::new(),
             tx: Vec::new(),
@@ -173,7 +174,7 @@ impl Link {
     }
 
     /// The bytes read so far, taken out so that handling them may push to this link; give
-    /// back what was not a whole frame with [`Link::restore`].
+    /// back what was not a whole frame with [`WorkerLink::restore`].
     pub fn take_received(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.rx)
     }
@@ -201,9 +202,9 @@ pub(crate) fn mesh(n: usize) -> std::io::Result<Vec<Vec<Option<std::os::unix::ne
 }
 
 /// A worker's end of a link, made non-blocking for its event loop.
-pub(crate) fn link_of(s: std::os::unix::net::UnixStream) -> std::io::Result<Link> {
+pub(crate) fn link_of(s: std::os::unix::net::UnixStream) -> std::io::Result<WorkerLink> {
     s.set_nonblocking(true)?;
-    Ok(Link::new(mio::net::UnixStream::from_std(s)))
+    Ok(WorkerLink::new(mio::net::UnixStream::from_std(s)))
 }
 
 #[cfg(test)]

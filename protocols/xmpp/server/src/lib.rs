@@ -29,7 +29,7 @@ pub use config::{TlsIdentity, XmppServerConfig, self_signed};
 pub use layout::{Layout, open_file_limit, plan};
 pub use stats::{ServerStats, StatsSnapshot, worker_cpu_seconds};
 
-use fabric::Link;
+use fabric::WorkerLink;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -135,7 +135,7 @@ impl XmppServer {
         }
         let scfg = self.cfg.session_config().map_err(std::io::Error::other)?;
         let workers = self.layout.workers;
-        let mut links: Vec<Vec<Option<Link>>> = fabric::mesh(workers)?
+        let mut links: Vec<Vec<Option<WorkerLink>>> = fabric::mesh(workers)?
             .into_iter()
             .map(|row| {
                 row.into_iter()

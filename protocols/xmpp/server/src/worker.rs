@@ -9,7 +9,7 @@
 //! beyond the process's session cap are closed at accept.
 
 use crate::config::XmppServerConfig;
-use crate::fabric::{self, Link, Note};
+use crate::fabric::{self, Note, WorkerLink};
 use crate::stats::ServerStats;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use wirebench_xmpp::{Directory, ServerConfig, ServerEvent, ServerSession};
 
 const LISTENER: Token = Token(usize::MAX);
-/// Link to worker `w` is `Token(LINK0 - w)`; sessions count up from 0, so they never meet.
+/// WorkerLink to worker `w` is `Token(LINK0 - w)`; sessions count up from 0, so they never meet.
 const LINK0: usize = usize::MAX - 1;
 /// How often the loop wakes without traffic: shutdown checks and handshake timeouts.
 const TICK: Duration = Duration::from_millis(100);
@@ -108,7 +108,7 @@ struct Conn {
 pub(crate) fn run(
     ctx: WorkerCtx,
     mut listener: TcpListener,
-    mut links: Vec<Option<Link>>,
+    mut links: Vec<Option<WorkerLink>>,
 ) -> io::Result<()> {
     let mut poll = Poll::new()?;
     poll.registry()
@@ -192,7 +192,7 @@ struct Loop<'a> {
     /// Bare JID -> where its bound session is: this worker's own sessions, and those of
     /// the users whose home this worker is, from the other workers' `Online`/`Offline`.
     online: Located,
-    links: Vec<Option<Link>>,
+    links: Vec<Option<WorkerLink>>,
     buf: Vec<u8>,
     /// Stream ids: `id + 1`, then steps of the worker count, so they never collide.
     next_id: u64,
