@@ -8,9 +8,10 @@
 use crate::link::{CaseLink, TCP_IPV4_OVERHEAD};
 use crate::{Case, RunError, Scenario};
 use std::time::Duration;
+use wirebench_connect::params::{CONCURRENCY, CONNECTS};
 use wirebench_lab::pcap::{FILE_HEADER, capture_bytes};
 use wirebench_link::LinkSpec;
-use wirebench_model::Value;
+use wirebench_protocol::params;
 
 /// The raw protocol's frame header.
 const FRAME_HEADER: f64 = 21.0;
@@ -328,10 +329,6 @@ impl Dir {
     }
 }
 
-fn count_of(case: &Case, name: &str) -> Option<u64> {
-    case.get(name).and_then(Value::as_count)
-}
-
 /// Estimates one run of `case` (`link`: its emulated link, `None` on loopback), its
 /// protocol's start-up included (not what it pays once per run: see [`estimate_cases`]).
 pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
@@ -343,10 +340,9 @@ pub fn estimate_case(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
 }
 
 fn estimate_workload(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
-    let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0) as f64;
+    let payload = case.payload() as f64;
     let think = case
-        .get("think")
-        .and_then(Value::as_duration)
+        .duration(&params::THINK)
         .unwrap_or_default()
         .as_secs_f64();
     let mut e = CaseEstimate {
@@ -378,10 +374,7 @@ fn estimate_workload(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
     }
     let stream = case.workload() == "stream";
     let echo = crate::registry::of(case).stream_echoes(case);
-    let duration = case
-        .get("duration")
-        .and_then(Value::as_duration)
-        .map(|d| d.as_secs_f64());
+    let duration = case.duration(&params::DURATION).map(|d| d.as_secs_f64());
     let Some(link) = link else {
         // Loopback: only the machine's speed.
         let frame = payload + FRAME_HEADER;
@@ -390,9 +383,9 @@ fn estimate_workload(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
             let each =
                 LOOPBACK_MESSAGE_S + frame * 8.0 / LOOPBACK_BPS * if echo { 2.0 } else { 1.0 };
             e.payload_share = (payload * 8.0 / LOOPBACK_BPS) / each;
-            e.knob = stream_knob(count_of(case, "count"), duration, each);
+            e.knob = stream_knob(case.count(&params::COUNT), duration, each);
         } else {
-            let rounds = count_of(case, "rounds").unwrap_or(0);
+            let rounds = case.rounds();
             let each = LOOPBACK_ROUND_S + 2.0 * frame * 8.0 / LOOPBACK_BPS + think;
             e.payload_share = (2.0 * payload * 8.0 / LOOPBACK_BPS) / each;
             e.think_share = think / each;
@@ -428,10 +421,9 @@ fn peer_estimate(
     link: &CaseLink,
     mut e: CaseEstimate,
 ) -> CaseEstimate {
-    let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0) as f64;
+    let payload = case.payload() as f64;
     let think = case
-        .get("think")
-        .and_then(Value::as_duration)
+        .duration(&params::THINK)
         .unwrap_or_default()
         .as_secs_f64();
     let (up, down, rtt0) = dirs(link);
@@ -444,7 +436,9 @@ fn peer_estimate(
     let wire = |d: &Dir| msg + ((payload / d.mss).ceil() - 1.0).max(0.0) * ACK;
     if case.workload() == "stream" {
         // A warm-up message, then `count` back to back: each takes its bytes' time.
-        let n = count_of(case, "count").unwrap_or(crate::params::PEER_STREAM_COUNT);
+        let n = case
+            .count(&params::COUNT)
+            .unwrap_or(crate::params::PEER_STREAM_COUNT);
         let each = up.ser(wire(&up)) + model.processing_s;
         e.fixed += up.one_way(msg) + rtt0;
         e.payload_share = up.ser(payload) / each.max(1e-12);
@@ -452,7 +446,7 @@ fn peer_estimate(
         let segs = (n + 1) as f64 * (msg / up.mss).ceil().max(1.0);
         e.packets = vec![(segs, (msg.min(up.mss) + ACK) as u64), (segs, ACK as u64)];
     } else {
-        let rounds = count_of(case, "rounds").unwrap_or(0);
+        let rounds = case.rounds();
         let rt = up.ser(wire(&up)) + down.ser(wire(&down)) + rtt0 + 2.0 * model.processing_s;
         let each = rt + think;
         e.fixed += rt; // the first round waits for the rest of the set-up
@@ -471,18 +465,14 @@ fn peer_estimate(
 
 /// The raw protocol over a link against the reference server.
 fn raw_link_estimate(case: &Case, link: &CaseLink, mut e: CaseEstimate) -> CaseEstimate {
-    let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0) as f64;
+    let payload = case.payload() as f64;
     let think = case
-        .get("think")
-        .and_then(Value::as_duration)
+        .duration(&params::THINK)
         .unwrap_or_default()
         .as_secs_f64();
     let stream = case.workload() == "stream";
     let echo = crate::registry::of(case).stream_echoes(case);
-    let duration = case
-        .get("duration")
-        .and_then(Value::as_duration)
-        .map(|d| d.as_secs_f64());
+    let duration = case.duration(&params::DURATION).map(|d| d.as_secs_f64());
     let (up, down, rtt0) = dirs(link);
     // The control exchange (open, hello, result) and the data
     // connection's handshake cross it too.
@@ -500,7 +490,7 @@ fn raw_link_estimate(case: &Case, link: &CaseLink, mut e: CaseEstimate) -> CaseE
         let each = message_time(frame, echo, &up, &down)
             .unwrap_or_else(|| up.ser(up.wire(frame)))
             .max(LOOPBACK_MESSAGE_S);
-        let count = count_of(case, "count");
+        let count = case.count(&params::COUNT);
         // A duration on a rate-limited link becomes a count (see `stream_budget`).
         let budget = duration.and_then(|d| {
             message_time(frame, echo, &up, &down).map(|t| (d / t).ceil().max(1.0) as u64)
@@ -529,7 +519,7 @@ fn raw_link_estimate(case: &Case, link: &CaseLink, mut e: CaseEstimate) -> CaseE
             packets.push((data / 2.0, ACK as u64));
         }
     } else {
-        let rounds = count_of(case, "rounds").unwrap_or(0);
+        let rounds = case.rounds();
         let rt = up.one_way(frame) + down.one_way(frame);
         let each = rt + think + LOOPBACK_ROUND_S;
         // The first round also carries each side's ACK of the connection's first data,
@@ -562,9 +552,9 @@ fn paths_mean_s(link: &CaseLink) -> f64 {
 /// A connect case: its connections one after another on each of `concurrency` lanes,
 /// each the protocol's round trips to the first byte plus the payload's time each way.
 fn connect_estimate(case: &Case, link: Option<&CaseLink>, mut e: CaseEstimate) -> CaseEstimate {
-    let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0) as f64;
-    let connects = count_of(case, "connects").unwrap_or(200);
-    let lanes = count_of(case, "concurrency").unwrap_or(1).max(1);
+    let payload = case.payload() as f64;
+    let connects = case.count(&CONNECTS).unwrap_or(200);
+    let lanes = case.count(&CONCURRENCY).unwrap_or(1).max(1);
     let trips = crate::registry::of(case).connect_round_trips(case);
     let each = match link {
         // About 150 us per round trip of set-up and echo on this machine's loopback.
@@ -580,7 +570,7 @@ fn connect_estimate(case: &Case, link: Option<&CaseLink>, mut e: CaseEstimate) -
         }
     };
     e.fixed = LOOPBACK_CASE_S;
-    e.knob = match case.get("rate").and_then(Value::as_word) {
+    e.knob = match case.text(&wirebench_rpc::params::RATE) {
         // Open loop: the schedule sets the pace, plus the last connection's own time.
         Some(rate) => {
             let per_s = wirebench_rpc::params::parse_rate(rate)
@@ -828,7 +818,7 @@ mod tests {
         let e = estimate(&s).unwrap();
         let recorded: Vec<usize> = plan(&s)
             .iter()
-            .filter(|c| c.word("x2x.tcp_timestamps") != Some("off"))
+            .filter(|c| c.choice(&wirebench_plugin_xmpp::params::TCP_TIMESTAMPS) != "off")
             .map(|c| c.index)
             .collect();
         let cases: Vec<&CaseEstimate> = e

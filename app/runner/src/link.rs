@@ -8,9 +8,9 @@
 use crate::Case;
 use wirebench_lab::{CLIENT_ADDR, Counters, DirCounters};
 use wirebench_link::{LinkSpec, Loss, PathRtts, Trace, serialization_ns};
-use wirebench_model::{Metric, Value};
+use wirebench_model::Metric;
 use wirebench_protocol::Outcome;
-use wirebench_protocol::params::is_link;
+use wirebench_protocol::params::{self, ParamSpec, is_link};
 
 pub use wirebench_protocol::CaseLink;
 
@@ -34,58 +34,66 @@ pub fn case_link(case: &Case) -> Result<Option<CaseLink>, CaseLinkError> {
         case: case.index,
         msg,
     };
-    let spec = |name: &str| -> Result<Option<LinkSpec>, CaseLinkError> {
-        match case.get(name).and_then(Value::as_word) {
+    let spec = |p: &ParamSpec| -> Result<Option<LinkSpec>, CaseLinkError> {
+        match case.text(p) {
             Some(text) => LinkSpec::parse(text)
                 .map(Some)
-                .map_err(|e| err(format!("{name}: {e}"))),
+                .map_err(|e| err(format!("{}: {e}", p.name))),
             None => Ok(None),
         }
     };
-    let both = spec("link")?.unwrap_or_default();
-    let mut up = spec("uplink")?.unwrap_or_else(|| both.clone());
-    let mut down = spec("downlink")?.unwrap_or(both);
-    for (name, v) in &case.point {
-        for dir in [&mut up, &mut down] {
-            match (name.as_str(), &v.value) {
-                ("link.rate", Value::Rate(r)) => dir.rate_bps = Some(r.0.round() as u64),
-                ("link.delay", Value::Duration(d)) => dir.delay_ns = d.as_nanos() as u64,
-                ("link.jitter", Value::Duration(d)) => dir.jitter_ns = d.as_nanos() as u64,
-                ("link.queue", Value::Bytes(b)) => dir.queue_bytes = Some(b.0),
-                ("link.mtu", Value::Count(m)) => {
-                    dir.mtu =
-                        u32::try_from(*m).map_err(|_| err(format!("link.mtu {m} is too large")))?
-                }
-                ("link.loss", Value::Word(w)) => {
-                    dir.loss = LinkSpec::parse(&format!("loss={w}"))
-                        .map_err(|e| err(format!("link.loss: {e}")))?
-                        .loss
-                }
-                ("link.outage", Value::Word(w)) if w == "none" => dir.outages.clear(),
-                ("link.outage", Value::Word(w)) => {
-                    dir.outages = LinkSpec::parse(&format!("outage={w}"))
-                        .map_err(|e| err(format!("link.outage: {e}")))?
-                        .outages
-                }
-                _ => {}
+    let both = spec(&params::LINK)?.unwrap_or_default();
+    let mut up = spec(&params::UPLINK)?.unwrap_or_else(|| both.clone());
+    let mut down = spec(&params::DOWNLINK)?.unwrap_or(both);
+    // The link fields one at a time, over the whole-link specs, in both directions.
+    for dir in [&mut up, &mut down] {
+        if let Some(r) = case.rate(&params::LINK_RATE) {
+            dir.rate_bps = Some(r.round() as u64);
+        }
+        if let Some(d) = case.duration(&params::LINK_DELAY) {
+            dir.delay_ns = d.as_nanos() as u64;
+        }
+        if let Some(d) = case.duration(&params::LINK_JITTER) {
+            dir.jitter_ns = d.as_nanos() as u64;
+        }
+        if let Some(b) = case.bytes(&params::LINK_QUEUE) {
+            dir.queue_bytes = Some(b);
+        }
+        if let Some(m) = case.count(&params::LINK_MTU) {
+            dir.mtu = u32::try_from(m)
+                .map_err(|_| err(format!("{} {m} is too large", params::LINK_MTU.name)))?;
+        }
+        if let Some(w) = case.text(&params::LINK_LOSS) {
+            dir.loss = LinkSpec::parse(&format!("loss={w}"))
+                .map_err(|e| err(format!("{}: {e}", params::LINK_LOSS.name)))?
+                .loss;
+        }
+        match case.text(&params::LINK_OUTAGE) {
+            Some("none") => dir.outages.clear(),
+            Some(w) => {
+                dir.outages = LinkSpec::parse(&format!("outage={w}"))
+                    .map_err(|e| err(format!("{}: {e}", params::LINK_OUTAGE.name)))?
+                    .outages
             }
+            None => {}
         }
     }
     // Validate the combination (e.g. an MTU out of range) before any lab is built.
     for (which, dir) in [("uplink", &up), ("downlink", &down)] {
         LinkSpec::parse(&dir.to_string()).map_err(|e| err(format!("{which} {dir}: {e}")))?;
     }
-    let trace = match case.get("link.trace").and_then(Value::as_word) {
+    let trace_name = params::LINK_TRACE.name;
+    let trace = match case.text(&params::LINK_TRACE) {
         Some(path) => {
             let text = std::fs::read_to_string(path)
-                .map_err(|e| err(format!("link.trace: cannot read {path}: {e}")))?;
+                .map_err(|e| err(format!("{trace_name}: cannot read {path}: {e}")))?;
             Some(std::sync::Arc::new(
-                Trace::parse(&text).map_err(|e| err(format!("link.trace: {path}: {e}")))?,
+                Trace::parse(&text).map_err(|e| err(format!("{trace_name}: {path}: {e}")))?,
             ))
         }
         None => None,
     };
-    let paths = match case.get("link.paths").and_then(Value::as_word) {
+    let paths = match case.text(&params::LINK_PATHS) {
         Some(text) => Some(std::sync::Arc::new(
             PathRtts::parse(text).map_err(|e| err(e.to_string()))?,
         )),
@@ -96,7 +104,7 @@ pub fn case_link(case: &Case) -> Result<Option<CaseLink>, CaseLinkError> {
         down,
         trace,
         paths,
-        second: spec("link2")?,
+        second: spec(&params::LINK2)?,
     }))
 }
 
@@ -141,7 +149,7 @@ pub fn add_wire_metrics(
     let workload = case.workload();
     let echoed = workload == "pingpong" || crate::registry::of(case).stream_echoes(case);
     let crossings = if echoed { 2.0 * sent } else { sent };
-    let payload = case.get("payload").and_then(Value::as_bytes).unwrap_or(0);
+    let payload = case.payload();
     match out.local_port {
         // No data connection of ours crosses the link (XMPP: the servers' s2s traffic
         // does): count everything the link carried during the case.
@@ -249,10 +257,9 @@ fn stable_metrics(
     payload: u64,
 ) {
     let crossings = if case.workload() == "pingpong" {
-        let rounds = case.get("rounds").and_then(Value::as_count).unwrap_or(0);
-        2.0 * rounds.saturating_sub(2) as f64
+        2.0 * case.rounds().saturating_sub(2) as f64
     } else {
-        case.get("count").and_then(Value::as_count).unwrap_or(0) as f64
+        case.count(&params::COUNT).unwrap_or(0) as f64
     };
     let bytes = match local_port {
         Some(port) => {

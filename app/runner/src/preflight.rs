@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use wirebench_lab::pcap::PcapOptions;
 use wirebench_model::parse_duration;
+use wirebench_protocol::params::{COUNT, DURATION, PAYLOAD, ROUNDS, THINK};
 
 use crate::estimate::{self, format_estimate};
 use crate::prereq::Need;
@@ -206,7 +207,7 @@ fn case_words(scenario: &Scenario, case: &Case) -> String {
     let varying: Vec<&str> = grids
         .iter()
         .flat_map(|g| g.varying())
-        .chain(["payload", "rounds", "count", "duration", "think"])
+        .chain([PAYLOAD, ROUNDS, COUNT, DURATION, THINK].map(|p| p.name))
         .collect();
     let shown: Vec<&str> = case
         .point
@@ -214,8 +215,7 @@ fn case_words(scenario: &Scenario, case: &Case) -> String {
         .map(|(n, _)| n.as_str())
         .filter(|n| {
             varying.contains(n)
-                && !(*n == "think"
-                    && case.get(n).and_then(|v| v.as_duration()) == Some(Duration::ZERO))
+                && !(*n == THINK.name && case.duration(&THINK) == Some(Duration::ZERO))
         })
         .collect();
     case.describe(&shown)

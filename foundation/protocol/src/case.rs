@@ -1,6 +1,12 @@
 //! A case (one grid point) and its workload's typed parameters, read once, so a protocol's
 //! drivers build themselves from a case without looking parameters up by name.
+//!
+//! A parameter is read through its [`ParamSpec`] ([`Case::choice`], [`Case::count`], ...),
+//! never by a name typed again: the name lives once, in the spec, and a value the case
+//! lacks falls back to the spec's default (the planner fills defaults in, but a case a
+//! test builds by hand need not).
 
+use crate::params::{self, ParamSpec};
 use std::time::Duration;
 use wirebench_link::{LinkParams, LinkSpec, PathRtts, Trace};
 use wirebench_model::{Point, Value};
@@ -73,19 +79,84 @@ impl Case {
         self.get(name).and_then(Value::as_word)
     }
 
+    /// The value of `spec`: the case's, else its default parsed; `None` if it has neither.
+    fn value(&self, spec: &ParamSpec) -> Option<Value> {
+        match self.get(spec.name) {
+            Some(v) => Some(v.clone()),
+            None if spec.default.is_empty() => None,
+            // Every default parses: the runner parses them all to complete each grid.
+            None => spec.kind.parse(spec.default).ok(),
+        }
+    }
+
+    /// A word parameter (a choice, or text a custom kind checked): the case's, else the
+    /// spec's default; `None` if the case lacks it and the spec has no default.
+    pub fn text(&self, spec: &ParamSpec) -> Option<&str> {
+        match self.get(spec.name) {
+            Some(v) => v.as_word(),
+            None => Some(spec.default).filter(|d| !d.is_empty()),
+        }
+    }
+
+    /// A choice parameter's word (`socks5.auth` -> `none`): the case's, else the spec's
+    /// default ("" for a spec without one the case lacks).
+    pub fn choice(&self, spec: &ParamSpec) -> &str {
+        self.text(spec).unwrap_or("")
+    }
+
+    /// Whether an on/off parameter is `on`.
+    pub fn is_on(&self, spec: &ParamSpec) -> bool {
+        self.choice(spec) == "on"
+    }
+
+    /// Whether the case sets `spec` at all (for parameters without a default, whose
+    /// absence means something: `s2s`, `xmpp.server`).
+    pub fn has(&self, spec: &ParamSpec) -> bool {
+        self.get(spec.name).is_some()
+    }
+
+    /// A count parameter: the case's, else the spec's default.
+    pub fn count(&self, spec: &ParamSpec) -> Option<u64> {
+        self.value(spec).as_ref().and_then(Value::as_count)
+    }
+
+    /// A duration parameter: the case's, else the spec's default.
+    pub fn duration(&self, spec: &ParamSpec) -> Option<Duration> {
+        self.value(spec).as_ref().and_then(Value::as_duration)
+    }
+
+    /// A size parameter in bytes: the case's, else the spec's default.
+    pub fn bytes(&self, spec: &ParamSpec) -> Option<u64> {
+        self.value(spec).as_ref().and_then(Value::as_bytes)
+    }
+
+    /// A rate parameter in bit/s: the case's, else the spec's default.
+    pub fn rate(&self, spec: &ParamSpec) -> Option<f64> {
+        match self.value(spec)? {
+            Value::Rate(r) => Some(r.0),
+            _ => None,
+        }
+    }
+
     /// Its protocol's name; empty for a case that has none (a planned case always has
     /// one: the runner makes the registry's first protocol the default).
     pub fn protocol(&self) -> &str {
-        self.word("protocol").unwrap_or_default()
+        self.choice(&params::PROTOCOL)
     }
 
     pub fn workload(&self) -> &str {
-        self.word("workload").unwrap_or("pingpong")
+        self.choice(&params::WORKLOAD)
     }
 
-    /// Payload bytes per message.
+    /// Payload bytes per message (0 in a case without one, which only tests build).
     pub fn payload(&self) -> u64 {
-        self.get("payload").and_then(Value::as_bytes).unwrap_or(0)
+        self.given(&params::PAYLOAD, Value::as_bytes).unwrap_or(0)
+    }
+
+    /// Ping-pong round trips (0 in a case without `rounds`, which only tests build, or of
+    /// another workload).
+    pub fn rounds(&self) -> u64 {
+        self.given(&params::ROUNDS, Value::as_count).unwrap_or(0)
     }
 
     /// The workload and its parameters.
@@ -94,17 +165,19 @@ impl Case {
             "load" => Workload::Load,
             "connect" => Workload::Connect,
             "stream" => Workload::Stream {
-                count: self.get("count").and_then(Value::as_count),
-                duration: self.get("duration").and_then(Value::as_duration),
+                count: self.count(&params::COUNT),
+                duration: self.duration(&params::DURATION),
             },
             _ => Workload::PingPong {
-                rounds: self.get("rounds").and_then(Value::as_count).unwrap_or(0),
-                think: self
-                    .get("think")
-                    .and_then(Value::as_duration)
-                    .unwrap_or_default(),
+                rounds: self.rounds(),
+                think: self.duration(&params::THINK).unwrap_or_default(),
             },
         }
+    }
+
+    /// The case's own value of `spec`, typed by `as_`, ignoring the default.
+    fn given<T>(&self, spec: &ParamSpec, as_: fn(&Value) -> Option<T>) -> Option<T> {
+        self.get(spec.name).and_then(as_)
     }
 
     /// `workload=pingpong payload=64` for progress lines.

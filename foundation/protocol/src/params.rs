@@ -5,8 +5,10 @@
 
 use std::time::Duration;
 use wirebench_link::LinkSpec;
+/// Re-exported so that a crate declaring specs needs no other import.
+pub use wirebench_model::Kind;
 use wirebench_model::param::ValueError;
-use wirebench_model::{Kind, ParamValue, Value};
+use wirebench_model::{ParamValue, Value};
 
 /// Every workload; a protocol offers some of them ([`crate::Protocol::workloads`]).
 pub const WORKLOADS: &[&str] = &["pingpong", "stream", "load", "connect"];
@@ -22,6 +24,32 @@ pub const MODE: ParamSpec = ParamSpec {
     help: "stream direction: oneway (server counts) or echo (server returns every message)",
     words: "mode",
 };
+
+/// [`MODE`], typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    OneWay,
+    Echo,
+}
+
+impl Mode {
+    pub fn from_word(word: &str) -> Option<Mode> {
+        match word {
+            "oneway" => Some(Mode::OneWay),
+            "echo" => Some(Mode::Echo),
+            _ => None,
+        }
+    }
+
+    /// A case's mode: one-way unless it says echo (a ping-pong case has no `mode`).
+    pub fn of(case: &crate::Case) -> Mode {
+        Mode::from_word(case.choice(&MODE)).unwrap_or(Mode::OneWay)
+    }
+
+    pub fn is_echo(self) -> bool {
+        self == Mode::Echo
+    }
+}
 
 /// `nodelay`: TCP_NODELAY on both ends, for protocols whose both ends are ours.
 pub const NODELAY: ParamSpec = ParamSpec {
@@ -56,64 +84,70 @@ pub struct ParamSpec {
 
 /// Parameters every protocol reads. The choices of `protocol` are the registry's names
 /// and its default the registry's first, which the runner fills in.
-pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "protocol",
-        kind: Kind::Choice(&[]),
-        default: "",
-        workloads: WORKLOADS,
-        help: "wire protocol (the runner's registry fills in the names; `wirebench protocols` lists them)",
-        words: "protocol",
-    },
-    ParamSpec {
-        name: "workload",
-        kind: Kind::Choice(WORKLOADS),
-        default: "pingpong",
-        workloads: WORKLOADS,
-        help: "pingpong (latency, one message in flight), stream (throughput), load (many sessions arriving open-loop in phases, as Tsung does: xmpp only) or connect (fresh connections, each timed to its first byte: direct and the proxies)",
-        words: "workload",
-    },
-    ParamSpec {
-        name: "payload",
-        kind: Kind::Bytes,
-        default: "64",
-        workloads: WORKLOADS,
-        help: "payload bytes per message, after the 21-byte raw header",
-        words: "payload",
-    },
-    ParamSpec {
-        name: "rounds",
-        kind: Kind::Count,
-        default: "1000",
-        workloads: &["pingpong"],
-        help: "ping-pong round trips per case",
-        words: "rounds",
-    },
-    ParamSpec {
-        name: "think",
-        kind: Kind::Duration,
-        default: "0",
-        workloads: &["pingpong"],
-        help: "responder's wait before answering (excluded from the RTT)",
-        words: "think time",
-    },
-    ParamSpec {
-        name: "count",
-        kind: Kind::Count,
-        default: "",
-        workloads: &["stream"],
-        help: "messages per stream case (raw: none, the stream lasts `duration`; XMPP and IRC: 100)",
-        words: "messages",
-    },
-    ParamSpec {
-        name: "duration",
-        kind: Kind::Duration,
-        default: "",
-        workloads: &["stream"],
-        help: "how long a raw stream sends (2s unless count is given); with count, whichever ends first",
-        words: "stream duration",
-    },
-];
+pub const PARAMS: &[ParamSpec] = &[PROTOCOL, WORKLOAD, PAYLOAD, ROUNDS, THINK, COUNT, DURATION];
+
+pub const PROTOCOL: ParamSpec = ParamSpec {
+    name: "protocol",
+    kind: Kind::Choice(&[]),
+    default: "",
+    workloads: WORKLOADS,
+    help: "wire protocol (the runner's registry fills in the names; `wirebench protocols` lists them)",
+    words: "protocol",
+};
+
+pub const WORKLOAD: ParamSpec = ParamSpec {
+    name: "workload",
+    kind: Kind::Choice(WORKLOADS),
+    default: "pingpong",
+    workloads: WORKLOADS,
+    help: "pingpong (latency, one message in flight), stream (throughput), load (many sessions arriving open-loop in phases, as Tsung does: xmpp only) or connect (fresh connections, each timed to its first byte: direct and the proxies)",
+    words: "workload",
+};
+
+pub const PAYLOAD: ParamSpec = ParamSpec {
+    name: "payload",
+    kind: Kind::Bytes,
+    default: "64",
+    workloads: WORKLOADS,
+    help: "payload bytes per message, after the 21-byte raw header",
+    words: "payload",
+};
+
+pub const ROUNDS: ParamSpec = ParamSpec {
+    name: "rounds",
+    kind: Kind::Count,
+    default: "1000",
+    workloads: &["pingpong"],
+    help: "ping-pong round trips per case",
+    words: "rounds",
+};
+
+pub const THINK: ParamSpec = ParamSpec {
+    name: "think",
+    kind: Kind::Duration,
+    default: "0",
+    workloads: &["pingpong"],
+    help: "responder's wait before answering (excluded from the RTT)",
+    words: "think time",
+};
+
+pub const COUNT: ParamSpec = ParamSpec {
+    name: "count",
+    kind: Kind::Count,
+    default: "",
+    workloads: &["stream"],
+    help: "messages per stream case (raw: none, the stream lasts `duration`; XMPP and IRC: 100)",
+    words: "messages",
+};
+
+pub const DURATION: ParamSpec = ParamSpec {
+    name: "duration",
+    kind: Kind::Duration,
+    default: "",
+    workloads: &["stream"],
+    help: "how long a raw stream sends (2s unless count is given); with count, whichever ends first",
+    words: "stream duration",
+};
 
 fn check_link(s: &str) -> Result<(), String> {
     LinkSpec::parse(s).map(|_| ()).map_err(|e| e.to_string())
@@ -148,132 +182,167 @@ fn check_trace(path: &str) -> Result<(), String> {
         .map_err(|e| format!("{path}: {e}"))
 }
 
-const LINK: Kind = Kind::Custom {
+const LINK_KIND: Kind = Kind::Custom {
     what: "link spec",
     check: check_link,
 };
 
 /// Parameters of the emulated link; any of them puts the case in a lab.
 pub const LINK_PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "link",
-        kind: LINK,
-        default: "",
-        workloads: WORKLOADS,
-        help: "emulated link, both directions: 2400bit/500ms or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..",
-        words: "link",
-    },
-    ParamSpec {
-        name: "uplink",
-        kind: LINK,
-        default: "",
-        workloads: WORKLOADS,
-        help: "client-to-server direction (replaces link)",
-        words: "uplink",
-    },
-    ParamSpec {
-        name: "downlink",
-        kind: LINK,
-        default: "",
-        workloads: WORKLOADS,
-        help: "server-to-client direction (replaces link)",
-        words: "downlink",
-    },
-    ParamSpec {
-        name: "link2",
-        kind: LINK,
-        default: "",
-        workloads: WORKLOADS,
-        help: "a second path between the hosts, both directions, for Multipath TCP (mptcp=on): 10Mbit/40ms",
-        words: "second path",
-    },
-    ParamSpec {
-        name: "link.rate",
-        kind: Kind::Rate,
-        default: "",
-        workloads: WORKLOADS,
-        help: "link rate, both directions",
-        words: "link rate",
-    },
-    ParamSpec {
-        name: "link.delay",
-        kind: Kind::Duration,
-        default: "",
-        workloads: WORKLOADS,
-        help: "one-way delay, both directions",
-        words: "one-way delay",
-    },
-    ParamSpec {
-        name: "link.jitter",
-        kind: Kind::Duration,
-        default: "",
-        workloads: WORKLOADS,
-        help: "extra delay drawn uniformly from [0, jitter]",
-        words: "jitter",
-    },
-    ParamSpec {
-        name: "link.loss",
-        kind: Kind::Custom {
-            what: "loss",
-            check: check_loss,
-        },
-        default: "",
-        workloads: WORKLOADS,
-        help: "random loss: 1%, 0.01 or ge:p_gb/p_bg/loss_good/loss_bad",
-        words: "loss",
-    },
-    ParamSpec {
-        name: "link.queue",
-        kind: Kind::Bytes,
-        default: "",
-        workloads: WORKLOADS,
-        help: "drop-tail queue bound in bytes",
-        words: "queue",
-    },
-    ParamSpec {
-        name: "link.mtu",
-        kind: Kind::Count,
-        default: "",
-        workloads: WORKLOADS,
-        help: "link MTU in bytes",
-        words: "MTU",
-    },
-    ParamSpec {
-        name: "link.outage",
-        kind: Kind::Custom {
-            what: "outage",
-            check: check_outage,
-        },
-        default: "",
-        workloads: WORKLOADS,
-        help: "scheduled outage, both directions, replacing any given in link: START+DURATION (30s+10s: down from 30 s after the link is set up, for 10 s), every PERIOD for DURATION [from START], or none",
-        words: "outage",
-    },
-    ParamSpec {
-        name: "link.trace",
-        kind: Kind::Custom {
-            what: "Mahimahi trace file",
-            check: check_trace,
-        },
-        default: "",
-        workloads: WORKLOADS,
-        help: "Mahimahi trace file (one 1500-byte delivery opportunity per line, in ms); replaces the rate",
-        words: "trace",
-    },
-    ParamSpec {
-        name: "link.paths",
-        kind: Kind::Custom {
-            what: "path round-trip distribution",
-            check: check_paths,
-        },
-        default: "",
-        workloads: WORKLOADS,
-        help: "a round trip per connection, drawn from a distribution and added to the link's delay: s3, lognormal:p50=20ms,p95=200ms, uniform:10ms..300ms, fixed:50ms or cdf:FILE",
-        words: "path round trips",
-    },
+    LINK,
+    UPLINK,
+    DOWNLINK,
+    LINK2,
+    LINK_RATE,
+    LINK_DELAY,
+    LINK_JITTER,
+    LINK_LOSS,
+    LINK_QUEUE,
+    LINK_MTU,
+    LINK_OUTAGE,
+    LINK_TRACE,
+    LINK_PATHS,
 ];
 
+pub const LINK: ParamSpec = ParamSpec {
+    name: "link",
+    kind: LINK_KIND,
+    default: "",
+    workloads: WORKLOADS,
+    help: "emulated link, both directions: 2400bit/500ms or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..",
+    words: "link",
+};
+
+pub const UPLINK: ParamSpec = ParamSpec {
+    name: "uplink",
+    kind: LINK_KIND,
+    default: "",
+    workloads: WORKLOADS,
+    help: "client-to-server direction (replaces link)",
+    words: "uplink",
+};
+
+pub const DOWNLINK: ParamSpec = ParamSpec {
+    name: "downlink",
+    kind: LINK_KIND,
+    default: "",
+    workloads: WORKLOADS,
+    help: "server-to-client direction (replaces link)",
+    words: "downlink",
+};
+
+pub const LINK2: ParamSpec = ParamSpec {
+    name: "link2",
+    kind: LINK_KIND,
+    default: "",
+    workloads: WORKLOADS,
+    help: "a second path between the hosts, both directions, for Multipath TCP (mptcp=on): 10Mbit/40ms",
+    words: "second path",
+};
+
+pub const LINK_RATE: ParamSpec = ParamSpec {
+    name: "link.rate",
+    kind: Kind::Rate,
+    default: "",
+    workloads: WORKLOADS,
+    help: "link rate, both directions",
+    words: "link rate",
+};
+
+pub const LINK_DELAY: ParamSpec = ParamSpec {
+    name: "link.delay",
+    kind: Kind::Duration,
+    default: "",
+    workloads: WORKLOADS,
+    help: "one-way delay, both directions",
+    words: "one-way delay",
+};
+
+pub const LINK_JITTER: ParamSpec = ParamSpec {
+    name: "link.jitter",
+    kind: Kind::Duration,
+    default: "",
+    workloads: WORKLOADS,
+    help: "extra delay drawn uniformly from [0, jitter]",
+    words: "jitter",
+};
+
+pub const LINK_LOSS: ParamSpec = ParamSpec {
+    name: "link.loss",
+    kind: Kind::Custom {
+        what: "loss",
+        check: check_loss,
+    },
+    default: "",
+    workloads: WORKLOADS,
+    help: "random loss: 1%, 0.01 or ge:p_gb/p_bg/loss_good/loss_bad",
+    words: "loss",
+};
+
+pub const LINK_QUEUE: ParamSpec = ParamSpec {
+    name: "link.queue",
+    kind: Kind::Bytes,
+    default: "",
+    workloads: WORKLOADS,
+    help: "drop-tail queue bound in bytes",
+    words: "queue",
+};
+
+pub const LINK_MTU: ParamSpec = ParamSpec {
+    name: "link.mtu",
+    kind: Kind::Count,
+    default: "",
+    workloads: WORKLOADS,
+    help: "link MTU in bytes",
+    words: "MTU",
+};
+
+pub const LINK_OUTAGE: ParamSpec = ParamSpec {
+    name: "link.outage",
+    kind: Kind::Custom {
+        what: "outage",
+        check: check_outage,
+    },
+    default: "",
+    workloads: WORKLOADS,
+    help: "scheduled outage, both directions, replacing any given in link: START+DURATION (30s+10s: down from 30 s after the link is set up, for 10 s), every PERIOD for DURATION [from START], or none",
+    words: "outage",
+};
+
+pub const LINK_TRACE: ParamSpec = ParamSpec {
+    name: "link.trace",
+    kind: Kind::Custom {
+        what: "Mahimahi trace file",
+        check: check_trace,
+    },
+    default: "",
+    workloads: WORKLOADS,
+    help: "Mahimahi trace file (one 1500-byte delivery opportunity per line, in ms); replaces the rate",
+    words: "trace",
+};
+
+pub const LINK_PATHS: ParamSpec = ParamSpec {
+    name: "link.paths",
+    kind: Kind::Custom {
+        what: "path round-trip distribution",
+        check: check_paths,
+    },
+    default: "",
+    workloads: WORKLOADS,
+    help: "a round trip per connection, drawn from a distribution and added to the link's delay: s3, lognormal:p50=20ms,p95=200ms, uniform:10ms..300ms, fixed:50ms or cdf:FILE",
+    words: "path round trips",
+};
+
 impl ParamSpec {
+    /// The words of a choice parameter (empty for other kinds), for tests that check an
+    /// enum has a variant for each.
+    pub fn choices(&self) -> &'static [&'static str] {
+        match self.kind {
+            Kind::Choice(words) => words,
+            _ => &[],
+        }
+    }
+
     /// Parses a value as typed and checks it against what the parameter allows, so the
     /// command line and scenario files refuse the same values.
     pub fn parse(&self, text: &str) -> Result<ParamValue, ValueError> {
@@ -327,4 +396,63 @@ pub const MAX_PAYLOAD: u64 = u32::MAX as u64 - 17;
 /// Whether a parameter describes the emulated link.
 pub fn is_link(name: &str) -> bool {
     LINK_PARAMS.iter().any(|p| p.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Case;
+
+    /// The spec and the enum cannot drift: a choice added to `mode` needs a variant.
+    #[test]
+    fn every_mode_parses() {
+        for w in MODE.choices() {
+            assert!(Mode::from_word(w).is_some(), "mode={w}");
+        }
+    }
+
+    fn case(point: &[(&ParamSpec, &str)]) -> Case {
+        Case {
+            index: 1,
+            point: point
+                .iter()
+                .map(|(s, v)| (s.name.to_string(), s.parse(v).unwrap()))
+                .collect(),
+            ignored: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn readers_fall_back_to_the_default() {
+        let bare = case(&[]);
+        assert_eq!(bare.choice(&MODE), "oneway");
+        assert!(bare.is_on(&NODELAY));
+        assert_eq!(bare.count(&ROUNDS), Some(1000));
+        assert_eq!(bare.bytes(&PAYLOAD), Some(64));
+        assert_eq!(bare.duration(&THINK), Some(Duration::ZERO));
+        // No default: absent.
+        assert_eq!(bare.count(&COUNT), None);
+        assert_eq!(bare.text(&LINK), None);
+        assert_eq!(bare.choice(&LINK), "");
+        assert!(!bare.has(&MODE));
+        assert_eq!(Mode::of(&bare), Mode::OneWay);
+
+        let set = case(&[
+            (&MODE, "echo"),
+            (&NODELAY, "off"),
+            (&ROUNDS, "7"),
+            (&PAYLOAD, "1k"),
+            (&THINK, "5ms"),
+            (&COUNT, "3"),
+        ]);
+        assert!(set.has(&MODE));
+        assert_eq!(Mode::of(&set), Mode::Echo);
+        assert!(!set.is_on(&NODELAY));
+        assert_eq!(set.count(&ROUNDS), Some(7));
+        assert_eq!(set.bytes(&PAYLOAD), Some(1024));
+        assert_eq!(set.duration(&THINK), Some(Duration::from_millis(5)));
+        assert_eq!(set.count(&COUNT), Some(3));
+        // A value of another type is not read as this one.
+        assert_eq!(set.duration(&ROUNDS), None);
+    }
 }

@@ -32,7 +32,6 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use wirebench_model::Value;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::Fault;
 use wirebench_protocol::stats::{histogram, mean, percentile, secs};
@@ -164,11 +163,7 @@ pub async fn open(
 /// is plain TCP: the handshake and the message, or one when TCP Fast Open carries the
 /// message in the SYN (`tfo=on`).
 pub fn tcp_round_trips(case: &Case) -> f64 {
-    if case.word("tfo") == Some("on") {
-        1.0
-    } else {
-        2.0
-    }
+    if case.is_on(&params::TFO) { 1.0 } else { 2.0 }
 }
 
 /// Turns TCP Fast Open on for a case: client and server bits of `net.ipv4.tcp_fastopen`
@@ -246,17 +241,18 @@ pub struct Plan {
 
 impl Plan {
     pub fn from_case(case: &Case) -> Result<Plan, WorkloadError> {
-        let count =
-            |name: &str, default: u64| case.get(name).and_then(Value::as_count).unwrap_or(default);
-        let connects = count("connects", 200);
-        let rate = match case.word("rate") {
+        use wirebench_rpc::params::RATE;
+        // The spec has a default, so the count is always there.
+        let connects = case.count(&params::CONNECTS).unwrap_or_default();
+        let rate = match case.text(&RATE) {
             Some(text) => Some(
                 wirebench_rpc::params::parse_rate(text)
                     .ok()
                     .filter(|r| *r > 0.0 && r.is_finite())
                     .ok_or_else(|| {
                         WorkloadError::Input(format!(
-                            "rate={text}: connections per second above 0, e.g. 500/s"
+                            "{}={text}: connections per second above 0, e.g. 500/s",
+                            RATE.name
                         ))
                     })?,
             ),
@@ -264,14 +260,13 @@ impl Plan {
         };
         // In the open loop `concurrency` only bounds the connections in flight; unset,
         // it does not hold the schedule back.
-        let concurrency = count(
-            "concurrency",
-            if rate.is_some() {
+        let concurrency = case
+            .count(&params::CONCURRENCY)
+            .unwrap_or(if rate.is_some() {
                 connects.min(10_000)
             } else {
                 1
-            },
-        );
+            });
         if connects == 0 {
             return Err(WorkloadError::Input("connects=0: open at least one".into()));
         }
@@ -296,8 +291,8 @@ impl Plan {
             connects,
             concurrency,
             payload,
-            tfo: case.word("tfo") == Some("on"),
-            mptcp: case.word("mptcp") == Some("on"),
+            tfo: case.is_on(&params::TFO),
+            mptcp: case.is_on(&params::MPTCP),
             rate,
         })
         .and_then(|p| {

@@ -40,7 +40,12 @@ pub const TARGET: ParamSpec = ParamSpec {
 
 /// Whether `case` targets a server already running rather than one of its own.
 pub fn has_target(case: &wirebench_protocol::Case) -> bool {
-    case.word("target").is_some_and(|t| t != "builtin")
+    case.text(&TARGET).is_some_and(|t| t != "builtin")
+}
+
+/// The server `case` targets: `None` for the one started for the case.
+pub fn target(case: &wirebench_protocol::Case) -> Result<Option<std::net::SocketAddr>, String> {
+    parse_target(case.text(&TARGET).unwrap_or("builtin"))
 }
 
 fn check_target(text: &str) -> Result<(), String> {

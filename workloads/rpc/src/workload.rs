@@ -22,6 +22,7 @@ use wirebench_model::clock::monotonic_ns;
 use wirebench_payload::Pattern;
 use wirebench_payload::tally::Tally;
 use wirebench_protocol::Fault;
+use wirebench_protocol::params::{Mode, NODELAY};
 use wirebench_protocol::stats::{
     histogram, interrupted, mean, percentile, push_counts, push_load_rtts, push_rtts, secs,
 };
@@ -63,10 +64,8 @@ impl Plan {
     pub fn from_case(case: &Case, seed: u64) -> Result<Plan, WorkloadError> {
         let payload = usize::try_from(case.payload())
             .map_err(|_| WorkloadError::Input("payload too large".into()))?;
-        let connections = case
-            .get("connections")
-            .and_then(wirebench_model::Value::as_count)
-            .unwrap_or(1);
+        // The spec has a default, so the count is always there.
+        let connections = case.count(&crate::params::CONNECTIONS).unwrap_or_default();
         let connections = u32::try_from(connections)
             .ok()
             .filter(|c| (1..=10_000).contains(c))
@@ -76,7 +75,7 @@ impl Plan {
                 ))
             })?;
         let what = match case.workload_params() {
-            Workload::PingPong { rounds, .. } => match case.word("rate") {
+            Workload::PingPong { rounds, .. } => match case.text(&crate::params::RATE) {
                 Some(r) => What::Rate {
                     requests: rounds,
                     per_s: crate::params::parse_rate(r).map_err(WorkloadError::Input)?,
@@ -88,7 +87,7 @@ impl Plan {
                 },
             },
             Workload::Stream { count, duration } => What::Stream {
-                echo: case.word("mode") == Some("echo"),
+                echo: Mode::of(case).is_echo(),
                 count,
                 duration,
             },
@@ -112,7 +111,7 @@ impl Plan {
             payload,
             seed,
             think: case.workload_params().think(),
-            nodelay: case.word("nodelay") != Some("off"),
+            nodelay: case.is_on(&NODELAY),
             what,
         })
     }
@@ -752,8 +751,7 @@ where
     C: Connect,
     S: Streams,
 {
-    let target = crate::params::parse_target(case.word("target").unwrap_or("builtin"))
-        .map_err(WorkloadError::Input)?;
+    let target = crate::params::target(case).map_err(WorkloadError::Input)?;
     if let Some(addr) = target {
         return run_against(env, case, ctx, addr, client, overhead);
     }

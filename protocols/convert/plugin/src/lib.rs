@@ -192,8 +192,8 @@ impl Protocol for Convert {
         _link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
-        let tfo = case.word("tfo") == Some("on");
-        let mptcp = case.word("mptcp") == Some("on");
+        let tfo = case.is_on(&wirebench_connect::params::TFO);
+        let mptcp = case.is_on(&wirebench_connect::params::MPTCP);
         let lab = env.lab;
         let legs = Arc::new(converter::Legs::default());
         let kept = legs.clone();

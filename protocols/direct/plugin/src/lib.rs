@@ -68,8 +68,8 @@ impl Protocol for DirectProtocol {
         _link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
-        let tfo = case.word("tfo") == Some("on");
-        let mptcp = case.word("mptcp") == Some("on");
+        let tfo = case.is_on(&wirebench_connect::params::TFO);
+        let mptcp = case.is_on(&wirebench_connect::params::MPTCP);
         run_case(env, case, ctx, |_| Ok((Direct { tfo, mptcp }, Vec::new())))
     }
 }

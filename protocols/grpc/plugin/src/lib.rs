@@ -17,7 +17,7 @@ use tonic::transport::{Channel, Endpoint};
 use wirebench_model::Kind;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::Fault;
-use wirebench_protocol::params::{MODE, ParamSpec};
+use wirebench_protocol::params::{MODE, Mode, ParamSpec};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
 use wirebench_rpc::{Call, Connect, Connected, Incoming, MsgRx, MsgTx, Opened, Streams, Summary};
@@ -32,6 +32,27 @@ pub const CALL: ParamSpec = ParamSpec {
 };
 
 const PARAMS: &[ParamSpec] = &[CALL, MODE, RATE, CONNECTIONS, TARGET];
+
+/// [`CALL`], typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CallKind {
+    Unary,
+    Stream,
+}
+
+impl CallKind {
+    fn from_word(word: &str) -> Option<CallKind> {
+        match word {
+            "unary" => Some(CallKind::Unary),
+            "stream" => Some(CallKind::Stream),
+            _ => None,
+        }
+    }
+
+    fn of(case: &Case) -> CallKind {
+        CallKind::from_word(case.choice(&CALL)).unwrap_or(CallKind::Unary)
+    }
+}
 
 /// A message's gRPC framing (5 bytes), protobuf tag and length (~4), and for a unary call
 /// the HTTP/2 HEADERS and trailers (~60 with HPACK): for link budgets only.
@@ -66,7 +87,7 @@ impl Protocol for Grpc {
     }
 
     fn stream_echoes(&self, case: &Case) -> bool {
-        case.word("mode") == Some("echo")
+        Mode::of(case).is_echo()
     }
 
     fn serve_alone_help(&self) -> Option<&'static str> {
@@ -94,7 +115,7 @@ impl Protocol for Grpc {
         _link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
-        let streaming = case.word("grpc.call") == Some("stream");
+        let streaming = CallKind::of(case) == CallKind::Stream;
         wirebench_rpc::workload::run_case(
             env,
             case,
@@ -332,6 +353,19 @@ impl MsgRx for Rx {
                         )
                     })
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CALL, CallKind};
+
+    /// The spec and the enum cannot drift: a choice added to `grpc.call` needs a variant.
+    #[test]
+    fn every_choice_parses() {
+        for w in CALL.choices() {
+            assert!(CallKind::from_word(w).is_some(), "grpc.call={w}");
         }
     }
 }

@@ -11,7 +11,7 @@ pub use wirebench_rpc::http::{client, codec, h1, server};
 use client::{HttpClient, Version};
 use std::sync::Arc;
 use wirebench_model::Kind;
-use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
+use wirebench_protocol::params::{MODE, Mode, NODELAY, ParamSpec};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 use wirebench_rpc::NoStreams;
 use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
@@ -58,7 +58,7 @@ impl Protocol for Http {
     }
 
     fn stream_echoes(&self, case: &Case) -> bool {
-        case.word("mode") == Some("echo")
+        Mode::of(case).is_echo()
     }
 
     fn serve_alone_help(&self) -> Option<&'static str> {
@@ -86,7 +86,7 @@ impl Protocol for Http {
         _link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
-        let version = Version::from_word(case.word("http.version"));
+        let version = Version::from_word(case.choice(&VERSION)).unwrap_or(Version::Http1);
         wirebench_rpc::workload::run_case(
             env,
             case,
@@ -105,5 +105,18 @@ impl Protocol for Http {
             },
             OVERHEAD,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{VERSION, Version};
+
+    /// The spec and the enum cannot drift: a choice added to `http.version` needs a variant.
+    #[test]
+    fn every_choice_parses() {
+        for w in VERSION.choices() {
+            assert!(Version::from_word(w).is_some(), "http.version={w}");
+        }
     }
 }

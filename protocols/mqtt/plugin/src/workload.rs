@@ -69,17 +69,27 @@ pub struct MqttRun {
 
 /// `mqtt.version` as the engine's version.
 pub fn version_of(case: &Case) -> Version {
-    match case.word("mqtt.version") {
-        Some("5") => Version::V5,
-        _ => Version::V311,
-    }
+    version_from_word(case.choice(&crate::VERSION)).unwrap_or(Version::V311)
 }
 
 /// `mqtt.qos` as the engine's QoS.
 pub fn qos_of(case: &Case) -> QoS {
-    match case.word("mqtt.qos") {
-        Some("1") => QoS::AtLeastOnce,
-        _ => QoS::AtMostOnce,
+    qos_from_word(case.choice(&crate::QOS)).unwrap_or(QoS::AtMostOnce)
+}
+
+fn version_from_word(word: &str) -> Option<Version> {
+    match word {
+        "3.1.1" => Some(Version::V311),
+        "5" => Some(Version::V5),
+        _ => None,
+    }
+}
+
+fn qos_from_word(word: &str) -> Option<QoS> {
+    match word {
+        "0" => Some(QoS::AtMostOnce),
+        "1" => Some(QoS::AtLeastOnce),
+        _ => None,
     }
 }
 
@@ -256,6 +266,18 @@ pub fn run(run: &MqttRun, ctx: &Ctx, out: &mut Outcome) -> Result<(), WorkloadEr
 mod tests {
     use super::*;
     use wirebench_chat::{seed_a, seed_b};
+
+    /// The specs and the engine's enums cannot drift: a choice added to a spec needs a
+    /// variant.
+    #[test]
+    fn every_choice_parses() {
+        for w in crate::VERSION.choices() {
+            assert!(version_from_word(w).is_some(), "mqtt.version={w}");
+        }
+        for w in crate::QOS.choices() {
+            assert!(qos_from_word(w).is_some(), "mqtt.qos={w}");
+        }
+    }
 
     #[test]
     fn payloads_are_reproducible() {

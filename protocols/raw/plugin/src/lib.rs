@@ -95,7 +95,7 @@ impl Protocol for Raw {
     }
 
     fn stream_echoes(&self, case: &Case) -> bool {
-        case.word("mode") == Some("echo")
+        wirebench_protocol::params::Mode::of(case).is_echo()
     }
 
     fn message_overhead(&self) -> Option<u64> {
@@ -267,7 +267,7 @@ fn payload_of(case: &Case) -> Result<u32, WorkloadError> {
 }
 
 fn nodelay_of(case: &Case) -> bool {
-    case.word("nodelay") != Some("off")
+    case.is_on(&NODELAY)
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ impl Stream {
         };
         Ok(Stream {
             protocol: "raw".into(),
-            mode: if case.word("mode") == Some("echo") {
+            mode: if wirebench_protocol::params::Mode::of(case).is_echo() {
                 Mode::Echo
             } else {
                 Mode::OneWay

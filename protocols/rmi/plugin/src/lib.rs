@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use wirebench_protocol::Fault;
-use wirebench_protocol::params::{MODE, ParamSpec};
+use wirebench_protocol::params::{MODE, Mode, ParamSpec};
 use wirebench_protocol::peer::stop_child;
 use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::stats::{push_counts, push_load_rtts, push_rtts, secs};
@@ -65,7 +65,7 @@ impl Protocol for Rmi {
     }
 
     fn stream_echoes(&self, case: &Case) -> bool {
-        case.word("mode") == Some("echo")
+        Mode::of(case).is_echo()
     }
 
     /// Two JVMs per case (server and client) cost a second beside the workload; javac at
@@ -289,7 +289,7 @@ fn client_args(
             ]);
         }
         Workload::Stream { count, duration } => {
-            let mode = case.word("mode").unwrap_or("oneway");
+            let mode = case.choice(&MODE);
             a.extend([
                 "--workload".into(),
                 "stream".into(),
@@ -425,7 +425,7 @@ fn outcome(case: &Case, r: Report, think: Duration) -> Result<Outcome, WorkloadE
             );
         }
         _ => {
-            let echo = case.word("mode") == Some("echo");
+            let echo = Mode::of(case).is_echo();
             let delivered = if echo { r.received } else { r.server_messages };
             let bytes = delivered * case.payload();
             if r.elapsed_ns > 0 {

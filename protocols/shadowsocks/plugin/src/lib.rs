@@ -12,13 +12,13 @@
 //!
 //! The codec is `wirebench-shadowsocks` (protocols/shadowsocks/engine).
 
-mod dial;
 mod method;
 pub mod peers;
+mod plugin;
 pub mod server;
 pub mod stream;
 
-pub use dial::{Shadowsocks, ShadowsocksDial};
+pub use plugin::{Shadowsocks, ShadowsocksDial};
 
 /// The plugin, for the runner's registry.
 pub static PLUGIN: &dyn wirebench_protocol::Protocol = &Shadowsocks;

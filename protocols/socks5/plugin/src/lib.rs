@@ -62,6 +62,70 @@ const PARAMS: &[ParamSpec] = &[
     wirebench_rpc::params::RATE,
 ];
 
+/// A case's parameters, read once; the drivers take these, never the case's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    pub server: Server,
+    pub auth: Auth,
+    /// `socks5.pipeline=on`: greeting and request in one write.
+    pub pipeline: bool,
+}
+
+/// `socks5.server`: whose proxy the case measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    Ours,
+    Microsocks,
+    Dante,
+}
+
+/// `socks5.auth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    None,
+    /// RFC 1929 username/password.
+    UserPass,
+}
+
+impl Server {
+    fn from_word(word: &str) -> Option<Server> {
+        Some(match word {
+            "ours" => Server::Ours,
+            "microsocks" => Server::Microsocks,
+            "dante" => Server::Dante,
+            _ => return None,
+        })
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Server::Ours => "ours",
+            Server::Microsocks => "microsocks",
+            Server::Dante => "dante",
+        }
+    }
+}
+
+impl Auth {
+    fn from_word(word: &str) -> Option<Auth> {
+        Some(match word {
+            "none" => Auth::None,
+            "userpass" => Auth::UserPass,
+            _ => return None,
+        })
+    }
+}
+
+impl Params {
+    pub fn from_case(case: &Case) -> Params {
+        Params {
+            server: Server::from_word(case.choice(&SERVER)).unwrap_or(Server::Ours),
+            auth: Auth::from_word(case.choice(&AUTH)).unwrap_or(Auth::None),
+            pipeline: case.is_on(&PIPELINE),
+        }
+    }
+}
+
 /// The credentials of `socks5.auth=userpass` cases (the proxy is the case's own).
 const USER: &[u8] = b"wirebench";
 const PASS: &[u8] = b"wirebench";
@@ -199,9 +263,9 @@ impl Dial for Socks5Dial {
 
 /// Round trips the SOCKS5 handshake adds: method choice and request (or both at once
 /// when pipelined), plus RFC 1929's exchange.
-fn handshake_round_trips(case: &Case) -> u32 {
-    let userpass = u32::from(case.word("socks5.auth") == Some("userpass"));
-    if case.word("socks5.pipeline") == Some("on") {
+fn handshake_round_trips(p: Params) -> u32 {
+    let userpass = u32::from(p.auth == Auth::UserPass);
+    if p.pipeline {
         1 + userpass
     } else {
         2 + userpass
@@ -231,20 +295,21 @@ impl Protocol for Socks5 {
     }
 
     fn servers(&self, case: &Case) -> Option<&'static str> {
-        Some(match case.word("socks5.server") {
-            Some("microsocks") => "microsocks and an echo server of ours started per case",
-            Some("dante") => "Dante and an echo server of ours started per case",
-            _ => "a SOCKS5 proxy and an echo server of ours started per case",
+        Some(match Params::from_case(case).server {
+            Server::Microsocks => "microsocks and an echo server of ours started per case",
+            Server::Dante => "Dante and an echo server of ours started per case",
+            Server::Ours => "a SOCKS5 proxy and an echo server of ours started per case",
         })
     }
 
     fn prerequisites(&self, case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
-        let kind = match case.word("socks5.server") {
-            Some("microsocks") => peers::Kind::Microsocks,
-            Some("dante") => peers::Kind::Dante,
-            _ => return Vec::new(),
+        let server = Params::from_case(case).server;
+        let kind = match server {
+            Server::Microsocks => peers::Kind::Microsocks,
+            Server::Dante => peers::Kind::Dante,
+            Server::Ours => return Vec::new(),
         };
-        let why = format!("socks5.server={}", case.word("socks5.server").unwrap_or(""));
+        let why = format!("{}={}", SERVER.name, server.word());
         vec![kind.requirement().because(why)]
     }
 
@@ -253,7 +318,7 @@ impl Protocol for Socks5 {
     }
 
     fn connect_round_trips(&self, case: &Case) -> f64 {
-        2.0 + f64::from(handshake_round_trips(case))
+        2.0 + f64::from(handshake_round_trips(Params::from_case(case)))
     }
 
     fn serve_alone_help(&self) -> Option<&'static str> {
@@ -285,21 +350,21 @@ impl Protocol for Socks5 {
         _link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
-        let userpass =
-            (case.word("socks5.auth") == Some("userpass")).then(|| (USER.to_vec(), PASS.to_vec()));
-        let pipeline = case.word("socks5.pipeline") == Some("on");
+        let params = Params::from_case(case);
+        let userpass = (params.auth == Auth::UserPass).then(|| (USER.to_vec(), PASS.to_vec()));
+        let pipeline = params.pipeline;
         if pipeline && userpass.is_some() {
-            return Err(WorkloadError::Input(
-                "socks5.pipeline=on with socks5.auth=userpass: a client can only send its request with the greeting when no-auth is the one method it offers".into(),
-            ));
+            return Err(WorkloadError::Input(format!(
+                "{}=on with {}=userpass: a client can only send its request with the greeting when no-auth is the one method it offers",
+                PIPELINE.name, AUTH.name
+            )));
         }
         let lab = env.lab;
-        let server = case.word("socks5.server").unwrap_or("ours");
         let dir = env.peer_dir(case, repeat);
         let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
-            let (proxy, placed, external) = match server {
-                "microsocks" | "dante" => {
-                    let kind = if server == "dante" {
+            let (proxy, placed, external) = match params.server {
+                Server::Microsocks | Server::Dante => {
+                    let kind = if params.server == Server::Dante {
                         peers::Kind::Dante
                     } else {
                         peers::Kind::Microsocks
@@ -308,7 +373,7 @@ impl Protocol for Socks5 {
                     let e = peers::start(kind, lab, &dir, origin, up)?;
                     (e.addr, Vec::new(), Some(e))
                 }
-                _ => {
+                Server::Ours => {
                     let cfg = Arc::new(server::Config {
                         userpass: userpass.clone(),
                         allow: server::Allow::Only(vec![origin]),
@@ -328,8 +393,25 @@ impl Protocol for Socks5 {
         })?;
         out.notes.push(format!(
             "SOCKS5 handshake: {} round trip(s) before the client's first byte",
-            handshake_round_trips(case)
+            handshake_round_trips(params)
         ));
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AUTH, Auth, SERVER, Server};
+
+    /// The specs and the enums cannot drift: a choice added to a spec needs a variant.
+    #[test]
+    fn every_choice_parses() {
+        for w in SERVER.choices() {
+            let s = Server::from_word(w).unwrap_or_else(|| panic!("socks5.server={w}"));
+            assert_eq!(s.word(), *w);
+        }
+        for w in AUTH.choices() {
+            assert!(Auth::from_word(w).is_some(), "socks5.auth={w}");
+        }
     }
 }

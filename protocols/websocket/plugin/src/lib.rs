@@ -61,7 +61,7 @@ impl Protocol for WebSocket {
     }
 
     fn stream_echoes(&self, case: &Case) -> bool {
-        case.word("mode") == Some("echo")
+        wirebench_protocol::params::Mode::of(case).is_echo()
     }
 
     fn serve_alone_help(&self) -> Option<&'static str> {

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wirebench_load::{Arrivals, Dist, Interval, Phase, Schedule, Series, Wire};
-use wirebench_model::{Kind, Value};
+use wirebench_model::Kind;
 use wirebench_protocol::Fault;
 use wirebench_protocol::params::{ON_OFF, ParamSpec};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, Start, WorkloadError};
@@ -129,153 +129,185 @@ pub fn target_addr(s: &str) -> Result<Option<std::net::SocketAddr>, String> {
 }
 
 pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "load.target",
-        kind: Kind::Custom {
-            what: "load target",
-            check: check_target,
-        },
-        default: "builtin",
-        workloads: LOAD,
-        help: "the server sessions log in to: builtin (started for the case), or IP:PORT of one already running on loopback or in the lab, with accounts user<N>/pass<N> (Tsung's convention), e.g. `wirebench serve --xmpp 127.0.0.1:5222` or Prosody; a sharded run (--shard) needs one: every shard loads it",
-        words: "load target",
-    },
-    ParamSpec {
-        name: "load.domain",
-        kind: Kind::Custom {
-            what: "XMPP domain",
-            check: check_domain,
-        },
-        default: DOMAIN,
-        workloads: LOAD,
-        help: "the XMPP domain of the accounts (with load.target=IP:PORT: the server's)",
-        words: "domain",
-    },
-    ParamSpec {
-        name: "load.phases",
-        kind: Kind::Custom {
-            what: "arrival phases",
-            check: check_phases,
-        },
-        default: "5s@200/s",
-        workloads: LOAD,
-        help: "arrival phases, DURATION@RATE[:max=N] joined by +, e.g. 30s@1000/s+10m@0 (Tsung's arrivalphase: sessions per second, at most N; rate 0 holds)",
-        words: "arrival phases",
-    },
-    ParamSpec {
-        name: "load.arrivals",
-        kind: Kind::Choice(&["poisson", "uniform"]),
-        default: "poisson",
-        workloads: LOAD,
-        help: "gaps between arrivals: poisson (exponential, as Tsung) or uniform",
-        words: "arrivals",
-    },
-    ParamSpec {
-        name: "load.stay",
-        kind: Kind::Custom {
-            what: "duration or distribution",
-            check: check_dist,
-        },
-        default: "10s",
-        workloads: LOAD,
-        help: "how long each session stays, from its intended start, before it leaves: a duration, exp:MEAN (exponential, Tsung's random thinktime) or uniform:MIN..MAX, drawn per session",
-        words: "session stay",
-    },
-    ParamSpec {
-        name: "load.every",
-        kind: Kind::Custom {
-            what: "duration or distribution",
-            check: check_dist,
-        },
-        default: "1s",
-        workloads: LOAD,
-        help: "each session sends its partner (user 2k-1 <-> 2k) a message this often until it leaves (0: no messages); a duration, exp:MEAN or uniform:MIN..MAX drawn for each gap",
-        words: "message interval",
-    },
-    ParamSpec {
-        name: "load.think",
-        kind: Kind::Custom {
-            what: "duration or distribution",
-            check: check_dist,
-        },
-        default: "2s",
-        workloads: LOAD,
-        help: "think time before the first message: it is meant this long after the session's intended start (a duration, exp:MEAN or uniform:MIN..MAX, drawn per session)",
-        words: "first message",
-    },
-    ParamSpec {
-        name: "load.mech",
-        kind: Kind::Choice(&["PLAIN", "SCRAM-SHA-1", "SCRAM-SHA-256"]),
-        default: "PLAIN",
-        workloads: LOAD,
-        help: "SASL mechanism of every session",
-        words: "SASL mechanism",
-    },
-    ParamSpec {
-        name: "load.tls",
-        kind: Kind::Choice(ON_OFF),
-        default: "off",
-        workloads: LOAD,
-        help: "STARTTLS before authenticating (RFC 6120 section 5): the built-in server offers it with a certificate made for the case; a load.target server must offer it (its certificate is not checked)",
-        words: "STARTTLS",
-    },
-    ParamSpec {
-        name: "load.roster",
-        kind: Kind::Choice(ON_OFF),
-        default: "on",
-        workloads: LOAD,
-        help: "fetch the roster after binding",
-        words: "roster get",
-    },
-    ParamSpec {
-        name: "load.presence",
-        kind: Kind::Choice(ON_OFF),
-        default: "on",
-        workloads: LOAD,
-        help: "send initial presence (the server fans it out to online contacts)",
-        words: "initial presence",
-    },
-    ParamSpec {
-        name: "load.contacts",
-        kind: Kind::Count,
-        default: "2",
-        workloads: LOAD,
-        help: "roster size of every user: the k/2 users before and after it (0: empty rosters; study S4 used 0 and 50)",
-        words: "roster size",
-    },
-    ParamSpec {
-        name: "load.online",
-        kind: Kind::Choice(&["all", "half"]),
-        default: "all",
-        workloads: LOAD,
-        help: "which users log in: all, or half (every other user, so half of each roster is online, as in study S4)",
-        words: "users online",
-    },
-    ParamSpec {
-        name: "load.interval",
-        kind: Kind::Duration,
-        default: "1s",
-        workloads: LOAD,
-        help: "width of the time series' intervals (the .load.csv file)",
-        words: "interval",
-    },
-    ParamSpec {
-        name: "load.samples",
-        kind: Kind::Choice(ON_OFF),
-        default: "off",
-        workloads: LOAD,
-        help: "also write every latency sample, raw, beside the record (case-NNNN-rK.load.samples.wW.csv, about 20 bytes a sample): to check percentiles against the histograms",
-        words: "raw samples",
-    },
-    ParamSpec {
-        name: "load.timeout",
-        kind: Kind::Duration,
-        default: "30s",
-        workloads: LOAD,
-        help: "a session not logged in this long after its intended start fails (timeout)",
-        words: "login timeout",
-    },
+    TARGET,
+    SERVER_DOMAIN,
+    PHASES,
+    ARRIVALS,
+    STAY,
+    EVERY,
+    THINK,
+    MECH,
+    TLS,
+    ROSTER,
+    PRESENCE,
+    CONTACTS,
+    ONLINE,
+    INTERVAL,
+    SAMPLES,
+    TIMEOUT,
 ];
+
+pub const TARGET: ParamSpec = ParamSpec {
+    name: "load.target",
+    kind: Kind::Custom {
+        what: "load target",
+        check: check_target,
+    },
+    default: "builtin",
+    workloads: LOAD,
+    help: "the server sessions log in to: builtin (started for the case), or IP:PORT of one already running on loopback or in the lab, with accounts user<N>/pass<N> (Tsung's convention), e.g. `wirebench serve --xmpp 127.0.0.1:5222` or Prosody; a sharded run (--shard) needs one: every shard loads it",
+    words: "load target",
+};
+
+pub const SERVER_DOMAIN: ParamSpec = ParamSpec {
+    name: "load.domain",
+    kind: Kind::Custom {
+        what: "XMPP domain",
+        check: check_domain,
+    },
+    default: DOMAIN,
+    workloads: LOAD,
+    help: "the XMPP domain of the accounts (with load.target=IP:PORT: the server's)",
+    words: "domain",
+};
+
+pub const PHASES: ParamSpec = ParamSpec {
+    name: "load.phases",
+    kind: Kind::Custom {
+        what: "arrival phases",
+        check: check_phases,
+    },
+    default: "5s@200/s",
+    workloads: LOAD,
+    help: "arrival phases, DURATION@RATE[:max=N] joined by +, e.g. 30s@1000/s+10m@0 (Tsung's arrivalphase: sessions per second, at most N; rate 0 holds)",
+    words: "arrival phases",
+};
+
+pub const ARRIVALS: ParamSpec = ParamSpec {
+    name: "load.arrivals",
+    kind: Kind::Choice(&["poisson", "uniform"]),
+    default: "poisson",
+    workloads: LOAD,
+    help: "gaps between arrivals: poisson (exponential, as Tsung) or uniform",
+    words: "arrivals",
+};
+
+pub const STAY: ParamSpec = ParamSpec {
+    name: "load.stay",
+    kind: Kind::Custom {
+        what: "duration or distribution",
+        check: check_dist,
+    },
+    default: "10s",
+    workloads: LOAD,
+    help: "how long each session stays, from its intended start, before it leaves: a duration, exp:MEAN (exponential, Tsung's random thinktime) or uniform:MIN..MAX, drawn per session",
+    words: "session stay",
+};
+
+pub const EVERY: ParamSpec = ParamSpec {
+    name: "load.every",
+    kind: Kind::Custom {
+        what: "duration or distribution",
+        check: check_dist,
+    },
+    default: "1s",
+    workloads: LOAD,
+    help: "each session sends its partner (user 2k-1 <-> 2k) a message this often until it leaves (0: no messages); a duration, exp:MEAN or uniform:MIN..MAX drawn for each gap",
+    words: "message interval",
+};
+
+pub const THINK: ParamSpec = ParamSpec {
+    name: "load.think",
+    kind: Kind::Custom {
+        what: "duration or distribution",
+        check: check_dist,
+    },
+    default: "2s",
+    workloads: LOAD,
+    help: "think time before the first message: it is meant this long after the session's intended start (a duration, exp:MEAN or uniform:MIN..MAX, drawn per session)",
+    words: "first message",
+};
+
+pub const MECH: ParamSpec = ParamSpec {
+    name: "load.mech",
+    kind: Kind::Choice(&["PLAIN", "SCRAM-SHA-1", "SCRAM-SHA-256"]),
+    default: "PLAIN",
+    workloads: LOAD,
+    help: "SASL mechanism of every session",
+    words: "SASL mechanism",
+};
+
+pub const TLS: ParamSpec = ParamSpec {
+    name: "load.tls",
+    kind: Kind::Choice(ON_OFF),
+    default: "off",
+    workloads: LOAD,
+    help: "STARTTLS before authenticating (RFC 6120 section 5): the built-in server offers it with a certificate made for the case; a load.target server must offer it (its certificate is not checked)",
+    words: "STARTTLS",
+};
+
+pub const ROSTER: ParamSpec = ParamSpec {
+    name: "load.roster",
+    kind: Kind::Choice(ON_OFF),
+    default: "on",
+    workloads: LOAD,
+    help: "fetch the roster after binding",
+    words: "roster get",
+};
+
+pub const PRESENCE: ParamSpec = ParamSpec {
+    name: "load.presence",
+    kind: Kind::Choice(ON_OFF),
+    default: "on",
+    workloads: LOAD,
+    help: "send initial presence (the server fans it out to online contacts)",
+    words: "initial presence",
+};
+
+pub const CONTACTS: ParamSpec = ParamSpec {
+    name: "load.contacts",
+    kind: Kind::Count,
+    default: "2",
+    workloads: LOAD,
+    help: "roster size of every user: the k/2 users before and after it (0: empty rosters; study S4 used 0 and 50)",
+    words: "roster size",
+};
+
+pub const ONLINE: ParamSpec = ParamSpec {
+    name: "load.online",
+    kind: Kind::Choice(&["all", "half"]),
+    default: "all",
+    workloads: LOAD,
+    help: "which users log in: all, or half (every other user, so half of each roster is online, as in study S4)",
+    words: "users online",
+};
+
+pub const INTERVAL: ParamSpec = ParamSpec {
+    name: "load.interval",
+    kind: Kind::Duration,
+    default: "1s",
+    workloads: LOAD,
+    help: "width of the time series' intervals (the .load.csv file)",
+    words: "interval",
+};
+
+pub const SAMPLES: ParamSpec = ParamSpec {
+    name: "load.samples",
+    kind: Kind::Choice(ON_OFF),
+    default: "off",
+    workloads: LOAD,
+    help: "also write every latency sample, raw, beside the record (case-NNNN-rK.load.samples.wW.csv, about 20 bytes a sample): to check percentiles against the histograms",
+    words: "raw samples",
+};
+
+pub const TIMEOUT: ParamSpec = ParamSpec {
+    name: "load.timeout",
+    kind: Kind::Duration,
+    default: "30s",
+    workloads: LOAD,
+    help: "a session not logged in this long after its intended start fails (timeout)",
+    words: "login timeout",
+};
 
 /// A load case's settings, read from the case.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -296,57 +328,44 @@ pub struct LoadSpec {
 
 impl LoadSpec {
     pub fn from_case(case: &Case, seed: u64) -> Result<LoadSpec, WorkloadError> {
-        let dur = |n: &str, d: u64| {
-            case.get(n)
-                .and_then(Value::as_duration)
-                .unwrap_or(Duration::from_secs(d))
+        // Every spec below has a default, so each value is there.
+        let dur = |spec: &ParamSpec| case.duration(spec).unwrap_or_default();
+        let word = |spec: &ParamSpec| case.choice(spec).to_string();
+        let phases = wirebench_load::parse_phases(&word(&PHASES))
+            .map_err(|e| WorkloadError::Input(format!("{}: {e}", PHASES.name)))?;
+        let dist = |spec: &ParamSpec| {
+            Dist::parse(&word(spec))
+                .map_err(|e| WorkloadError::Input(format!("{}: {e}", spec.name)))
         };
-        let word = |n: &str, d: &'static str| case.word(n).unwrap_or(d).to_string();
-        let phases = wirebench_load::parse_phases(&word("load.phases", "5s@200/s"))
-            .map_err(|e| WorkloadError::Input(format!("load.phases: {e}")))?;
-        let dist = |n: &str, d: &'static str| {
-            Dist::parse(&word(n, d)).map_err(|e| WorkloadError::Input(format!("{n}: {e}")))
-        };
-        let every = dist("load.every", "1s")?;
+        let every = dist(&EVERY)?;
         Ok(LoadSpec {
             phases,
-            arrivals: if word("load.arrivals", "poisson") == "uniform" {
-                Arrivals::Uniform
-            } else {
-                Arrivals::Poisson
-            },
+            arrivals: arrivals_from_word(case.choice(&ARRIVALS)).unwrap_or(Arrivals::Poisson),
             seed,
             script: Script {
                 addrs: Vec::new(),
-                domain: word("load.domain", DOMAIN),
+                domain: word(&SERVER_DOMAIN),
                 first_user: 1,
-                user_stride: if word("load.online", "all") == "half" {
-                    2
-                } else {
-                    1
-                },
-                mechanism: word("load.mech", "PLAIN"),
-                roster: word("load.roster", "on") == "on",
-                presence: word("load.presence", "on") == "on",
-                stay: dist("load.stay", "10s")?,
+                user_stride: if case.choice(&ONLINE) == "half" { 2 } else { 1 },
+                mechanism: word(&MECH),
+                roster: case.is_on(&ROSTER),
+                presence: case.is_on(&PRESENCE),
+                stay: dist(&STAY)?,
                 message_every: (!every.is_zero()).then_some(every),
-                first_message: dist("load.think", "2s")?,
+                first_message: dist(&THINK)?,
                 seed,
-                tls: word("load.tls", "off") == "on",
+                tls: case.is_on(&TLS),
                 tls_cert: None,
-                login_timeout: dur("load.timeout", 30),
+                login_timeout: dur(&TIMEOUT),
                 payload: case.payload() as usize,
                 from: Vec::new(),
                 samples: None,
             },
-            samples: word("load.samples", "off") == "on",
-            width: dur("load.interval", 1).max(Duration::from_millis(10)),
-            contacts: case
-                .get("load.contacts")
-                .and_then(Value::as_count)
-                .unwrap_or(2),
-            target: target_addr(&word("load.target", "builtin"))
-                .map_err(|e| WorkloadError::Input(format!("load.target: {e}")))?,
+            samples: case.is_on(&SAMPLES),
+            width: dur(&INTERVAL).max(Duration::from_millis(10)),
+            contacts: case.count(&CONTACTS).unwrap_or_default(),
+            target: target_addr(&word(&TARGET))
+                .map_err(|e| WorkloadError::Input(format!("{}: {e}", TARGET.name)))?,
         })
     }
 
@@ -367,6 +386,15 @@ impl LoadSpec {
 }
 
 const DOMAIN: &str = "wirebench.test";
+
+/// `load.arrivals`'s words.
+fn arrivals_from_word(word: &str) -> Option<Arrivals> {
+    match word {
+        "poisson" => Some(Arrivals::Poisson),
+        "uniform" => Some(Arrivals::Uniform),
+        _ => None,
+    }
+}
 
 /// Seconds a load case takes: its last arrival, that session's longest stay, start-up
 /// and a leaving margin, and a real server's start with its accounts and rosters.
@@ -648,7 +676,7 @@ fn checked_spec(
             "the load workload runs on loopback for now (no link parameters)".into(),
         ));
     }
-    if case.get("s2s").is_some() {
+    if case.has(&wirebench_xmpp_peers::peer::S2S) {
         return Err(WorkloadError::Input(
             "the load workload runs one server: no s2s (xmpp.server chooses the server)".into(),
         ));
@@ -1439,4 +1467,19 @@ fn run_processes(
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ARRIVALS, ONLINE, arrivals_from_word};
+
+    /// The specs and the code cannot drift: a choice added to a spec needs a meaning.
+    #[test]
+    fn every_choice_parses() {
+        for w in ARRIVALS.choices() {
+            assert!(arrivals_from_word(w).is_some(), "load.arrivals={w}");
+        }
+        // `half` is the one that changes the accounts' stride; `all` is the rest.
+        assert_eq!(ONLINE.choices(), ["all", "half"]);
+    }
 }

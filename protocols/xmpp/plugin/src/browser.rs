@@ -16,6 +16,7 @@
 //! removed when the case ends, however it ends (success, error, Ctrl-C: [`Browser`]'s
 //! `Drop`). If wirebench itself is killed, the parent-death signal ends the browser.
 
+use crate::params::Params;
 use crate::transport::Transport;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -621,20 +622,20 @@ pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
 
 /// What a browser case needs, checked before anything starts: a browser speaks only the
 /// web transports, its page runs study S2's test alone, and the page must be servable.
-pub(crate) fn check_case(case: &Case) -> Result<(), WorkloadError> {
-    check_input(case)?;
+pub(crate) fn check_case(case: &Case, p: &Params) -> Result<(), WorkloadError> {
+    check_input(case, p)?;
     strophe_bundle()?;
     Ok(())
 }
 
 /// A browser case's parameters that a browser can run.
-pub(crate) fn check_input(case: &Case) -> Result<(), WorkloadError> {
-    if case.word("xmpp.ping") != Some("server") {
+pub(crate) fn check_input(case: &Case, p: &Params) -> Result<(), WorkloadError> {
+    if !p.is_s2() {
         return Err(WorkloadError::Input(
             "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
         ));
     }
-    if matches!(case.word("xmpp.transport"), None | Some("tcp")) {
+    if p.transport == Transport::Tcp {
         return Err(WorkloadError::Input(
             "xmpp.client=browser needs xmpp.transport=websocket, bosh or a SockJS transport \
              (a browser cannot open a raw XMPP TCP connection)"
@@ -657,15 +658,6 @@ pub(crate) fn sockjs_transport(t: &Transport) -> Option<&'static str> {
             w => w,
         }),
         _ => None,
-    }
-}
-
-/// `xmpp.flush` as the page takes it.
-pub(crate) fn flush_word(case: &Case) -> &'static str {
-    match case.word("xmpp.flush") {
-        Some("off") => "off",
-        Some("all") => "all",
-        _ => "on",
     }
 }
 

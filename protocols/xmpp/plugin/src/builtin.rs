@@ -2,7 +2,7 @@
 //! started for the case, with wirebench's web endpoint in front of it for the web
 //! transports, and client1 native or in a browser.
 
-use crate::transport::Transport;
+use crate::params::Params;
 use crate::workload::{self, Topology, XmppRun};
 use crate::{browser, endpoint};
 use wirebench_protocol::Fault;
@@ -12,14 +12,14 @@ use wirebench_xmpp_server as serve;
 
 /// A case against the built-in server, started for this case: in the lab's server host
 /// when the case has a link (client1 then crosses it), else on loopback.
-pub(crate) fn run(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     const DOMAIN: &str = "wirebench.test";
-    let in_browser = case.word("xmpp.client") == Some("browser");
+    let in_browser = p.in_browser();
     if in_browser {
         // Before the server starts.
-        browser::check_case(case)?;
+        browser::check_case(case, p)?;
     }
     let server_ns = env.lab.map(|l| l.server().name().to_string());
     let listen: std::net::SocketAddr = match server_ns {
@@ -52,7 +52,7 @@ pub(crate) fn run(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, Workload
     let thread = server.spawn(stop.clone()).map_err(|e| {
         WorkloadError::because(Fault::Environment, "cannot start the XMPP server", e)
     })?;
-    let transport = Transport::from_word(case.word("xmpp.transport"));
+    let transport = p.transport.clone();
     let max_stanza = case.payload() as usize + 4096;
     // The transport's endpoint beside the server, in its namespace.
     let endpoint = match endpoint::start(&transport, addr, server_ns.clone(), max_stanza) {
@@ -71,7 +71,7 @@ pub(crate) fn run(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, Workload
         jid: format!("user1@{DOMAIN}"),
         password: "pass1".into(),
         count: case.workload_params().messages(),
-        flush: browser::flush_word(case),
+        flush: p.flush.word(),
         // The browser in the client host, so the link lies between it and the endpoint.
         netns: env.lab.map(|l| l.client().name().to_string()),
         bind: match env.lab {
@@ -87,6 +87,7 @@ pub(crate) fn run(env: &Env, case: &Case, ctx: &Ctx) -> Result<Outcome, Workload
     });
     let run = XmppRun::from_case(
         case,
+        p,
         Topology::one_server(DOMAIN, front, server_ns, transport.clone()),
         env.seed,
     );

@@ -2,6 +2,7 @@
 //! `wirebench-xmpp-peers`): one in each lab host, linked by their own server-to-server
 //! link (RFC 6120 dialback) or by the x2x gateways (XEP-0361).
 
+use crate::params::{Params, S2sLink};
 use crate::transport::Transport;
 use crate::workload::{self, Topology, XmppRun};
 use std::time::Duration;
@@ -19,11 +20,12 @@ const XMPP_PASSWORD: &str = "wirebench";
 pub(crate) fn run(
     env: &Env,
     case: &Case,
+    p: &Params,
     repeat: u32,
     ctx: &Ctx,
     server: Server,
 ) -> Result<Outcome, WorkloadError> {
-    if case.word("xmpp.transport").is_some_and(|t| t != "tcp") {
+    if p.transport != Transport::Tcp {
         return Err(WorkloadError::Input(
             "xmpp.transport other than tcp with xmpp.server=prosody or ejabberd runs study S2's \
              test only (xmpp.ping=server: one server, its own endpoints); study S1's two-server \
@@ -31,14 +33,14 @@ pub(crate) fn run(
                 .into(),
         ));
     }
-    if case.word("xmpp.client") == Some("browser") {
+    if p.in_browser() {
         return Err(WorkloadError::Input(
             "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
         ));
     }
     let lab = env.need_lab("XMPP")?;
     let dir = env.peer_dir(case, repeat);
-    let s2s = x2x::S2s::from_word(case.word("s2s"));
+    let s2s = p.s2s.map_or(x2x::S2s::Standard, S2sLink::gateways);
     let start = |domain: &str, user: &str, addr: std::net::Ipv4Addr, ns: &str, sub: &str| {
         let mut cfg = PeerConfig::new(domain, addr.into());
         cfg.users.push((user.into(), XMPP_PASSWORD.into()));
@@ -62,8 +64,8 @@ pub(crate) fn run(
             lab,
             &x2x::Options {
                 tfo,
-                user_timeout: case.get("x2x.user_timeout").and_then(|v| v.as_duration()),
-                timestamps_off: case.word("x2x.tcp_timestamps") == Some("off"),
+                user_timeout: p.user_timeout,
+                timestamps_off: !p.tcp_timestamps,
                 log_dir: Some(dir.clone()),
             },
         )?),
@@ -71,6 +73,7 @@ pub(crate) fn run(
     };
     let run = XmppRun::from_case(
         case,
+        p,
         Topology {
             a_jid: "alice@a.test".into(),
             a_password: XMPP_PASSWORD.into(),

@@ -13,6 +13,7 @@
 //! with free ports (a fixed port could be held by another server on this machine).
 
 use crate::endpoint;
+use crate::params::{Endpoint, Params};
 use crate::transport::Transport;
 use crate::workload::{Topology, XmppRun};
 use std::net::{IpAddr, SocketAddr};
@@ -31,22 +32,22 @@ const DOMAIN: &str = "wirebench.test";
 
 /// The parameters of a case against `name` (`prosody`, `ejabberd`) that this test can
 /// run: refused before its server starts (and before anything it needs is looked for).
-pub(crate) fn check_input(case: &Case, name: &str) -> Result<(), WorkloadError> {
-    if case.get("s2s").is_some() {
+pub(crate) fn check_input(p: &Params, name: &str) -> Result<(), WorkloadError> {
+    if p.s2s.is_some() {
         return Err(WorkloadError::Input(
             "xmpp.ping=server runs study S2 against one server: s2s does not apply".into(),
         ));
     }
-    let transport = Transport::from_word(case.word("xmpp.transport"));
-    let gateway = case.word("xmpp.endpoint") == Some("wirebench");
-    if let (Transport::SockJs { .. }, false) = (&transport, gateway) {
+    let transport = &p.transport;
+    let gateway = p.endpoint == Endpoint::Wirebench;
+    if let (Transport::SockJs { .. }, false) = (transport, gateway) {
         return Err(WorkloadError::Input(format!(
             "xmpp.server={name} has no SockJS endpoint of its own: its transports are tcp, \
              websocket and bosh; xmpp.endpoint=wirebench (--xmpp-endpoint wirebench) puts \
              wirebench's SockJS gateway in front of its client port"
         )));
     }
-    if gateway && transport == Transport::Tcp {
+    if gateway && *transport == Transport::Tcp {
         return Err(WorkloadError::Input(
             "xmpp.endpoint=wirebench needs a web transport (websocket, bosh or SockJS): over \
              tcp the client talks to the server directly"
@@ -60,17 +61,18 @@ pub(crate) fn check_input(case: &Case, name: &str) -> Result<(), WorkloadError> 
 pub fn run(
     env: &Env,
     case: &Case,
+    p: &Params,
     repeat: u32,
     ctx: &Ctx,
     server: Server,
 ) -> Result<Outcome, WorkloadError> {
     let name = server.name();
-    check_input(case, name)?;
-    let transport = Transport::from_word(case.word("xmpp.transport"));
-    let gateway = case.word("xmpp.endpoint") == Some("wirebench");
-    let in_browser = case.word("xmpp.client") == Some("browser");
+    check_input(p, name)?;
+    let transport = p.transport.clone();
+    let gateway = p.endpoint == Endpoint::Wirebench;
+    let in_browser = p.in_browser();
     if in_browser {
-        crate::browser::check_case(case)?;
+        crate::browser::check_case(case, p)?;
     }
     let server_ns = env.lab.map(|l| l.server().name().to_string());
     let addr: IpAddr = match &server_ns {
@@ -118,11 +120,12 @@ pub fn run(
             Some(e) => crate::browser::Progress::Endpoint(e.stats.clone()),
             None => crate::browser::Progress::ServerCpu(real.pid().unwrap_or_default()),
         };
-        let b = browser_run(env, case, url.clone(), &transport, progress);
+        let b = browser_run(env, case, p, url.clone(), progress);
         crate::browser::run(&b, ctx)
     } else {
         let run = XmppRun::from_case(
             case,
+            p,
             // Study S2 has client1 alone: client2 is never started.
             Topology::one_server(DOMAIN, front, server_ns, transport.clone()),
             env.seed,
@@ -211,17 +214,17 @@ fn server_config(
 fn browser_run(
     env: &Env,
     case: &Case,
+    p: &Params,
     url: String,
-    transport: &Transport,
     progress: crate::browser::Progress,
 ) -> crate::browser::BrowserRun {
     crate::browser::BrowserRun {
         url,
-        sockjs: crate::browser::sockjs_transport(transport),
+        sockjs: crate::browser::sockjs_transport(&p.transport),
         jid: format!("user1@{DOMAIN}"),
         password: "pass1".into(),
         count: case.workload_params().messages(),
-        flush: crate::browser::flush_word(case),
+        flush: p.flush.word(),
         netns: env.lab.map(|l| l.client().name().to_string()),
         bind: match env.lab {
             Some(_) => (CLIENT_ADDR, 0).into(),

@@ -14,6 +14,7 @@
 //! The ping-pong and stream loops are the shared chat workloads' (`wirebench-chat`); this
 //! module brings XMPP's session and figures, and study S2's server pings.
 
+use crate::params::Params;
 use crate::session::{XmppDriveError, XmppSession};
 use crate::transport::Transport;
 use std::net::SocketAddr;
@@ -83,7 +84,7 @@ pub struct XmppRun {
 
 impl XmppRun {
     /// The run a case asks for, between the clients of `topology`.
-    pub fn from_case(case: &Case, topology: Topology, seed: u64) -> XmppRun {
+    pub fn from_case(case: &Case, p: &Params, topology: Topology, seed: u64) -> XmppRun {
         let w = case.workload_params();
         XmppRun {
             topology,
@@ -92,7 +93,7 @@ impl XmppRun {
             think: w.think(),
             seed,
             stream: w.is_stream(),
-            server_pings: case.word("xmpp.ping") == Some("server"),
+            server_pings: p.is_s2(),
         }
     }
 }

@@ -20,10 +20,12 @@ pub enum Version {
 }
 
 impl Version {
-    pub fn from_word(w: Option<&str>) -> Version {
+    /// `http.version`'s words.
+    pub fn from_word(w: &str) -> Option<Version> {
         match w {
-            Some("2") => Version::Http2,
-            _ => Version::Http1,
+            "1.1" => Some(Version::Http1),
+            "2" => Some(Version::Http2),
+            _ => None,
         }
     }
 }

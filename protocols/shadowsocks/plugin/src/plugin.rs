@@ -61,6 +61,71 @@ fn case_password() -> Result<String, WorkloadError> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
+/// A case's parameters, read once; the drivers take these, never the case's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    pub server: Server,
+    pub method: Method,
+    /// TCP Fast Open to the server (`tfo=on`).
+    pub tfo: bool,
+}
+
+/// `shadowsocks.server`: whose server the case measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    Ours,
+    /// shadowsocks-libev's ss-server.
+    Libev,
+    /// shadowsocks-rust's ssserver.
+    Rust,
+}
+
+impl Server {
+    fn from_word(word: &str) -> Option<Server> {
+        Some(match word {
+            "ours" => Server::Ours,
+            "libev" => Server::Libev,
+            "rust" => Server::Rust,
+            _ => return None,
+        })
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Server::Ours => "ours",
+            Server::Libev => "libev",
+            Server::Rust => "rust",
+        }
+    }
+
+    /// The case's server; [`Params::from_case`] too reads it here, so that hooks that
+    /// need only the server do not fail on the cipher.
+    fn of(case: &Case) -> Server {
+        Server::from_word(case.choice(&SERVER)).unwrap_or(Server::Ours)
+    }
+}
+
+impl Params {
+    /// Refuses a method the server lacks (shadowsocks-libev has no 2022).
+    pub fn from_case(case: &Case) -> Result<Params, WorkloadError> {
+        let name = case.choice(&CIPHER);
+        let method = Method::from_name(name)
+            .ok_or_else(|| WorkloadError::Input(format!("{}={name}: unknown", CIPHER.name)))?;
+        let server = Server::of(case);
+        if server == Server::Libev && method.is_2022() {
+            return Err(WorkloadError::Input(format!(
+                "{}={name}: shadowsocks-libev has no Shadowsocks 2022; use {}=ours or rust",
+                CIPHER.name, SERVER.name
+            )));
+        }
+        Ok(Params {
+            server,
+            method,
+            tfo: case.is_on(&TFO),
+        })
+    }
+}
+
 pub struct Shadowsocks;
 
 impl Protocol for Shadowsocks {
@@ -81,22 +146,24 @@ impl Protocol for Shadowsocks {
     }
 
     fn servers(&self, case: &Case) -> Option<&'static str> {
-        Some(match case.word("shadowsocks.server") {
-            Some("libev") => {
+        Some(match Server::of(case) {
+            Server::Libev => {
                 "shadowsocks-libev's ss-server and an echo server of ours started per case"
             }
-            Some("rust") => {
+            Server::Rust => {
                 "shadowsocks-rust's ssserver and an echo server of ours started per case"
             }
-            _ => "a Shadowsocks server and an echo server of ours started per case",
+            Server::Ours => "a Shadowsocks server and an echo server of ours started per case",
         })
     }
 
     fn prerequisites(&self, case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
-        match case.word("shadowsocks.server") {
-            Some("libev") => vec![crate::peers::LIBEV.because("shadowsocks.server=libev")],
-            Some("rust") => vec![crate::peers::RUST.because("shadowsocks.server=rust")],
-            _ => Vec::new(),
+        let server = Server::of(case);
+        let why = format!("{}={}", SERVER.name, server.word());
+        match server {
+            Server::Libev => vec![crate::peers::LIBEV.because(why)],
+            Server::Rust => vec![crate::peers::RUST.because(why)],
+            Server::Ours => Vec::new(),
         }
     }
 
@@ -140,18 +207,11 @@ impl Protocol for Shadowsocks {
         _link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
-        let tfo = case.word("tfo") == Some("on");
-        let name = case
-            .word("shadowsocks.cipher")
-            .unwrap_or("chacha20-ietf-poly1305");
-        let method = Method::from_name(name)
-            .ok_or_else(|| WorkloadError::Input(format!("shadowsocks.cipher={name}: unknown")))?;
-        let which = case.word("shadowsocks.server").unwrap_or("ours");
-        if which == "libev" && method.is_2022() {
-            return Err(WorkloadError::Input(format!(
-                "shadowsocks.cipher={name}: shadowsocks-libev has no Shadowsocks 2022; use shadowsocks.server=ours or rust"
-            )));
-        }
+        let Params {
+            server: which,
+            method,
+            tfo,
+        } = Params::from_case(case)?;
         // The password (AEAD) or the base64 key (2022), as the peers' -k takes it.
         let (secret, password) = match method {
             Method::Aead(c) => {
@@ -174,15 +234,15 @@ impl Protocol for Shadowsocks {
         let dir = env.peer_dir(case, repeat);
         let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
             let (addr, placed, external) = match which {
-                "libev" => {
+                Server::Libev => {
                     let e = peers::start(lab, &dir, origin, method.cipher(), &password, tfo)?;
                     (e.addr, Vec::new(), Some(e))
                 }
-                "rust" => {
+                Server::Rust => {
                     let e = peers::start_rust(lab, &dir, origin, method.name(), &password, tfo)?;
                     (e.addr, Vec::new(), Some(e))
                 }
-                _ => {
+                Server::Ours => {
                     let (keys, psk) = match &secret {
                         Secret::Aead(k) => (vec![k.clone()], None),
                         Secret::V2022(p) => (Vec::new(), Some(p.clone())),
@@ -213,5 +273,24 @@ impl Protocol for Shadowsocks {
             if method.is_2022() { "2022" } else { "AEAD" }
         ));
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Method, Server};
+    use crate::{CIPHER, SERVER};
+
+    /// The specs and the enums cannot drift: a choice added to a spec needs a variant.
+    #[test]
+    fn every_choice_parses() {
+        for w in SERVER.choices() {
+            let s = Server::from_word(w).unwrap_or_else(|| panic!("shadowsocks.server={w}"));
+            assert_eq!(s.word(), *w);
+        }
+        for w in CIPHER.choices() {
+            let m = Method::from_name(w).unwrap_or_else(|| panic!("shadowsocks.cipher={w}"));
+            assert_eq!(m.name(), *w);
+        }
     }
 }
