@@ -25,19 +25,17 @@ fn rel(root: &Path, path: &Path) -> String {
         .into_owned()
 }
 
-/// Directories no rule is about: build output, git, npm's, fuzzing's inputs and findings
-/// (binary), runs' results.
-const SKIP_DIRS: &[&str] = &[
-    "target",
-    ".git",
-    "node_modules",
-    "corpus",
-    "artifacts",
-    "wirebench-runs",
-    "runs",
-];
+/// Whether no rule is about what is in `dir`: build output, git's and npm's files,
+/// fuzzing's inputs and findings (binary), runs' results.
+fn skipped(dir: &Path) -> bool {
+    let name = dir.file_name().unwrap().to_string_lossy();
+    let parent = dir.parent().and_then(Path::file_name);
+    matches!(&*name, "target" | ".git" | "node_modules")
+        || (parent.is_some_and(|p| p == "fuzz") && matches!(&*name, "corpus" | "artifacts"))
+        || (dir.parent() == Some(&root()) && matches!(&*name, "runs" | "wirebench-runs"))
+}
 
-/// Every file under `dir`, in path order, skipping [`SKIP_DIRS`].
+/// Every file under `dir`, in path order, but in [`skipped`] directories.
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
@@ -46,9 +44,8 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
         .collect();
     entries.sort();
     for path in entries {
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if path.is_dir() {
-            if !SKIP_DIRS.contains(&name.as_str()) {
+            if !skipped(&path) {
                 files(&path, out);
             }
         } else {
