@@ -85,9 +85,10 @@ for dir in "${dirs[@]}"; do
         total_runs=$((total_runs + runs))
         if ((status == 0)); then
             echo "$t ($dir): $runs runs, cov $cov, ft $ft, 0 crashes"
-            # Keep only the inputs that add coverage (cmin merges into a fresh directory,
-            # then swaps it in), so the committed corpus stays small.
-            cargo +"$TOOLCHAIN" fuzz cmin --fuzz-dir "$dir" "$t" >"$log" 2>&1 ||
+            # Keep only the inputs that add an edge (cmin merges into a fresh directory,
+            # then swaps it in; -use_counters=0: edges, not hit counts, which halves the
+            # files kept), so the committed corpus stays small.
+            cargo +"$TOOLCHAIN" fuzz cmin --fuzz-dir "$dir" "$t" -- -use_counters=0 >"$log" 2>&1 ||
                 echo "fuzz.sh: $t: corpus not minimized (cargo fuzz cmin failed)" >&2
             continue
         fi

@@ -343,7 +343,7 @@ fn a_mention_outside_the_folder_is_found() {
     let dir = tempfile::tempdir().unwrap();
     let stray = dir.path().join("stray.rs");
     std::fs::write(&stray, "use wirebench_mqtt::fuzz_input;\n").unwrap();
-    let found = outside_mentions(&root, "mqtt", &[stray.clone()]);
+    let found = outside_mentions(&root, "mqtt", &[stray]);
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].ends_with("stray.rs: wirebench_mqtt"), "{found:?}");
     // The registry line alone is allowed, and a longer name is another crate.
