@@ -5,30 +5,25 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests use: iproute2 (ip netns), util-linux (setpriv), prosody,
-# ejabberd and ngircd (real servers; erlang-luerl lets ejabberd import load runs' accounts), tsung (a real client; slixmpp comes from PyPI through
-# scripts/install-interop.sh, which the interop tests run), chromium (the HTML report is checked in a real browser), curl
-# (a README example runs it behind a link), a JDK (rmi's Java pair), microsocks (a real
-# SOCKS5 proxy beside ours), shadowsocks-libev (ss-server and ss-tunnel beside our
-# Shadowsocks server and client), mosquitto (the MQTT broker of the mqtt protocol; in
-# /usr/sbin, off a non-root PATH).
+# Debian packages: every one a plugin may need, for any parameter value (real servers,
+# a browser, a JDK, iproute2 for the lab, npm for Strophe.js: `wirebench doctor --packages`,
+# from the plugins' own declarations, so this script names no protocol's peer), plus what
+# only the tests use: tsung (a real client; slixmpp comes from PyPI through
+# scripts/install-interop.sh, which the interop tests run) and curl (a README example runs
+# it behind a link). The binary is built first (the same release build the tests use).
+# A package counts as there when Debian has it installed or a program of its name is on
+# PATH (an npm from elsewhere).
+packages=(tsung curl)
+if cargo build --release --locked --quiet -p wirebench; then
+    mapfile -t -O ${#packages[@]} packages < <("${CARGO_TARGET_DIR:-target}/release/wirebench" doctor --packages)
+else
+    echo "scripts/test.sh: wirebench does not build; packages not checked" >&2
+fi
 missing=()
-command -v ip >/dev/null || missing+=(iproute2)
-command -v setpriv >/dev/null || missing+=(util-linux)
-command -v prosody >/dev/null || missing+=(prosody)
-command -v erl >/dev/null && compgen -G '/usr/lib/x86_64-linux-gnu/ejabberd-*' >/dev/null || missing+=(ejabberd)
-compgen -G '/usr/lib/erlang/lib/luerl-*' >/dev/null || missing+=(erlang-luerl)
-command -v ngircd >/dev/null || missing+=(ngircd)
-command -v tsung >/dev/null || missing+=(tsung)
-command -v chromium >/dev/null || missing+=(chromium)
-command -v curl >/dev/null || missing+=(curl)
-# npm installs Strophe.js (pinned) for the S2 page run in headless Chromium (xmpp.client=browser).
-command -v npm >/dev/null || missing+=(npm)
-# The rmi protocol compiles its Java RMI client/server pair with the JDK at run time.
-command -v javac >/dev/null || missing+=(default-jdk-headless)
-command -v microsocks >/dev/null || missing+=(microsocks)
-command -v ss-server >/dev/null || missing+=(shadowsocks-libev)
-command -v mosquitto >/dev/null || [[ -x /usr/sbin/mosquitto ]] || missing+=(mosquitto)
+for p in "${packages[@]}"; do
+    [[ $(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null) == ii* ]] ||
+        command -v "$p" >/dev/null || missing+=("$p")
+done
 if ((${#missing[@]})); then
     echo "scripts/test.sh: installing ${missing[*]}" >&2
     apt-get update -q >/dev/null

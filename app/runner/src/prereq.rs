@@ -6,8 +6,9 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use wirebench_model::{Kind, ParamValue};
 use wirebench_protocol::prereq::{IP, ROOT, find_program};
-use wirebench_protocol::{Install, Prerequisite, Requirement};
+use wirebench_protocol::{Install, Prerequisite, Protocol, Requirement};
 
 use crate::{Case, CaseLink, RunRequest, registry};
 
@@ -324,6 +325,93 @@ pub fn doctor(req: Option<&RunRequest>) -> Result<Vec<Need>, crate::RunError> {
     Ok(all)
 }
 
+/// Every Debian package a case of any plugin may need, each once, in registry order:
+/// each protocol's cases of every workload it offers, over every combination of the values
+/// of its own choice parameters that apply to that workload, plus the lab's (iproute2). A
+/// script's own tools count (npm for Strophe.js). `scripts/test.sh` installs these, so it
+/// names no peer itself.
+pub fn debian_packages() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for protocol in registry::REGISTRY {
+        for workload in protocol.workloads() {
+            for case in every_choice(*protocol, workload) {
+                for need in protocol.prerequisites(&case) {
+                    match need.need.install {
+                        Install::Debian(p) => out.push(p),
+                        Install::Script { needs, .. } => out.extend(needs.iter().map(|n| n.1)),
+                        Install::Manual(_) => {}
+                    }
+                }
+            }
+        }
+    }
+    if let Install::Debian(p) = IP.install {
+        out.push(p);
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|p| seen.insert(*p));
+    out
+}
+
+/// A case of `protocol` and `workload` for every combination of the values of the
+/// protocol's choice parameters that apply to the workload, the other parameters at their
+/// defaults. Per workload: the load workload's own choices times the rest's would be
+/// millions.
+fn every_choice(protocol: &'static dyn Protocol, workload: &str) -> Vec<Case> {
+    let name = protocol.name();
+    let mut s = crate::Scenario::empty("packages");
+    for (param, value) in [("protocol", name), ("workload", workload)] {
+        s.set_param(param, value)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // Each axis: a choice parameter that applies, its values (and absent, when it has no
+    // default: `xmpp.server` unset is not any of its values).
+    type Axis = (&'static str, Vec<Option<ParamValue>>);
+    let axes: Vec<Axis> = protocol
+        .params()
+        .iter()
+        .filter(|p| crate::params::applies(p.name, name, workload))
+        .filter_map(|p| match p.kind {
+            Kind::Choice(values) => {
+                let absent = p.default.is_empty().then_some(None);
+                let given = values.iter().map(|v| Some(p.parse(v).unwrap()));
+                Some((p.name, absent.into_iter().chain(given).collect()))
+            }
+            _ => None,
+        })
+        .collect();
+    let base: Vec<_> = s
+        .complete_grid()
+        .expand()
+        .remove(0)
+        .into_iter()
+        .filter(|(n, _)| {
+            crate::params::applies(n, name, workload) && !axes.iter().any(|a| a.0 == n)
+        })
+        .collect();
+    let mut cases = Vec::new();
+    // An odometer over the axes' values.
+    let mut at = vec![0usize; axes.len()];
+    loop {
+        let mut point = base.clone();
+        for ((param, values), &k) in axes.iter().zip(&at) {
+            if let Some(v) = &values[k] {
+                point.push((param.to_string(), v.clone()));
+            }
+        }
+        cases.push(Case {
+            index: cases.len() + 1,
+            point,
+            ignored: Vec::new(),
+        });
+        let Some(digit) = (0..axes.len()).find(|&d| at[d] + 1 < axes[d].1.len()) else {
+            return cases;
+        };
+        at[digit] += 1;
+        at[..digit].iter_mut().for_each(|d| *d = 0);
+    }
+}
+
 /// `s` as one shell word.
 fn quote(s: &str) -> String {
     let plain = !s.is_empty()
@@ -501,6 +589,26 @@ mod tests {
             &[1],
         )]);
         assert!(fine.blocked_cases().is_empty() && fine.require(false, false).is_ok());
+    }
+
+    #[test]
+    fn every_declared_package_is_listed_once() {
+        let packages = debian_packages();
+        // A value only some parameter's other values reach (ejabberd's luerl for a load,
+        // Chromium for the browser client), a script's tool, and the lab's.
+        for p in ["mosquitto", "erlang-luerl", "chromium", "npm", "iproute2"] {
+            assert!(packages.contains(&p), "{p} missing from {packages:?}");
+        }
+        let mut once = packages.clone();
+        once.sort_unstable();
+        once.dedup();
+        assert_eq!(once.len(), packages.len(), "{packages:?}");
+        // Whatever a built-in study needs is among them.
+        for n in doctor(None).unwrap() {
+            if let Install::Debian(p) = n.req.install {
+                assert!(packages.contains(&p), "{p} missing from {packages:?}");
+            }
+        }
     }
 
     #[test]

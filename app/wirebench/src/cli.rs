@@ -343,6 +343,11 @@ pub struct DoctorArgs {
     /// `manual TEXT` (what no script can do, such as running as root).
     #[arg(long)]
     pub install_plan: bool,
+    /// Print every Debian package any plugin may need (all protocols, all parameter
+    /// values; the lab's iproute2), one per line, and exit 0: what scripts/test.sh
+    /// installs. Hidden: for scripts, not for a study.
+    #[arg(long, hide = true, conflicts_with = "install_plan")]
+    pub packages: bool,
 }
 
 #[derive(Args)]

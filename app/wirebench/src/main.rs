@@ -145,6 +145,12 @@ fn run(args: RunArgs) -> Result<ExitCode> {
 /// `wirebench doctor`: every prerequisite of the planned cases (or of every built-in
 /// scenario's), or the steps that install the missing ones.
 fn doctor(args: cli::DoctorArgs) -> Result<ExitCode> {
+    if args.packages {
+        for p in wirebench_runner::prereq::debian_packages() {
+            println!("{p}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut req = args.run.request();
     // A pod's shard variables choose a slice of the cases, not what they need.
     (req.shard, req.barrier, req.start_at) = (None, None, None);

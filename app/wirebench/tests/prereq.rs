@@ -258,6 +258,41 @@ fn doctor_lists_prerequisites_and_exits_by_them() {
     assert_eq!(doctor(&bin, &["no-such-scenario"]).status.code(), Some(2));
 }
 
+/// `doctor --packages` (hidden; what scripts/test.sh installs): every Debian package a
+/// plugin declares for any parameter value, one per line, installed here or not.
+#[test]
+fn doctor_packages_lists_what_every_plugin_may_need() {
+    let strophe = tempfile::tempdir().unwrap();
+    let o = wirebench(&Bin::bare(), strophe.path())
+        .args(["doctor", "--packages"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    let packages: Vec<&str> = stdout.lines().collect();
+    // A protocol's one peer, a value's (socks5.server=dante), a value reached only with
+    // another (ejabberd's luerl for a load), a script's tool, the lab's.
+    for p in [
+        "mosquitto",
+        "dante-server",
+        "erlang-luerl",
+        "npm",
+        "iproute2",
+    ] {
+        assert!(packages.contains(&p), "{p} missing:\n{stdout}");
+    }
+    assert!(
+        packages.iter().all(|p| !p.is_empty() && !p.contains(' ')),
+        "{stdout}"
+    );
+    // Not in the help: it is for scripts.
+    let help = common::wirebench()
+        .args(["doctor", "--help"])
+        .output()
+        .unwrap();
+    assert!(!text(&help.stdout).contains("--packages"));
+}
+
 #[test]
 fn install_peers_installs_what_doctor_plans_and_is_quiet_otherwise() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
