@@ -336,9 +336,14 @@ impl Encryptor {
         })
     }
 
-    /// Appends to `out` the salt (on the first call) and `data` as chunks of at most
-    /// [`MAX_PAYLOAD`] bytes. Empty `data` adds no chunk (only the salt, the first time).
+    /// Appends to `out` the salt (before the first chunk) and `data` as chunks of at most
+    /// [`MAX_PAYLOAD`] bytes. Empty `data` adds nothing: the salt waits for the first
+    /// chunk, because a stream of the salt alone is one the other end cannot tell from a
+    /// truncated one ([`Decryptor::finish`]).
     pub fn seal(&mut self, data: &[u8], out: &mut Vec<u8>) {
+        if data.is_empty() {
+            return;
+        }
         if let Some(salt) = self.salt.take() {
             out.extend_from_slice(&salt);
         }
@@ -728,6 +733,29 @@ mod tests {
     /// Salt 00 01 02 .., password "wirebench", the address 127.0.0.1:8080 and "hello" in
     /// one chunk: sealed independently with Python's `cryptography` (HKDF-SHA1, AESGCM,
     /// ChaCha20Poly1305), the only input shared with this code being the spec.
+    /// Empty writes add nothing, not even the salt, so every stream the encoder makes is
+    /// one the decoder calls complete (the shadowsocks fuzz target's first find: a
+    /// salt-only stream, which `finish` rightly cannot tell from a truncated one).
+    #[test]
+    fn empty_writes_send_nothing_until_the_first_chunk() {
+        let key = Key::from_password(Cipher::Aes128Gcm, b"wirebench");
+        let salt = [7u8; 16];
+        let mut e = Encryptor::new(&key, &salt).unwrap();
+        let mut wire = Vec::new();
+        e.seal(b"", &mut wire);
+        assert!(wire.is_empty());
+        let d = Decryptor::new(&key);
+        d.finish().unwrap();
+        e.seal(b"x", &mut wire);
+        e.seal(b"", &mut wire);
+        assert_eq!(&wire[..16], &salt);
+        let mut d = Decryptor::new(&key);
+        let mut plain = Vec::new();
+        d.feed(&wire, &mut plain).unwrap();
+        d.finish().unwrap();
+        assert_eq!(plain, b"x");
+    }
+
     #[test]
     fn known_vectors() {
         let vectors = [

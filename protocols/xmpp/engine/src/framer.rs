@@ -306,7 +306,11 @@ impl Framer {
                 if self.depth >= 2 {
                     self.match_end_tag()?;
                 }
-                self.depth -= 1;
+                // An end tag before any stream or element opened (peer data, so an
+                // error, not an underflow: found by the xmpp_websocket fuzz target).
+                self.depth = self.depth.checked_sub(1).ok_or_else(|| {
+                    XmppError::Malformed("server sent an end tag with nothing open".into())
+                })?;
                 if self.depth == 1 {
                     let range = self.mark_range();
                     self.consumed = self.pos;
