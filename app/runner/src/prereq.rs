@@ -596,7 +596,7 @@ mod tests {
         let packages = debian_packages();
         // A value only some parameter's other values reach (ejabberd's luerl for a load,
         // Chromium for the browser client), a script's tool, and the lab's.
-        for p in ["mosquitto", "erlang-luerl", "chromium", "npm", "iproute2"] {
+        for p in ["ngircd", "erlang-luerl", "chromium", "npm", "iproute2"] {
             assert!(packages.contains(&p), "{p} missing from {packages:?}");
         }
         let mut once = packages.clone();

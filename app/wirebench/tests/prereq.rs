@@ -270,15 +270,9 @@ fn doctor_packages_lists_what_every_plugin_may_need() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let stdout = text(&o.stdout);
     let packages: Vec<&str> = stdout.lines().collect();
-    // A protocol's one peer, a value's (socks5.server=dante), a value reached only with
-    // another (ejabberd's luerl for a load), a script's tool, the lab's.
-    for p in [
-        "mosquitto",
-        "dante-server",
-        "erlang-luerl",
-        "npm",
-        "iproute2",
-    ] {
+    // A protocol's one peer (irc's ngircd), a value's (socks5.server=dante), a value
+    // reached only with another (ejabberd's luerl for a load), a script's tool, the lab's.
+    for p in ["ngircd", "dante-server", "erlang-luerl", "npm", "iproute2"] {
         assert!(packages.contains(&p), "{p} missing:\n{stdout}");
     }
     assert!(
