@@ -6,7 +6,6 @@ pub mod catalog;
 pub mod estimate;
 pub mod host;
 pub mod link;
-pub mod merge;
 pub mod metrics;
 pub mod params;
 pub mod preflight;
@@ -14,11 +13,12 @@ pub mod prereq;
 pub mod registry;
 pub mod request;
 pub mod scenario;
-pub mod shard;
 
 pub use preflight::Preflight;
 pub use request::{Prepared, RunRequest, prepare};
 pub use scenario::{BUILTIN, Scenario, ScenarioError};
+/// Sharded runs: their aligned starts and `shard.json` (the wirebench-shard crate).
+pub use wirebench_shard as shard;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -220,6 +220,8 @@ pub enum RunError {
     Report(#[from] wirebench_report::ReportError),
     #[error("cannot write run.json into {dir}: {error}")]
     RunInfo { dir: String, error: std::io::Error },
+    #[error(transparent)]
+    Shard(#[from] wirebench_shard::ShardError),
 }
 
 /// What a run did.
@@ -436,7 +438,7 @@ fn shard_aligner(
     }
     let plan = plan_json(cases);
     let fp = shard::fingerprint(&plan, scenario.seed, scenario.repeat);
-    shard::Aligner::new(o, slots, &fp, shutdown)
+    Ok(shard::Aligner::new(o, slots, &fp, shutdown)?)
 }
 
 /// Parameters that say where a shard finds the server, not what the run is: shards may
@@ -1089,6 +1091,21 @@ pub fn write_report(dir: &std::path::Path) -> Result<wirebench_report::html::Wri
             })?;
     }
     Ok(wirebench_report::write_report(dir, &report_declared())?)
+}
+
+/// `wirebench merge`: the shards' results as one run's (wirebench-shard's merge), each
+/// metric by the rule its declaration gives (undeclared: the shards must agree); the
+/// declarations are the registry's, so the rule is looked up here.
+pub mod merge {
+    use std::path::{Path, PathBuf};
+    use wirebench_model::Merge;
+    pub use wirebench_shard::merge::Merged;
+
+    /// Merges the shards in `dirs` into `out` (a new directory).
+    pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, crate::RunError> {
+        let rule_of = |name: &str| crate::metrics::spec(name).map_or(Merge::Agree, |s| s.merge);
+        Ok(wirebench_shard::merge::merge(dirs, out, &rule_of)?)
+    }
 }
 
 #[cfg(test)]

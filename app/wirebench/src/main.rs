@@ -344,7 +344,7 @@ fn merge(dirs: &[PathBuf], out: Option<PathBuf>, no_report: bool) -> Result<Exit
 /// `--by` names as the records have them: `link-delay` is `link.delay`; a name no case
 /// has is refused with the parameters there are.
 fn compare_by_names(given: &[String], runs: &[&[wirebench_model::Record]]) -> Result<Vec<String>> {
-    let have = wirebench_report::compare::parameters(runs);
+    let have = wirebench_compare::parameters(runs);
     let mut out = Vec::new();
     for g in given.iter().map(|g| g.trim()).filter(|g| !g.is_empty()) {
         let name = g.trim_start_matches("--");
@@ -369,7 +369,6 @@ fn compare_by_names(given: &[String], runs: &[&[wirebench_model::Record]]) -> Re
 }
 
 fn compare(args: CompareArgs) -> Result<ExitCode> {
-    use wirebench_report::compare;
     let threshold = args.threshold()?;
     let a = wirebench_report::html::read_records(&args.a)?;
     let b = args
@@ -385,7 +384,7 @@ fn compare(args: CompareArgs) -> Result<ExitCode> {
             args.a.display()
         );
     }
-    let c = compare::compare_by(&a, b.as_deref(), &by, threshold);
+    let c = wirebench_compare::compare_by(&a, b.as_deref(), &by, threshold);
     if c.rows.is_empty() {
         let Some(b_records) = &b else {
             bail!(
@@ -394,7 +393,7 @@ fn compare(args: CompareArgs) -> Result<ExitCode> {
                 by.join(", ")
             );
         };
-        let differ = compare::differing(&a, b_records);
+        let differ = wirebench_compare::differing(&a, b_records);
         let hint = match differ.as_slice() {
             [] => String::new(),
             d => format!(
@@ -416,13 +415,12 @@ fn compare(args: CompareArgs) -> Result<ExitCode> {
     }
     print!(
         "{}",
-        wirebench_report::compare::table(&c, args.all, wirebench_report::summary::terminal_width())
+        wirebench_compare::table(&c, args.all, wirebench_report::summary::terminal_width())
     );
     if let Some(path) = &args.html {
         wirebench_report::atomic_write(
             path,
-            wirebench_report::compare::html(&c, &args.a, args.b.as_deref().unwrap_or(&args.a))
-                .as_bytes(),
+            wirebench_compare::html(&c, &args.a, args.b.as_deref().unwrap_or(&args.a)).as_bytes(),
         )
         .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("comparison: {}", path.display());

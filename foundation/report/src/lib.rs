@@ -1,10 +1,9 @@
 //! Results files and renderings, all derived from [`Record`]s:
 //! `results.jsonl` (the source of truth), `results.csv` (Soap-Stone-style pivot tables),
 //! HdrHistogram interval logs, per-round series, the terminal summary, charts (SVG and
-//! PNG), the self-contained HTML report, and comparisons between two runs.
+//! PNG) and the self-contained HTML report. Comparing two runs is wirebench-compare's.
 
 pub mod charts;
-pub mod compare;
 pub mod csv;
 pub mod files;
 pub mod html;

@@ -380,7 +380,7 @@ fn wrap_words(text: &str, width: usize) -> String {
 /// Lets comfy-table wrap `t` to `width`, but only at spaces: each column is at least as
 /// wide as its longest word, so a word is never split (the table may then be wider than
 /// `width`, which is better than "pingpon|g").
-pub(crate) fn wrap_at_words(t: &mut Table, width: usize) {
+pub fn wrap_at_words(t: &mut Table, width: usize) {
     t.set_content_arrangement(ContentArrangement::Dynamic)
         .set_width(width.min(u16::MAX as usize) as u16);
     let columns = t.column_count();

@@ -23,14 +23,14 @@
 //! made while the machine was busy differs from one made while it was idle, and that
 //! difference is real, so it is flagged (docs/reports.md).
 
-use crate::html::{ReportError, esc, head, read_records};
-use crate::numbers::human;
-use crate::summary::wrap_at_words;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
 use wirebench_model::{Record, Status};
+use wirebench_report::html::{ReportError, esc, head, read_records};
+use wirebench_report::numbers::human;
+use wirebench_report::summary::wrap_at_words;
 
 /// Metrics that describe the set-up rather than a result; left out of comparisons.
 const SKIP: &[&str] = &["link.release_error", "link.emulator_cpu", "rtt.model"];

@@ -17,7 +17,8 @@
 //! `{"refused":".."}`, `{"probe":T}` / `{"clock":T}`, `{"ready":[case,repeat]}` /
 //! `{"go":[case,repeat,UNIX_NS]}`.
 
-use crate::RunError;
+pub mod merge;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
@@ -26,6 +27,18 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::{Align, Start};
+
+/// Why a sharded run or a merge cannot go on. The runner's `RunError` carries it
+/// unchanged (`#[error(transparent)]`), so the messages are the same as before the split.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot write results to {path}: {error}")]
+    Results { path: String, error: std::io::Error },
+    #[error(transparent)]
+    Report(#[from] wirebench_report::ReportError),
+}
 
 /// The file a shard writes into its results directory.
 pub const FILE: &str = "shard.json";
@@ -138,8 +151,8 @@ impl Aligner {
         slots: Vec<((usize, u32), Duration)>,
         plan: &str,
         shutdown: &AtomicBool,
-    ) -> Result<Aligner, RunError> {
-        let usage = |m: String| RunError::Usage(m);
+    ) -> Result<Aligner, ShardError> {
+        let usage = |m: String| ShardError::Usage(m);
         let how = match (&opts.barrier, opts.start_at) {
             (Some(addr), start_at) => {
                 let (_, port) = addr.rsplit_once(':').ok_or_else(|| {
@@ -356,9 +369,9 @@ impl Leader {
         opts: &ShardOptions,
         plan: &str,
         start_at: Option<SystemTime>,
-    ) -> Result<Arc<Leader>, RunError> {
+    ) -> Result<Arc<Leader>, ShardError> {
         let listener = TcpListener::bind(("0.0.0.0", port)).map_err(|e| {
-            RunError::Usage(format!(
+            ShardError::Usage(format!(
                 "shard 0 cannot listen for the barrier on port {port}: {e}"
             ))
         })?;
@@ -563,9 +576,9 @@ impl Follower {
         opts: &ShardOptions,
         plan: &str,
         shutdown: &AtomicBool,
-    ) -> Result<Follower, RunError> {
+    ) -> Result<Follower, ShardError> {
         let fail =
-            |m: String| RunError::Usage(format!("shard {}: barrier {addr}: {m}", opts.index));
+            |m: String| ShardError::Usage(format!("shard {}: barrier {addr}: {m}", opts.index));
         let deadline = Instant::now() + opts.barrier_timeout;
         // Shard 0 may not be up, nor its name in DNS, for a while: retry until the timeout.
         let stream = loop {

@@ -11,8 +11,7 @@
 //! runs (scenario, plan, seed, repeats, shard count, wirebench version), a shard given
 //! twice or missing.
 
-use crate::RunError;
-use crate::shard::{FILE as SHARD_FILE, ShardFile};
+use crate::{FILE as SHARD_FILE, ShardError, ShardFile};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -28,11 +27,11 @@ pub struct Merged {
     pub starts: Vec<String>,
 }
 
-fn usage(m: String) -> RunError {
-    RunError::Usage(m)
+fn usage(m: String) -> ShardError {
+    ShardError::Usage(m)
 }
 
-fn read_shard(dir: &Path) -> Result<(ShardFile, Vec<Record>), RunError> {
+fn read_shard(dir: &Path) -> Result<(ShardFile, Vec<Record>), ShardError> {
     let path = dir.join(SHARD_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         usage(format!(
@@ -46,8 +45,13 @@ fn read_shard(dir: &Path) -> Result<(ShardFile, Vec<Record>), RunError> {
     Ok((file, records))
 }
 
-/// Merges the shards in `dirs` into `out` (a new directory).
-pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, RunError> {
+/// Merges the shards in `dirs` into `out` (a new directory); `rule_of` is how each metric
+/// merges (its declaration's `MetricSpec::merge`; the runner knows the declarations).
+pub fn merge(
+    dirs: &[PathBuf],
+    out: &Path,
+    rule_of: &dyn Fn(&str) -> Merge,
+) -> Result<Merged, ShardError> {
     if dirs.is_empty() {
         return Err(usage("give the shards' results directories".into()));
     }
@@ -70,7 +74,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, RunError> {
         tables: info.tables.clone(),
         metrics: info.columns.clone(),
     };
-    let results_err = |error| RunError::Results {
+    let results_err = |error| ShardError::Results {
         path: out.display().to_string(),
         error,
     };
@@ -95,7 +99,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, RunError> {
     for key in keys {
         let parts: Vec<Option<&Record>> = by_key.iter().map(|m| m.get(&key).copied()).collect();
         let words = start_words(&shards, key);
-        let record = merge_case(&dir, &shards, key, &parts, &words)?;
+        let record = merge_case(&dir, &shards, key, &parts, &words, rule_of)?;
         starts.push(words);
         dir.append(record).map_err(results_err)?;
     }
@@ -116,7 +120,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, RunError> {
 }
 
 /// Every shard of one run, each once.
-fn check_same_run(shards: &[(PathBuf, ShardFile, Vec<Record>)]) -> Result<(), RunError> {
+fn check_same_run(shards: &[(PathBuf, ShardFile, Vec<Record>)]) -> Result<(), ShardError> {
     let (d0, f0, _) = &shards[0];
     for (d, f, _) in &shards[1..] {
         let differ = |what: &str, a: String, b: String| {
@@ -198,7 +202,8 @@ fn merge_case(
     (case, repeat): (usize, u32),
     parts: &[Option<&Record>],
     starts_note: &str,
-) -> Result<Record, RunError> {
+    rule_of: &dyn Fn(&str) -> Merge,
+) -> Result<Record, ShardError> {
     let base = parts
         .iter()
         .flatten()
@@ -270,7 +275,7 @@ fn merge_case(
         .map(|m| m.value)
         .fold(0.0, f64::max);
     let started = humantime::parse_rfc3339_weak(&base.started).unwrap_or(SystemTime::now());
-    let io = |error| RunError::Results {
+    let io = |error| ShardError::Results {
         path: dir.path.display().to_string(),
         error,
     };
@@ -285,9 +290,9 @@ fn merge_case(
     }
     rec.set_metric("case.duration", Metric::new(duration, "s"));
     let recs: Vec<&Record> = parts.iter().flatten().copied().collect();
-    merge_other(&mut rec, &recs);
+    merge_other(&mut rec, &recs, rule_of);
     // Where the shards stood at the start.
-    let mine: Vec<&crate::shard::CaseStart> = shards
+    let mine: Vec<&crate::CaseStart> = shards
         .iter()
         .filter_map(|s| {
             s.1.starts
@@ -331,7 +336,7 @@ fn merge_case(
 
 /// The shards' figures that are not in the series, each by its declared [`Merge`] rule:
 /// summed, weighted by what they are per, or kept when all agree.
-fn merge_other(rec: &mut Record, recs: &[&Record]) {
+fn merge_other(rec: &mut Record, recs: &[&Record], rule_of: &dyn Fn(&str) -> Merge) {
     let value = |r: &Record, n: &str| r.metric(n).map(|m| m.value);
     let unit = |n: &str| {
         recs.iter()
@@ -345,7 +350,7 @@ fn merge_other(rec: &mut Record, recs: &[&Record]) {
     for name in names {
         // Each metric merges by the rule its declaration gives (undeclared: the shards
         // must agree).
-        let rule = crate::metrics::spec(name).map_or(Merge::Agree, |s| s.merge);
+        let rule = rule_of(name);
         if rec.metrics.contains_key(name.as_str()) || rule == Merge::OneShard {
             continue;
         }
