@@ -816,6 +816,19 @@ impl Job<'_> {
                 record.error = Some("interrupted before the case finished".into());
                 Ok(true)
             }
+            Err(WorkloadError::FailedAfter { outcome, error }) => {
+                let stopped = self.shutdown.load(Ordering::SeqCst);
+                if stopped {
+                    record.status = Status::Interrupted;
+                    record.error = Some(format!("interrupted ({error})"));
+                } else {
+                    record.status = Status::Failed;
+                    record.fault = error.fault().map(|f| f.as_str().to_string());
+                    record.error = Some(error.to_string());
+                }
+                attach(dir, record, stem, *outcome, started, elapsed)?;
+                Ok(stopped)
+            }
             // Whatever broke after Ctrl-C (a server that saw the signal, a
             // connection cut short) is the interrupt's doing, not the case's.
             Err(e) if self.shutdown.load(Ordering::SeqCst) => {

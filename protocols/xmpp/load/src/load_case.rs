@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wirebench_load::{Arrivals, Dist, Interval, Phase, Schedule, Series, Wire};
+use wirebench_load::{Arrivals, Cause, Dist, Interval, Phase, Schedule, Series, Wire};
 use wirebench_model::Kind;
 use wirebench_protocol::Fault;
 use wirebench_protocol::params::{ON_OFF, ParamSpec};
@@ -660,7 +660,43 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     if let Some(e) = summaries.iter().find_map(|s| s.first_error.clone()) {
         out.notes.push(format!("first failure: {e}"));
     }
-    Ok(out)
+    match target_gone(&series, spec.width, &spec.script.addrs[0].to_string()) {
+        Some(error) => Err(WorkloadError::FailedAfter {
+            outcome: Box::new(out),
+            error: Box::new(error),
+        }),
+        None => Ok(out),
+    }
+}
+
+/// The case's failure when its server stopped listening: connections refused (nothing
+/// listening: a backlog that overflows drops SYNs, it does not refuse them). Sessions
+/// that fail in other ways (timeouts, stream errors, resets) are what a load test
+/// measures; a refused connection means there was no server left to measure.
+fn target_gone(series: &Series, width: Duration, addr: &str) -> Option<WorkloadError> {
+    let c = series.counts();
+    let refused = c.failures_of(Cause::Refused);
+    if refused == 0 {
+        return None;
+    }
+    let from = series
+        .intervals()
+        .find(|i| i.counts.failures_of(Cause::Refused) > 0)
+        .map_or(0.0, |i| i.index as f64 * width.as_secs_f64());
+    let others: Vec<String> = Cause::ALL
+        .iter()
+        .filter(|k| **k != Cause::Refused && c.failures_of(**k) > 0)
+        .map(|k| format!("{} {}", c.failures_of(*k), k.name()))
+        .collect();
+    let broke = if others.is_empty() {
+        String::new()
+    } else {
+        format!("; other failed sessions: {}", others.join(", "))
+    };
+    Some(WorkloadError::Peer(format!(
+        "the XMPP server at {addr} refused {refused} connection(s) from {from:.0}s on: nothing was listening (it stopped, or never started); {} session(s) had logged in{broke}; the figures so far are kept",
+        c.logged_in
+    )))
 }
 
 /// The case's load specification, refused when the case asks for what the workload
