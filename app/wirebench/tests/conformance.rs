@@ -1,8 +1,10 @@
 //! The public conformance suites a fresh machine can install, run by their scripts in
 //! `scripts/conformance/` against this build's binary (issue #32, docs/conformance.md):
 //! h2spec (a Go module) against `serve --also http`, and Autobahn's fuzzingclient (PyPI),
-//! its quick cases, against `serve --also websocket`, and xmpp.js (npm) logging in, messaging
-//! and pinging through `serve --xmpp`. A test fails on any failed case,
+//! its quick cases, against `serve --also websocket`, its fuzzingserver (the same quick
+//! cases) against the `websocket` protocol's client (the script builds the plugin's example
+//! `autobahn_client` with cargo), and xmpp.js (npm) logging in, messaging and pinging
+//! through `serve --xmpp`. A test fails on any failed case,
 //! and also when its suite could not be installed or run (the script's exit status 2):
 //! a suite that did not run has shown nothing. The SockJS suite is on no registry a CI
 //! machine reaches; its header and framing rules are restated as Rust tests in
@@ -51,6 +53,11 @@ fn h2spec_passes_every_case() {
 #[test]
 fn autobahn_quick_cases_pass() {
     eprintln!("{}", suite("autobahn", &[("QUICK", "1")]));
+}
+
+#[test]
+fn autobahn_fuzzingserver_quick_cases_pass_against_our_client() {
+    eprintln!("{}", suite("autobahn-client", &[("QUICK", "1")]));
 }
 
 #[test]
