@@ -1,7 +1,8 @@
 //! The public conformance suites a fresh machine can install, run by their scripts in
 //! `scripts/conformance/` against this build's binary (issue #32, docs/conformance.md):
 //! h2spec (a Go module) against `serve --also http`; Autobahn's fuzzingclient (PyPI), its
-//! quick cases, against `serve --also websocket`, and its fuzzingserver (the same quick
+//! quick cases, against `serve --also websocket`, and the cases that apply against the
+//! RFC 7395 endpoint (`serve --xmpp-websocket`), and its fuzzingserver (the same quick
 //! cases) against the `websocket` protocol's client (the script builds the plugin's
 //! example `autobahn_client` with cargo); the `http` protocol's HTTP/2 client against two
 //! strict servers, nghttpd (Debian nghttp2-server) and golang.org/x/net/http2's (a Go
@@ -54,6 +55,17 @@ fn h2spec_passes_every_case() {
 #[test]
 fn autobahn_quick_cases_pass() {
     eprintln!("{}", suite("autobahn", &[("QUICK", "1")]));
+}
+
+/// The RFC 7395 endpoint: every case that does not need an echo (it carries XMPP),
+/// from 2.* to 7.* (1.* and 9.* all need one).
+#[test]
+fn autobahn_cases_that_apply_pass_against_the_xmpp_websocket_endpoint() {
+    let env = [
+        ("ENDPOINT", "xmpp-websocket"),
+        ("CASES", "2.*,3.*,4.*,5.*,6.*,7.*"),
+    ];
+    eprintln!("{}", suite("autobahn", &env));
 }
 
 #[test]
