@@ -30,7 +30,7 @@ EXCLUDE=${EXCLUDE:-}
 VENV=$CONFORMANCE_DIR/autobahn-venv
 py27_venv "$VENV" "$HERE/autobahn-requirements.txt"
 
-CLIENT=${AUTOBAHN_CLIENT:-}
+CLIENT=${AUTOBAHN_CLIENT:+$(realpath "$AUTOBAHN_CLIENT")}
 if [[ -z $CLIENT ]]; then
     # cargo names the executable it built (wherever CARGO_TARGET_DIR puts it).
     CLIENT=$(cd "$REPO" && cargo build --release --locked -q -p wirebench-plugin-websocket \

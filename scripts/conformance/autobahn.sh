@@ -23,8 +23,11 @@
 # `autobahn: N passed, N failed, N skipped` (passed: OK, NON-STRICT or INFORMATIONAL with
 # a clean close). Exits 1 when a case failed, 2 when the suite could not run. Also: WB,
 # CONFORMANCE_DIR, PYTHON27 (scripts/conformance/lib.sh). wstest's HTML and JSON reports
-# in target/conformance/autobahn-run/reports/.
+# in target/conformance/autobahn-run/reports/ (autobahn-xmpp-websocket-run/ for that
+# endpoint).
 set -euo pipefail
+# Each endpoint's run in its own directory: the conformance test runs both at once.
+[[ ${ENDPOINT:-websocket} == websocket ]] || RUN_NAME=autobahn-${ENDPOINT}
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ ${QUICK:-0} == 1 ]]; then
