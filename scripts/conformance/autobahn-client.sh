@@ -18,6 +18,7 @@
 # the suite could not run. Also: CONFORMANCE_DIR, PYTHON27 (lib.sh). wstest's HTML and
 # JSON reports in target/conformance/autobahn-client-run/reports/.
 set -euo pipefail
+# shellcheck disable=SC2034 # read by lib.sh
 NO_WB=1
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

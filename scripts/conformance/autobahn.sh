@@ -27,6 +27,7 @@
 # endpoint).
 set -euo pipefail
 # Each endpoint's run in its own directory: the conformance test runs both at once.
+# shellcheck disable=SC2034 # read by lib.sh
 [[ ${ENDPOINT:-websocket} == websocket ]] || RUN_NAME=autobahn-${ENDPOINT}
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

@@ -85,6 +85,7 @@ for server in $SERVERS; do
     run_cases "$server" "$SERVER_ADDR"
 done
 
+# shellcheck disable=SC2086 # one argument per server
 python3 - "$OUT" $SERVERS <<'PY'
 import glob, json, os, re, sys
 out, servers = sys.argv[1], sys.argv[2:]
