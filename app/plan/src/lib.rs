@@ -165,7 +165,6 @@ pub fn case_links(cases: &[Case]) -> Result<Vec<Option<CaseLink>>, PlanError> {
         .collect()
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

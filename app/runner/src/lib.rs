@@ -12,8 +12,6 @@ pub mod request;
 
 pub use preflight::Preflight;
 pub use request::{Prepared, RunRequest, prepare};
-/// Sharded runs: their aligned starts and `shard.json` (the wirebench-shard crate).
-pub use wirebench_shard as shard;
 /// What a run is made of (the wirebench-plan crate), re-exported so a front end needs
 /// this crate alone: the registry, the parameter and metric tables, scenarios, the plan
 /// of cases, the estimates and the `wirebench protocols`/`scenarios` listings.
@@ -21,6 +19,8 @@ pub use wirebench_plan::{
     BUILTIN, Case, CaseLink, PlanError, Scenario, ScenarioError, case_links, catalog,
     check_workloads, estimate, metrics, params, plan, registry, scenario, varying,
 };
+/// Sharded runs: their aligned starts and `shard.json` (the wirebench-shard crate).
+pub use wirebench_shard as shard;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
