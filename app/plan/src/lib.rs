@@ -23,6 +23,7 @@ pub enum PlanError {
     /// A case asks for what its protocol does not offer.
     #[error("{0}")]
     Usage(String),
+    /// A case's link parameters do not make a link (a trace file that cannot be read, ...).
     #[error(transparent)]
     Link(#[from] link::CaseLinkError),
 }
