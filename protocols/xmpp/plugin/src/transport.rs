@@ -98,7 +98,9 @@ fn proto(e: impl std::fmt::Display) -> io::Error {
 
 /// One client's connection, any transport.
 pub enum Conn {
-    Tcp(TcpStream),
+    /// Plain TCP, its read timeout set only when it changes (a system call per read
+    /// otherwise, on the measurement path).
+    Tcp(wirebench_engine::blocking::Tcp),
     Ws(Box<WsConn>),
     Bosh(Box<BoshConn>),
     SockJs(Box<SockJsConn>),
@@ -118,7 +120,7 @@ impl Conn {
             Transport::Tcp => {
                 let s = TcpStream::connect_timeout(&addr, timeout)?;
                 s.set_nodelay(true)?;
-                Conn::Tcp(s)
+                Conn::Tcp(wirebench_engine::blocking::Tcp::new(s))
             }
             Transport::WebSocket { path } => {
                 Conn::Ws(Box::new(WsConn::connect(addr, path, max_stanza, timeout)?))
@@ -135,7 +137,7 @@ impl Conn {
     /// Writes bytes of the client's stream.
     pub fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
-            Conn::Tcp(s) => s.write_all(bytes),
+            Conn::Tcp(s) => s.stream.write_all(bytes),
             Conn::Ws(w) => w.write(bytes),
             Conn::Bosh(b) => b.write(bytes),
             Conn::SockJs(s) => s.write(bytes),
@@ -146,10 +148,7 @@ impl Conn {
     /// `wait`. `Ok(0)`: the server closed. A `WouldBlock` error: nothing in time.
     pub fn read(&mut self, buf: &mut Vec<u8>, wait: Duration) -> io::Result<usize> {
         match self {
-            Conn::Tcp(s) => {
-                s.set_read_timeout(Some(wait.max(Duration::from_millis(1))))?;
-                s.read(buf)
-            }
+            Conn::Tcp(s) => wirebench_engine::blocking::Io::read(s, buf, wait),
             Conn::Ws(w) => w.read(buf, wait),
             Conn::Bosh(b) => b.read(buf, wait),
             Conn::SockJs(s) => s.read(buf, wait),
