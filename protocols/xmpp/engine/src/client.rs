@@ -3,9 +3,9 @@
 //! roster get and initial presence (§4.2), and the runtime stanza handling of RFC 6120 §8
 //! (every unhandled `get`/`set` iq is answered, XEP-0199 pings with a result).
 //!
-//! Sans-IO in the quinn-proto style: bytes in through [`Client::handle_input`], bytes out
-//! through [`Client::poll_transmit`], what happened through [`Client::poll_event`]; no
-//! socket, no clock (times are arguments in nanoseconds), no thread.
+//! Sans-IO in the quinn-proto style, through `wirebench_engine::Engine` only: bytes in
+//! through `handle_input`, bytes out through `poll_transmit`, what happened through
+//! `poll_event`; no socket, no clock (times are arguments in nanoseconds), no thread.
 //!
 //! TLS is layered *below* the framer: after `<proceed/>` every received byte goes to a
 //! `rustls::ClientConnection` (its own sans-IO API: `read_tls`, `process_new_packets`,
@@ -304,38 +304,6 @@ impl Client {
         self.events.shrink_to_fit();
     }
 
-    /// Bytes to write to the transport: everything queued since the last call (already
-    /// TLS-encrypted when TLS is on), or `None`.
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        if self.out.is_empty() {
-            None
-        } else {
-            Some(std::mem::take(&mut self.out))
-        }
-    }
-
-    pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
-    }
-
-    /// Feeds bytes received from the transport. An error ends the session: the engine
-    /// queues a stream error / `</stream:stream>` for the server where useful, emits
-    /// [`Event::Closed`] and refuses further input with [`XmppError::Closed`].
-    pub fn handle_input(&mut self, now_ns: u64, bytes: &[u8]) -> Result<(), XmppError> {
-        if matches!(self.phase, Phase::Closed) {
-            return Err(XmppError::Closed);
-        }
-        self.now_ns = now_ns;
-        let r = match self.config_error.take() {
-            Some(e) => Err(XmppError::Usage(e)),
-            None => self.input(bytes),
-        };
-        if let Err(e) = &r {
-            self.fail(e);
-        }
-        r
-    }
-
     /// Sends `<message type='chat'>` with a body. Only once established.
     pub fn send_message(&mut self, to: &str, body: &str, id: &str) -> Result<(), XmppError> {
         if !matches!(self.phase, Phase::Established) {
@@ -390,42 +358,6 @@ impl Client {
                 tls.send_close_notify();
                 self.flush_tls();
             }
-        }
-    }
-
-    /// The transport reached end of file. `Ok` only if the stream had been closed
-    /// cleanly; otherwise the error says what was cut off.
-    pub fn handle_eof(&mut self) -> Result<(), XmppError> {
-        if matches!(self.phase, Phase::Closed) {
-            return Ok(());
-        }
-        let held = self.framer.buffered();
-        let e = if held > 0 {
-            XmppError::Malformed(format!(
-                "connection closed in the middle of an element ({held} bytes unfinished)"
-            ))
-        } else {
-            XmppError::Protocol("server closed the connection without closing the stream".into())
-        };
-        self.peer_open = false;
-        self.fail(&e);
-        Err(e)
-    }
-
-    /// When [`Client::handle_timeout`] wants to be called (keepalive), if ever.
-    pub fn poll_timeout(&self) -> Option<u64> {
-        match (self.cfg.keepalive_ns, &self.phase) {
-            (Some(k), Phase::Established) if !self.close_sent => {
-                Some(self.last_tx_ns.saturating_add(k))
-            }
-            _ => None,
-        }
-    }
-
-    pub fn handle_timeout(&mut self, now_ns: u64) {
-        self.now_ns = now_ns;
-        if self.poll_timeout().is_some_and(|t| now_ns >= t) {
-            self.send_whitespace_keepalive();
         }
     }
 
@@ -1002,39 +934,75 @@ fn stanza_error(s: &Stanza) -> String {
     }
 }
 
-/// The one engine shape (`wirebench-engine`).
+/// The one engine shape (`wirebench-engine`): the only way bytes, time and events pass
+/// between a driver and the session.
 impl wirebench_engine::Engine for Client {
     type Event = Event;
     type Error = XmppError;
 
+    /// Feeds bytes received from the transport. An error ends the session: the engine
+    /// queues a stream error / `</stream:stream>` for the server where useful, emits
+    /// [`Event::Closed`] and refuses further input with [`XmppError::Closed`].
     fn handle_input(&mut self, now: u64, data: &[u8]) -> Result<(), XmppError> {
-        Client::handle_input(self, now, data)
+        if matches!(self.phase, Phase::Closed) {
+            return Err(XmppError::Closed);
+        }
+        self.now_ns = now;
+        let r = match self.config_error.take() {
+            Some(e) => Err(XmppError::Usage(e)),
+            None => self.input(data),
+        };
+        if let Err(e) = &r {
+            self.fail(e);
+        }
+        r
     }
 
+    /// The transport reached end of file. `Ok` only if the stream had been closed
+    /// cleanly; otherwise the error says what was cut off.
     fn handle_eof(&mut self) -> Result<(), XmppError> {
-        Client::handle_eof(self)
+        if matches!(self.phase, Phase::Closed) {
+            return Ok(());
+        }
+        let held = self.framer.buffered();
+        let e = if held > 0 {
+            XmppError::Malformed(format!(
+                "connection closed in the middle of an element ({held} bytes unfinished)"
+            ))
+        } else {
+            XmppError::Protocol("server closed the connection without closing the stream".into())
+        };
+        self.peer_open = false;
+        self.fail(&e);
+        Err(e)
     }
 
+    /// Everything queued since the last call (already TLS-encrypted when TLS is on).
+    /// Into an empty `buf` the queue is swapped rather than copied.
     fn poll_transmit(&mut self, _now: u64, buf: &mut Vec<u8>) -> usize {
-        match Client::poll_transmit(self) {
-            Some(b) => {
-                buf.extend_from_slice(&b);
-                b.len()
+        crate::hand_over(&mut self.out, buf)
+    }
+
+    /// The whitespace keepalive's time, if one is configured and the session is up.
+    fn poll_timeout(&self) -> Option<u64> {
+        match (self.cfg.keepalive_ns, &self.phase) {
+            (Some(k), Phase::Established) if !self.close_sent => {
+                Some(self.last_tx_ns.saturating_add(k))
             }
-            None => 0,
+            _ => None,
         }
     }
 
-    fn poll_timeout(&self) -> Option<u64> {
-        Client::poll_timeout(self)
-    }
-
+    /// Sends the keepalive if it is due; never fails.
     fn handle_timeout(&mut self, now: u64) -> Result<(), XmppError> {
-        Client::handle_timeout(self, now);
+        self.now_ns = now;
+        if self.poll_timeout().is_some_and(|t| now >= t) {
+            self.send_whitespace_keepalive();
+        }
         Ok(())
     }
 
     fn poll_event(&mut self) -> Option<Event> {
-        Client::poll_event(self)
+        self.events.pop_front()
     }
 }

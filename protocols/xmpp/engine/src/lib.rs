@@ -13,9 +13,11 @@
 //! - [`server`]: the server side of a client connection ([`ServerSession`]), with
 //!   accounts and rosters behind a [`Directory`].
 //!
-//! The engine never blocks, reads a clock or touches a socket: a driver writes what
-//! [`Client::poll_transmit`] returns, passes what it reads to [`Client::handle_input`]
-//! and reacts to [`Client::poll_event`].
+//! The engine never blocks, reads a clock or touches a socket: both sides are
+//! [`wirebench_engine::Engine`]s (the client directly, a server session through
+//! [`ServerEngine`]), and that trait is the only way in. A driver writes what
+//! `poll_transmit` appends, passes what it reads to `handle_input` and reacts to
+//! `poll_event`.
 
 pub mod client;
 pub mod error;
@@ -25,6 +27,8 @@ pub mod server;
 pub mod stanza;
 mod tls;
 
+use wirebench_engine::Engine as _;
+
 pub use client::{Client, ClientConfig, Event, State, TlsMode};
 pub use error::XmppError;
 /// The TLS library the engine drives, so callers build configs with the same version.
@@ -33,6 +37,23 @@ pub use sasl::{Mechanism, ScramCache};
 pub use server::{
     Directory, NumberedAccounts, ServerConfig, ServerEngine, ServerEvent, ServerSession,
 };
+
+/// Moves the engine's queued output `out` into the driver's `buf` and returns how many
+/// bytes it was. Into an empty `buf` the two are swapped: nothing is copied, and `out`
+/// keeps `buf`'s capacity for what comes next (a driver that reuses its buffer then
+/// allocates nothing in steady state). Behind a non-empty `buf` (a driver with unwritten
+/// bytes) it is appended.
+pub(crate) fn hand_over(out: &mut Vec<u8>, buf: &mut Vec<u8>) -> usize {
+    let n = out.len();
+    if n > 0 {
+        if buf.is_empty() {
+            std::mem::swap(out, buf);
+        } else {
+            buf.append(out);
+        }
+    }
+    n
+}
 
 /// Feeds arbitrary bytes to a fresh client, for a cargo-fuzz target. The first byte picks
 /// the state the bytes arrive in: 0 = before the stream header, 1 = awaiting features,
@@ -79,5 +100,5 @@ pub fn fuzz_input(bytes: &[u8]) {
     let (a, b) = rest.split_at(split);
     let _ = c.handle_input(1, a).and_then(|()| c.handle_input(2, b));
     while c.poll_event().is_some() {}
-    let _ = c.poll_transmit();
+    let _ = c.poll_transmit(3, &mut Vec::new());
 }

@@ -8,7 +8,9 @@
 //! another user, presence for contacts) leaves as a [`ServerEvent::Route`] or presence
 //! event for the driver's router, which hands stanzas for this session back through
 //! [`ServerSession::deliver`]. Accounts and rosters come from a [`Directory`] the driver
-//! passes in, so one directory serves any number of sessions.
+//! passes in, so one directory serves any number of sessions: the driver reaches a
+//! session through `wirebench_engine::Engine` on a [`ServerEngine`], the session and the
+//! directory borrowed together for the call.
 //!
 //! Memory is what a server holding a million idle sessions cares about: a session is a
 //! small struct whose buffers are empty between stanzas (the driver may call
@@ -24,6 +26,7 @@ use base64::Engine as _;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::Arc;
+use wirebench_engine::Engine as _;
 
 const NS_TLS: &str = "urn:ietf:params:xml:ns:xmpp-tls";
 const NS_SASL: &str = "urn:ietf:params:xml:ns:xmpp-sasl";
@@ -111,7 +114,7 @@ pub enum ServerEvent {
     /// it to `to` (a bare or full JID) with [`ServerSession::deliver`] on its session, or
     /// bounce it.
     Route { to: String, stanza: Vec<u8> },
-    /// The session is over: write what [`ServerSession::poll_transmit`] still holds,
+    /// The session is over: write what [`ServerEngine`]'s `poll_transmit` still holds,
     /// then close the connection. `error` is the stream error sent, if any.
     Closed { error: Option<String> },
 }
@@ -196,15 +199,6 @@ impl ServerSession {
         self.phase == Phase::Closed
     }
 
-    /// Bytes to write to the client, or `None`.
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        (!self.out.is_empty()).then(|| std::mem::take(&mut self.out))
-    }
-
-    pub fn poll_event(&mut self) -> Option<ServerEvent> {
-        self.events.pop_front()
-    }
-
     /// Gives back buffer capacity an idle session does not need.
     pub fn shrink(&mut self) {
         self.framer.shrink();
@@ -229,15 +223,8 @@ impl ServerSession {
         self.stream_error("system-shutdown", None);
     }
 
-    /// The client closed the connection without ending its stream.
-    pub fn handle_eof(&mut self) {
-        if self.phase != Phase::Closed {
-            self.finish(None);
-        }
-    }
-
-    /// Bytes read from the client.
-    pub fn handle_input(&mut self, bytes: &[u8], dir: &dyn Directory) {
+    /// Bytes read from the client ([`ServerEngine`]'s `handle_input`).
+    fn input(&mut self, bytes: &[u8], dir: &dyn Directory) {
         if self.phase == Phase::Closed {
             return;
         }
@@ -808,7 +795,11 @@ pub fn fuzz_input(bytes: &[u8]) {
         max_stanza: 4096,
         ..ServerConfig::new("example.com")
     };
-    let mut s = ServerSession::new(Arc::new(cfg), 1);
+    let mut session = ServerSession::new(Arc::new(cfg), 1);
+    let mut s = ServerEngine {
+        session: &mut session,
+        dir: &dir,
+    };
     const HEADER: &[u8] = b"<stream:stream to='example.com' xmlns='jabber:client' \
         xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>";
     let mut script: Vec<&[u8]> = Vec::new();
@@ -828,10 +819,12 @@ pub fn fuzz_input(bytes: &[u8]) {
     let cut = rest.first().map_or(0, |&c| c as usize % (rest.len() + 1));
     script.push(&rest[..cut]);
     script.push(&rest[cut..]);
+    let mut out = Vec::new();
     for part in script {
-        s.handle_input(part, &dir);
-        assert!(s.buffered() <= 4096 + rest.len() + 64 * 1024);
-        let _ = s.poll_transmit();
+        let Ok(()) = s.handle_input(0, part);
+        assert!(s.session.buffered() <= 4096 + rest.len() + 64 * 1024);
+        out.clear();
+        s.poll_transmit(0, &mut out);
         while s.poll_event().is_some() {}
     }
 }
@@ -845,38 +838,39 @@ fn splitmix(x: u64) -> u64 {
 }
 
 /// A server session with the accounts it authenticates against: the one engine shape
-/// (`wirebench-engine`) for a session that serves one connection. Session failures are
+/// (`wirebench-engine`) for a session that serves one connection, and the only way in.
+/// Both are borrowed, so a driver that keeps its sessions apart from the one directory
+/// (the built-in server's workers) builds one per call at no cost. Session failures are
 /// stream errors sent to the client and [`ServerEvent`]s, never an `Err`.
-pub struct ServerEngine<D> {
-    pub session: ServerSession,
-    pub dir: D,
+pub struct ServerEngine<'a> {
+    pub session: &'a mut ServerSession,
+    pub dir: &'a dyn Directory,
 }
 
-impl<D: Directory> wirebench_engine::Engine for ServerEngine<D> {
+impl wirebench_engine::Engine for ServerEngine<'_> {
     type Event = ServerEvent;
     type Error = std::convert::Infallible;
 
     fn handle_input(&mut self, _now: u64, data: &[u8]) -> Result<(), Self::Error> {
-        self.session.handle_input(data, &self.dir);
+        self.session.input(data, self.dir);
         Ok(())
     }
 
+    /// The client closed the connection without ending its stream.
     fn handle_eof(&mut self) -> Result<(), Self::Error> {
-        self.session.handle_eof();
+        if self.session.phase != Phase::Closed {
+            self.session.finish(None);
+        }
         Ok(())
     }
 
+    /// Bytes to write to the client. Into an empty `buf` the queue is swapped rather than
+    /// copied, so a driver that writes from its own buffer copies nothing.
     fn poll_transmit(&mut self, _now: u64, buf: &mut Vec<u8>) -> usize {
-        match self.session.poll_transmit() {
-            Some(b) => {
-                buf.extend_from_slice(&b);
-                b.len()
-            }
-            None => 0,
-        }
+        crate::hand_over(&mut self.session.out, buf)
     }
 
     fn poll_event(&mut self) -> Option<ServerEvent> {
-        self.session.poll_event()
+        self.session.events.pop_front()
     }
 }

@@ -50,15 +50,17 @@ fn a_ping_over_a_satcom_link_matches_the_link_arithmetic() {
     let mut cfg = ClientConfig::new("user1@example.com", "pass1");
     cfg.tls = TlsMode::Never;
     cfg.mechanisms = vec![Mechanism::Plain];
+    let mut session = ServerSession::new(std::sync::Arc::new(ServerConfig::new("example.com")), 1);
+    let dir = NumberedAccounts {
+        user_prefix: "user".into(),
+        password_prefix: "pass".into(),
+        users: 2,
+        contacts: 0,
+        domain: "example.com".into(),
+    };
     let server = ServerEngine {
-        session: ServerSession::new(std::sync::Arc::new(ServerConfig::new("example.com")), 1),
-        dir: NumberedAccounts {
-            user_prefix: "user".into(),
-            password_prefix: "pass".into(),
-            users: 2,
-            contacts: 0,
-            domain: "example.com".into(),
-        },
+        session: &mut session,
+        dir: &dir,
     };
     let link = LinkParams {
         rate_bps: Some(2400),

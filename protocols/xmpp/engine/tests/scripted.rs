@@ -5,6 +5,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use proptest::prelude::*;
+use wirebench_engine::Engine as _;
 use wirebench_xmpp::{Client, ClientConfig, Event, Mechanism, State, TlsMode, XmppError};
 
 const CLIENT_HEADER: &str = "<?xml version='1.0'?><stream:stream to='example.com' \
@@ -56,7 +57,9 @@ impl Run {
         r
     }
     fn sent(&mut self) -> String {
-        String::from_utf8(self.c.poll_transmit().unwrap_or_default()).unwrap()
+        let mut out = Vec::new();
+        self.c.poll_transmit(0, &mut out);
+        String::from_utf8(out).unwrap()
     }
 }
 
@@ -308,9 +311,9 @@ fn keepalive_timer() {
     }
     r.sent();
     assert_eq!(r.c.poll_timeout(), Some(1_500));
-    r.c.handle_timeout(1_499);
+    r.c.handle_timeout(1_499).unwrap();
     assert_eq!(r.sent(), "");
-    r.c.handle_timeout(1_500);
+    r.c.handle_timeout(1_500).unwrap();
     assert_eq!(r.sent(), " ");
     assert_eq!(r.c.poll_timeout(), Some(2_500));
 }

@@ -5,12 +5,19 @@
 
 mod common;
 
+use common::transmit;
 use std::collections::HashMap;
 use std::sync::Arc;
+use wirebench_engine::Engine as _;
 use wirebench_xmpp::{
-    Client, ClientConfig, Event, Mechanism, NumberedAccounts, ServerConfig, ServerEvent,
-    ServerSession, TlsMode,
+    Client, ClientConfig, Event, Mechanism, NumberedAccounts, ServerConfig, ServerEngine,
+    ServerEvent, ServerSession, TlsMode,
 };
+
+/// Session `s` as the one engine shape, with the accounts it checks logins against.
+fn engine<'a>(s: &'a mut ServerSession, dir: &'a NumberedAccounts) -> ServerEngine<'a> {
+    ServerEngine { session: s, dir }
+}
 
 fn accounts(users: u64, contacts: u64) -> NumberedAccounts {
     NumberedAccounts {
@@ -77,15 +84,15 @@ impl World {
         loop {
             let mut moved = false;
             for i in 0..self.clients.len() {
-                if let Some(b) = self.clients[i].poll_transmit() {
+                if let Some(b) = transmit(&mut self.clients[i]) {
                     moved = true;
-                    self.servers[i].handle_input(&b, &self.dir);
+                    let Ok(()) = engine(&mut self.servers[i], &self.dir).handle_input(0, &b);
                 }
-                while let Some(e) = self.servers[i].poll_event() {
+                while let Some(e) = engine(&mut self.servers[i], &self.dir).poll_event() {
                     moved = true;
                     self.on_server_event(i, e);
                 }
-                if let Some(b) = self.servers[i].poll_transmit() {
+                if let Some(b) = transmit(&mut engine(&mut self.servers[i], &self.dir)) {
                     moved = true;
                     let _ = self.clients[i].handle_input(0, &b);
                 }
@@ -323,19 +330,18 @@ fn a_wrong_password_or_unknown_user_is_refused() {
 /// Raw bytes into a fresh session; returns what it wrote back and whether it closed.
 fn feed(bytes: &[&[u8]]) -> (String, Option<Option<String>>) {
     let dir = accounts(10, 0);
-    let mut s = ServerSession::new(Arc::new(ServerConfig::new("example.com")), 7);
+    let mut session = ServerSession::new(Arc::new(ServerConfig::new("example.com")), 7);
+    let mut s = engine(&mut session, &dir);
     let mut closed = None;
     let mut out = Vec::new();
     for b in bytes {
-        s.handle_input(b, &dir);
+        let Ok(()) = s.handle_input(0, b);
         while let Some(e) = s.poll_event() {
             if let ServerEvent::Closed { error } = e {
                 closed = Some(error);
             }
         }
-        if let Some(o) = s.poll_transmit() {
-            out.extend_from_slice(&o);
-        }
+        s.poll_transmit(0, &mut out);
     }
     (String::from_utf8(out).unwrap(), closed)
 }
@@ -388,16 +394,17 @@ fn an_oversized_stanza_is_a_policy_violation_without_buffering_it_all() {
         max_stanza: 4096,
         ..ServerConfig::new("example.com")
     };
-    let mut s = ServerSession::new(Arc::new(cfg), 1);
-    s.handle_input(HEADER, &dir);
-    s.handle_input(b"<message><body>", &dir);
+    let mut session = ServerSession::new(Arc::new(cfg), 1);
+    let mut s = engine(&mut session, &dir);
+    let Ok(()) = s.handle_input(0, HEADER);
+    let Ok(()) = s.handle_input(0, b"<message><body>");
     let chunk = vec![b'a'; 1024];
     for _ in 0..64 {
-        s.handle_input(&chunk, &dir);
-        assert!(s.buffered() <= 8192, "{}", s.buffered());
+        let Ok(()) = s.handle_input(0, &chunk);
+        assert!(s.session.buffered() <= 8192, "{}", s.session.buffered());
     }
-    assert!(s.is_closed());
-    let out = String::from_utf8(s.poll_transmit().unwrap()).unwrap();
+    assert!(s.session.is_closed());
+    let out = String::from_utf8(transmit(&mut s).unwrap()).unwrap();
     assert!(out.contains("policy-violation"), "{out}");
 }
 
@@ -440,14 +447,15 @@ proptest::proptest! {
     ) {
         let dir = accounts(10, 2);
         let cfg = ServerConfig { max_stanza: 2048, ..ServerConfig::new("example.com") };
-        let mut s = ServerSession::new(Arc::new(cfg), 1);
+        let mut session = ServerSession::new(Arc::new(cfg), 1);
+        let mut s = engine(&mut session, &dir);
         if with_header {
-            s.handle_input(HEADER, &dir);
+            let Ok(()) = s.handle_input(0, HEADER);
         }
         for c in &chunks {
-            s.handle_input(c, &dir);
-            proptest::prop_assert!(s.buffered() <= 2048 + 512 + 4096, "{}", s.buffered());
-            let _ = s.poll_transmit();
+            let Ok(()) = s.handle_input(0, c);
+            proptest::prop_assert!(s.session.buffered() <= 2048 + 512 + 4096, "{}", s.session.buffered());
+            let _ = transmit(&mut s);
             while s.poll_event().is_some() {}
         }
     }

@@ -3,13 +3,14 @@
 
 use std::io::{Read, Write};
 
+use wirebench_engine::Engine as _;
 use wirebench_xmpp::{Client, ClientConfig, Event, Mechanism, State, TlsMode, XmppError};
 
 const SERVER_HEADER: &str = "<?xml version='1.0'?><stream:stream xmlns='jabber:client' \
     xmlns:stream='http://etherx.jabber.org/streams' id='t1' from='example.com' version='1.0'>";
 
 mod common;
-use common::pki;
+use common::{pki, transmit};
 
 fn config(tls: TlsMode) -> ClientConfig {
     let mut c = ClientConfig::new("user@example.com", "pencil");
@@ -78,7 +79,7 @@ impl Server {
 fn pump(client: &mut Client, server: &mut Server) -> Result<(), XmppError> {
     for _ in 0..100 {
         let mut moved = false;
-        if let Some(bytes) = client.poll_transmit() {
+        if let Some(bytes) = transmit(client) {
             moved = true;
             let mut rd = &bytes[..];
             while !rd.is_empty() {
@@ -110,7 +111,7 @@ fn rfc6120_5_starttls_then_session_and_messages_inside_tls() {
     let pki = pki("example.com");
     let mut c = Client::new(config(TlsMode::Required), Some(pki.client.clone()), 3);
     // The plaintext phase: header, features with STARTTLS, <proceed/>.
-    let hello = String::from_utf8(c.poll_transmit().unwrap()).unwrap();
+    let hello = String::from_utf8(transmit(&mut c).unwrap()).unwrap();
     assert!(hello.contains("<stream:stream to='example.com'"));
     c.handle_input(
         0,
@@ -122,7 +123,7 @@ fn rfc6120_5_starttls_then_session_and_messages_inside_tls() {
     )
     .unwrap();
     assert_eq!(
-        c.poll_transmit().unwrap(),
+        transmit(&mut c).unwrap(),
         b"<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>"
     );
     assert_eq!(c.state(), State::Tls);
@@ -173,7 +174,7 @@ fn rfc6120_5_wrong_certificate_name_is_a_tls_error() {
     let good = pki("example.com");
     let other = pki("evil.example");
     let mut c = Client::new(config(TlsMode::IfOffered), Some(good.client.clone()), 3);
-    c.poll_transmit();
+    transmit(&mut c);
     c.handle_input(
         0,
         format!(
@@ -189,7 +190,7 @@ fn rfc6120_5_wrong_certificate_name_is_a_tls_error() {
         step: 0,
     };
     // One transmit holds the plaintext <starttls/> and, after it, the ClientHello.
-    let out = c.poll_transmit().unwrap();
+    let out = transmit(&mut c).unwrap();
     let starttls = b"<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>";
     assert!(out.starts_with(starttls));
     server.tls.read_tls(&mut &out[starttls.len()..]).unwrap();

@@ -13,6 +13,7 @@ use mio::{Events, Interest, Poll, Token};
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
+use wirebench_engine::Engine as _;
 use wirebench_xmpp::{Client, ClientConfig, Event, Mechanism, TlsMode};
 
 /// Logins in progress at once: enough to keep both cores busy, few enough that the
@@ -384,10 +385,10 @@ fn pump(s: &mut Session, buf: &mut [u8], readable: bool) -> Vec<Event> {
     std::iter::from_fn(|| s.client.poll_event()).collect()
 }
 
+/// Writes what the session has queued. `pending` is the session's one output buffer: the
+/// engine swaps its queue into it when it is empty (no copy) and takes back its capacity.
 fn flush(s: &mut Session) {
-    if let Some(out) = s.client.poll_transmit() {
-        s.pending.extend_from_slice(&out);
-    }
+    s.client.poll_transmit(0, &mut s.pending);
     while !s.pending.is_empty() {
         match s.stream.write(&s.pending) {
             Ok(0) => break,

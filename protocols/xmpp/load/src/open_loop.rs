@@ -27,6 +27,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use wirebench_engine::Engine as _;
 use wirebench_load::{Cause, Dist, Interval, Latency, Recorder, Schedule};
 use wirebench_xmpp::{Client, ClientConfig, Event, Mechanism, TlsMode, XmppError};
 
@@ -414,7 +415,7 @@ impl<F: FnMut(Interval)> Worker<'_, F> {
                         if s.client.send_message(&to, &body, &id).is_ok() {
                             s.sent += 1;
                             iv.counts.sent += 1;
-                            flush(s);
+                            flush(s, now);
                         }
                         if let Some(gap) = script.gap_of(i, s.sent) {
                             self.timers.push(Reverse((
@@ -428,7 +429,7 @@ impl<F: FnMut(Interval)> Worker<'_, F> {
                 }
                 (Due::Leave, Stage::Established) => {
                     s.client.close();
-                    flush(s);
+                    flush(s, now);
                     s.stage = Stage::Leaving;
                     iv.counts.left += 1;
                     iv.counts.active_delta -= 1;
@@ -571,7 +572,7 @@ impl<F: FnMut(Interval)> Worker<'_, F> {
                     iv.counts.left += 1;
                 }
                 s.client.close();
-                flush(s);
+                flush(s, now);
                 drop_session(&mut self.slots, &mut self.free, slot, &self.poll);
             }
         }
@@ -709,7 +710,7 @@ fn pump(
             }
         }
     }
-    flush(s);
+    flush(s, now);
     (
         std::iter::from_fn(|| s.client.poll_event()).collect(),
         error,
@@ -717,10 +718,10 @@ fn pump(
     )
 }
 
-fn flush(s: &mut Session) {
-    if let Some(out) = s.client.poll_transmit() {
-        s.pending.extend_from_slice(&out);
-    }
+/// Writes what the session has queued at `now`. The engine swaps its queue into the
+/// empty `pending` (no copy); only what the socket does not take stays there.
+fn flush(s: &mut Session, now: u64) {
+    s.client.poll_transmit(now, &mut s.pending);
     while !s.pending.is_empty() {
         match s.stream.write(&s.pending) {
             Ok(0) => break,

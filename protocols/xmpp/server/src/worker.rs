@@ -1,6 +1,8 @@
 //! One worker of the built-in server: a mio (epoll) loop over its own listener, its
 //! sessions' sans-IO [`ServerSession`]s, and its links to the other workers
-//! ([`crate::fabric`]).
+//! ([`crate::fabric`]). A session is reached through the one engine shape
+//! (`wirebench_engine::Engine`) on a [`ServerEngine`] borrowed for the call: the sessions
+//! live in the worker's slots, the accounts once in its configuration.
 //!
 //! What protects the server from its clients: a session that has not bound a resource
 //! within `handshake_timeout` is closed (a client that connects and sends nothing); a
@@ -18,7 +20,8 @@ use std::io::{self, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use wirebench_xmpp::{Directory, ServerConfig, ServerEvent, ServerSession};
+use wirebench_engine::Engine as _;
+use wirebench_xmpp::{Directory, ServerConfig, ServerEngine, ServerEvent, ServerSession};
 
 const LISTENER: Token = Token(usize::MAX);
 /// WorkerLink to worker `w` is `Token(LINK0 - w)`; sessions count up from 0, so they never meet.
@@ -200,7 +203,7 @@ struct Loop<'a> {
     lost: Option<(Instant, io::Error)>,
 }
 
-impl Loop<'_> {
+impl<'a> Loop<'a> {
     fn accept(&mut self, listener: &TcpListener, poll: &Poll) {
         loop {
             let (mut stream, _) = match listener.accept() {
@@ -246,24 +249,24 @@ impl Loop<'_> {
     }
 
     fn read(&mut self, i: usize, poll: &Poll) {
+        let dir = self.dir();
         loop {
             let Some(c) = self.conns[i].as_mut() else {
                 return;
             };
             match c.stream.read(&mut self.buf) {
                 Ok(0) => {
-                    c.session.handle_eof();
+                    let Ok(()) = engine(&mut c.session, dir).handle_eof();
                     break;
                 }
                 Ok(n) => {
-                    let dir: &dyn Directory = &self.ctx.cfg.accounts;
-                    c.session.handle_input(&self.buf[..n], dir);
+                    let Ok(()) = engine(&mut c.session, dir).handle_input(0, &self.buf[..n]);
                     self.after_input(i, poll);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => {
-                    c.session.handle_eof();
+                    let Ok(()) = engine(&mut c.session, dir).handle_eof();
                     break;
                 }
             }
@@ -292,7 +295,11 @@ impl Loop<'_> {
     fn after_input(&mut self, i: usize, poll: &Poll) {
         let stats = self.ctx.stats;
         let mut touched = vec![i];
-        while let Some(ev) = self.conns[i].as_mut().and_then(|c| c.session.poll_event()) {
+        let dir = self.dir();
+        while let Some(ev) = self.conns[i]
+            .as_mut()
+            .and_then(|c| engine(&mut c.session, dir).poll_event())
+        {
             match ev {
                 ServerEvent::Bound { user, .. } => {
                     stats.bound.fetch_add(1, Ordering::Relaxed);
@@ -567,6 +574,12 @@ impl Loop<'_> {
         Ok(())
     }
 
+    /// The accounts every session authenticates against; a reference that outlives the
+    /// borrow of `self`, so it can sit beside a borrowed session.
+    fn dir(&self) -> &'a dyn Directory {
+        &self.ctx.cfg.accounts
+    }
+
     fn bare_of(&self, i: usize) -> Option<String> {
         let c = self.conns[i].as_ref()?;
         Some(c.session.jid().split('/').next()?.to_string())
@@ -575,16 +588,12 @@ impl Loop<'_> {
     /// Writes what the session has queued; closes the connection when the session is over
     /// and everything is written, or when the client is too slow to take its output.
     fn flush(&mut self, i: usize, poll: &Poll) {
+        let dir = self.dir();
         let Some(c) = self.conns[i].as_mut() else {
             return;
         };
-        if let Some(out) = c.session.poll_transmit() {
-            if c.pending.is_empty() {
-                c.pending = out;
-            } else {
-                c.pending.extend_from_slice(&out);
-            }
-        }
+        // Into an empty `pending` the session's queue is swapped, not copied.
+        engine(&mut c.session, dir).poll_transmit(0, &mut c.pending);
         let mut broken = false;
         while !c.pending.is_empty() && c.held == 0 {
             match c.stream.write(&c.pending) {
@@ -662,6 +671,12 @@ impl Loop<'_> {
             }
         }
     }
+}
+
+/// Session `session` as the one engine shape, with the accounts it authenticates against:
+/// built per call, at no cost (two references).
+fn engine<'s>(session: &'s mut ServerSession, dir: &'s dyn Directory) -> ServerEngine<'s> {
+    ServerEngine { session, dir }
 }
 
 /// The `from` of a `<presence type='probe'>` the router made, if `stanza` is one.

@@ -1,8 +1,10 @@
 //! The XMPP client engine and one server session, in memory, for the transports' tests.
 
 use std::sync::Arc;
+use wirebench_engine::Engine;
 use wirebench_xmpp::{
-    Client, ClientConfig, Event, Mechanism, NumberedAccounts, ServerConfig, ServerSession, TlsMode,
+    Client, ClientConfig, Event, Mechanism, NumberedAccounts, ServerConfig, ServerEngine,
+    ServerSession, TlsMode,
 };
 
 pub(crate) fn accounts() -> NumberedAccounts {
@@ -24,6 +26,17 @@ pub(crate) fn client(mech: Mechanism) -> Client {
 
 pub(crate) fn server() -> ServerSession {
     ServerSession::new(Arc::new(ServerConfig::new("example.com")), 42)
+}
+
+/// Session `s` as the one engine shape, with the accounts it checks logins against.
+pub(crate) fn engine<'a>(s: &'a mut ServerSession, dir: &'a NumberedAccounts) -> ServerEngine<'a> {
+    ServerEngine { session: s, dir }
+}
+
+/// What `e` has queued to send, in a buffer of its own; `None` if nothing.
+pub(crate) fn transmit(e: &mut impl Engine) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    (e.poll_transmit(0, &mut out) > 0).then_some(out)
 }
 
 /// Drains the client's events into `seen`.

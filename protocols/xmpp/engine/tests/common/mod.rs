@@ -1,8 +1,15 @@
 //! What several test files share: a self-signed certificate (rcgen) and the rustls server
-//! and client configurations that trust it.
+//! and client configurations that trust it, and an engine's output as a value.
 #![allow(dead_code)]
 
 use std::sync::Arc;
+use wirebench_engine::Engine;
+
+/// What `e` has queued to send, in a buffer of its own; `None` if nothing.
+pub fn transmit(e: &mut impl Engine) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    (e.poll_transmit(0, &mut out) > 0).then_some(out)
+}
 
 pub struct Pki {
     pub server: Arc<rustls::ServerConfig>,

@@ -1,7 +1,8 @@
 use super::*;
 use crate::bosh_client::{BoshClient, BoshClientConfig};
-use crate::testkit::{accounts, client, events, server};
+use crate::testkit::{accounts, client, engine, events, server, transmit};
 use proptest::prelude::*;
+use wirebench_engine::Engine as _;
 use wirebench_xmpp::{Event, Mechanism};
 
 const S: u64 = NS;
@@ -92,7 +93,7 @@ fn a_client_logs_in_and_pings_over_bosh() {
                         seen: &mut Vec<Event>| {
             for _ in 0..1000 {
                 let mut moved = false;
-                while let Some(x) = c.poll_transmit() {
+                while let Some(x) = transmit(c) {
                     b.send(&x).unwrap();
                 }
                 while let Some(body) = b.poll_request() {
@@ -111,11 +112,13 @@ fn a_client_logs_in_and_pings_over_bosh() {
                             let st = b.take_stream();
                             c.handle_input(0, &st).unwrap();
                         }
-                        Output::ToServer { bytes, .. } => s.handle_input(&bytes, &dir),
+                        Output::ToServer { bytes, .. } => {
+                            let Ok(()) = engine(s, &dir).handle_input(0, &bytes);
+                        }
                         Output::Open { .. } | Output::Close { .. } => {}
                     }
                 }
-                while let Some(x) = s.poll_transmit() {
+                while let Some(x) = transmit(&mut engine(s, &dir)) {
                     moved = true;
                     let sid = b
                         .sid()
@@ -123,7 +126,7 @@ fn a_client_logs_in_and_pings_over_bosh() {
                         .unwrap_or_else(|| m.sessions.keys().next().cloned().unwrap());
                     m.handle_server_bytes(0, &sid, &x);
                 }
-                while s.poll_event().is_some() {}
+                while engine(s, &dir).poll_event().is_some() {}
                 events(c, seen);
                 if !moved {
                     return;

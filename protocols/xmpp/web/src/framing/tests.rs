@@ -1,6 +1,7 @@
 use super::*;
-use crate::testkit::{accounts, client, events, server};
+use crate::testkit::{accounts, client, engine, events, server, transmit};
 use proptest::prelude::*;
+use wirebench_engine::Engine as _;
 use wirebench_xmpp::{Client, Event, Mechanism, ServerSession};
 
 /// Client engine -> client framing -> messages -> gateway framing -> server session, and
@@ -32,15 +33,15 @@ impl Pair {
         let dir = accounts();
         loop {
             let mut moved = false;
-            while let Some(b) = self.c.poll_transmit() {
+            while let Some(b) = transmit(&mut self.c) {
                 moved = true;
                 for m in self.cf.stream_to_messages(&b).unwrap() {
                     let bytes = self.gf.message_to_stream(m.as_bytes()).unwrap();
                     self.up.push(m);
-                    self.s.handle_input(&bytes, &dir);
+                    let Ok(()) = engine(&mut self.s, &dir).handle_input(0, &bytes);
                 }
             }
-            while let Some(b) = self.s.poll_transmit() {
+            while let Some(b) = transmit(&mut engine(&mut self.s, &dir)) {
                 moved = true;
                 for m in self.gf.stream_to_messages(&b).unwrap() {
                     let bytes = self.cf.message_to_stream(m.as_bytes()).unwrap();
@@ -48,7 +49,7 @@ impl Pair {
                     self.c.handle_input(0, &bytes).unwrap();
                 }
             }
-            while self.s.poll_event().is_some() {}
+            while engine(&mut self.s, &dir).poll_event().is_some() {}
             events(&mut self.c, &mut self.seen);
             if !moved {
                 break;
