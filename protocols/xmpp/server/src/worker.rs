@@ -151,7 +151,7 @@ pub(crate) fn run(
                 }
                 Token(i) => {
                     if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                        lp.read(i, &poll);
+                        lp.read(i, &poll, ev.is_read_closed() || ev.is_error());
                     }
                     if ev.is_writable() {
                         lp.flush(i, &poll);
@@ -248,7 +248,12 @@ impl<'a> Loop<'a> {
         }
     }
 
-    fn read(&mut self, i: usize, poll: &Poll) {
+    /// Reads what the connection has. A read that does not fill the buffer took all the
+    /// socket held, so the loop stops there rather than spend a system call on the
+    /// `WouldBlock` that would follow (one per message on the relay path): epoll reports
+    /// the next arrival as a new edge, as tokio also relies on. When the peer has closed
+    /// (`closing`), it reads on to the end so the close is seen.
+    fn read(&mut self, i: usize, poll: &Poll, closing: bool) {
         let dir = self.dir();
         loop {
             let Some(c) = self.conns[i].as_mut() else {
@@ -262,6 +267,9 @@ impl<'a> Loop<'a> {
                 Ok(n) => {
                     let Ok(()) = engine(&mut c.session, dir).handle_input(0, &self.buf[..n]);
                     self.after_input(i, poll);
+                    if n < self.buf.len() && !closing {
+                        return;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
