@@ -10,27 +10,30 @@
 # gorilla/websocket's own Autobahn echo server (examples/autobahn, Go module
 # github.com/gorilla/websocket, pinned below), at its path /m (reads each whole message,
 # then writes it back in one call: the same shape as ours). wstest 0.8.2's fuzzingclient
-# (the virtualenv of scripts/conformance/autobahn.sh) runs the cases against one server at
-# a time, REPEATS rounds, alternating (ours first in odd rounds, the reference first in
-# even ones). wstest times each case from the opening handshake's end to the TCP close,
-# in whole ms, and checks the echo; its client (Python 2.7, Twisted) is on the same CPUs.
+# (the virtualenv of scripts/conformance/autobahn.sh) runs each case group against one
+# server at a time, REPEATS rounds, alternating (ours first in odd rounds, the reference
+# first in even ones). wstest times each case from the opening handshake's end to the TCP
+# close, in whole ms, and checks the echo; its client (Python 2.7, Twisted) runs on the
+# same CPUs, and is often the slower end. So the server's own CPU time (utime + stime of
+# its threads' run time, /proc/PID/task/*/schedstat) over each group's run is taken too.
 #
 # Prints, per case group (9.1 text, 9.2 binary, 9.3 fragmented text, 9.4 fragmented
 # binary, 9.5/9.6 chopped, 9.7/9.8 round trips, and all), the median over rounds of the
-# group's summed case durations for each server and ratio = ours / reference (below 1:
-# ours faster). Every case's medians go to cases.txt in the run directory. A case that is
-# not OK with a clean close in some round is listed (its time measures a failure).
+# group's summed case durations and of the server's CPU time, for each server, and
+# ratio = ours / reference (below 1: ours faster or cheaper). Every case's medians go to
+# cases.txt in the run directory. A case that is not OK with a clean close in some round
+# is listed (its time measures a failure).
 #
 # Environment (all optional):
 #   WB          wirebench binary (default $REPO/target/release/wirebench; built if missing)
 #   REPEATS     rounds (default 3; --quick: 1)
-#   CASES       comma-separated wstest case patterns (default 9.*; --quick: 12 cases of
-#               1 MiB or less, two per group)
 #   REF_PATH    the gorilla server's echo path (default /m; /f streams with io.Copy)
 #   CONFORMANCE_DIR, PYTHON27   as for scripts/conformance/*.sh (lib.sh): the wstest
 #               virtualenv and the gorilla binary are installed under CONFORMANCE_DIR
 #               (default target/conformance), this run's logs and reports in
 #               CONFORMANCE_DIR/websocket-autobahn9-run/
+# --quick: one round of 12 cases of 1 MiB or less (9.1.1, 9.1.2, 9.2.1, 9.2.2, 9.3.8,
+# 9.4.8, 9.5.6, 9.6.6, 9.7.1, 9.7.2, 9.8.1, 9.8.2), about 20 s.
 #
 # Needs Python 2.7 (pyenv's 2.7.18), Go, PyPI and the Go module proxy on first use.
 # Exit status: 0 when every case ran OK against both (a slow one is reported, not an
@@ -58,10 +61,15 @@ for a in "$@"; do
 done
 if ((QUICK)); then
     : "${REPEATS:=1}"
-    : "${CASES:=9.1.1,9.1.2,9.2.1,9.2.2,9.3.8,9.4.8,9.5.6,9.6.6,9.7.1,9.8.1,9.7.2,9.8.2}"
 fi
 REPEATS=${REPEATS:-3}
-CASES=${CASES:-9.*}
+# One wstest run per group and server, in this order (bench/lib/autobahn9-table.py
+# names them in the same order): the server's CPU time is read per group.
+if ((QUICK)); then
+    CASE_GROUPS=("9.1.1,9.1.2" "9.2.1,9.2.2" 9.3.8 9.4.8 "9.5.6,9.6.6" "9.7.1,9.7.2,9.8.1,9.8.2")
+else
+    CASE_GROUPS=('9.1.*' '9.2.*' '9.3.*' '9.4.*' '9.5.*,9.6.*' '9.7.*,9.8.*')
+fi
 REF_PATH=${REF_PATH:-/m}
 [[ $REPEATS =~ ^[1-9][0-9]*$ ]] || {
     echo "websocket-autobahn9.sh: REPEATS must be a positive integer (got '$REPEATS')" >&2
@@ -95,6 +103,7 @@ if [[ ! -x $GORILLA ]]; then
 fi
 
 start_wb 'websocket on' --also websocket=127.0.0.1:0
+OURS_PID=${PIDS[-1]}
 OURS_URL=ws://$(served_addr 'websocket on')/conformance
 
 # The gorilla server says nothing when it listens: a free port, then wait until it
@@ -112,44 +121,51 @@ curl -sf -o /dev/null "http://127.0.0.1:$REF_PORT/" ||
     die "the gorilla server did not answer in 10 s: $(cat "$OUT/gorilla.log")"
 REF_URL=ws://127.0.0.1:$REF_PORT$REF_PATH
 
-echo "websocket-autobahn9: wstest fuzzingclient, cases $CASES, $REPEATS round(s), alternating"
+echo "websocket-autobahn9: wstest fuzzingclient, cases ${CASE_GROUPS[*]}, $REPEATS round(s), alternating"
 echo "  ours:      $OURS_URL (wirebench serve --also websocket)"
 echo "  reference: $REF_URL (gorilla/websocket $GORILLA_VERSION examples/autobahn)"
 echo "  load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 
-cases_json=$(python3 -c 'import json, sys; print(json.dumps([c for c in sys.argv[1].split(",") if c]))' "$CASES")
+# cpu_ms PID: the time the process's threads have run so far, ms (their schedstat: ns,
+# where /proc/PID/stat counts 10 ms ticks). Both servers keep their threads for the run.
+cpu_ms() { cat /proc/"$1"/task/*/schedstat | awk '{ ns += $1 } END { printf "%.1f\n", ns / 1e6 }'; }
 
-# one_run AGENT URL ROUND: wstest against one server, reports in $OUT/AGENT-ROUND/.
+# one_run AGENT URL PID ROUND: wstest against one server, a run per group, each's reports
+# in $OUT/AGENT-ROUND/gN/ and the server's CPU time over it in gN/cpu_ms.
 one_run() {
-    local agent=$1 url=$2 round=$3
-    local dir=$OUT/$agent-$round
-    mkdir -p "$dir"
-    cat >"$dir/spec.json" <<EOF
+    local agent=$1 url=$2 pid=$3 round=$4 n=0 t0=$SECONDS g dir c0
+    for g in "${CASE_GROUPS[@]}"; do
+        n=$((n + 1))
+        dir=$OUT/$agent-$round/g$n
+        mkdir -p "$dir"
+        cat >"$dir/spec.json" <<EOF
 {
   "outdir": "$dir/reports",
   "servers": [{"agent": "$agent", "url": "$url", "protocols": []}],
-  "cases": $cases_json,
+  "cases": $(python3 -c 'import json, sys; print(json.dumps(sys.argv[1].split(",")))' "$g"),
   "exclude-cases": [],
   "exclude-agent-cases": {}
 }
 EOF
-    local t0=$SECONDS
-    run_suite "$dir" "$dir/wstest.log" 1800 "$VENV/bin/wstest" -m fuzzingclient -s spec.json
-    [[ -f $dir/reports/index.json ]] ||
-        die "wstest wrote no report against $agent (exit $SUITE_RC): $dir/wstest.log"
+        c0=$(cpu_ms "$pid")
+        run_suite "$dir" "$dir/wstest.log" 1800 "$VENV/bin/wstest" -m fuzzingclient -s spec.json
+        awk -v a="$c0" -v b="$(cpu_ms "$pid")" 'BEGIN { printf "%.1f\n", b - a }' >"$dir/cpu_ms"
+        [[ -f $dir/reports/index.json ]] ||
+            die "wstest wrote no report against $agent (exit $SUITE_RC): $dir/wstest.log"
+    done
     echo "  round $round: $agent done in $((SECONDS - t0)) s"
 }
 
 for round in $(seq "$REPEATS"); do
     if ((round % 2)); then
-        one_run ours "$OURS_URL" "$round"
-        one_run reference "$REF_URL" "$round"
+        one_run ours "$OURS_URL" "$OURS_PID" "$round"
+        one_run reference "$REF_URL" "$REF_PID" "$round"
     else
-        one_run reference "$REF_URL" "$round"
-        one_run ours "$OURS_URL" "$round"
+        one_run reference "$REF_URL" "$REF_PID" "$round"
+        one_run ours "$OURS_URL" "$OURS_PID" "$round"
     fi
 done
 echo "  load average at end:   $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 
-python3 "$REPO/bench/lib/autobahn9-table.py" "$OUT" "$REPEATS"
+python3 "$REPO/bench/lib/autobahn9-table.py" "$OUT" "$REPEATS" "${#CASE_GROUPS[@]}"
