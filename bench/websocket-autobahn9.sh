@@ -102,6 +102,8 @@ if [[ ! -x $GORILLA ]]; then
         >"$OUT/go-install.log" 2>&1 || die "go install failed: $(cat "$OUT/go-install.log")"
 fi
 
+# start_wb greps its log at once: it must exist before the server's shell opens it.
+: >"$OUT/serve.log"
 start_wb 'websocket on' --also websocket=127.0.0.1:0
 OURS_PID=${PIDS[-1]}
 OURS_URL=ws://$(served_addr 'websocket on')/conformance
