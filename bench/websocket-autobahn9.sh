@@ -14,8 +14,8 @@
 # server at a time, REPEATS rounds, alternating (ours first in odd rounds, the reference
 # first in even ones). wstest times each case from the opening handshake's end to the TCP
 # close, in whole ms, and checks the echo; its client (Python 2.7, Twisted) runs on the
-# same CPUs, and is often the slower end. So the server's own CPU time (utime + stime of
-# its threads' run time, /proc/PID/task/*/schedstat) over each group's run is taken too.
+# same CPUs, and is often the slower end. So the server's own CPU time (the run time of
+# its threads, /proc/PID/task/*/schedstat) over each group's run is taken too.
 #
 # Prints, per case group (9.1 text, 9.2 binary, 9.3 fragmented text, 9.4 fragmented
 # binary, 9.5/9.6 chopped, 9.7/9.8 round trips, and all), the median over rounds of the
@@ -33,7 +33,7 @@
 #               (default target/conformance), this run's logs and reports in
 #               CONFORMANCE_DIR/websocket-autobahn9-run/
 # --quick: one round of 12 cases of 1 MiB or less (9.1.1, 9.1.2, 9.2.1, 9.2.2, 9.3.8,
-# 9.4.8, 9.5.6, 9.6.6, 9.7.1, 9.7.2, 9.8.1, 9.8.2), about 20 s.
+# 9.4.8, 9.5.6, 9.6.6, 9.7.1, 9.7.2, 9.8.1, 9.8.2), about 10 s.
 #
 # Needs Python 2.7 (pyenv's 2.7.18), Go, PyPI and the Go module proxy on first use.
 # Exit status: 0 when every case ran OK against both (a slow one is reported, not an
