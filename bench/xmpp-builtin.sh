@@ -10,7 +10,9 @@
 #   wirebench run --payload 43                    wirebench's raw frames (43 + 21 = 64 B)
 #   wirebench run --protocol xmpp --payload 2     2-byte chat bodies through the built-in server
 #   bench/lib/relay-limit.c                       the limit: two sockets, one epoll loop, no XML
-# and prints xmpp / raw (issue #33: <= 2.0) and xmpp / limit (<= 1.2), first in the
+# and prints xmpp / raw (issue #33: <= 2.0) and xmpp / limit (<= 1.2); then the same
+# ping-pong over the WebSocket and BOSH gateways against the limit through three relays
+# (a gateway each side of the server), with each gateway hop's added p50; first in the
 # machine's own state, then with idle CPUs polling (/dev/cpu_dma_latency = 0, root only),
 # the state where wake-ups are cheap.
 #
@@ -105,8 +107,9 @@ wb_p50() {
 # messages of 100 B (the XMPP ping-pong's are 82-121 B on the wire).
 LIMIT=$LOG/relay-limit
 cc -O2 -pthread -o "$LIMIT" "$REPO/bench/lib/relay-limit.c" || die "cc failed on bench/lib/relay-limit.c"
+# limit_p50 [RELAYS]: the limit's p50 through RELAYS relays in a chain (default 1).
 limit_p50() {
-    "$LIMIT" "$((20000 + RANDOM % 40000))" "$ROUNDS" 100 >"$LOG/limit.out" 2>&1 ||
+    "$LIMIT" "$((20000 + RANDOM % 40000))" "$ROUNDS" 100 "${1:-1}" >"$LOG/limit.out" 2>&1 ||
         die "relay-limit failed: $(cat "$LOG/limit.out")"
     sed -n 's/.* p50 \([0-9.]*\) us.*/\1/p' "$LOG/limit.out"
 }
@@ -136,12 +139,37 @@ relay_state() {
             st, x / r, (x / r <= 2.0) ? "PASS" : "MISS", x / l, (x / l <= 1.2) ? "PASS" : "MISS", x / s, l / r }'
 }
 
+# gateways_state NAME: the web gateways' cost, REPEATS rounds of xmpp over TCP, over the
+# RFC 7395 WebSocket gateway and over BOSH (a gateway on each side of the server: three
+# relays in a chain; four gateway passes a round trip), and the limit through three
+# relays, alternating.
+gateways_state() {
+    local state=$1 i tcp ws bosh limit3
+    local TCP=() WS=() BOSH=() LIM3=()
+    for ((i = 1; i <= REPEATS; i++)); do
+        TCP+=("$(wb_p50 "gw-tcp-$state-$i" --protocol xmpp --payload 2)")
+        WS+=("$(wb_p50 "gw-ws-$state-$i" --protocol xmpp --payload 2 --xmpp-transport websocket)")
+        BOSH+=("$(wb_p50 "gw-bosh-$state-$i" --protocol xmpp --payload 2 --xmpp-transport bosh)")
+        LIM3+=("$(limit_p50 3)")
+        echo "  [$i] xmpp over tcp p50 ${TCP[-1]} us   websocket ${WS[-1]} us   bosh ${BOSH[-1]} us   limit, 3 relays ${LIM3[-1]} us"
+    done
+    tcp=$(median "${TCP[@]}")
+    ws=$(median "${WS[@]}")
+    bosh=$(median "${BOSH[@]}")
+    limit3=$(median "${LIM3[@]}")
+    awk -v t="$tcp" -v w="$ws" -v b="$bosh" -v l="$limit3" -v st="$state" 'BEGIN {
+        printf "== %s gateways: websocket / limit(3 relays) %.2f, bosh / limit(3 relays) %.2f (target <= 1.2); added per gateway hop: websocket %.1f us, bosh %.1f us\n",
+            st, w / l, b / l, (w - t) / 4, (b - t) / 4 }'
+}
+
 relay_state default
+gateways_state default
 # The cheap wake-up state: /dev/cpu_dma_latency at 0 keeps idle CPUs polling (the
 # haltpoll and intel_idle drivers honour it) for as long as the file stays open.
 if { exec 3>/dev/cpu_dma_latency; } 2>/dev/null; then
     printf '\x00\x00\x00\x00' >&3
     relay_state busy-poll
+    gateways_state busy-poll
     exec 3>&-
 else
     echo "-- machine state busy-poll: skipped (writing /dev/cpu_dma_latency needs root)"
@@ -154,7 +182,7 @@ XPORT=$((40000 + RANDOM % 20000))
     --xmpp-port-per-worker >"$LOG/serve.log" 2>&1 &
 WB_PID=$!
 for _ in $(seq 100); do
-    grep -q "XMPP layout" "$LOG/serve.log" && break
+    grep -q "XMPP layout" "$LOG/serve.log" 2>/dev/null && break
     kill -0 "$WB_PID" 2>/dev/null || die "wirebench serve did not start; see $LOG/serve.log"
     sleep 0.05
 done

@@ -3,13 +3,17 @@
  * message from one client to another over loopback TCP. No XML, no parsing, no routing: two
  * accepted sockets, one epoll loop, every byte read from one written to the other.
  *
- *   relay-limit PORT ROUNDS SIZE
+ *   relay-limit PORT ROUNDS SIZE [RELAYS]
  *
- * Listens on 127.0.0.1:PORT, then starts two client threads that connect to it. Client 1
- * sends SIZE bytes, the relay passes them to client 2, which answers with SIZE bytes, which
- * the relay passes back: one round trip is two relay hops and four socket hops, like one
- * round of `wirebench run --protocol xmpp --workload pingpong`. Prints
- * "relay-limit p50 X us p99 Y us rounds N" from client 1's clock.
+ * Two client threads joined through RELAYS relays in a chain (default 1), each relay a
+ * thread of its own with two sockets and one epoll loop, every link a loopback TCP
+ * connection (the first made through a listener on 127.0.0.1:PORT, the others on
+ * ephemeral ports). Client 1 sends SIZE bytes, the chain passes them to client 2, which
+ * answers with SIZE bytes, passed back: with one relay a round trip is two relay hops and
+ * four socket hops, like one round of `wirebench run --protocol xmpp --workload pingpong`;
+ * with three, like the same through a web gateway on each side of the server (client ->
+ * gateway -> server -> gateway -> client). Prints "relay-limit p50 X us p99 Y us rounds N"
+ * from client 1's clock.
  *
  * Built by bench/xmpp-builtin.sh with `cc -O2 -pthread`; no dependency beyond libc.
  */
@@ -40,15 +44,26 @@ static long long now_ns(void) {
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-static int dial(void) {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    if (s < 0) die("socket");
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+/* A connected loopback TCP pair, through a listener on `at` (0: an ephemeral port). */
+static void tcp_pair(int at, int *client, int *server) {
+    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    if (l < 0) die("socket");
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(at)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) die("connect");
-    int one = 1;
+    socklen_t len = sizeof a;
+    if (bind(l, (struct sockaddr *)&a, sizeof a) < 0) die("bind");
+    if (listen(l, 1) < 0) die("listen");
+    if (getsockname(l, (struct sockaddr *)&a, &len) < 0) die("getsockname");
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(c, (struct sockaddr *)&a, sizeof a) < 0) die("connect");
+    int s = accept(l, NULL, NULL);
+    if (s < 0) die("accept");
+    close(l);
+    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return s;
+    *client = c;
+    *server = s;
 }
 
 static void read_full(int s, char *buf, int n) {
@@ -105,8 +120,14 @@ static void *asker(void *arg) {
     return NULL;
 }
 
-/* The relay: level-triggered epoll, one read and one write per readiness. */
-static void relay(int a, int b) {
+/* A relay: level-triggered epoll, one read and one write per readiness. */
+struct relay {
+    int a, b;
+};
+
+static void *relay(void *arg) {
+    struct relay *r = arg;
+    int a = r->a, b = r->b;
     int ep = epoll_create1(0);
     if (ep < 0) die("epoll_create1");
     struct epoll_event ev = {.events = EPOLLIN};
@@ -129,37 +150,37 @@ static void relay(int a, int b) {
         }
     }
     close(ep);
+    return NULL;
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: relay-limit PORT ROUNDS SIZE\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: relay-limit PORT ROUNDS SIZE [RELAYS]\n");
         return 2;
     }
     port = atoi(argv[1]);
     rounds = atoi(argv[2]);
     size = atoi(argv[3]);
-    if (port <= 0 || rounds <= 0 || size <= 0) {
-        fprintf(stderr, "relay-limit: PORT, ROUNDS and SIZE must be positive\n");
+    int relays = argc == 5 ? atoi(argv[4]) : 1;
+    if (port <= 0 || rounds <= 0 || size <= 0 || relays < 1 || relays > 8) {
+        fprintf(stderr, "relay-limit: PORT, ROUNDS and SIZE must be positive, RELAYS 1 to 8\n");
         return 2;
     }
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(l, (struct sockaddr *)&addr, sizeof addr) < 0) die("bind");
-    if (listen(l, 4) < 0) die("listen");
-    int c1 = dial(), c2 = dial();
-    int s1 = accept(l, NULL, NULL), s2 = accept(l, NULL, NULL);
-    if (s1 < 0 || s2 < 0) die("accept");
-    setsockopt(s1, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    setsockopt(s2, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    pthread_t t1, t2;
-    pthread_create(&t2, NULL, answerer, &c2);
-    pthread_create(&t1, NULL, asker, &c1);
-    relay(s1, s2);
+    /* Links 0..RELAYS: client 1 holds link 0's client end, relay k joins link k's server
+     * end to link k+1's client end, client 2 holds the last link's server end. */
+    int c[9], s[9];
+    for (int k = 0; k <= relays; k++) tcp_pair(k == 0 ? port : 0, &c[k], &s[k]);
+    struct relay r[8];
+    pthread_t rt[8], t1, t2;
+    for (int k = 0; k < relays; k++) {
+        r[k].a = s[k];
+        r[k].b = c[k + 1];
+        pthread_create(&rt[k], NULL, relay, &r[k]);
+    }
+    pthread_create(&t2, NULL, answerer, &s[relays]);
+    pthread_create(&t1, NULL, asker, &c[0]);
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
+    for (int k = 0; k < relays; k++) pthread_join(rt[k], NULL);
     return 0;
 }

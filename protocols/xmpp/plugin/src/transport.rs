@@ -178,6 +178,8 @@ fn put(buf: &mut Vec<u8>, bytes: &[u8]) -> usize {
 pub struct WsConn {
     ws: tungstenite::WebSocket<TcpStream>,
     framing: Framing,
+    /// The socket's read timeout, set only when it changes (a system call each time).
+    timeout: Option<Duration>,
 }
 
 impl WsConn {
@@ -210,6 +212,7 @@ impl WsConn {
         Ok(WsConn {
             ws,
             framing: Framing::new(max),
+            timeout: None,
         })
     }
 
@@ -227,9 +230,16 @@ impl WsConn {
             if left.is_zero() {
                 return Err(timed_out());
             }
-            self.ws
-                .get_mut()
-                .set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+            // Whole milliseconds up to the driver's tick, as the blocking driver's Tcp: a
+            // read may end early with WouldBlock, which the driver takes as "nothing yet".
+            let t = Duration::from_millis(
+                left.as_millis()
+                    .clamp(1, wirebench_engine::blocking::TICK.as_millis()) as u64,
+            );
+            if self.timeout != Some(t) {
+                self.ws.get_mut().set_read_timeout(Some(t))?;
+                self.timeout = Some(t);
+            }
             match self.ws.read() {
                 Ok(Message::Text(t)) => {
                     let bytes = self
