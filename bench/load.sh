@@ -13,8 +13,14 @@
 #   logins/s during the ramp (mean and slowest second) target: >= 10,000
 #   login p50/p99/max from the intended start
 #   generator and server memory per session            target (generator): <= 4 KiB
+#   CPU per login on each side, user and kernel, over the login phase (the schedule's
+#   start to the last login), each side by its own processes' CPU clocks, and the
+#   logins/s that phase ran at                         target: sum <= 200 us at 1,000,000
 # The run checks open files and memory up front and says what it needs. Everything stays
 # on 127.0.0.0/8; it stops by itself (Ctrl-C ends it early, keeping what was measured).
+#
+# Three scales, one run each: SESSIONS=10000, SESSIONS=100000 (or --quick), and the
+# default million.
 #
 # Environment: SESSIONS (default 1000000, --quick 100000), RATE (arrivals/s, default
 # 5000), HOLD (seconds every session is held once all have arrived; default 600, --quick
@@ -95,3 +101,21 @@ awk -v g="$(m generator.rss_per_session)" -v s="$(m server.rss_per_session)" \
     'BEGIN { printf "== memory per session: generator %.2f KiB (target <= 4), server %.2f KiB\n", g / 1024, s / 1024 }'
 awk -v g="$(m generator.cpu_per_session)" -v s="$(m server.cpu_per_session)" \
     'BEGIN { printf "== CPU per session: generator %.0f us, server %.0f us\n", g * 1e6, s * 1e6 }'
+# Each side's CPU clocks (utime, stime of all its processes) read at the schedule's start
+# and one interval after the last login; logins/s as the ramp ran them.
+RAMP_RATE=$(awk -F, -v ramp="$RAMP" 'FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $c["seconds"] <= ramp { n++; s += $c["logins"] } END { if (n) printf "%.0f", s / n }' "$CSV")
+awk -v ph="$(m load.login_phase)" -v n="$(m load.logged_in)" -v cores="$(nproc)" -v rate="$RAMP_RATE" \
+    -v gu="$(m generator.cpu_user_per_login)" -v gs="$(m generator.cpu_sys_per_login)" \
+    -v su="$(m server.cpu_user_per_login)" -v ss="$(m server.cpu_sys_per_login)" '
+    function side(name, u, s) {
+        if (u == "") { printf "   %-10s not measured\n", name ":"; return 0 }
+        printf "   %-10s user %6.1f us, kernel %6.1f us, total %6.1f us per login\n", name ":", u * 1e6, s * 1e6, (u + s) * 1e6
+        return u + s
+    }
+    BEGIN {
+        if (ph == "") { print "== CPU per login: not measured (no login)"; exit }
+        printf "== CPU per login over the login phase (%.0f s, %d logins at %s/s during the ramp):\n", ph, n, rate
+        t = side("generator", gu, gs) + side("server", su, ss)
+        if (t > 0) printf "   %-10s %6.1f us per login (target <= 200 at 1,000,000): %d cores carry at most %.0f logins/s\n", "both:", t * 1e6, cores, cores / t
+    }'

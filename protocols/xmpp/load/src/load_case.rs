@@ -12,6 +12,7 @@
 
 use crate::hold::{ALLOW_ANY_TARGET, target_allowed};
 use crate::open_loop::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
+use crate::usage::{ServerProbe, Usage, UsageSampler, push_login_cpu};
 use std::io::{self, BufRead, Write};
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::{Child, Command, Stdio};
@@ -595,6 +596,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     let probe = match (&server, &placed) {
         (Some(s), _) if !in_process => Some(ServerProbe::Builtin(s.stats.clone())),
         (_, Some(r)) => r.server.pid().map(ServerProbe::Pid),
+        (Some(_), _) => Some(ServerProbe::Threads),
         _ => None,
     };
     let sampler = UsageSampler::start(t0, spec.width, gen_pids.clone(), in_process, probe);
@@ -624,6 +626,9 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         push_builtin_usage(&mut out, s, in_process, peak_active);
     }
     push_generator_usage(&mut out, &summaries, peak_active, logged_in);
+    if let Some(l) = usage.login_cpu(&series, spec.width) {
+        push_login_cpu(&mut out, &l);
+    }
     if let Some(s) = &server {
         out.push("server.routed", s.routed as f64, "count");
         wirebench_protocol::peer::record_sessions(&mut out, s.bound);
@@ -1150,171 +1155,6 @@ impl Builtin {
         self.stop.store(true, Ordering::SeqCst);
         let _ = self.thread.join();
         usage
-    }
-}
-
-/// What the case's processes use at the end of each interval, sampled beside the run:
-/// the generator processes' memory and CPU (the whole wirebench process when the
-/// generator and server run inside it), the server's worker processes', and the kernel's
-/// TCP sockets and their buffer memory (/proc/net/sockstat, machine-wide).
-struct UsageSampler {
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<Usage>,
-}
-
-#[derive(Default)]
-struct Usage {
-    /// By interval index.
-    rows: std::collections::BTreeMap<u64, UsageRow>,
-}
-
-#[derive(Default, Clone, Copy)]
-struct UsageRow {
-    gen_rss_kib: u64,
-    gen_cpu_pct: f64,
-    server: Option<(u64, f64)>,
-    tcp_sockets: u64,
-    tcp_mem_kib: u64,
-}
-
-/// TCP sockets in use and the pages of buffer memory the kernel holds for TCP, KiB.
-fn sockstat() -> (u64, u64) {
-    let text = std::fs::read_to_string("/proc/net/sockstat").unwrap_or_default();
-    let Some(tcp) = text.lines().find_map(|l| l.strip_prefix("TCP:")) else {
-        return (0, 0);
-    };
-    let words: Vec<&str> = tcp.split_whitespace().collect();
-    let field = |k: &str| {
-        words
-            .iter()
-            .position(|w| *w == k)
-            .and_then(|i| words.get(i + 1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
-    (field("inuse"), field("mem") * page / 1024)
-}
-
-/// Where the sampler reads the server's memory and CPU: the built-in server's worker
-/// processes' reports, or a real server's process.
-enum ServerProbe {
-    Builtin(Arc<serve::ServerStats>),
-    Pid(u32),
-}
-
-impl UsageSampler {
-    fn start(
-        t0: u64,
-        width: Duration,
-        gen_pids: Arc<Mutex<Vec<u32>>>,
-        in_process: bool,
-        server: Option<ServerProbe>,
-    ) -> UsageSampler {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let w = width.as_nanos() as u64;
-            let me = std::process::id();
-            let mut usage = Usage::default();
-            let (mut gen_cpu, mut server_cpu) = (0.0, 0.0);
-            for index in 0u64.. {
-                let due = t0 + (index + 1) * w;
-                while monotonic_ns() < due {
-                    if flag.load(Ordering::Relaxed) {
-                        return usage;
-                    }
-                    let left = due.saturating_sub(monotonic_ns());
-                    std::thread::sleep(Duration::from_nanos(left.min(50_000_000)));
-                }
-                let generator = if in_process {
-                    wirebench_protocol::peer::usage(me)
-                } else {
-                    let pids = gen_pids.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                    pids.iter()
-                        .filter_map(|p| wirebench_protocol::peer::usage(*p))
-                        .reduce(|a, b| a + b)
-                }
-                .unwrap_or_default();
-                let pct = |now: f64, before: &mut f64| {
-                    let p = (now - *before).max(0.0) / width.as_secs_f64() * 100.0;
-                    *before = now;
-                    p
-                };
-                let server = match &server {
-                    Some(ServerProbe::Builtin(s)) => {
-                        let cpu = s.cpu_ms.load(Ordering::Relaxed) as f64 / 1000.0;
-                        Some((s.rss_kib.load(Ordering::Relaxed), pct(cpu, &mut server_cpu)))
-                    }
-                    Some(ServerProbe::Pid(p)) => wirebench_protocol::peer::usage(*p)
-                        .map(|u| (u.rss_bytes / 1024, pct(u.cpu_s, &mut server_cpu))),
-                    None => None,
-                };
-                let (tcp_sockets, tcp_mem_kib) = sockstat();
-                usage.rows.insert(
-                    index,
-                    UsageRow {
-                        gen_rss_kib: generator.rss_bytes / 1024,
-                        gen_cpu_pct: pct(generator.cpu_s, &mut gen_cpu),
-                        server,
-                        tcp_sockets,
-                        tcp_mem_kib,
-                    },
-                );
-            }
-            usage
-        });
-        UsageSampler { stop, thread }
-    }
-
-    fn finish(self) -> Usage {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().unwrap_or_default()
-    }
-}
-
-impl Usage {
-    /// The load series' CSV with the samples as more columns, matched by interval.
-    fn append_to(&self, csv: &str, width: Duration, in_process: bool) -> String {
-        let mut out = String::with_capacity(csv.len() + csv.len() / 2);
-        let mut lines = csv.lines();
-        if let Some(head) = lines.next() {
-            out.push_str(head);
-            out.push_str(if in_process {
-                ",wirebench_rss_mib,wirebench_cpu_pct,server_rss_mib,server_cpu_pct,tcp_sockets,tcp_mem_mib\n"
-            } else {
-                ",generator_rss_mib,generator_cpu_pct,server_rss_mib,server_cpu_pct,tcp_sockets,tcp_mem_mib\n"
-            });
-        }
-        let w = width.as_secs_f64();
-        for line in lines {
-            out.push_str(line);
-            let end: f64 = line
-                .split(',')
-                .next()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0.0);
-            let index = ((end / w).round() as u64).saturating_sub(1);
-            match self.rows.get(&index) {
-                Some(r) => {
-                    let mib = |k: u64| format!("{:.1}", k as f64 / 1024.0);
-                    let (srss, scpu) = match r.server {
-                        Some((rss, cpu)) => (mib(rss), format!("{cpu:.1}")),
-                        None => (String::new(), String::new()),
-                    };
-                    out.push_str(&format!(
-                        ",{},{:.1},{srss},{scpu},{},{}\n",
-                        mib(r.gen_rss_kib),
-                        r.gen_cpu_pct,
-                        r.tcp_sockets,
-                        mib(r.tcp_mem_kib)
-                    ));
-                }
-                None => out.push_str(",,,,,,\n"),
-            }
-        }
-        out
     }
 }
 
