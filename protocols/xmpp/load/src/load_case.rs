@@ -12,6 +12,7 @@
 
 use crate::hold::{ALLOW_ANY_TARGET, target_allowed};
 use crate::open_loop::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
+use crate::room::{Ends, Machine, Needs};
 use crate::usage::{ServerProbe, Usage, UsageSampler, push_login_cpu};
 use std::io::{self, BufRead, Write};
 use std::net::{IpAddr, Ipv4Addr};
@@ -483,60 +484,6 @@ pub fn worker_main(stop: &AtomicBool) -> io::Result<()> {
     Ok(())
 }
 
-/// Kernel memory a loopback TCP socket costs at rest (socket, sock, file, dentry and
-/// inode objects; slabinfo on this machine, rounded up), for the up-front check.
-const KERNEL_PER_SOCKET_KIB: u64 = 4;
-/// The generator's and the server's userspace memory per session, measured (docs/load.md)
-/// and rounded up.
-const USER_PER_SESSION_KIB: u64 = 5;
-
-/// Whether this machine can hold `peak` sessions, with both ends on it or (`ends` 1, a
-/// server elsewhere) only the generator's: open files system-wide and memory. The error
-/// says what the run needs and what there is.
-fn check_limits(peak: usize, ends: u64) -> Result<(), WorkloadError> {
-    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    let first = |t: &str| {
-        t.split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<u64>().ok())
-    };
-    let peak = peak as u64;
-    // A socket per session per end here, plus slack for everything else.
-    let files_needed = ends * peak + 10_000;
-    if let (Some(max), Some(used)) = (
-        first(&read("/proc/sys/fs/file-max")),
-        first(&read("/proc/sys/fs/file-nr")),
-    ) && files_needed > max.saturating_sub(used)
-    {
-        let here = if ends == 2 {
-            "both ends of each session are here"
-        } else {
-            "the generator's end of each session"
-        };
-        return Err(WorkloadError::Environment(format!(
-            "a peak of {peak} sessions needs about {files_needed} open files on this machine \
-             ({here}); fs.file-max allows {} more",
-            max.saturating_sub(used)
-        )));
-    }
-    let available_kib = read("/proc/meminfo")
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(first);
-    let needed_kib = peak * (ends * KERNEL_PER_SOCKET_KIB + USER_PER_SESSION_KIB);
-    if let Some(avail) = available_kib
-        && needed_kib > avail * 9 / 10
-    {
-        return Err(WorkloadError::Environment(format!(
-            "a peak of {peak} sessions needs about {} MiB of memory (kernel sockets, server \
-             and generator); {} MiB are available",
-            needed_kib / 1024,
-            avail / 1024
-        )));
-    }
-    Ok(())
-}
-
 /// This process's highest resident memory (VmHWM), KiB.
 fn peak_rss_kib() -> Option<u64> {
     std::fs::read_to_string("/proc/self/status")
@@ -556,9 +503,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     // This run's share of the schedule: all of it, or its shard's slice.
     let shards = env.shard.map_or(1, |s| s.count as usize);
     let peak = schedule.peak(spec.peak_stay()).div_ceil(shards);
-    // A server on this machine (ours, a real one, or one on loopback) holds the other end.
-    let elsewhere = spec.target.is_some_and(|t| !t.ip().is_loopback());
-    check_limits(peak, if elsewhere { 1 } else { 2 })?;
+    let needs = room_needed(&spec, real.is_some(), peak)?;
     // The server: an external one, a real one started for the case, or the built-in one
     // sized for the peak (worker processes when one process cannot hold it).
     let in_process = spec.target.is_none() && real.is_none() && peak <= IN_PROCESS;
@@ -649,6 +594,9 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     let name = format!("case-{:04}-r{repeat}.load.csv", case.index);
     let csv = usage.append_to(&series.csv(spec.width), spec.width, in_process);
     write_result(env, &name, csv)?;
+    if peak > IN_PROCESS {
+        out.notes.push(format!("load: {}", needs.describe()));
+    }
     out.notes.push(format!(
         "load: {total} sessions, peak {peak_active} at once, {generators} generator(s); server: {}; time series in {name}",
         match (&server, &placed) {
@@ -666,6 +614,32 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         out.notes.push(format!("first failure: {e}"));
     }
     Ok(out)
+}
+
+/// What the case's peak needs on this machine (memory, open files, tracked
+/// connections), refused before anything starts when it cannot fit; a large one says
+/// what it needs on stderr as it starts.
+fn room_needed(spec: &LoadSpec, real: bool, peak: usize) -> Result<Needs, WorkloadError> {
+    // A server on this machine (ours, a real one, or one on loopback) holds the other end.
+    let ends = match spec.target {
+        Some(t) if !t.ip().is_loopback() => Ends::GeneratorOnly,
+        Some(_) => Ends::BothHere,
+        None if real => Ends::BothHere,
+        None => Ends::BothOurs,
+    };
+    // As the built-in server lays itself out (it raises its open-file limit to the hard
+    // one): a process per limit's worth of its sessions, and at least one per core.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_worker = open_file_limit().1.saturating_sub(256).max(1) as usize;
+    let workers = (peak + peak / 10 + 100).div_ceil(per_worker).max(cores);
+    let needs = Needs::of(peak, ends, workers);
+    needs
+        .check(&Machine::read())
+        .map_err(WorkloadError::Environment)?;
+    if peak > IN_PROCESS {
+        eprintln!("load: {}", needs.describe());
+    }
+    Ok(needs)
 }
 
 /// The case's load specification, refused when the case asks for what the workload
@@ -1006,7 +980,7 @@ fn start_real(
         )));
     }
     // One process holds every session: its open-file limit caps them.
-    let files = open_file_limit();
+    let files = open_file_limit().0;
     let cap = files.saturating_sub(1_000) as usize;
     if peak > cap {
         return Err(WorkloadError::Input(format!(
@@ -1044,17 +1018,17 @@ fn start_real(
     })
 }
 
-/// This process's open-file limit (its children inherit it).
-fn open_file_limit() -> u64 {
+/// This process's open-file limit, soft and hard (its children inherit it).
+fn open_file_limit() -> (u64, u64) {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes into the struct it is given.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
-        r.rlim_cur
+        (r.rlim_cur, r.rlim_max)
     } else {
-        20_000
+        (20_000, 20_000)
     }
 }
 

@@ -119,7 +119,11 @@ impl Probes {
             };
             return (me, Some(cpu));
         }
-        let pids = self.gen_pids.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let pids = self
+            .gen_pids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let each: Vec<_> = pids.iter().map(|p| process_usage(*p)).collect();
         let whole = !each.is_empty() && each.iter().all(Option::is_some);
         let sum = each.into_iter().flatten().reduce(|a, b| a + b);
@@ -382,7 +386,9 @@ mod tests {
         usage.rows.insert(1, row(cpu(1.2, 2.4), None));
         usage.rows.insert(2, row(cpu(1.4, 2.8), None));
         // Idle time after the phase is not counted.
-        usage.rows.insert(3, row(cpu(9.0, 9.0), Some(cpu(9.0, 9.0))));
+        usage
+            .rows
+            .insert(3, row(cpu(9.0, 9.0), Some(cpu(9.0, 9.0))));
         let l = usage.login_cpu(&series, Duration::from_secs(1)).unwrap();
         assert_eq!(l.logins, 200);
         assert_eq!(l.phase_s, 2.0);
@@ -390,6 +396,9 @@ mod tests {
         assert!((g.user - 0.4 / 200.0).abs() < 1e-12, "{g:?}");
         assert!((g.sys - 0.8 / 200.0).abs() < 1e-12, "{g:?}");
         assert_eq!(l.server, None);
-        assert_eq!(Usage::default().login_cpu(&Series::new(), Duration::from_secs(1)), None);
+        assert_eq!(
+            Usage::default().login_cpu(&Series::new(), Duration::from_secs(1)),
+            None
+        );
     }
 }
