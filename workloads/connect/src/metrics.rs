@@ -36,7 +36,12 @@ pub static METRICS: &[MetricSpec] = &[
     MetricSpec::new(
         "proxy.cpu_per_connection",
         "s",
-        "our proxy's CPU time per connection",
+        "our proxy's CPU time per connection, all its threads",
+    ),
+    MetricSpec::new(
+        "proxy.threads",
+        "count",
+        "threads our proxy ran on (proxy.threads)",
     ),
     MetricSpec::dist(
         "mptcp.subflows",

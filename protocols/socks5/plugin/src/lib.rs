@@ -60,6 +60,7 @@ const PARAMS: &[ParamSpec] = &[
     CONNECTS,
     CONCURRENCY,
     wirebench_rpc::params::RATE,
+    wirebench_connect::proxy::THREADS,
 ];
 
 /// A case's parameters, read once; the drivers take these, never the case's words.
@@ -360,6 +361,7 @@ impl Protocol for Socks5 {
             )));
         }
         let lab = env.lab;
+        let threads = wirebench_connect::proxy::threads(case);
         let dir = env.peer_dir(case, repeat);
         let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
             let (proxy, placed, external) = match params.server {
@@ -378,8 +380,9 @@ impl Protocol for Socks5 {
                         userpass: userpass.clone(),
                         allow: server::Allow::Only(vec![origin]),
                     });
-                    let p =
-                        wirebench_rpc::place(lab, "socks5", move |l, c| server::serve(l, c, cfg))?;
+                    let p = wirebench_connect::place_proxy(lab, "socks5", false, threads, {
+                        move |l, c| server::serve(l, c, cfg.clone())
+                    })?;
                     (p.addr, vec![p], None)
                 }
             };
