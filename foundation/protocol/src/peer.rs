@@ -134,6 +134,13 @@ pub struct ListeningPeer {
     pub addr: SocketAddr,
 }
 
+impl ListeningPeer {
+    /// What the server uses now (`None` once gone).
+    pub fn usage(&self) -> Option<Usage> {
+        self._process.usage()
+    }
+}
+
 /// Starts `cmd`, a server named `name` that is to listen on `ip:port` (in `netns`), with
 /// its output in DIR/NAME.out, and waits up to 10 s until it accepts connections. Stopping
 /// it gives it 2 s. A start that fails quotes the last 20 lines of that output and of

@@ -371,6 +371,14 @@ pub fn run_case<D: Dial>(
             if !cpu.is_empty() {
                 per_conn(&cpu, &mut out, "proxy.cpu_per_connection");
                 out.push("proxy.threads", cpu.len() as f64, "count");
+                // How evenly the kernel spread the connections over the threads.
+                if let Some(busiest) = cpu.iter().max_by_key(|c| c.cpu_ns.load(Ordering::Relaxed)) {
+                    per_conn(
+                        std::slice::from_ref(busiest),
+                        &mut out,
+                        "proxy.busiest_thread_cpu_per_connection",
+                    );
+                }
             }
             Ok(out)
         }
