@@ -3,7 +3,7 @@
 # generator and server on this machine, ramped open-loop at RATE arrivals a second and
 # then all held for HOLD seconds.
 #
-#   bench/load.sh [--quick] [--help]
+#   bench/load.sh [--quick | --scales] [--help]
 #
 # Runs `wirebench run --protocol xmpp --workload load` (docs/load.md) with empty rosters,
 # initial presence, no messages unless EVERY is set, uniform arrivals, and prints from its
@@ -23,8 +23,9 @@
 # files: sysctl -w fs.file-max=4200000 first). Everything stays
 # on 127.0.0.0/8; it stops by itself (Ctrl-C ends it early, keeping what was measured).
 #
-# Three scales, one run each: SESSIONS=10000, SESSIONS=100000 (or --quick), and the
-# default million.
+# --scales runs one case per scale in SCALES (default "10000 100000 1000000"), each held
+# HOLD s (default 10), and ends with a table of CPU per login by side, user and kernel,
+# and the ramp's logins/s at each scale. One scale: SESSIONS=N.
 #
 # Environment: SESSIONS (default 1000000, --quick 100000), RATE (arrivals/s, default
 # 5000), HOLD (seconds every session is held once all have arrived; default 600, --quick
@@ -40,9 +41,11 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 QUICK=0
+SCALED=0
 for a in "$@"; do
     case $a in
     --quick) QUICK=1 ;;
+    --scales) SCALED=1 ;;
     --help | -h)
         sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
         exit 0
@@ -53,6 +56,36 @@ for a in "$@"; do
         ;;
     esac
 done
+if ((SCALED)); then
+    : "${SCALES:=10000 100000 1000000}" "${HOLD:=10}"
+    BASE=${OUT:-$(mktemp -d /tmp/wirebench-load.XXXXXX)}
+    for n in $SCALES; do
+        [[ $n =~ ^[1-9][0-9]*$ ]] || {
+            echo "load.sh: SCALES holds session counts (got '$n')" >&2
+            exit 2
+        }
+    done
+    for n in $SCALES; do
+        SESSIONS=$n HOLD=$HOLD OUT=$BASE/s$n bash "${BASH_SOURCE[0]}" || echo "load.sh: the $n-session run failed" >&2
+    done
+    echo ""
+    echo "== CPU per login by side (us: user + kernel = total) and the ramp's logins/s; results in $BASE"
+    printf '| sessions | generator | server | both | logins/s (ramp) | failed |\n|---:|---|---|---:|---:|---:|\n'
+    for n in $SCALES; do
+        rec=$BASE/s$n/results.jsonl
+        [[ -s $rec ]] || { printf '| %s | not run | | | | |\n' "$n"; continue; }
+        # Logins in the intervals whose arrivals were all scheduled, per second.
+        rate=$(awk -F, -v ramp="$(((n + ${RATE:-5000} - 1) / ${RATE:-5000}))" 'FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+            $c["seconds"] <= ramp { k++; s += $c["logins"] } END { if (k) printf "%.0f", s / k; else print "-" }' "$BASE/s$n/case-0001-r1.load.csv" 2>/dev/null || echo -)
+        jq -r --arg n "$n" --arg rate "$rate" 'select(.metrics) | .metrics as $m
+            | def v($k): ($m[$k].value // null);
+              def us($x): if $x == null then "-" else ($x * 1e6 * 10 | round / 10 | tostring) end;
+              def side($s): if v("\($s).cpu_user_per_login") == null then "not measured"
+                  else "\(us(v("\($s).cpu_user_per_login"))) + \(us(v("\($s).cpu_sys_per_login"))) = \(us(v("\($s).cpu_user_per_login") + v("\($s).cpu_sys_per_login")))" end;
+              "| \($n) | \(side("generator")) | \(side("server")) | \(us((v("generator.cpu_user_per_login") // 0) + (v("generator.cpu_sys_per_login") // 0) + (v("server.cpu_user_per_login") // 0) + (v("server.cpu_sys_per_login") // 0))) | \($rate) | \(v("load.failed") // "-") |"' "$rec" | tail -n 1
+    done
+    exit 0
+fi
 if ((QUICK)); then
     : "${SESSIONS:=100000}" "${HOLD:=30}"
 else
