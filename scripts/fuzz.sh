@@ -3,6 +3,7 @@
 #
 #   bash scripts/fuzz.sh        # 10 s per target
 #   bash scripts/fuzz.sh 600    # a longer session
+#   FUZZ_ONLY="socks5 xmpp_server" bash scripts/fuzz.sh 300   # these targets only
 #
 # A fuzz directory is any `*/fuzz/Cargo.toml` with `cargo-fuzz = true`, beside the crate
 # whose parser it fuzzes (CRATE/fuzz/, e.g. a protocol's engine/fuzz/): found here, never
@@ -63,15 +64,23 @@ trap 'rm -f "$log"' EXIT
 field() { grep -o "$1: [0-9]*" "$log" | tail -n 1 | grep -o '[0-9]*$' || echo "?"; }
 
 targets=0 failed=0 total_runs=0
+# FUZZ_ONLY: target names, space- or comma-separated; a directory with none is not built.
+only=" ${FUZZ_ONLY//,/ } "
+wanted() { [[ -z ${FUZZ_ONLY:-} || $only == *" $1 "* ]]; }
 for dir in "${dirs[@]}"; do
+    mapfile -t names < <(cargo +"$TOOLCHAIN" fuzz list --fuzz-dir "$dir")
+    picked=()
+    for t in "${names[@]}"; do
+        if wanted "$t"; then picked+=("$t"); fi
+    done
+    ((${#picked[@]})) || continue
     if ! cargo +"$TOOLCHAIN" fuzz build --fuzz-dir "$dir" >"$log" 2>&1; then
         tail -n 30 "$log" >&2
         echo "fuzz.sh: $dir does not build" >&2
         failed=$((failed + 1))
         continue
     fi
-    mapfile -t names < <(cargo +"$TOOLCHAIN" fuzz list --fuzz-dir "$dir")
-    for t in "${names[@]}"; do
+    for t in "${picked[@]}"; do
         targets=$((targets + 1))
         mkdir -p "$dir/corpus/$t"
         status=0
@@ -98,5 +107,9 @@ for dir in "${dirs[@]}"; do
         grep -m 20 -E 'panicked|ERROR|SUMMARY' "$log" | sed 's/^/    /' >&2 || true
     done
 done
+((targets > 0)) || {
+    echo "fuzz.sh: no target matches FUZZ_ONLY=$FUZZ_ONLY" >&2
+    exit 2
+}
 echo "fuzz: ${#dirs[@]} fuzz dirs, $targets targets, ${secs}s each, $total_runs runs, $failed failed"
 ((failed == 0))

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Trims results directories of built-in scenarios to what the estimate test needs: per
 # successful case its parameters (as typed) and how long it took (`case.duration`).
-# app/runner/tests/estimates.rs checks every such case's estimate against its time.
+# app/plan/tests/estimates.rs checks every such case's estimate against its time.
 #
 #   bash scripts/record-times.sh /work/runs/soapstone /work/runs/proxy-ttfb ...
 #   bash scripts/record-times.sh /tmp/ej-1200=s4-tigase.ejabberd-1200
 #
-# writes app/runner/tests/data/recorded/<scenario>.tsv for each directory, or
+# writes app/plan/tests/data/recorded/<scenario>.tsv for each directory, or
 # <NAME>.tsv for DIR=NAME (a second run of a scenario beside the first: NAME must start
 # with the scenario's name and a dot, which is how the test finds it). The first line says where the
 # times come from (the command, the machine, the date); the second names the columns:
@@ -15,7 +15,7 @@
 # case's own parameters) on a quiet machine, then commit the files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=app/runner/tests/data/recorded
+out=app/plan/tests/data/recorded
 [ $# -gt 0 ] || { echo "usage: $0 RESULTS_DIR..." >&2; exit 2; }
 command -v jq >/dev/null || { echo "$0: needs jq (apt-get install jq)" >&2; exit 2; }
 mkdir -p "$out"

@@ -9,11 +9,12 @@ cd "$(dirname "$0")/.."
 # a browser, a JDK, iproute2 for the lab, npm for Strophe.js: `wirebench doctor --packages`,
 # from the plugins' own declarations, so this script names no protocol's peer), plus what
 # only the tests use: tsung (a real client; slixmpp comes from PyPI through
-# scripts/install-interop.sh, which the interop tests run) and curl (a README example runs
-# it behind a link). The binary is built first (the same release build the tests use).
+# scripts/install-interop.sh, which the interop tests run), curl (a README example runs
+# it behind a link) and nghttp2-server (nghttpd, a strict HTTP/2 server the conformance
+# test runs our HTTP/2 client against). The binary is built first (the same release build the tests use).
 # A package counts as there when Debian has it installed or a program of its name is on
 # PATH (an npm from elsewhere).
-packages=(tsung curl)
+packages=(tsung curl nghttp2-server)
 if cargo build --release --locked --quiet -p wirebench; then
     mapfile -t -O ${#packages[@]} packages < <("${CARGO_TARGET_DIR:-target}/release/wirebench" doctor --packages)
 else

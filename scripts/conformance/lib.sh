@@ -20,11 +20,15 @@ die() {
     exit 2
 }
 
-[[ -x $WB ]] || die "no wirebench binary at $WB (cargo build --release -p wirebench, or set WB)"
+# A script that tests no endpoint of `wirebench serve` (autobahn-client.sh) sets NO_WB=1.
+[[ ${NO_WB:-0} == 1 || -x $WB ]] ||
+    die "no wirebench binary at $WB (cargo build --release -p wirebench, or set WB)"
 mkdir -p "$CONFORMANCE_DIR"
 CONFORMANCE_DIR=$(cd "$CONFORMANCE_DIR" && pwd)
-# This run's logs and reports, replaced by the next run of the same script.
-OUT=$CONFORMANCE_DIR/$NAME-run
+# This run's logs and reports, replaced by the next run of the same script (RUN_NAME:
+# a script whose runs may go on side by side, as the conformance test runs them, names
+# each its own).
+OUT=$CONFORMANCE_DIR/${RUN_NAME:-$NAME}-run
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
@@ -84,6 +88,18 @@ served_addr() {
 # py27_venv DIR REQUIREMENTS: a Python 2.7 virtualenv at DIR holding exactly the pinned
 # REQUIREMENTS (PyPI), made once and remade when the requirements file changes.
 py27_venv() {
+    local dir=$1 req=$2
+    # Scripts sharing a virtualenv may start together (the conformance test runs its
+    # tests in parallel): one makes it while the others wait, then find it made.
+    local lock
+    exec {lock}>"$dir.lock"
+    flock "$lock"
+    _py27_venv "$dir" "$req"
+    flock -u "$lock"
+    exec {lock}>&-
+}
+
+_py27_venv() {
     local dir=$1 req=$2
     if [[ -x $dir/bin/python ]] && cmp -s "$req" "$dir/requirements.txt"; then
         return 0

@@ -1,112 +1,14 @@
-//! From a case's link parameters to the two directions' link specs, and from the
-//! emulator's counters to the case's wire metrics and the model's expectations.
-//!
-//! Precedence: `link` sets both directions; `uplink` / `downlink` replace one direction;
-//! `link.rate`, `link.delay`, ... then override that field in both directions, so a grid
-//! axis over `link.delay` varies the delay of whatever link was described.
+//! From the emulator's counters to the case's wire metrics and the link model's
+//! expectations (the link itself is read from the case's parameters by
+//! `wirebench_plan::link`).
 
-use crate::Case;
+use crate::{Case, CaseLink};
 use wirebench_lab::{CLIENT_ADDR, Counters, DirCounters};
-use wirebench_link::{LinkSpec, Loss, PathRtts, Trace, serialization_ns};
+use wirebench_link::{LinkSpec, Loss, serialization_ns};
 use wirebench_model::Metric;
+use wirebench_plan::link::TCP_IPV4_OVERHEAD;
 use wirebench_protocol::Outcome;
-use wirebench_protocol::params::{self, ParamSpec, is_link};
-
-pub use wirebench_protocol::CaseLink;
-
-/// IPv4 (20) + TCP (20) + timestamp option (12): what Linux puts in front of every data
-/// segment of a connection between two Linux hosts.
-pub const TCP_IPV4_OVERHEAD: u64 = 52;
-
-#[derive(Debug, thiserror::Error)]
-#[error("case {case}: {msg}")]
-pub struct CaseLinkError {
-    case: usize,
-    msg: String,
-}
-
-/// The link of a case, or `None` if it has no link parameter (plain loopback).
-pub fn case_link(case: &Case) -> Result<Option<CaseLink>, CaseLinkError> {
-    if !case.point.iter().any(|(n, _)| is_link(n)) {
-        return Ok(None);
-    }
-    let err = |msg: String| CaseLinkError {
-        case: case.index,
-        msg,
-    };
-    let spec = |p: &ParamSpec| -> Result<Option<LinkSpec>, CaseLinkError> {
-        match case.text(p) {
-            Some(text) => LinkSpec::parse(text)
-                .map(Some)
-                .map_err(|e| err(format!("{}: {e}", p.name))),
-            None => Ok(None),
-        }
-    };
-    let both = spec(&params::LINK)?.unwrap_or_default();
-    let mut up = spec(&params::UPLINK)?.unwrap_or_else(|| both.clone());
-    let mut down = spec(&params::DOWNLINK)?.unwrap_or(both);
-    // The link fields one at a time, over the whole-link specs, in both directions.
-    for dir in [&mut up, &mut down] {
-        if let Some(r) = case.rate(&params::LINK_RATE) {
-            dir.rate_bps = Some(r.round() as u64);
-        }
-        if let Some(d) = case.duration(&params::LINK_DELAY) {
-            dir.delay_ns = d.as_nanos() as u64;
-        }
-        if let Some(d) = case.duration(&params::LINK_JITTER) {
-            dir.jitter_ns = d.as_nanos() as u64;
-        }
-        if let Some(b) = case.bytes(&params::LINK_QUEUE) {
-            dir.queue_bytes = Some(b);
-        }
-        if let Some(m) = case.count(&params::LINK_MTU) {
-            dir.mtu = u32::try_from(m)
-                .map_err(|_| err(format!("{} {m} is too large", params::LINK_MTU.name)))?;
-        }
-        if let Some(w) = case.text(&params::LINK_LOSS) {
-            dir.loss = LinkSpec::parse(&format!("loss={w}"))
-                .map_err(|e| err(format!("{}: {e}", params::LINK_LOSS.name)))?
-                .loss;
-        }
-        match case.text(&params::LINK_OUTAGE) {
-            Some("none") => dir.outages.clear(),
-            Some(w) => {
-                dir.outages = LinkSpec::parse(&format!("outage={w}"))
-                    .map_err(|e| err(format!("{}: {e}", params::LINK_OUTAGE.name)))?
-                    .outages
-            }
-            None => {}
-        }
-    }
-    // Validate the combination (e.g. an MTU out of range) before any lab is built.
-    for (which, dir) in [("uplink", &up), ("downlink", &down)] {
-        LinkSpec::parse(&dir.to_string()).map_err(|e| err(format!("{which} {dir}: {e}")))?;
-    }
-    let trace_name = params::LINK_TRACE.name;
-    let trace = match case.text(&params::LINK_TRACE) {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| err(format!("{trace_name}: cannot read {path}: {e}")))?;
-            Some(std::sync::Arc::new(
-                Trace::parse(&text).map_err(|e| err(format!("{trace_name}: {path}: {e}")))?,
-            ))
-        }
-        None => None,
-    };
-    let paths = match case.text(&params::LINK_PATHS) {
-        Some(text) => Some(std::sync::Arc::new(
-            PathRtts::parse(text).map_err(|e| err(e.to_string()))?,
-        )),
-        None => None,
-    };
-    Ok(Some(CaseLink {
-        up,
-        down,
-        trace,
-        paths,
-        second: spec(&params::LINK2)?,
-    }))
-}
+use wirebench_protocol::params;
 
 /// The data connection's packets in one direction (its flow in the emulator's counters).
 fn flow(dir: &DirCounters, local_port: u16, outgoing: bool) -> (u64, u64) {
@@ -368,90 +270,6 @@ fn rtt_model(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Scenario, plan};
-
-    fn link_of(args: &[(&str, &str)]) -> CaseLink {
-        let mut s = Scenario::empty("t");
-        for (k, v) in args {
-            s.set_param(k, v).unwrap();
-        }
-        case_link(&plan(&s)[0]).unwrap().unwrap()
-    }
-
-    #[test]
-    fn no_link_parameters_no_lab() {
-        let s = Scenario::empty("t");
-        assert_eq!(case_link(&plan(&s)[0]).unwrap(), None);
-    }
-
-    #[test]
-    fn precedence_link_then_direction_then_fields() {
-        let l = link_of(&[
-            ("link", "2400bit/500ms"),
-            ("downlink", "19.2kbit/1s"),
-            ("link.delay", "250ms"),
-        ]);
-        assert_eq!(l.up.rate_bps, Some(2400));
-        assert_eq!(l.down.rate_bps, Some(19200));
-        assert_eq!(l.up.delay_ns, 250_000_000);
-        assert_eq!(l.down.delay_ns, 250_000_000);
-        let l = link_of(&[("link.rate", "1Gbit"), ("link.loss", "1%")]);
-        assert_eq!(l.up.rate_bps, Some(1_000_000_000));
-        assert!(matches!(l.down.loss, Loss::Bernoulli { .. }));
-    }
-
-    #[test]
-    fn link_outage_replaces_the_links_outages_and_is_a_grid_axis() {
-        use wirebench_link::Outage;
-        const S: u64 = 1_000_000_000;
-        let l = link_of(&[
-            ("link", "rate=9600bit,outage=1s+1s,outage=3s+1s"),
-            ("link.outage", "5s+6s"),
-        ]);
-        assert_eq!(l.up.outages, [Outage::once(5 * S, 6 * S)]);
-        assert_eq!(l.down.outages, l.up.outages);
-        let l = link_of(&[
-            ("link", "rate=9600bit,outage=1s+1s"),
-            ("link.outage", "none"),
-        ]);
-        assert!(l.up.outages.is_empty() && l.down.outages.is_empty());
-        let l = link_of(&[("link.outage", "every 60s for 10s")]);
-        assert_eq!(l.up.outages, [Outage::periodic(60 * S, 10 * S, 60 * S)]);
-        // A list is an axis: one case per outage.
-        let mut s = Scenario::empty("t");
-        s.set_param("link.rate", "9600bit").unwrap();
-        s.set_param("link.outage", "none,5s+6s,every 60s for 10s")
-            .unwrap();
-        let cases = plan(&s);
-        assert_eq!(cases.len(), 3);
-        let outages: Vec<usize> = cases
-            .iter()
-            .map(|c| case_link(c).unwrap().unwrap().up.outages.len())
-            .collect();
-        assert_eq!(outages, [0, 1, 1]);
-        let e = Scenario::empty("t")
-            .set_param("link.outage", "5s")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("START+DURATION"), "{e}");
-    }
-
-    #[test]
-    fn trace_files_are_loaded_and_checked() {
-        let dir = tempfile::tempdir().unwrap();
-        let good = dir.path().join("good.trace");
-        std::fs::write(&good, "0\n5\n10\n").unwrap();
-        let l = link_of(&[("link.trace", good.to_str().unwrap())]);
-        assert_eq!(l.up_params().trace.unwrap().len(), 3);
-        let bad = dir.path().join("bad.trace");
-        std::fs::write(&bad, "0\n5\nfast\n").unwrap();
-        let mut s = Scenario::empty("t");
-        let e = s
-            .set_param("link.trace", bad.to_str().unwrap())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("--link-trace") && e.contains("line 3"), "{e}");
-    }
 
     #[test]
     fn model_rtt_at_2400_bits() {

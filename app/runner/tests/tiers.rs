@@ -108,7 +108,7 @@ fn imports_point_down_only() {
                         || to.part == "engine"
                 }
                 (1, _) => false,
-                // The binary reaches protocols only through the runner's registry.
+                // The binary reaches protocols only through the plan's registry.
                 (2, 1) => name != "wirebench" || !to.folder.starts_with("protocols/"),
                 (2, _) => true,
                 _ => false,

@@ -895,3 +895,87 @@ fn a_count_on_the_command_line_replaces_the_scenarios_duration() {
     assert!(recs[0]["params"].get("duration").is_none(), "{}", recs[0]);
     assert_eq!(recs[0]["metrics"]["messages.received"]["value"], 300.0);
 }
+
+/// The local addresses of the TCP sockets process `pid` listens on (its descriptors'
+/// socket inodes matched against the kernel's tables).
+fn listening_addrs(pid: u32) -> Vec<std::net::SocketAddr> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .filter_map(|l| {
+                    let l = l.to_string_lossy().into_owned();
+                    Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // local_address, state 0A (LISTEN), inode
+            if f.len() > 9 && f[3] == "0A" && inodes.iter().any(|i| i == f[9]) {
+                let (ip, port) = f[1].split_once(':').unwrap();
+                let port = u16::from_str_radix(port, 16).unwrap();
+                let ip: std::net::IpAddr = if ip.len() == 8 {
+                    std::net::Ipv4Addr::from(u32::from_str_radix(ip, 16).unwrap().swap_bytes())
+                        .into()
+                } else {
+                    let mut b = [0u8; 16];
+                    for (k, w) in b.chunks_mut(4).enumerate() {
+                        let v = u32::from_str_radix(&ip[k * 8..k * 8 + 8], 16).unwrap();
+                        w.copy_from_slice(&v.to_le_bytes());
+                    }
+                    std::net::Ipv6Addr::from(b).into()
+                };
+                out.push(std::net::SocketAddr::new(ip, port));
+            }
+        }
+    }
+    out
+}
+
+/// Issue #34: nothing listens to the network unless the user says so. Every address a
+/// command listens on either has no default (the user names it) or defaults to loopback,
+/// and `wirebench serve` with its defaults listens on loopback only.
+#[test]
+fn every_listener_defaults_to_loopback() {
+    for cmd in [
+        "serve",
+        "converter",
+        "converter-client",
+        "x2x",
+        "run",
+        "shell",
+    ] {
+        let help = String::from_utf8(run_ok(&[cmd, "--help"]).stdout).unwrap();
+        for d in help.split("[default: ").skip(1) {
+            let v = d.split(']').next().unwrap();
+            let ip = v
+                .parse::<std::net::SocketAddr>()
+                .map(|a| a.ip())
+                .or_else(|_| v.parse::<std::net::IpAddr>());
+            if let Ok(ip) = ip {
+                assert!(ip.is_loopback(), "`wirebench {cmd}` defaults to {v}");
+            }
+        }
+    }
+    // The default control port, when this machine has it free (a user's own server
+    // may hold it; then the help check above is what this test can say).
+    if TcpListener::bind("127.0.0.1:7420").is_err() {
+        eprintln!("127.0.0.1:7420 is taken: serve's defaults not started");
+        return;
+    }
+    let server = common::Serve::start(Vec::<String>::new(), "listening on");
+    let addrs = listening_addrs(server.pid());
+    drop(server);
+    assert!(!addrs.is_empty(), "serve listens on nothing it could find");
+    for a in &addrs {
+        assert!(
+            a.ip().is_loopback(),
+            "serve with its defaults listens on {a}"
+        );
+    }
+}

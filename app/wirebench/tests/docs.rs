@@ -479,7 +479,7 @@ fn claims_are_read() {
 /// The case counts and times the docs give beside `wirebench run` commands, against the
 /// command's own estimate (`--dry-run`): a count must be the plan's, a time within 2x of
 /// the estimate (or 3 s of it), so neither can drift from the tool. The estimates are
-/// themselves checked against recorded runs (app/runner/tests/estimates.rs).
+/// themselves checked against recorded runs (app/plan/tests/estimates.rs).
 #[test]
 fn documented_case_counts_and_times_are_the_estimates() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

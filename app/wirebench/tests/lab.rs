@@ -675,3 +675,61 @@ fn a_shell_leaves_no_root_socket_talking_to_its_host() {
     // Aborted by the kernel, not left retransmitting into the next shell's link.
     assert!(s.write_all(b"more").is_err());
 }
+
+/// Issue #34's fault: a lab host's link device is removed under a running case. The case
+/// fails (exit 1, fault `link`) saying the link emulator stopped and why, and the lab is
+/// torn down all the same: no namespace of the run is left.
+#[test]
+fn a_link_removed_under_a_case_fails_it_and_the_lab_is_torn_down() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let child = wirebench()
+        .args(["run", "--workload", "pingpong", "--payload", "64"])
+        .args([
+            "--rounds",
+            "1000",
+            "--link",
+            "10ms",
+            "--timeout",
+            "3s",
+            "--quiet",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let client = format!("wb-{pid}-a");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !namespaces_of(pid).contains(&client) {
+        assert!(Instant::now() < deadline, "no lab host {client}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A few rounds in, the client host loses its link device.
+    std::thread::sleep(Duration::from_secs(2));
+    let ok = Command::new("ip")
+        .args(["netns", "exec", &client, "ip", "link", "del", "wbtun0"])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "could not remove wbtun0 in {client}");
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let r = &records(&out)[0];
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(r["fault"], "link", "{r}");
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .contains("link emulator stopped"),
+        "{r}"
+    );
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "left: {:?}",
+        namespaces_of(pid)
+    );
+}

@@ -115,3 +115,83 @@ fn twenty_thousand_sessions_over_worker_processes_on_both_sides() {
         );
     }
 }
+
+/// The load generator processes `parent` started (hidden command `xmpp-load-worker`).
+fn generators_of(parent: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Fields after the command's closing parenthesis: state, ppid, ...
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if ppid == Some(parent) && cmd.contains("xmpp-load-worker") {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Issue #34's fault: one generator process is killed mid-run. The case fails (exit 1)
+/// naming that generator and how it ended, and keeps the figures and files: the other
+/// generator's, and what the killed one reported before it died.
+#[test]
+fn a_killed_generator_fails_the_case_and_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = common::wirebench()
+        .args([
+            "run",
+            "--protocol",
+            "xmpp",
+            "--workload",
+            "load",
+            "--payload",
+            "32",
+        ])
+        .args([
+            "--load-phases",
+            "3s@3000/s:max=9000",
+            "--load-arrivals",
+            "uniform",
+        ])
+        .args(["--load-stay", "6s", "--load-every", "1s", "-q", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let victim = loop {
+        let gens = generators_of(run.id());
+        if gens.len() == 2 {
+            break gens[0];
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "no two generators: {gens:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: a generator process of the run this test started, by its PID.
+    unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    let o = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let r = &records(&out)[0];
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(r["fault"], "environment", "{r}");
+    let error = r["error"].as_str().unwrap();
+    assert!(
+        error.contains(&format!("pid {victim}")) && error.contains("SIGKILL"),
+        "{error}"
+    );
+    assert!(m(r, "load.logged_in") > 0.0, "{r}");
+    assert!(out.join("case-0001-r1.load.csv").exists());
+}

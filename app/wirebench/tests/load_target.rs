@@ -96,3 +96,62 @@ fn sessions_log_in_over_starttls_to_a_server_given_by_address() {
     drop(server);
     assert!(text.contains("XMPP"), "{text}");
 }
+
+/// Issue #34's fault: the load target dies mid-run. The case fails (exit 1) with one line
+/// that says the server stopped listening and from when, its record keeps the failures
+/// by cause, and its interval and series files are kept.
+#[test]
+fn a_target_killed_mid_run_fails_the_case_and_keeps_its_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let server = Serve::start(
+        [
+            "--listen".to_string(),
+            "127.0.0.1:0".into(),
+            "--xmpp".into(),
+            format!("127.0.0.1:{port}"),
+            "--xmpp-users".into(),
+            "1000".into(),
+        ],
+        "XMPP layout",
+    );
+    let out = dir.path().join("run");
+    let run = common::wirebench()
+        .args([
+            "run",
+            "--protocol",
+            "xmpp",
+            "--workload",
+            "load",
+            "--load-target",
+        ])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--load-phases", "4s@200/s:max=800", "--load-stay", "30s"])
+        .args(["--load-every", "1s", "--payload", "64", "-q", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let (_, _) = server.stop_by(libc::SIGKILL);
+    let o = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("refused") && l.contains("nothing was listening"))
+        .unwrap_or_else(|| panic!("no clear line: {stderr}"));
+    assert!(line.contains(&format!("127.0.0.1:{port}")), "{line}");
+    let rs = records(&out);
+    assert_eq!(rs.len(), 1, "{stderr}");
+    let r = &rs[0];
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(r["fault"], "peer", "{r}");
+    assert!(m(r, "load.failed.refused") > 0.0, "{r}");
+    assert!(m(r, "load.logged_in") > 0.0, "{r}");
+    for f in ["case-0001-r1.load.csv", "case-0001-r1.load.intervals.jsonl"] {
+        let text = std::fs::read_to_string(out.join(f)).unwrap_or_default();
+        assert!(text.lines().count() > 2, "{f}: {text}");
+    }
+}

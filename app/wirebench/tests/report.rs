@@ -194,3 +194,74 @@ fn report_and_compare_commands() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--threshold"));
 }
+
+/// A tmpfs mounted for one test, unmounted however the test ends.
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn mount(size: &str) -> Tmpfs {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .unwrap()
+            .success();
+        assert!(
+            ok,
+            "mount tmpfs failed: run the suite as root (bash scripts/test.sh)"
+        );
+        Tmpfs(dir)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+/// Issue #34's fault: the results disk fills during a run. The run stops with one clear
+/// line and exit 2, results.jsonl holds only whole records (the cases before the failure),
+/// and once the directory is somewhere with room `wirebench report` rebuilds from it.
+#[test]
+fn a_full_results_disk_stops_the_run_cleanly() {
+    // 600 KiB: room for the first case's per-round CSV (about 350 KB) but not the second's.
+    let fs = Tmpfs::mount("600k");
+    let out_dir = fs.0.path().join("r");
+    let out = wirebench()
+        .args([
+            "run",
+            "--workload",
+            "pingpong",
+            "--rounds",
+            "20000",
+            "-q",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("No space left on device"))
+        .unwrap_or_else(|| panic!("no clear error: {stderr}"));
+    assert!(line.contains(out_dir.to_str().unwrap()), "{line}");
+    let kept = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    assert!(kept.ends_with('\n'), "a torn last line: {kept}");
+    for l in kept.lines() {
+        serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+    }
+    assert!(!kept.is_empty(), "the first case's record was lost");
+    let roomy = tempfile::tempdir().unwrap();
+    let copy = roomy.path().join("r");
+    std::fs::create_dir(&copy).unwrap();
+    for e in std::fs::read_dir(&out_dir).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), copy.join(e.file_name())).unwrap();
+    }
+    run_ok(&["report", copy.to_str().unwrap()]);
+    assert!(copy.join("report.html").exists());
+}

@@ -133,6 +133,13 @@ pub enum WorkloadError {
     /// stopped keeps what it measured.
     #[error("interrupted after {} round(s)", .0.rounds.as_ref().map_or(0, Vec::len))]
     InterruptedAfter(Box<Outcome>),
+    /// Failed after measuring something (a load target that died mid-run): the figures
+    /// and files so far are kept with the failure, whose cause is `error`.
+    #[error("{error}")]
+    FailedAfter {
+        outcome: Box<Outcome>,
+        error: Box<WorkloadError>,
+    },
     #[error("no progress for {secs}s while {during} (on a slow link, raise --timeout)")]
     Stalled { secs: u64, during: &'static str },
     #[error("the server closed the data connection while {during}")]
@@ -162,6 +169,7 @@ impl WorkloadError {
         use std::io::ErrorKind;
         Some(match self {
             WorkloadError::Interrupted | WorkloadError::InterruptedAfter(_) => return None,
+            WorkloadError::FailedAfter { error, .. } => return error.fault(),
             WorkloadError::Input(_) => Fault::Input,
             WorkloadError::Environment(_) => Fault::Environment,
             WorkloadError::Peer(_) | WorkloadError::Closed { .. } => Fault::Peer,

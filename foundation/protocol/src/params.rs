@@ -1,6 +1,6 @@
 //! Parameter specs: the ones every protocol shares (workload, payload, rounds, the link,
 //! ...) and the type protocols declare their own with ([`crate::Protocol::params`]). The
-//! runner joins them into one table (`wirebench_runner::params`); `docs/scenarios.md`
+//! planner joins them into one table (`wirebench_plan::params`); `docs/scenarios.md`
 //! documents the same list for users.
 
 use std::time::Duration;

@@ -193,17 +193,28 @@ pub fn free_port(netns: Option<&str>, ip: IpAddr) -> Option<u16> {
     .and_then(Result::ok)
 }
 
-/// The last `n` lines of each of these log files that exist, for error messages.
+/// The last `n` lines of each of these log files that exist, each under a line naming
+/// its file (so an operator knows where to read on), for error messages.
 pub fn tail_lines(files: &[std::path::PathBuf], n: usize) -> String {
     let mut out = String::new();
     for f in files {
-        if let Ok(t) = std::fs::read_to_string(f) {
-            let lines: Vec<&str> = t.lines().collect();
-            for l in &lines[lines.len().saturating_sub(n)..] {
-                out.push_str(l);
-                out.push('\n');
-            }
+        let Ok(t) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        let lines: Vec<&str> = t.lines().collect();
+        if lines.is_empty() {
+            continue;
         }
+        out.push_str(&format!("{} ends with:\n", f.display()));
+        for l in &lines[lines.len().saturating_sub(n)..] {
+            out.push_str("  ");
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    if out.is_empty() {
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        out = format!("(nothing in its logs: {})\n", names.join(", "));
     }
     out
 }
@@ -539,6 +550,21 @@ mod tests {
         };
         assert!(what.contains("exited"), "{what}");
         assert_eq!(detail, "its log");
+    }
+
+    #[test]
+    fn log_tails_name_their_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("server.log");
+        std::fs::write(&log, "one\ntwo\nthree\n").unwrap();
+        let absent = dir.path().join("absent.log");
+        let t = tail_lines(&[absent.clone(), log.clone()], 2);
+        assert_eq!(t, format!("{} ends with:\n  two\n  three\n", log.display()));
+        let none = tail_lines(std::slice::from_ref(&absent), 2);
+        assert!(
+            none.contains("nothing in its logs") && none.contains("absent.log"),
+            "{none}"
+        );
     }
 
     #[test]

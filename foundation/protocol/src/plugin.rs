@@ -1,7 +1,7 @@
 //! The plugin interface. A protocol is a folder `protocols/<name>/` (its sans-IO engine in
 //! `engine/`, its drivers, parameters, server side or real peers and its `Protocol`
-//! implementation in `plugin/`) plus one line in the runner's Cargo.toml (its
-//! `wirebench-plugin-NAME` dependency, from which the runner's build script makes the
+//! implementation in `plugin/`) plus one line in app/plan's Cargo.toml (its
+//! `wirebench-plugin-NAME` dependency, from which that crate's build script makes the
 //! registry). The case loop, the planner, the estimator, the merge and the CLI know
 //! protocols only through this trait: their parameters, metrics, commands and `serve`
 //! endpoints included.

@@ -1,6 +1,6 @@
 //! What a protocol adds to the `wirebench` command line beyond its parameters: its own
 //! commands (a standalone gateway, a hidden worker entry point) and its endpoints of
-//! `wirebench serve`. The binary knows none of them by name: it asks the runner's
+//! `wirebench serve`. The binary knows none of them by name: it asks the plan's
 //! registry, adds each plugin's commands and serve flags to its definition, and hands
 //! the parsed flags back with the process's one [`Shutdown`].
 

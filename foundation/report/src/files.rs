@@ -74,9 +74,17 @@ impl ResultsDir {
     pub fn append(&mut self, record: Record) -> io::Result<()> {
         let mut line = serde_json::to_vec(&record).map_err(io::Error::other)?;
         line.push(b'\n');
-        // One write of the whole line: O_APPEND keeps it contiguous.
-        self.jsonl.write_all(&line)?;
-        self.jsonl.sync_data()?;
+        // One write of the whole line: O_APPEND keeps it contiguous. A full disk can
+        // take part of it; the file is then cut back, so readers never meet a torn line.
+        let before = self.jsonl.metadata()?.len();
+        if let Err(e) = self
+            .jsonl
+            .write_all(&line)
+            .and_then(|()| self.jsonl.sync_data())
+        {
+            let _ = self.jsonl.set_len(before);
+            return Err(e);
+        }
         self.records.push(record);
         self.stale = true;
         Ok(())

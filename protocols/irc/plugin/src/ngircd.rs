@@ -454,7 +454,7 @@ impl Ngircd {
         let (name, log) = (self.cfg.name.clone(), self.dir.join("ngircd.log"));
         let failed = |what: String| {
             WorkloadError::Peer(format!(
-                "ngircd {name} {what}; its log ends:\n{}",
+                "ngircd {name} {what}:\n{}",
                 tail_lines(std::slice::from_ref(&log), 8)
             ))
         };

@@ -306,3 +306,44 @@ fn two_linked_ngircd_relay_privmsg_both_ways() {
         assert!(!Path::new(&format!("/etc/netns/{n}")).exists());
     }
 }
+
+/// Issue #34's fault: a real server that cannot start. Its port is taken (bound, not
+/// listening, so nothing answers there), ngircd gives up, and the error says so in one
+/// line and then names the log to read, with its last lines.
+#[test]
+fn a_server_that_cannot_start_names_its_log() {
+    wirebench_lab::netns::check_privileges()
+        .expect("ngircd runs as its own user: run the suite as root (bash scripts/test.sh)");
+    // SAFETY: plain socket calls on a descriptor this test owns and closes.
+    let (fd, port) = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0);
+        let mut a: libc::sockaddr_in = std::mem::zeroed();
+        a.sin_family = libc::AF_INET as libc::sa_family_t;
+        a.sin_addr.s_addr = u32::from(Ipv4Addr::LOCALHOST).to_be();
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        assert_eq!(libc::bind(fd, (&raw const a).cast(), len), 0);
+        let mut len = len;
+        assert_eq!(libc::getsockname(fd, (&raw mut a).cast(), &mut len), 0);
+        (fd, u16::from_be(a.sin_port))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = NgircdConfig::new("taken.irc.test", IpAddr::V4(Ipv4Addr::LOCALHOST));
+    cfg.port = port;
+    let t0 = Instant::now();
+    let e = Ngircd::start(None, dir.path(), cfg)
+        .err()
+        .expect("ngircd started on a taken port");
+    // SAFETY: the descriptor opened above.
+    unsafe { libc::close(fd) };
+    let text = e.to_string();
+    eprintln!("{text}");
+    let first = text.lines().next().unwrap();
+    assert!(first.starts_with("ngircd taken.irc.test "), "{text}");
+    let log = dir.path().join("ngircd.log");
+    assert!(
+        text.contains(&format!("{} ends with:", log.display())),
+        "the error does not name the log: {text}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+}

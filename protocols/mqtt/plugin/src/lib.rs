@@ -222,11 +222,7 @@ fn with_log(e: WorkloadError, broker: &mut Mosquitto) -> WorkloadError {
     let log = broker.log();
     match e {
         WorkloadError::Peer(m) => WorkloadError::Peer(match broker.exited() {
-            Some(status) => format!(
-                "{m}\nmosquitto exited ({status}); the end of its log ({}):\n{}",
-                log.display(),
-                broker.log_tail(10)
-            ),
+            Some(status) => format!("{m}\nmosquitto exited ({status}):\n{}", broker.log_tail(10)),
             None => format!("{m} (the broker's log: {})", log.display()),
         }),
         WorkloadError::Link(m) => {

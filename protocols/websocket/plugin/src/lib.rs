@@ -8,6 +8,8 @@
 //! testsuite expects of an echo server; `docs/conformance.md`).
 //! Ping-pong sends a message and waits for its echo. `docs/protocols/soapstone.md`.
 
+pub mod autobahn;
+
 use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
@@ -254,29 +256,46 @@ impl Client {
     }
 }
 
-/// The next data message: binary as an echo, text as the server's summary.
-async fn next_message(
+/// A data message as the client receives it: control frames are tungstenite's business
+/// (it answers pings and the server's Close itself).
+enum Data {
+    Binary(Bytes),
+    Text(tungstenite::Utf8Bytes),
+}
+
+/// The next data message, `None` once the server closed: the client's one receive path,
+/// shared by the benchmarks ([`next_message`]) and the Autobahn echo ([`autobahn`]).
+async fn next_data(
     rx: &mut (impl futures_util::Stream<Item = Result<Message, tungstenite::Error>> + Unpin),
-) -> Result<Option<Incoming>, WorkloadError> {
+) -> Result<Option<Data>, WorkloadError> {
     loop {
         match rx.next().await {
             None => return Ok(None),
             Some(m) => match m.map_err(|e| ws_error(e, "receiving"))? {
-                Message::Binary(b) => return Ok(Some(Incoming::Echo(b))),
-                Message::Text(t) => {
-                    return Summary::decode(t.as_bytes())
-                        .map(|s| Some(Incoming::Summary(s)))
-                        .ok_or_else(|| {
-                            WorkloadError::Peer(format!(
-                                "the server's summary {:?} is not `messages bytes corrupt`",
-                                t.as_str()
-                            ))
-                        });
-                }
+                Message::Binary(b) => return Ok(Some(Data::Binary(b))),
+                Message::Text(t) => return Ok(Some(Data::Text(t))),
                 Message::Close(_) => return Ok(None),
                 Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
             },
         }
+    }
+}
+
+/// The next data message: binary as an echo, text as the server's summary.
+async fn next_message(
+    rx: &mut (impl futures_util::Stream<Item = Result<Message, tungstenite::Error>> + Unpin),
+) -> Result<Option<Incoming>, WorkloadError> {
+    match next_data(rx).await? {
+        None => Ok(None),
+        Some(Data::Binary(b)) => Ok(Some(Incoming::Echo(b))),
+        Some(Data::Text(t)) => Summary::decode(t.as_bytes())
+            .map(|s| Some(Incoming::Summary(s)))
+            .ok_or_else(|| {
+                WorkloadError::Peer(format!(
+                    "the server's summary {:?} is not `messages bytes corrupt`",
+                    t.as_str()
+                ))
+            }),
     }
 }
 

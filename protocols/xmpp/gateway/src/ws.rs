@@ -123,9 +123,12 @@ async fn relay(
                         tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
                     ))) => return Ok(()),
                     Some(Err(e)) => {
-                        // An oversized message or a protocol error: say so before closing.
+                        // An oversized message, invalid UTF-8 in a text message or a
+                        // protocol error: say so, with RFC 6455 section 7.4.1's code for it,
+                        // before closing.
                         let code = match e {
                             tungstenite::Error::Capacity(_) => CloseCode::Size,
+                            tungstenite::Error::Utf8(_) => CloseCode::Invalid,
                             _ => CloseCode::Protocol,
                         };
                         let _ = tx.send(close(code, "")).await;
@@ -141,7 +144,14 @@ async fn relay(
                         let _ = tx.send(close(CloseCode::Unsupported, why)).await;
                         return Err(why.into());
                     }
-                    Message::Close(_) => return Ok(()),
+                    Message::Close(_) => {
+                        // tungstenite queues its answer to the client's Close; it goes out
+                        // on the next flush. Without one, the closing handshake (RFC 6455
+                        // section 5.5.1) never completes and the client sees the connection
+                        // dropped.
+                        let _ = tx.flush().await;
+                        return Ok(());
+                    }
                     // tungstenite answers pings itself.
                     _ => continue,
                 };

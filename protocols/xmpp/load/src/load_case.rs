@@ -20,7 +20,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wirebench_load::{Arrivals, Dist, Interval, Phase, Schedule, Series, Wire};
+use wirebench_load::{Arrivals, Cause, Dist, Interval, Phase, Schedule, Series, Wire};
 use wirebench_model::Kind;
 use wirebench_protocol::Fault;
 use wirebench_protocol::params::{ON_OFF, ParamSpec};
@@ -552,7 +552,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         pids: &gen_pids,
     };
     let result = if in_process {
-        run_in_process(&mut spec, &schedule, t0, ctx, &to)
+        run_in_process(&mut spec, &schedule, t0, ctx, &to).map(|()| Vec::new())
     } else {
         run_processes(&spec, generators, env.shard, t0, ctx, &to)
     };
@@ -560,7 +560,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     let usage = sampler.finish();
     let server = server.map(|s| s.stop(in_process));
     let placed = placed.map(Placed::stop);
-    result?;
+    let lost = result?;
 
     let series = std::mem::take(&mut *series.lock().unwrap_or_else(|e| e.into_inner()));
     let summaries = std::mem::take(&mut *summaries.lock().unwrap_or_else(|e| e.into_inner()));
@@ -613,7 +613,52 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     if let Some(e) = summaries.iter().find_map(|s| s.first_error.clone()) {
         out.notes.push(format!("first failure: {e}"));
     }
-    Ok(out)
+    let failure = if lost.is_empty() {
+        target_gone(&series, spec.width, &spec.script.addrs[0].to_string())
+    } else {
+        Some(WorkloadError::Environment(format!(
+            "{} of {generators} load generators ended without reporting: {}; the figures hold what each reported until it ended",
+            lost.len(),
+            lost.join("; ")
+        )))
+    };
+    match failure {
+        Some(error) => Err(WorkloadError::FailedAfter {
+            outcome: Box::new(out),
+            error: Box::new(error),
+        }),
+        None => Ok(out),
+    }
+}
+
+/// The case's failure when its server stopped listening: connections refused (nothing
+/// listening: a backlog that overflows drops SYNs, it does not refuse them). Sessions
+/// that fail in other ways (timeouts, stream errors, resets) are what a load test
+/// measures; a refused connection means there was no server left to measure.
+fn target_gone(series: &Series, width: Duration, addr: &str) -> Option<WorkloadError> {
+    let c = series.counts();
+    let refused = c.failures_of(Cause::Refused);
+    if refused == 0 {
+        return None;
+    }
+    let from = series
+        .intervals()
+        .find(|i| i.counts.failures_of(Cause::Refused) > 0)
+        .map_or(0.0, |i| i.index as f64 * width.as_secs_f64());
+    let others: Vec<String> = Cause::ALL
+        .iter()
+        .filter(|k| **k != Cause::Refused && c.failures_of(**k) > 0)
+        .map(|k| format!("{} {}", c.failures_of(*k), k.name()))
+        .collect();
+    let broke = if others.is_empty() {
+        String::new()
+    } else {
+        format!("; other failed sessions: {}", others.join(", "))
+    };
+    Some(WorkloadError::Peer(format!(
+        "the XMPP server at {addr} refused {refused} connection(s) from {from:.0}s on: nothing was listening (it stopped, or never started); {} session(s) had logged in{broke}; the figures so far are kept",
+        c.logged_in
+    )))
 }
 
 /// What the case's peak needs on this machine (memory, open files, tracked
@@ -1149,7 +1194,7 @@ fn run_processes(
     t0: u64,
     ctx: &Ctx,
     to: &Collect<'_>,
-) -> Result<(), WorkloadError> {
+) -> Result<Vec<String>, WorkloadError> {
     let exe = std::env::current_exe().map_err(|e| {
         WorkloadError::because(Fault::Environment, "cannot find wirebench itself", e)
     })?;
@@ -1216,9 +1261,10 @@ fn run_processes(
         ));
     }
     let failed: Mutex<Option<String>> = Mutex::new(None);
+    let reported: Vec<AtomicBool> = children.iter().map(|_| AtomicBool::new(false)).collect();
     std::thread::scope(|scope| {
         let mut readers = Vec::new();
-        for c in children.iter_mut() {
+        for (c, reported) in children.iter_mut().zip(&reported) {
             let Some(stdout) = c.stdout.take() else {
                 continue;
             };
@@ -1240,6 +1286,7 @@ fn run_processes(
                             }
                         },
                         Ok(WorkerLine::Done(s)) => {
+                            reported.store(true, Ordering::Relaxed);
                             to.summaries
                                 .lock()
                                 .unwrap_or_else(|e| e.into_inner())
@@ -1269,18 +1316,28 @@ fn run_processes(
             std::thread::sleep(Duration::from_millis(50));
         }
     });
+    // How the silent ones ended, read before stop_all reaps them as its own.
+    let lost: Vec<String> = children
+        .iter_mut()
+        .zip(&reported)
+        .enumerate()
+        .filter(|(_, (_, r))| !r.load(Ordering::Relaxed))
+        .map(|(i, (c, _))| {
+            let how = match c.try_wait() {
+                Ok(Some(status)) => format!("{status}"),
+                _ => "still running, stopped".to_string(),
+            };
+            format!("generator {} (pid {}, {how})", i + 1, c.id())
+        })
+        .collect();
     stop_all(&mut children);
-    let done = to.summaries.lock().unwrap_or_else(|e| e.into_inner()).len();
     if let Some(e) = failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(WorkloadError::Environment(e));
     }
-    if done < generators && !ctx.shutdown.load(Ordering::Relaxed) {
-        return Err(WorkloadError::Environment(format!(
-            "{} of {generators} load generators ended without reporting (see the messages above)",
-            generators - done
-        )));
+    if ctx.shutdown.load(Ordering::Relaxed) {
+        return Ok(Vec::new());
     }
-    Ok(())
+    Ok(lost)
 }
 
 #[cfg(test)]

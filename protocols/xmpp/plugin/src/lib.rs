@@ -69,7 +69,7 @@ const PARAMS: &[ParamSpec] = &[
 ];
 
 // Peer models for estimates, calibrated on the recorded runs in
-// app/runner/tests/data/recorded/ (browser-transports and satcom-xmpp; 2-core VM).
+// app/plan/tests/data/recorded/ (browser-transports and satcom-xmpp; 2-core VM).
 
 /// The built-in server: start-up is a bind; logins (a dozen one-way delays, more for the
 /// polling transports) cross the link for the client only; a 2-byte chat message is ~150

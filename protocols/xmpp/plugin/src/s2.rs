@@ -100,7 +100,7 @@ pub fn run(
         .map_or_else(|| front_of(&transport, c2s, http), |e| e.addr);
     let warm = warm_up(&transport, front, server_ns.as_deref()).map_err(|e| {
         WorkloadError::Peer(format!(
-            "{name}: the warm-up session over {} failed: {e}; its log: {}",
+            "{name}: the warm-up session over {} failed: {e}\n{}",
             transport.word(),
             real.log_tail()
         ))

@@ -46,6 +46,29 @@ fn reuseport_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
     Ok(s.into())
 }
 
+/// Refuses a port another socket holds. `SO_REUSEPORT` would otherwise let a second
+/// server (a second `wirebench serve` started by mistake) join the port silently and take
+/// half its connections; a probe bound without it fails where anyone listens.
+fn refuse_if_taken(addr: SocketAddr) -> std::io::Result<()> {
+    use socket2::{Domain, Socket, Type};
+    if addr.port() == 0 {
+        return Ok(());
+    }
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    // TIME_WAIT leftovers of an earlier server are no reason to refuse.
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into()).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            std::io::Error::new(
+                e.kind(),
+                format!("{addr} is in use: another server listens there"),
+            )
+        } else {
+            e
+        }
+    })
+}
+
 /// A bound server; [`XmppServer::run`] serves until the flag is set.
 pub struct XmppServer {
     cfg: XmppServerConfig,
@@ -64,6 +87,7 @@ impl XmppServer {
         let (workers, processes, per_process) =
             plan(cfg.sessions, cfg.workers, cfg.processes, cores, fd_limit)
                 .map_err(std::io::Error::other)?;
+        refuse_if_taken(cfg.listen)?;
         let first = reuseport_listener(cfg.listen)?;
         let mut addr = first.local_addr()?;
         let mut listeners = vec![first];
@@ -72,6 +96,7 @@ impl XmppServer {
                 addr.set_port(addr.port().checked_add(1).ok_or_else(|| {
                     std::io::Error::other("no port left above the listening port")
                 })?);
+                refuse_if_taken(addr)?;
             }
             listeners.push(reuseport_listener(addr)?);
         }
@@ -191,5 +216,28 @@ impl XmppServer {
             }
             first_err.map_or(Ok(()), Err)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_server_on_a_taken_port_is_refused() {
+        let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let first = XmppServer::bind(XmppServerConfig::new(lo, "a.test", 1)).unwrap();
+        let taken = first.local_addr().unwrap();
+        let e = XmppServer::bind(XmppServerConfig::new(taken, "a.test", 1))
+            .err()
+            .expect("a second server joined a taken port");
+        assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse);
+        assert!(
+            e.to_string().contains("another server listens there"),
+            "{e}"
+        );
+        // Once the first is gone the port is free again.
+        drop(first);
+        XmppServer::bind(XmppServerConfig::new(taken, "a.test", 1)).unwrap();
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! The file is read with serde into types that declare its keys (`deny_unknown_fields`).
 //! Errors name the file, line and key (`gw.toml:7: link.peer: ...`), like scenario files
-//! (`app/runner/src/scenario.rs`), and an unknown key lists the valid ones with a
+//! (`app/plan/src/scenario.rs`), and an unknown key lists the valid ones with a
 //! did-you-mean ([`wirebench_model::located`]).
 
 use std::net::{IpAddr, SocketAddr};

@@ -5,8 +5,8 @@
 //! they exist to warn before a case takes hours and to size a pcap. The formulas and the
 //! figures they were checked against are in docs/scenarios.md ("Estimates").
 
-use crate::link::{CaseLink, TCP_IPV4_OVERHEAD};
-use crate::{Case, RunError, Scenario};
+use crate::link::TCP_IPV4_OVERHEAD;
+use crate::{Case, CaseLink, PlanError, Scenario};
 use std::time::Duration;
 use wirebench_connect::params::{CONCURRENCY, CONNECTS};
 use wirebench_lab::pcap::{FILE_HEADER, capture_bytes};
@@ -171,7 +171,7 @@ impl PlanEstimate {
 }
 
 /// Estimates a scenario's run.
-pub fn estimate(scenario: &Scenario) -> Result<PlanEstimate, RunError> {
+pub fn estimate(scenario: &Scenario) -> Result<PlanEstimate, PlanError> {
     let cases = crate::plan(scenario);
     let links = crate::case_links(&cases)?;
     let mut e = estimate_cases(&cases, &links, scenario.repeat);

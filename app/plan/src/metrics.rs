@@ -166,7 +166,13 @@ mod tests {
     fn every_metric_the_code_records_is_declared() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let mut files = Vec::new();
-        for dir in ["foundation", "workloads", "protocols", "app/runner/src"] {
+        for dir in [
+            "foundation",
+            "workloads",
+            "protocols",
+            "app/runner/src",
+            "app/plan/src",
+        ] {
             sources(&root.join(dir), &mut files);
         }
         let mut missing = Vec::new();

@@ -3,10 +3,10 @@
 //! results directory): each case's estimate must be within 2x of its time, or within
 //! [`FLOOR_S`] of it for the short ones, whose time is mostly scheduling noise.
 //!
-//! `cargo test -p wirebench-runner --test estimates -- --nocapture` prints the table.
+//! `cargo test -p wirebench-plan --test estimates -- --nocapture` prints the table.
 
-use wirebench_runner::estimate::{estimate_cases, format_estimate};
-use wirebench_runner::{Case, Scenario, case_links, params, plan};
+use wirebench_plan::estimate::{estimate_cases, format_estimate};
+use wirebench_plan::{Case, Scenario, case_links, params, plan};
 
 /// Cases under a second or two may be off by this much in either direction: a
 /// busy machine's scheduling moves them by tenths of a second, and a user does not plan
@@ -88,7 +88,7 @@ fn kind(c: &Case) -> String {
 fn estimates_hold_within_2x_of_the_recorded_runs() {
     let mut bad = Vec::new();
     let mut rows = Vec::new();
-    for (name, _) in wirebench_runner::BUILTIN {
+    for (name, _) in wirebench_plan::BUILTIN {
         let scenario = Scenario::builtin(name).unwrap();
         let runs = recorded(name);
         if runs.is_empty() {
