@@ -3,7 +3,7 @@
 # generator and server on this machine, ramped open-loop at RATE arrivals a second and
 # then all held for HOLD seconds.
 #
-#   bench/load.sh [--quick] [--help]
+#   bench/load.sh [--quick | --scales] [--help]
 #
 # Runs `wirebench run --protocol xmpp --workload load` (docs/load.md) with empty rosters,
 # initial presence, no messages unless EVERY is set, uniform arrivals, and prints from its
@@ -13,8 +13,19 @@
 #   logins/s during the ramp (mean and slowest second) target: >= 10,000
 #   login p50/p99/max from the intended start
 #   generator and server memory per session            target (generator): <= 4 KiB
-# The run checks open files and memory up front and says what it needs. Everything stays
+#   CPU per login on each side, user and kernel, over the login phase (the schedule's
+#   start to the last login), each side by its own processes' CPU clocks, and the
+#   logins/s that phase ran at                         target: sum <= 200 us at 1,000,000
+# The run checks memory, open files (fs.file-max) and the kernel's connection tracking
+# up front, from what a session was measured to need (generator 1.55 KiB, server 0.90 KiB,
+# kernel 3.3 KiB a socket, two sockets a session: about 9 KiB), says what it needs, and
+# refuses a peak that does not fit (2,000,000 need about 19 GiB and 4,010,000 open
+# files: sysctl -w fs.file-max=4200000 first). Everything stays
 # on 127.0.0.0/8; it stops by itself (Ctrl-C ends it early, keeping what was measured).
+#
+# --scales runs one case per scale in SCALES (default "10000 100000 1000000"), each held
+# HOLD s (default 10), and ends with a table of CPU per login by side, user and kernel,
+# and the ramp's logins/s at each scale. One scale: SESSIONS=N.
 #
 # Environment: SESSIONS (default 1000000, --quick 100000), RATE (arrivals/s, default
 # 5000), HOLD (seconds every session is held once all have arrived; default 600, --quick
@@ -30,9 +41,11 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 QUICK=0
+SCALED=0
 for a in "$@"; do
     case $a in
     --quick) QUICK=1 ;;
+    --scales) SCALED=1 ;;
     --help | -h)
         sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
         exit 0
@@ -43,6 +56,36 @@ for a in "$@"; do
         ;;
     esac
 done
+if ((SCALED)); then
+    : "${SCALES:=10000 100000 1000000}" "${HOLD:=10}"
+    BASE=${OUT:-$(mktemp -d /tmp/wirebench-load.XXXXXX)}
+    for n in $SCALES; do
+        [[ $n =~ ^[1-9][0-9]*$ ]] || {
+            echo "load.sh: SCALES holds session counts (got '$n')" >&2
+            exit 2
+        }
+    done
+    for n in $SCALES; do
+        SESSIONS=$n HOLD=$HOLD OUT=$BASE/s$n bash "${BASH_SOURCE[0]}" || echo "load.sh: the $n-session run failed" >&2
+    done
+    echo ""
+    echo "== CPU per login by side (us: user + kernel = total) and the ramp's logins/s; results in $BASE"
+    printf '| sessions | generator | server | both | logins/s (ramp) | failed |\n|---:|---|---|---:|---:|---:|\n'
+    for n in $SCALES; do
+        rec=$BASE/s$n/results.jsonl
+        [[ -s $rec ]] || { printf '| %s | not run | | | | |\n' "$n"; continue; }
+        # Logins in the intervals whose arrivals were all scheduled, per second.
+        rate=$(awk -F, -v ramp="$(((n + ${RATE:-5000} - 1) / ${RATE:-5000}))" 'FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+            $c["seconds"] <= ramp { k++; s += $c["logins"] } END { if (k) printf "%.0f", s / k; else print "-" }' "$BASE/s$n/case-0001-r1.load.csv" 2>/dev/null || echo -)
+        jq -r --arg n "$n" --arg rate "$rate" 'select(.metrics) | .metrics as $m
+            | def v($k): ($m[$k].value // null);
+              def us($x): if $x == null then "-" else ($x * 1e6 * 10 | round / 10 | tostring) end;
+              def side($s): if v("\($s).cpu_user_per_login") == null then "not measured"
+                  else "\(us(v("\($s).cpu_user_per_login"))) + \(us(v("\($s).cpu_sys_per_login"))) = \(us(v("\($s).cpu_user_per_login") + v("\($s).cpu_sys_per_login")))" end;
+              "| \($n) | \(side("generator")) | \(side("server")) | \(us((v("generator.cpu_user_per_login") // 0) + (v("generator.cpu_sys_per_login") // 0) + (v("server.cpu_user_per_login") // 0) + (v("server.cpu_sys_per_login") // 0))) | \($rate) | \(v("load.failed") // "-") |"' "$rec" | tail -n 1
+    done
+    exit 0
+fi
 if ((QUICK)); then
     : "${SESSIONS:=100000}" "${HOLD:=30}"
 else
@@ -72,6 +115,7 @@ echo "== $SESSIONS sessions at $RATE/s (ramp ${RAMP}s), all held ${HOLD}s, each 
 REC=$OUT/results.jsonl
 [[ -s $REC ]] || die "no record in $REC"
 m() { jq -r --arg k "$1" 'select(.metrics) | .metrics[$k].value // empty' "$REC" | tail -n 1; }
+[[ -n $(m load.sessions) ]] || die "the case recorded no sessions (its error is above: the check of memory and open files up front refuses a peak this machine cannot hold)"
 CSV=$OUT/case-0001-r1.load.csv
 echo "== held at once: $(m load.peak_active) of $(m load.sessions) (logged in $(m load.logged_in), failed $(m load.failed))"
 echo "== messages: sent $(m messages.sent), lost $(m messages.lost); roster items per session $(m load.roster_items), contacts' presences $(m load.presences)"
@@ -95,3 +139,21 @@ awk -v g="$(m generator.rss_per_session)" -v s="$(m server.rss_per_session)" \
     'BEGIN { printf "== memory per session: generator %.2f KiB (target <= 4), server %.2f KiB\n", g / 1024, s / 1024 }'
 awk -v g="$(m generator.cpu_per_session)" -v s="$(m server.cpu_per_session)" \
     'BEGIN { printf "== CPU per session: generator %.0f us, server %.0f us\n", g * 1e6, s * 1e6 }'
+# Each side's CPU clocks (utime, stime of all its processes) read at the schedule's start
+# and one interval after the last login; logins/s as the ramp ran them.
+RAMP_RATE=$(awk -F, -v ramp="$RAMP" 'FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $c["seconds"] <= ramp { n++; s += $c["logins"] } END { if (n) printf "%.0f", s / n }' "$CSV")
+awk -v ph="$(m load.login_phase)" -v n="$(m load.logged_in)" -v cores="$(nproc)" -v rate="$RAMP_RATE" \
+    -v gu="$(m generator.cpu_user_per_login)" -v gs="$(m generator.cpu_sys_per_login)" \
+    -v su="$(m server.cpu_user_per_login)" -v ss="$(m server.cpu_sys_per_login)" '
+    function side(name, u, s) {
+        if (u == "") { printf "   %-10s not measured\n", name ":"; return 0 }
+        printf "   %-10s user %6.1f us, kernel %6.1f us, total %6.1f us per login\n", name ":", u * 1e6, s * 1e6, (u + s) * 1e6
+        return u + s
+    }
+    BEGIN {
+        if (ph == "") { print "== CPU per login: not measured (no login)"; exit }
+        printf "== CPU per login over the login phase (%.0f s, %d logins at %s/s during the ramp):\n", ph, n, rate
+        t = side("generator", gu, gs) + side("server", su, ss)
+        if (t > 0) printf "   %-10s %6.1f us per login (target <= 200 at 1,000,000): %d cores carry at most %.0f logins/s\n", "both:", t * 1e6, cores, cores / t
+    }'

@@ -8,13 +8,16 @@
 #    proxy is `wirebench serve --also socks5=...` (it relays to loopback only).
 #      ratio = ours / microsocks, median of each          target >= 0.9
 # 2. Connection set-up: wirebench's connect workload through each proxy started per
-#    case, CONNECTS connections 32 at a time (64-byte echo each), REPEATS times:
+#    case, CONNECTS connections 32 at a time (64-byte echo each), REPEATS times, ours on
+#    THREADS threads (each its own SO_REUSEPORT listener and runtime; --proxy-threads):
 #      wirebench run --protocol direct,socks5 --workload connect --connects N
-#        --concurrency 32 --socks5-server ours,microsocks --repeat R
-#    connects.per_s of each (target: ours >= 20k/s), with direct (no proxy) as the
-#    machine's ceiling: client, proxy and origin share this machine's CPUs. Also our
-#    proxy thread's own CPU time per connection (proxy.cpu_per_connection) and the rate
-#    it implies for a proxy with a CPU to itself.
+#        --concurrency 32 --socks5-server ours,microsocks --proxy-threads 1,2 --repeat R
+#    connects.per_s of each (target: ours >= 20k/s; 2 threads >= 1.8x 1 thread when
+#    client and origin run elsewhere), with direct (no proxy) as the machine's ceiling:
+#    client, proxy and origin share this machine's CPUs. Also each proxy's own CPU time
+#    per connection (proxy.cpu_per_connection: ours from its threads' CPU clocks, all of
+#    them, and per thread; microsocks from its process's) and the rate it implies for a
+#    proxy with CPUs to itself.
 #
 # Missing tools are installed when possible (Debian: iperf3, microsocks, proxychains4;
 # needs root). Environment (all optional):
@@ -22,6 +25,7 @@
 #   SECONDS_PER_TEST  iperf3 run length (default 5; --quick: 2)
 #   REPEATS           repeats (default 3; --quick: 1)
 #   CONNECTS          connections per connect case (default 20000; --quick: 5000)
+#   THREADS           our proxy's thread counts, comma-separated (default 1,2)
 #   LOG_DIR           raw outputs (default: a new /tmp/wirebench-socks5.XXXXXX)
 #
 # Exit status: 0 when everything ran (a missed target is reported, not an error).
@@ -52,6 +56,11 @@ fi
 SECONDS_PER_TEST=${SECONDS_PER_TEST:-5}
 REPEATS=${REPEATS:-3}
 CONNECTS=${CONNECTS:-20000}
+THREADS=${THREADS:-1,2}
+[[ $THREADS =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || {
+    echo "socks5.sh: THREADS must be thread counts like 1,2 (got '$THREADS')" >&2
+    exit 2
+}
 for v in SECONDS_PER_TEST REPEATS CONNECTS; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || {
         echo "socks5.sh: $v must be a positive integer (got '${!v}')" >&2
@@ -158,7 +167,7 @@ done
 log ""
 log "== 2. connection set-up, $CONNECTS connections 32 at a time, ${REPEATS} repeat(s)"
 cmd=("$WB" run --protocol direct,socks5 --workload connect --connects "$CONNECTS" --concurrency 32
-    --payload 64 --socks5-server ours,microsocks --repeat "$REPEATS"
+    --payload 64 --socks5-server ours,microsocks --proxy-threads "$THREADS" --repeat "$REPEATS"
     --out "$LOG_DIR/connect" --no-report --quiet)
 show_cmd "${cmd[@]}"
 "${cmd[@]}" >"$LOG_DIR/connect.log" 2>&1 || die "the connect run failed: $LOG_DIR/connect.log"
@@ -178,22 +187,51 @@ if t["ours"] and t["micro"]:
     print(f"| iperf3 through the proxy, Gbit/s (median of {len(t['ours'])}) | {o / 1e9:.2f} | {m / 1e9:.2f} | {o / m:.2f} (>= 0.9) |")
 c = defaultdict(list)
 cpu = defaultdict(list)
+busiest = defaultdict(list)
 for line in open(sys.argv[2]):
     r = json.loads(line)
     if r.get("status") != "ok":
         continue
-    p = r["params"]
-    key = p.get("socks5.server", "direct") if p["protocol"] == "socks5" else "direct"
-    c[key].append(r["metrics"]["connects.per_s"]["value"])
-    if "proxy.cpu_per_connection" in r["metrics"]:
-        cpu[key].append(r["metrics"]["proxy.cpu_per_connection"]["value"])
-if c["ours"] and c["microsocks"]:
-    o, m = statistics.median(c["ours"]), statistics.median(c["microsocks"])
-    print(f"| connections/s, 32 at a time (median of {len(c['ours'])}) | {o:,.0f} | {m:,.0f} | {o / m:.2f} (ours >= 20,000/s) |")
-if c["direct"]:
-    print(f"\ndirect, no proxy (the machine's ceiling for client + origin): {statistics.median(c['direct']):,.0f} connections/s")
-if cpu["ours"]:
-    us = statistics.median(cpu["ours"]) * 1e6
-    print(f"our proxy's own thread: {us:.1f} us of CPU per connection (median of {len(cpu['ours'])}),"
-          f" so {1e6 / us:,.0f} connections/s on a CPU of its own (target 20,000/s)")
+    p, m = r["params"], r["metrics"]
+    if p["protocol"] != "socks5":
+        key = ("direct", 0)
+    elif p.get("socks5.server") == "ours":
+        key = ("ours", int(p.get("proxy.threads", 1)))
+    else:
+        # A third-party proxy runs as it runs, whatever proxy.threads says.
+        key = (p.get("socks5.server"), 0)
+    c[key].append(m["connects.per_s"]["value"])
+    if "proxy.cpu_per_connection" in m:
+        cpu[key].append(m["proxy.cpu_per_connection"]["value"])
+    if "proxy.busiest_thread_cpu_per_connection" in m:
+        busiest[key].append(m["proxy.busiest_thread_cpu_per_connection"]["value"])
+med = statistics.median
+ours = sorted(k for k in c if k[0] == "ours")
+micro = ("microsocks", 0)
+for k in ours:
+    if c[micro]:
+        o, mi = med(c[k]), med(c[micro])
+        print(f"| connections/s, 32 at a time, ours on {k[1]} thread(s) (median of {len(c[k])}) | {o:,.0f} | {mi:,.0f} | {o / mi:.2f} (ours >= 20,000/s) |")
+for k in ours:
+    if cpu[k] and cpu[micro]:
+        o, mi = med(cpu[k]) * 1e6, med(cpu[micro]) * 1e6
+        print(f"| CPU per connection, us, ours on {k[1]} thread(s) (all threads) vs microsocks (its process) | {o:.1f} | {mi:.1f} | {o / mi:.2f} (lower is better) |")
+if c[("direct", 0)]:
+    print(f"\ndirect, no proxy (the machine's ceiling for client + origin): {med(c[('direct', 0)]):,.0f} connections/s")
+for k in ours:
+    if not cpu[k]:
+        continue
+    us = med(cpu[k]) * 1e6
+    n = k[1]
+    top = med(busiest[k]) * 1e6 if busiest[k] else us
+    print(f"ours on {n} thread(s): {med(c[k]):,.0f} connections/s, {us:.1f} us of CPU per connection over its threads"
+          f" ({top:.1f} us of it on the busiest thread), so {1e6 / top:,.0f} connections/s with a CPU per thread"
+          f" (target 20,000/s)")
+if len(ours) > 1 and c[ours[0]] and c[ours[-1]]:
+    a, b = ours[0], ours[-1]
+    print(f"{b[1]} threads against {a[1]}: {med(c[b]) / med(c[a]):.2f}x the connections/s (target >= 1.8x for 2 against 1"
+          f" with client and origin elsewhere; here they share the machine's {__import__('os').cpu_count()} CPUs)")
+if cpu[micro]:
+    us = med(cpu[micro]) * 1e6
+    print(f"microsocks: {med(c[micro]):,.0f} connections/s, {us:.1f} us of CPU per connection (its process; a thread per connection)")
 PY

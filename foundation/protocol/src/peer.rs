@@ -134,6 +134,13 @@ pub struct ListeningPeer {
     pub addr: SocketAddr,
 }
 
+impl ListeningPeer {
+    /// What the server uses now (`None` once gone).
+    pub fn usage(&self) -> Option<Usage> {
+        self._process.usage()
+    }
+}
+
 /// Starts `cmd`, a server named `name` that is to listen on `ip:port` (in `netns`), with
 /// its output in DIR/NAME.out, and waits up to 10 s until it accepts connections. Stopping
 /// it gives it 2 s. A start that fails quotes the last 20 lines of that output and of
@@ -219,6 +226,9 @@ pub struct Usage {
     pub rss_bytes: u64,
     /// User plus system CPU time, seconds.
     pub cpu_s: f64,
+    /// Of it, time in user mode and in the kernel (`utime`, `stime`), seconds.
+    pub user_s: f64,
+    pub sys_s: f64,
 }
 
 impl std::ops::Add for Usage {
@@ -227,6 +237,8 @@ impl std::ops::Add for Usage {
         Usage {
             rss_bytes: self.rss_bytes + o.rss_bytes,
             cpu_s: self.cpu_s + o.cpu_s,
+            user_s: self.user_s + o.user_s,
+            sys_s: self.sys_s + o.sys_s,
         }
     }
 }
@@ -241,7 +253,17 @@ pub fn usage(pid: u32) -> Option<Usage> {
         .next()?
         .parse()
         .ok()?;
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (user_s, sys_s) = stat_cpu(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
+    Some(Usage {
+        rss_bytes: rss_kib * 1024,
+        cpu_s: user_s + sys_s,
+        user_s,
+        sys_s,
+    })
+}
+
+/// User and system CPU seconds from a `/proc/PID/stat` or `/proc/PID/task/TID/stat` line.
+fn stat_cpu(stat: &str) -> Option<(f64, f64)> {
     // Fields after the command name (which may hold spaces) start at state (field 3);
     // utime and stime are fields 14 and 15.
     let rest = &stat[stat.rfind(')')? + 2..];
@@ -250,10 +272,27 @@ pub fn usage(pid: u32) -> Option<Usage> {
     let (utime, stime) = (ticks(11)?, ticks(12)?);
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Some(Usage {
-        rss_bytes: rss_kib * 1024,
-        cpu_s: (utime + stime) as f64 / hz,
-    })
+    Some((utime as f64 / hz, stime as f64 / hz))
+}
+
+/// User and system CPU seconds of this process's threads whose name starts with `prefix`
+/// (a server's worker threads inside wirebench), from /proc; (0, 0) if there are none.
+pub fn threads_cpu(prefix: &str) -> (f64, f64) {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return (0.0, 0.0);
+    };
+    let mut sum = (0.0, 0.0);
+    for t in tasks.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with(prefix) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        if let Some((u, s)) = stat_cpu(&stat) {
+            sum = (sum.0 + u, sum.1 + s);
+        }
+    }
+    sum
 }
 
 /// Records the placed servers' combined usage as `server.rss` and `server.cpu`.
@@ -466,6 +505,17 @@ pub fn wait_link_quiet(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// utime and stime are read after the command name, which may hold spaces and ')'.
+    #[test]
+    fn stat_cpu_reads_user_and_system_time() {
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let line = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 1 0 5 0";
+        assert_eq!(stat_cpu(line), Some((250.0 / hz, 75.0 / hz)));
+        let me = usage(std::process::id()).unwrap();
+        assert!((me.cpu_s - me.user_s - me.sys_s).abs() < 1e-9);
+    }
 
     #[test]
     fn a_peer_process_is_stopped_when_dropped() {

@@ -22,9 +22,11 @@
 pub mod allow;
 pub mod metrics;
 pub mod params;
+pub mod proxy;
 
 use futures_util::StreamExt;
 use futures_util::future::try_join_all;
+pub use proxy::{Proxy, place_proxy};
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -36,8 +38,8 @@ use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::Fault;
 use wirebench_protocol::stats::{histogram, mean, percentile, secs};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, TICK, WorkloadError};
+use wirebench_rpc::Counters;
 use wirebench_rpc::workload::within;
-use wirebench_rpc::{Counters, Placed};
 
 /// A connection's bytes as the workload writes and reads them: the TCP stream itself, or
 /// a protocol's layer over it that frames and encrypts in place (Shadowsocks' AEAD), so
@@ -318,7 +320,7 @@ pub fn run_case<D: Dial>(
     env: &Env,
     case: &Case,
     ctx: &Ctx,
-    dialer: impl FnOnce(SocketAddr) -> Result<(D, Vec<Placed>), WorkloadError>,
+    dialer: impl FnOnce(SocketAddr) -> Result<(D, Vec<Proxy>), WorkloadError>,
 ) -> Result<Outcome, WorkloadError> {
     let plan = Plan::from_case(case)?;
     if plan.tfo {
@@ -330,21 +332,21 @@ pub fn run_case<D: Dial>(
     })?;
     let (d, proxies) = dialer(origin.addr)?;
     let r = run(&plan, &d, origin.addr, env.lab, ctx);
-    let rejected: u64 = proxies
+    // Every thread of every proxy.
+    let cpu: Vec<Arc<Counters>> = proxies
         .iter()
-        .map(|p| p.counters.rejected.load(Ordering::Relaxed))
-        .sum();
-    let first = proxies.iter().find_map(|p| {
-        p.counters
-            .first_error
+        .flat_map(|p| p.counters.iter().cloned())
+        .collect();
+    let rejected: u64 = cpu.iter().map(|c| c.rejected.load(Ordering::Relaxed)).sum();
+    let first = cpu.iter().find_map(|c| {
+        c.first_error
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     });
-    // Each server's own CPU per connection, known once its thread has stopped: what
-    // it would set up per second with a CPU to itself (the client and the emulator
-    // share this machine's).
-    let cpu: Vec<_> = proxies.iter().map(|p| p.counters.clone()).collect();
+    // Each server's own CPU per connection (all its threads'), known once its threads
+    // have stopped: what it would set up per second with CPUs to itself (the client and
+    // the emulator share this machine's).
     drop(proxies);
     let origin_cpu = origin.counters.clone();
     drop(origin);
@@ -368,6 +370,15 @@ pub fn run_case<D: Dial>(
             );
             if !cpu.is_empty() {
                 per_conn(&cpu, &mut out, "proxy.cpu_per_connection");
+                out.push("proxy.threads", cpu.len() as f64, "count");
+                // How evenly the kernel spread the connections over the threads.
+                if let Some(busiest) = cpu.iter().max_by_key(|c| c.cpu_ns.load(Ordering::Relaxed)) {
+                    per_conn(
+                        std::slice::from_ref(busiest),
+                        &mut out,
+                        "proxy.busiest_thread_cpu_per_connection",
+                    );
+                }
             }
             Ok(out)
         }

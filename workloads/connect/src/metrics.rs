@@ -36,7 +36,17 @@ pub static METRICS: &[MetricSpec] = &[
     MetricSpec::new(
         "proxy.cpu_per_connection",
         "s",
-        "our proxy's CPU time per connection",
+        "the proxy's CPU time per connection: ours, all its threads' CPU clocks; microsocks and Dante, their process's",
+    ),
+    MetricSpec::new(
+        "proxy.threads",
+        "count",
+        "threads our proxy ran on (proxy.threads)",
+    ),
+    MetricSpec::new(
+        "proxy.busiest_thread_cpu_per_connection",
+        "s",
+        "the CPU time of our proxy's busiest thread per connection (all the case's connections)",
     ),
     MetricSpec::dist(
         "mptcp.subflows",

@@ -64,6 +64,7 @@ const PARAMS: &[ParamSpec] = &[
     CONNECTS,
     CONCURRENCY,
     wirebench_rpc::params::RATE,
+    wirebench_connect::proxy::THREADS,
 ];
 
 /// The client side: connects to the converter; its request travels with the first data.
@@ -195,6 +196,7 @@ impl Protocol for Convert {
         let tfo = case.is_on(&wirebench_connect::params::TFO);
         let mptcp = case.is_on(&wirebench_connect::params::MPTCP);
         let lab = env.lab;
+        let threads = wirebench_connect::proxy::threads(case);
         let legs = Arc::new(converter::Legs::default());
         let kept = legs.clone();
         let r = wirebench_connect::run_case(env, case, ctx, |origin| {
@@ -204,8 +206,8 @@ impl Protocol for Convert {
                 log: false,
                 legs: Some(kept),
             });
-            let placed = wirebench_rpc::place_on(lab, "convert", mptcp, move |l, c| {
-                converter::serve(l, c, cfg)
+            let placed = wirebench_connect::place_proxy(lab, "convert", mptcp, threads, {
+                move |l, c| converter::serve(l, c, cfg.clone())
             })?;
             let d = ConvertDial {
                 converter: placed.addr,

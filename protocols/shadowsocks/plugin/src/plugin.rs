@@ -18,6 +18,7 @@ const PARAMS: &[ParamSpec] = &[
     CONNECTS,
     CONCURRENCY,
     wirebench_rpc::params::RATE,
+    wirebench_connect::proxy::THREADS,
 ];
 
 /// The client side: TCP (with Fast Open when `tfo`) to the Shadowsocks server, and the
@@ -231,6 +232,7 @@ impl Protocol for Shadowsocks {
             }
         };
         let lab = env.lab;
+        let threads = wirebench_connect::proxy::threads(case);
         let dir = env.peer_dir(case, repeat);
         let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
             let (addr, placed, external) = match which {
@@ -254,8 +256,8 @@ impl Protocol for Shadowsocks {
                         tfo,
                         log: false,
                     });
-                    let p = wirebench_rpc::place(lab, "shadowsocks", move |l, c| {
-                        server::serve(l, c, cfg)
+                    let p = wirebench_connect::place_proxy(lab, "shadowsocks", false, threads, {
+                        move |l, c| server::serve(l, c, cfg.clone())
                     })?;
                     (p.addr, vec![p], None)
                 }

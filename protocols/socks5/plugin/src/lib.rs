@@ -60,6 +60,7 @@ const PARAMS: &[ParamSpec] = &[
     CONNECTS,
     CONCURRENCY,
     wirebench_rpc::params::RATE,
+    wirebench_connect::proxy::THREADS,
 ];
 
 /// A case's parameters, read once; the drivers take these, never the case's words.
@@ -137,6 +138,17 @@ pub struct Socks5Dial {
     pub pipeline: bool,
     /// A third-party proxy started for the case, stopped when the dialer is dropped.
     pub _external: Option<peers::External>,
+    /// Where the third-party proxy's CPU seconds go as it is stopped (utime + stime of its
+    /// process, all its threads), for `proxy.cpu_per_connection` beside ours.
+    pub external_cpu: Arc<std::sync::Mutex<Option<f64>>>,
+}
+
+impl Drop for Socks5Dial {
+    fn drop(&mut self) {
+        if let Some(u) = self._external.as_ref().and_then(peers::External::usage) {
+            *self.external_cpu.lock().unwrap_or_else(|e| e.into_inner()) = Some(u.cpu_s);
+        }
+    }
 }
 
 fn peer(e: impl std::fmt::Display) -> WorkloadError {
@@ -360,6 +372,8 @@ impl Protocol for Socks5 {
             )));
         }
         let lab = env.lab;
+        let threads = wirebench_connect::proxy::threads(case);
+        let external_cpu = Arc::new(std::sync::Mutex::new(None));
         let dir = env.peer_dir(case, repeat);
         let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
             let (proxy, placed, external) = match params.server {
@@ -378,8 +392,9 @@ impl Protocol for Socks5 {
                         userpass: userpass.clone(),
                         allow: server::Allow::Only(vec![origin]),
                     });
-                    let p =
-                        wirebench_rpc::place(lab, "socks5", move |l, c| server::serve(l, c, cfg))?;
+                    let p = wirebench_connect::place_proxy(lab, "socks5", false, threads, {
+                        move |l, c| server::serve(l, c, cfg.clone())
+                    })?;
                     (p.addr, vec![p], None)
                 }
             };
@@ -388,9 +403,20 @@ impl Protocol for Socks5 {
                 userpass,
                 pipeline,
                 _external: external,
+                external_cpu: external_cpu.clone(),
             };
             Ok((d, placed))
         })?;
+        // A third-party proxy's CPU per connection, as ours is recorded.
+        let ok = out
+            .metrics
+            .iter()
+            .find(|(k, _)| k == "connects.ok")
+            .map_or(0.0, |(_, m)| m.value);
+        let cpu = *external_cpu.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(cpu) = cpu.filter(|c| *c > 0.0 && ok > 0.0) {
+            out.push("proxy.cpu_per_connection", cpu / ok, "s");
+        }
         out.notes.push(format!(
             "SOCKS5 handshake: {} round trip(s) before the client's first byte",
             handshake_round_trips(params)

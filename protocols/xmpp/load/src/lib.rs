@@ -9,8 +9,14 @@
 //! - [`hold`]: many sessions logged in and held (the `hold_sessions` example, the
 //!   cross-worker tests), with the address checks every load tool here applies.
 //! - [`tls`]: the sessions' STARTTLS client configuration.
+//! - `room`: whether the machine can hold the case's peak of sessions (memory, open
+//!   files, tracked connections), and what it needs per session.
+//! - `usage`: what the case's processes use, sampled beside it, and each side's CPU per
+//!   login.
 
 pub mod hold;
 pub mod load_case;
 pub mod open_loop;
+mod room;
 pub mod tls;
+mod usage;

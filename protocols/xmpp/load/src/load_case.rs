@@ -12,6 +12,8 @@
 
 use crate::hold::{ALLOW_ANY_TARGET, target_allowed};
 use crate::open_loop::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
+use crate::room::{Ends, Machine, Needs};
+use crate::usage::{ServerProbe, Usage, UsageSampler, push_login_cpu};
 use std::io::{self, BufRead, Write};
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::{Child, Command, Stdio};
@@ -482,60 +484,6 @@ pub fn worker_main(stop: &AtomicBool) -> io::Result<()> {
     Ok(())
 }
 
-/// Kernel memory a loopback TCP socket costs at rest (socket, sock, file, dentry and
-/// inode objects; slabinfo on this machine, rounded up), for the up-front check.
-const KERNEL_PER_SOCKET_KIB: u64 = 4;
-/// The generator's and the server's userspace memory per session, measured (docs/load.md)
-/// and rounded up.
-const USER_PER_SESSION_KIB: u64 = 5;
-
-/// Whether this machine can hold `peak` sessions, with both ends on it or (`ends` 1, a
-/// server elsewhere) only the generator's: open files system-wide and memory. The error
-/// says what the run needs and what there is.
-fn check_limits(peak: usize, ends: u64) -> Result<(), WorkloadError> {
-    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    let first = |t: &str| {
-        t.split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<u64>().ok())
-    };
-    let peak = peak as u64;
-    // A socket per session per end here, plus slack for everything else.
-    let files_needed = ends * peak + 10_000;
-    if let (Some(max), Some(used)) = (
-        first(&read("/proc/sys/fs/file-max")),
-        first(&read("/proc/sys/fs/file-nr")),
-    ) && files_needed > max.saturating_sub(used)
-    {
-        let here = if ends == 2 {
-            "both ends of each session are here"
-        } else {
-            "the generator's end of each session"
-        };
-        return Err(WorkloadError::Environment(format!(
-            "a peak of {peak} sessions needs about {files_needed} open files on this machine \
-             ({here}); fs.file-max allows {} more",
-            max.saturating_sub(used)
-        )));
-    }
-    let available_kib = read("/proc/meminfo")
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(first);
-    let needed_kib = peak * (ends * KERNEL_PER_SOCKET_KIB + USER_PER_SESSION_KIB);
-    if let Some(avail) = available_kib
-        && needed_kib > avail * 9 / 10
-    {
-        return Err(WorkloadError::Environment(format!(
-            "a peak of {peak} sessions needs about {} MiB of memory (kernel sockets, server \
-             and generator); {} MiB are available",
-            needed_kib / 1024,
-            avail / 1024
-        )));
-    }
-    Ok(())
-}
-
 /// This process's highest resident memory (VmHWM), KiB.
 fn peak_rss_kib() -> Option<u64> {
     std::fs::read_to_string("/proc/self/status")
@@ -555,9 +503,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     // This run's share of the schedule: all of it, or its shard's slice.
     let shards = env.shard.map_or(1, |s| s.count as usize);
     let peak = schedule.peak(spec.peak_stay()).div_ceil(shards);
-    // A server on this machine (ours, a real one, or one on loopback) holds the other end.
-    let elsewhere = spec.target.is_some_and(|t| !t.ip().is_loopback());
-    check_limits(peak, if elsewhere { 1 } else { 2 })?;
+    let needs = room_needed(&spec, real.is_some(), peak)?;
     // The server: an external one, a real one started for the case, or the built-in one
     // sized for the peak (worker processes when one process cannot hold it).
     let in_process = spec.target.is_none() && real.is_none() && peak <= IN_PROCESS;
@@ -595,6 +541,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     let probe = match (&server, &placed) {
         (Some(s), _) if !in_process => Some(ServerProbe::Builtin(s.stats.clone())),
         (_, Some(r)) => r.server.pid().map(ServerProbe::Pid),
+        (Some(_), _) => Some(ServerProbe::Threads),
         _ => None,
     };
     let sampler = UsageSampler::start(t0, spec.width, gen_pids.clone(), in_process, probe);
@@ -624,6 +571,9 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         push_builtin_usage(&mut out, s, in_process, peak_active);
     }
     push_generator_usage(&mut out, &summaries, peak_active, logged_in);
+    if let Some(l) = usage.login_cpu(&series, spec.width) {
+        push_login_cpu(&mut out, &l);
+    }
     if let Some(s) = &server {
         out.push("server.routed", s.routed as f64, "count");
         wirebench_protocol::peer::record_sessions(&mut out, s.bound);
@@ -644,6 +594,9 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     let name = format!("case-{:04}-r{repeat}.load.csv", case.index);
     let csv = usage.append_to(&series.csv(spec.width), spec.width, in_process);
     write_result(env, &name, csv)?;
+    if peak > IN_PROCESS {
+        out.notes.push(format!("load: {}", needs.describe()));
+    }
     out.notes.push(format!(
         "load: {total} sessions, peak {peak_active} at once, {generators} generator(s); server: {}; time series in {name}",
         match (&server, &placed) {
@@ -706,6 +659,32 @@ fn target_gone(series: &Series, width: Duration, addr: &str) -> Option<WorkloadE
         "the XMPP server at {addr} refused {refused} connection(s) from {from:.0}s on: nothing was listening (it stopped, or never started); {} session(s) had logged in{broke}; the figures so far are kept",
         c.logged_in
     )))
+}
+
+/// What the case's peak needs on this machine (memory, open files, tracked
+/// connections), refused before anything starts when it cannot fit; a large one says
+/// what it needs on stderr as it starts.
+fn room_needed(spec: &LoadSpec, real: bool, peak: usize) -> Result<Needs, WorkloadError> {
+    // A server on this machine (ours, a real one, or one on loopback) holds the other end.
+    let ends = match spec.target {
+        Some(t) if !t.ip().is_loopback() => Ends::GeneratorOnly,
+        Some(_) => Ends::BothHere,
+        None if real => Ends::BothHere,
+        None => Ends::BothOurs,
+    };
+    // As the built-in server lays itself out (it raises its open-file limit to the hard
+    // one): a process per limit's worth of its sessions, and at least one per core.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_worker = open_file_limit().1.saturating_sub(256).max(1) as usize;
+    let workers = (peak + peak / 10 + 100).div_ceil(per_worker).max(cores);
+    let needs = Needs::of(peak, ends, workers);
+    needs
+        .check(&Machine::read())
+        .map_err(WorkloadError::Environment)?;
+    if peak > IN_PROCESS {
+        eprintln!("load: {}", needs.describe());
+    }
+    Ok(needs)
 }
 
 /// The case's load specification, refused when the case asks for what the workload
@@ -1046,7 +1025,7 @@ fn start_real(
         )));
     }
     // One process holds every session: its open-file limit caps them.
-    let files = open_file_limit();
+    let files = open_file_limit().0;
     let cap = files.saturating_sub(1_000) as usize;
     if peak > cap {
         return Err(WorkloadError::Input(format!(
@@ -1084,17 +1063,17 @@ fn start_real(
     })
 }
 
-/// This process's open-file limit (its children inherit it).
-fn open_file_limit() -> u64 {
+/// This process's open-file limit, soft and hard (its children inherit it).
+fn open_file_limit() -> (u64, u64) {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes into the struct it is given.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
-        r.rlim_cur
+        (r.rlim_cur, r.rlim_max)
     } else {
-        20_000
+        (20_000, 20_000)
     }
 }
 
@@ -1195,171 +1174,6 @@ impl Builtin {
         self.stop.store(true, Ordering::SeqCst);
         let _ = self.thread.join();
         usage
-    }
-}
-
-/// What the case's processes use at the end of each interval, sampled beside the run:
-/// the generator processes' memory and CPU (the whole wirebench process when the
-/// generator and server run inside it), the server's worker processes', and the kernel's
-/// TCP sockets and their buffer memory (/proc/net/sockstat, machine-wide).
-struct UsageSampler {
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<Usage>,
-}
-
-#[derive(Default)]
-struct Usage {
-    /// By interval index.
-    rows: std::collections::BTreeMap<u64, UsageRow>,
-}
-
-#[derive(Default, Clone, Copy)]
-struct UsageRow {
-    gen_rss_kib: u64,
-    gen_cpu_pct: f64,
-    server: Option<(u64, f64)>,
-    tcp_sockets: u64,
-    tcp_mem_kib: u64,
-}
-
-/// TCP sockets in use and the pages of buffer memory the kernel holds for TCP, KiB.
-fn sockstat() -> (u64, u64) {
-    let text = std::fs::read_to_string("/proc/net/sockstat").unwrap_or_default();
-    let Some(tcp) = text.lines().find_map(|l| l.strip_prefix("TCP:")) else {
-        return (0, 0);
-    };
-    let words: Vec<&str> = tcp.split_whitespace().collect();
-    let field = |k: &str| {
-        words
-            .iter()
-            .position(|w| *w == k)
-            .and_then(|i| words.get(i + 1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
-    (field("inuse"), field("mem") * page / 1024)
-}
-
-/// Where the sampler reads the server's memory and CPU: the built-in server's worker
-/// processes' reports, or a real server's process.
-enum ServerProbe {
-    Builtin(Arc<serve::ServerStats>),
-    Pid(u32),
-}
-
-impl UsageSampler {
-    fn start(
-        t0: u64,
-        width: Duration,
-        gen_pids: Arc<Mutex<Vec<u32>>>,
-        in_process: bool,
-        server: Option<ServerProbe>,
-    ) -> UsageSampler {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let w = width.as_nanos() as u64;
-            let me = std::process::id();
-            let mut usage = Usage::default();
-            let (mut gen_cpu, mut server_cpu) = (0.0, 0.0);
-            for index in 0u64.. {
-                let due = t0 + (index + 1) * w;
-                while monotonic_ns() < due {
-                    if flag.load(Ordering::Relaxed) {
-                        return usage;
-                    }
-                    let left = due.saturating_sub(monotonic_ns());
-                    std::thread::sleep(Duration::from_nanos(left.min(50_000_000)));
-                }
-                let generator = if in_process {
-                    wirebench_protocol::peer::usage(me)
-                } else {
-                    let pids = gen_pids.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                    pids.iter()
-                        .filter_map(|p| wirebench_protocol::peer::usage(*p))
-                        .reduce(|a, b| a + b)
-                }
-                .unwrap_or_default();
-                let pct = |now: f64, before: &mut f64| {
-                    let p = (now - *before).max(0.0) / width.as_secs_f64() * 100.0;
-                    *before = now;
-                    p
-                };
-                let server = match &server {
-                    Some(ServerProbe::Builtin(s)) => {
-                        let cpu = s.cpu_ms.load(Ordering::Relaxed) as f64 / 1000.0;
-                        Some((s.rss_kib.load(Ordering::Relaxed), pct(cpu, &mut server_cpu)))
-                    }
-                    Some(ServerProbe::Pid(p)) => wirebench_protocol::peer::usage(*p)
-                        .map(|u| (u.rss_bytes / 1024, pct(u.cpu_s, &mut server_cpu))),
-                    None => None,
-                };
-                let (tcp_sockets, tcp_mem_kib) = sockstat();
-                usage.rows.insert(
-                    index,
-                    UsageRow {
-                        gen_rss_kib: generator.rss_bytes / 1024,
-                        gen_cpu_pct: pct(generator.cpu_s, &mut gen_cpu),
-                        server,
-                        tcp_sockets,
-                        tcp_mem_kib,
-                    },
-                );
-            }
-            usage
-        });
-        UsageSampler { stop, thread }
-    }
-
-    fn finish(self) -> Usage {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().unwrap_or_default()
-    }
-}
-
-impl Usage {
-    /// The load series' CSV with the samples as more columns, matched by interval.
-    fn append_to(&self, csv: &str, width: Duration, in_process: bool) -> String {
-        let mut out = String::with_capacity(csv.len() + csv.len() / 2);
-        let mut lines = csv.lines();
-        if let Some(head) = lines.next() {
-            out.push_str(head);
-            out.push_str(if in_process {
-                ",wirebench_rss_mib,wirebench_cpu_pct,server_rss_mib,server_cpu_pct,tcp_sockets,tcp_mem_mib\n"
-            } else {
-                ",generator_rss_mib,generator_cpu_pct,server_rss_mib,server_cpu_pct,tcp_sockets,tcp_mem_mib\n"
-            });
-        }
-        let w = width.as_secs_f64();
-        for line in lines {
-            out.push_str(line);
-            let end: f64 = line
-                .split(',')
-                .next()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0.0);
-            let index = ((end / w).round() as u64).saturating_sub(1);
-            match self.rows.get(&index) {
-                Some(r) => {
-                    let mib = |k: u64| format!("{:.1}", k as f64 / 1024.0);
-                    let (srss, scpu) = match r.server {
-                        Some((rss, cpu)) => (mib(rss), format!("{cpu:.1}")),
-                        None => (String::new(), String::new()),
-                    };
-                    out.push_str(&format!(
-                        ",{},{:.1},{srss},{scpu},{},{}\n",
-                        mib(r.gen_rss_kib),
-                        r.gen_cpu_pct,
-                        r.tcp_sockets,
-                        mib(r.tcp_mem_kib)
-                    ));
-                }
-                None => out.push_str(",,,,,,\n"),
-            }
-        }
-        out
     }
 }
 

@@ -73,4 +73,34 @@ pub static METRICS: &[MetricSpec] = &[
         "generator CPU time per session logged in",
     )
     .merged(LOGGED_IN),
+    MetricSpec::new(
+        "load.login_phase",
+        "s",
+        "the login phase the CPU per login is read over: the schedule's start to the end of the last interval with a login",
+    )
+    .merged(Merge::OneShard),
+    MetricSpec::new(
+        "generator.cpu_user_per_login",
+        "s",
+        "generator CPU time in user mode per login, over the login phase",
+    )
+    .merged(LOGGED_IN),
+    MetricSpec::new(
+        "generator.cpu_sys_per_login",
+        "s",
+        "generator CPU time in the kernel per login, over the login phase",
+    )
+    .merged(LOGGED_IN),
+    MetricSpec::new(
+        "server.cpu_user_per_login",
+        "s",
+        "server CPU time in user mode per login, over the login phase",
+    )
+    .merged(LOGGED_IN),
+    MetricSpec::new(
+        "server.cpu_sys_per_login",
+        "s",
+        "server CPU time in the kernel per login, over the login phase",
+    )
+    .merged(LOGGED_IN),
 ];

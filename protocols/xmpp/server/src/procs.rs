@@ -287,6 +287,9 @@ fn report(stats: &ServerStats, last: &mut Option<StatsSnapshot>) {
         stats
             .cpu_ms
             .store((u.cpu_s * 1000.0) as u64, Ordering::Relaxed);
+        let ms = |s: f64| (s * 1000.0) as u64;
+        stats.cpu_user_ms.store(ms(u.user_s), Ordering::Relaxed);
+        stats.cpu_sys_ms.store(ms(u.sys_s), Ordering::Relaxed);
     }
     let now = stats.snapshot();
     if *last != Some(now) {

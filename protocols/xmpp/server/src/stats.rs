@@ -60,10 +60,13 @@ counters! {
     /// Stanzas dropped because the link to their worker was backed up.
     dropped_link,
     /// Worker processes only (0 with threads): resident memory now and at its highest
-    /// (VmRSS, VmHWM), KiB, and CPU time, ms; summed over the workers.
+    /// (VmRSS, VmHWM), KiB, and CPU time, ms, with its user and kernel parts; summed over
+    /// the workers.
     rss_kib,
     rss_peak_kib,
     cpu_ms,
+    cpu_user_ms,
+    cpu_sys_ms,
 }
 
 /// CPU seconds of this process's built-in server worker threads (named `wb-xmpp-w<N>`),
