@@ -25,7 +25,10 @@
 #
 # --scales runs one case per scale in SCALES (default "10000 100000 1000000"), each held
 # HOLD s (default 10), and ends with a table of CPU per login by side, user and kernel,
-# and the ramp's logins/s at each scale. One scale: SESSIONS=N.
+# and the ramp's logins/s at each scale, with the limit as its last row: a PLAIN login's
+# bytes and round trips between two minimal C programs, one epoll loop each
+# (bench/lib/login-limit.c, LIMIT_SESSIONS sessions, default 10,000). One scale:
+# SESSIONS=N.
 #
 # Environment: SESSIONS (default 1000000, --quick 100000), RATE (arrivals/s, default
 # 5000), HOLD (seconds every session is held once all have arrived; default 600, --quick
@@ -84,6 +87,18 @@ if ((SCALED)); then
                   else "\(us(v("\($s).cpu_user_per_login"))) + \(us(v("\($s).cpu_sys_per_login"))) = \(us(v("\($s).cpu_user_per_login") + v("\($s).cpu_sys_per_login")))" end;
               "| \($n) | \(side("generator")) | \(side("server")) | \(us((v("generator.cpu_user_per_login") // 0) + (v("generator.cpu_sys_per_login") // 0) + (v("server.cpu_user_per_login") // 0) + (v("server.cpu_sys_per_login") // 0))) | \($rate) | \(v("load.failed") // "-") |"' "$rec" | tail -n 1
     done
+    # The limit: the same login's bytes and round trips between two one-epoll C
+    # programs (bench/lib/login-limit.c), LIMIT_SESSIONS of them (one process a side).
+    : "${LIMIT_SESSIONS:=10000}"
+    if command -v cc >/dev/null && cc -O2 -o "$BASE/login-limit" "$REPO/bench/lib/login-limit.c"; then
+        out=$("$BASE/login-limit" "$((20000 + RANDOM % 40000))" "$LIMIT_SESSIONS")
+        echo "$out" | awk -v n="$LIMIT_SESSIONS" '
+            / client / { cu = $4; cs = $7; rate = $NF }
+            / server / { su = $4; ss = $7 }
+            END { printf "| limit, %d (login-limit.c) | %.1f + %.1f = %.1f | %.1f + %.1f = %.1f | %.1f | %s | 0 |\n", n, cu, cs, cu + cs, su, ss, su + ss, cu + cs + su + ss, rate }'
+    else
+        echo "load.sh: no C compiler (cc): the limit row is missing" >&2
+    fi
     exit 0
 fi
 if ((QUICK)); then

@@ -1,0 +1,213 @@
+/*
+ * The limit for an XMPP login's CPU (issue #33): the least two programs can spend to make
+ * N loopback TCP connections carry the bytes of N XMPP logins. No XML, no SASL, no routing:
+ * a client process and a server process, one epoll loop each, exchanging messages of the
+ * sizes the built-in server and the load generator exchange for a PLAIN login (measured
+ * with strace: stream header, features, auth, success, restart, features, bind, result,
+ * presence), each answered only when the last one has fully arrived, as a login's round
+ * trips are.
+ *
+ *   login-limit PORT SESSIONS [IN_FLIGHT]
+ *
+ * The client keeps IN_FLIGHT logins going (default 512) until SESSIONS are done, holding
+ * every connection open (as a load test does); then both sides print their own CPU time
+ * (getrusage, user and system) per login, and the client the logins per second:
+ *   "login-limit client user U us sys S us per login, N logins in T s = R/s"
+ *   "login-limit server user U us sys S us per login"
+ * SESSIONS stays under the open-file limit (20,000 per process here). 127.0.0.1 only.
+ *
+ * Built by bench/load.sh with `cc -O2`; no dependency beyond libc.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Bytes the client sends at each step, and the server's answer (0: none). */
+static const int ASK[] = {140, 88, 140, 117, 11};
+static const int ANSWER[] = {362, 51, 320, 131, 0};
+#define STEPS 5
+
+static char zeros[1024];
+
+static void die(const char *what) {
+    perror(what);
+    exit(1);
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void cpu_per_login(const char *side, long n, const char *tail) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    double user = u.ru_utime.tv_sec * 1e6 + u.ru_utime.tv_usec;
+    double sys = u.ru_stime.tv_sec * 1e6 + u.ru_stime.tv_usec;
+    printf("login-limit %s user %.1f us sys %.1f us per login%s\n", side, user / n, sys / n, tail);
+    fflush(stdout);
+}
+
+static void send_all(int fd, int n) {
+    while (n > 0) {
+        ssize_t w = send(fd, zeros, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        /* Messages this small always fit an empty socket buffer. */
+        if (w <= 0) die("send");
+        n -= (int)w;
+    }
+}
+
+/* Per connection: the step it is at and the bytes of it received so far. */
+struct conn {
+    unsigned char step;
+    int got;
+};
+
+static void serve(int l, long sessions) {
+    struct conn *c = calloc(65536, sizeof *c);
+    int ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = l};
+    epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
+    char buf[4096];
+    long done = 0;
+    struct epoll_event got[256];
+    while (done < sessions) {
+        int n = epoll_wait(ep, got, 256, -1);
+        if (n < 0 && errno != EINTR) die("epoll_wait");
+        for (int i = 0; i < n; i++) {
+            int fd = got[i].data.fd;
+            if (fd == l) {
+                int s;
+                while ((s = accept4(l, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
+                    int one = 1;
+                    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                    c[s].step = 0;
+                    c[s].got = 0;
+                    struct epoll_event e = {.events = EPOLLIN, .data.fd = s};
+                    epoll_ctl(ep, EPOLL_CTL_ADD, s, &e);
+                }
+                continue;
+            }
+            ssize_t r = recv(fd, buf, sizeof buf, 0);
+            if (r <= 0) {
+                if (r < 0 && errno == EAGAIN) continue;
+                close(fd);
+                continue;
+            }
+            c[fd].got += (int)r;
+            while (c[fd].step < STEPS && c[fd].got >= ASK[c[fd].step]) {
+                c[fd].got -= ASK[c[fd].step];
+                if (ANSWER[c[fd].step]) send_all(fd, ANSWER[c[fd].step]);
+                if (++c[fd].step == STEPS) done++;
+            }
+        }
+    }
+    cpu_per_login("server", sessions, "");
+}
+
+static int dial(struct sockaddr_in *a, int ep) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (s < 0) die("socket");
+    int one = 1;
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(s, (struct sockaddr *)a, sizeof *a) < 0 && errno != EINPROGRESS) die("connect");
+    struct epoll_event e = {.events = EPOLLOUT, .data.fd = s};
+    epoll_ctl(ep, EPOLL_CTL_ADD, s, &e);
+    return s;
+}
+
+static void client(int port, long sessions, int in_flight) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct conn *c = calloc(65536, sizeof *c);
+    int ep = epoll_create1(0);
+    long started = 0, done = 0;
+    double t0 = now_s();
+    for (; started < sessions && started < in_flight; started++) dial(&a, ep);
+    char buf[4096];
+    struct epoll_event got[256];
+    while (done < sessions) {
+        int n = epoll_wait(ep, got, 256, -1);
+        if (n < 0 && errno != EINTR) die("epoll_wait");
+        for (int i = 0; i < n; i++) {
+            int fd = got[i].data.fd;
+            if (got[i].events & EPOLLOUT) {
+                /* Connected: the stream header, then wait for answers. */
+                struct epoll_event e = {.events = EPOLLIN, .data.fd = fd};
+                epoll_ctl(ep, EPOLL_CTL_MOD, fd, &e);
+                c[fd].step = 0;
+                c[fd].got = 0;
+                send_all(fd, ASK[0]);
+                continue;
+            }
+            ssize_t r = recv(fd, buf, sizeof buf, 0);
+            if (r < 0 && errno == EAGAIN) continue;
+            if (r <= 0) die("client recv");
+            c[fd].got += (int)r;
+            while (c[fd].step < STEPS - 1 && c[fd].got >= ANSWER[c[fd].step]) {
+                c[fd].got -= ANSWER[c[fd].step];
+                c[fd].step++;
+                send_all(fd, ASK[c[fd].step]);
+                if (c[fd].step == STEPS - 1) {
+                    /* Presence sent: logged in; held open, no longer watched. */
+                    epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+                    done++;
+                    if (started < sessions) {
+                        dial(&a, ep);
+                        started++;
+                    }
+                }
+            }
+        }
+    }
+    double t = now_s() - t0;
+    char tail[128];
+    snprintf(tail, sizeof tail, ", %ld logins in %.2f s = %.0f/s", sessions, t, sessions / t);
+    cpu_per_login("client", sessions, tail);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: login-limit PORT SESSIONS [IN_FLIGHT]\n");
+        return 2;
+    }
+    int port = atoi(argv[1]);
+    long sessions = atol(argv[2]);
+    int in_flight = argc == 4 ? atoi(argv[3]) : 512;
+    if (port <= 0 || sessions <= 0 || sessions > 60000 || in_flight <= 0) {
+        fprintf(stderr, "login-limit: PORT and IN_FLIGHT positive, SESSIONS 1 to 60000\n");
+        return 2;
+    }
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(l, (struct sockaddr *)&a, sizeof a) < 0) die("bind");
+    if (listen(l, 4096) < 0) die("listen");
+    pid_t server = fork();
+    if (server < 0) die("fork");
+    if (server == 0) {
+        serve(l, sessions);
+        return 0;
+    }
+    close(l);
+    client(port, sessions, in_flight);
+    /* The server prints and exits once the last presence has arrived. */
+    int status;
+    waitpid(server, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
