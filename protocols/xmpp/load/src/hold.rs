@@ -211,7 +211,12 @@ fn log_in_all(
             let Some(s) = sessions[ev.token().0].as_mut() else {
                 continue;
             };
-            for e in pump(s, buf, ev.is_readable()) {
+            for e in pump(
+                s,
+                buf,
+                ev.is_readable(),
+                ev.is_read_closed() || ev.is_error(),
+            ) {
                 match e {
                     Event::SessionEstablished if !s.done => {
                         s.done = true;
@@ -361,7 +366,8 @@ pub(crate) fn connect(
 }
 
 /// Reads what arrived for session `s` and writes what it has to say; returns its events.
-fn pump(s: &mut Session, buf: &mut [u8], readable: bool) -> Vec<Event> {
+/// A short read ends the reading unless the server closed (`drain`), as in open_loop.
+fn pump(s: &mut Session, buf: &mut [u8], readable: bool, drain: bool) -> Vec<Event> {
     if readable {
         loop {
             match s.stream.read(buf) {
@@ -371,6 +377,9 @@ fn pump(s: &mut Session, buf: &mut [u8], readable: bool) -> Vec<Event> {
                 }
                 Ok(k) => {
                     let _ = s.client.handle_input(0, &buf[..k]);
+                    if k < buf.len() && !drain {
+                        break;
+                    }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -442,7 +451,12 @@ fn pingpong(
             let Some(s) = sessions[i].as_mut() else {
                 continue;
             };
-            for e in pump(s, buf, ev.is_readable()) {
+            for e in pump(
+                s,
+                buf,
+                ev.is_readable(),
+                ev.is_read_closed() || ev.is_error(),
+            ) {
                 let Event::Message { body, .. } = e else {
                     continue;
                 };
@@ -498,7 +512,12 @@ fn exchange(
             let Some(s) = sessions[i].as_mut() else {
                 continue;
             };
-            for e in pump(s, buf, ev.is_readable()) {
+            for e in pump(
+                s,
+                buf,
+                ev.is_readable(),
+                ev.is_read_closed() || ev.is_error(),
+            ) {
                 let Event::Message { from, body, .. } = e else {
                     continue;
                 };

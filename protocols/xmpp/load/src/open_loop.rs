@@ -486,7 +486,8 @@ impl<F: FnMut(Interval)> Worker<'_, F> {
             }
         }
         if gone.is_none() {
-            let (evs, error, eof) = pump(s, &mut self.buf, ev.is_readable(), now);
+            let drain = ev.is_read_closed() || ev.is_error();
+            let (evs, error, eof) = pump(s, &mut self.buf, ev.is_readable(), drain, now);
             // A leaving session is dropped once the server has closed the connection,
             // not when its closing tag arrives: closing first would leave this side's
             // port in TIME_WAIT.
@@ -676,10 +677,14 @@ fn drop_session(slots: &mut [Option<Session>], free: &mut Vec<usize>, slot: usiz
 
 /// Reads what arrived and writes what the engine has to say; returns its events, the
 /// error that ended the session if one did, and whether the server closed the connection.
+/// A read that does not fill `buf` took all there was: no `WouldBlock` read follows (a
+/// system call a message saved; epoll reports the next arrival as a new edge), unless
+/// the server has closed (`drain`), when it reads on to see the end.
 fn pump(
     s: &mut Session,
     buf: &mut [u8],
     readable: bool,
+    drain: bool,
     now: u64,
 ) -> (Vec<Event>, Option<XmppError>, bool) {
     let mut error = None;
@@ -697,6 +702,9 @@ fn pump(
                 Ok(k) => {
                     if let Err(e) = s.client.handle_input(now, &buf[..k]) {
                         error.get_or_insert(e);
+                        break;
+                    }
+                    if k < buf.len() && !drain {
                         break;
                     }
                 }
