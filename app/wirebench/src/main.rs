@@ -253,7 +253,10 @@ fn serve_alone(also: &str, max_payload: usize) -> Result<()> {
             wirebench_runner::registry::names().join(", ")
         );
     };
-    let l = std::net::TcpListener::bind(addr)
+    let at: std::net::SocketAddr = addr.trim().parse().map_err(|_| {
+        anyhow::anyhow!("--also {also}: expected NAME=IP:PORT, e.g. http=127.0.0.1:8080")
+    })?;
+    let l = wirebench_net::sock::listener(at)
         .with_context(|| format!("--also {also}: cannot listen on {addr}"))?;
     let at = l.local_addr()?;
     match p.serve_alone(l, max_payload) {

@@ -18,6 +18,12 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use wirebench_xmpp_web::Framing;
 use wirebench_xmpp_web::framing::SUBPROTOCOL;
 
+/// How long a connection may take to finish its WebSocket opening (the HTTP upgrade)
+/// before it is closed: a client that connects and stalls would otherwise hold its
+/// socket and about 8 KiB for good (bench/hostile.sh's idle and slowloris attacks). The
+/// XMPP server behind it then gives the session its own --xmpp-handshake-timeout.
+pub const OPENING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 pub async fn serve(
     l: tokio::net::TcpListener,
     upstream: SocketAddr,
@@ -62,7 +68,7 @@ async fn conn(
     let cfg = WebSocketConfig::default()
         .max_message_size(Some(limit))
         .max_frame_size(Some(limit));
-    let mut ws = tokio_tungstenite::accept_hdr_async_with_config(
+    let opening = tokio_tungstenite::accept_hdr_async_with_config(
         s,
         |req: &Request, mut resp: Response| -> Result<Response, ErrorResponse> {
             if !offers_xmpp(req) {
@@ -80,9 +86,16 @@ async fn conn(
             Ok(resp)
         },
         Some(cfg),
-    )
-    .await
-    .map_err(|e| format!("WebSocket handshake: {e}"))?;
+    );
+    let mut ws = tokio::time::timeout(OPENING_TIMEOUT, opening)
+        .await
+        .map_err(|_| {
+            format!(
+                "WebSocket handshake: not finished within {}s; closed",
+                OPENING_TIMEOUT.as_secs()
+            )
+        })?
+        .map_err(|e| format!("WebSocket handshake: {e}"))?;
     let up = match TcpStream::connect(upstream).await {
         Ok(up) => up,
         Err(e) => {

@@ -335,8 +335,12 @@ fn start_endpoint(
     upstream: std::net::SocketAddr,
     quiet: bool,
 ) -> Result<(&'static str, crate::web::Endpoint)> {
+    let at: std::net::SocketAddr = addr
+        .trim()
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{addr}: expected IP:PORT, e.g. 127.0.0.1:5280"))?;
     let l =
-        std::net::TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
+        wirebench_net::sock::listener(at).with_context(|| format!("cannot listen on {addr}"))?;
     let (what, path, any) = match kind {
         crate::web::Kind::WebSocket { .. } => (
             "XMPP over WebSocket (RFC 7395)",
