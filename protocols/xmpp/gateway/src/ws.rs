@@ -18,6 +18,11 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use wirebench_xmpp_web::Framing;
 use wirebench_xmpp_web::framing::SUBPROTOCOL;
 
+/// tungstenite's read buffer for XMPP: it zero-fills the whole buffer before every read
+/// (snapview/tungstenite-rs#547), and its 128 KiB default cost a chat message's relay
+/// more than it read; stanzas are small, a larger one takes a few reads.
+pub const XMPP_READ_BUFFER: usize = 8 * 1024;
+
 /// How long a connection may take to finish its WebSocket opening (the HTTP upgrade)
 /// before it is closed: a client that connects and stalls would otherwise hold its
 /// socket and about 8 KiB for good (bench/hostile.sh's idle and slowloris attacks). The
@@ -67,7 +72,8 @@ async fn conn(
     let limit = max_stanza + 1024;
     let cfg = WebSocketConfig::default()
         .max_message_size(Some(limit))
-        .max_frame_size(Some(limit));
+        .max_frame_size(Some(limit))
+        .read_buffer_size(XMPP_READ_BUFFER);
     let opening = tokio_tungstenite::accept_hdr_async_with_config(
         s,
         |req: &Request, mut resp: Response| -> Result<Response, ErrorResponse> {
