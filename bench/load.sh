@@ -25,9 +25,11 @@
 #
 # --scales runs one case per scale in SCALES (default "10000 100000 1000000"), each held
 # HOLD s (default 10), and ends with a table of CPU per login by side, user and kernel,
-# and the ramp's logins/s at each scale, with the limit as its last row: a PLAIN login's
-# bytes and round trips between two minimal C programs, one epoll loop each
-# (bench/lib/login-limit.c, LIMIT_SESSIONS sessions, default 10,000). One scale:
+# and the ramp's logins/s at each scale, with the limit as its last two rows: a PLAIN
+# login's bytes and round trips (roster fetch included, as the runs do) between two
+# minimal C programs, one epoll loop each (bench/lib/login-limit.c, LIMIT_SESSIONS
+# sessions, default 10,000), paced at RATE logins a second like the runs, then flat
+# out. One scale:
 # SESSIONS=N.
 #
 # Environment: SESSIONS (default 1000000, --quick 100000), RATE (arrivals/s, default
@@ -91,11 +93,16 @@ if ((SCALED)); then
     # programs (bench/lib/login-limit.c), LIMIT_SESSIONS of them (one process a side).
     : "${LIMIT_SESSIONS:=10000}"
     if command -v cc >/dev/null && cc -O2 -o "$BASE/login-limit" "$REPO/bench/lib/login-limit.c"; then
-        out=$("$BASE/login-limit" "$((20000 + RANDOM % 40000))" "$LIMIT_SESSIONS")
-        echo "$out" | awk -v n="$LIMIT_SESSIONS" '
-            / client / { cu = $4; cs = $7; rate = $NF }
-            / server / { su = $4; ss = $7 }
-            END { printf "| limit, %d (login-limit.c) | %.1f + %.1f = %.1f | %.1f + %.1f = %.1f | %.1f | %s | 0 |\n", n, cu, cs, cu + cs, su, ss, su + ss, cu + cs + su + ss, rate }'
+        # Twice: paced as the runs above are (RATE logins a second, uniform), and flat
+        # out (512 logins in flight), where wake-ups carry several messages each.
+        for pace in "${RATE:-5000}" 0; do
+            out=$("$BASE/login-limit" "$((20000 + RANDOM % 40000))" "$LIMIT_SESSIONS" 512 "$pace")
+            echo "$out" | awk -v n="$LIMIT_SESSIONS" -v pace="$pace" '
+                / client / { cu = $4; cs = $7; rate = $NF }
+                / server / { su = $4; ss = $7 }
+                END { how = pace > 0 ? "at " pace "/s" : "flat out"
+                      printf "| limit, %d %s (login-limit.c) | %.1f + %.1f = %.1f | %.1f + %.1f = %.1f | %.1f | %s | 0 |\n", n, how, cu, cs, cu + cs, su, ss, su + ss, cu + cs + su + ss, rate }'
+        done
     else
         echo "load.sh: no C compiler (cc): the limit row is missing" >&2
     fi

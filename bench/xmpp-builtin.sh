@@ -12,7 +12,9 @@
 #   bench/lib/relay-limit.c                       the limit: two sockets, one epoll loop, no XML
 # and prints xmpp / raw (issue #33: <= 2.0) and xmpp / limit (<= 1.2); then the same
 # ping-pong over the WebSocket and BOSH gateways against the limit through three relays
-# (a gateway each side of the server), with each gateway hop's added p50; first in the
+# (a gateway each side of the server), and each gateway pass's added p50 against a
+# minimal relay pass's (the limit through three relays less through one, over four
+# passes; target <= 1.2); first in the
 # machine's own state, then with idle CPUs polling (/dev/cpu_dma_latency = 0, root only),
 # the state where wake-ups are cheap.
 #
@@ -141,25 +143,30 @@ relay_state() {
 
 # gateways_state NAME: the web gateways' cost, REPEATS rounds of xmpp over TCP, over the
 # RFC 7395 WebSocket gateway and over BOSH (a gateway on each side of the server: three
-# relays in a chain; four gateway passes a round trip), and the limit through three
-# relays, alternating.
+# relays in a chain; four gateway passes a round trip), and the limit through one and
+# through three relays, alternating. A gateway pass's added cost, (gateway - tcp) / 4,
+# is set against a minimal relay pass's, (limit 3 relays - limit 1 relay) / 4: both are
+# four more passes through a relay in the same round trip.
 gateways_state() {
-    local state=$1 i tcp ws bosh limit3
-    local TCP=() WS=() BOSH=() LIM3=()
+    local state=$1 i tcp ws bosh limit1 limit3
+    local TCP=() WS=() BOSH=() LIM1=() LIM3=()
     for ((i = 1; i <= REPEATS; i++)); do
         TCP+=("$(wb_p50 "gw-tcp-$state-$i" --protocol xmpp --payload 2)")
         WS+=("$(wb_p50 "gw-ws-$state-$i" --protocol xmpp --payload 2 --xmpp-transport websocket)")
         BOSH+=("$(wb_p50 "gw-bosh-$state-$i" --protocol xmpp --payload 2 --xmpp-transport bosh)")
+        LIM1+=("$(limit_p50 1)")
         LIM3+=("$(limit_p50 3)")
-        echo "  [$i] xmpp over tcp p50 ${TCP[-1]} us   websocket ${WS[-1]} us   bosh ${BOSH[-1]} us   limit, 3 relays ${LIM3[-1]} us"
+        echo "  [$i] xmpp over tcp p50 ${TCP[-1]} us   websocket ${WS[-1]} us   bosh ${BOSH[-1]} us   limit, 1 relay ${LIM1[-1]} us, 3 relays ${LIM3[-1]} us"
     done
     tcp=$(median "${TCP[@]}")
     ws=$(median "${WS[@]}")
     bosh=$(median "${BOSH[@]}")
+    limit1=$(median "${LIM1[@]}")
     limit3=$(median "${LIM3[@]}")
-    awk -v t="$tcp" -v w="$ws" -v b="$bosh" -v l="$limit3" -v st="$state" 'BEGIN {
-        printf "== %s gateways: websocket / limit(3 relays) %.2f, bosh / limit(3 relays) %.2f (target <= 1.2); added per gateway hop: websocket %.1f us, bosh %.1f us\n",
-            st, w / l, b / l, (w - t) / 4, (b - t) / 4 }'
+    awk -v t="$tcp" -v w="$ws" -v b="$bosh" -v l1="$limit1" -v l="$limit3" -v st="$state" 'BEGIN {
+        p = (l - l1) / 4
+        printf "== %s gateways: websocket / limit(3 relays) %.2f, bosh / limit(3 relays) %.2f; added per pass: websocket %.1f us, bosh %.1f us, minimal relay %.1f us; per pass websocket / relay %.2f, bosh / relay %.2f (target <= 1.2)\n",
+            st, w / l, b / l, (w - t) / 4, (b - t) / 4, p, (p > 0 ? (w - t) / 4 / p : 0), (p > 0 ? (b - t) / 4 / p : 0) }'
 }
 
 relay_state default

@@ -4,13 +4,16 @@
  * a client process and a server process, one epoll loop each, exchanging messages of the
  * sizes the built-in server and the load generator exchange for a PLAIN login (measured
  * with strace: stream header, features, auth, success, restart, features, bind, result,
- * presence), each answered only when the last one has fully arrived, as a login's round
- * trips are.
+ * roster get, roster, presence), each answered only when the last one has fully arrived,
+ * as a login's round trips are.
  *
- *   login-limit PORT SESSIONS [IN_FLIGHT]
+ *   login-limit PORT SESSIONS [IN_FLIGHT [RATE]]
  *
  * The client keeps IN_FLIGHT logins going (default 512) until SESSIONS are done, holding
- * every connection open (as a load test does); then both sides print their own CPU time
+ * every connection open (as a load test does). With RATE > 0 it instead starts RATE
+ * logins a second, evenly spaced, as the load generator's uniform arrivals do (IN_FLIGHT
+ * is then ignored): at a paced rate most wake-ups carry one message, which costs the
+ * kernel more per login than the batches of a flat-out run. Then both sides print their own CPU time
  * (getrusage, user and system) per login, and the client the logins per second:
  *   "login-limit client user U us sys S us per login, N logins in T s = R/s"
  *   "login-limit server user U us sys S us per login"
@@ -35,9 +38,9 @@
 #include <unistd.h>
 
 /* Bytes the client sends at each step, and the server's answer (0: none). */
-static const int ASK[] = {140, 88, 140, 117, 11};
-static const int ANSWER[] = {362, 51, 320, 131, 0};
-#define STEPS 5
+static const int ASK[] = {140, 88, 140, 117, 68, 11};
+static const int ANSWER[] = {362, 51, 320, 131, 114, 0};
+#define STEPS 6
 
 static char zeros[1024];
 
@@ -130,18 +133,26 @@ static int dial(struct sockaddr_in *a, int ep) {
     return s;
 }
 
-static void client(int port, long sessions, int in_flight) {
+static void client(int port, long sessions, int in_flight, double rate) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     struct conn *c = calloc(65536, sizeof *c);
     int ep = epoll_create1(0);
     long started = 0, done = 0;
     double t0 = now_s();
-    for (; started < sessions && started < in_flight; started++) dial(&a, ep);
+    if (rate <= 0)
+        for (; started < sessions && started < in_flight; started++) dial(&a, ep);
     char buf[4096];
     struct epoll_event got[256];
     while (done < sessions) {
-        int n = epoll_wait(ep, got, 256, -1);
+        int wait_ms = -1;
+        if (rate > 0 && started < sessions) {
+            /* Paced: start every login that is due, then sleep until the next one is. */
+            double t = now_s() - t0;
+            for (; started < sessions && started / rate <= t; started++) dial(&a, ep);
+            if (started < sessions) wait_ms = (int)((started / rate - t) * 1e3) + 1;
+        }
+        int n = epoll_wait(ep, got, 256, wait_ms);
         if (n < 0 && errno != EINTR) die("epoll_wait");
         for (int i = 0; i < n; i++) {
             int fd = got[i].data.fd;
@@ -166,7 +177,7 @@ static void client(int port, long sessions, int in_flight) {
                     /* Presence sent: logged in; held open, no longer watched. */
                     epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
                     done++;
-                    if (started < sessions) {
+                    if (rate <= 0 && started < sessions) {
                         dial(&a, ep);
                         started++;
                     }
@@ -181,15 +192,16 @@ static void client(int port, long sessions, int in_flight) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3 && argc != 4) {
-        fprintf(stderr, "usage: login-limit PORT SESSIONS [IN_FLIGHT]\n");
+    if (argc < 3 || argc > 5) {
+        fprintf(stderr, "usage: login-limit PORT SESSIONS [IN_FLIGHT [RATE]]\n");
         return 2;
     }
     int port = atoi(argv[1]);
     long sessions = atol(argv[2]);
-    int in_flight = argc == 4 ? atoi(argv[3]) : 512;
-    if (port <= 0 || sessions <= 0 || sessions > 60000 || in_flight <= 0) {
-        fprintf(stderr, "login-limit: PORT and IN_FLIGHT positive, SESSIONS 1 to 60000\n");
+    int in_flight = argc >= 4 ? atoi(argv[3]) : 512;
+    double rate = argc == 5 ? atof(argv[4]) : 0;
+    if (port <= 0 || sessions <= 0 || sessions > 60000 || in_flight <= 0 || rate < 0) {
+        fprintf(stderr, "login-limit: PORT and IN_FLIGHT positive, SESSIONS 1 to 60000, RATE >= 0\n");
         return 2;
     }
     int l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
@@ -205,7 +217,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     close(l);
-    client(port, sessions, in_flight);
+    client(port, sessions, in_flight, rate);
     /* The server prints and exits once the last presence has arrived. */
     int status;
     waitpid(server, &status, 0);
