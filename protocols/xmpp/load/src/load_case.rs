@@ -1116,6 +1116,10 @@ fn start_builtin(
     cfg.accounts.numbered.contacts = spec.contacts;
     cfg.sessions = peak + peak / 10 + 100;
     cfg.processes = !in_process;
+    // Each worker on its own port, so that the generators can send a block of arrivals to
+    // the same worker (`Schedule::worker_of`) rather than SO_REUSEPORT's hash spreading
+    // every second's logins over all of them.
+    cfg.port_per_worker = !in_process;
     cfg.max_stanza = cfg.max_stanza.max(spec.script.payload + 4096);
     let mut cert = None;
     if spec.script.tls {
@@ -1123,9 +1127,20 @@ fn start_builtin(
         cert = Some(id.cert_der().to_vec());
         cfg.tls = Some(id);
     }
-    let server = serve::XmppServer::bind(cfg).map_err(|e| {
-        WorkloadError::because(Fault::Environment, "cannot start the XMPP server", e)
-    })?;
+    // A port per worker needs the ports above the one picked free; another pick is tried
+    // when one of them is taken.
+    let mut attempt = 0;
+    let server = loop {
+        attempt += 1;
+        match serve::XmppServer::bind(cfg.clone()) {
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && attempt < 8 => continue,
+            r => {
+                break r.map_err(|e| {
+                    WorkloadError::because(Fault::Environment, "cannot start the XMPP server", e)
+                })?;
+            }
+        }
+    };
     let layout = server.layout().to_string();
     let addrs = server.layout().addrs.clone();
     let stats = server.stats.clone();

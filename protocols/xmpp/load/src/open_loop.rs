@@ -617,7 +617,7 @@ fn open_session(
     slots: &mut Vec<Option<Session>>,
     free: &mut Vec<usize>,
 ) -> Result<usize, (Cause, String)> {
-    let addr = script.addrs[i % script.addrs.len()];
+    let addr = script.addrs[wirebench_load::phase::Schedule::worker_of(i, script.addrs.len())];
     let from = (!script.from.is_empty()).then(|| {
         let per = nth / script.from.len();
         (script.from[nth % script.from.len()], per)

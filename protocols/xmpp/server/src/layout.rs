@@ -42,8 +42,14 @@ impl std::fmt::Display for Layout {
         let at = if same_port {
             format!("{} (SO_REUSEPORT)", self.addrs[0])
         } else {
-            let ports: Vec<String> = self.addrs.iter().map(|a| a.port().to_string()).collect();
-            format!("{} ports {}", self.addrs[0].ip(), ports.join(","))
+            let ports: Vec<u16> = self.addrs.iter().map(|a| a.port()).collect();
+            let (first, last) = (ports[0], ports[ports.len() - 1]);
+            if ports.windows(2).all(|w| w[1] == w[0].wrapping_add(1)) {
+                format!("{} ports {first}-{last}", self.addrs[0].ip())
+            } else {
+                let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+                format!("{} ports {}", self.addrs[0].ip(), ports.join(","))
+            }
         };
         write!(
             f,
