@@ -57,7 +57,6 @@ pub const MAX_SESSIONS: u64 = 50_000_000;
 /// sessions this cut the CPU per login of both sides by a quarter (docs/performance.md).
 pub const SHARE_BLOCK: usize = 1024;
 
-
 /// Intended start times of every session, in arrival order.
 #[derive(Debug, Clone)]
 pub struct Schedule {
