@@ -343,8 +343,8 @@ pub(crate) fn connect(
     // A few ports at most: a port is only busy if a session that used it is still open.
     for k in 0..64 {
         let p = FIRST_SOURCE_PORT + ((i + k) % range) as u16;
-        let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
-        s.set_nonblocking(true)?;
+        // Non-blocking from socket(2) on: two fcntl calls fewer per login.
+        let s = Socket::new(Domain::for_address(addr), Type::STREAM.nonblocking(), None)?;
         s.set_reuse_address(true)?;
         match s.bind(&SocketAddr::new(ip, p).into()) {
             Ok(()) => {}
