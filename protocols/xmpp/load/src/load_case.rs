@@ -1127,20 +1127,9 @@ fn start_builtin(
         cert = Some(id.cert_der().to_vec());
         cfg.tls = Some(id);
     }
-    // A port per worker needs the ports above the one picked free; another pick is tried
-    // when one of them is taken.
-    let mut attempt = 0;
-    let server = loop {
-        attempt += 1;
-        match serve::XmppServer::bind(cfg.clone()) {
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && attempt < 8 => continue,
-            r => {
-                break r.map_err(|e| {
-                    WorkloadError::because(Fault::Environment, "cannot start the XMPP server", e)
-                })?;
-            }
-        }
-    };
+    let server = serve::XmppServer::bind(cfg).map_err(|e| {
+        WorkloadError::because(Fault::Environment, "cannot start the XMPP server", e)
+    })?;
     let layout = server.layout().to_string();
     let addrs = server.layout().addrs.clone();
     let stats = server.stats.clone();

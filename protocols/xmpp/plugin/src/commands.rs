@@ -159,8 +159,8 @@ pub struct ServeFlags {
     /// Run the XMPP workers as processes even when one process would hold the sessions.
     #[arg(long)]
     pub xmpp_processes: bool,
-    /// Give each XMPP worker its own port (PORT, PORT+1, ...) instead of one shared port,
-    /// so a client chooses its worker.
+    /// Give each XMPP worker its own port (PORT, PORT+1, ...; with port 0, any free port
+    /// each) instead of one shared port, so a client chooses its worker.
     #[arg(long)]
     pub xmpp_port_per_worker: bool,
     /// Offer STARTTLS on the XMPP port, with a self-signed certificate for the domain

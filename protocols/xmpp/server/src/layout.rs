@@ -46,6 +46,12 @@ impl std::fmt::Display for Layout {
             let (first, last) = (ports[0], ports[ports.len() - 1]);
             if ports.windows(2).all(|w| w[1] == w[0].wrapping_add(1)) {
                 format!("{} ports {first}-{last}", self.addrs[0].ip())
+            } else if ports.len() > 8 {
+                format!(
+                    "{} ports {first}, ... {last} ({} ports)",
+                    self.addrs[0].ip(),
+                    ports.len()
+                )
             } else {
                 let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
                 format!("{} ports {}", self.addrs[0].ip(), ports.join(","))

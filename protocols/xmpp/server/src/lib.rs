@@ -92,6 +92,12 @@ impl XmppServer {
         let mut addr = first.local_addr()?;
         let mut listeners = vec![first];
         for _ in 1..workers {
+            if cfg.port_per_worker && cfg.listen.port() == 0 {
+                // Any free port for each worker: PORT+i would need a run of free ports,
+                // which a busy machine's outgoing connections may not leave.
+                listeners.push(reuseport_listener(cfg.listen)?);
+                continue;
+            }
             if cfg.port_per_worker {
                 addr.set_port(addr.port().checked_add(1).ok_or_else(|| {
                     std::io::Error::other("no port left above the listening port")
@@ -239,5 +245,19 @@ mod tests {
         // Once the first is gone the port is free again.
         drop(first);
         XmppServer::bind(XmppServerConfig::new(taken, "a.test", 1)).unwrap();
+    }
+
+    #[test]
+    fn a_port_per_worker_on_port_0_gives_each_worker_its_own_free_port() {
+        let mut cfg = XmppServerConfig::new("127.0.0.1:0".parse().unwrap(), "a.test", 1);
+        cfg.workers = 4;
+        cfg.port_per_worker = true;
+        let s = XmppServer::bind(cfg).unwrap();
+        let mut ports: Vec<u16> = s.layout().addrs.iter().map(|a| a.port()).collect();
+        assert_eq!(ports.len(), 4, "{}", s.layout());
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), 4, "two workers share a port: {}", s.layout());
+        assert!(ports.iter().all(|&p| p != 0));
     }
 }
