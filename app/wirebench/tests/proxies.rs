@@ -653,3 +653,82 @@ fn our_proxy_alone_serves_curl_and_refuses_the_rest() {
         assert_eq!(curl_through(&s, "--socks5", "127.0.0.1"), "hello");
     }
 }
+
+/// Listening sockets on `port` (/proc/net/tcp, this namespace) and threads of `pid`
+/// whose name starts with `thread`.
+fn listeners_and_threads(pid: u32, port: u16, thread: &str) -> (usize, usize) {
+    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let at = format!(":{port:04X}");
+    let listening = tcp
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[1].ends_with(&at) && f[3] == "0A"
+        })
+        .count();
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter(|t| {
+            let comm = std::fs::read_to_string(t.as_ref().unwrap().path().join("comm"));
+            comm.is_ok_and(|c| c.starts_with(thread))
+        })
+        .count();
+    (listening, threads)
+}
+
+/// `serve --also socks5 --proxy-threads 3` and `converter --threads 3`: three
+/// SO_REUSEPORT listeners on the one port, each served by a thread of its own.
+#[test]
+fn proxies_alone_listen_on_every_thread() {
+    use std::io::BufRead;
+    let mut serve = wirebench()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--quiet",
+            "--proxy-threads",
+            "3",
+        ])
+        .args(["--also", "socks5=127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(serve.stderr.take().unwrap()).lines();
+    let port: u16 = loop {
+        let l = lines.next().expect("serve ended early").unwrap();
+        if let Some(a) = l.strip_prefix("wirebench serve: socks5 on ") {
+            break a.rsplit(':').next().unwrap().parse().unwrap();
+        }
+    };
+    let seen = listeners_and_threads(serve.id(), port, "socks5-server");
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert_eq!(seen, (3, 3), "(listeners, threads) of serve --also socks5");
+
+    let mut conv = wirebench()
+        .args([
+            "converter",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow",
+            "127.0.0.1",
+        ])
+        .args(["--threads", "3", "--no-tfo"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(conv.stderr.take().unwrap()).lines();
+    let port: u16 = loop {
+        let l = lines.next().expect("the converter ended early").unwrap();
+        if let Some(rest) = l.split("listening on ").nth(1) {
+            let addr = rest.split(',').next().unwrap();
+            break addr.rsplit(':').next().unwrap().parse().unwrap();
+        }
+    };
+    let seen = listeners_and_threads(conv.id(), port, "converter-");
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(conv.id() as i32, libc::SIGINT) };
+    assert!(conv.wait().unwrap().success(), "the converter's Ctrl-C");
+    assert_eq!(seen, (3, 3), "(listeners, threads) of converter");
+}

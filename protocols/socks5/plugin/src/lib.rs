@@ -337,6 +337,10 @@ impl Protocol for Socks5 {
         Some("(a SOCKS5 proxy to loopback destinations)")
     }
 
+    fn serve_alone_per_core(&self) -> bool {
+        true
+    }
+
     fn serve_alone(
         &self,
         listener: std::net::TcpListener,
