@@ -241,9 +241,11 @@ helper() {
     die "$1 did not say '$want'; see $LOG/$name.log"
 }
 run_proxy() {
-    local s=$1 port=$((XPORT + 10))
+    # Below the ephemeral range (32768-60999): the proxies' own connections to the
+    # origin leave TIME_WAITs on 127.0.0.1's ephemeral ports, which a bind there meets.
+    local s=$1 port=$((20000 + RANDOM % 10000))
     if [[ -z ${OPORT:-} ]]; then
-        OPORT=$((XPORT + 9))
+        OPORT=$((port - 1))
         helper echo "echo on" python3 "$HOSTILE" echo "$OPORT"
     fi
     PROXY_AT=127.0.0.1:$port

@@ -440,8 +440,8 @@ def w_garbage(w, a, n, ready, q):
         s.settimeout(3)
         try:
             s.connect(a.target)
-            if tries % 2 == 1 and a.proto in PROXIES:  # garbage through to the origin
-                proxy_open(s, a.proto, a.origin)
+            if tries % 2 == 1 and a.proto in PROXIES:  # garbage where the request goes
+                s.sendall({"socks5": b"\x05\x01\x00", "convert": b"\x01\x06\x22\x63"}.get(a.proto, b""))
             elif tries % 2 == 1:  # garbage after a valid opening
                 s.sendall(opening(a.proto, a.domain, a.host))
                 if a.proto == "ws":

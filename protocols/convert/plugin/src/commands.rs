@@ -97,8 +97,14 @@ fn converter_client(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
         .map_err(|e| anyhow::anyhow!("--via {via:?}: {e} (an ADDR:PORT, e.g. 192.0.2.10:5124)"))?;
     let first_data_wait = wirebench_model::parse_duration(wait)
         .map_err(|e| anyhow::anyhow!("--first-data-wait: {e}"))?;
-    let l = std::net::TcpListener::bind(listen)
-        .with_context(|| format!("cannot listen on {listen}"))?;
+    // A 4096-deep accept queue, not std's 128, which a connection flood overflows.
+    let l = std::net::ToSocketAddrs::to_socket_addrs(listen.as_str())
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| anyhow::anyhow!("cannot listen on {listen}: not an address"))
+        .and_then(|at| {
+            wirebench_net::sock::listener(at).with_context(|| format!("cannot listen on {listen}"))
+        })?;
     if tfo
         && let Some(p) =
             wirebench_net::sock::tfo_sysctl_problem(wirebench_net::sock::tfo_sysctl(), true, false)
