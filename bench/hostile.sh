@@ -113,21 +113,26 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# start_server NAME ARGS...: `wirebench serve ARGS` in the background, logging to
-# $LOG/NAME.log, waiting for the line naming its last listener.
-start_server() {
-    local name=$1 want
-    shift
-    want=$1
-    shift
-    "$WB" serve --listen 127.0.0.1:0 "$@" >"$LOG/$name.log" 2>&1 &
-    SERVER_PID=$!
+# launch NAME WANT CMD...: CMD in the background, logging to $LOG/NAME.log, waiting for
+# WANT (e.g. the line naming its last listener) in its log; its PID in LAUNCHED.
+launch() {
+    local name=$1 want=$2 what="${3##*/} ${4:-}"
+    shift 2
+    "$@" >"$LOG/$name.log" 2>&1 &
+    LAUNCHED=$!
     for _ in $(seq 200); do
         grep -q "$want" "$LOG/$name.log" 2>/dev/null && return 0
-        kill -0 "$SERVER_PID" 2>/dev/null || die "wirebench serve did not start; see $LOG/$name.log"
+        kill -0 "$LAUNCHED" 2>/dev/null || die "$what did not start; see $LOG/$name.log"
         sleep 0.05
     done
-    die "wirebench serve did not say '$want'; see $LOG/$name.log"
+    die "$what did not say '$want'; see $LOG/$name.log"
+}
+# start_server NAME WANT ARGS...: `wirebench serve ARGS`, the server under attack.
+start_server() {
+    local name=$1 want=$2
+    shift 2
+    launch "$name" "$want" "$WB" serve --listen 127.0.0.1:0 "$@"
+    SERVER_PID=$LAUNCHED
 }
 stop_server() {
     kill "$SERVER_PID" 2>/dev/null || true
@@ -211,34 +216,16 @@ run_attacks() {
 
 # ---------------------------------------------------------------- the proxies (#34)
 
-# start_cmd NAME WANT CMD...: CMD in the background as the server under attack, logging
-# to $LOG/NAME.log, waiting for WANT in its log.
+# start_cmd NAME WANT CMD...: CMD, the server under attack.
 start_cmd() {
-    local name=$1 want=$2
-    shift 2
-    "$@" >"$LOG/$name.log" 2>&1 &
-    SERVER_PID=$!
-    for _ in $(seq 200); do
-        grep -q "$want" "$LOG/$name.log" 2>/dev/null && return 0
-        kill -0 "$SERVER_PID" 2>/dev/null || die "$1 did not start; see $LOG/$name.log"
-        sleep 0.05
-    done
-    die "$1 did not say '$want'; see $LOG/$name.log"
+    launch "$@"
+    SERVER_PID=$LAUNCHED
 }
 # helper NAME WANT CMD...: a process the attacked server needs (the echo origin, the
 # converter behind converter-client, ss-local), stopped at exit.
 helper() {
-    local name=$1 want=$2 pid
-    shift 2
-    "$@" >"$LOG/$name.log" 2>&1 &
-    pid=$!
-    HELPER_PIDS="$HELPER_PIDS $pid"
-    for _ in $(seq 200); do
-        grep -q "$want" "$LOG/$name.log" 2>/dev/null && return 0
-        kill -0 "$pid" 2>/dev/null || die "$1 did not start; see $LOG/$name.log"
-        sleep 0.05
-    done
-    die "$1 did not say '$want'; see $LOG/$name.log"
+    launch "$@"
+    HELPER_PIDS="$HELPER_PIDS $LAUNCHED"
 }
 run_proxy() {
     # Below the ephemeral range (32768-60999): the proxies' own connections to the

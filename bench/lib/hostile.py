@@ -317,11 +317,15 @@ def proxy_open(s, proto, origin):
 
 
 SOCKS5_REPLIES = {0: "succeeded", 1: "general failure", 2: "not allowed by ruleset", 3: "network unreachable",
-                  4: "host unreachable", 5: "connection refused", 8: "address type not supported"}
+                  4: "host unreachable", 5: "connection refused", 7: "command not supported",
+                  8: "address type not supported"}
 
 
 def proxy_summary(proto, reply):
-    """A proxy's reply in a few words: SOCKS5's reply code, Convert's Error TLV code."""
+    """A proxy's reply in a few words: SOCKS5's reply code, Convert's Error TLV code, or
+    the origin's echo of what oversized sent through."""
+    if reply.startswith(b"AAAA"):
+        return "the origin's echo"
     if proto == "socks5" and len(reply) >= 4 and reply[:1] == b"\x05":
         return "SOCKS5 %d (%s)" % (reply[3], SOCKS5_REPLIES.get(reply[3], "?"))
     if proto == "socks5" and len(reply) == 2:
@@ -753,12 +757,17 @@ def http_client(target, seconds):
             buf = b""
             continue
         rtt.append(time.perf_counter() - t)
+    print_rtts("pingpong", "round trips", rtt, fails)
+
+
+def print_rtts(what, unit, rtt, fails):
+    """The times' p50/p90/p99 in the line hold_sessions prints (hostile.sh reads p99)."""
     rtt.sort()
     if not rtt:
-        print("pingpong: 0 round trips (%d failed)" % fails)
+        print("%s: 0 %s (%d failed)" % (what, unit, fails))
         return
     q = lambda f: rtt[round((len(rtt) - 1) * f)] * 1e6
-    print("pingpong: %d round trips, p50 %.1f us, p90 %.1f us, p99 %.1f us (%d failed)" % (len(rtt), q(0.5), q(0.9), q(0.99), fails))
+    print("%s: %d %s, p50 %.1f us, p90 %.1f us, p99 %.1f us (%d failed)" % (what, len(rtt), unit, q(0.5), q(0.9), q(0.99), fails))
 
 
 def proxy_client(proto, proxy, origin, seconds):
@@ -789,12 +798,7 @@ def proxy_client(proto, proxy, origin, seconds):
             time.sleep(0.01)
             continue
         rtt.append(time.perf_counter() - t)
-    rtt.sort()
-    if not rtt:
-        print("connect-echo: 0 round trips (%d failed)" % fails)
-        return
-    q = lambda f: rtt[round((len(rtt) - 1) * f)] * 1e6
-    print("connect-echo: %d connections, p50 %.1f us, p90 %.1f us, p99 %.1f us (%d failed)" % (len(rtt), q(0.5), q(0.9), q(0.99), fails))
+    print_rtts("connect-echo", "connections", rtt, fails)
 
 
 def echo_origin(port):

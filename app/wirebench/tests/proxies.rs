@@ -676,56 +676,66 @@ fn listeners_and_threads(pid: u32, port: u16, thread: &str) -> (usize, usize) {
     (listening, threads)
 }
 
+/// Starts `wirebench ARGS` and reads its stderr until `port` finds the port in a line.
+fn spawn_until_port(
+    args: &[&str],
+    port: impl Fn(&str) -> Option<&str>,
+) -> (std::process::Child, u16) {
+    use std::io::BufRead;
+    let mut child = wirebench()
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let found = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| port(&l)?.rsplit(':').next()?.parse::<u16>().ok());
+    // Its last words go somewhere: a closed pipe would fail its exit.
+    std::thread::spawn(move || lines.for_each(drop));
+    let Some(p) = found else {
+        let _ = child.kill();
+        panic!("wirebench {args:?} ended early: {:?}", child.wait());
+    };
+    (child, p)
+}
+
 /// `serve --also socks5 --proxy-threads 3` and `converter --threads 3`: three
 /// SO_REUSEPORT listeners on the one port, each served by a thread of its own.
 #[test]
 fn proxies_alone_listen_on_every_thread() {
-    use std::io::BufRead;
-    let mut serve = wirebench()
-        .args([
+    let (mut serve, port) = spawn_until_port(
+        &[
             "serve",
             "--listen",
             "127.0.0.1:0",
             "--quiet",
             "--proxy-threads",
             "3",
-        ])
-        .args(["--also", "socks5=127.0.0.1:0"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(serve.stderr.take().unwrap()).lines();
-    let port: u16 = loop {
-        let l = lines.next().expect("serve ended early").unwrap();
-        if let Some(a) = l.strip_prefix("wirebench serve: socks5 on ") {
-            break a.rsplit(':').next().unwrap().parse().unwrap();
-        }
-    };
+            "--also",
+            "socks5=127.0.0.1:0",
+        ],
+        |l| l.strip_prefix("wirebench serve: socks5 on "),
+    );
     let seen = listeners_and_threads(serve.id(), port, "socks5-server");
     let _ = serve.kill();
     let _ = serve.wait();
     assert_eq!(seen, (3, 3), "(listeners, threads) of serve --also socks5");
 
-    let mut conv = wirebench()
-        .args([
+    let (mut conv, port) = spawn_until_port(
+        &[
             "converter",
             "--listen",
             "127.0.0.1:0",
             "--allow",
             "127.0.0.1",
-        ])
-        .args(["--threads", "3", "--no-tfo"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(conv.stderr.take().unwrap()).lines();
-    let port: u16 = loop {
-        let l = lines.next().expect("the converter ended early").unwrap();
-        if let Some(rest) = l.split("listening on ").nth(1) {
-            let addr = rest.split(',').next().unwrap();
-            break addr.rsplit(':').next().unwrap().parse().unwrap();
-        }
-    };
+            "--threads",
+            "3",
+            "--no-tfo",
+        ],
+        |l| l.split("listening on ").nth(1)?.split(',').next(),
+    );
     let seen = listeners_and_threads(conv.id(), port, "converter-");
     // SAFETY: kill has no memory preconditions; the pid is our child's.
     unsafe { libc::kill(conv.id() as i32, libc::SIGINT) };
