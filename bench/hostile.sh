@@ -5,7 +5,11 @@
 #
 # SERVER: xmpp (the built-in XMPP server, `serve --xmpp`), ws (its WebSocket gateway,
 # `serve --xmpp-websocket`, RFC 7395), http (the HTTP bench server, `serve --also http=`);
-# default: all three, in turn, each started fresh. Against each, one run of each attack
+# default: all three, in turn, each started fresh. The proxies (named only; each
+# connects to an echo origin of hostile.py's on 127.0.0.1): socks5 (`serve --also
+# socks5=`), ss (Shadowsocks, `serve --also shadowsocks=`), convert (`wirebench
+# converter`, RFC 8803), cclient (`wirebench converter-client`, the SOCKS5 front that
+# sends through that converter). Against each, one run of each attack
 # (bench/lib/hostile.py, Python 3, standard library only, several processes):
 #   idle       IDLE connections that send nothing (default 9,984: the built-in server's
 #              default cap of 10,000 sessions less room for the well-behaved client)
@@ -20,6 +24,15 @@
 #   flood      new connections, connect and close (RST) as fast as possible
 #   smuggle    (http and ws) two Content-Lengths, chunked + Content-Length both ways,
 #              an obfuscated Transfer-Encoding, each with a request hidden behind it
+#   disallowed (proxies) destinations outside the allow list: TEST-NET-1, this host's
+#              own address on the origin's port, a name (SOCKS5); ss through ss-local
+# For the proxies the opening is the handshake to the origin (SOCKS5 greeting and
+# CONNECT, the Convert message; for Shadowsocks random bytes, as a prober's), oversized
+# is 8 MiB through to the origin without reading its echo (the relay must push back)
+# or the longest greeting/header then more, half-open's non-readers do the same with
+# 1 KB writes, and the well-behaved client is a connect-through-and-echo loop
+# (hostile.py proxy-client, CLIENT_SECS seconds: connect, handshake, 32 bytes echoed,
+# close; for ss through ss-local, whose cost is in its p99).
 # and prints one table row per (server, attack): the server's VmRSS (it and its child
 # processes, /proc/PID/status) before, at the peak during and after the attack, MiB; the
 # peak's growth per attacking connection, KiB; the p99 of a well-behaved client without
@@ -52,7 +65,7 @@ for a in "$@"; do
         sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
         exit 0
         ;;
-    xmpp | ws | http) SERVERS+=("$a") ;;
+    xmpp | ws | http | socks5 | ss | convert | cclient) SERVERS+=("$a") ;;
     *)
         echo "hostile.sh: unknown argument $a (try --help)" >&2
         exit 2
@@ -66,7 +79,7 @@ else
     : "${SECS:=10}" "${ROUNDS:=20000}" "${IDLE:=9984}" "${SLOW:=1000}"
 fi
 : "${CLIENT_SECS:=1}" "${PROCS:=2}" "${HALF:=100}" "${HANDSHAKE:=10s}"
-: "${ATTACKS:=idle slowloris oversized garbage halfopen flood smuggle}"
+: "${ATTACKS:=idle slowloris oversized garbage halfopen flood smuggle disallowed}"
 LONG=$((${HANDSHAKE%s} + 4))
 
 die() {
@@ -86,9 +99,10 @@ HOSTILE=$REPO/bench/lib/hostile.py
 LOG=$(mktemp -d /tmp/wirebench-hostile.XXXXXX)
 SERVER_PID=
 ATTACK_PID=
+HELPER_PIDS=
 cleanup() {
     local pid
-    for pid in $ATTACK_PID $SERVER_PID; do
+    for pid in $ATTACK_PID $SERVER_PID $HELPER_PIDS; do
         if kill -0 "$pid" 2>/dev/null; then
             kill "$pid" 2>/dev/null || true
             wait "$pid" 2>/dev/null || true
@@ -99,21 +113,26 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# start_server NAME ARGS...: `wirebench serve ARGS` in the background, logging to
-# $LOG/NAME.log, waiting for the line naming its last listener.
-start_server() {
-    local name=$1 want
-    shift
-    want=$1
-    shift
-    "$WB" serve --listen 127.0.0.1:0 "$@" >"$LOG/$name.log" 2>&1 &
-    SERVER_PID=$!
+# launch NAME WANT CMD...: CMD in the background, logging to $LOG/NAME.log, waiting for
+# WANT (e.g. the line naming its last listener) in its log; its PID in LAUNCHED.
+launch() {
+    local name=$1 want=$2 what="${3##*/} ${4:-}"
+    shift 2
+    "$@" >"$LOG/$name.log" 2>&1 &
+    LAUNCHED=$!
     for _ in $(seq 200); do
         grep -q "$want" "$LOG/$name.log" 2>/dev/null && return 0
-        kill -0 "$SERVER_PID" 2>/dev/null || die "wirebench serve did not start; see $LOG/$name.log"
+        kill -0 "$LAUNCHED" 2>/dev/null || die "$what did not start; see $LOG/$name.log"
         sleep 0.05
     done
-    die "wirebench serve did not say '$want'; see $LOG/$name.log"
+    die "$what did not say '$want'; see $LOG/$name.log"
+}
+# start_server NAME WANT ARGS...: `wirebench serve ARGS`, the server under attack.
+start_server() {
+    local name=$1 want=$2
+    shift 2
+    launch "$name" "$want" "$WB" serve --listen 127.0.0.1:0 "$@"
+    SERVER_PID=$LAUNCHED
 }
 stop_server() {
     kill "$SERVER_PID" 2>/dev/null || true
@@ -140,6 +159,7 @@ p99_once() {
     case $1 in
     xmpp) "$HOLD" "127.0.0.1:$XPORT" wirebench.test 2 --hold 0 --pingpong "$ROUNDS" >"$out" 2>&1 || true ;;
     http) python3 "$HOSTILE" http-client "127.0.0.1:$HPORT" "$CLIENT_SECS" >"$out" 2>&1 || true ;;
+    proxy) python3 "$HOSTILE" proxy-client "$PROXY_PROTO" "$PROXY_AT" "127.0.0.1:$OPORT" "$CLIENT_SECS" >"$out" 2>&1 || true ;;
     esac
     local v
     v=$(sed -n 's/.* p99 \([0-9.]*\) us.*/\1/p' "$out" | tail -n 1)
@@ -160,7 +180,7 @@ attack() {
     offset=$(stat -c %s "$LOG/$server.log")
     rm -f "$ready"
     python3 "$HOSTILE" "$what" --proto "$proto" --target "$target" --pids "$SERVER_PID" \
-        --procs "$PROCS" --ready "$ready" "$@" >"$out" 2>"$LOG/$server-$what.err" &
+        --procs "$PROCS" --ready "$ready" --origin "127.0.0.1:${OPORT:-9}" "$@" >"$out" 2>"$LOG/$server-$what.err" &
     ATTACK_PID=$!
     while [[ ! -e $ready ]] && kill -0 "$ATTACK_PID" 2>/dev/null; do sleep 0.1; done
     during=$(p99 "$client")
@@ -173,6 +193,7 @@ attack() {
 }
 
 wanted() { [[ " $ATTACKS " == *" $1 "* ]]; }
+is_proxy() { [[ $1 == socks5 || $1 == convert || $1 == ss ]]; }
 run_attacks() {
     local server=$1 proto=$2 client=$3 target=$4
     ! wanted idle || attack "$server" "$proto" "$client" "$target" idle --conns "$IDLE" --secs "$LONG"
@@ -182,12 +203,69 @@ run_attacks() {
     # What queued for the non-readers takes a while to be dropped and given back.
     ! wanted halfopen || attack "$server" "$proto" "$client" "$target" halfopen --conns "$HALF" --secs "$SECS" --settle 20
     ! wanted flood || attack "$server" "$proto" "$client" "$target" flood --secs "$SECS"
-    if [[ $proto != xmpp ]] && wanted smuggle; then
+    if [[ $proto != xmpp ]] && ! is_proxy "$proto" && wanted smuggle; then
         attack "$server" "$proto" "$client" "$target" smuggle --procs 1
+    fi
+    if is_proxy "$proto" && wanted disallowed; then
+        attack "$server" "${DISALLOWED_PROTO:-$proto}" "$client" "${DISALLOWED_AT:-$target}" disallowed --procs 1
     fi
     if grep -n panicked "$LOG/$server.log"; then
         echo "| $server | **panicked**: see $LOG/$server.log | | | | | | |"
     fi
+}
+
+# ---------------------------------------------------------------- the proxies (#34)
+
+# start_cmd NAME WANT CMD...: CMD, the server under attack.
+start_cmd() {
+    launch "$@"
+    SERVER_PID=$LAUNCHED
+}
+# helper NAME WANT CMD...: a process the attacked server needs (the echo origin, the
+# converter behind converter-client, ss-local), stopped at exit.
+helper() {
+    launch "$@"
+    HELPER_PIDS="$HELPER_PIDS $LAUNCHED"
+}
+run_proxy() {
+    # Below the ephemeral range (32768-60999): the proxies' own connections to the
+    # origin leave TIME_WAITs on 127.0.0.1's ephemeral ports, which a bind there meets.
+    local s=$1 port=$((20000 + RANDOM % 10000))
+    if [[ -z ${OPORT:-} ]]; then
+        OPORT=$((port - 1))
+        helper echo "echo on" python3 "$HOSTILE" echo "$OPORT"
+    fi
+    PROXY_AT=127.0.0.1:$port
+    DISALLOWED_PROTO= DISALLOWED_AT=
+    case $s in
+    socks5)
+        PROXY_PROTO=socks5
+        start_server socks5 "socks5 on" --also "socks5=$PROXY_AT"
+        run_attacks socks5 socks5 proxy "$PROXY_AT"
+        ;;
+    ss)
+        command -v ss-local >/dev/null || die "ss needs ss-local (shadowsocks-libev) for its well-behaved client"
+        PROXY_PROTO=socks5 PROXY_AT=127.0.0.1:$((port + 1))
+        start_server ss "shadowsocks on" --also "shadowsocks=127.0.0.1:$port"
+        helper ss-local "listening at" ss-local -s 127.0.0.1 -p "$port" -b 127.0.0.1 \
+            -l $((port + 1)) -k "${WIREBENCH_SHADOWSOCKS_PASSWORD:-wirebench}" -m chacha20-ietf-poly1305 -v
+        DISALLOWED_PROTO=socks5 DISALLOWED_AT=$PROXY_AT
+        run_attacks ss ss proxy "127.0.0.1:$port"
+        ;;
+    convert)
+        PROXY_PROTO=convert
+        start_cmd convert "listening on" "$WB" converter --listen "$PROXY_AT" --allow 127.0.0.1
+        run_attacks convert convert proxy "$PROXY_AT"
+        ;;
+    cclient)
+        PROXY_PROTO=socks5
+        helper converter "listening on" "$WB" converter --listen "127.0.0.1:$((port + 2))" --allow 127.0.0.1
+        start_cmd cclient "SOCKS5 on" "$WB" converter-client --listen "$PROXY_AT" \
+            --via "127.0.0.1:$((port + 2))"
+        run_attacks cclient socks5 proxy "$PROXY_AT"
+        ;;
+    esac
+    stop_server
 }
 
 echo "# bench/hostile.sh${*:+ $*} on $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs; logs in $LOG"
@@ -215,5 +293,6 @@ for s in "${SERVERS[@]}"; do
         run_attacks http http http "127.0.0.1:$HPORT"
         stop_server
         ;;
+    socks5 | ss | convert | cclient) run_proxy "$s" ;;
     esac
 done

@@ -2,10 +2,17 @@
 """Hostile clients for bench/hostile.sh: one attack against one server, with the server's
 memory measured around it.
 
-    hostile.py ATTACK --target IP:PORT --pids PID[,PID] --proto xmpp|ws|http
+    hostile.py ATTACK --target IP:PORT --pids PID[,PID] --proto PROTO
                [--conns N] [--secs S] [--procs K] [--ready FILE] [--domain D]
+               [--origin IP:PORT]
+    hostile.py echo PORT            (proxies: the echo origin they connect to)
+    hostile.py proxy-client PROTO PROXY ORIGIN SECONDS
 
-ATTACK is one of idle, slowloris, oversized, garbage, halfopen, flood, smuggle. The
+PROTO: xmpp, ws, http, or a proxy's: socks5 (also converter-client's front), convert
+(RFC 8803), ss (Shadowsocks: without a cipher in the standard library its opening is
+random bytes, as a prober's would be). ATTACK is one of idle, slowloris, oversized,
+garbage, halfopen, flood, smuggle, disallowed (proxies: destinations outside the allow
+list). The
 attack runs in K worker processes (each holds at most N/K sockets, far below the
 20,000 open files a process may have), bounded by S seconds, against 127.0.0.1 only;
 the attackers' sockets come from 127.0.0.2..127.0.0.9 so that they do not use up the
@@ -38,8 +45,31 @@ XMPP_OPEN = (
 )
 
 
-def opening(proto, domain, host):
+PROXIES = ("socks5", "convert", "ss")
+
+
+def socks5_request(ip, port):
+    """A CONNECT request (RFC 1928 4) to an IPv4 address."""
+    return b"\x05\x01\x00\x01" + socket.inet_aton(ip) + struct.pack(">H", port)
+
+
+def convert_request(ip, port):
+    """A Convert message (RFC 8803 4): the fixed header and a Connect TLV to ip:port."""
+    tlv = b"\x0a\x05" + struct.pack(">H", port) + b"\0" * 10 + b"\xff\xff" + socket.inet_aton(ip)
+    return b"\x01\x06\x22\x63" + tlv
+
+
+SS_OPENING = os.urandom(32 + 2 + 16 + 7)  # a salt, a length chunk and its tag, the header
+
+
+def opening(proto, domain, host, origin=("127.0.0.1", 9)):
     """What a client sends first: the bytes a slowloris trickles."""
+    if proto == "socks5":
+        return b"\x05\x01\x00" + socks5_request(*origin)
+    if proto == "convert":
+        return convert_request(*origin)
+    if proto == "ss":
+        return SS_OPENING
     if proto == "xmpp":
         return XMPP_OPEN.format(d=domain).encode()
     if proto == "ws":
@@ -252,6 +282,61 @@ def ws_open(s, a):
     return head.startswith(b"HTTP/1.1 101") and not closed
 
 
+def recv_exact(s, n):
+    buf = b""
+    while len(buf) < n:
+        d = s.recv(n - len(buf))
+        if not d:
+            break
+        buf += d
+    return buf
+
+
+def proxy_open(s, proto, origin):
+    """The client's side of a proxy's handshake to `origin`: (connected, the proxy's
+    reply). Shadowsocks' opening (random bytes here) has no reply: (None, b"")."""
+    if proto == "socks5":
+        s.sendall(b"\x05\x01\x00")
+        r = recv_exact(s, 2)
+        if r != b"\x05\x00":
+            return False, r
+        if isinstance(origin[0], bytes):  # a domain name
+            s.sendall(b"\x05\x01\x00\x03" + bytes([len(origin[0])]) + origin[0] + struct.pack(">H", origin[1]))
+        else:
+            s.sendall(socks5_request(*origin))
+        r += recv_exact(s, 10)
+        return len(r) == 12 and r[3] == 0, r
+    if proto == "convert":
+        s.sendall(convert_request(*origin))
+        r = recv_exact(s, 4)
+        if len(r) == 4 and r[1] > 1:
+            r += recv_exact(s, r[1] * 4 - 4)
+        return len(r) >= 4 and r[:1] == b"\x01" and not (len(r) > 4 and r[4] == 30), r
+    s.sendall(SS_OPENING)
+    return None, b""
+
+
+SOCKS5_REPLIES = {0: "succeeded", 1: "general failure", 2: "not allowed by ruleset", 3: "network unreachable",
+                  4: "host unreachable", 5: "connection refused", 7: "command not supported",
+                  8: "address type not supported"}
+
+
+def proxy_summary(proto, reply):
+    """A proxy's reply in a few words: SOCKS5's reply code, Convert's Error TLV code, or
+    the origin's echo of what oversized sent through."""
+    if reply.startswith(b"AAAA"):
+        return "the origin's echo"
+    if proto == "socks5" and len(reply) >= 4 and reply[:1] == b"\x05":
+        return "SOCKS5 %d (%s)" % (reply[3], SOCKS5_REPLIES.get(reply[3], "?"))
+    if proto == "socks5" and len(reply) == 2:
+        return "SOCKS5 method 0x%02x" % reply[1]
+    if proto == "convert" and len(reply) >= 7 and reply[4] == 30:
+        return "Convert Error TLV %d" % reply[6]
+    if proto == "convert" and len(reply) >= 4:
+        return "Convert reply, no error"
+    return None
+
+
 # ---------------------------------------------------------------- attacks (per worker)
 
 
@@ -265,7 +350,7 @@ def w_idle(w, a, n, ready, q):
 def w_slowloris(w, a, n, ready, q):
     until = time.time() + a.secs
     conns, errs = open_many(w, a.target, n, until)
-    closed, last, said = hold_watch(conns, until, trickle=opening(a.proto, a.domain, a.host), ready=ready)
+    closed, last, said = hold_watch(conns, until, trickle=opening(a.proto, a.domain, a.host, a.origin), ready=ready)
     q.put({"opened": len(conns), "connect_errors": errs, "closed_by_server": closed, "last_close_s": last, "said": said[:120].decode("latin-1")})
 
 
@@ -284,6 +369,13 @@ def oversized_once(w, a, big_head):
                 s.sendall(opening("xmpp", a.domain, a.host))
                 read_until(s, [b"</stream:features>"])
                 s.sendall(b"<message to='user2@" + a.domain.encode() + b"'><body>")
+        elif a.proto in PROXIES:
+            if big_head:
+                # Longest greeting or Convert header there is, then no end of it.
+                s.sendall({"socks5": b"\x05\xff" + b"\0" * 255, "convert": b"\x01\xff\x22\x63"}.get(a.proto, b""))
+            elif proxy_open(s, a.proto, a.origin)[0] is False:
+                return 0, True, b"no connection through"
+            # else: through to the echo origin, sending without reading its echo
         elif a.proto == "ws":
             if big_head:
                 s.sendall(b"GET /xmpp-websocket HTTP/1.1\r\nHost: x\r\nX-Big: ")
@@ -307,9 +399,11 @@ def oversized_once(w, a, big_head):
     return sent, closed, reply
 
 
-def summary(reply):
+def summary(reply, proto=None):
     """A reply in a few words: an XMPP stream error's condition, an HTTP status line, a
-    WebSocket close code, or its first bytes."""
+    WebSocket close code, a proxy's reply, or its first bytes."""
+    if proto in PROXIES and proxy_summary(proto, reply):
+        return proxy_summary(proto, reply)
     m = re.search(rb"<([a-z-]+) xmlns=['\"]urn:ietf:params:xml:ns:xmpp-streams", reply)
     if m:
         return "stream error <%s/>" % m.group(1).decode()
@@ -335,7 +429,7 @@ def w_oversized(w, a, n, ready, q):
         tries += 1
         closed += c
         sent_max = max(sent_max, sent)
-        key = summary(reply)
+        key = summary(reply, a.proto)
         replies[key] = replies.get(key, 0) + 1
     q.put({"tries": tries, "closed_by_server": closed, "most_sent_before_close": sent_max, "replies": replies})
 
@@ -350,7 +444,9 @@ def w_garbage(w, a, n, ready, q):
         s.settimeout(3)
         try:
             s.connect(a.target)
-            if tries % 2 == 1:  # garbage after a valid opening
+            if tries % 2 == 1 and a.proto in PROXIES:  # garbage where the request goes
+                s.sendall({"socks5": b"\x05\x01\x00", "convert": b"\x01\x06\x22\x63"}.get(a.proto, b""))
+            elif tries % 2 == 1:  # garbage after a valid opening
                 s.sendall(opening(a.proto, a.domain, a.host))
                 if a.proto == "ws":
                     read_until(s, [b"\r\n\r\n"])
@@ -361,7 +457,7 @@ def w_garbage(w, a, n, ready, q):
         rst_close(s)
         tries += 1
         closed += c
-        key = summary(reply)
+        key = summary(reply, a.proto)
         replies[key] = replies.get(key, 0) + 1
     q.put({"tries": tries, "closed_by_server": closed, "replies": replies})
 
@@ -431,6 +527,12 @@ def w_halfopen(w, a, n, ready, q):
                     s.close()
                     continue
                 msg = b"<message type='chat' to='" + jid + b"'><body>" + body + b"</body></message>"
+            elif a.proto in PROXIES:
+                if proxy_open(s, a.proto, a.origin)[0] is False:
+                    errs += 1
+                    s.close()
+                    continue
+                msg = body
             elif a.proto == "ws":
                 if not ws_open(s, a):
                     errs += 1
@@ -442,7 +544,7 @@ def w_halfopen(w, a, n, ready, q):
             s.setblocking(False)
             readers.append((s, msg))
         else:
-            o = opening(a.proto, a.domain, a.host)
+            o = opening(a.proto, a.domain, a.host, a.origin)
             s.sendall(o[: len(o) // 2])
             s.shutdown(socket.SHUT_WR)
             s.setblocking(False)
@@ -545,7 +647,53 @@ def w_smuggle(w, a, n, ready, q):
     q.put({"shapes": out})
 
 
+def local_ip():
+    """This machine's address on its default route (not loopback), or None."""
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        u.connect(("192.0.2.1", 9))
+        ip = u.getsockname()[0]
+        return None if ip.startswith("127.") else ip
+    except OSError:
+        return None
+    finally:
+        u.close()
+
+
+def w_disallowed(w, a, n, ready, q):
+    """Asks the proxy for destinations outside its allow list: a documentation address
+    (TEST-NET-1), this machine's own address on the origin's port (where a proxy of
+    loopback destinations must not reach either), and for SOCKS5 a name. After a
+    success reply (a front that answers at once, as converter-client's does) it sends a
+    line and says whether anything came back before the close."""
+    ready.set()
+    dests = [("192.0.2.1", 80)]
+    if local_ip():
+        dests.append((local_ip(), a.origin[1]))
+    if a.proto == "socks5":
+        dests.append((b"example.com", 80))
+    out = {}
+    for d in dests:
+        name = "%s:%d" % (d[0].decode() if isinstance(d[0], bytes) else d[0], d[1])
+        s = sock(w)
+        s.settimeout(12)
+        try:
+            s.connect(a.target)
+            ok, reply = proxy_open(s, a.proto, d)
+            said = proxy_summary(a.proto, reply) or summary(reply)
+            if ok is not False:
+                s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                data, closed = drain(s, 12)
+                said += ", then %s%s" % ("%d bytes" % len(data) if data else "nothing", ", closed" if closed else "")
+        except OSError as e:
+            said = "error %s" % e
+        rst_close(s)
+        out[name] = said
+    q.put({"shapes": out})
+
+
 ATTACKS = {
+    "disallowed": w_disallowed,
     "idle": w_idle,
     "slowloris": w_slowloris,
     "oversized": w_oversized,
@@ -609,12 +757,75 @@ def http_client(target, seconds):
             buf = b""
             continue
         rtt.append(time.perf_counter() - t)
+    print_rtts("pingpong", "round trips", rtt, fails)
+
+
+def print_rtts(what, unit, rtt, fails):
+    """The times' p50/p90/p99 in the line hold_sessions prints (hostile.sh reads p99)."""
     rtt.sort()
     if not rtt:
-        print("pingpong: 0 round trips (%d failed)" % fails)
+        print("%s: 0 %s (%d failed)" % (what, unit, fails))
         return
     q = lambda f: rtt[round((len(rtt) - 1) * f)] * 1e6
-    print("pingpong: %d round trips, p50 %.1f us, p90 %.1f us, p99 %.1f us (%d failed)" % (len(rtt), q(0.5), q(0.9), q(0.99), fails))
+    print("%s: %d %s, p50 %.1f us, p90 %.1f us, p99 %.1f us (%d failed)" % (what, len(rtt), unit, q(0.5), q(0.9), q(0.99), fails))
+
+
+def proxy_client(proto, proxy, origin, seconds):
+    """The well-behaved proxy client: a new connection through the proxy to the echo
+    origin, 32 bytes sent and their echo read, closed; again for `seconds`. Prints the
+    iterations' p50/p99 (connect, handshake and echo) like hold_sessions does."""
+    ip, port = proxy.rsplit(":", 1)
+    oip, oport = origin.rsplit(":", 1)
+    msg = b"0123456789abcdef0123456789abcdef"
+    rtt, fails = [], 0
+    end = time.time() + seconds
+    while time.time() < end:
+        t = time.perf_counter()
+        try:
+            s = socket.create_connection((ip, int(port)), timeout=5)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            ok, reply = proxy_open(s, proto, (oip, int(oport)))
+            if ok is False:
+                raise OSError("refused: %s" % (proxy_summary(proto, reply) or reply))
+            s.sendall(msg)
+            if recv_exact(s, len(msg)) != msg:
+                raise OSError("no echo")
+            rst_close(s)
+        except OSError as e:
+            fails += 1
+            if fails == 1:
+                print("first failure: %s" % e)
+            time.sleep(0.01)
+            continue
+        rtt.append(time.perf_counter() - t)
+    print_rtts("connect-echo", "connections", rtt, fails)
+
+
+def echo_origin(port):
+    """The proxies' origin: echoes every connection's bytes back on 127.0.0.1:port,
+    reading no more from a connection while its echo waits to be written (so that a
+    client that does not read costs the origin a socket buffer, not memory)."""
+    import asyncio
+
+    class Echo(asyncio.Protocol):
+        def connection_made(self, t):
+            self.t = t
+
+        def data_received(self, d):
+            self.t.write(d)
+
+        def pause_writing(self):
+            self.t.pause_reading()
+
+        def resume_writing(self):
+            self.t.resume_reading()
+
+    async def run():
+        server = await asyncio.get_running_loop().create_server(Echo, "127.0.0.1", port, backlog=4096)
+        print("echo on 127.0.0.1:%d" % port, flush=True)
+        await server.serve_forever()
+
+    asyncio.run(run())
 
 
 def describe(r):
@@ -644,6 +855,8 @@ def describe(r):
             x.get("shut", 0), x.get("shut_closed_by_server", 0))
     if a == "flood":
         return "%d connects (%d/s); errors %s" % (x.get("connects", 0), x.get("per_s", 0), x.get("connect_errors") or "none")
+    if a == "disallowed":
+        return "; ".join("%s: %s" % kv for kv in x.get("shapes", {}).items())
     if a == "smuggle":
         parts = []
         for k, v in x.get("shapes", {}).items():
@@ -674,11 +887,16 @@ def main():
         return row(*sys.argv[2:7])
     if len(sys.argv) > 1 and sys.argv[1] == "http-client":
         return http_client(sys.argv[2], float(sys.argv[3]))
+    if len(sys.argv) > 1 and sys.argv[1] == "proxy-client":
+        return proxy_client(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]))
+    if len(sys.argv) > 1 and sys.argv[1] == "echo":
+        return echo_origin(int(sys.argv[2]))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("attack", choices=sorted(ATTACKS))
     p.add_argument("--target", required=True)
     p.add_argument("--pids", required=True)
-    p.add_argument("--proto", choices=["xmpp", "ws", "http"], default="xmpp")
+    p.add_argument("--proto", choices=["xmpp", "ws", "http"] + list(PROXIES), default="xmpp")
+    p.add_argument("--origin", default="127.0.0.1:9", help="the echo origin a proxy connects to")
     p.add_argument("--conns", type=int, default=1000)
     p.add_argument("--secs", type=float, default=10)
     p.add_argument("--procs", type=int, default=2)
@@ -692,6 +910,8 @@ def main():
     if not ip.startswith("127."):
         sys.exit("hostile.py: 127.0.0.0/8 targets only")
     a.target = (ip, int(port))
+    oip, oport = a.origin.rsplit(":", 1)
+    a.origin = (oip, int(oport))
     a.host = "%s:%s" % (ip, port)
     pids = [int(x) for x in a.pids.split(",")]
     per = max(1, a.conns // a.procs)

@@ -620,6 +620,11 @@ pub struct ServeArgs {
     /// the registry's ([`also_help`]).
     #[arg(long, value_name = "NAME=ADDR")]
     pub also: Vec<String>,
+    /// Threads for each proxy given to --also (socks5, shadowsocks, convert), each with
+    /// its own SO_REUSEPORT listener on the proxy's port and its own runtime, so that
+    /// the kernel spreads connections over the cores (0: one per core).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub proxy_threads: usize,
 }
 
 /// The command line's definition, with each parameter's default (from the registry the

@@ -222,7 +222,7 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
         .context("--max-payload")?
         .0;
     for also in &args.also {
-        serve_alone(also, max_payload as usize)?;
+        serve_alone(also, max_payload as usize, args.proxy_threads)?;
     }
     let shutdown = Shutdown::new();
     let mut running = Vec::new();
@@ -242,8 +242,9 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `serve --also NAME=ADDR`: that protocol's own server, alone.
-fn serve_alone(also: &str, max_payload: usize) -> Result<()> {
+/// `serve --also NAME=ADDR`: that protocol's own server, alone; a proxy on `threads`
+/// threads (0: one per core), each with its own listener on the port.
+fn serve_alone(also: &str, max_payload: usize, threads: usize) -> Result<()> {
     let Some((name, addr)) = also.split_once('=') else {
         anyhow::bail!("--also {also:?}: write NAME=ADDR, e.g. --also http=127.0.0.1:8080");
     };
@@ -256,16 +257,24 @@ fn serve_alone(also: &str, max_payload: usize) -> Result<()> {
     let at: std::net::SocketAddr = addr.trim().parse().map_err(|_| {
         anyhow::anyhow!("--also {also}: expected NAME=IP:PORT, e.g. http=127.0.0.1:8080")
     })?;
-    let l = wirebench_net::sock::listener(at)
-        .with_context(|| format!("--also {also}: cannot listen on {addr}"))?;
-    let at = l.local_addr()?;
-    match p.serve_alone(l, max_payload) {
-        Some(Ok(())) => eprintln!("wirebench serve: {name} on {at}"),
-        Some(Err(e)) => anyhow::bail!("--also {also}: {e}"),
-        None => anyhow::bail!(
-            "--also {also}: {name} has no server of its own to run alone (its cases use the reference server or third-party servers)"
-        ),
+    let listeners = if p.serve_alone_per_core() {
+        let n = wirebench_net::threads::per_core(threads);
+        wirebench_net::threads::reuseport_listeners(at, n)
+    } else {
+        wirebench_net::sock::listener(at).map(|l| vec![l])
     }
+    .with_context(|| format!("--also {also}: cannot listen on {addr}"))?;
+    let at = listeners[0].local_addr()?;
+    for l in listeners {
+        match p.serve_alone(l, max_payload) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => anyhow::bail!("--also {also}: {e}"),
+            None => anyhow::bail!(
+                "--also {also}: {name} has no server of its own to run alone (its cases use the reference server or third-party servers)"
+            ),
+        }
+    }
+    eprintln!("wirebench serve: {name} on {at}");
     Ok(())
 }
 

@@ -653,3 +653,92 @@ fn our_proxy_alone_serves_curl_and_refuses_the_rest() {
         assert_eq!(curl_through(&s, "--socks5", "127.0.0.1"), "hello");
     }
 }
+
+/// Listening sockets on `port` (/proc/net/tcp, this namespace) and threads of `pid`
+/// whose name starts with `thread`.
+fn listeners_and_threads(pid: u32, port: u16, thread: &str) -> (usize, usize) {
+    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let at = format!(":{port:04X}");
+    let listening = tcp
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[1].ends_with(&at) && f[3] == "0A"
+        })
+        .count();
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter(|t| {
+            let comm = std::fs::read_to_string(t.as_ref().unwrap().path().join("comm"));
+            comm.is_ok_and(|c| c.starts_with(thread))
+        })
+        .count();
+    (listening, threads)
+}
+
+/// Starts `wirebench ARGS` and reads its stderr until `port` finds the port in a line.
+fn spawn_until_port(
+    args: &[&str],
+    port: impl Fn(&str) -> Option<&str>,
+) -> (std::process::Child, u16) {
+    use std::io::BufRead;
+    let mut child = wirebench()
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let found = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| port(&l)?.rsplit(':').next()?.parse::<u16>().ok());
+    // Its last words go somewhere: a closed pipe would fail its exit.
+    std::thread::spawn(move || lines.for_each(drop));
+    let Some(p) = found else {
+        let _ = child.kill();
+        panic!("wirebench {args:?} ended early: {:?}", child.wait());
+    };
+    (child, p)
+}
+
+/// `serve --also socks5 --proxy-threads 3` and `converter --threads 3`: three
+/// SO_REUSEPORT listeners on the one port, each served by a thread of its own.
+#[test]
+fn proxies_alone_listen_on_every_thread() {
+    let (mut serve, port) = spawn_until_port(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--quiet",
+            "--proxy-threads",
+            "3",
+            "--also",
+            "socks5=127.0.0.1:0",
+        ],
+        |l| l.strip_prefix("wirebench serve: socks5 on "),
+    );
+    let seen = listeners_and_threads(serve.id(), port, "socks5-server");
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert_eq!(seen, (3, 3), "(listeners, threads) of serve --also socks5");
+
+    let (mut conv, port) = spawn_until_port(
+        &[
+            "converter",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow",
+            "127.0.0.1",
+            "--threads",
+            "3",
+            "--no-tfo",
+        ],
+        |l| l.split("listening on ").nth(1)?.split(',').next(),
+    );
+    let seen = listeners_and_threads(conv.id(), port, "converter-");
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(conv.id() as i32, libc::SIGINT) };
+    assert!(conv.wait().unwrap().success(), "the converter's Ctrl-C");
+    assert_eq!(seen, (3, 3), "(listeners, threads) of converter");
+}

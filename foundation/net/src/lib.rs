@@ -1,11 +1,13 @@
 //! The socket calls every crate shares (sock.rs: nix/socket2, TCP Fast Open, TCP_INFO,
-//! MPTCP), address parsing with the reference port's default, and precise sleeps.
+//! MPTCP), address parsing with the reference port's default, precise sleeps, and
+//! servers on threads of their own, one or one per core (threads.rs).
 //! Protocol-free: the reference server and its control client are raw's
 //! (`protocols/raw/server`).
 
 pub mod accept;
 pub mod addr;
 pub mod sock;
+pub mod threads;
 pub mod timing;
 
 pub use addr::{AddrError, DEFAULT_PORT, parse_addr};

@@ -165,6 +165,12 @@ pub trait Protocol: Sync {
     ) -> Option<Result<(), String>> {
         None
     }
+    /// Whether `wirebench serve --also` may call [`Protocol::serve_alone`] once per thread
+    /// (serve's `--proxy-threads`), each time on a listener of its own sharing one port
+    /// (`SO_REUSEPORT`): true for servers whose connections share nothing (our proxies).
+    fn serve_alone_per_core(&self) -> bool {
+        false
+    }
     /// Runs one case (repeat `repeat`) and returns its metrics.
     fn run(
         &self,

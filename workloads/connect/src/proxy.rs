@@ -10,8 +10,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use wirebench_model::Kind;
+use wirebench_net::threads::ServerThread;
 use wirebench_protocol::params::ParamSpec;
-use wirebench_protocol::{Fault, Hosts, WorkloadError};
+use wirebench_protocol::{Hosts, WorkloadError};
 use wirebench_rpc::Counters;
 
 pub const THREADS: ParamSpec = ParamSpec {
@@ -25,43 +26,28 @@ pub const THREADS: ParamSpec = ParamSpec {
 
 /// `proxy.threads` of a case: as given, or one per core for 0.
 pub fn threads(case: &wirebench_protocol::Case) -> usize {
-    match case.count(&THREADS).unwrap_or(0) {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n as usize,
-    }
+    wirebench_net::threads::per_core(case.count(&THREADS).unwrap_or(0) as usize)
 }
 
-/// A proxy running on its threads; dropping it stops them (their connections are cut)
-/// and waits for them.
+/// A proxy running on its threads; dropping it stops them (their connections are cut),
+/// waits for them and sets each one's counters' `cpu_ns`.
 pub struct Proxy {
     pub addr: SocketAddr,
     /// Each thread's counters; its `cpu_ns` is set once it has stopped.
     pub counters: Vec<Arc<Counters>>,
-    stops: Vec<tokio::sync::oneshot::Sender<()>>,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    threads: Vec<ServerThread>,
 }
 
 impl Drop for Proxy {
     fn drop(&mut self) {
-        for s in self.stops.drain(..) {
-            let _ = s.send(());
+        // All asked at once, then each waited for.
+        for t in &mut self.threads {
+            t.signal();
         }
-        for t in self.threads.drain(..) {
-            let _ = t.join();
+        for (t, c) in self.threads.drain(..).zip(&self.counters) {
+            c.cpu_ns.store(t.stop(), Ordering::Relaxed);
         }
     }
-}
-
-/// A listener with `SO_REUSEPORT` (the threads share `addr`'s port) and the backlog
-/// of 4096 the single-thread servers have.
-fn listen(addr: SocketAddr, mptcp: bool) -> std::io::Result<std::net::TcpListener> {
-    let s = wirebench_net::sock::stream_socket(addr, mptcp)?;
-    s.set_reuse_address(true)?;
-    s.set_reuse_port(true)?;
-    s.bind(&addr.into())?;
-    s.listen(4096)?;
-    s.set_nonblocking(true)?;
-    Ok(s.into())
 }
 
 /// Starts `serve` on `threads` threads (at least one), each on a listener of its own on
@@ -82,66 +68,22 @@ where
     let mut proxy = Proxy {
         addr: SocketAddr::new(wirebench_rpc::server::server_ip(lab), 0),
         counters: Vec::new(),
-        stops: Vec::new(),
         threads: Vec::new(),
     };
     // The first thread takes a free port; the others listen on the same one.
     for i in 0..threads.max(1) {
-        let netns = lab.map(|l| l.server().name().to_string());
         let counters = Arc::new(Counters::default());
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<SocketAddr, String>>();
         let (c, serve, want) = (counters.clone(), serve.clone(), proxy.addr);
-        let name = format!("{what}-proxy-{i}");
-        let thread = std::thread::Builder::new()
-            .name(name.clone())
-            .spawn(move || {
-                let started = (|| -> Result<_, String> {
-                    if let Some(ns) = &netns {
-                        wirebench_protocol::hosts::enter(ns).map_err(|e| e.to_string())?;
-                    }
-                    let rt = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .map_err(|e| format!("cannot start {name}'s runtime: {e}"))?;
-                    let std_l =
-                        listen(want, mptcp).map_err(|e| format!("cannot listen on {want}: {e}"))?;
-                    let addr = std_l.local_addr().map_err(|e| e.to_string())?;
-                    let _g = rt.enter();
-                    let l = tokio::net::TcpListener::from_std(std_l).map_err(|e| e.to_string())?;
-                    Ok((rt, l, addr))
-                })();
-                let (rt, l, addr) = match started {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return;
-                    }
-                };
-                let _ = ready_tx.send(Ok(addr));
-                // A LocalSet: connection tasks need not be Send, and stay on this thread.
-                let local = tokio::task::LocalSet::new();
-                local.block_on(&rt, async {
-                    tokio::select! {
-                        _ = serve(l, c.clone()) => {}
-                        _ = stop_rx => {}
-                    }
-                });
-                c.cpu_ns
-                    .store(wirebench_model::clock::thread_cpu_ns(), Ordering::Relaxed);
-            })
-            .map_err(|e| WorkloadError::because(Fault::Environment, "cannot start a thread", e))?;
-        proxy.threads.push(thread);
-        proxy.stops.push(stop_tx);
-        match ready_rx.recv() {
-            Ok(Ok(addr)) => proxy.addr = addr,
-            Ok(Err(e)) => return Err(WorkloadError::Environment(format!("{what} proxy: {e}"))),
-            Err(_) => {
-                return Err(WorkloadError::Environment(format!(
-                    "{what} proxy: its thread ended before it listened"
-                )));
-            }
-        }
+        let open = wirebench_rpc::server::open_in_lab(
+            lab,
+            move || wirebench_net::threads::reuseport_listener(want, mptcp),
+            want.to_string(),
+        );
+        let t =
+            wirebench_net::threads::spawn(format!("{what}-proxy-{i}"), open, move |l| serve(l, c))
+                .map_err(|e| WorkloadError::Environment(format!("{what} proxy: {e}")))?;
+        proxy.addr = t.addr;
+        proxy.threads.push(t);
         proxy.counters.push(counters);
     }
     Ok(proxy)

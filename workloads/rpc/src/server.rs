@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_net::threads::ServerThread;
 use wirebench_payload::Pattern;
-use wirebench_protocol::Fault;
 use wirebench_protocol::Hosts;
 use wirebench_protocol::WorkloadError;
 
@@ -125,22 +125,18 @@ impl Summary {
     }
 }
 
-/// A running per-case server; dropping it stops it (its connections are cut) and waits
-/// for its thread.
+/// A running per-case server; dropping it stops it (its connections are cut), waits
+/// for its thread and sets its counters' `cpu_ns`.
 pub struct Placed {
     pub addr: SocketAddr,
     pub counters: Arc<Counters>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    thread: Option<ServerThread>,
 }
 
 impl Drop for Placed {
     fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            self.counters.cpu_ns.store(t.stop(), Ordering::Relaxed);
         }
     }
 }
@@ -162,6 +158,7 @@ fn listen(addr: SocketAddr, mptcp: bool) -> std::io::Result<std::net::TcpListene
     s.set_reuse_address(true)?;
     s.bind(&addr.into())?;
     s.listen(4096)?;
+    s.set_nonblocking(true)?;
     Ok(s.into())
 }
 
@@ -176,6 +173,22 @@ where
     place_on(lab, what, false, serve)
 }
 
+/// The `open` of [`wirebench_net::threads::spawn`] for a case's server thread: enters
+/// the lab's server host (when there is a lab), then listens with `listen`.
+pub fn open_in_lab(
+    lab: Option<Hosts>,
+    listen: impl FnOnce() -> std::io::Result<std::net::TcpListener> + Send + 'static,
+    what: String,
+) -> impl FnOnce() -> Result<std::net::TcpListener, String> + Send + 'static {
+    let netns = lab.map(|l| l.server().name().to_string());
+    move || {
+        if let Some(ns) = &netns {
+            wirebench_protocol::hosts::enter(ns).map_err(|e| e.to_string())?;
+        }
+        listen().map_err(|e| format!("cannot listen on {what}: {e}"))
+    }
+}
+
 /// [`place`], listening with Multipath TCP (RFC 8684) when `mptcp`: such a listener
 /// takes MPTCP and plain TCP clients alike.
 pub fn place_on<F, Fut>(
@@ -188,74 +201,23 @@ where
     F: FnOnce(tokio::net::TcpListener, Arc<Counters>) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + 'static,
 {
-    let netns = lab.map(|l| l.server().name().to_string());
     let ip = server_ip(lab);
     let counters = Arc::new(Counters::default());
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<SocketAddr, String>>();
     let c = counters.clone();
-    let name = format!("{what}-server");
-    let thread = std::thread::Builder::new()
-        .name(name.clone())
-        .spawn(move || {
-            let started = (|| -> Result<_, String> {
-                if let Some(ns) = &netns {
-                    wirebench_protocol::hosts::enter(ns).map_err(|e| e.to_string())?;
-                }
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| format!("cannot start the {name}'s runtime: {e}"))?;
-                let std_l = listen(SocketAddr::new(ip, 0), mptcp)
-                    .map_err(|e| format!("cannot listen on {ip}: {e}"))?;
-                std_l.set_nonblocking(true).map_err(|e| e.to_string())?;
-                let addr = std_l.local_addr().map_err(|e| e.to_string())?;
-                let l = {
-                    let _g = rt.enter();
-                    tokio::net::TcpListener::from_std(std_l).map_err(|e| e.to_string())?
-                };
-                Ok((rt, l, addr))
-            })();
-            let (rt, l, addr) = match started {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e));
-                    return;
-                }
-            };
-            let _ = ready_tx.send(Ok(addr));
-            // A LocalSet, so connection tasks need not be Send (see `accept_loop`).
-            let local = tokio::task::LocalSet::new();
-            let c2 = c.clone();
-            local.block_on(&rt, async move {
-                tokio::select! {
-                    _ = serve(l, c) => {}
-                    _ = stop_rx => {}
-                }
-            });
-            c2.cpu_ns
-                .store(wirebench_model::clock::thread_cpu_ns(), Ordering::Relaxed);
-            // Dropping the runtime here cancels every connection task it still holds.
-        })
-        .map_err(|e| WorkloadError::because(Fault::Environment, "cannot start a thread", e))?;
-    match ready_rx.recv() {
-        Ok(Ok(addr)) => Ok(Placed {
-            addr,
-            counters,
-            stop: Some(stop_tx),
-            thread: Some(thread),
-        }),
-        Ok(Err(e)) => {
-            let _ = thread.join();
-            Err(WorkloadError::Environment(format!("{what} server: {e}")))
-        }
-        Err(_) => {
-            let _ = thread.join();
-            Err(WorkloadError::Environment(format!(
-                "{what} server: its thread ended before it listened"
-            )))
-        }
-    }
+    let open = open_in_lab(
+        lab,
+        move || listen(SocketAddr::new(ip, 0), mptcp),
+        ip.to_string(),
+    );
+    // A LocalSet runs it, so connection tasks need not be Send (see `accept_loop`).
+    let thread =
+        wirebench_net::threads::spawn(format!("{what}-server"), open, move |l| serve(l, c))
+            .map_err(|e| WorkloadError::Environment(format!("{what} server: {e}")))?;
+    Ok(Placed {
+        addr: thread.addr,
+        counters,
+        thread: Some(thread),
+    })
 }
 
 /// Runs `serve` on `listener` in a thread of its own until the process ends (for
@@ -274,25 +236,12 @@ where
 {
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let b = Behaviour::new(0, max_payload, Duration::ZERO, true);
-    std::thread::Builder::new()
-        .name(format!("{what}-server"))
-        .spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            let local = tokio::task::LocalSet::new();
-            local.block_on(&rt, async move {
-                let Ok(l) = tokio::net::TcpListener::from_std(listener) else {
-                    return;
-                };
-                serve(l, Arc::new(Counters::default()), b).await
-            });
-        })
-        .map(|_| ())
-        .map_err(|e| format!("cannot start a thread: {e}"))
+    wirebench_net::threads::spawn(
+        format!("{what}-server"),
+        move || Ok(listener),
+        move |l| serve(l, Arc::new(Counters::default()), b),
+    )
+    .map(ServerThread::detach)
 }
 
 /// Accepts connections until stopped, each served by `conn` in a task of its own; a

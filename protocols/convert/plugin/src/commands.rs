@@ -49,6 +49,10 @@ struct Converter {
     /// then pays a round trip for its handshake).
     #[arg(long)]
     no_tfo: bool,
+    /// Threads, each with its own SO_REUSEPORT listener on the port and its own
+    /// runtime, so that the kernel spreads connections over the cores (0: one per core).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    threads: usize,
 }
 
 /// Run the client side of RFC 8803 for any program: a local SOCKS5 proxy that sends
@@ -93,8 +97,14 @@ fn converter_client(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
         .map_err(|e| anyhow::anyhow!("--via {via:?}: {e} (an ADDR:PORT, e.g. 192.0.2.10:5124)"))?;
     let first_data_wait = wirebench_model::parse_duration(wait)
         .map_err(|e| anyhow::anyhow!("--first-data-wait: {e}"))?;
-    let l = std::net::TcpListener::bind(listen)
-        .with_context(|| format!("cannot listen on {listen}"))?;
+    // A 4096-deep accept queue, not std's 128, which a connection flood overflows.
+    let l = std::net::ToSocketAddrs::to_socket_addrs(listen.as_str())
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| anyhow::anyhow!("cannot listen on {listen}: not an address"))
+        .and_then(|at| {
+            wirebench_net::sock::listener(at).with_context(|| format!("cannot listen on {listen}"))
+        })?;
     if tfo
         && let Some(p) =
             wirebench_net::sock::tfo_sysctl_problem(wirebench_net::sock::tfo_sysctl(), true, false)
@@ -122,7 +132,12 @@ fn converter(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
     let args = Converter::from_arg_matches(m)?;
     let (listen, allow, tfo) = (&args.listen, &args.allow, !args.no_tfo);
     let allow_list = Allow::parse(allow).map_err(|e| anyhow::anyhow!("--allow: {e}"))?;
-    let l = std::net::TcpListener::bind(listen)
+    let at = std::net::ToSocketAddrs::to_socket_addrs(listen.as_str())
+        .with_context(|| format!("cannot listen on {listen}"))?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("cannot listen on {listen}: no address"))?;
+    let threads = wirebench_net::threads::per_core(args.threads);
+    let ls = wirebench_net::threads::reuseport_listeners(at, threads)
         .with_context(|| format!("cannot listen on {listen}"))?;
     if tfo
         && let Some(p) =
@@ -130,18 +145,24 @@ fn converter(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
     {
         eprintln!("wirebench converter: warning: {p}");
     }
-    eprintln!(
-        "wirebench converter: listening on {}, connecting to {allow} only{} (Ctrl-C to stop)",
-        l.local_addr()?,
-        if tfo { ", TCP Fast Open offered" } else { "" }
-    );
+    let at = ls[0].local_addr()?;
     let cfg = Config {
         allow: allow_list,
         tfo,
         log: true,
         legs: None,
     };
-    converter::run_standalone(l, cfg, stop_flag(shutdown)).map_err(|e| anyhow::anyhow!(e))?;
+    let mut threads = converter::start(ls, cfg).map_err(|e| anyhow::anyhow!(e))?;
+    eprintln!(
+        "wirebench converter: listening on {at}, connecting to {allow} only{} (Ctrl-C to stop)",
+        if tfo { ", TCP Fast Open offered" } else { "" }
+    );
+    shutdown.wait();
+    // All asked at once, then each waited for (dropped).
+    for t in &mut threads {
+        t.signal();
+    }
+    drop(threads);
     eprintln!("wirebench converter: stopped");
     Ok(0)
 }

@@ -292,13 +292,16 @@ async fn open(
     Ok((up, onward_at))
 }
 
-/// `wirebench converter`: serves on `listener` until `stop` is set (checked every 100 ms).
-pub fn run_standalone(
-    listener: std::net::TcpListener,
+/// `wirebench converter`: serves on each of `listeners` (sharing one port with
+/// `SO_REUSEPORT`), a thread and runtime each, until the threads are stopped.
+pub fn start(
+    listeners: Vec<std::net::TcpListener>,
     cfg: Config,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-) -> Result<(), String> {
-    crate::run_standalone(listener, stop, move |l, c| serve(l, c, Arc::new(cfg)))
+) -> Result<Vec<wirebench_net::threads::ServerThread>, String> {
+    let cfg = Arc::new(cfg);
+    wirebench_net::threads::spawn_each("converter", listeners, move |l| {
+        serve(l, Arc::new(Counters::default()), cfg.clone())
+    })
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use wirebench_protocol::Fault;
 use wirebench_protocol::params::ParamSpec;
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 
-/// `wirebench converter` and `converter-client`: runs `serve` on `listener` in this
+/// `wirebench converter-client`: runs `serve` on `listener` in this
 /// thread (a single-threaded runtime with a `LocalSet`) until `stop` is set, which it
 /// checks every 100 ms.
 fn run_standalone<F, Fut>(
@@ -164,6 +164,10 @@ impl Protocol for Convert {
 
     fn serve_alone_help(&self) -> Option<&'static str> {
         Some("(an RFC 8803 converter to loopback destinations)")
+    }
+
+    fn serve_alone_per_core(&self) -> bool {
+        true
     }
 
     fn serve_alone(

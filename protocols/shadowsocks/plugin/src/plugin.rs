@@ -178,6 +178,10 @@ impl Protocol for Shadowsocks {
         )
     }
 
+    fn serve_alone_per_core(&self) -> bool {
+        true
+    }
+
     fn serve_alone(
         &self,
         listener: std::net::TcpListener,

@@ -337,6 +337,10 @@ impl Protocol for Socks5 {
         Some("(a SOCKS5 proxy to loopback destinations)")
     }
 
+    fn serve_alone_per_core(&self) -> bool {
+        true
+    }
+
     fn serve_alone(
         &self,
         listener: std::net::TcpListener,
@@ -345,6 +349,7 @@ impl Protocol for Socks5 {
         let cfg = Arc::new(server::Config {
             userpass: None,
             allow: server::Allow::Loopback,
+            log: true,
         });
         Some(wirebench_rpc::server::serve_alone(
             listener,
@@ -391,6 +396,7 @@ impl Protocol for Socks5 {
                     let cfg = Arc::new(server::Config {
                         userpass: userpass.clone(),
                         allow: server::Allow::Only(vec![origin]),
+                        log: false,
                     });
                     let p = wirebench_connect::place_proxy(lab, "socks5", false, threads, {
                         move |l, c| server::serve(l, c, cfg.clone())

@@ -48,6 +48,9 @@ pub struct Config {
     /// RFC 1929 credentials the client must give; `None`: no authentication.
     pub userpass: Option<(Vec<u8>, Vec<u8>)>,
     pub allow: Allow,
+    /// Log each client it closes on stderr (`serve --also socks5`: what an operator sees
+    /// of a hostile client); a case counts them instead.
+    pub log: bool,
 }
 
 /// Serves SOCKS5 on `l` until the runtime stops.
@@ -57,6 +60,9 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
         let (c, cfg) = (counters.clone(), cfg.clone());
         async move {
             if let Err(e) = session(s, &cfg).await {
+                if cfg.log {
+                    eprintln!("wirebench socks5 server: closed a client: {e}");
+                }
                 c.reject(format!("SOCKS5 client: {e}"));
             }
         }
