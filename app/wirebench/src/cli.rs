@@ -620,6 +620,13 @@ pub struct ServeArgs {
     /// the registry's ([`also_help`]).
     #[arg(long, value_name = "NAME=ADDR")]
     pub also: Vec<String>,
+    /// Close a connection to an --also server that has not sent its opening this long
+    /// after connecting: an HTTP/1.1 request head (each one, and the wait for the next on
+    /// a kept-alive connection), an HTTP/2 connection's first request, a WebSocket
+    /// upgrade (a client that stalls or sends it a byte a second holds a socket until
+    /// then).
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub also_header_timeout: String,
 }
 
 /// The command line's definition, with each parameter's default (from the registry the

@@ -27,6 +27,11 @@ pub struct Behaviour {
     /// Largest payload accepted; a larger body closes the connection with an error.
     pub max_payload: usize,
     pub nodelay: bool,
+    /// How long a connection may take over its opening (an HTTP/1.1 request head, each
+    /// one; an HTTP/2 connection's first request; a WebSocket upgrade) before it is
+    /// closed; `None` for a case's own servers, which only our client reaches (the HTTP
+    /// server then still closes a connection silent for 30 s).
+    pub header_timeout: Option<Duration>,
 }
 
 impl Behaviour {
@@ -36,6 +41,7 @@ impl Behaviour {
             pattern: Arc::new(Pattern::new(seed, payload)),
             max_payload: payload,
             nodelay,
+            header_timeout: None,
         }
     }
 
@@ -272,8 +278,40 @@ where
     F: FnOnce(tokio::net::TcpListener, Arc<Counters>, Behaviour) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + 'static,
 {
-    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let b = Behaviour::new(0, max_payload, Duration::ZERO, true);
+    spawn_alone(listener, what, b, serve)
+}
+
+/// [`serve_alone`] for a server that reads an opening from its clients (HTTP, gRPC,
+/// WebSocket): a connection that has not sent it within `header_timeout` is closed
+/// ([`Behaviour::header_timeout`]), since anyone who can reach the port may connect.
+pub fn serve_alone_timed<F, Fut>(
+    listener: std::net::TcpListener,
+    what: &str,
+    max_payload: usize,
+    header_timeout: Duration,
+    serve: F,
+) -> Result<(), String>
+where
+    F: FnOnce(tokio::net::TcpListener, Arc<Counters>, Behaviour) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    let mut b = Behaviour::new(0, max_payload, Duration::ZERO, true);
+    b.header_timeout = Some(header_timeout);
+    spawn_alone(listener, what, b, serve)
+}
+
+fn spawn_alone<F, Fut>(
+    listener: std::net::TcpListener,
+    what: &str,
+    b: Behaviour,
+    serve: F,
+) -> Result<(), String>
+where
+    F: FnOnce(tokio::net::TcpListener, Arc<Counters>, Behaviour) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     std::thread::Builder::new()
         .name(format!("{what}-server"))
         .spawn(move || {
@@ -293,6 +331,37 @@ where
         })
         .map(|_| ())
         .map_err(|e| format!("cannot start a thread: {e}"))
+}
+
+/// Serves one connection (`conn`), closing it if no request has reached the service
+/// (`seen`, which the service sets) within `limit` of its start. For HTTP/2, where hyper
+/// has no such timeout: a client that trickles its connection preface a byte a second,
+/// or opens the connection and never asks, would hold it for good. Once a request has
+/// come, `conn` runs on with no timer. `None`: no limit.
+pub async fn first_request_within<Fut, T, E>(
+    limit: Option<Duration>,
+    seen: &std::sync::atomic::AtomicBool,
+    conn: Fut,
+) -> Result<T, String>
+where
+    Fut: Future<Output = Result<T, E>>,
+    E: std::fmt::Display,
+{
+    let Some(limit) = limit else {
+        return conn.await.map_err(|e| e.to_string());
+    };
+    tokio::pin!(conn);
+    tokio::select! {
+        r = &mut conn => return r.map_err(|e| e.to_string()),
+        () = tokio::time::sleep(limit) => {}
+    }
+    if !seen.load(Ordering::Relaxed) {
+        return Err(format!(
+            "no request within {}s; closed",
+            limit.as_secs_f64()
+        ));
+    }
+    conn.await.map_err(|e| e.to_string())
 }
 
 /// Accepts connections until stopped, each served by `conn` in a task of its own; a
