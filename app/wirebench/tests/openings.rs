@@ -97,7 +97,7 @@ fn slow_openings_are_closed_at_their_timeout() {
             ws,
             String::from(
                 "GET /echo HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-                 Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+                 Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
             )
             .into_bytes(),
         ),
@@ -107,7 +107,7 @@ fn slow_openings_are_closed_at_their_timeout() {
             String::from(
                 "GET /xmpp-websocket HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\
                  Connection: Upgrade\r\nSec-WebSocket-Protocol: xmpp\r\n\
-                 Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+                 Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
             )
             .into_bytes(),
         ),

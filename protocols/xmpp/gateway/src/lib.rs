@@ -122,9 +122,7 @@ pub fn spawn_timed(
                             ws::serve(l, upstream, max_stanza, opening, st, log).await
                         }
                         Kind::Bosh(cfg) => bosh::serve(l, upstream, cfg, opening, st, log).await,
-                        Kind::SockJs(o) => {
-                            sockjs::serve(l, upstream, o, opening, st, log).await
-                        }
+                        Kind::SockJs(o) => sockjs::serve(l, upstream, o, opening, st, log).await,
                     }
                 };
                 let watch = async {

@@ -602,7 +602,10 @@ impl<'a> Loop<'a> {
             }
             if l.backlog() > fabric::RESUME_READS_AT {
                 let b = l.backlog() as u64;
-                self.ctx.stats.link_backlog_peak.fetch_max(b, Ordering::Relaxed);
+                self.ctx
+                    .stats
+                    .link_backlog_peak
+                    .fetch_max(b, Ordering::Relaxed);
             }
             if let Err(e) = l.flush() {
                 if self.ctx.shutdown.load(Ordering::Relaxed) {
