@@ -621,10 +621,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "NAME=ADDR")]
     pub also: Vec<String>,
     /// Close a connection to an --also server that has not sent its opening this long
-    /// after connecting: an HTTP/1.1 request head (each one, and the wait for the next on
-    /// a kept-alive connection), an HTTP/2 connection's first request, a WebSocket
-    /// upgrade (a client that stalls or sends it a byte a second holds a socket until
-    /// then).
+    /// after connecting: a whole HTTP request head (HTTP/1.1) or the first request (h2c,
+    /// gRPC), a WebSocket upgrade; an HTTP connection with no request open is closed
+    /// within 1 to 2 times this long (a client that stalls, or sends its opening a byte a
+    /// second, holds a socket until then).
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub also_header_timeout: String,
 }

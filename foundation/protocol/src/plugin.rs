@@ -192,10 +192,9 @@ pub trait Protocol: Sync {
 pub struct AloneLimits {
     /// Largest payload served (serve's `--max-payload`).
     pub max_payload: usize,
-    /// How long a connection may take to send its opening (an HTTP/1.1 request head, each
-    /// one, and the wait for the next on a kept-alive connection; an HTTP/2 connection's
-    /// first request; a WebSocket upgrade) before it is closed (serve's
-    /// `--also-header-timeout`).
+    /// How long a connection may take to send its opening (its first HTTP request, a
+    /// WebSocket upgrade) before it is closed, and an HTTP connection may stay with no
+    /// request (serve's `--also-header-timeout`).
     pub header_timeout: std::time::Duration,
 }
 

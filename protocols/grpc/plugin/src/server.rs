@@ -8,9 +8,8 @@ use futures_like::Pending;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use tonic::{Request, Response, Status, Streaming};
-use wirebench_rpc::server::{accept_loop, first_request_within};
+use wirebench_rpc::server::{Activity, accept_loop, within_limit};
 use wirebench_rpc::{Behaviour, Counters, Summary};
 
 mod futures_like {
@@ -173,18 +172,23 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, b: Behav
         let s = Shared { b: b.clone(), c };
         let limit = b.header_timeout;
         async move {
-            let seen = Arc::new(AtomicBool::new(false));
-            let seen2 = seen.clone();
+            let activity = Arc::new(Activity::default());
+            let act = activity.clone();
             let svc = hyper::service::service_fn(move |req| {
-                seen2.store(true, Ordering::Relaxed);
-                route(req, s.clone())
+                let busy = act.begin();
+                let answer = route(req, s.clone());
+                async move {
+                    let r = answer.await;
+                    drop(busy);
+                    r
+                }
             });
             let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
                 .initial_stream_window_size(8 << 20)
                 .initial_connection_window_size(16 << 20)
                 .max_concurrent_streams(1024)
                 .serve_connection(TokioIo::new(sock), svc);
-            first_request_within(limit, &seen, conn)
+            within_limit(limit, false, &activity, conn)
                 .await
                 .map_err(|e| format!("gRPC connection: {e}"))
         }

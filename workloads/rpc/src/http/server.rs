@@ -5,17 +5,17 @@
 //! connection suffers.
 
 use super::codec::{Codec, Refusal};
-use crate::server::{accept_loop, first_request_within};
+use crate::server::{Activity, accept_loop, within_limit};
 use crate::{Behaviour, Counters};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use wirebench_model::clock::monotonic_ns;
 
 /// Serves `codec` requests on `l` until the runtime stops.
@@ -35,12 +35,17 @@ pub async fn serve<K: Codec>(
                 refuse_opening(s).await;
                 return Err(format!("HTTP connection: {why}"));
             }
-            let seen = Arc::new(AtomicBool::new(false));
-            let seen2 = seen.clone();
+            let activity = Arc::new(Activity::default());
+            let act = activity.clone();
             let limit = b.header_timeout;
             let svc = hyper::service::service_fn(move |req| {
-                seen2.store(true, Ordering::Relaxed);
-                handle(req, b.clone(), c.clone(), codec.clone())
+                let busy = act.begin();
+                let answer = handle(req, b.clone(), c.clone(), codec.clone());
+                async move {
+                    let r = answer.await;
+                    drop(busy);
+                    r
+                }
             });
             let mut builder = auto::Builder::new(TokioExecutor::new());
             // As the client's: 1 MiB bodies must not wait on 64 KiB flow-control windows.
@@ -49,16 +54,8 @@ pub async fn serve<K: Codec>(
                 .initial_stream_window_size(8 << 20)
                 .initial_connection_window_size(16 << 20)
                 .max_concurrent_streams(1024);
-            if let Some(limit) = limit {
-                // Each HTTP/1.1 request head, and the wait for the next one on a
-                // kept-alive connection, within the limit: a slowloris is closed.
-                builder
-                    .http1()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(limit);
-            }
             let conn = builder.serve_connection(TokioIo::new(s), svc);
-            first_request_within(limit, &seen, conn)
+            within_limit(limit, true, &activity, conn)
                 .await
                 .map_err(|e| format!("HTTP connection: {e}"))
         }
@@ -94,8 +91,8 @@ async fn implausible_opening(
 
 /// How long a new connection may stay silent before it is closed (bench/hostile.sh:
 /// 9,984 idle connections held 2.8 KiB each, for good), unless the behaviour has a
-/// header timeout, which then bounds the whole opening (a client sending it a byte at a
-/// time too).
+/// header timeout, which then also bounds the rest of the opening ([`within_limit`]: a
+/// client sending it a byte at a time too).
 const OPENING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Ends a connection whose opening is no HTTP at all, unanswered: RFC 9113 §3.4 makes an
