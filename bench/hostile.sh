@@ -236,7 +236,9 @@ echo "# bench/hostile.sh${*:+ $*} on $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) 
 echo
 echo "| server | attack | RSS before / peak / after, MiB | per conn, KiB | client p99 without / during, us (ratio) | alive | what the attack saw | the server's last log line |"
 echo "|---|---|---|---|---|---|---|---|"
-XPORT=$((40000 + RANDOM % 10000))
+# Below the ephemeral range (32768-60999), where a busy machine's outgoing connections
+# may hold the port already.
+XPORT=$((20000 + RANDOM % 10000))
 for s in "${SERVERS[@]}"; do
     case $s in
     xmpp)

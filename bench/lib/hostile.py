@@ -317,6 +317,29 @@ CLIENT_REQUESTS = {
 }
 
 
+H2_ERRORS = {0: "NO_ERROR", 1: "PROTOCOL_ERROR", 2: "INTERNAL_ERROR", 3: "FLOW_CONTROL_ERROR",
+             6: "FRAME_SIZE_ERROR", 7: "REFUSED_STREAM", 9: "COMPRESSION_ERROR", 11: "ENHANCE_YOUR_CALM"}
+H2_TYPES = {0: "DATA", 1: "HEADERS", 3: "RST_STREAM", 4: "SETTINGS", 6: "PING", 7: "GOAWAY", 8: "WINDOW_UPDATE"}
+
+
+def h2_summary(reply):
+    """An HTTP/2 server's frames in a few words: their types, a GOAWAY's error code."""
+    out, at = [], 0
+    while at + 9 <= len(reply):
+        n = struct.unpack(">I", b"\0" + reply[at:at + 3])[0]
+        ftype, flags = reply[at + 3], reply[at + 4]
+        name = H2_TYPES.get(ftype, "type %d" % ftype)
+        if ftype == 4 and flags & 1:
+            name = "SETTINGS ack"
+        if ftype == 7 and at + 17 <= len(reply):
+            code = struct.unpack(">I", reply[at + 13:at + 17])[0]
+            name = "GOAWAY %s" % H2_ERRORS.get(code, code)
+        if not out or out[-1] != name:
+            out.append(name)
+        at += 9 + n
+    return "HTTP/2 " + ", ".join(out)
+
+
 def report_rtt(rtt, fails):
     """Prints the round trips' p50/p90/p99 the way hold_sessions does (hostile.sh reads it)."""
     rtt.sort()
@@ -469,6 +492,8 @@ def summary(reply):
         return line
     if len(reply) >= 4 and reply[0] == 0x88:
         return "WebSocket close %d" % struct.unpack(">H", reply[2:4])[0]
+    if reply.startswith(b"\0\0") and len(reply) >= 9 and reply[3] == 4:
+        return h2_summary(reply)
     return repr(reply[:40]) if reply else "nothing"
 
 
