@@ -173,9 +173,10 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, b: Behav
         let limit = b.header_timeout;
         async move {
             let activity = Arc::new(Activity::default());
-            let act = activity.clone();
+            // Counted only under a limit: a case's own server pays nothing for it.
+            let act = limit.map(|_| activity.clone());
             let svc = hyper::service::service_fn(move |req| {
-                let busy = act.begin();
+                let busy = act.as_ref().map(Activity::begin);
                 let answer = route(req, s.clone());
                 async move {
                     let r = answer.await;

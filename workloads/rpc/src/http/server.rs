@@ -35,11 +35,12 @@ pub async fn serve<K: Codec>(
                 refuse_opening(s).await;
                 return Err(format!("HTTP connection: {why}"));
             }
-            let activity = Arc::new(Activity::default());
-            let act = activity.clone();
             let limit = b.header_timeout;
+            let activity = Arc::new(Activity::default());
+            // Counted only under a limit: a case's own server pays nothing for it.
+            let act = limit.map(|_| activity.clone());
             let svc = hyper::service::service_fn(move |req| {
-                let busy = act.begin();
+                let busy = act.as_ref().map(Activity::begin);
                 let answer = handle(req, b.clone(), c.clone(), codec.clone());
                 async move {
                     let r = answer.await;
@@ -70,7 +71,8 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// cannot begin an HTTP/2 preface or an HTTP/1.x request, or none came in time.
 /// hyper-util's auto builder answers anything that is not the HTTP/2 preface as HTTP/1.1
 /// (a 400), where an invalid preface must close the connection. Judged on what the first
-/// read brings: a client that sends its opening a byte at a time is left to hyper.
+/// read brings: a client that sends its opening a byte at a time is left to hyper (and,
+/// with a header timeout, to [`within_limit`]).
 async fn implausible_opening(
     s: &tokio::net::TcpStream,
     silence: std::time::Duration,
