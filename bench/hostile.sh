@@ -4,8 +4,10 @@
 #   bench/hostile.sh [--quick] [--help] [SERVER...]
 #
 # SERVER: xmpp (the built-in XMPP server, `serve --xmpp`), ws (its WebSocket gateway,
-# `serve --xmpp-websocket`, RFC 7395), http (the HTTP bench server, `serve --also http=`);
-# default: all three, in turn, each started fresh. The proxies (named only; each
+# `serve --xmpp-websocket`, RFC 7395), http (the HTTP bench server, `serve --also http=`),
+# bosh and sockjs (its BOSH and SockJS gateways, `serve --xmpp-bosh`, `--xmpp-sockjs`),
+# soap, grpc, websocket (the other bench servers of `serve --also`); default: all of
+# them, in turn, each started fresh. The proxies (named only; each
 # connects to an echo origin of hostile.py's on 127.0.0.1): socks5 (`serve --also
 # socks5=`), ss (Shadowsocks, `serve --also shadowsocks=`), convert (`wirebench
 # converter`, RFC 8803), cclient (`wirebench converter-client`, the SOCKS5 front that
@@ -41,12 +43,14 @@
 # printed (an operator's view). The well-behaved client: the hold_sessions example's
 # ping-pong (two sessions, ROUNDS messages) for xmpp, a keep-alive GET loop (hostile.py
 # http-client, CLIENT_SECS seconds) for http, each the median p99 of three runs; the ws gateway has no such client here, its
-# p99 column is the XMPP ping-pong through the built-in server behind it.
+# p99 column is the XMPP ping-pong through the built-in server behind it. For bosh,
+# sockjs, soap, grpc and websocket: see web_server below.
 #
 # The built-in server runs with --xmpp-handshake-timeout HANDSHAKE (default 10s, so that
 # the idle and slowloris connections are reaped within the run; the server's default is
 # 30s) and its other caps at their defaults (--xmpp-max-stanza 64KiB, --xmpp-max-queued
-# 4MiB, --xmpp-sessions 10000).
+# 4MiB, --xmpp-sessions 10000). The gateways get --xmpp-web-opening-timeout HANDSHAKE and
+# the --also servers --also-header-timeout HANDSHAKE (both 30s by default), likewise.
 #
 # Environment: WB (wirebench binary; default target/release/wirebench, built if missing),
 # IDLE (9984), SLOW (1000), HALF (half-open connections, 100), SECS (seconds per attack, default 10, --quick 4; idle and
@@ -66,13 +70,14 @@ for a in "$@"; do
         exit 0
         ;;
     xmpp | ws | http | socks5 | ss | convert | cclient) SERVERS+=("$a") ;;
+    bosh | sockjs | soap | grpc | websocket) SERVERS+=("$a") ;; # h1web's block below
     *)
         echo "hostile.sh: unknown argument $a (try --help)" >&2
         exit 2
         ;;
     esac
 done
-((${#SERVERS[@]})) || SERVERS=(xmpp ws http)
+((${#SERVERS[@]})) || SERVERS=(xmpp ws http bosh sockjs soap grpc websocket)
 if ((QUICK)); then
     : "${SECS:=4}" "${ROUNDS:=5000}" "${IDLE:=2000}" "${SLOW:=200}"
 else
@@ -160,6 +165,7 @@ p99_once() {
     xmpp) "$HOLD" "127.0.0.1:$XPORT" wirebench.test 2 --hold 0 --pingpong "$ROUNDS" >"$out" 2>&1 || true ;;
     http) python3 "$HOSTILE" http-client "127.0.0.1:$HPORT" "$CLIENT_SECS" >"$out" 2>&1 || true ;;
     proxy) python3 "$HOSTILE" proxy-client "$PROXY_PROTO" "$PROXY_AT" "127.0.0.1:$OPORT" "$CLIENT_SECS" >"$out" 2>&1 || true ;;
+    *) web_client "$1" >"$out" 2>&1 || true ;; # h1web's block below
     esac
     local v
     v=$(sed -n 's/.* p99 \([0-9.]*\) us.*/\1/p' "$out" | tail -n 1)
@@ -203,7 +209,7 @@ run_attacks() {
     # What queued for the non-readers takes a while to be dropped and given back.
     ! wanted halfopen || attack "$server" "$proto" "$client" "$target" halfopen --conns "$HALF" --secs "$SECS" --settle 20
     ! wanted flood || attack "$server" "$proto" "$client" "$target" flood --secs "$SECS"
-    if [[ $proto != xmpp ]] && ! is_proxy "$proto" && wanted smuggle; then
+    if [[ $proto != xmpp && $proto != h2 ]] && ! is_proxy "$proto" && wanted smuggle; then
         attack "$server" "$proto" "$client" "$target" smuggle --procs 1
     fi
     if is_proxy "$proto" && wanted disallowed; then
@@ -268,11 +274,49 @@ run_proxy() {
     stop_server
 }
 
+# ---- h1web: the BOSH and SockJS gateways and the SOAP, gRPC and WebSocket bench servers.
+# web_server NAME: starts it (the gateways in front of the built-in server, all with
+# their opening timeouts at HANDSHAKE), runs the attacks, stops it. CPORT is where the
+# well-behaved client goes: BOSH's CORS preflight, SockJS's /info, a SOAP Echo envelope,
+# 2-byte WebSocket echoes, HTTP/2 PINGs for gRPC (hostile.py http-client, ws-client,
+# h2-client; CLIENT_SECS seconds each).
+web_server() {
+    local name=$1 port
+    port=$((XPORT + 3))
+    CPORT=$port
+    case $name in
+    bosh | sockjs)
+        start_server "$name" "XMPP over $([[ $name == bosh ]] && echo BOSH || echo SockJS)" \
+            --xmpp "127.0.0.1:$XPORT" --xmpp-handshake-timeout "$HANDSHAKE" \
+            "--xmpp-$name" "127.0.0.1:$port" --xmpp-web-opening-timeout "$HANDSHAKE"
+        run_attacks "$name" "$name" "$name" "127.0.0.1:$port"
+        ;;
+    soap | grpc | websocket)
+        start_server "$name" "$name on" --also "$name=127.0.0.1:$port" --also-header-timeout "$HANDSHAKE"
+        local proto=$name
+        [[ $name == grpc ]] && proto=h2
+        [[ $name == websocket ]] && proto=wsecho
+        run_attacks "$name" "$proto" "$name" "127.0.0.1:$port"
+        ;;
+    esac
+    stop_server
+}
+web_client() {
+    case $1 in
+    bosh | sockjs | soap) python3 "$HOSTILE" http-client "127.0.0.1:$CPORT" "$CLIENT_SECS" "$1" ;;
+    websocket) python3 "$HOSTILE" ws-client "127.0.0.1:$CPORT" "$CLIENT_SECS" ;;
+    grpc) python3 "$HOSTILE" h2-client "127.0.0.1:$CPORT" "$CLIENT_SECS" ;;
+    esac
+}
+# ---- end of h1web's block
+
 echo "# bench/hostile.sh${*:+ $*} on $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs; logs in $LOG"
 echo
 echo "| server | attack | RSS before / peak / after, MiB | per conn, KiB | client p99 without / during, us (ratio) | alive | what the attack saw | the server's last log line |"
 echo "|---|---|---|---|---|---|---|---|"
-XPORT=$((40000 + RANDOM % 10000))
+# Below the ephemeral range (32768-60999), where a busy machine's outgoing connections
+# may hold the port already.
+XPORT=$((20000 + RANDOM % 10000))
 for s in "${SERVERS[@]}"; do
     case $s in
     xmpp)
@@ -283,16 +327,17 @@ for s in "${SERVERS[@]}"; do
     ws)
         WPORT=$((XPORT + 1))
         start_server ws "WebSocket" --xmpp "127.0.0.1:$XPORT" --xmpp-handshake-timeout "$HANDSHAKE" \
-            --xmpp-websocket "127.0.0.1:$WPORT"
+            --xmpp-websocket "127.0.0.1:$WPORT" --xmpp-web-opening-timeout "$HANDSHAKE"
         run_attacks ws ws xmpp "127.0.0.1:$WPORT"
         stop_server
         ;;
     http)
         HPORT=$((XPORT + 2))
-        start_server http "http" --also "http=127.0.0.1:$HPORT"
+        start_server http "http" --also "http=127.0.0.1:$HPORT" --also-header-timeout "$HANDSHAKE"
         run_attacks http http http "127.0.0.1:$HPORT"
         stop_server
         ;;
     socks5 | ss | convert | cclient) run_proxy "$s" ;;
+    *) web_server "$s" ;; # h1web's block below
     esac
 done

@@ -8,7 +8,8 @@ memory measured around it.
     hostile.py echo PORT            (proxies: the echo origin they connect to)
     hostile.py proxy-client PROTO PROXY ORIGIN SECONDS
 
-PROTO: xmpp, ws, http, or a proxy's: socks5 (also converter-client's front), convert
+PROTO: xmpp, ws, http, bosh, sockjs, soap, wsecho (the WebSocket bench server), h2
+(gRPC's HTTP/2), or a proxy's: socks5 (also converter-client's front), convert
 (RFC 8803), ss (Shadowsocks: without a cipher in the standard library its opening is
 random bytes, as a prober's would be). ATTACK is one of idle, slowloris, oversized,
 garbage, halfopen, flood, smuggle, disallowed (proxies: destinations outside the allow
@@ -70,6 +71,8 @@ def opening(proto, domain, host, origin=("127.0.0.1", 9)):
         return convert_request(*origin)
     if proto == "ss":
         return SS_OPENING
+    if proto in MORE_OPENINGS:
+        return MORE_OPENINGS[proto](domain, host)
     if proto == "xmpp":
         return XMPP_OPEN.format(d=domain).encode()
     if proto == "ws":
@@ -277,7 +280,7 @@ def ws_frame(payload, opcode=1, length=None):
 
 
 def ws_open(s, a):
-    s.sendall(opening("ws", a.domain, a.host))
+    s.sendall(opening("wsecho" if a.proto == "wsecho" else "ws", a.domain, a.host))
     head, closed = read_until(s, [b"\r\n\r\n"])
     return head.startswith(b"HTTP/1.1 101") and not closed
 
@@ -335,6 +338,166 @@ def proxy_summary(proto, reply):
     if proto == "convert" and len(reply) >= 4:
         return "Convert reply, no error"
     return None
+# ---------------------------------------------------------------- the web gateways and
+# the other bench servers: BOSH and SockJS (serve --xmpp-bosh, --xmpp-sockjs), SOAP
+# (--also soap=), the WebSocket echo server (--also websocket=, proto wsecho) and gRPC
+# (--also grpc=, HTTP/2 only, proto h2)
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+BOSH_NS = "http://jabber.org/protocol/httpbind"
+SOAP_ECHO = (
+    b'<?xml version="1.0" encoding="utf-8"?>\n<soap:Envelope '
+    b'xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" xmlns:wb="urn:wirebench:bench">'
+    b"<soap:Body><wb:Echo><wb:data>aGk=</wb:data></wb:Echo></soap:Body></soap:Envelope>"
+)
+
+
+def h2_frame(ftype, flags, stream, payload, length=None):
+    """An HTTP/2 frame (RFC 9113 section 4.1); `length` may lie about the payload's size."""
+    n = len(payload) if length is None else length
+    return struct.pack(">I", n)[1:] + bytes([ftype, flags]) + struct.pack(">I", stream) + payload
+
+
+def bosh_body(domain):
+    return ("<body rid='1' to='%s' xml:lang='en' wait='60' hold='1' ver='1.6' "
+            "xmlns='%s' xmlns:xmpp='urn:xmpp:xbosh' xmpp:version='1.0'/>" % (domain, BOSH_NS)).encode()
+
+
+def post_head(path, n, ctype="text/xml; charset=utf-8", extra=""):
+    return ("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n%sContent-Length: %d\r\n\r\n"
+            % (path, ctype, extra, n)).encode()
+
+
+# What each sends first (a slowloris trickles it): BOSH a session request, SockJS its
+# /info request, SOAP an Echo envelope, the WebSocket bench server its upgrade to /echo,
+# gRPC the HTTP/2 preface and an empty SETTINGS.
+MORE_OPENINGS = {
+    "bosh": lambda d, h: post_head("/http-bind", len(bosh_body(d))) + bosh_body(d),
+    "sockjs": lambda d, h: ("GET /xmpp/info HTTP/1.1\r\nHost: %s\r\n\r\n" % h).encode(),
+    "soap": lambda d, h: post_head("/soap", len(SOAP_ECHO), extra='SOAPAction: "urn:wirebench:bench#Echo"\r\n') + SOAP_ECHO,
+    "wsecho": lambda d, h: (
+        "GET /echo HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n" % h
+    ).encode(),
+    "h2": lambda d, h: H2_PREFACE + h2_frame(4, 0, 0, b""),
+}
+
+# The request head a half-open non-reader repeats (its body is n bytes of 'x'): each
+# gets an answer it never reads.
+MORE_REQUESTS = {
+    "bosh": lambda n: post_head("/http-bind", n),
+    "sockjs": lambda n: post_head("/xmpp/000/hostile/xhr_send", n, "application/json"),
+    "soap": lambda n: post_head("/soap", n),
+}
+
+# The well-behaved client's request per proto (http-client): one the server answers
+# itself, at once: BOSH's CORS preflight, SockJS's /info, a SOAP Echo.
+CLIENT_REQUESTS = {
+    "http": b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi",
+    "bosh": b"OPTIONS /http-bind HTTP/1.1\r\nHost: x\r\nOrigin: http://a.test\r\n"
+            b"Access-Control-Request-Method: POST\r\n\r\n",
+    "sockjs": b"GET /xmpp/info HTTP/1.1\r\nHost: x\r\n\r\n",
+    "soap": post_head("/soap", len(SOAP_ECHO), extra='SOAPAction: "urn:wirebench:bench#Echo"\r\n') + SOAP_ECHO,
+}
+
+
+H2_ERRORS = {0: "NO_ERROR", 1: "PROTOCOL_ERROR", 2: "INTERNAL_ERROR", 3: "FLOW_CONTROL_ERROR",
+             6: "FRAME_SIZE_ERROR", 7: "REFUSED_STREAM", 9: "COMPRESSION_ERROR", 11: "ENHANCE_YOUR_CALM"}
+H2_TYPES = {0: "DATA", 1: "HEADERS", 3: "RST_STREAM", 4: "SETTINGS", 6: "PING", 7: "GOAWAY", 8: "WINDOW_UPDATE"}
+
+
+def h2_summary(reply):
+    """An HTTP/2 server's frames in a few words: their types, a GOAWAY's error code."""
+    out, at = [], 0
+    while at + 9 <= len(reply):
+        n = struct.unpack(">I", b"\0" + reply[at:at + 3])[0]
+        ftype, flags = reply[at + 3], reply[at + 4]
+        name = H2_TYPES.get(ftype, "type %d" % ftype)
+        if ftype == 4 and flags & 1:
+            name = "SETTINGS ack"
+        if ftype == 7 and at + 17 <= len(reply):
+            code = struct.unpack(">I", reply[at + 13:at + 17])[0]
+            name = "GOAWAY %s" % H2_ERRORS.get(code, code)
+        if not out or out[-1] != name:
+            out.append(name)
+        at += 9 + n
+    return "HTTP/2 " + ", ".join(out)
+
+
+def report_rtt(rtt, fails):
+    """Prints the round trips' p50/p90/p99 the way hold_sessions does (hostile.sh reads it)."""
+    rtt.sort()
+    if not rtt:
+        print("pingpong: 0 round trips (%d failed)" % fails)
+        return
+    q = lambda f: rtt[round((len(rtt) - 1) * f)] * 1e6
+    print("pingpong: %d round trips, p50 %.1f us, p90 %.1f us, p99 %.1f us (%d failed)" % (len(rtt), q(0.5), q(0.9), q(0.99), fails))
+
+
+def ws_client(target, seconds):
+    """The WebSocket bench server's well-behaved client: 2-byte binary messages to /echo,
+    one after another, for `seconds`."""
+    ip, port = target.rsplit(":", 1)
+    s = socket.create_connection((ip, int(port)), timeout=5)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.sendall(MORE_OPENINGS["wsecho"]("", target))
+    head, _ = read_until(s, [b"\r\n\r\n"])
+    buf = head.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in head else b""
+    frame = ws_frame(b"hi", opcode=2)
+    rtt, fails = [], 0
+    end = time.time() + seconds
+    while time.time() < end:
+        t = time.perf_counter()
+        try:
+            s.sendall(frame)
+            while len(buf) < 4:  # the echo: 0x82 0x02 'h' 'i'
+                d = s.recv(65536)
+                if not d:
+                    raise OSError("closed")
+                buf += d
+            buf = buf[4:]
+        except OSError:
+            fails += 1
+            break
+        rtt.append(time.perf_counter() - t)
+    report_rtt(rtt, fails)
+
+
+def h2_client(target, seconds):
+    """gRPC's stand-in for a well-behaved client: an HTTP/2 connection timing PINGs
+    (RFC 9113 section 6.7), which the server's HTTP/2 layer answers at once."""
+    ip, port = target.rsplit(":", 1)
+    s = socket.create_connection((ip, int(port)), timeout=5)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.sendall(H2_PREFACE + h2_frame(4, 0, 0, b""))
+    buf = b""
+    rtt, fails = [], 0
+    end = time.time() + seconds
+    ping = h2_frame(6, 0, 0, b"hostile!")
+    acked_settings = False
+    while time.time() < end:
+        t = time.perf_counter()
+        try:
+            s.sendall(ping)
+            while True:
+                while len(buf) < 9 or len(buf) < 9 + struct.unpack(">I", b"\0" + buf[:3])[0]:
+                    d = s.recv(65536)
+                    if not d:
+                        raise OSError("closed")
+                    buf += d
+                n = struct.unpack(">I", b"\0" + buf[:3])[0]
+                ftype, flags = buf[3], buf[4]
+                buf = buf[9 + n:]
+                if ftype == 4 and not flags & 1 and not acked_settings:
+                    s.sendall(h2_frame(4, 1, 0, b""))
+                    acked_settings = True
+                if ftype == 6 and flags & 1:
+                    break
+        except OSError:
+            fails += 1
+            break
+        rtt.append(time.perf_counter() - t)
+    report_rtt(rtt, fails)
 
 
 # ---------------------------------------------------------------- attacks (per worker)
@@ -376,7 +539,14 @@ def oversized_once(w, a, big_head):
             elif proxy_open(s, a.proto, a.origin)[0] is False:
                 return 0, True, b"no connection through"
             # else: through to the echo origin, sending without reading its echo
-        elif a.proto == "ws":
+        elif a.proto == "h2":
+            # A frame far over the 16 KiB SETTINGS_MAX_FRAME_SIZE default (RFC 9113
+            # section 4.2): HEADERS right after the preface, or DATA after SETTINGS.
+            if big_head:
+                s.sendall(H2_PREFACE + h2_frame(1, 0x4, 1, b"", length=(1 << 24) - 1))
+            else:
+                s.sendall(H2_PREFACE + h2_frame(4, 0, 0, b"") + h2_frame(0, 0, 1, b"", length=(1 << 24) - 1))
+        elif a.proto in ("ws", "wsecho"):
             if big_head:
                 s.sendall(b"GET /xmpp-websocket HTTP/1.1\r\nHost: x\r\nX-Big: ")
             else:
@@ -415,6 +585,8 @@ def summary(reply, proto=None):
         return line
     if len(reply) >= 4 and reply[0] == 0x88:
         return "WebSocket close %d" % struct.unpack(">H", reply[2:4])[0]
+    if reply.startswith(b"\0\0") and len(reply) >= 9 and reply[3] == 4:
+        return h2_summary(reply)
     return repr(reply[:40]) if reply else "nothing"
 
 
@@ -448,7 +620,7 @@ def w_garbage(w, a, n, ready, q):
                 s.sendall({"socks5": b"\x05\x01\x00", "convert": b"\x01\x06\x22\x63"}.get(a.proto, b""))
             elif tries % 2 == 1:  # garbage after a valid opening
                 s.sendall(opening(a.proto, a.domain, a.host))
-                if a.proto == "ws":
+                if a.proto in ("ws", "wsecho"):
                     read_until(s, [b"\r\n\r\n"])
             s.sendall(os.urandom(4096))
         except OSError:
@@ -533,12 +705,20 @@ def w_halfopen(w, a, n, ready, q):
                     s.close()
                     continue
                 msg = body
-            elif a.proto == "ws":
+            elif a.proto in ("ws", "wsecho"):
                 if not ws_open(s, a):
                     errs += 1
                     s.close()
                     continue
-                msg = ws_frame(b"<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='" + a.domain.encode() + b"' version='1.0'/>")
+                if a.proto == "wsecho":
+                    msg = ws_frame(body, opcode=2)  # echoed back, never read
+                else:
+                    msg = ws_frame(b"<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='" + a.domain.encode() + b"' version='1.0'/>")
+            elif a.proto == "h2":
+                s.sendall(opening("h2", a.domain, a.host))
+                msg = h2_frame(6, 0, 0, b"12345678")  # PINGs, each to be acked, never read
+            elif a.proto in MORE_REQUESTS:
+                msg = MORE_REQUESTS[a.proto](len(body)) + body
             else:
                 msg = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + body
             s.setblocking(False)
@@ -722,13 +902,13 @@ def merge(parts):
     return out
 
 
-def http_client(target, seconds):
-    """The well-behaved HTTP client: keep-alive GETs, one after another, for `seconds`;
-    prints the round trips' p50/p99 like hold_sessions does."""
+def http_client(target, seconds, proto="http"):
+    """The well-behaved HTTP client: keep-alive requests (CLIENT_REQUESTS[proto]), one
+    after another, for `seconds`; prints the round trips' p50/p99 like hold_sessions does."""
     ip, port = target.rsplit(":", 1)
     s = socket.create_connection((ip, int(port)), timeout=5)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    req = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"
+    req = CLIENT_REQUESTS[proto]
     rtt, buf, fails = [], b"", 0
     end = time.time() + seconds
     while time.time() < end:
@@ -886,16 +1066,20 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "row":
         return row(*sys.argv[2:7])
     if len(sys.argv) > 1 and sys.argv[1] == "http-client":
-        return http_client(sys.argv[2], float(sys.argv[3]))
+        return http_client(sys.argv[2], float(sys.argv[3]), *sys.argv[4:5])
     if len(sys.argv) > 1 and sys.argv[1] == "proxy-client":
         return proxy_client(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]))
     if len(sys.argv) > 1 and sys.argv[1] == "echo":
         return echo_origin(int(sys.argv[2]))
+    if len(sys.argv) > 1 and sys.argv[1] == "ws-client":
+        return ws_client(sys.argv[2], float(sys.argv[3]))
+    if len(sys.argv) > 1 and sys.argv[1] == "h2-client":
+        return h2_client(sys.argv[2], float(sys.argv[3]))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("attack", choices=sorted(ATTACKS))
     p.add_argument("--target", required=True)
     p.add_argument("--pids", required=True)
-    p.add_argument("--proto", choices=["xmpp", "ws", "http"] + list(PROXIES), default="xmpp")
+    p.add_argument("--proto", choices=["xmpp", "ws", "http"] + sorted(MORE_OPENINGS) + list(PROXIES), default="xmpp")
     p.add_argument("--origin", default="127.0.0.1:9", help="the echo origin a proxy connects to")
     p.add_argument("--conns", type=int, default=1000)
     p.add_argument("--secs", type=float, default=10)

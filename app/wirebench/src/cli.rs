@@ -625,6 +625,13 @@ pub struct ServeArgs {
     /// the kernel spreads connections over the cores (0: one per core).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub proxy_threads: usize,
+    /// Close a connection to an --also server that has not sent its opening this long
+    /// after connecting: a whole HTTP request head (HTTP/1.1) or the first request (h2c,
+    /// gRPC), a WebSocket upgrade; an HTTP connection with no request open is closed
+    /// within 1 to 2 times this long (a client that stalls, or sends its opening a byte a
+    /// second, holds a socket until then).
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub also_header_timeout: String,
 }
 
 /// The command line's definition, with each parameter's default (from the registry the

@@ -221,8 +221,17 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
     let max_payload = wirebench_model::Bytes::parse(&args.max_payload)
         .context("--max-payload")?
         .0;
+    let header_timeout = wirebench_model::parse_duration(&args.also_header_timeout)
+        .context("--also-header-timeout")?;
+    if header_timeout.is_zero() {
+        anyhow::bail!("--also-header-timeout must be more than 0 (every request needs time)");
+    }
+    let limits = wirebench_protocol::AloneLimits {
+        max_payload: max_payload as usize,
+        header_timeout,
+    };
     for also in &args.also {
-        serve_alone(also, max_payload as usize, args.proxy_threads)?;
+        serve_alone(also, &limits, args.proxy_threads)?;
     }
     let shutdown = Shutdown::new();
     let mut running = Vec::new();
@@ -244,7 +253,7 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
 
 /// `serve --also NAME=ADDR`: that protocol's own server, alone; a proxy on `threads`
 /// threads (0: one per core), each with its own listener on the port.
-fn serve_alone(also: &str, max_payload: usize, threads: usize) -> Result<()> {
+fn serve_alone(also: &str, limits: &wirebench_protocol::AloneLimits, threads: usize) -> Result<()> {
     let Some((name, addr)) = also.split_once('=') else {
         anyhow::bail!("--also {also:?}: write NAME=ADDR, e.g. --also http=127.0.0.1:8080");
     };
@@ -266,7 +275,7 @@ fn serve_alone(also: &str, max_payload: usize, threads: usize) -> Result<()> {
     .with_context(|| format!("--also {also}: cannot listen on {addr}"))?;
     let at = listeners[0].local_addr()?;
     for l in listeners {
-        match p.serve_alone(l, max_payload) {
+        match p.serve_alone_limited(l, limits) {
             Some(Ok(())) => {}
             Some(Err(e)) => anyhow::bail!("--also {also}: {e}"),
             None => anyhow::bail!(

@@ -171,6 +171,17 @@ pub trait Protocol: Sync {
     fn serve_alone_per_core(&self) -> bool {
         false
     }
+    /// [`Protocol::serve_alone`] with every limit `wirebench serve` sets for it: what
+    /// `serve --also` calls. A protocol whose server reads an opening from its clients
+    /// (an HTTP request head, a WebSocket upgrade) implements this one instead, to close
+    /// connections that do not send it in time.
+    fn serve_alone_limited(
+        &self,
+        listener: std::net::TcpListener,
+        limits: &AloneLimits,
+    ) -> Option<Result<(), String>> {
+        self.serve_alone(listener, limits.max_payload)
+    }
     /// Runs one case (repeat `repeat`) and returns its metrics.
     fn run(
         &self,
@@ -180,6 +191,17 @@ pub trait Protocol: Sync {
         link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError>;
+}
+
+/// What `wirebench serve` gives a protocol's server run alone (`--also`).
+#[derive(Debug, Clone, Copy)]
+pub struct AloneLimits {
+    /// Largest payload served (serve's `--max-payload`).
+    pub max_payload: usize,
+    /// How long a connection may take to send its opening (its first HTTP request, a
+    /// WebSocket upgrade) before it is closed, and an HTTP connection may stay with no
+    /// request (serve's `--also-header-timeout`).
+    pub header_timeout: std::time::Duration,
 }
 
 /// What a run gives [`Protocol::start_run`].

@@ -94,15 +94,16 @@ impl Protocol for Grpc {
         Some("(wirebench.Bench, protocols/grpc/plugin/proto/wirebench.proto)")
     }
 
-    fn serve_alone(
+    fn serve_alone_limited(
         &self,
         listener: std::net::TcpListener,
-        max_payload: usize,
+        limits: &wirebench_protocol::AloneLimits,
     ) -> Option<Result<(), String>> {
-        Some(wirebench_rpc::server::serve_alone(
+        Some(wirebench_rpc::server::serve_alone_timed(
             listener,
             "grpc",
-            max_payload,
+            limits.max_payload,
+            limits.header_timeout,
             server::serve,
         ))
     }

@@ -9,7 +9,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::convert::Infallible;
 use std::sync::Arc;
 use tonic::{Request, Response, Status, Streaming};
-use wirebench_rpc::server::accept_loop;
+use wirebench_rpc::server::{Activity, accept_loop, within_limit};
 use wirebench_rpc::{Behaviour, Counters, Summary};
 
 mod futures_like {
@@ -170,13 +170,26 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, b: Behav
     let b2 = b.clone();
     accept_loop(l, &b2, counters, move |sock, c| {
         let s = Shared { b: b.clone(), c };
+        let limit = b.header_timeout;
         async move {
-            let svc = hyper::service::service_fn(move |req| route(req, s.clone()));
-            hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+            let activity = Arc::new(Activity::default());
+            // Counted only under a limit: a case's own server pays nothing for it.
+            let act = limit.map(|_| activity.clone());
+            let svc = hyper::service::service_fn(move |req| {
+                let busy = act.as_ref().map(Activity::begin);
+                let answer = route(req, s.clone());
+                async move {
+                    let r = answer.await;
+                    drop(busy);
+                    r
+                }
+            });
+            let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
                 .initial_stream_window_size(8 << 20)
                 .initial_connection_window_size(16 << 20)
                 .max_concurrent_streams(1024)
-                .serve_connection(TokioIo::new(sock), svc)
+                .serve_connection(TokioIo::new(sock), svc);
+            within_limit(limit, false, &activity, conn)
                 .await
                 .map_err(|e| format!("gRPC connection: {e}"))
         }

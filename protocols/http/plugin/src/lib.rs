@@ -65,15 +65,16 @@ impl Protocol for Http {
         Some("(HTTP/1.1 and h2c: POST /echo, /sink)")
     }
 
-    fn serve_alone(
+    fn serve_alone_limited(
         &self,
         listener: std::net::TcpListener,
-        max_payload: usize,
+        limits: &wirebench_protocol::AloneLimits,
     ) -> Option<Result<(), String>> {
-        Some(wirebench_rpc::server::serve_alone(
+        Some(wirebench_rpc::server::serve_alone_timed(
             listener,
             "http",
-            max_payload,
+            limits.max_payload,
+            limits.header_timeout,
             |l, c, b| server::serve(l, c, b, Arc::new(codec::Plain)),
         ))
     }

@@ -135,15 +135,16 @@ impl Protocol for Soap {
         Some("(POST /soap)")
     }
 
-    fn serve_alone(
+    fn serve_alone_limited(
         &self,
         listener: std::net::TcpListener,
-        max_payload: usize,
+        limits: &wirebench_protocol::AloneLimits,
     ) -> Option<Result<(), String>> {
-        Some(wirebench_rpc::server::serve_alone(
+        Some(wirebench_rpc::server::serve_alone_timed(
             listener,
             "soap",
-            max_payload,
+            limits.max_payload,
+            limits.header_timeout,
             |l, c, b| wirebench_rpc::http::server::serve(l, c, b, Arc::new(Envelope)),
         ))
     }

@@ -70,15 +70,16 @@ impl Protocol for WebSocket {
         Some("(ws://ADDR/echo, /sink; /conformance echoes text too, for Autobahn)")
     }
 
-    fn serve_alone(
+    fn serve_alone_limited(
         &self,
         listener: std::net::TcpListener,
-        max_payload: usize,
+        limits: &wirebench_protocol::AloneLimits,
     ) -> Option<Result<(), String>> {
-        Some(wirebench_rpc::server::serve_alone(
+        Some(wirebench_rpc::server::serve_alone_timed(
             listener,
             "websocket",
-            max_payload,
+            limits.max_payload,
+            limits.header_timeout,
             serve,
         ))
     }
@@ -131,16 +132,26 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, b: Behav
 #[allow(clippy::result_large_err)] // tungstenite's callback signature
 async fn serve_conn(s: TcpStream, c: Arc<Counters>, b: Arc<Behaviour>) -> Result<(), String> {
     let mut path = String::new();
-    let ws = tokio_tungstenite::accept_hdr_async_with_config(
+    let opening = tokio_tungstenite::accept_hdr_async_with_config(
         s,
         |req: &tungstenite::handshake::server::Request, resp| {
             path = req.uri().path().to_string();
             Ok(resp)
         },
         Some(config(b.max_payload)),
-    )
-    .await
-    .map_err(|e| format!("WebSocket handshake: {e}"))?;
+    );
+    // A client that connects and stalls, or trickles its upgrade, is closed when the
+    // server runs alone (`serve --also`); a case's own server has no limit.
+    let opened = match b.header_timeout {
+        Some(limit) => tokio::time::timeout(limit, opening).await.map_err(|_| {
+            format!(
+                "WebSocket handshake: not finished within {}s; closed",
+                limit.as_secs_f64()
+            )
+        })?,
+        None => opening.await,
+    };
+    let ws = opened.map_err(|e| format!("WebSocket handshake: {e}"))?;
     // `/conformance` is for test suites (Autobahn): it echoes text too, `end` included,
     // so the benchmark paths keep `end` as their summary request.
     let (echo, echo_text) = match path.as_str() {

@@ -58,12 +58,31 @@ pub enum Kind {
     SockJs(sockjs::SockJsOptions),
 }
 
-/// Starts an endpoint on `listener` in front of the XMPP server at `upstream`. `log`:
-/// print refusals and errors to stderr (a server run by hand), or stay quiet (tests, cases).
+/// How long a connection may take over its opening before it is closed, by default: the
+/// WebSocket upgrade; for BOSH and SockJS each HTTP request head, and the wait for the
+/// next one on a kept-alive connection (hyper's header read timeout). A client that
+/// connects and stalls, or sends its opening a byte a second, would otherwise hold its
+/// socket and some KiB for good (bench/hostile.sh's idle and slowloris attacks).
+pub const OPENING_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Starts an endpoint on `listener` in front of the XMPP server at `upstream`, with the
+/// default [`OPENING_TIMEOUT`]. `log`: print refusals and errors to stderr (a server run
+/// by hand), or stay quiet (tests, cases).
 pub fn spawn(
     listener: std::net::TcpListener,
     upstream: SocketAddr,
     kind: Kind,
+    log: bool,
+) -> std::io::Result<Endpoint> {
+    spawn_timed(listener, upstream, kind, OPENING_TIMEOUT, log)
+}
+
+/// [`spawn`] with its connections' opening limited to `opening` ([`OPENING_TIMEOUT`]).
+pub fn spawn_timed(
+    listener: std::net::TcpListener,
+    upstream: SocketAddr,
+    kind: Kind,
+    opening: Duration,
     log: bool,
 ) -> std::io::Result<Endpoint> {
     let addr = listener.local_addr()?;
@@ -100,10 +119,10 @@ pub fn spawn(
                 let serve = async {
                     match kind {
                         Kind::WebSocket { max_stanza } => {
-                            ws::serve(l, upstream, max_stanza, st, log).await
+                            ws::serve(l, upstream, max_stanza, opening, st, log).await
                         }
-                        Kind::Bosh(cfg) => bosh::serve(l, upstream, cfg, st, log).await,
-                        Kind::SockJs(o) => sockjs::serve(l, upstream, o, st, log).await,
+                        Kind::Bosh(cfg) => bosh::serve(l, upstream, cfg, opening, st, log).await,
+                        Kind::SockJs(o) => sockjs::serve(l, upstream, o, opening, st, log).await,
                     }
                 };
                 let watch = async {
@@ -124,4 +143,38 @@ pub fn spawn(
         stop,
         thread: Some(thread),
     })
+}
+
+/// hyper's HTTP/1.1 server for BOSH and SockJS: keep-alive, and every request head
+/// (the first too, and the wait for the next) within `opening`.
+fn http1(opening: Duration) -> hyper::server::conn::http1::Builder {
+    let mut b = hyper::server::conn::http1::Builder::new();
+    b.keep_alive(true)
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(opening);
+    b
+}
+
+/// Counts, and logs when `log`, a BOSH or SockJS connection closed because its request
+/// head did not come within `opening`; the other ends of a connection are the client's
+/// to know (and the session's, whose errors are logged where they happen).
+fn opening_timed_out(
+    r: Result<(), hyper::Error>,
+    what: &str,
+    peer: SocketAddr,
+    opening: Duration,
+    stats: &WebStats,
+    log: bool,
+) {
+    if let Err(e) = r
+        && e.is_timeout()
+    {
+        stats.refused.fetch_add(1, Ordering::Relaxed);
+        if log {
+            eprintln!(
+                "wirebench serve: XMPP {what} {peer}: no request head within {}s; closed",
+                opening.as_secs_f64()
+            );
+        }
+    }
 }

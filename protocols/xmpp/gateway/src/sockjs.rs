@@ -100,6 +100,7 @@ pub async fn serve(
     l: tokio::net::TcpListener,
     upstream: SocketAddr,
     opt: SockJsOptions,
+    opening: std::time::Duration,
     stats: Arc<WebStats>,
     log: bool,
 ) {
@@ -127,15 +128,16 @@ pub async fn serve(
         }
     });
     let stop = std::future::pending();
-    wirebench_net::accept::accept_spawn(&l, stop, Some(true), |s, _| {
+    wirebench_net::accept::accept_spawn(&l, stop, Some(true), |s, peer| {
         let ctx = ctx.clone();
         async move {
+            let stats = ctx.stats.clone();
             let svc = hyper::service::service_fn(move |req| handle(req, ctx.clone()));
-            let _ = hyper::server::conn::http1::Builder::new()
-                .keep_alive(true)
+            let r = crate::http1(opening)
                 .serve_connection(TokioIo::new(s), svc)
                 .with_upgrades()
                 .await;
+            crate::opening_timed_out(r, "SockJS", peer, opening, &stats, log);
         }
     })
     .await

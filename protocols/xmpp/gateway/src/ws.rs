@@ -7,6 +7,7 @@ use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
@@ -23,16 +24,11 @@ use wirebench_xmpp_web::framing::SUBPROTOCOL;
 /// more than it read; stanzas are small, a larger one takes a few reads.
 pub const XMPP_READ_BUFFER: usize = 8 * 1024;
 
-/// How long a connection may take to finish its WebSocket opening (the HTTP upgrade)
-/// before it is closed: a client that connects and stalls would otherwise hold its
-/// socket and about 8 KiB for good (bench/hostile.sh's idle and slowloris attacks). The
-/// XMPP server behind it then gives the session its own --xmpp-handshake-timeout.
-pub const OPENING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
 pub async fn serve(
     l: tokio::net::TcpListener,
     upstream: SocketAddr,
     max_stanza: usize,
+    opening: Duration,
     stats: Arc<WebStats>,
     log: bool,
 ) {
@@ -40,7 +36,7 @@ pub async fn serve(
     wirebench_net::accept::accept_spawn(&l, stop, None, |s, peer| {
         let stats = stats.clone();
         async move {
-            if let Err(e) = conn(s, upstream, max_stanza, &stats).await {
+            if let Err(e) = conn(s, upstream, max_stanza, opening, &stats).await {
                 stats.refused.fetch_add(1, Ordering::Relaxed);
                 if log {
                     eprintln!("wirebench serve: XMPP WebSocket {peer}: {e}");
@@ -66,6 +62,7 @@ async fn conn(
     s: TcpStream,
     upstream: SocketAddr,
     max_stanza: usize,
+    opening_limit: Duration,
     stats: &WebStats,
 ) -> Result<(), String> {
     s.set_nodelay(true).map_err(|e| e.to_string())?;
@@ -93,12 +90,14 @@ async fn conn(
         },
         Some(cfg),
     );
-    let mut ws = tokio::time::timeout(OPENING_TIMEOUT, opening)
+    // The opening's time limit (crate::OPENING_TIMEOUT): the XMPP server behind then
+    // gives the session its own --xmpp-handshake-timeout.
+    let mut ws = tokio::time::timeout(opening_limit, opening)
         .await
         .map_err(|_| {
             format!(
                 "WebSocket handshake: not finished within {}s; closed",
-                OPENING_TIMEOUT.as_secs()
+                opening_limit.as_secs_f64()
             )
         })?
         .map_err(|e| format!("WebSocket handshake: {e}"))?;

@@ -218,6 +218,12 @@ pub struct ServeFlags {
     /// Largest BOSH request body; a larger one ends its session with policy-violation.
     #[arg(long, default_value = "128KiB", value_name = "SIZE")]
     pub xmpp_bosh_max_body: String,
+    /// Close a WebSocket, BOSH or SockJS connection that has not sent its opening this
+    /// long after connecting: the WebSocket upgrade; for BOSH and SockJS each HTTP
+    /// request head, and the wait for the next one on a kept-alive connection (a client
+    /// that stalls or sends its opening a byte a second holds a socket until then).
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub xmpp_web_opening_timeout: String,
 }
 
 /// Adds the XMPP flags to `wirebench serve`, under their own heading.
@@ -240,6 +246,11 @@ pub fn serve_plan(m: &clap::ArgMatches, quiet: bool) -> Result<Option<Box<dyn Se
         ),
         None => None,
     };
+    let opening = wirebench_model::parse_duration(&flags.xmpp_web_opening_timeout)
+        .context("--xmpp-web-opening-timeout")?;
+    if opening.is_zero() {
+        bail!("--xmpp-web-opening-timeout must be more than 0 (every request needs time)");
+    }
     if server.is_none() && web.is_empty() {
         return Ok(None);
     }
@@ -248,6 +259,7 @@ pub fn serve_plan(m: &clap::ArgMatches, quiet: bool) -> Result<Option<Box<dyn Se
         server,
         web,
         upstream,
+        opening,
         quiet,
     })))
 }
@@ -257,6 +269,8 @@ struct Plan {
     server: Option<crate::serve::XmppServerConfig>,
     web: Vec<(crate::web::Kind, String)>,
     upstream: Option<std::net::SocketAddr>,
+    /// --xmpp-web-opening-timeout.
+    opening: std::time::Duration,
     quiet: bool,
 }
 
@@ -276,6 +290,7 @@ impl ServePlan for Plan {
             server,
             web,
             upstream,
+            opening,
             quiet,
         } = *self;
         let stop = Arc::new(AtomicBool::new(false));
@@ -317,7 +332,7 @@ impl ServePlan for Plan {
         let mut endpoints = Vec::new();
         if let Some(upstream) = upstream.or(xmpp.as_ref().map(|x| x.2)) {
             for (kind, addr) in web {
-                endpoints.push(start_endpoint(kind, &addr, upstream, quiet)?);
+                endpoints.push(start_endpoint(kind, &addr, upstream, opening, quiet)?);
             }
         }
         Ok(Box::new(Running {
@@ -333,6 +348,7 @@ fn start_endpoint(
     kind: crate::web::Kind,
     addr: &str,
     upstream: std::net::SocketAddr,
+    opening: std::time::Duration,
     quiet: bool,
 ) -> Result<(&'static str, crate::web::Endpoint)> {
     let at: std::net::SocketAddr = addr
@@ -354,7 +370,7 @@ fn start_endpoint(
         ),
         crate::web::Kind::SockJs(_) => ("XMPP over SockJS 0.3.3", "http://{}/xmpp", "any prefix"),
     };
-    let e = crate::web::spawn(l, upstream, kind, !quiet)?;
+    let e = crate::web::spawn_timed(l, upstream, kind, opening, !quiet)?;
     let url = path.replace("{}", &e.addr.to_string());
     eprintln!("wirebench serve: {what} on {url} ({any}), in front of {upstream}");
     Ok((what, e))

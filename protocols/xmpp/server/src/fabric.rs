@@ -42,8 +42,19 @@ const HEAD: usize = 3;
 /// workers wrote, and stanzas are capped well below it.
 pub const MAX_FRAME: usize = 64 << 20;
 /// Unwritten bytes a link may hold before stanzas on it are dropped (and counted): a
-/// stalled worker must not make the others grow without bound.
-pub const MAX_BACKLOG: usize = 256 << 20;
+/// stalled worker must not make the others grow without bound. Reading clients pauses
+/// long before ([`PAUSE_READS_AT`]); what can still pass it is what a worker passes on
+/// for others (a stanza's second hop), not what its own clients send.
+pub const MAX_BACKLOG: usize = 64 << 20;
+/// Unwritten bytes on a link at which a worker stops reading its clients until the link
+/// is down to [`RESUME_READS_AT`]: the worker at the other end is slower than the clients
+/// writing to it, and TCP then slows those clients down instead of the backlog growing.
+/// bench/hostile.sh's half-open attack (one session flooding 25 that never read, on
+/// another worker) grew a link to its former 256 MiB cap: a worker reads a fast client
+/// for as long as it has input, and writes the links only after.
+pub const PAUSE_READS_AT: usize = 4 << 20;
+/// See [`PAUSE_READS_AT`].
+pub const RESUME_READS_AT: usize = 1 << 20;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Note<'a> {
@@ -109,8 +120,11 @@ pub struct WorkerLink {
     pub stream: UnixStream,
     /// Bytes read but not yet a whole frame.
     rx: Vec<u8>,
-    /// Frames not yet written.
+    /// Frames queued; those from `sent` on are not written yet.
     tx: Vec<u8>,
+    /// How much of `tx` has been written: advancing it, rather than draining `tx` after
+    /// every write, keeps a long backlog from costing a copy of itself per write.
+    sent: usize,
     /// Registered for writable readiness.
     pub writable: bool,
 }
@@ -121,6 +135,7 @@ impl WorkerLink {
             stream,
             rx: Vec::new(),
             tx: Vec::new(),
+            sent: 0,
             writable: false,
         }
     }
@@ -128,7 +143,7 @@ impl WorkerLink {
     /// Queues `note`; false if the link's backlog is full and a stanza was dropped.
     pub fn push(&mut self, note: &Note) -> bool {
         if matches!(note, Note::Stanza { .. } | Note::Presence { .. })
-            && self.tx.len() > MAX_BACKLOG
+            && self.backlog() > MAX_BACKLOG
         {
             return false;
         }
@@ -136,27 +151,46 @@ impl WorkerLink {
         true
     }
 
+    /// Bytes queued and not yet written.
+    pub fn backlog(&self) -> usize {
+        self.tx.len() - self.sent
+    }
+
     pub fn has_backlog(&self) -> bool {
-        !self.tx.is_empty()
+        self.backlog() > 0
     }
 
     /// Writes what the socket takes now.
     pub fn flush(&mut self) -> io::Result<()> {
-        while !self.tx.is_empty() {
-            match self.stream.write(&self.tx) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => {
-                    self.tx.drain(..n);
+        let mut failed = None;
+        while self.sent < self.tx.len() {
+            match self.stream.write(&self.tx[self.sent..]) {
+                Ok(0) => {
+                    failed = Some(io::ErrorKind::WriteZero.into());
+                    break;
                 }
+                Ok(n) => self.sent += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
             }
         }
-        if self.tx.is_empty() && self.tx.capacity() > 1 << 20 {
-            self.tx = Vec::new();
+        if self.sent == self.tx.len() {
+            self.tx.clear();
+            self.sent = 0;
+            if self.tx.capacity() > 1 << 20 {
+                self.tx = Vec::new();
+            }
+        } else if self.sent >= self.tx.len() / 2 {
+            // Written bytes are dropped once they are the larger part: amortized, each
+            // byte is moved at most once.
+            self.tx.drain(..self.sent);
+            self.sent = 0;
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     /// Reads what has arrived into the link's buffer. An error means the other worker went
@@ -240,6 +274,39 @@ mod tests {
         }
         assert_eq!(at, wire.len());
         assert_eq!(decode(&wire[at..]).unwrap(), None);
+    }
+
+    #[test]
+    fn a_backlog_written_in_pieces_arrives_whole_and_in_order() {
+        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut link = link_of(a).unwrap();
+        let body = vec![b'x'; 1000];
+        let jids: Vec<String> = (0..6000).map(|i| format!("user{i}@a.test")).collect();
+        for j in &jids {
+            assert!(link.push(&Note::Stanza { to: j, body: &body }));
+        }
+        let queued = link.backlog();
+        assert!(queued > 6_000_000, "{queued}");
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        while link.has_backlog() {
+            link.flush().unwrap();
+            // The socket took only part of it (its buffer is far smaller).
+            let n = b.read(&mut buf).unwrap();
+            got.extend_from_slice(&buf[..n]);
+        }
+        b.set_nonblocking(true).unwrap();
+        while let Ok(n) = b.read(&mut buf) {
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(got.len(), queued);
+        let mut at = 0;
+        for j in &jids {
+            let (note, used) = decode(&got[at..]).unwrap().unwrap();
+            assert_eq!(note, Note::Stanza { to: j, body: &body });
+            at += used;
+        }
+        assert_eq!(link.backlog(), 0);
     }
 
     #[test]

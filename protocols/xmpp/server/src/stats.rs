@@ -59,6 +59,12 @@ counters! {
     cross_worker,
     /// Stanzas dropped because the link to their worker was backed up.
     dropped_link,
+    /// Times a worker stopped reading its clients because a link to another worker was
+    /// behind (`fabric::PAUSE_READS_AT`).
+    read_pauses,
+    /// The longest backlog seen on a link to another worker, bytes, when over
+    /// `fabric::RESUME_READS_AT` (0 below it); with worker processes, summed over them.
+    link_backlog_peak,
     /// Worker processes only (0 with threads): resident memory now and at its highest
     /// (VmRSS, VmHWM), KiB, and CPU time, ms, with its user and kernel parts; summed over
     /// the workers.

@@ -131,6 +131,8 @@ pub(crate) fn run(
         links,
         buf: vec![0; 64 * 1024],
         lost: None,
+        paused: false,
+        stalled: Vec::new(),
     };
     let mut events = Events::with_capacity(1024);
     let mut last_sweep = Instant::now();
@@ -160,6 +162,7 @@ pub(crate) fn run(
             }
         }
         lp.flush_links(&poll)?;
+        lp.resume(&poll);
         if let Some((at, _)) = &lp.lost
             && at.elapsed() > LINK_GRACE
             && !lp.ctx.shutdown.load(Ordering::Relaxed)
@@ -201,6 +204,12 @@ struct Loop<'a> {
     next_id: u64,
     /// The first link to another worker that broke, and when.
     lost: Option<(Instant, io::Error)>,
+    /// A link's backlog passed [`fabric::PAUSE_READS_AT`]: sessions are not read until
+    /// every link is down to [`fabric::RESUME_READS_AT`].
+    paused: bool,
+    /// Sessions with input left unread while paused (their readiness, edge-triggered,
+    /// will not come again for it).
+    stalled: Vec<usize>,
 }
 
 impl<'a> Loop<'a> {
@@ -256,6 +265,10 @@ impl<'a> Loop<'a> {
     fn read(&mut self, i: usize, poll: &Poll, closing: bool) {
         let dir = self.dir();
         loop {
+            if self.paused {
+                self.stalled.push(i);
+                return;
+            }
             let Some(c) = self.conns[i].as_mut() else {
                 return;
             };
@@ -414,6 +427,35 @@ impl<'a> Loop<'a> {
         } else {
             self.ctx.stats.dropped_link.fetch_add(1, Ordering::Relaxed);
         }
+        if link.backlog() > fabric::PAUSE_READS_AT && !self.paused {
+            self.paused = true;
+            self.ctx.stats.read_pauses.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Reads the sessions stalled while a link was too far behind, once every link is
+    /// down to [`fabric::RESUME_READS_AT`] (after `flush_links`).
+    fn resume(&mut self, poll: &Poll) {
+        if !self.paused {
+            return;
+        }
+        let behind = self
+            .links
+            .iter()
+            .flatten()
+            .any(|l| l.backlog() > fabric::RESUME_READS_AT);
+        if behind {
+            return;
+        }
+        self.paused = false;
+        let mut stalled = std::mem::take(&mut self.stalled);
+        stalled.sort_unstable();
+        stalled.dedup();
+        for i in stalled {
+            // Read to the end (the readiness was used up): a session that pauses again
+            // goes back on the list.
+            self.read(i, poll, true);
+        }
     }
 
     /// Delivers to slot `j` if it still holds `bare`'s session; a presence probe is
@@ -557,6 +599,13 @@ impl<'a> Loop<'a> {
             let Some(l) = link else { continue };
             if !l.has_backlog() && !l.writable {
                 continue;
+            }
+            if l.backlog() > fabric::RESUME_READS_AT {
+                let b = l.backlog() as u64;
+                self.ctx
+                    .stats
+                    .link_backlog_peak
+                    .fetch_max(b, Ordering::Relaxed);
             }
             if let Err(e) = l.flush() {
                 if self.ctx.shutdown.load(Ordering::Relaxed) {

@@ -5,7 +5,7 @@
 //! connection suffers.
 
 use super::codec::{Codec, Refusal};
-use crate::server::accept_loop;
+use crate::server::{Activity, accept_loop, within_limit};
 use crate::{Behaviour, Counters};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
@@ -30,12 +30,23 @@ pub async fn serve<K: Codec>(
     accept_loop(l, &b2, counters, move |s, c| {
         let (b, codec) = (b.clone(), codec.clone());
         async move {
-            if let Some(why) = implausible_opening(&s).await {
+            let silence = b.header_timeout.unwrap_or(OPENING_TIMEOUT);
+            if let Some(why) = implausible_opening(&s, silence).await {
                 refuse_opening(s).await;
                 return Err(format!("HTTP connection: {why}"));
             }
+            let limit = b.header_timeout;
+            let activity = Arc::new(Activity::default());
+            // Counted only under a limit: a case's own server pays nothing for it.
+            let act = limit.map(|_| activity.clone());
             let svc = hyper::service::service_fn(move |req| {
-                handle(req, b.clone(), c.clone(), codec.clone())
+                let busy = act.as_ref().map(Activity::begin);
+                let answer = handle(req, b.clone(), c.clone(), codec.clone());
+                async move {
+                    let r = answer.await;
+                    drop(busy);
+                    r
+                }
             });
             let mut builder = auto::Builder::new(TokioExecutor::new());
             // As the client's: 1 MiB bodies must not wait on 64 KiB flow-control windows.
@@ -44,8 +55,8 @@ pub async fn serve<K: Codec>(
                 .initial_stream_window_size(8 << 20)
                 .initial_connection_window_size(16 << 20)
                 .max_concurrent_streams(1024);
-            builder
-                .serve_connection(TokioIo::new(s), svc)
+            let conn = builder.serve_connection(TokioIo::new(s), svc);
+            within_limit(limit, true, &activity, conn)
                 .await
                 .map_err(|e| format!("HTTP connection: {e}"))
         }
@@ -60,14 +71,18 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// cannot begin an HTTP/2 preface or an HTTP/1.x request, or none came in time.
 /// hyper-util's auto builder answers anything that is not the HTTP/2 preface as HTTP/1.1
 /// (a 400), where an invalid preface must close the connection. Judged on what the first
-/// read brings: a client that sends its opening a byte at a time is left to hyper.
-async fn implausible_opening(s: &tokio::net::TcpStream) -> Option<String> {
+/// read brings: a client that sends its opening a byte at a time is left to hyper (and,
+/// with a header timeout, to [`within_limit`]).
+async fn implausible_opening(
+    s: &tokio::net::TcpStream,
+    silence: std::time::Duration,
+) -> Option<String> {
     let mut buf = [0u8; 64];
-    match tokio::time::timeout(OPENING_TIMEOUT, s.peek(&mut buf)).await {
+    match tokio::time::timeout(silence, s.peek(&mut buf)).await {
         // Nothing at all in time: an idle connection would hold its socket for good.
         Err(_) => Some(format!(
             "nothing received within {}s; closed",
-            OPENING_TIMEOUT.as_secs()
+            silence.as_secs_f64()
         )),
         // An error or an empty read: hyper sees the same and ends the connection.
         Ok(Ok(0) | Err(_)) => None,
@@ -77,8 +92,9 @@ async fn implausible_opening(s: &tokio::net::TcpStream) -> Option<String> {
 }
 
 /// How long a new connection may stay silent before it is closed (bench/hostile.sh:
-/// 9,984 idle connections held 2.8 KiB each, for good). A client that sends its opening a
-/// byte at a time is not cut short by this (hyper reads the rest).
+/// 9,984 idle connections held 2.8 KiB each, for good), unless the behaviour has a
+/// header timeout, which then also bounds the rest of the opening ([`within_limit`]: a
+/// client sending it a byte at a time too).
 const OPENING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Ends a connection whose opening is no HTTP at all, unanswered: RFC 9113 §3.4 makes an

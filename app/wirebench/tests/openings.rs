@@ -1,0 +1,149 @@
+//! `wirebench serve`'s opening timeouts (issue #34, bench/hostile.sh's slowloris): a
+//! client that sends its opening a byte at a time is closed once
+//! `--also-header-timeout` (the HTTP, gRPC and WebSocket bench servers) or
+//! `--xmpp-web-opening-timeout` (the WebSocket, BOSH and SockJS gateways) has passed, not when it
+//! has finished. 127.0.0.1 only.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{Serve, free_port};
+
+/// How long the trickle would take to the end: far beyond the 1 s limit.
+const BYTE_EVERY: Duration = Duration::from_millis(250);
+
+/// Sends `opening` to `port` a byte every [`BYTE_EVERY`]; returns how long after the
+/// connect the server closed the connection, or `None` if it was still open when the
+/// opening was all sent.
+fn trickle(port: u16, opening: &[u8]) -> Option<Duration> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(BYTE_EVERY)).unwrap();
+    let start = Instant::now();
+    let mut sink = [0u8; 4096];
+    for b in opening {
+        if s.write_all(std::slice::from_ref(b)).is_err() {
+            return Some(start.elapsed());
+        }
+        match s.read(&mut sink) {
+            Ok(0) | Err(_) if !timed_out(&s) => return Some(start.elapsed()),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether the last read merely timed out (the connection is still open).
+fn timed_out(s: &TcpStream) -> bool {
+    let mut b = [0u8; 1];
+    s.set_nonblocking(true).unwrap();
+    let r = s.peek(&mut b);
+    s.set_nonblocking(false).unwrap();
+    matches!(r, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+#[test]
+fn slow_openings_are_closed_at_their_timeout() {
+    let (xmpp, xws, bosh, sockjs, http, grpc, ws) = (
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+    );
+    let at = |p: u16| format!("127.0.0.1:{p}");
+    let serve = Serve::start(
+        [
+            "--listen".to_string(),
+            "127.0.0.1:0".into(),
+            "--xmpp".into(),
+            at(xmpp),
+            "--xmpp-websocket".into(),
+            at(xws),
+            "--xmpp-bosh".into(),
+            at(bosh),
+            "--xmpp-sockjs".into(),
+            at(sockjs),
+            "--xmpp-web-opening-timeout".into(),
+            "1s".into(),
+            "--also".into(),
+            format!("http={}", at(http)),
+            "--also".into(),
+            format!("grpc={}", at(grpc)),
+            "--also".into(),
+            format!("websocket={}", at(ws)),
+            "--also-header-timeout".into(),
+            "1s".into(),
+        ],
+        "SockJS",
+    );
+    let long = "a".repeat(40);
+    let cases: Vec<(&str, u16, Vec<u8>)> = vec![
+        (
+            "http",
+            http,
+            format!("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: {long}\r\n\r\n").into_bytes(),
+        ),
+        (
+            "grpc",
+            grpc,
+            b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0".to_vec(),
+        ),
+        (
+            "websocket",
+            ws,
+            String::from(
+                "GET /echo HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                 Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+            )
+            .into_bytes(),
+        ),
+        (
+            "xmpp websocket",
+            xws,
+            String::from(
+                "GET /xmpp-websocket HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\
+                 Connection: Upgrade\r\nSec-WebSocket-Protocol: xmpp\r\n\
+                 Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+            )
+            .into_bytes(),
+        ),
+        (
+            "bosh",
+            bosh,
+            format!("POST /http-bind HTTP/1.1\r\nHost: x\r\nX-Slow: {long}\r\n\r\n").into_bytes(),
+        ),
+        (
+            "sockjs",
+            sockjs,
+            format!("GET /xmpp/info HTTP/1.1\r\nHost: x\r\nX-Slow: {long}\r\n\r\n").into_bytes(),
+        ),
+    ];
+    let runs: Vec<_> = cases
+        .into_iter()
+        .map(|(name, port, opening)| {
+            std::thread::spawn(move || (name, opening.len(), trickle(port, &opening)))
+        })
+        .collect();
+    for r in runs {
+        let (name, len, closed) = r.join().unwrap();
+        let after = closed.unwrap_or_else(|| {
+            panic!(
+                "{name}: still open after its whole {len}-byte opening ({:?})",
+                BYTE_EVERY * len as u32
+            )
+        });
+        assert!(
+            after >= Duration::from_millis(900) && after < Duration::from_secs(4),
+            "{name}: closed {after:?} after connecting (limit 1s)"
+        );
+    }
+    let log = serve.stop();
+    assert!(
+        log.contains("XMPP BOSH") && log.contains("no request head within 1s; closed"),
+        "{log}"
+    );
+}
