@@ -273,6 +273,7 @@ where
     F: FnOnce(tokio::net::TcpListener, Arc<Counters>, Behaviour) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + 'static,
 {
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     wirebench_net::threads::spawn(
         format!("{what}-server"),
         move || Ok(listener),
