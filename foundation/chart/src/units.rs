@@ -106,12 +106,14 @@ fn linear_ladder(unit: &Unit) -> Vec<(f64, DisplayUnit)> {
             .into_iter()
             .map(|u| (u.factor, u))
             .collect(),
-        // Counts switch to k only from 10 000: "2500" reads better than "2.5k".
+        // Counts switch to k only from 10 000: "2500" reads better than "2.5k". The ticks
+        // carry the multiplier, so the title says nothing: "Sessions (thousands)" over a
+        // tick of "2000k" read as two thousand thousand thousands.
         Unit::Count | Unit::Ratio => vec![
             (0.0, DisplayUnit::new(1.0, "", false, None)),
-            (1e4, DisplayUnit::new(1e3, "k", false, Some("thousands"))),
-            (1e7, DisplayUnit::new(1e6, "M", false, Some("millions"))),
-            (1e10, DisplayUnit::new(1e9, "G", false, Some("billions"))),
+            (1e4, DisplayUnit::new(1e3, "k", false, None)),
+            (1e7, DisplayUnit::new(1e6, "M", false, None)),
+            (1e10, DisplayUnit::new(1e9, "G", false, None)),
         ],
         Unit::Percent => vec![(0.0, DisplayUnit::new(0.01, "%", false, Some("%")))],
         Unit::Other(s) => vec![
@@ -234,6 +236,17 @@ mod tests {
         assert_eq!(log_label(&Unit::Bytes, 512.0), "512 B");
         assert_eq!(log_label(&Unit::Count, 1e6), "1M");
         assert_eq!(log_label(&Unit::Percent, 0.001), "0.1%");
+    }
+
+    #[test]
+    fn count_ticks_carry_their_multiplier_and_the_title_none() {
+        let k = linear_unit(&Unit::Count, 2e6);
+        assert_eq!(k.label(2000.0, 0), "2000k");
+        assert_eq!(
+            k.title, None,
+            "a title in words would multiply the ticks again"
+        );
+        assert_eq!(linear_unit(&Unit::Count, 2e7).title, None);
     }
 
     #[test]
