@@ -105,6 +105,26 @@ pub fn prepare(req: &RunRequest) -> Result<Prepared, RunError> {
     }
     let given = |name: &str| req.params.iter().any(|(n, _)| n == name);
     scenario.stream_length_from_command_line(given("count"), given("duration"));
+    // The scenario's description names its own protocols and workloads; once the command
+    // line replaces them (`run --protocol xmpp --workload load`), a report headed "Raw TCP
+    // ping-pong ..." would say what was not run.
+    if given("protocol") || given("workload") {
+        let value = |name: &str| {
+            req.params
+                .iter()
+                .rfind(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        let what: Vec<String> = [("workload", "workload"), ("protocol", "protocol")]
+            .iter()
+            .filter_map(|(p, word)| value(p).map(|v| format!("{word} {v}")))
+            .collect();
+        scenario.description = format!(
+            "{} (from the command line, on the {} scenario's other settings)",
+            what.join(", "),
+            scenario.name
+        );
+    }
     if let Some(names) = &req.parts {
         scenario
             .select_parts(&list(names))
@@ -353,6 +373,22 @@ mod tests {
         assert_eq!(p.options.pcap, None);
         assert_eq!(p.preflight.cases, crate::plan(&p.scenario).len());
         assert!(!p.preflight.needs_confirmation());
+    }
+
+    #[test]
+    fn a_command_line_protocol_or_workload_replaces_the_scenarios_description() {
+        let own = prepare(&with(&[("payload", "64")])).unwrap();
+        assert!(
+            own.scenario.description.starts_with("Raw TCP"),
+            "{}",
+            own.scenario.description
+        );
+        let p = prepare(&with(&[("protocol", "xmpp"), ("workload", "pingpong")])).unwrap();
+        assert_eq!(
+            p.scenario.description,
+            "workload pingpong, protocol xmpp (from the command line, on the default \
+             scenario's other settings)"
+        );
     }
 
     #[test]
