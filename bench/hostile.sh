@@ -56,7 +56,14 @@
 # IDLE (9984), SLOW (1000), HALF (half-open connections, 100), SECS (seconds per attack, default 10, --quick 4; idle and
 # slowloris last HANDSHAKE + 4 s), ROUNDS (20000, --quick 5000), CLIENT_SECS (1), PROCS
 # (attacking processes, 2), HANDSHAKE (10s), ATTACKS (the attacks to run, default all:
-# "idle slowloris oversized garbage halfopen flood smuggle").
+# "idle slowloris oversized garbage halfopen flood smuggle disallowed"), ATTACK_CPUS (a
+# taskset CPU list for the attackers, e.g. 1; default: any CPU).
+#
+# On a machine this small the attackers compete with the server and the well-behaved
+# client for CPU, so a full-speed attack's p99 ratio measures that contention as much as
+# the server. To keep them apart: `ATTACK_CPUS=1 taskset -c 0 bash bench/hostile.sh`
+# (the server and the client inherit CPU 0, the attackers get CPU 1; the server then sees
+# one CPU and runs one worker).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -86,6 +93,11 @@ fi
 : "${CLIENT_SECS:=1}" "${PROCS:=2}" "${HALF:=100}" "${HANDSHAKE:=10s}"
 : "${ATTACKS:=idle slowloris oversized garbage halfopen flood smuggle disallowed}"
 LONG=$((${HANDSHAKE%s} + 4))
+ATTACK_TASKSET=()
+if [[ -n ${ATTACK_CPUS:-} ]]; then
+    command -v taskset >/dev/null || { echo "hostile.sh: ATTACK_CPUS needs taskset (util-linux)" >&2; exit 1; }
+    ATTACK_TASKSET=(taskset -c "$ATTACK_CPUS")
+fi
 
 die() {
     echo "hostile.sh: $*" >&2
@@ -185,7 +197,7 @@ attack() {
     base=$(p99 "$client")
     offset=$(stat -c %s "$LOG/$server.log")
     rm -f "$ready"
-    python3 "$HOSTILE" "$what" --proto "$proto" --target "$target" --pids "$SERVER_PID" \
+    ${ATTACK_TASKSET[@]+"${ATTACK_TASKSET[@]}"} python3 "$HOSTILE" "$what" --proto "$proto" --target "$target" --pids "$SERVER_PID" \
         --procs "$PROCS" --ready "$ready" --origin "127.0.0.1:${OPORT:-9}" "$@" >"$out" 2>"$LOG/$server-$what.err" &
     ATTACK_PID=$!
     while [[ ! -e $ready ]] && kill -0 "$ATTACK_PID" 2>/dev/null; do sleep 0.1; done
