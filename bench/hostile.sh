@@ -254,7 +254,7 @@ run_proxy() {
         helper echo "echo on" python3 "$HOSTILE" echo "$OPORT"
     fi
     PROXY_AT=127.0.0.1:$port
-    DISALLOWED_PROTO= DISALLOWED_AT=
+    DISALLOWED_PROTO='' DISALLOWED_AT=''
     case $s in
     socks5)
         PROXY_PROTO=socks5
