@@ -115,9 +115,9 @@ pub fn prepare(req: &RunRequest) -> Result<Prepared, RunError> {
                 .rfind(|(n, _)| n == name)
                 .map(|(_, v)| v.clone())
         };
-        let what: Vec<String> = [("workload", "workload"), ("protocol", "protocol")]
+        let what: Vec<String> = ["workload", "protocol"]
             .iter()
-            .filter_map(|(p, word)| value(p).map(|v| format!("{word} {v}")))
+            .filter_map(|p| value(p).map(|v| format!("{p} {v}")))
             .collect();
         scenario.description = format!(
             "{} (from the command line, on the {} scenario's other settings)",

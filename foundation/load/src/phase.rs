@@ -171,13 +171,13 @@ impl Schedule {
     /// [`Schedule::worker_of`]`(i, workers) == w`.
     pub fn share(&self, w: usize, workers: usize) -> impl Iterator<Item = usize> + '_ {
         let workers = workers.max(1);
-        let block = SHARE_BLOCK;
         let n = self.starts.len();
-        (0..n.div_ceil(block))
+        // Only the blocks that hold some of `w`'s sessions are walked.
+        (0..n.div_ceil(SHARE_BLOCK))
             .filter(move |b| b % workers == w || (b + 1) % workers == w)
             .flat_map(move |b| {
-                (b * block..((b + 1) * block).min(n))
-                    .filter(move |&i| Self::worker_of_in(i, workers, block) == w)
+                (b * SHARE_BLOCK..((b + 1) * SHARE_BLOCK).min(n))
+                    .filter(move |&i| Self::worker_of(i, workers) == w)
             })
     }
 
@@ -186,11 +186,7 @@ impl Schedule {
     /// its odd ones to worker `b + 1` (modulo `workers`), so that partners (`2k`, `2k + 1`)
     /// are on two workers whenever there are two.
     pub fn worker_of(i: usize, workers: usize) -> usize {
-        Self::worker_of_in(i, workers, SHARE_BLOCK)
-    }
-
-    fn worker_of_in(i: usize, workers: usize, block: usize) -> usize {
-        (i / block + (i & 1)) % workers.max(1)
+        (i / SHARE_BLOCK + (i & 1)) % workers.max(1)
     }
 
     /// Most sessions alive at once if each stays `stay` from its intended start: the
