@@ -632,6 +632,11 @@ pub struct ServeArgs {
     /// second, holds a socket until then).
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub also_header_timeout: String,
+    /// Connections each --also server holds open at most, over all its threads: over it
+    /// a new connection is closed as soon as it is accepted, and a line says so at most
+    /// once a second.
+    #[arg(long, default_value_t = wirebench_net::cap::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
+    pub also_max_connections: usize,
 }
 
 /// The command line's definition, with each parameter's default (from the registry the

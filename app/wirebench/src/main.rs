@@ -226,12 +226,18 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
     if header_timeout.is_zero() {
         anyhow::bail!("--also-header-timeout must be more than 0 (every request needs time)");
     }
-    let limits = wirebench_protocol::AloneLimits {
-        max_payload: max_payload as usize,
-        header_timeout,
-    };
     for also in &args.also {
-        serve_alone(also, &limits, args.proxy_threads)?;
+        let limits = |what: String| wirebench_protocol::AloneLimits {
+            max_payload: max_payload as usize,
+            header_timeout,
+            connections: wirebench_net::cap::ConnCap::new(
+                what,
+                args.also_max_connections,
+                !args.quiet,
+            ),
+            log: !args.quiet,
+        };
+        serve_alone(also, limits, args.proxy_threads)?;
     }
     let shutdown = Shutdown::new();
     let mut running = Vec::new();
@@ -252,8 +258,13 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
 }
 
 /// `serve --also NAME=ADDR`: that protocol's own server, alone; a proxy on `threads`
-/// threads (0: one per core), each with its own listener on the port.
-fn serve_alone(also: &str, limits: &wirebench_protocol::AloneLimits, threads: usize) -> Result<()> {
+/// threads (0: one per core), each with its own listener on the port; `limits` for the
+/// server's name and address.
+fn serve_alone(
+    also: &str,
+    limits: impl FnOnce(String) -> wirebench_protocol::AloneLimits,
+    threads: usize,
+) -> Result<()> {
     let Some((name, addr)) = also.split_once('=') else {
         anyhow::bail!("--also {also:?}: write NAME=ADDR, e.g. --also http=127.0.0.1:8080");
     };
@@ -274,8 +285,9 @@ fn serve_alone(also: &str, limits: &wirebench_protocol::AloneLimits, threads: us
     }
     .with_context(|| format!("--also {also}: cannot listen on {addr}"))?;
     let at = listeners[0].local_addr()?;
+    let limits = limits(format!("wirebench serve: {name} {at}"));
     for l in listeners {
-        match p.serve_alone_limited(l, limits) {
+        match p.serve_alone_limited(l, &limits) {
             Some(Ok(())) => {}
             Some(Err(e)) => anyhow::bail!("--also {also}: {e}"),
             None => anyhow::bail!(

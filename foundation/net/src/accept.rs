@@ -1,11 +1,14 @@
 //! The one accept loop of the tokio servers: accept until told to stop, hand each
 //! connection to a task of its own, and ride out failed accepts (out of descriptors, a
 //! connection reset before it was accepted) by waiting a moment and going on, so that one
-//! bad moment never ends a server. And the gentle close a server does after refusing a
+//! bad moment never ends a server, optionally holding at most a [`ConnCap`]'s connections.
+//! And the gentle close a server does after refusing a
 //! client ([`close_gently`]).
 
 use std::future::Future;
+use crate::cap::{ConnCap, Permit};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -24,13 +27,32 @@ pub async fn accept_local<F, Fut>(
     l: &TcpListener,
     stop: impl Future<Output = ()>,
     nodelay: Option<bool>,
+    conn: F,
+) where
+    F: FnMut(TcpStream, SocketAddr) -> Fut,
+    Fut: Future<Output = ()> + 'static,
+{
+    accept_local_capped(l, stop, nodelay, None, conn).await
+}
+
+/// [`accept_local`] holding at most `cap`'s connections open (`None`: no cap): over it a
+/// new connection is closed as soon as it is accepted, before `conn` sees it.
+pub async fn accept_local_capped<F, Fut>(
+    l: &TcpListener,
+    stop: impl Future<Output = ()>,
+    nodelay: Option<bool>,
+    cap: Option<&Arc<ConnCap>>,
     mut conn: F,
 ) where
     F: FnMut(TcpStream, SocketAddr) -> Fut,
     Fut: Future<Output = ()> + 'static,
 {
-    accept_until(l, stop, nodelay, move |s, peer| {
-        tokio::task::spawn_local(conn(s, peer));
+    accept_until(l, stop, nodelay, cap, move |s, peer, permit| {
+        let served = conn(s, peer);
+        tokio::task::spawn_local(async move {
+            served.await;
+            drop(permit);
+        });
     })
     .await
 }
@@ -46,7 +68,7 @@ pub async fn accept_spawn<F, Fut>(
     F: FnMut(TcpStream, SocketAddr) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    accept_until(l, stop, nodelay, move |s, peer| {
+    accept_until(l, stop, nodelay, None, move |s, peer, _| {
         tokio::spawn(conn(s, peer));
     })
     .await
@@ -56,7 +78,8 @@ async fn accept_until(
     l: &TcpListener,
     stop: impl Future<Output = ()>,
     nodelay: Option<bool>,
-    mut spawn: impl FnMut(TcpStream, SocketAddr),
+    cap: Option<&Arc<ConnCap>>,
+    mut spawn: impl FnMut(TcpStream, SocketAddr, Option<Permit>),
 ) {
     let accepting = async {
         loop {
@@ -67,10 +90,16 @@ async fn accept_until(
                     continue;
                 }
             };
+            let permit = match cap.map(|c| c.admit()) {
+                // Dropped unread: the client sees its connection closed at once.
+                Some(None) => continue,
+                Some(p) => p,
+                None => None,
+            };
             if let Some(on) = nodelay {
                 let _ = s.set_nodelay(on);
             }
-            spawn(s, peer);
+            spawn(s, peer, permit);
         }
     };
     tokio::select! {

@@ -6,6 +6,7 @@
 
 pub mod accept;
 pub mod addr;
+pub mod cap;
 pub mod sock;
 pub mod threads;
 pub mod timing;

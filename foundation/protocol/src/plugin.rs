@@ -194,7 +194,7 @@ pub trait Protocol: Sync {
 }
 
 /// What `wirebench serve` gives a protocol's server run alone (`--also`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct AloneLimits {
     /// Largest payload served (serve's `--max-payload`).
     pub max_payload: usize,
@@ -202,6 +202,11 @@ pub struct AloneLimits {
     /// WebSocket upgrade) before it is closed, and an HTTP connection may stay with no
     /// request (serve's `--also-header-timeout`).
     pub header_timeout: std::time::Duration,
+    /// The server's cap on open connections (serve's `--also-max-connections`), one for
+    /// all the threads of one `--also` server: over it a new connection is closed at once.
+    pub connections: std::sync::Arc<wirebench_net::cap::ConnCap>,
+    /// Log the clients the server closes, and why (serve without `--quiet`).
+    pub log: bool,
 }
 
 /// What a run gives [`Protocol::start_run`].

@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_net::cap::{ConnCap, LogLimit};
 use wirebench_net::threads::ServerThread;
 use wirebench_payload::Pattern;
-use wirebench_protocol::Hosts;
+use wirebench_protocol::{AloneLimits, Hosts};
 use wirebench_protocol::WorkloadError;
 
 /// What the server does with each message, fixed for the case.
@@ -32,6 +33,38 @@ pub struct Behaviour {
     /// is closed; `None` for a case's own servers, which only our client reaches (the
     /// HTTP server then still closes a connection silent for 30 s).
     pub header_timeout: Option<Duration>,
+    /// The cap on open connections of a server run alone (`serve --also`); `None` for a
+    /// case's own servers.
+    pub cap: Option<Arc<ConnCap>>,
+    /// Where a server run alone reports the clients it closes, when it does.
+    pub closes: Option<Arc<CloseLog>>,
+}
+
+/// The clients a server run alone closes, one line each on stderr (`wirebench serve:
+/// http 127.0.0.1:8080 127.0.0.1:50412: no request within 30s; closed`), at most one a
+/// second so that a flood cannot fill the operator's terminal: the others are counted
+/// into the next line.
+#[derive(Debug)]
+pub struct CloseLog {
+    what: String,
+    limit: LogLimit,
+}
+
+impl CloseLog {
+    pub fn new(what: impl Into<String>) -> CloseLog {
+        CloseLog {
+            what: what.into(),
+            limit: LogLimit::new(),
+        }
+    }
+
+    /// The connection from `peer` was closed for `why`.
+    pub fn closed(&self, peer: SocketAddr, why: &str) {
+        self.limit.eprint(|| {
+            let end = if why.ends_with("closed") { "" } else { "; closed" };
+            format!("{} {peer}: {why}{end}", self.what)
+        });
+    }
 }
 
 impl Behaviour {
@@ -42,6 +75,8 @@ impl Behaviour {
             max_payload: payload,
             nodelay,
             header_timeout: None,
+            cap: None,
+            closes: None,
         }
     }
 
@@ -228,39 +263,45 @@ where
 
 /// Runs `serve` on `listener` in a thread of its own until the process ends (for
 /// `wirebench serve --also`): the behaviour of a server no case configures, with no think
-/// time, payloads up to `max_payload`, unverified unless the client names its seed 0
-/// pattern's sequence numbers.
+/// time, payloads up to `limits.max_payload`, unverified unless the client names its seed
+/// 0 pattern's sequence numbers, at most `limits.connections` open.
 pub fn serve_alone<F, Fut>(
     listener: std::net::TcpListener,
     what: &str,
-    max_payload: usize,
+    limits: &AloneLimits,
     serve: F,
 ) -> Result<(), String>
 where
     F: FnOnce(tokio::net::TcpListener, Arc<Counters>, Behaviour) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + 'static,
 {
-    let b = Behaviour::new(0, max_payload, Duration::ZERO, true);
+    let mut b = Behaviour::new(0, limits.max_payload, Duration::ZERO, true);
+    b.cap = Some(limits.connections.clone());
+    b.closes = limits
+        .log
+        .then(|| Arc::new(CloseLog::new(limits.connections.what())));
     spawn_alone(listener, what, b, serve)
 }
 
 /// [`serve_alone`] for a server that reads an opening from its clients (HTTP, gRPC,
-/// WebSocket): a connection that has not sent it within `header_timeout` is closed
-/// ([`Behaviour::header_timeout`]), since anyone who can reach the port may connect.
+/// WebSocket): a connection that has not sent it within `limits.header_timeout` is
+/// closed ([`Behaviour::header_timeout`]), since anyone who can reach the port may
+/// connect.
 pub fn serve_alone_timed<F, Fut>(
     listener: std::net::TcpListener,
     what: &str,
-    max_payload: usize,
-    header_timeout: Duration,
+    limits: &AloneLimits,
     serve: F,
 ) -> Result<(), String>
 where
     F: FnOnce(tokio::net::TcpListener, Arc<Counters>, Behaviour) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + 'static,
 {
-    let mut b = Behaviour::new(0, max_payload, Duration::ZERO, true);
-    b.header_timeout = Some(header_timeout);
-    spawn_alone(listener, what, b, serve)
+    let timeout = limits.header_timeout;
+    serve_alone(listener, what, limits, move |l, c, mut b| {
+        b.header_timeout = Some(timeout);
+        serve(l, c, b)
+    })
 }
 
 fn spawn_alone<F, Fut>(
@@ -354,8 +395,9 @@ where
     }
 }
 
-/// Accepts connections until stopped, each served by `conn` in a task of its own; a
-/// connection's failure is counted and closes only that connection.
+/// Accepts connections until stopped (at most [`Behaviour::cap`] open at once), each
+/// served by `conn` in a task of its own; a connection's failure is counted (and logged
+/// to [`Behaviour::closes`]) and closes only that connection.
 pub async fn accept_loop<F, Fut>(
     l: tokio::net::TcpListener,
     b: &Behaviour,
@@ -366,11 +408,16 @@ pub async fn accept_loop<F, Fut>(
     Fut: Future<Output = Result<(), String>> + 'static,
 {
     let stop = std::future::pending();
-    wirebench_net::accept::accept_local(&l, stop, Some(b.nodelay), |s, _| {
+    let cap = b.cap.as_ref();
+    wirebench_net::accept::accept_local_capped(&l, stop, Some(b.nodelay), cap, |s, peer| {
         let c = counters.clone();
+        let closes = b.closes.clone();
         let fut = conn(s, counters.clone());
         async move {
             if let Err(e) = fut.await {
+                if let Some(log) = closes {
+                    log.closed(peer, &e);
+                }
                 c.reject(e);
             }
         }

@@ -53,6 +53,10 @@ struct Converter {
     /// runtime, so that the kernel spreads connections over the cores (0: one per core).
     #[arg(long, default_value_t = 0, value_name = "N")]
     threads: usize,
+    /// Clients held open at most, over all threads: over it a new connection is closed as
+    /// soon as it is accepted, and a line says so at most once a second.
+    #[arg(long, default_value_t = wirebench_net::cap::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
+    max_connections: usize,
 }
 
 /// Run the client side of RFC 8803 for any program: a local SOCKS5 proxy that sends
@@ -86,6 +90,10 @@ struct ConverterClient {
     /// (programs whose server speaks first, such as SMTP, wait this long).
     #[arg(long, value_name = "DURATION", default_value = "50ms")]
     first_data_wait: String,
+    /// Programs' connections held open at most: over it a new connection is closed as
+    /// soon as it is accepted, and a line says so at most once a second.
+    #[arg(long, default_value_t = wirebench_net::cap::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
+    max_connections: usize,
 }
 
 fn converter_client(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
@@ -116,11 +124,17 @@ fn converter_client(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
         l.local_addr()?,
         if tfo { " with TCP Fast Open" } else { "" }
     );
+    let at = l.local_addr()?;
     let cfg = LocalConfig {
         via,
         tfo,
         first_data_wait,
         log: true,
+        cap: Some(wirebench_net::cap::ConnCap::new(
+            format!("wirebench converter-client {at}"),
+            args.max_connections,
+            true,
+        )),
     };
     local::run_standalone(l, cfg, stop_flag(shutdown)).map_err(|e| anyhow::anyhow!(e))?;
     eprintln!("wirebench converter-client: stopped");
@@ -151,6 +165,11 @@ fn converter(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
         tfo,
         log: true,
         legs: None,
+        cap: Some(wirebench_net::cap::ConnCap::new(
+            format!("wirebench converter {at}"),
+            args.max_connections,
+            true,
+        )),
     };
     let mut threads = converter::start(ls, cfg).map_err(|e| anyhow::anyhow!(e))?;
     eprintln!(

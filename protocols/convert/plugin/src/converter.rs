@@ -45,6 +45,9 @@ pub struct Config {
     pub log: bool,
     /// Where to keep each connection's leg to the server ([`Legs`]), when measured.
     pub legs: Option<Arc<Legs>>,
+    /// At most this many clients at once, over all the converter's threads; `None`: no
+    /// cap (a case's converter).
+    pub cap: Option<Arc<wirebench_net::cap::ConnCap>>,
 }
 
 /// The converter's own leg of each connection, for the connect workload: from the start
@@ -87,7 +90,8 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
         counters.reject(format!("the converter cannot take TCP Fast Open: {e}"));
     }
     let stop = std::future::pending();
-    wirebench_net::accept::accept_local(&l, stop, Some(true), |s, _| {
+    let cap = cfg.cap.clone();
+    wirebench_net::accept::accept_local_capped(&l, stop, Some(true), cap.as_ref(), |s, _| {
         let (c, cfg) = (counters.clone(), cfg.clone());
         async move {
             if let Err(e) = session(s, &cfg).await {

@@ -170,21 +170,22 @@ impl Protocol for Convert {
         true
     }
 
-    fn serve_alone(
+    fn serve_alone_limited(
         &self,
         listener: std::net::TcpListener,
-        max_payload: usize,
+        limits: &wirebench_protocol::AloneLimits,
     ) -> Option<Result<(), String>> {
         let cfg = Arc::new(converter::Config {
             allow: converter::Allow::loopback(),
             tfo: true,
             log: false,
             legs: None,
+            cap: Some(limits.connections.clone()),
         });
         Some(wirebench_rpc::server::serve_alone(
             listener,
             "convert",
-            max_payload,
+            limits,
             move |l, c, _| converter::serve(l, c, cfg),
         ))
     }
@@ -209,6 +210,7 @@ impl Protocol for Convert {
                 tfo,
                 log: false,
                 legs: Some(kept),
+                cap: None,
             });
             let placed = wirebench_connect::place_proxy(lab, "convert", mptcp, threads, {
                 move |l, c| converter::serve(l, c, cfg.clone())

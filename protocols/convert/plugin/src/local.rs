@@ -51,12 +51,15 @@ pub struct LocalConfig {
     pub first_data_wait: Duration,
     /// Each refused or failed connection on stderr.
     pub log: bool,
+    /// At most this many programs' connections at once; `None`: no cap.
+    pub cap: Option<Arc<wirebench_net::cap::ConnCap>>,
 }
 
 /// Serves the SOCKS5 front on `l` until the runtime stops.
 pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc<LocalConfig>) {
     let stop = std::future::pending();
-    wirebench_net::accept::accept_local(&l, stop, Some(true), |s, _| {
+    let cap = cfg.cap.clone();
+    wirebench_net::accept::accept_local_capped(&l, stop, Some(true), cap.as_ref(), |s, _| {
         let (c, cfg) = (counters.clone(), cfg.clone());
         async move {
             if let Err(e) = session(s, &cfg).await {

@@ -102,8 +102,7 @@ impl Protocol for Grpc {
         Some(wirebench_rpc::server::serve_alone_timed(
             listener,
             "grpc",
-            limits.max_payload,
-            limits.header_timeout,
+            limits,
             server::serve,
         ))
     }

@@ -73,8 +73,7 @@ impl Protocol for Http {
         Some(wirebench_rpc::server::serve_alone_timed(
             listener,
             "http",
-            limits.max_payload,
-            limits.header_timeout,
+            limits,
             |l, c, b| server::serve(l, c, b, Arc::new(codec::Plain)),
         ))
     }

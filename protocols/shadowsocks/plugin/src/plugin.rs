@@ -182,10 +182,10 @@ impl Protocol for Shadowsocks {
         true
     }
 
-    fn serve_alone(
+    fn serve_alone_limited(
         &self,
         listener: std::net::TcpListener,
-        max_payload: usize,
+        limits: &wirebench_protocol::AloneLimits,
     ) -> Option<Result<(), String>> {
         let password = std::env::var("WIREBENCH_SHADOWSOCKS_PASSWORD")
             .unwrap_or_else(|_| crate::DEFAULT_PASSWORD.into());
@@ -194,12 +194,13 @@ impl Protocol for Shadowsocks {
             psk: None,
             allow: server::Allow::loopback(),
             tfo: true,
-            log: true,
+            log: limits.log,
+            cap: Some(limits.connections.clone()),
         });
         Some(wirebench_rpc::server::serve_alone(
             listener,
             "shadowsocks",
-            max_payload,
+            limits,
             move |l, c, _| server::serve(l, c, cfg),
         ))
     }
@@ -259,6 +260,7 @@ impl Protocol for Shadowsocks {
                         allow: server::Allow::Only(vec![origin]),
                         tfo,
                         log: false,
+                        cap: None,
                     });
                     let p = wirebench_connect::place_proxy(lab, "shadowsocks", false, threads, {
                         move |l, c| server::serve(l, c, cfg.clone())

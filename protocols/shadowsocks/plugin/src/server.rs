@@ -57,6 +57,8 @@ pub struct Config {
     pub tfo: bool,
     /// Each closed connection's reason on stderr (a server run alone).
     pub log: bool,
+    /// At most this many clients at once (`serve --also shadowsocks`); `None`: no cap.
+    pub cap: Option<Arc<wirebench_net::cap::ConnCap>>,
 }
 
 /// Serves Shadowsocks on `l` until the runtime stops.
@@ -70,7 +72,8 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
     }
     let salts = Rc::new(RefCell::new(SaltPool::new(SALT_POOL)));
     let stop = std::future::pending();
-    wirebench_net::accept::accept_local(&l, stop, Some(true), |s, _| {
+    let cap = cfg.cap.clone();
+    wirebench_net::accept::accept_local_capped(&l, stop, Some(true), cap.as_ref(), |s, _| {
         let (c, cfg, salts) = (counters.clone(), cfg.clone(), salts.clone());
         async move {
             let r = match &cfg.psk {

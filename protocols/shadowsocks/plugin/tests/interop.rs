@@ -58,6 +58,7 @@ async fn ours(keys: Vec<Key>, allow: server::Allow) -> (SocketAddr, Arc<Counters
         allow,
         tfo: false,
         log: false,
+        cap: None,
     });
     tokio::task::spawn_local(server::serve(l, c.clone(), cfg));
     (a, c)

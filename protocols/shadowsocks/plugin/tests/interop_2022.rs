@@ -58,6 +58,7 @@ async fn ours(psk: &Psk, o: SocketAddr) -> (SocketAddr, Arc<Counters>) {
         allow: server::Allow::Only(vec![o]),
         tfo: false,
         log: false,
+        cap: None,
     });
     tokio::task::spawn_local(server::serve(l, c.clone(), cfg));
     (a, c)

@@ -143,8 +143,7 @@ impl Protocol for Soap {
         Some(wirebench_rpc::server::serve_alone_timed(
             listener,
             "soap",
-            limits.max_payload,
-            limits.header_timeout,
+            limits,
             |l, c, b| wirebench_rpc::http::server::serve(l, c, b, Arc::new(Envelope)),
         ))
     }

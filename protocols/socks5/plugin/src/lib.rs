@@ -341,20 +341,21 @@ impl Protocol for Socks5 {
         true
     }
 
-    fn serve_alone(
+    fn serve_alone_limited(
         &self,
         listener: std::net::TcpListener,
-        max_payload: usize,
+        limits: &wirebench_protocol::AloneLimits,
     ) -> Option<Result<(), String>> {
         let cfg = Arc::new(server::Config {
             userpass: None,
             allow: server::Allow::Loopback,
-            log: true,
+            log: limits.log,
+            cap: Some(limits.connections.clone()),
         });
         Some(wirebench_rpc::server::serve_alone(
             listener,
             "socks5",
-            max_payload,
+            limits,
             move |l, c, _| server::serve(l, c, cfg),
         ))
     }
@@ -397,6 +398,7 @@ impl Protocol for Socks5 {
                         userpass: userpass.clone(),
                         allow: server::Allow::Only(vec![origin]),
                         log: false,
+                        cap: None,
                     });
                     let p = wirebench_connect::place_proxy(lab, "socks5", false, threads, {
                         move |l, c| server::serve(l, c, cfg.clone())

@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wirebench_net::accept::close_gently;
+use wirebench_net::cap::ConnCap;
 use wirebench_rpc::Counters;
 use wirebench_socks5 as s5;
 
@@ -51,12 +52,15 @@ pub struct Config {
     /// Log each client it closes on stderr (`serve --also socks5`: what an operator sees
     /// of a hostile client); a case counts them instead.
     pub log: bool,
+    /// At most this many clients at once (`serve --also socks5`); `None`: no cap.
+    pub cap: Option<Arc<ConnCap>>,
 }
 
 /// Serves SOCKS5 on `l` until the runtime stops.
 pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc<Config>) {
     let stop = std::future::pending();
-    wirebench_net::accept::accept_local(&l, stop, Some(true), |s, _| {
+    let cap = cfg.cap.clone();
+    wirebench_net::accept::accept_local_capped(&l, stop, Some(true), cap.as_ref(), |s, _| {
         let (c, cfg) = (counters.clone(), cfg.clone());
         async move {
             if let Err(e) = session(s, &cfg).await {

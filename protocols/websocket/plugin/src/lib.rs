@@ -78,8 +78,7 @@ impl Protocol for WebSocket {
         Some(wirebench_rpc::server::serve_alone_timed(
             listener,
             "websocket",
-            limits.max_payload,
-            limits.header_timeout,
+            limits,
             serve,
         ))
     }

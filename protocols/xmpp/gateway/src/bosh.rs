@@ -44,6 +44,8 @@ struct Ctx {
     max_body: usize,
     max_queued: usize,
     log: bool,
+    /// Refusals logged at most once a second (a flood of them is one line).
+    refusals: wirebench_net::cap::LogLimit,
 }
 
 /// A seed no client can guess (session ids derive from it).
@@ -83,6 +85,7 @@ pub async fn serve(
         max_body,
         max_queued,
         log,
+        refusals: wirebench_net::cap::LogLimit::new(),
     });
     let ticker = ctx.clone();
     tokio::spawn(async move {
@@ -285,25 +288,36 @@ async fn handle(
         }
     }
     let (tx, rx) = oneshot::channel();
-    {
+    let full = {
         let mut s = lock(&ctx.state);
         let id = s.next_req;
         s.next_req += 1;
         s.waiting.insert(id, tx);
+        let refused = s.m.refused_sessions();
         s.m.handle_request(monotonic_ns(), id, &bytes);
         drain(&mut s, &ctx);
-    }
+        s.m.refused_sessions() > refused
+    };
     let answer = rx.await.unwrap_or_default();
     if answer.windows(16).any(|w| w == b"type='terminate'")
         && answer.windows(10).any(|w| w == b"condition=")
     {
         ctx.stats.refused.fetch_add(1, Ordering::Relaxed);
         if ctx.log {
-            eprintln!(
-                "wirebench serve: XMPP BOSH: {} (request: {})",
-                String::from_utf8_lossy(&answer),
-                String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
-            );
+            ctx.refusals.eprint(|| {
+                let answer = String::from_utf8_lossy(&answer);
+                if full {
+                    let max = lock(&ctx.state).m.config().max_sessions;
+                    format!(
+                        "wirebench serve: XMPP BOSH: {max} sessions open, the cap (--xmpp-bosh-max-sessions); refused a new one: {answer}"
+                    )
+                } else {
+                    format!(
+                        "wirebench serve: XMPP BOSH: {answer} (request: {})",
+                        String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+                    )
+                }
+            });
         }
     }
     let mut r = reply(StatusCode::OK, Bytes::from(answer));

@@ -90,6 +90,8 @@ struct Ctx {
     stats: Arc<WebStats>,
     opt: SockJsOptions,
     log: bool,
+    /// Session refusals logged at most once a second (a flood of them is one line).
+    refusals: wirebench_net::cap::LogLimit,
 }
 
 fn lock(c: &Ctx) -> std::sync::MutexGuard<'_, Shared> {
@@ -115,6 +117,7 @@ pub async fn serve(
         stats,
         opt,
         log,
+        refusals: wirebench_net::cap::LogLimit::new(),
     });
     let ticker = ctx.clone();
     tokio::spawn(async move {
@@ -637,7 +640,21 @@ async fn session_request(
         if service != Service::Xmpp && s.srv.queued(sid).is_none() {
             s.tests.insert(sid.to_string(), service);
         }
+        let refused = s.srv.refused();
         let id = s.srv.receive(monotonic_ns(), sid, wire);
+        if s.srv.refused() > refused {
+            ctx.stats.refused.fetch_add(1, Ordering::Relaxed);
+            if ctx.log {
+                ctx.refusals.eprint(|| {
+                    format!(
+                        "wirebench serve: XMPP SockJS: {} sessions held, the cap (--xmpp-sockjs-max-sessions); refused a new one with c[{},\"{}\"]",
+                        ctx.opt.cfg.max_sessions,
+                        sockjs::TOO_MANY.0,
+                        sockjs::TOO_MANY.1
+                    )
+                });
+            }
+        }
         s.recvs.insert(id, tx);
         drain(&mut s, &ctx);
         id

@@ -218,6 +218,21 @@ pub struct ServeFlags {
     /// Largest BOSH request body; a larger one ends its session with policy-violation.
     #[arg(long, default_value = "128KiB", value_name = "SIZE")]
     pub xmpp_bosh_max_body: String,
+    /// BOSH sessions held at most (each holds a connection to the XMPP server until it
+    /// ends or --xmpp-bosh-inactivity passes): one more is refused with a terminate
+    /// body, condition undefined-condition, and a line at most once a second.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub xmpp_bosh_max_sessions: usize,
+    /// SockJS sessions held at most (each holds a connection to the XMPP server until it
+    /// is closed and --xmpp-sockjs-disconnect-delay passes): one more is answered with
+    /// the close frame c[1013,"Too many sessions, try again later"], and a line at most
+    /// once a second.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub xmpp_sockjs_max_sessions: usize,
+    /// A SockJS session with no receiving request for this long is closed and forgotten
+    /// (SockJS's disconnect delay).
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub xmpp_sockjs_disconnect_delay: String,
     /// Close a WebSocket, BOSH or SockJS connection that has not sent its opening this
     /// long after connecting: the WebSocket upgrade; for BOSH and SockJS each HTTP
     /// request head, and the wait for the next one on a kept-alive connection (a client
@@ -471,6 +486,7 @@ impl ServeFlags {
                 max_wait: secs("--xmpp-bosh-wait", &self.xmpp_bosh_wait)?,
                 inactivity: secs("--xmpp-bosh-inactivity", &self.xmpp_bosh_inactivity)?,
                 max_body: size("--xmpp-bosh-max-body", &self.xmpp_bosh_max_body)?,
+                max_sessions: self.xmpp_bosh_max_sessions,
                 max_stanza,
                 ..Default::default()
             };
@@ -483,6 +499,13 @@ impl ServeFlags {
                 test_services: self.xmpp_sockjs_test_services,
                 ..Default::default()
             };
+            o.cfg.max_sessions = self.xmpp_sockjs_max_sessions;
+            let delay = wirebench_model::parse_duration(&self.xmpp_sockjs_disconnect_delay)
+                .context("--xmpp-sockjs-disconnect-delay")?;
+            if delay.is_zero() {
+                bail!("--xmpp-sockjs-disconnect-delay must be more than 0");
+            }
+            o.cfg.disconnect_delay_ns = delay.as_nanos() as u64;
             if o.test_services {
                 // The suite's test server ends streaming responses after 4 KiB (the
                 // spec's default is 128 KiB), so its response-limit tests end quickly.

@@ -67,7 +67,8 @@ pub struct BoshConfig {
     pub max_stanza: usize,
     /// Server output a session may queue while no request is held, bytes.
     pub max_queued: usize,
-    /// Sessions at once.
+    /// Sessions at once: a request for one more is answered `terminate` with
+    /// `undefined-condition`, XEP-0124 §17.2's condition for errors it does not list.
     pub max_sessions: usize,
 }
 
@@ -226,6 +227,8 @@ pub struct Manager {
     sessions: HashMap<String, Session>,
     out: VecDeque<Output>,
     rng: u64,
+    /// Session creations refused at `max_sessions`.
+    refused: u64,
 }
 
 const NS: u64 = 1_000_000_000;
@@ -243,11 +246,17 @@ impl Manager {
             sessions: HashMap::new(),
             out: VecDeque::new(),
             rng: seed ^ 0x6a09_e667_f3bc_c908,
+            refused: 0,
         }
     }
 
     pub fn config(&self) -> &BoshConfig {
         &self.cfg
+    }
+
+    /// Session creations refused so far for [`BoshConfig::max_sessions`].
+    pub fn refused_sessions(&self) -> u64 {
+        self.refused
     }
 
     pub fn sessions(&self) -> usize {
@@ -349,6 +358,7 @@ impl Manager {
             return;
         };
         if self.sessions.len() >= self.cfg.max_sessions {
+            self.refused += 1;
             self.respond(req, terminate("undefined-condition"));
             return;
         }

@@ -35,6 +35,11 @@ pub const STILL_OPEN: (u16, &str) = (2010, "Another connection still open");
 /// The close frame for a session whose receiving request the client aborted.
 pub const INTERRUPTED: (u16, &str) = (1002, "Connection interrupted");
 
+/// The close frame refusing a new session when [`SockJsConfig::max_sessions`] are held:
+/// SockJS defines no code for it, so it is WebSocket's "Try Again Later" (RFC 6455's
+/// IANA registry), whose close codes SockJS's frames carry.
+pub const TOO_MANY: (u16, &str) = (1013, "Too many sessions, try again later");
+
 /// Limits and timers; the defaults are the spec's (and sockjs-node's).
 #[derive(Debug, Clone)]
 pub struct SockJsConfig {
@@ -46,6 +51,9 @@ pub struct SockJsConfig {
     pub response_limit: usize,
     /// Largest client request body (xhr_send / jsonp_send) or websocket message, bytes.
     pub max_body: usize,
+    /// Sessions held at most (open, or closed and not yet forgotten): a receiving request
+    /// for a new one over it is answered [`TOO_MANY`] and no session is made.
+    pub max_sessions: usize,
 }
 
 impl Default for SockJsConfig {
@@ -55,6 +63,7 @@ impl Default for SockJsConfig {
             disconnect_delay_ns: 5_000_000_000,
             response_limit: 128 * 1024,
             max_body: 128 * 1024,
+            max_sessions: 10_000,
         }
     }
 }
@@ -226,6 +235,8 @@ pub struct Server {
     sessions: HashMap<String, Session>,
     out: VecDeque<Output>,
     next_recv: RecvId,
+    /// New sessions refused at [`SockJsConfig::max_sessions`].
+    refused: u64,
 }
 
 impl Server {
@@ -235,6 +246,7 @@ impl Server {
             sessions: HashMap::new(),
             out: VecDeque::new(),
             next_recv: 1,
+            refused: 0,
         }
     }
 
@@ -249,6 +261,11 @@ impl Server {
 
     pub fn is_empty(&self) -> bool {
         self.sessions.is_empty()
+    }
+
+    /// New sessions refused so far for [`SockJsConfig::max_sessions`].
+    pub fn refused(&self) -> u64 {
+        self.refused
     }
 
     /// Bytes of messages waiting for a receiving request on `sid`.
@@ -277,6 +294,15 @@ impl Server {
         }
         let cfg_hb = self.cfg.heartbeat_ns;
         let new = !self.sessions.contains_key(sid);
+        if new && self.sessions.len() >= self.cfg.max_sessions {
+            self.refused += 1;
+            self.out.push_back(Output::Data {
+                recv: id,
+                bytes: wire.encode(&close_frame(TOO_MANY.0, TOO_MANY.1)),
+            });
+            self.out.push_back(Output::End { recv: id });
+            return id;
+        }
         let s = self
             .sessions
             .entry(sid.to_string())

@@ -1,0 +1,224 @@
+//! The caps of what a hostile client can make `wirebench serve` and the converter hold
+//! (issue #34): connections of the `--also` servers and `wirebench converter`
+//! (`--also-max-connections`, `--max-connections`), BOSH and SockJS sessions
+//! (`--xmpp-bosh-max-sessions`, `--xmpp-sockjs-max-sessions`) and their expiry, and the
+//! line an operator sees for each close. 127.0.0.1 only.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{Serve, free_port, wirebench};
+
+/// Whether the server closes `s` within `within` (EOF or reset), sending nothing.
+fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut b = [0u8; 16];
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    }
+}
+
+/// A SOCKS5 greeting answered: the proxy took the connection and serves it.
+fn socks5_greeted(port: u16) -> Option<TcpStream> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    s.write_all(&[5, 1, 0]).ok()?;
+    let mut r = [0u8; 2];
+    s.read_exact(&mut r).ok()?;
+    (r == [5, 0]).then_some(s)
+}
+
+#[test]
+fn also_servers_hold_their_cap_and_log_their_closes() {
+    let (socks, http) = (free_port(), free_port());
+    let serve = Serve::start(
+        [
+            "--listen".to_string(),
+            "127.0.0.1:0".into(),
+            "--also".into(),
+            format!("socks5=127.0.0.1:{socks}"),
+            "--also".into(),
+            format!("http=127.0.0.1:{http}"),
+            "--proxy-threads".into(),
+            "2".into(),
+            "--also-max-connections".into(),
+            "4".into(),
+            "--also-header-timeout".into(),
+            "1s".into(),
+        ],
+        "http on",
+    );
+    // Four held over two threads: the cap is the proxy's, not each thread's.
+    let mut held: Vec<_> = (0..4)
+        .map(|i| socks5_greeted(socks).unwrap_or_else(|| panic!("connection {i} refused")))
+        .collect();
+    let mut fifth = TcpStream::connect(("127.0.0.1", socks)).unwrap();
+    let t = Instant::now();
+    assert!(
+        closed_within(&mut fifth, Duration::from_secs(3)),
+        "the fifth connection stayed open"
+    );
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    drop(held.pop());
+    let end = Instant::now() + Duration::from_secs(3);
+    let again = loop {
+        // The proxy learns the close when it reads the client's EOF: a moment later.
+        if let Some(s) = socks5_greeted(socks) {
+            break s;
+        }
+        assert!(Instant::now() < end, "no room after one connection closed");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drop((again, held));
+
+    // An HTTP client that never asks is closed at --also-header-timeout, with a line.
+    let mut idle = TcpStream::connect(("127.0.0.1", http)).unwrap();
+    assert!(closed_within(&mut idle, Duration::from_secs(4)));
+    // The server reads what the client still sends until it closes too, then logs.
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(300));
+    let log = serve.stop();
+    assert!(
+        log.contains(&format!(
+            "wirebench serve: socks5 127.0.0.1:{socks}: 4 connections open, the cap; closed a new one"
+        )),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("wirebench serve: http 127.0.0.1:{http} 127.0.0.1:"))
+            && log.contains("HTTP connection: nothing received within 1s; closed"),
+        "{log}"
+    );
+}
+
+#[test]
+fn the_converter_holds_its_cap() {
+    let port = free_port();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut child = wirebench()
+        .args(["converter", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--allow", "127.0.0.1", "--threads", "2", "--max-connections", "2"])
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(log.path())
+        .unwrap()
+        .contains("listening on")
+    {
+        assert!(Instant::now() < end, "the converter did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let held: Vec<_> = (0..2)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    // Both accepted (the converter waits for their Convert message) before the third.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut third = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let closed = closed_within(&mut third, Duration::from_secs(2));
+    drop(held);
+    // SAFETY: the converter this test started, by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    assert!(closed, "the third connection stayed open: {text}");
+    assert!(
+        text.contains("2 connections open, the cap; closed a new one"),
+        "{text}"
+    );
+}
+
+/// An HTTP POST of `body` to `path` on `port`; the whole answer.
+fn post(port: u16, path: &str, body: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[test]
+fn bosh_and_sockjs_sessions_are_capped_and_expire() {
+    let (xmpp, bosh, sockjs) = (free_port(), free_port(), free_port());
+    let at = |p: u16| format!("127.0.0.1:{p}");
+    let serve = Serve::start(
+        [
+            "--listen".to_string(),
+            "127.0.0.1:0".into(),
+            "--xmpp".into(),
+            at(xmpp),
+            "--xmpp-bosh".into(),
+            at(bosh),
+            "--xmpp-bosh-max-sessions".into(),
+            "2".into(),
+            "--xmpp-bosh-inactivity".into(),
+            "1s".into(),
+            "--xmpp-sockjs".into(),
+            at(sockjs),
+            "--xmpp-sockjs-max-sessions".into(),
+            "2".into(),
+            "--xmpp-sockjs-disconnect-delay".into(),
+            "1s".into(),
+        ],
+        "SockJS",
+    );
+    let create = |rid: u32| {
+        post(
+            bosh,
+            "/http-bind",
+            &format!(
+                "<body xmlns='http://jabber.org/protocol/httpbind' rid='{rid}' \
+                 to='wirebench.test' wait='1' hold='1'/>"
+            ),
+        )
+    };
+    let open = |sid: &str| post(sockjs, &format!("/xmpp/000/{sid}/xhr"), "");
+    for rid in [10, 20] {
+        let a = create(rid);
+        assert!(a.contains("sid='"), "{a}");
+    }
+    for sid in ["a", "b"] {
+        let a = open(sid);
+        assert!(a.ends_with("o\n"), "{a}");
+    }
+    let a = create(30);
+    assert!(
+        a.contains("type='terminate'") && a.contains("condition='undefined-condition'"),
+        "{a}"
+    );
+    let a = open("c");
+    assert!(
+        a.ends_with("c[1013,\"Too many sessions, try again later\"]\n"),
+        "{a}"
+    );
+    // Left alone, the sessions end (BOSH inactivity, SockJS disconnect delay) and make
+    // room for others.
+    std::thread::sleep(Duration::from_millis(2500));
+    let a = create(40);
+    assert!(a.contains("sid='"), "{a}");
+    let a = open("d");
+    assert!(a.ends_with("o\n"), "{a}");
+    let log = serve.stop();
+    assert!(
+        log.contains("XMPP BOSH: 2 sessions open, the cap (--xmpp-bosh-max-sessions)"),
+        "{log}"
+    );
+    assert!(
+        log.contains("XMPP SockJS: 2 sessions held, the cap (--xmpp-sockjs-max-sessions)"),
+        "{log}"
+    );
+}
