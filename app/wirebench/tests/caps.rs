@@ -92,8 +92,9 @@ fn also_servers_hold_their_cap_and_log_their_closes() {
         "{log}"
     );
     assert!(
-        log.contains(&format!("wirebench serve: http 127.0.0.1:{http} 127.0.0.1:"))
-            && log.contains("HTTP connection: nothing received within 1s; closed"),
+        log.contains(&format!(
+            "wirebench serve: http 127.0.0.1:{http} 127.0.0.1:"
+        )) && log.contains("HTTP connection: nothing received within 1s; closed"),
         "{log}"
     );
 }
@@ -105,7 +106,14 @@ fn the_converter_holds_its_cap() {
     let mut child = wirebench()
         .args(["converter", "--listen"])
         .arg(format!("127.0.0.1:{port}"))
-        .args(["--allow", "127.0.0.1", "--threads", "2", "--max-connections", "2"])
+        .args([
+            "--allow",
+            "127.0.0.1",
+            "--threads",
+            "2",
+            "--max-connections",
+            "2",
+        ])
         .stderr(log.reopen().unwrap())
         .spawn()
         .unwrap();

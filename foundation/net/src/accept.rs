@@ -5,8 +5,8 @@
 //! And the gentle close a server does after refusing a
 //! client ([`close_gently`]).
 
-use std::future::Future;
 use crate::cap::{ConnCap, Permit};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

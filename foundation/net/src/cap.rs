@@ -170,7 +170,10 @@ mod tests {
         assert_eq!(l.event(), Some(0));
         assert_eq!(l.event(), None);
         assert_eq!(l.event(), None);
-        l.last_ns.store(monotonic_ns().saturating_sub(2 * SECOND_NS).max(1), Ordering::Relaxed);
+        l.last_ns.store(
+            monotonic_ns().saturating_sub(2 * SECOND_NS).max(1),
+            Ordering::Relaxed,
+        );
         assert_eq!(l.event(), Some(2));
         assert_eq!(l.event(), None);
     }

@@ -15,8 +15,8 @@ use wirebench_model::clock::monotonic_ns;
 use wirebench_net::cap::{ConnCap, LogLimit};
 use wirebench_net::threads::ServerThread;
 use wirebench_payload::Pattern;
-use wirebench_protocol::{AloneLimits, Hosts};
 use wirebench_protocol::WorkloadError;
+use wirebench_protocol::{AloneLimits, Hosts};
 
 /// What the server does with each message, fixed for the case.
 #[derive(Debug, Clone)]
@@ -61,7 +61,11 @@ impl CloseLog {
     /// The connection from `peer` was closed for `why`.
     pub fn closed(&self, peer: SocketAddr, why: &str) {
         self.limit.eprint(|| {
-            let end = if why.ends_with("closed") { "" } else { "; closed" };
+            let end = if why.ends_with("closed") {
+                ""
+            } else {
+                "; closed"
+            };
             format!("{} {peer}: {why}{end}", self.what)
         });
     }

@@ -73,8 +73,11 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
     let salts = Rc::new(RefCell::new(SaltPool::new(SALT_POOL)));
     let stop = std::future::pending();
     let cap = cfg.cap.clone();
+    // One line a second at most for this thread: a flood must not fill the terminal.
+    let closes = std::rc::Rc::new(wirebench_net::cap::LogLimit::new());
     wirebench_net::accept::accept_local_capped(&l, stop, Some(true), cap.as_ref(), |s, _| {
         let (c, cfg, salts) = (counters.clone(), cfg.clone(), salts.clone());
+        let closes = closes.clone();
         async move {
             let r = match &cfg.psk {
                 Some(psk) => session_2022(s, &cfg, psk, &salts).await,
@@ -82,7 +85,7 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
             };
             if let Err(e) = r {
                 if cfg.log {
-                    eprintln!("wirebench shadowsocks server: closed a client: {e}");
+                    closes.eprint(|| format!("wirebench shadowsocks server: closed a client: {e}"));
                 }
                 c.reject(format!("Shadowsocks client: {e}"));
             }

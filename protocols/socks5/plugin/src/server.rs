@@ -60,12 +60,15 @@ pub struct Config {
 pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc<Config>) {
     let stop = std::future::pending();
     let cap = cfg.cap.clone();
+    // One line a second at most for this thread: a flood must not fill the terminal.
+    let closes = std::rc::Rc::new(wirebench_net::cap::LogLimit::new());
     wirebench_net::accept::accept_local_capped(&l, stop, Some(true), cap.as_ref(), |s, _| {
         let (c, cfg) = (counters.clone(), cfg.clone());
+        let closes = closes.clone();
         async move {
             if let Err(e) = session(s, &cfg).await {
                 if cfg.log {
-                    eprintln!("wirebench socks5 server: closed a client: {e}");
+                    closes.eprint(|| format!("wirebench socks5 server: closed a client: {e}"));
                 }
                 c.reject(format!("SOCKS5 client: {e}"));
             }

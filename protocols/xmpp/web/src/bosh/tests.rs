@@ -568,3 +568,29 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_session_over_the_cap_is_refused_until_an_abandoned_one_ends() {
+    let cfg = BoshConfig {
+        max_sessions: 1,
+        inactivity: 10,
+        ..BoshConfig::default()
+    };
+    let mut m = Manager::new(cfg, 1);
+    let (first, _) = session(&mut m);
+    let create = b"<body xmlns='http://jabber.org/protocol/httpbind' rid='500' to='example.com' \
+                   wait='30' hold='1'/>";
+    m.handle_request(S, 7, create);
+    let r = responses(&outputs(&mut m));
+    assert_eq!(r.len(), 1);
+    assert!(
+        r[0].1.contains("type='terminate'") && r[0].1.contains("condition='undefined-condition'"),
+        "{r:?}"
+    );
+    assert_eq!((m.sessions(), m.refused_sessions()), (1, 1));
+    // The first never polls again: gone after its inactivity, making room (XEP-0124 §8).
+    m.handle_timeout(10 * S);
+    assert!(outputs(&mut m).contains(&Output::Close { sid: first }));
+    m.handle_request(11 * S, 8, create);
+    assert!(matches!(outputs(&mut m).first(), Some(Output::Open { .. })));
+}

@@ -270,3 +270,27 @@ fn messages_queued_before_a_close_still_go_out_first() {
     let r = s.receive(3, "x", Wire::XhrPolling);
     assert_eq!(data(&drain(&mut s), r), "c[3000,\"Go away!\"]\n");
 }
+
+#[test]
+fn a_session_over_the_cap_is_refused_until_an_abandoned_one_is_forgotten() {
+    let mut s = Server::new(SockJsConfig {
+        max_sessions: 1,
+        ..SockJsConfig::default()
+    });
+    let a = s.receive(0, "a", Wire::XhrPolling);
+    assert_eq!(data(&drain(&mut s), a), "o\n");
+    let b = s.receive(0, "b", Wire::XhrPolling);
+    let o = drain(&mut s);
+    assert_eq!(
+        data(&o, b),
+        "c[1013,\"Too many sessions, try again later\"]\n"
+    );
+    assert!(ended(&o, b) && !o.contains(&Output::Open { sid: "b".into() }));
+    assert_eq!((s.len(), s.refused()), (1, 1));
+    // "a" never polls again: forgotten after the disconnect delay, making room.
+    s.handle_timeout(6 * S);
+    drain(&mut s);
+    assert!(s.is_empty());
+    let b = s.receive(6 * S, "b", Wire::XhrPolling);
+    assert_eq!(data(&drain(&mut s), b), "o\n");
+}
