@@ -226,6 +226,9 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
     if header_timeout.is_zero() {
         anyhow::bail!("--also-header-timeout must be more than 0 (every request needs time)");
     }
+    if args.also_max_connections == 0 {
+        anyhow::bail!("--also-max-connections must be at least 1");
+    }
     for also in &args.also {
         let limits = |what: String| wirebench_protocol::AloneLimits {
             max_payload: max_payload as usize,

@@ -99,49 +99,88 @@ fn also_servers_hold_their_cap_and_log_their_closes() {
     );
 }
 
+/// `wirebench ARGS` with its stderr in `log`, once `ready` is in it.
+fn started(args: &[&str], log: &tempfile::NamedTempFile, ready: &str) -> std::process::Child {
+    let child = wirebench()
+        .args(args)
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(log.path()).unwrap().contains(ready) {
+        assert!(Instant::now() < end, "{args:?} did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// Ctrl-C to `child`, then its log.
+fn stopped(mut child: std::process::Child, log: &tempfile::NamedTempFile) -> String {
+    // SAFETY: a process this test started, by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.wait().unwrap();
+    std::fs::read_to_string(log.path()).unwrap()
+}
+
 #[test]
-fn the_converter_holds_its_cap() {
-    let port = free_port();
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let mut child = wirebench()
-        .args(["converter", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .args([
+fn the_converter_and_its_client_hold_their_caps() {
+    let (conv, front) = (free_port(), free_port());
+    let (conv_at, front_at) = (format!("127.0.0.1:{conv}"), format!("127.0.0.1:{front}"));
+    let (conv_log, front_log) = (
+        tempfile::NamedTempFile::new().unwrap(),
+        tempfile::NamedTempFile::new().unwrap(),
+    );
+    let converter = started(
+        &[
+            "converter",
+            "--listen",
+            &conv_at,
             "--allow",
             "127.0.0.1",
             "--threads",
             "2",
             "--max-connections",
             "2",
-        ])
-        .stderr(log.reopen().unwrap())
-        .spawn()
-        .unwrap();
-    let end = Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(log.path())
-        .unwrap()
-        .contains("listening on")
-    {
-        assert!(Instant::now() < end, "the converter did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let held: Vec<_> = (0..2)
-        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
-        .collect();
-    // Both accepted (the converter waits for their Convert message) before the third.
-    std::thread::sleep(Duration::from_millis(300));
-    let mut third = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let closed = closed_within(&mut third, Duration::from_secs(2));
-    drop(held);
-    // SAFETY: the converter this test started, by its PID.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    child.wait().unwrap();
-    let text = std::fs::read_to_string(log.path()).unwrap();
-    assert!(closed, "the third connection stayed open: {text}");
-    assert!(
-        text.contains("2 connections open, the cap; closed a new one"),
-        "{text}"
+        ],
+        &conv_log,
+        "listening on",
     );
+    let client = started(
+        &[
+            "converter-client",
+            "--listen",
+            &front_at,
+            "--via",
+            &conv_at,
+            "--max-connections",
+            "2",
+        ],
+        &front_log,
+        "SOCKS5 on",
+    );
+    let mut held: Vec<_> = (0..2)
+        .map(|_| TcpStream::connect(("127.0.0.1", conv)).unwrap())
+        .collect();
+    held.extend((0..2).map(|_| socks5_greeted(front).expect("the front refused")));
+    // The converter's two accepted (they wait for their Convert message) before the third.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut third = TcpStream::connect(("127.0.0.1", conv)).unwrap();
+    let conv_closed = closed_within(&mut third, Duration::from_secs(2));
+    let mut third = TcpStream::connect(("127.0.0.1", front)).unwrap();
+    let front_closed = closed_within(&mut third, Duration::from_secs(2));
+    drop(held);
+    let (conv_text, front_text) = (stopped(converter, &conv_log), stopped(client, &front_log));
+    assert!(
+        conv_closed,
+        "the converter's third stayed open: {conv_text}"
+    );
+    assert!(front_closed, "the front's third stayed open: {front_text}");
+    for text in [conv_text, front_text] {
+        assert!(
+            text.contains("2 connections open, the cap; closed a new one"),
+            "{text}"
+        );
+    }
 }
 
 /// An HTTP POST of `body` to `path` on `port`; the whole answer.

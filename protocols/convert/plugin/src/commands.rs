@@ -105,6 +105,9 @@ fn converter_client(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
         .map_err(|e| anyhow::anyhow!("--via {via:?}: {e} (an ADDR:PORT, e.g. 192.0.2.10:5124)"))?;
     let first_data_wait = wirebench_model::parse_duration(wait)
         .map_err(|e| anyhow::anyhow!("--first-data-wait: {e}"))?;
+    if args.max_connections == 0 {
+        anyhow::bail!("--max-connections must be at least 1");
+    }
     // A 4096-deep accept queue, not std's 128, which a connection flood overflows.
     let l = std::net::ToSocketAddrs::to_socket_addrs(listen.as_str())
         .ok()
@@ -146,6 +149,9 @@ fn converter(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
     let args = Converter::from_arg_matches(m)?;
     let (listen, allow, tfo) = (&args.listen, &args.allow, !args.no_tfo);
     let allow_list = Allow::parse(allow).map_err(|e| anyhow::anyhow!("--allow: {e}"))?;
+    if args.max_connections == 0 {
+        anyhow::bail!("--max-connections must be at least 1");
+    }
     let at = std::net::ToSocketAddrs::to_socket_addrs(listen.as_str())
         .with_context(|| format!("cannot listen on {listen}"))?
         .next()
