@@ -62,7 +62,7 @@ impl LogLimit {
         if let Some(n) = self.event() {
             match n {
                 0 => eprintln!("{}", line()),
-                n => eprintln!("{} ({n} more like it in the last second not shown)", line()),
+                n => eprintln!("{} ({n} more like it since the last line)", line()),
             }
         }
     }

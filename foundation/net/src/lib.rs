@@ -1,6 +1,7 @@
 //! The socket calls every crate shares (sock.rs: nix/socket2, TCP Fast Open, TCP_INFO,
 //! MPTCP), address parsing with the reference port's default, precise sleeps, and
-//! servers on threads of their own, one or one per core (threads.rs).
+//! servers on threads of their own, one or one per core (threads.rs), and the caps on
+//! what a server's clients may make it hold (cap.rs).
 //! Protocol-free: the reference server and its control client are raw's
 //! (`protocols/raw/server`).
 
