@@ -72,6 +72,14 @@ done
 limit_at_scale() {
     local n=$1 rate=$2 k port src pairs pids=() log=$BASE/limit-scale
     pairs=$(((n + LIMIT_SESSIONS - 1) / LIMIT_SESSIONS))
+    # Checked up front: 7 KiB of kernel memory and two open files a session.
+    local avail_kib files_max
+    avail_kib=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
+    files_max=$(cat /proc/sys/fs/file-max)
+    if ((avail_kib < n * 7 * 12 / 10 || files_max < 2 * n + 10000)); then
+        echo "load.sh: the limit holding $n needs about $((n * 7 / 1024)) MiB of memory and $((2 * n)) open files (available: $((avail_kib / 1024)) MiB, fs.file-max $files_max): skipped" >&2
+        return
+    fi
     mkdir -p "$log"
     # Every pair, and the server each forks (it dies with its client), ends with the run.
     trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
