@@ -29,7 +29,11 @@
 # login's bytes and round trips (roster fetch included, as the runs do) between two
 # minimal C programs, one epoll loop each (bench/lib/login-limit.c, LIMIT_SESSIONS
 # sessions, default 10,000), paced at RATE logins a second like the runs, then flat
-# out. One scale:
+# out. LIMIT_SCALE=N adds the limit holding N connections as the runs do at their top
+# (N / LIMIT_SESSIONS pairs of it, one after another at RATE, each pair from its own
+# source address and holding its connections until the last is done; about 7 KiB of
+# kernel memory a session): the first pair's CPU per login and the last tenth's, so what
+# the kernel's own cost does with scale is seen apart from ours. One scale:
 # SESSIONS=N.
 #
 # Environment: SESSIONS (default 1000000, --quick 100000), RATE (arrivals/s, default
@@ -61,6 +65,53 @@ for a in "$@"; do
         ;;
     esac
 done
+# limit_at_scale N RATE: the limit holding N connections, as the runs do at their top: N /
+# LIMIT_SESSIONS pairs of login-limit, one after the other at RATE logins a second, each
+# from its own source address and holding its connections until the last pair is done.
+# Prints the first pair's CPU per login and the mean of the last tenth's, each side.
+limit_at_scale() {
+    local n=$1 rate=$2 k port src pairs pids=() log=$BASE/limit-scale
+    pairs=$(((n + LIMIT_SESSIONS - 1) / LIMIT_SESSIONS))
+    # Checked up front: 7 KiB of kernel memory and two open files a session.
+    local avail_kib files_max
+    avail_kib=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
+    files_max=$(cat /proc/sys/fs/file-max)
+    if ((avail_kib < n * 7 * 12 / 10 || files_max < 2 * n + 10000)); then
+        echo "load.sh: the limit holding $n needs about $((n * 7 / 1024)) MiB of memory and $((2 * n)) open files (available: $((avail_kib / 1024)) MiB, fs.file-max $files_max): skipped" >&2
+        return
+    fi
+    mkdir -p "$log"
+    # Every pair, and the server each forks (it dies with its client), ends with the run.
+    trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
+    for ((k = 0; k < pairs; k++)); do
+        port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        src=127.1.$((k / 250)).$((k % 250 + 1))
+        "$BASE/login-limit" "$port" "$LIMIT_SESSIONS" 512 "$rate" "$src" 36000 >"$log/pair-$k.txt" 2>&1 &
+        pids+=($!)
+        # The next pair starts when this one's logins are done (its two lines are out).
+        until [[ $(grep -c 'per login' "$log/pair-$k.txt" 2>/dev/null) == 2 ]]; do
+            kill -0 "${pids[-1]}" 2>/dev/null || { echo "load.sh: limit pair $k failed: $(cat "$log/pair-$k.txt")" >&2; return; }
+            sleep 0.2
+        done
+    done
+    awk -v pairs="$pairs" -v n="$n" -v per="$LIMIT_SESSIONS" -v rate="$rate" '
+        FNR == 1 { k = FILENAME; sub(/.*pair-/, "", k); sub(/\.txt$/, "", k); k += 0 }
+        / client / { cu[k] = $4; cs[k] = $7; r[k] = $NF }
+        / server / { su[k] = $4; ss[k] = $7 }
+        END {
+            top = int(pairs / 10); if (top < 1) top = 1
+            for (k = pairs - top; k < pairs; k++) { tcu += cu[k]; tcs += cs[k]; tsu += su[k]; tss += ss[k] }
+            tcu /= top; tcs /= top; tsu /= top; tss /= top
+            printf "| limit, the first %d of %d held (login-limit.c pairs at %d/s) | %.1f + %.1f = %.1f | %.1f + %.1f = %.1f | %.1f | %s | 0 |\n",
+                per, n, rate, cu[0], cs[0], cu[0] + cs[0], su[0], ss[0], su[0] + ss[0], cu[0] + cs[0] + su[0] + ss[0], r[0]
+            printf "| limit, the last %d of %d held (mean of %d pairs) | %.1f + %.1f = %.1f | %.1f + %.1f = %.1f | %.1f | %s | 0 |\n",
+                top * per, n, top, tcu, tcs, tcu + tcs, tsu, tss, tsu + tss, tcu + tcs + tsu + tss, r[pairs - 1]
+        }' "$log"/pair-*.txt
+    kill "${pids[@]}" 2>/dev/null
+    wait 2>/dev/null
+    trap - EXIT
+}
+
 if ((SCALED)); then
     : "${SCALES:=10000 100000 1000000}" "${HOLD:=10}"
     BASE=${OUT:-$(mktemp -d /tmp/wirebench-load.XXXXXX)}
@@ -103,6 +154,7 @@ if ((SCALED)); then
                 END { how = pace > 0 ? "at " pace "/s" : "flat out"
                       printf "| limit, %d %s (login-limit.c) | %.1f + %.1f = %.1f | %.1f + %.1f = %.1f | %.1f | %s | 0 |\n", n, how, cu, cs, cu + cs, su, ss, su + ss, cu + cs + su + ss, rate }'
         done
+        ((${LIMIT_SCALE:-0} > 0)) && limit_at_scale "$LIMIT_SCALE" "${RATE:-5000}"
     else
         echo "load.sh: no C compiler (cc): the limit row is missing" >&2
     fi

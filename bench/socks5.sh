@@ -18,6 +18,14 @@
 #    per connection (proxy.cpu_per_connection: ours from its threads' CPU clocks, all of
 #    them, and per thread; microsocks from its process's) and the rate it implies for a
 #    proxy with CPUs to itself.
+# 3. CPU per connection against the limit: one client for every proxy (bench/lib/
+#    socks5-limit.c `client`, C, one epoll loop: CONNECTS connections 32 at a time,
+#    greeting, CONNECT, 64 bytes echoed by its `origin`, close), through ours (`serve
+#    --also socks5=`, on each of THREADS threads), microsocks, and the limit: the same
+#    program's `proxy`, a minimal SOCKS5 CONNECT relay in C (one thread, edge-triggered
+#    epoll, splice(2) through pooled pipes). Each proxy's CPU time from its process's
+#    clocks (/proc/PID/stat, user + system) over the run, per connection, REPEATS times
+#    alternating; prints the medians and each against the limit's.
 #
 # Missing tools are installed when possible (Debian: iperf3, microsocks, proxychains4;
 # needs root). Environment (all optional):
@@ -132,6 +140,7 @@ IPERF=$(free_port)
 PIDS+=($!)
 microsocks -i "$HOST" -p "$MICRO" >"$LOG_DIR/microsocks.log" 2>&1 &
 PIDS+=($!)
+MICRO_PID=$!
 for name in ours micro; do
     port=$OURS
     [[ $name == micro ]] && port=$MICRO
@@ -171,6 +180,48 @@ cmd=("$WB" run --protocol direct,socks5 --workload connect --connects "$CONNECTS
     --out "$LOG_DIR/connect" --no-report --quiet)
 show_cmd "${cmd[@]}"
 "${cmd[@]}" >"$LOG_DIR/connect.log" 2>&1 || die "the connect run failed: $LOG_DIR/connect.log"
+
+# ---------------------------------------------------------------- 3. CPU against the limit
+log ""
+log "== 3. CPU per connection, one C client for all: ours, microsocks and a minimal splice relay (the limit)"
+LIMIT=$LOG_DIR/socks5-limit
+cc -O2 -o "$LIMIT" "$REPO/bench/lib/socks5-limit.c" || die "cannot build bench/lib/socks5-limit.c (cc)"
+ORIGIN=$(free_port)
+"$LIMIT" origin "$ORIGIN" >"$LOG_DIR/origin.log" 2>&1 &
+PIDS+=($!)
+LIMIT_PORT=$(free_port)
+"$LIMIT" proxy "$LIMIT_PORT" >"$LOG_DIR/limit-proxy.log" 2>&1 &
+LIMIT_PID=$!
+PIDS+=("$LIMIT_PID")
+declare -A PROXY_PID PROXY_PORT
+PROXY_PID[limit]=$LIMIT_PID
+PROXY_PORT[limit]=$LIMIT_PORT
+PROXY_PID[microsocks]=$MICRO_PID
+PROXY_PORT[microsocks]=$MICRO
+names=(limit microsocks)
+IFS=, read -r -a thread_counts <<<"$THREADS"
+for n in "${thread_counts[@]}"; do
+    port=$(free_port)
+    "$WB" serve --listen "$HOST:0" --also "socks5=$HOST:$port" --proxy-threads "$n" >"$LOG_DIR/serve-$n.log" 2>&1 &
+    PIDS+=($!)
+    PROXY_PID[ours-$n]=$!
+    PROXY_PORT[ours-$n]=$port
+    names+=("ours-$n")
+done
+sleep 1
+show_cmd "$LIMIT" client PROXY_PORT "$ORIGIN" "$CONNECTS" 32
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+: >"$LOG_DIR/cpu.txt"
+for i in $(seq "$REPEATS"); do
+    for name in "${names[@]}"; do
+        before=$(cpu_ticks "${PROXY_PID[$name]}")
+        out=$("$LIMIT" client "${PROXY_PORT[$name]}" "$ORIGIN" "$CONNECTS" 32) || die "the client through $name failed: $out"
+        after=$(cpu_ticks "${PROXY_PID[$name]}")
+        rate=$(sed -E 's/.*: ([0-9]+) per s.*/\1/' <<<"$out")
+        echo "$name $rate $((after - before))" >>"$LOG_DIR/cpu.txt"
+        log "  repeat $i: $name: $out; $((after - before)) ticks of CPU"
+    done
+done
 
 log ""
 python3 - "$LOG_DIR/throughput.txt" "$LOG_DIR/connect/results.jsonl" <<'PY'
@@ -234,4 +285,23 @@ if len(ours) > 1 and c[ours[0]] and c[ours[-1]]:
 if cpu[micro]:
     us = med(cpu[micro]) * 1e6
     print(f"microsocks: {med(c[micro]):,.0f} connections/s, {us:.1f} us of CPU per connection (its process; a thread per connection)")
+PY
+python3 - "$LOG_DIR/cpu.txt" "$CONNECTS" "$(getconf CLK_TCK)" <<'PY'
+import statistics, sys
+from collections import defaultdict
+n, tck = int(sys.argv[2]), int(sys.argv[3])
+rate, us = defaultdict(list), defaultdict(list)
+for line in open(sys.argv[1]):
+    name, r, ticks = line.split()
+    rate[name].append(float(r))
+    us[name].append(int(ticks) / tck / n * 1e6)
+med = statistics.median
+print()
+print("| proxy (same C client, 32 at a time) | connections/s | CPU us per connection | against the limit |")
+print("|---|---:|---:|---:|")
+lim = med(us["limit"])
+for name in us:
+    print(f"| {name} | {med(rate[name]):,.0f} | {med(us[name]):.1f} | {med(us[name]) / lim:.2f} |")
+print(f"(CPU from /proc/PID/stat at {tck} ticks a second: +-{1e6 / tck / n:.1f} us per connection;"
+      f" medians of {len(us['limit'])})")
 PY

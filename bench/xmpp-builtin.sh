@@ -109,9 +109,10 @@ wb_p50() {
 # messages of 100 B (the XMPP ping-pong's are 82-121 B on the wire).
 LIMIT=$LOG/relay-limit
 cc -O2 -pthread -o "$LIMIT" "$REPO/bench/lib/relay-limit.c" || die "cc failed on bench/lib/relay-limit.c"
-# limit_p50 [RELAYS]: the limit's p50 through RELAYS relays in a chain (default 1).
+# limit_p50 [RELAYS [shared]]: the limit's p50 through RELAYS relays in a chain (default
+# 1); with shared, the first and the last relay are one thread, as one gateway is.
 limit_p50() {
-    "$LIMIT" "$((20000 + RANDOM % 40000))" "$ROUNDS" 100 "${1:-1}" >"$LOG/limit.out" 2>&1 ||
+    "$LIMIT" "$((20000 + RANDOM % 40000))" "$ROUNDS" 100 "${1:-1}" ${2:+"$2"} >"$LOG/limit.out" 2>&1 ||
         die "relay-limit failed: $(cat "$LOG/limit.out")"
     sed -n 's/.* p50 \([0-9.]*\) us.*/\1/p' "$LOG/limit.out"
 }
@@ -146,27 +147,35 @@ relay_state() {
 # relays in a chain; four gateway passes a round trip), and the limit through one and
 # through three relays, alternating. A gateway pass's added cost, (gateway - tcp) / 4,
 # is set against a minimal relay pass's, (limit 3 relays - limit 1 relay) / 4: both are
-# four more passes through a relay in the same round trip.
+# four more passes through a relay in the same round trip. The limit through three relays
+# is measured twice: a thread per relay, and with the first and last relay one thread
+# (the gateway's shape: one thread serves both clients' sessions), so that what the
+# shape costs in wake-ups is told apart from what the gateway's code costs.
 gateways_state() {
-    local state=$1 i tcp ws bosh limit1 limit3
-    local TCP=() WS=() BOSH=() LIM1=() LIM3=()
+    local state=$1 i tcp ws bosh limit1 limit3 limit3s
+    local TCP=() WS=() BOSH=() LIM1=() LIM3=() LIM3S=()
     for ((i = 1; i <= REPEATS; i++)); do
         TCP+=("$(wb_p50 "gw-tcp-$state-$i" --protocol xmpp --payload 2)")
         WS+=("$(wb_p50 "gw-ws-$state-$i" --protocol xmpp --payload 2 --xmpp-transport websocket)")
         BOSH+=("$(wb_p50 "gw-bosh-$state-$i" --protocol xmpp --payload 2 --xmpp-transport bosh)")
         LIM1+=("$(limit_p50 1)")
         LIM3+=("$(limit_p50 3)")
-        echo "  [$i] xmpp over tcp p50 ${TCP[-1]} us   websocket ${WS[-1]} us   bosh ${BOSH[-1]} us   limit, 1 relay ${LIM1[-1]} us, 3 relays ${LIM3[-1]} us"
+        LIM3S+=("$(limit_p50 3 shared)")
+        echo "  [$i] xmpp over tcp p50 ${TCP[-1]} us   websocket ${WS[-1]} us   bosh ${BOSH[-1]} us   limit, 1 relay ${LIM1[-1]} us, 3 relays ${LIM3[-1]} us, 3 relays with the outer two one thread ${LIM3S[-1]} us"
     done
     tcp=$(median "${TCP[@]}")
     ws=$(median "${WS[@]}")
     bosh=$(median "${BOSH[@]}")
     limit1=$(median "${LIM1[@]}")
     limit3=$(median "${LIM3[@]}")
-    awk -v t="$tcp" -v w="$ws" -v b="$bosh" -v l1="$limit1" -v l="$limit3" -v st="$state" 'BEGIN {
+    limit3s=$(median "${LIM3S[@]}")
+    awk -v t="$tcp" -v w="$ws" -v b="$bosh" -v l1="$limit1" -v l="$limit3" -v ls="$limit3s" -v st="$state" 'BEGIN {
         p = (l - l1) / 4
+        q = (ls - l1) / 4
         printf "== %s gateways: websocket / limit(3 relays) %.2f, bosh / limit(3 relays) %.2f; added per pass: websocket %.1f us, bosh %.1f us, minimal relay %.1f us; per pass websocket / relay %.2f, bosh / relay %.2f (target <= 1.2)\n",
-            st, w / l, b / l, (w - t) / 4, (b - t) / 4, p, (p > 0 ? (w - t) / 4 / p : 0), (p > 0 ? (b - t) / 4 / p : 0) }'
+            st, w / l, b / l, (w - t) / 4, (b - t) / 4, p, (p > 0 ? (w - t) / 4 / p : 0), (p > 0 ? (b - t) / 4 / p : 0)
+        printf "== %s gateways against a minimal relay of their shape (outer relays one thread): pass %.1f us; websocket / it %.2f, bosh / it %.2f\n",
+            st, q, (q > 0 ? (w - t) / 4 / q : 0), (q > 0 ? (b - t) / 4 / q : 0) }'
 }
 
 relay_state default

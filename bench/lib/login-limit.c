@@ -7,7 +7,7 @@
  * roster get, roster, presence), each answered only when the last one has fully arrived,
  * as a login's round trips are.
  *
- *   login-limit PORT SESSIONS [IN_FLIGHT [RATE]]
+ *   login-limit PORT SESSIONS [IN_FLIGHT [RATE [SOURCE HOLD]]]
  *
  * The client keeps IN_FLIGHT logins going (default 512) until SESSIONS are done, holding
  * every connection open (as a load test does). With RATE > 0 it instead starts RATE
@@ -19,10 +19,17 @@
  *   "login-limit server user U us sys S us per login"
  * SESSIONS stays under the open-file limit (20,000 per process here). 127.0.0.1 only.
  *
+ * SOURCE and HOLD run it as one of many pairs holding a million connections between them
+ * (bench/load.sh's LIMIT_SCALE): the client connects from the loopback address SOURCE (a
+ * pair's own, so that no pair's port search sees the others' connections), and after
+ * printing both sides keep every connection open for HOLD seconds (0: exit at once), or
+ * until the client is killed (the server follows it: PR_SET_PDEATHSIG).
+ *
  * Built by bench/load.sh with `cc -O2`; no dependency beyond libc.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -31,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -122,11 +130,15 @@ static void serve(int l, long sessions) {
     cpu_per_login("server", sessions, "");
 }
 
+/* The client's source address (SOURCE), or none: the kernel's choice. */
+static struct sockaddr_in source;
+
 static int dial(struct sockaddr_in *a, int ep) {
     int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     if (s < 0) die("socket");
     int one = 1;
     setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (source.sin_family && bind(s, (struct sockaddr *)&source, sizeof source) < 0) die("bind");
     if (connect(s, (struct sockaddr *)a, sizeof *a) < 0 && errno != EINPROGRESS) die("connect");
     struct epoll_event e = {.events = EPOLLOUT, .data.fd = s};
     epoll_ctl(ep, EPOLL_CTL_ADD, s, &e);
@@ -192,14 +204,23 @@ static void client(int port, long sessions, int in_flight, double rate) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3 || argc > 5) {
-        fprintf(stderr, "usage: login-limit PORT SESSIONS [IN_FLIGHT [RATE]]\n");
+    if (argc < 3 || argc == 6 || argc > 7) {
+        fprintf(stderr, "usage: login-limit PORT SESSIONS [IN_FLIGHT [RATE [SOURCE HOLD]]]\n");
         return 2;
     }
     int port = atoi(argv[1]);
     long sessions = atol(argv[2]);
     int in_flight = argc >= 4 ? atoi(argv[3]) : 512;
-    double rate = argc == 5 ? atof(argv[4]) : 0;
+    double rate = argc >= 5 ? atof(argv[4]) : 0;
+    int hold = argc == 7 ? atoi(argv[6]) : 0;
+    if (argc == 7) {
+        source.sin_family = AF_INET;
+        if (inet_pton(AF_INET, argv[5], &source.sin_addr) != 1 ||
+            (ntohl(source.sin_addr.s_addr) >> 24) != 127 || hold < 0) {
+            fprintf(stderr, "login-limit: SOURCE must be a 127.x.y.z address, HOLD >= 0\n");
+            return 2;
+        }
+    }
     if (port <= 0 || sessions <= 0 || sessions > 60000 || in_flight <= 0 || rate < 0) {
         fprintf(stderr, "login-limit: PORT and IN_FLIGHT positive, SESSIONS 1 to 60000, RATE >= 0\n");
         return 2;
@@ -213,13 +234,20 @@ int main(int argc, char **argv) {
     pid_t server = fork();
     if (server < 0) die("fork");
     if (server == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         serve(l, sessions);
+        /* Held until the client ends it (below), or dies. */
+        if (hold) pause();
         return 0;
     }
     close(l);
     client(port, sessions, in_flight, rate);
+    if (hold) {
+        sleep(hold);
+        kill(server, SIGTERM);
+    }
     /* The server prints and exits once the last presence has arrived. */
     int status;
     waitpid(server, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    return hold || (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? 0 : 1;
 }

@@ -3,7 +3,7 @@
  * message from one client to another over loopback TCP. No XML, no parsing, no routing: two
  * accepted sockets, one epoll loop, every byte read from one written to the other.
  *
- *   relay-limit PORT ROUNDS SIZE [RELAYS]
+ *   relay-limit PORT ROUNDS SIZE [RELAYS [shared]]
  *
  * Two client threads joined through RELAYS relays in a chain (default 1), each relay a
  * thread of its own with two sockets and one epoll loop, every link a loopback TCP
@@ -13,7 +13,8 @@
  * four socket hops, like one round of `wirebench run --protocol xmpp --workload pingpong`;
  * with three, like the same through a web gateway on each side of the server (client ->
  * gateway -> server -> gateway -> client). Prints "relay-limit p50 X us p99 Y us rounds N"
- * from client 1's clock.
+ * from client 1's clock. With `shared` (RELAYS >= 3), the first and the last relay are one
+ * thread with one epoll loop, as one gateway serving both clients' sessions is.
  *
  * Built by bench/xmpp-builtin.sh with `cc -O2 -pthread`; no dependency beyond libc.
  */
@@ -120,33 +121,35 @@ static void *asker(void *arg) {
     return NULL;
 }
 
-/* A relay: level-triggered epoll, one read and one write per readiness. */
+/* A relay thread: level-triggered epoll, one read and one write per readiness, for one
+ * pair of sockets or, a gateway serving both ends of a chain, two. */
 struct relay {
-    int a, b;
+    int pairs, a[2], b[2];
 };
 
 static void *relay(void *arg) {
     struct relay *r = arg;
-    int a = r->a, b = r->b;
     int ep = epoll_create1(0);
     if (ep < 0) die("epoll_create1");
-    struct epoll_event ev = {.events = EPOLLIN};
-    ev.data.fd = a;
-    epoll_ctl(ep, EPOLL_CTL_ADD, a, &ev);
-    ev.data.fd = b;
-    epoll_ctl(ep, EPOLL_CTL_ADD, b, &ev);
+    for (int p = 0; p < r->pairs; p++) {
+        struct epoll_event ev = {.events = EPOLLIN};
+        ev.data.u64 = (unsigned)r->a[p] | (unsigned long long)(unsigned)r->b[p] << 32;
+        epoll_ctl(ep, EPOLL_CTL_ADD, r->a[p], &ev);
+        ev.data.u64 = (unsigned)r->b[p] | (unsigned long long)(unsigned)r->a[p] << 32;
+        epoll_ctl(ep, EPOLL_CTL_ADD, r->b[p], &ev);
+    }
     char buf[65536];
-    long long left = 2LL * rounds * size;
+    long long left = 2LL * rounds * size * r->pairs;
     while (left > 0) {
-        struct epoll_event got[2];
-        int n = epoll_wait(ep, got, 2, -1);
+        struct epoll_event got[4];
+        int n = epoll_wait(ep, got, 4, -1);
         if (n < 0 && errno != EINTR) die("epoll_wait");
         for (int i = 0; i < n; i++) {
-            int from = got[i].data.fd, to = from == a ? b : a;
-            ssize_t r = read(from, buf, sizeof buf);
-            if (r <= 0) die("relay read");
-            write_full(to, buf, (int)r);
-            left -= r;
+            int from = (int)(got[i].data.u64 & 0xffffffffu), to = (int)(got[i].data.u64 >> 32);
+            ssize_t got_bytes = read(from, buf, sizeof buf);
+            if (got_bytes <= 0) die("relay read");
+            write_full(to, buf, (int)got_bytes);
+            left -= got_bytes;
         }
     }
     close(ep);
@@ -154,33 +157,44 @@ static void *relay(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4 && argc != 5) {
-        fprintf(stderr, "usage: relay-limit PORT ROUNDS SIZE [RELAYS]\n");
+    int shared = argc == 6 && strcmp(argv[5], "shared") == 0;
+    if (argc != 4 && argc != 5 && !shared) {
+        fprintf(stderr, "usage: relay-limit PORT ROUNDS SIZE [RELAYS [shared]]\n");
         return 2;
     }
     port = atoi(argv[1]);
     rounds = atoi(argv[2]);
     size = atoi(argv[3]);
-    int relays = argc == 5 ? atoi(argv[4]) : 1;
-    if (port <= 0 || rounds <= 0 || size <= 0 || relays < 1 || relays > 8) {
-        fprintf(stderr, "relay-limit: PORT, ROUNDS and SIZE must be positive, RELAYS 1 to 8\n");
+    int relays = argc >= 5 ? atoi(argv[4]) : 1;
+    if (port <= 0 || rounds <= 0 || size <= 0 || relays < 1 || relays > 8 ||
+        (shared && relays < 3)) {
+        fprintf(stderr, "relay-limit: PORT, ROUNDS and SIZE must be positive, RELAYS 1 to 8 "
+                        "(at least 3 with shared)\n");
         return 2;
     }
     /* Links 0..RELAYS: client 1 holds link 0's client end, relay k joins link k's server
-     * end to link k+1's client end, client 2 holds the last link's server end. */
+     * end to link k+1's client end, client 2 holds the last link's server end. With
+     * `shared`, the first and the last relay are one thread. */
     int c[9], s[9];
     for (int k = 0; k <= relays; k++) tcp_pair(k == 0 ? port : 0, &c[k], &s[k]);
     struct relay r[8];
     pthread_t rt[8], t1, t2;
+    int threads = 0;
     for (int k = 0; k < relays; k++) {
-        r[k].a = s[k];
-        r[k].b = c[k + 1];
-        pthread_create(&rt[k], NULL, relay, &r[k]);
+        if (shared && k == relays - 1) {
+            r[0].a[1] = s[k];
+            r[0].b[1] = c[k + 1];
+            r[0].pairs = 2;
+            continue;
+        }
+        r[threads] = (struct relay){.pairs = 1, .a = {s[k]}, .b = {c[k + 1]}};
+        threads++;
     }
+    for (int k = 0; k < threads; k++) pthread_create(&rt[k], NULL, relay, &r[k]);
     pthread_create(&t2, NULL, answerer, &s[relays]);
     pthread_create(&t1, NULL, asker, &c[0]);
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
-    for (int k = 0; k < relays; k++) pthread_join(rt[k], NULL);
+    for (int k = 0; k < threads; k++) pthread_join(rt[k], NULL);
     return 0;
 }

@@ -642,6 +642,13 @@ fn our_proxy_alone_serves_curl_and_refuses_the_rest() {
     let r = exchange(&s.socks5, &[5, 1, 0, 5, 1, 0, 1, 192, 0, 2, 1, 0, 80]);
     assert_eq!(&r[..2], [5, 0], "{r:?}");
     assert_eq!(&r[2..4], [5, 2], "{r:?}");
+    // A name other than localhost: refused before it is looked up (a resolver's query
+    // would leave the machine), so "not allowed", not "host unreachable".
+    let mut by_name = vec![5, 1, 0, 5, 1, 0, 3, 11];
+    by_name.extend_from_slice(b"example.com");
+    by_name.extend_from_slice(&[0, 80]);
+    let r = exchange(&s.socks5, &by_name);
+    assert_eq!(&r[2..4], [5, 2], "{r:?}");
     // BIND: "command not supported".
     let r = exchange(&s.socks5, &[5, 1, 0, 5, 2, 0, 1, 127, 0, 0, 1, 0, 80]);
     assert_eq!(&r[2..4], [5, 7], "{r:?}");

@@ -20,6 +20,32 @@ impl Allow {
         }
     }
 
+    /// The addresses a client's destination name may lead to, decided without asking a
+    /// resolver: `localhost` and names under `.localhost` are this machine's loopback
+    /// addresses (RFC 6761 §6.3), any other name is refused before it is looked up,
+    /// since the query would go to the system's resolver and leave the machine (the
+    /// studies' origins are addresses). Of the loopback addresses, those the list admits.
+    pub fn name(&self, name: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+        let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+        if name != "localhost" && !name.ends_with(".localhost") {
+            return Err(format!(
+                "{name}:{port}: names other than localhost are not resolved (the query would leave this machine); connect to an address"
+            ));
+        }
+        let admitted: Vec<SocketAddr> = [
+            IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+            IpAddr::from(std::net::Ipv4Addr::LOCALHOST),
+        ]
+        .into_iter()
+        .map(|ip| SocketAddr::new(ip, port))
+        .filter(|a| self.admits(*a))
+        .collect();
+        if admitted.is_empty() {
+            return Err(format!("{name}:{port} is not an allowed destination"));
+        }
+        Ok(admitted)
+    }
+
     /// Loopback only (`wirebench serve --also`).
     pub fn loopback() -> Allow {
         Allow::Networks(vec![
@@ -94,6 +120,34 @@ mod tests {
             Allow::parse("example.org")
                 .unwrap_err()
                 .contains("not an address")
+        );
+    }
+
+    #[test]
+    fn names_other_than_localhost_are_refused_unresolved() {
+        let lo = Allow::loopback();
+        let both: Vec<SocketAddr> =
+            vec!["[::1]:80".parse().unwrap(), "127.0.0.1:80".parse().unwrap()];
+        assert_eq!(lo.name("localhost", 80).unwrap(), both);
+        assert_eq!(lo.name("LocalHost.", 80).unwrap(), both);
+        assert_eq!(lo.name("db.localhost", 80).unwrap(), both);
+        let e = lo.name("example.com", 80).unwrap_err();
+        assert!(e.contains("not resolved"), "{e}");
+        assert!(lo.name("localhost.example.com", 80).is_err());
+        let v4 = Allow::parse("127.0.0.0/8").unwrap();
+        assert_eq!(
+            v4.name("localhost", 7).unwrap(),
+            vec!["127.0.0.1:7".parse().unwrap()]
+        );
+        let only = Allow::Only(vec!["127.0.0.1:9".parse().unwrap()]);
+        assert!(
+            only.name("localhost", 80)
+                .unwrap_err()
+                .contains("not an allowed")
+        );
+        assert_eq!(
+            only.name("localhost", 9).unwrap(),
+            vec!["127.0.0.1:9".parse().unwrap()]
         );
     }
 }

@@ -165,11 +165,9 @@ async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
 
 /// Connects to `target` if allowed and forwards the client's first data there.
 async fn connect_onwards(target: &Target, cfg: &Config, first: &[u8]) -> Result<TcpStream, String> {
-    let addrs = resolve(target).await;
-    let allowed: Vec<SocketAddr> = addrs.into_iter().filter(|a| cfg.allow.admits(*a)).collect();
-    if allowed.is_empty() {
-        return Err(format!("{} is not an allowed destination", target));
-    }
+    // A name is checked before it is looked up: resolving it could send a DNS query
+    // off the machine for a destination the list refuses anyway.
+    let allowed = destinations(target, &cfg.allow)?;
     let mut last = String::new();
     let mut up = None;
     for dest in &allowed {
@@ -388,14 +386,16 @@ async fn relay(
     Ok(())
 }
 
-/// The target's addresses: as given, or all a name resolves to (at most 8).
-async fn resolve(t: &Target) -> Vec<SocketAddr> {
-    match &t.host {
+/// The addresses the allow list admits for the target: as given, or for a name those
+/// [`Allow::name`] gives, each tried in turn.
+fn destinations(t: &Target, allow: &Allow) -> Result<Vec<SocketAddr>, String> {
+    let addrs = match &t.host {
         Host::V4(a) => vec![SocketAddr::new((*a).into(), t.port)],
         Host::V6(a) => vec![SocketAddr::new((*a).into(), t.port)],
-        Host::Domain(d) => tokio::net::lookup_host((d.as_str(), t.port))
-            .await
-            .map(|it| it.take(8).collect())
-            .unwrap_or_default(),
+        Host::Domain(d) => return allow.name(d, t.port),
+    };
+    if !allow.admits(addrs[0]) {
+        return Err(format!("{t} is not an allowed destination"));
     }
+    Ok(addrs)
 }

@@ -348,7 +348,7 @@ impl Protocol for Socks5 {
     ) -> Option<Result<(), String>> {
         let cfg = Arc::new(server::Config {
             userpass: None,
-            allow: server::Allow::Loopback,
+            allow: server::Allow::loopback(),
             log: limits.log,
             cap: Some(limits.connections.clone()),
         });

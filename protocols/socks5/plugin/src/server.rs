@@ -26,23 +26,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// request (262) fit with room to spare.
 pub const MAX_HANDSHAKE: usize = 2048;
 
-/// Which destinations the proxy connects to.
-#[derive(Debug, Clone)]
-pub enum Allow {
-    /// Exactly these addresses (a case's origin).
-    Only(Vec<SocketAddr>),
-    /// Any port of a loopback address (`wirebench serve --also socks5=...`).
-    Loopback,
-}
-
-impl Allow {
-    fn admits(&self, a: SocketAddr) -> bool {
-        match self {
-            Allow::Only(v) => v.contains(&a),
-            Allow::Loopback => a.ip().is_loopback(),
-        }
-    }
-}
+pub use wirebench_connect::allow::Allow;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -189,22 +173,17 @@ async fn handshake(
             .map_err(w)?;
         return Err(format!("{cmd:?} requested: only CONNECT is served"));
     }
-    let addrs = resolve(&target).await;
-    if addrs.is_empty() {
-        s.write_all(&refuse(s5::ReplyCode::HostUnreachable))
-            .await
-            .map_err(w)?;
-        return Err(format!("{target} does not resolve"));
-    }
-    // A name may resolve to several addresses (::1 and 127.0.0.1 for localhost): each
-    // allowed one is tried in turn, as a client connecting by name would.
-    let allowed: Vec<SocketAddr> = addrs.into_iter().filter(|a| cfg.allow.admits(*a)).collect();
-    if allowed.is_empty() {
-        s.write_all(&refuse(s5::ReplyCode::NotAllowed))
-            .await
-            .map_err(w)?;
-        return Err(format!("{target} is not an allowed destination"));
-    }
+    // A name is checked before it is looked up: resolving it could send a DNS query
+    // off the machine for a destination the list refuses anyway.
+    let allowed = match destinations(&target, &cfg.allow) {
+        Ok(a) => a,
+        Err(why) => {
+            s.write_all(&refuse(s5::ReplyCode::NotAllowed))
+                .await
+                .map_err(w)?;
+            return Err(why);
+        }
+    };
     let mut last = None;
     let mut up = None;
     for dest in &allowed {
@@ -246,14 +225,17 @@ async fn handshake(
     Ok(up)
 }
 
-/// The destination's addresses: as given, or all a domain name resolves to (at most 8).
-async fn resolve(t: &s5::Target) -> Vec<SocketAddr> {
-    match &t.host {
+/// The addresses the allow list admits for the destination: as given, or for a name
+/// those [`Allow::name`] gives (every address a name leads to is tried in turn, as a
+/// client connecting by name would: ::1 and 127.0.0.1 for localhost).
+fn destinations(t: &s5::Target, allow: &Allow) -> Result<Vec<SocketAddr>, String> {
+    let addrs = match &t.host {
         s5::Host::V4(a) => vec![SocketAddr::new((*a).into(), t.port)],
         s5::Host::V6(a) => vec![SocketAddr::new((*a).into(), t.port)],
-        s5::Host::Domain(d) => tokio::net::lookup_host((d.as_str(), t.port))
-            .await
-            .map(|it| it.take(8).collect())
-            .unwrap_or_default(),
+        s5::Host::Domain(d) => return allow.name(d, t.port),
+    };
+    if !allow.admits(addrs[0]) {
+        return Err(format!("{t} is not an allowed destination"));
     }
+    Ok(addrs)
 }
