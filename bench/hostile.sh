@@ -226,6 +226,7 @@ attack() {
 
 wanted() { [[ " $ATTACKS " == *" $1 "* ]]; }
 is_proxy() { [[ $1 == socks5 || $1 == convert || $1 == ss ]]; }
+is_line() { [[ $1 == control || $1 == barrier || $1 == x2x ]]; } # not HTTP: no smuggling
 run_attacks() {
     local server=$1 proto=$2 client=$3 target=$4
     ! wanted idle || attack "$server" "$proto" "$client" "$target" idle --conns "$IDLE" --secs "$LONG"
@@ -235,7 +236,7 @@ run_attacks() {
     # What queued for the non-readers takes a while to be dropped and given back.
     ! wanted halfopen || attack "$server" "$proto" "$client" "$target" halfopen --conns "$HALF" --secs "$SECS" --settle 20
     ! wanted flood || attack "$server" "$proto" "$client" "$target" flood --secs "$SECS"
-    if [[ $proto != xmpp && $proto != h2 ]] && ! is_proxy "$proto" && wanted smuggle; then
+    if [[ $proto != xmpp && $proto != h2 ]] && ! is_proxy "$proto" && ! is_line "$proto" && wanted smuggle; then
         attack "$server" "$proto" "$client" "$target" smuggle --procs 1
     fi
     if is_proxy "$proto" && wanted disallowed; then

@@ -21,7 +21,7 @@ pub mod merge;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -375,7 +375,10 @@ impl Leader {
         plan: &str,
         start_at: Option<SystemTime>,
     ) -> Result<Arc<Leader>, ShardError> {
-        let listener = TcpListener::bind(("0.0.0.0", port)).map_err(|e| {
+        // A deep accept queue: strangers' connection floods must not make the kernel drop
+        // a shard's connection (std's 128 overflowed under bench/hostile.sh's flood).
+        let any = std::net::SocketAddr::from(([0, 0, 0, 0], port));
+        let listener = wirebench_net::sock::listener(any).map_err(|e| {
             ShardError::Usage(format!(
                 "shard 0 cannot listen for the barrier on port {port}: {e}"
             ))
@@ -747,6 +750,7 @@ pub fn fingerprint(plan: &[serde_json::Value], seed: u64, repeat: u32) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpListener;
 
     fn opts(index: u32, count: u32, port: u16) -> ShardOptions {
         ShardOptions {
