@@ -11,7 +11,12 @@
 # connects to an echo origin of hostile.py's on 127.0.0.1): socks5 (`serve --also
 # socks5=`), ss (Shadowsocks, `serve --also shadowsocks=`), convert (`wirebench
 # converter`, RFC 8803), cclient (`wirebench converter-client`, the SOCKS5 front that
-# sends through that converter). Against each, one run of each attack
+# sends through that converter). Named only as well: control (`wirebench serve`'s control
+# port), barrier (shard 0 of a 2-shard load run waiting at its barrier, `run --shard 0/2
+# --barrier`, with the built-in XMPP server as its load target; after the attacks a real
+# shard 1 joins and the run must finish), x2x (`wirebench x2x`, the XEP-0361 gateway's
+# link listener, its peer 127.0.0.1 and no XMPP server behind it). Against each, one run
+# of each attack
 # (bench/lib/hostile.py, Python 3, standard library only, several processes):
 #   idle       IDLE connections that send nothing (default 9,984: the built-in server's
 #              default cap of 10,000 sessions less room for the well-behaved client)
@@ -34,7 +39,13 @@
 # or the longest greeting/header then more, half-open's non-readers do the same with
 # 1 KB writes, and the well-behaved client is a connect-through-and-echo loop
 # (hostile.py proxy-client, CLIENT_SECS seconds: connect, handshake, 32 bytes echoed,
-# close; for ss through ss-local, whose cost is in its p99).
+# close; for ss through ss-local, whose cost is in its p99). For control and barrier the
+# opening is a hello line (the barrier's from shard index 0, which it refuses without
+# ending the run) and the well-behaved client a new connection's hello and its answer,
+# again and again (hostile.py line-client); for x2x it is the link marker and the client
+# its peer on 127.0.0.1 sending messages to a domain the gateway does not serve, each
+# answered over the link with an error (hostile.py x2x-client). The attackers' sources
+# (127.0.0.2-9) are not x2x's peer: it refuses them unread.
 # and prints one table row per (server, attack): the server's VmRSS (it and its child
 # processes, /proc/PID/status) before, at the peak during and after the attack, MiB; the
 # peak's growth per attacking connection, KiB; the p99 of a well-behaved client without
@@ -77,6 +88,7 @@ for a in "$@"; do
         exit 0
         ;;
     xmpp | ws | http | socks5 | ss | convert | cclient) SERVERS+=("$a") ;;
+    control | barrier | x2x) SERVERS+=("$a") ;; # h1ctl's block below
     bosh | sockjs | soap | grpc | websocket) SERVERS+=("$a") ;; # h1web's block below
     *)
         echo "hostile.sh: unknown argument $a (try --help)" >&2
@@ -177,6 +189,8 @@ p99_once() {
     xmpp) "$HOLD" "127.0.0.1:$XPORT" wirebench.test 2 --hold 0 --pingpong "$ROUNDS" >"$out" 2>&1 || true ;;
     http) python3 "$HOSTILE" http-client "127.0.0.1:$HPORT" "$CLIENT_SECS" >"$out" 2>&1 || true ;;
     proxy) python3 "$HOSTILE" proxy-client "$PROXY_PROTO" "$PROXY_AT" "127.0.0.1:$OPORT" "$CLIENT_SECS" >"$out" 2>&1 || true ;;
+    control | barrier) python3 "$HOSTILE" line-client "$1" "$CLIENT_AT" "$CLIENT_SECS" >"$out" 2>&1 || true ;;
+    x2x) python3 "$HOSTILE" x2x-client "$CLIENT_AT" "$CLIENT_SECS" >"$out" 2>&1 || true ;;
     *) web_client "$1" >"$out" 2>&1 || true ;; # h1web's block below
     esac
     local v
@@ -212,6 +226,7 @@ attack() {
 
 wanted() { [[ " $ATTACKS " == *" $1 "* ]]; }
 is_proxy() { [[ $1 == socks5 || $1 == convert || $1 == ss ]]; }
+is_line() { [[ $1 == control || $1 == barrier || $1 == x2x ]]; } # not HTTP: no smuggling
 run_attacks() {
     local server=$1 proto=$2 client=$3 target=$4
     ! wanted idle || attack "$server" "$proto" "$client" "$target" idle --conns "$IDLE" --secs "$LONG"
@@ -221,7 +236,7 @@ run_attacks() {
     # What queued for the non-readers takes a while to be dropped and given back.
     ! wanted halfopen || attack "$server" "$proto" "$client" "$target" halfopen --conns "$HALF" --secs "$SECS" --settle 20
     ! wanted flood || attack "$server" "$proto" "$client" "$target" flood --secs "$SECS"
-    if [[ $proto != xmpp && $proto != h2 ]] && ! is_proxy "$proto" && wanted smuggle; then
+    if [[ $proto != xmpp && $proto != h2 ]] && ! is_proxy "$proto" && ! is_line "$proto" && wanted smuggle; then
         attack "$server" "$proto" "$client" "$target" smuggle --procs 1
     fi
     if is_proxy "$proto" && wanted disallowed; then
@@ -322,6 +337,74 @@ web_client() {
 }
 # ---- end of h1web's block
 
+# ---- h1ctl: serve's control port, the shard barrier, the x2x link listener.
+# wait_port PORT: until something listens on 127.0.0.1:PORT (shard 0 says nothing when
+# its barrier is up).
+wait_port() {
+    for _ in $(seq 400); do
+        python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 1).close()" "$1" 2>/dev/null && return 0
+        kill -0 "$SERVER_PID" 2>/dev/null || die "nothing listens on $1; see $LOG"
+        sleep 0.05
+    done
+    die "nothing listens on 127.0.0.1:$1; see $LOG"
+}
+# shard_args I: a 2-shard load run's shard I against the built-in server on XPORT.
+shard_args() {
+    echo run --protocol xmpp --workload load --payload 32 --load-phases 2s@50/s --load-stay 1s \
+        --load-target "127.0.0.1:$XPORT" --shard "$1/2" --barrier "127.0.0.1:$BPORT" \
+        --barrier-timeout 30m --no-report --yes --out "$LOG/shard-$1"
+}
+ctl_server() {
+    local name=$1 port=$((XPORT + 5))
+    CLIENT_AT=127.0.0.1:$port
+    case $name in
+    control)
+        start_cmd control "control port listening" "$WB" serve --listen "$CLIENT_AT"
+        run_attacks control control control "$CLIENT_AT"
+        ;;
+    barrier)
+        BPORT=$port
+        helper target "XMPP layout" "$WB" serve --listen 127.0.0.1:0 --xmpp "127.0.0.1:$XPORT"
+        # shellcheck disable=SC2046 # the words of shard_args
+        "$WB" $(shard_args 0) >"$LOG/barrier.log" 2>&1 &
+        SERVER_PID=$!
+        wait_port "$port"
+        run_attacks barrier barrier barrier "$CLIENT_AT"
+        local t0=$SECONDS rc=0
+        # shellcheck disable=SC2046
+        timeout 120 "$WB" $(shard_args 1) >"$LOG/shard-1.log" 2>&1 || rc=$?
+        wait "$SERVER_PID" || rc=$((rc + 100))
+        SERVER_PID=
+        if ((rc == 0)); then
+            echo "| barrier | a real shard 1, after the attacks | | | | | joined; both shards ran the case and exited 0 ($((SECONDS - t0)) s) | |"
+        else
+            echo "| barrier | a real shard 1, after the attacks | | | | | **failed** (shard 1's status, plus 100 if shard 0 failed: $rc): $(tail -n 1 "$LOG/shard-1.log" | tr -d '|' | cut -c1-160) | |"
+        fi
+        ;;
+    x2x)
+        cat >"$LOG/x2x.toml" <<EOF
+name = "hostile"
+local_domains = ["a.test"]
+remote_domains = ["b.test"]
+log = "info"
+[link]
+listen = "$CLIENT_AT"
+peer = "127.0.0.1:$((port + 1))"
+dial = "peer"
+compression = "none"
+tfo = false
+[component]
+address = "127.0.0.1:9"
+secret = "hostile"
+EOF
+        start_cmd x2x "listen" "$WB" x2x --config "$LOG/x2x.toml"
+        run_attacks x2x x2x x2x "$CLIENT_AT"
+        ;;
+    esac
+    stop_server
+}
+# ---- end of h1ctl's block
+
 echo "# bench/hostile.sh${*:+ $*} on $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs; logs in $LOG"
 echo
 echo "| server | attack | RSS before / peak / after, MiB | per conn, KiB | client p99 without / during, us (ratio) | alive | what the attack saw | the server's last log line |"
@@ -350,6 +433,7 @@ for s in "${SERVERS[@]}"; do
         stop_server
         ;;
     socks5 | ss | convert | cclient) run_proxy "$s" ;;
+    control | barrier | x2x) ctl_server "$s" ;;
     *) web_server "$s" ;; # h1web's block below
     esac
 done

@@ -7,9 +7,12 @@ memory measured around it.
                [--origin IP:PORT]
     hostile.py echo PORT            (proxies: the echo origin they connect to)
     hostile.py proxy-client PROTO PROXY ORIGIN SECONDS
+    hostile.py line-client control|barrier IP:PORT SECONDS
+    hostile.py x2x-client IP:PORT SECONDS
 
 PROTO: xmpp, ws, http, bosh, sockjs, soap, wsecho (the WebSocket bench server), h2
-(gRPC's HTTP/2), or a proxy's: socks5 (also converter-client's front), convert
+(gRPC's HTTP/2), control (`serve`'s control port), barrier (a sharded run's barrier on
+shard 0), x2x (the XEP-0361 gateway's link listener), or a proxy's: socks5 (also converter-client's front), convert
 (RFC 8803), ss (Shadowsocks: without a cipher in the standard library its opening is
 random bytes, as a prober's would be). ATTACK is one of idle, slowloris, oversized,
 garbage, halfopen, flood, smuggle, disallowed (proxies: destinations outside the allow
@@ -73,6 +76,8 @@ def opening(proto, domain, host, origin=("127.0.0.1", 9)):
         return SS_OPENING
     if proto in MORE_OPENINGS:
         return MORE_OPENINGS[proto](domain, host)
+    if proto in LINE_OPENINGS:
+        return LINE_OPENINGS[proto]
     if proto == "xmpp":
         return XMPP_OPEN.format(d=domain).encode()
     if proto == "ws":
@@ -500,6 +505,109 @@ def h2_client(target, seconds):
     report_rtt(rtt, fails)
 
 
+# ---------------------------------------------------------------- serve's control port,
+# the shard barrier, the x2x link (#34)
+
+# The first line each server reads: a control hello (docs/protocols/control.md); a
+# barrier hello from shard index 0, which shard 0 refuses without giving up on the run (a
+# hello naming a real index 1..N-1 with another plan would end the run at once, by
+# design); an x2x link marker (XEP-0361 link of protocols/xmpp/x2x).
+LINE_OPENINGS = {
+    "control": b'{"op":"hello","version":1,"client":"hostile"}\n',
+    "barrier": b'{"hello":{"index":0,"count":2,"wirebench":"0","plan":"hostile"}}\n',
+    "x2x": b"<s xmlns='urn:wirebench:x2x:0' n='0' i='1'/>",
+}
+
+
+def line_summary(reply):
+    """JSON-lines replies in a few words: the control port's ok or error, the barrier's
+    refusal."""
+    out = []
+    for line in reply.split(b"\n"):
+        try:
+            m = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(m, dict) and "ok" in m:
+            said = "ok" if m["ok"] else "error: %s" % m.get("error", "")[:60]
+        elif isinstance(m, dict) and m:
+            k = next(iter(m))
+            said = "%s: %s" % (k, str(m[k])[:60]) if isinstance(m[k], str) else k
+        else:
+            said = "json"
+        if not out or out[-1] != said:
+            out.append(said)
+    return ", then ".join(out) or None
+
+
+def line_client(proto, target, seconds):
+    """The well-behaved client of the control port and the barrier: a new connection,
+    the hello line, its one-line answer (control: ok; barrier: the refusal of index 0),
+    closed; again for `seconds`. Prints the iterations' p50/p99 like hold_sessions does."""
+    ip, port = target.rsplit(":", 1)
+    rtt, fails = [], 0
+    end = time.time() + seconds
+    while time.time() < end:
+        t = time.perf_counter()
+        try:
+            s = socket.create_connection((ip, int(port)), timeout=5)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s.sendall(LINE_OPENINGS[proto])
+            reply, _ = read_until(s, [b"\n"])
+            rst_close(s)
+            good = b'"ok":true' in reply if proto == "control" else reply.startswith(b'{"refused"')
+            if not good:
+                raise OSError("answer %r" % reply[:100])
+        except OSError as e:
+            fails += 1
+            if fails == 1:
+                print("first failure: %s" % e)
+            time.sleep(0.01)
+            continue
+        rtt.append(time.perf_counter() - t)
+    print_rtts("connect-hello", "connections", rtt, fails)
+
+
+def x2x_client(target, seconds):
+    """The x2x gateway's well-behaved client: its peer (the one source address it
+    accepts, 127.0.0.1), on one link connection: a message to a domain the gateway does
+    not serve, answered at once with an error stanza over the link (no XMPP server
+    needed behind the gateway), which is acknowledged. Prints the round trips' p50/p99."""
+    ip, port = target.rsplit(":", 1)
+    s = socket.create_connection((ip, int(port)), timeout=5)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.sendall(b"<s xmlns='urn:wirebench:x2x:0' n='0' i='%x'/>" % int.from_bytes(os.urandom(8), "big"))
+    buf, rtt, fails, got, base = b"", [], 0, 0, None
+    end = time.time() + seconds
+    k = 0
+    while time.time() < end:
+        k += 1
+        msg = (b"<message from='peer@b.test/h' to='nobody@elsewhere.test' type='chat' id='h%d'>"
+               b"<body>hi</body></message>" % k)
+        t = time.perf_counter()
+        try:
+            s.sendall(msg)
+            while b"</message>" not in buf:
+                d = s.recv(65536)
+                if not d:
+                    raise OSError("closed")
+                buf += d
+            if base is None:
+                m = re.search(rb"<s xmlns='urn:wirebench:x2x:0' n='(\d+)'", buf)
+                base = int(m.group(1)) if m else 0
+            buf = buf.split(b"</message>", 1)[1]
+            got += 1
+        except OSError as e:
+            fails += 1
+            print("first failure: %s" % e)
+            break
+        rtt.append(time.perf_counter() - t)
+        # Our ack: the gateway may then forget the error it sent (bounded queue).
+        s.sendall(b"<a xmlns='urn:xmpp:sm:3' h='%d'/>" % (base + got))
+    rst_close(s)
+    print_rtts("pingpong", "round trips", rtt, fails)
+
+
 # ---------------------------------------------------------------- attacks (per worker)
 
 
@@ -532,6 +640,13 @@ def oversized_once(w, a, big_head):
                 s.sendall(opening("xmpp", a.domain, a.host))
                 read_until(s, [b"</stream:features>"])
                 s.sendall(b"<message to='user2@" + a.domain.encode() + b"'><body>")
+        elif a.proto in ("control", "barrier"):
+            # A line without end, or after a valid hello one that opens like a request.
+            if not big_head:
+                s.sendall(opening(a.proto, a.domain, a.host))
+                s.sendall(b'{"op":"hello","version":1,"client":"' if a.proto == "control" else b'{"hello":{"plan":"')
+        elif a.proto == "x2x":
+            s.sendall(b"<s xmlns='urn:wirebench:x2x:0' n='0' i='" if big_head else opening("x2x", "", "") + b"<message><body>")
         elif a.proto in PROXIES:
             if big_head:
                 # Longest greeting or Convert header there is, then no end of it.
@@ -574,6 +689,8 @@ def summary(reply, proto=None):
     WebSocket close code, a proxy's reply, or its first bytes."""
     if proto in PROXIES and proxy_summary(proto, reply):
         return proxy_summary(proto, reply)
+    if reply.startswith(b"{") and line_summary(reply):
+        return line_summary(reply)
     m = re.search(rb"<([a-z-]+) xmlns=['\"]urn:ietf:params:xml:ns:xmpp-streams", reply)
     if m:
         return "stream error <%s/>" % m.group(1).decode()
@@ -719,14 +836,19 @@ def w_halfopen(w, a, n, ready, q):
                 msg = h2_frame(6, 0, 0, b"12345678")  # PINGs, each to be acked, never read
             elif a.proto in MORE_REQUESTS:
                 msg = MORE_REQUESTS[a.proto](len(body)) + body
+            elif a.proto in LINE_OPENINGS:
+                msg = LINE_OPENINGS[a.proto] * 16  # hellos whose answers are never read
             else:
                 msg = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + body
             s.setblocking(False)
             readers.append((s, msg))
         else:
             o = opening(a.proto, a.domain, a.host, a.origin)
-            s.sendall(o[: len(o) // 2])
-            s.shutdown(socket.SHUT_WR)
+            try:
+                s.sendall(o[: len(o) // 2])
+                s.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass  # closed at once (x2x refuses strangers unread): counted as closed
             s.setblocking(False)
             shut.append(s)
     ready.set()
@@ -1075,11 +1197,15 @@ def main():
         return ws_client(sys.argv[2], float(sys.argv[3]))
     if len(sys.argv) > 1 and sys.argv[1] == "h2-client":
         return h2_client(sys.argv[2], float(sys.argv[3]))
+    if len(sys.argv) > 1 and sys.argv[1] == "line-client":
+        return line_client(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    if len(sys.argv) > 1 and sys.argv[1] == "x2x-client":
+        return x2x_client(sys.argv[2], float(sys.argv[3]))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("attack", choices=sorted(ATTACKS))
     p.add_argument("--target", required=True)
     p.add_argument("--pids", required=True)
-    p.add_argument("--proto", choices=["xmpp", "ws", "http"] + sorted(MORE_OPENINGS) + list(PROXIES), default="xmpp")
+    p.add_argument("--proto", choices=["xmpp", "ws", "http"] + sorted(MORE_OPENINGS) + list(PROXIES) + sorted(LINE_OPENINGS), default="xmpp")
     p.add_argument("--origin", default="127.0.0.1:9", help="the echo origin a proxy connects to")
     p.add_argument("--conns", type=int, default=1000)
     p.add_argument("--secs", type=float, default=10)

@@ -21,7 +21,7 @@ pub mod merge;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -295,6 +295,9 @@ fn send(w: &mut TcpStream, m: &Msg) -> std::io::Result<()> {
     w.write_all(line.as_bytes())
 }
 
+/// How long shard 0 waits for a new connection's hello.
+const HELLO_WITHIN: Duration = Duration::from_secs(10);
+
 /// Longest line of the barrier's protocol: a peer is not trusted.
 const MAX_LINE: usize = 64 * 1024;
 
@@ -351,6 +354,8 @@ struct Leader {
     start_at: Option<SystemTime>,
     state: Mutex<LeaderState>,
     changed: Condvar,
+    /// Connections that have not said hello yet, by arrival (for [`Leader::admit`]).
+    pending: Mutex<BTreeMap<u64, TcpStream>>,
 }
 
 #[derive(Default)]
@@ -370,7 +375,10 @@ impl Leader {
         plan: &str,
         start_at: Option<SystemTime>,
     ) -> Result<Arc<Leader>, ShardError> {
-        let listener = TcpListener::bind(("0.0.0.0", port)).map_err(|e| {
+        // A deep accept queue: strangers' connection floods must not make the kernel drop
+        // a shard's connection (std's 128 overflowed under bench/hostile.sh's flood).
+        let any = std::net::SocketAddr::from(([0, 0, 0, 0], port));
+        let listener = wirebench_net::sock::listener(any).map_err(|e| {
             ShardError::Usage(format!(
                 "shard 0 cannot listen for the barrier on port {port}: {e}"
             ))
@@ -381,40 +389,65 @@ impl Leader {
             start_at,
             state: Mutex::new(LeaderState::default()),
             changed: Condvar::new(),
+            pending: Mutex::new(BTreeMap::new()),
         });
         let (l, plan) = (leader.clone(), plan.to_string());
         // Accepts for the whole run: a shard that reconnects is refused (its index is
         // taken), anyone else who is not a shard of this run is refused at hello. A
-        // thread per connection, at most a few more than the shards: a flood of
-        // connections is dropped, not served.
-        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        // thread per connection; connections that have not said hello yet are capped at
+        // a few more than the shards, the oldest making room for a new one, so that
+        // strangers holding connections open cannot keep a shard out (a shard whose
+        // connection is closed before its answer connects again).
         let most = opts.count as usize + 8;
         std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                if open.load(Ordering::SeqCst) >= most {
+            for (id, stream) in listener.incoming().flatten().enumerate() {
+                if !l.admit(id as u64, &stream, most) {
                     continue;
                 }
-                open.fetch_add(1, Ordering::SeqCst);
-                let (l, plan, open) = (l.clone(), plan.clone(), open.clone());
+                let (l, plan) = (l.clone(), plan.clone());
                 std::thread::spawn(move || {
-                    l.serve(stream, &plan);
-                    open.fetch_sub(1, Ordering::SeqCst);
+                    l.serve(id as u64, stream, &plan);
+                    l.pending().remove(&(id as u64));
                 });
             }
         });
         Ok(leader)
     }
 
+    fn pending(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, TcpStream>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts connection `id` among those yet to say hello, closing the oldest of them
+    /// when `most` are already waiting. False if it cannot be served.
+    fn admit(&self, id: u64, stream: &TcpStream, most: usize) -> bool {
+        let Ok(handle) = stream.try_clone() else {
+            return false;
+        };
+        let mut pending = self.pending();
+        while pending.len() >= most {
+            if let Some((_, oldest)) = pending.pop_first() {
+                // Its thread's read ends; it never became a shard.
+                let _ = oldest.shutdown(std::net::Shutdown::Both);
+            }
+        }
+        pending.insert(id, handle);
+        true
+    }
+
     /// One follower's connection, until it closes.
-    fn serve(&self, stream: TcpStream, plan: &str) {
+    fn serve(&self, id: u64, stream: TcpStream, plan: &str) {
         let _ = stream.set_nodelay(true);
         let Ok(mut w) = stream.try_clone() else {
             return;
         };
         let mut r = BufReader::new(stream);
         let never = AtomicBool::new(false);
-        let deadline = Some(Instant::now() + Duration::from_secs(30));
-        let index = match recv(&mut r, deadline, &never) {
+        // A shard sends its hello as soon as it is connected.
+        let deadline = Some(Instant::now() + HELLO_WITHIN);
+        let hello = recv(&mut r, deadline, &never);
+        self.pending().remove(&id);
+        let index = match hello {
             Ok(Msg::Hello {
                 index,
                 count,
@@ -570,6 +603,37 @@ struct Follower {
     timeout: Duration,
 }
 
+/// Connects to shard 0's barrier, retrying every half second until `deadline`.
+fn connect_until(
+    addr: &str,
+    deadline: Instant,
+    opts: &ShardOptions,
+    shutdown: &AtomicBool,
+) -> Result<TcpStream, String> {
+    loop {
+        let attempt = addr
+            .to_socket_addrs()
+            .map_err(|e| e.to_string())
+            .and_then(|mut a| a.next().ok_or_else(|| "no address".to_string()))
+            .and_then(|a| {
+                TcpStream::connect_timeout(&a, Duration::from_secs(2)).map_err(|e| e.to_string())
+            });
+        match attempt {
+            Ok(s) => return Ok(s),
+            Err(e) if Instant::now() > deadline => {
+                return Err(format!(
+                    "shard 0 not reached within {}: {e}",
+                    humantime::format_duration(opts.barrier_timeout)
+                ));
+            }
+            Err(_) if shutdown.load(Ordering::SeqCst) => {
+                return Err("interrupted while waiting for shard 0".into());
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(500)),
+        }
+    }
+}
+
 impl Follower {
     fn join(
         addr: &str,
@@ -580,46 +644,41 @@ impl Follower {
         let fail =
             |m: String| ShardError::Usage(format!("shard {}: barrier {addr}: {m}", opts.index));
         let deadline = Instant::now() + opts.barrier_timeout;
-        // Shard 0 may not be up, nor its name in DNS, for a while: retry until the timeout.
-        let stream = loop {
-            let attempt = addr
-                .to_socket_addrs()
-                .map_err(|e| e.to_string())
-                .and_then(|mut a| a.next().ok_or_else(|| "no address".to_string()))
-                .and_then(|a| {
-                    TcpStream::connect_timeout(&a, Duration::from_secs(2))
-                        .map_err(|e| e.to_string())
-                });
-            match attempt {
-                Ok(s) => break s,
-                Err(e) if Instant::now() > deadline => {
-                    return Err(fail(format!(
-                        "shard 0 not reached within {}: {e}",
-                        humantime::format_duration(opts.barrier_timeout)
-                    )));
-                }
-                Err(_) if shutdown.load(Ordering::SeqCst) => {
-                    return Err(fail("interrupted while waiting for shard 0".into()));
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(500)),
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let mut w = stream.try_clone().map_err(|e| fail(e.to_string()))?;
-        let mut r = BufReader::new(stream);
         let hello = Msg::Hello {
             index: opts.index,
             count: opts.count,
             wirebench: env!("CARGO_PKG_VERSION").into(),
             plan: plan.into(),
         };
-        send(&mut w, &hello).map_err(|e| fail(e.to_string()))?;
-        let answer_by = Some(Instant::now() + Duration::from_secs(30));
-        match recv(&mut r, answer_by, shutdown).map_err(fail)? {
-            Msg::Welcome => {}
-            Msg::Refused(why) => return Err(fail(format!("refused by shard 0: {why}"))),
-            other => return Err(fail(format!("an unexpected answer {other:?}"))),
-        }
+        // Shard 0 may not be up, nor its name in DNS, for a while, and it closes
+        // connections beyond its limit (strangers may hold its port): retry until the
+        // timeout.
+        let (mut r, mut w, answer_by) = loop {
+            let stream = connect_until(addr, deadline, opts, shutdown).map_err(fail)?;
+            let _ = stream.set_nodelay(true);
+            let mut w = stream.try_clone().map_err(|e| fail(e.to_string()))?;
+            let mut r = BufReader::new(stream);
+            let answer_by = Some(Instant::now() + Duration::from_secs(30));
+            let answer = send(&mut w, &hello)
+                .map_err(|e| e.to_string())
+                .and_then(|()| recv(&mut r, answer_by, shutdown));
+            match answer {
+                Ok(Msg::Welcome) => break (r, w, answer_by),
+                Ok(Msg::Refused(why)) => return Err(fail(format!("refused by shard 0: {why}"))),
+                Ok(other) => return Err(fail(format!("an unexpected answer {other:?}"))),
+                Err(e)
+                    if e.starts_with("the connection closed")
+                        || e.contains("reset")
+                        || e.contains("Broken pipe") =>
+                {
+                    if Instant::now() > deadline {
+                        return Err(fail(format!("shard 0 closed the connection: {e}")));
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                Err(e) => return Err(fail(e)),
+            }
+        };
         // Cristian's method: the probe with the shortest round trip bounds the error best.
         let mut best: Option<(i64, i64)> = None;
         for _ in 0..8 {
@@ -691,6 +750,7 @@ pub fn fingerprint(plan: &[serde_json::Value], seed: u64, repeat: u32) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpListener;
 
     fn opts(index: u32, count: u32, port: u16) -> ShardOptions {
         ShardOptions {
@@ -788,6 +848,39 @@ mod tests {
             .start(1, 1, Duration::from_millis(10), &stop)
             .unwrap_err();
         assert!(err.contains("shard(s) 1 did not reach case 1"), "{err}");
+    }
+
+    /// Strangers holding more connections open than shard 0 serves do not keep a real
+    /// shard from joining (shard 0 used to drop every connection beyond its limit for as
+    /// long as they stayed, 30 s each), nor does their garbage stop the run.
+    #[test]
+    fn strangers_at_the_barrier_do_not_keep_a_shard_out() {
+        let port = free_port();
+        let stop = AtomicBool::new(false);
+        let leader = Aligner::new(&opts(0, 2, port), Vec::new(), "p", &stop).unwrap();
+        let mut strangers: Vec<TcpStream> = (0..24)
+            .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+            .collect();
+        // And garbage on a few more.
+        for _ in 0..3 {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let _ = s.write_all(b"\x16\x03\x01 not json\n");
+            strangers.push(s);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let t0 = Instant::now();
+        std::thread::scope(|s| {
+            let stop = &stop;
+            let follower = s.spawn(move || {
+                let a = Aligner::new(&opts(1, 2, port), Vec::new(), "p", stop)?;
+                a.start(1, 1, Duration::from_millis(50), stop)
+                    .map_err(ShardError::Usage)
+            });
+            leader.start(1, 1, Duration::from_millis(50), stop).unwrap();
+            follower.join().unwrap().unwrap();
+        });
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        drop(strangers);
     }
 
     /// A peer that trickles a line without end in pieces, each cut short by the read

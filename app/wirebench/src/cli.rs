@@ -608,6 +608,9 @@ pub struct RunArgs {
 #[derive(Args)]
 pub struct ServeArgs {
     /// Control address to listen on. Data listeners open on the same IP, ephemeral ports.
+    /// At most 128 control connections: each must send its first request within 10s, and
+    /// is closed after 5 min without a request while no session of its own runs; when all
+    /// are taken, a new client takes the place of the oldest idle one.
     #[arg(long, default_value_t = format!("127.0.0.1:{DEFAULT_PORT}"), value_name = "ADDR")]
     pub listen: String,
     /// Largest payload a client may ask for.

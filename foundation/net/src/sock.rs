@@ -223,7 +223,9 @@ pub fn listen(addr: SocketAddr, tfo: bool) -> io::Result<(TcpListener, bool)> {
     sock.set_reuse_address(true)?;
     sock.bind(&addr.into())?;
     let tfo_set = tfo && set_tcp_fastopen(&sock, TFO_QUEUE).is_ok();
-    sock.listen(64)?;
+    // The x2x gateway's: strangers' connection floods are refused one by one, and the
+    // peer's SYN must still find room in the queue meanwhile.
+    sock.listen(LISTEN_BACKLOG)?;
     Ok((sock.into(), tfo_set))
 }
 

@@ -118,9 +118,10 @@ impl Protocol for Raw {
             })?;
         let mut slot = run.control.lock().unwrap_or_else(|p| p.into_inner());
         let mut ctl = match slot.take() {
-            Some(c) => c,
-            // A failed case may have left the control connection unusable.
-            None => ControlClient::connect(&run.addr, ctx.connect_timeout)?,
+            Some(c) if c.is_open() => c,
+            // A failed case may have left the control connection unusable, and the
+            // server closes one idle for long (other protocols' cases ran meanwhile).
+            _ => ControlClient::connect(&run.addr, ctx.connect_timeout)?,
         };
         let r = run_case(&mut ctl, case, env.seed, ctx);
         if r.is_ok() {

@@ -104,6 +104,13 @@ impl ControlClient {
             })
     }
 
+    /// False once the server has closed the connection (or sent something unasked): a
+    /// connection kept between cases may have been closed as idle while other cases ran.
+    pub fn is_open(&self) -> bool {
+        // Nothing to read is the healthy state of a connection between requests.
+        !wirebench_net::sock::wait_readable(&self.stream, Duration::ZERO).unwrap_or(true)
+    }
+
     /// Asks for a data listener; returns (session, port).
     pub fn open(&mut self, open: Open) -> Result<(u64, u16), NetError> {
         let r = self.call(&Request::Open(open))?;

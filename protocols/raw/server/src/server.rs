@@ -8,11 +8,11 @@
 //! Threads rather than an event loop: a measurement connection gets a blocked `recv`
 //! woken directly by the kernel, which is what keeps its added latency at sockperf's level.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -36,13 +36,23 @@ const READ_BUF: usize = 64 * 1024;
 pub struct ServerConfig {
     /// Largest payload a session may ask for.
     pub max_payload: u32,
-    /// Simultaneous control connections; more are refused with an error line.
+    /// Simultaneous control connections. When all are taken, a new one takes the place
+    /// of the oldest that has sent no request yet, or else of the one longest idle (at
+    /// least `first_request_timeout`, no session of its own running); failing both it is
+    /// refused with an error line.
     pub max_control: usize,
+    /// A control connection must complete its first request (a hello) within this.
+    pub first_request_timeout: Duration,
+    /// Longest a control connection may block the server writing a reply it does not read.
+    pub write_timeout: Duration,
     /// Sessions opened but not yet collected; more are refused.
     pub max_sessions: usize,
     /// How long a data listener waits for its connection.
     pub accept_timeout: Duration,
-    /// A connection silent this long is closed.
+    /// A data connection silent this long is closed, and a control connection this long
+    /// after its last complete request unless a session it opened is still running (a
+    /// case can run for many minutes between its `open` and its `result`). Bytes that do
+    /// not complete a request do not count: a byte every few minutes holds no slot.
     pub idle_timeout: Duration,
     /// Longest a `result` request waits for its session to end.
     pub result_wait: Duration,
@@ -58,6 +68,10 @@ impl Default for ServerConfig {
         ServerConfig {
             max_payload: 16 << 20,
             max_control: 128,
+            // As the proxies' and the XMPP server's opening timeouts: our client sends its
+            // hello as soon as it is connected.
+            first_request_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
             max_sessions: 256,
             accept_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(300),
@@ -74,11 +88,24 @@ struct Slot {
     finished: Option<Instant>,
 }
 
+/// One control connection, as the accept loop sees it when choosing one to close.
+struct ControlConn {
+    /// A handle on its socket, to shut it down.
+    stream: TcpStream,
+    accepted: Instant,
+    /// When it last completed a request, or last had a session of its own running.
+    active: Option<Instant>,
+    /// Inside a request (a `result` may wait a minute for its session).
+    busy: bool,
+}
+
 struct Shared {
     cfg: ServerConfig,
     shutdown: AtomicBool,
     next_session: AtomicU64,
-    control_open: AtomicUsize,
+    next_control: AtomicU64,
+    /// The open control connections by id (the order they came in).
+    controls: Mutex<BTreeMap<u64, ControlConn>>,
     sessions: Mutex<HashMap<u64, Slot>>,
     session_done: Condvar,
 }
@@ -92,6 +119,52 @@ impl Shared {
     fn stopping(&self) -> bool {
         self.shutdown.load(Ordering::Relaxed)
     }
+
+    fn controls(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, ControlConn>> {
+        self.controls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a new control connection, making room if every slot is taken (see
+    /// [`ServerConfig::max_control`]). `Err` carries the refusal for the client.
+    fn admit(&self, id: u64, stream: &TcpStream) -> Result<(), &'static str> {
+        let handle = stream
+            .try_clone()
+            .map_err(|_| "cannot serve this connection")?;
+        let mut controls = self.controls();
+        if controls.len() >= self.cfg.max_control {
+            let victim = controls
+                .iter()
+                .find(|(_, c)| c.active.is_none())
+                .or_else(|| {
+                    controls
+                        .iter()
+                        .filter(|(_, c)| !c.busy)
+                        .filter_map(|(id, c)| Some((id, c, c.active?)))
+                        .filter(|(_, _, t)| t.elapsed() >= self.cfg.first_request_timeout)
+                        .min_by_key(|(_, _, t)| *t)
+                        .map(|(id, c, _)| (id, c))
+                })
+                .map(|(id, _)| *id);
+            let Some(victim) = victim else {
+                return Err("too many control connections; try again later");
+            };
+            if let Some(c) = controls.remove(&victim) {
+                // Its thread sees the end of the stream and, finding itself gone from the
+                // table, logs why.
+                sock::shutdown_both(c.stream.as_raw_fd());
+            }
+        }
+        controls.insert(
+            id,
+            ControlConn {
+                stream: handle,
+                accepted: Instant::now(),
+                active: None,
+                busy: false,
+            },
+        );
+        Ok(())
+    }
 }
 
 pub struct Server {
@@ -101,14 +174,27 @@ pub struct Server {
 
 impl Server {
     pub fn bind(addr: impl ToSocketAddrs, cfg: ServerConfig) -> io::Result<Server> {
-        let listener = TcpListener::bind(addr)?;
+        // A deep accept queue: a flood of connections must not stall a real client's.
+        let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to listen on");
+        let mut listener = None;
+        for a in addr.to_socket_addrs()? {
+            match sock::listener(a) {
+                Ok(l) => {
+                    listener = Some(l);
+                    break;
+                }
+                Err(e) => last = e,
+            }
+        }
+        let listener = listener.ok_or(last)?;
         Ok(Server {
             listener,
             shared: Arc::new(Shared {
                 cfg,
                 shutdown: AtomicBool::new(false),
                 next_session: AtomicU64::new(1),
-                control_open: AtomicUsize::new(0),
+                next_control: AtomicU64::new(1),
+                controls: Mutex::new(BTreeMap::new()),
                 sessions: Mutex::new(HashMap::new()),
                 session_done: Condvar::new(),
             }),
@@ -139,13 +225,13 @@ impl Server {
                 }
             };
             let shared = self.shared.clone();
-            let n = shared.control_open.fetch_add(1, Ordering::SeqCst);
-            if n >= shared.cfg.max_control {
-                shared.control_open.fetch_sub(1, Ordering::SeqCst);
+            let id = shared.next_control.fetch_add(1, Ordering::Relaxed);
+            if let Err(why) = shared.admit(id, &stream) {
+                // A fresh socket's buffer takes the line; a write timeout all the same,
+                // since this is the accepting thread.
                 let mut s = stream;
-                let _ = s.write_all(
-                    &Reply::error("too many control connections; try again later").to_line(),
-                );
+                let _ = s.set_write_timeout(Some(TICK));
+                let _ = s.write_all(&Reply::error(why).to_line());
                 continue;
             }
             let spawned = std::thread::Builder::new()
@@ -155,14 +241,20 @@ impl Server {
                         .peer_addr()
                         .map(|a| a.to_string())
                         .unwrap_or_default();
-                    if let Err(why) = handle_control(&shared, stream) {
+                    let ended = handle_control(&shared, id, stream);
+                    let evicted = shared.controls().remove(&id).is_none();
+                    if evicted {
+                        shared.log(format!(
+                            "control connection from {peer} closed: its slot went to a new \
+                             client (every slot was taken and it was idle)"
+                        ));
+                    } else if let Err(why) = ended {
                         shared.log(format!("control connection from {peer} closed: {why}"));
                     }
-                    shared.control_open.fetch_sub(1, Ordering::SeqCst);
                 });
             if let Err(e) = spawned {
                 self.shared.log(format!("cannot start a thread: {e}"));
-                self.shared.control_open.fetch_sub(1, Ordering::SeqCst);
+                self.shared.controls().remove(&id);
             }
         }
     }
@@ -231,14 +323,20 @@ impl Drop for ServerHandle {
 }
 
 /// Serves one control connection. Returns why it ended, for the log.
-fn handle_control(shared: &Arc<Shared>, mut stream: TcpStream) -> Result<(), String> {
+fn handle_control(shared: &Arc<Shared>, id: u64, mut stream: TcpStream) -> Result<(), String> {
     stream.set_nodelay(true).map_err(|e| e.to_string())?;
     stream
         .set_read_timeout(Some(TICK))
         .map_err(|e| e.to_string())?;
+    // A client that does not read its replies must not hold this thread for good.
+    stream
+        .set_write_timeout(Some(shared.cfg.write_timeout))
+        .map_err(|e| e.to_string())?;
     let mut lines = LineBuffer::default();
     let mut buf = [0u8; 4096];
-    let mut last_input = Instant::now();
+    // Sessions this connection opened and has not collected.
+    let mut mine: Vec<u64> = Vec::new();
+    let mut last_check = Instant::now();
     loop {
         loop {
             let line = match lines.next_line() {
@@ -259,27 +357,79 @@ fn handle_control(shared: &Arc<Shared>, mut stream: TcpStream) -> Result<(), Str
                     return Err(msg);
                 }
             };
+            mark(shared, id, true);
+            let collected = match req {
+                Request::Result { session } => Some(session),
+                _ => None,
+            };
             let reply = dispatch(shared, &stream, req);
+            mark(shared, id, false);
+            if let Some(s) = reply.session {
+                if collected.is_some() {
+                    mine.retain(|m| *m != s);
+                } else {
+                    mine.push(s);
+                }
+            }
             stream
                 .write_all(&reply.to_line())
                 .map_err(|e| e.to_string())?;
         }
         match stream.read(&mut buf) {
             Ok(0) => return Ok(()),
-            Ok(n) => {
-                lines.push(&buf[..n]);
-                last_input = Instant::now();
-            }
-            Err(e) if would_block(&e) => {
-                if shared.stopping() {
-                    return Err("server stopping".into());
-                }
-                if last_input.elapsed() > shared.cfg.idle_timeout {
-                    return Err("idle".into());
-                }
-            }
+            Ok(n) => lines.push(&buf[..n]),
+            Err(e) if would_block(&e) => {}
             Err(e) => return Err(e.to_string()),
         }
+        // Also between bytes that come faster than the read timeout: they do not count.
+        if last_check.elapsed() >= TICK {
+            last_check = Instant::now();
+            if shared.stopping() {
+                return Err("server stopping".into());
+            }
+            check_idle(shared, id, &mut mine)?;
+        }
+    }
+}
+
+/// Records that connection `id` entered (`busy`) or finished a request.
+fn mark(shared: &Shared, id: u64, busy: bool) {
+    if let Some(c) = shared.controls().get_mut(&id) {
+        c.busy = busy;
+        c.active = Some(Instant::now());
+    }
+}
+
+/// Errs when connection `id` has overstayed: no first request within
+/// `first_request_timeout`, or none for `idle_timeout` while no session it opened runs.
+/// Also forgets the ids in `mine` whose results were dropped unread.
+fn check_idle(shared: &Shared, id: u64, mine: &mut Vec<u64>) -> Result<(), String> {
+    let running = {
+        let sessions = shared.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        mine.retain(|s| sessions.contains_key(s));
+        mine.iter()
+            .any(|s| sessions.get(s).is_some_and(|slot| slot.report.is_none()))
+    };
+    let mut controls = shared.controls();
+    // Gone from the table: its slot was given to a new client.
+    let Some(c) = controls.get_mut(&id) else {
+        return Err("its slot went to a new client".into());
+    };
+    match c.active {
+        None if c.accepted.elapsed() > shared.cfg.first_request_timeout => Err(format!(
+            "no complete request within {}s",
+            shared.cfg.first_request_timeout.as_secs()
+        )),
+        None => Ok(()),
+        Some(_) if running => {
+            c.active = Some(Instant::now());
+            Ok(())
+        }
+        Some(t) if t.elapsed() > shared.cfg.idle_timeout => Err(format!(
+            "no request for {}s",
+            shared.cfg.idle_timeout.as_secs()
+        )),
+        Some(_) => Ok(()),
     }
 }
 

@@ -812,9 +812,57 @@ fn link_reader(s: &Arc<Shared>, cid: u64, mut stream: TcpStream, dialled: bool) 
     }
 }
 
+/// Refusals of strangers' link connections, logged at most once per
+/// [`REFUSAL_LOG_EVERY`]: a flood of connections must not become a flood of log lines
+/// (the log may be a file on a small disk).
+#[derive(Default)]
+struct Refusals {
+    last_logged: Option<Instant>,
+    /// Refused since the last line, and the latest of them.
+    unlogged: u64,
+    latest: Option<SocketAddr>,
+}
+
+/// How often refusals of strangers' link connections are logged, at most.
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(1);
+
+impl Refusals {
+    fn refused(&mut self, s: &Shared, from: SocketAddr, allowed: IpAddr) {
+        self.unlogged += 1;
+        self.latest = Some(from);
+        self.flush(s, allowed);
+    }
+
+    /// Logs the refusals not logged yet, unless the last line was too recent.
+    fn flush(&mut self, s: &Shared, allowed: IpAddr) {
+        let due = self
+            .last_logged
+            .is_none_or(|t| t.elapsed() >= REFUSAL_LOG_EVERY);
+        let Some(from) = self.latest else {
+            return;
+        };
+        if self.unlogged == 0 || !due {
+            return;
+        }
+        let line = if self.unlogged == 1 {
+            format!("refused a link connection from {from}: only {allowed} is the peer")
+        } else {
+            format!(
+                "refused {} link connections (the last from {from}): only {allowed} is the peer",
+                self.unlogged
+            )
+        };
+        s.log(LogLevel::Warn, line);
+        self.unlogged = 0;
+        self.last_logged = Some(Instant::now());
+    }
+}
+
 fn accept_loop(s: &Arc<Shared>, listener: TcpListener) {
     let allowed = s.cfg.peer_source();
+    let mut refusals = Refusals::default();
     while !s.stopping() {
+        refusals.flush(s, allowed);
         match sock::wait_readable(&listener, TICK) {
             Ok(true) => {}
             Ok(false) => continue,
@@ -828,6 +876,8 @@ fn accept_loop(s: &Arc<Shared>, listener: TcpListener) {
             Ok(v) => v,
             Err(e) => {
                 s.log(LogLevel::Warn, format!("accept failed: {e}"));
+                // EMFILE leaves the listener readable: back off instead of spinning.
+                std::thread::sleep(TICK);
                 continue;
             }
         };
@@ -837,10 +887,7 @@ fn accept_loop(s: &Arc<Shared>, listener: TcpListener) {
             let _ = stream.shutdown(Shutdown::Both);
             drop(stream);
             s.lock().stats.refused_connections += 1;
-            s.log(
-                LogLevel::Warn,
-                format!("refused a link connection from {from}: only {allowed} is the peer"),
-            );
+            refusals.refused(s, from, allowed);
             continue;
         }
         install_link(s, stream, false, from.ip());

@@ -364,6 +364,58 @@ fn connections_from_another_source_address_are_refused() {
     assert_eq!(p.b.stats().link_connections, 1);
 }
 
+/// A flood of strangers' connections is refused one by one, and logged as a few lines
+/// with counts rather than a line each (the log may be a file on a small disk).
+#[test]
+fn a_flood_of_strangers_is_refused_with_a_few_log_lines() {
+    let sb = FakeServer::start("a.test");
+    let dir = std::env::temp_dir().join(format!("x2x-refusals-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("gw.log");
+    let mut cb = config("b.test", "a.test", "127.0.0.1:1".parse().unwrap(), sb.addr);
+    cb.link.dial = Dial::Peer;
+    cb.log = LogLevel::Info;
+    cb.log_file = Some(log.clone());
+    let b = Gateway::start(cb).unwrap();
+    let target = b.listen_addr().unwrap();
+    let n = 400;
+    for _ in 0..n {
+        let sock =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        sock.bind(&"127.0.0.3:0".parse::<SocketAddr>().unwrap().into())
+            .unwrap();
+        sock.connect(&target.into()).unwrap();
+        let mut s: TcpStream = sock.into();
+        let _ = s.write_all(b"garbage");
+    }
+    wait("every refusal to be counted", 10, || {
+        b.stats().refused_connections == n
+    });
+    // The last ones are logged within a second of the flood.
+    std::thread::sleep(Duration::from_millis(1300));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("refused")).collect();
+    assert!(
+        !lines.is_empty() && lines.len() <= 6,
+        "{} refusal lines, the first: {:?}",
+        lines.len(),
+        &lines[..lines.len().min(3)]
+    );
+    let counted: u64 = lines
+        .iter()
+        .map(|l| {
+            l.split("refused ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next())
+                .and_then(|w| w.parse().ok())
+                .unwrap_or(1)
+        })
+        .sum();
+    assert_eq!(counted, n, "{lines:?}");
+    drop(b);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn garbage_from_the_peer_closes_the_connection_and_the_gateway_reconnects() {
     let sa = FakeServer::start("b.test");
