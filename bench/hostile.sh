@@ -33,6 +33,8 @@
 #              an obfuscated Transfer-Encoding, each with a request hidden behind it
 #   disallowed (proxies) destinations outside the allow list: TEST-NET-1, this host's
 #              own address on the origin's port, a name (SOCKS5); ss through ss-local
+#   sessions   (bosh and sockjs) IDLE sessions created, one request each, and abandoned:
+#              each holds a connection to the XMPP server until it expires
 # For the proxies the opening is the handshake to the origin (SOCKS5 greeting and
 # CONNECT, the Convert message; for Shadowsocks random bytes, as a prober's), oversized
 # is 8 MiB through to the origin without reading its echo (the relay must push back)
@@ -67,7 +69,7 @@
 # IDLE (9984), SLOW (1000), HALF (half-open connections, 100), SECS (seconds per attack, default 10, --quick 4; idle and
 # slowloris last HANDSHAKE + 4 s), ROUNDS (20000, --quick 5000), CLIENT_SECS (1), PROCS
 # (attacking processes, 2), HANDSHAKE (10s), ATTACKS (the attacks to run, default all:
-# "idle slowloris oversized garbage halfopen flood smuggle disallowed"), ATTACK_CPUS (a
+# "idle slowloris oversized garbage halfopen flood smuggle disallowed sessions"), ATTACK_CPUS (a
 # taskset CPU list for the attackers, e.g. 1; default: any CPU).
 #
 # On a machine this small the attackers compete with the server and the well-behaved
@@ -103,7 +105,7 @@ else
     : "${SECS:=10}" "${ROUNDS:=20000}" "${IDLE:=9984}" "${SLOW:=1000}"
 fi
 : "${CLIENT_SECS:=1}" "${PROCS:=2}" "${HALF:=100}" "${HANDSHAKE:=10s}"
-: "${ATTACKS:=idle slowloris oversized garbage halfopen flood smuggle disallowed}"
+: "${ATTACKS:=idle slowloris oversized garbage halfopen flood smuggle disallowed sessions}"
 LONG=$((${HANDSHAKE%s} + 4))
 ATTACK_TASKSET=()
 if [[ -n ${ATTACK_CPUS:-} ]]; then
@@ -238,6 +240,10 @@ run_attacks() {
     ! wanted flood || attack "$server" "$proto" "$client" "$target" flood --secs "$SECS"
     if [[ $proto != xmpp && $proto != h2 ]] && ! is_proxy "$proto" && ! is_line "$proto" && wanted smuggle; then
         attack "$server" "$proto" "$client" "$target" smuggle --procs 1
+    fi
+    # The gateways' sessions outlive their requests: IDLE of them made and abandoned.
+    if [[ $proto == bosh || $proto == sockjs ]] && wanted sessions; then
+        attack "$server" "$proto" "$client" "$target" sessions --conns "$IDLE" --secs "$SECS" --settle 20
     fi
     if is_proxy "$proto" && wanted disallowed; then
         attack "$server" "${DISALLOWED_PROTO:-$proto}" "$client" "${DISALLOWED_AT:-$target}" disallowed --procs 1

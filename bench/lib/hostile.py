@@ -16,7 +16,7 @@ shard 0), x2x (the XEP-0361 gateway's link listener), or a proxy's: socks5 (also
 (RFC 8803), ss (Shadowsocks: without a cipher in the standard library its opening is
 random bytes, as a prober's would be). ATTACK is one of idle, slowloris, oversized,
 garbage, halfopen, flood, smuggle, disallowed (proxies: destinations outside the allow
-list). The
+list), sessions (bosh, sockjs: N sessions created and abandoned). The
 attack runs in K worker processes (each holds at most N/K sockets, far below the
 20,000 open files a process may have), bounded by S seconds, against 127.0.0.1 only;
 the attackers' sockets come from 127.0.0.2..127.0.0.9 so that they do not use up the
@@ -965,15 +965,17 @@ def local_ip():
 def w_disallowed(w, a, n, ready, q):
     """Asks the proxy for destinations outside its allow list: a documentation address
     (TEST-NET-1), this machine's own address on the origin's port (where a proxy of
-    loopback destinations must not reach either). After a
+    loopback destinations must not reach either), and for SOCKS5 a name. After a
     success reply (a front that answers at once, as converter-client's does) it sends a
     line and says whether anything came back before the close."""
     ready.set()
     dests = [("192.0.2.1", 80)]
     if local_ip():
         dests.append((local_ip(), a.origin[1]))
-    # No domain name: our SOCKS5 server resolves a name before it checks the allow list,
-    # and the machine's resolver is not on it, so the query would leave the machine.
+    # A name other than localhost: our proxies refuse it before any resolver is asked
+    # (resolving it would send a DNS query off the machine).
+    if a.proto == "socks5":
+        dests.append((b"example.com", 80))
     out = {}
     for d in dests:
         name = "%s:%d" % (d[0].decode() if isinstance(d[0], bytes) else d[0], d[1])
@@ -994,6 +996,66 @@ def w_disallowed(w, a, n, ready, q):
     q.put({"shapes": out})
 
 
+def http_exchange(s, req, buf):
+    """Sends one request on kept-alive `s` and reads its response (Content-Length bodies):
+    (status line, body, what was read beyond it)."""
+    s.sendall(req)
+    while True:
+        i = buf.find(b"\r\n\r\n")
+        if i >= 0:
+            head = buf[:i]
+            n = 0
+            for line in head.split(b"\r\n")[1:]:
+                if line.lower().startswith(b"content-length:"):
+                    n = int(line.split(b":", 1)[1])
+            if len(buf) >= i + 4 + n:
+                return head.split(b"\r\n", 1)[0], buf[i + 4 : i + 4 + n], buf[i + 4 + n :]
+        d = s.recv(65536)
+        if not d:
+            raise OSError("closed")
+        buf += d
+
+
+def w_sessions(w, a, n, ready, q):
+    """(bosh, sockjs) Opens n sessions, one request each on a kept-alive connection, and
+    abandons them: each holds a connection to the XMPP server until the gateway expires it
+    (BOSH's inactivity, SockJS's disconnect delay) or the server ends it (its handshake
+    timeout). Counts the answers: a session created, refused (over the cap), anything else."""
+    seen = {"created": 0, "refused": 0, "other": {}}
+    s, buf = None, b""
+    for i in range(n):
+        if a.proto == "bosh":
+            body = bosh_body(a.domain).replace(b"rid='1'", b"rid='%d'" % (1000 + i))
+            req = post_head("/http-bind", len(body)) + body
+        else:
+            req = post_head("/xmpp/000/hostile%d_%d/xhr" % (w, i), 0, "application/json")
+        try:
+            if s is None:
+                s, buf = sock(w), b""
+                s.settimeout(15)
+                s.connect(a.target)
+            status, body, buf = http_exchange(s, req, buf)
+        except OSError as e:
+            seen["other"][str(e)] = seen["other"].get(str(e), 0) + 1
+            rst_close(s) if s else None
+            s = None
+            continue
+        if b"terminate" in body or body.startswith(b"c["):
+            seen["refused"] += 1
+            seen.setdefault("refusal", body[:100].decode("utf-8", "replace"))
+        elif b"sid=" in body or body.startswith(b"o"):
+            seen["created"] += 1
+        else:
+            key = "%s: %s" % (status.decode("latin-1"), body[:60].decode("utf-8", "replace"))
+            seen["other"][key] = seen["other"].get(key, 0) + 1
+    ready.set()
+    # Held while the well-behaved client runs: the sessions live in the gateway anyway.
+    time.sleep(a.secs)
+    if s:
+        s.close()
+    q.put(seen)
+
+
 ATTACKS = {
     "disallowed": w_disallowed,
     "idle": w_idle,
@@ -1003,6 +1065,7 @@ ATTACKS = {
     "halfopen": w_halfopen,
     "flood": w_flood,
     "smuggle": w_smuggle,
+    "sessions": w_sessions,
 }
 
 
@@ -1159,6 +1222,11 @@ def describe(r):
         return "%d connects (%d/s); errors %s" % (x.get("connects", 0), x.get("per_s", 0), x.get("connect_errors") or "none")
     if a == "disallowed":
         return "; ".join("%s: %s" % kv for kv in x.get("shapes", {}).items())
+    if a == "sessions":
+        other = "; ".join("%s (%d)" % kv for kv in sorted(x.get("other", {}).items())[:3])
+        refusal = " (%s)" % x["refusal"] if x.get("refusal") else ""
+        return "%d sessions created, %d refused%s%s" % (x.get("created", 0), x.get("refused", 0), refusal,
+                                                         "; " + other if other else "")
     if a == "smuggle":
         parts = []
         for k, v in x.get("shapes", {}).items():
@@ -1265,7 +1333,7 @@ def main():
         time.sleep(0.25)
         after = rss_kib(pids)
     r = merge(parts)
-    n = r.get("opened") or (r.get("readers", 0) + r.get("shut", 0)) or None
+    n = r.get("opened") or r.get("created") or (r.get("readers", 0) + r.get("shut", 0)) or None
     print(json.dumps({
         "attack": a.attack,
         "proto": a.proto,
