@@ -269,3 +269,40 @@ fn bosh_and_sockjs_sessions_are_capped_and_expire() {
         "{log}"
     );
 }
+
+#[test]
+fn control_connection_lines_are_written_at_most_once_a_second() {
+    let serve = Serve::start(["--listen", "127.0.0.1:0"], "control port listening on");
+    let log = serve.log();
+    let port: u16 = log
+        .split("listening on 127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {log}"));
+    let hello = || {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(b"{\"op\":\"hello\",\"version\":1,\"client\":\"t\"}\n")
+            .unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut b = [0u8; 256];
+        assert!(s.read(&mut b).unwrap() > 0, "no answer to hello");
+    };
+    // 300 clients, each says hello, reads its answer and leaves: a line each before.
+    let t = Instant::now();
+    for _ in 0..300 {
+        hello();
+    }
+    let secs = t.elapsed().as_secs() as usize;
+    // A second later, one more: its line counts those held back.
+    std::thread::sleep(Duration::from_millis(1100));
+    hello();
+    std::thread::sleep(Duration::from_millis(300));
+    let log = serve.stop();
+    let hellos = log.matches("hello from").count();
+    assert!(
+        (2..=secs + 3).contains(&hellos),
+        "{hellos} hello lines:\n{log}"
+    );
+    assert!(log.contains("more like it since the last line"), "{log}");
+}

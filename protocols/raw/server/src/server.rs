@@ -17,6 +17,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use wirebench_model::clock::monotonic_ns;
+use wirebench_net::cap::LogLimit;
 use wirebench_net::sock::{self, would_block};
 use wirebench_net::timing::sleep_until_ns;
 use wirebench_raw::control::{self, Behaviour, LineBuffer, Open, Reply, Request, SessionReport};
@@ -108,12 +109,23 @@ struct Shared {
     controls: Mutex<BTreeMap<u64, ControlConn>>,
     sessions: Mutex<HashMap<u64, Slot>>,
     session_done: Condvar,
+    /// The per-connection lines (hellos, closes), each at most once a second: a flood of
+    /// control connections (bench/hostile.sh `control`) wrote 700,000 lines before.
+    hellos: LogLimit,
+    closes: LogLimit,
 }
 
 impl Shared {
     fn log(&self, msg: impl AsRef<str>) {
         if self.cfg.log {
             eprintln!("wirebench serve: {}", msg.as_ref());
+        }
+    }
+    /// A per-connection line through `limit`: written at most once a second, with the
+    /// count of those held back.
+    fn log_limited(&self, limit: &LogLimit, msg: impl FnOnce() -> String) {
+        if self.cfg.log {
+            limit.eprint(|| format!("wirebench serve: {}", msg()));
         }
     }
     fn stopping(&self) -> bool {
@@ -197,6 +209,8 @@ impl Server {
                 controls: Mutex::new(BTreeMap::new()),
                 sessions: Mutex::new(HashMap::new()),
                 session_done: Condvar::new(),
+                hellos: LogLimit::new(),
+                closes: LogLimit::new(),
             }),
         })
     }
@@ -244,12 +258,16 @@ impl Server {
                     let ended = handle_control(&shared, id, stream);
                     let evicted = shared.controls().remove(&id).is_none();
                     if evicted {
-                        shared.log(format!(
-                            "control connection from {peer} closed: its slot went to a new \
-                             client (every slot was taken and it was idle)"
-                        ));
+                        shared.log_limited(&shared.closes, || {
+                            format!(
+                                "control connection from {peer} closed: its slot went to a \
+                                 new client (every slot was taken and it was idle)"
+                            )
+                        });
                     } else if let Err(why) = ended {
-                        shared.log(format!("control connection from {peer} closed: {why}"));
+                        shared.log_limited(&shared.closes, || {
+                            format!("control connection from {peer} closed: {why}")
+                        });
                     }
                 });
             if let Err(e) = spawned {
@@ -443,7 +461,7 @@ fn dispatch(shared: &Arc<Shared>, control: &TcpStream, req: Request) -> Reply {
                     control::VERSION
                 ));
             }
-            shared.log(format!("hello from {client}"));
+            shared.log_limited(&shared.hellos, || format!("hello from {client}"));
             Reply {
                 ok: true,
                 server: Some(format!("wirebench {}", env!("CARGO_PKG_VERSION"))),
