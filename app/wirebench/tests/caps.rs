@@ -2,7 +2,8 @@
 //! (issue #34): connections of the `--also` servers and `wirebench converter`
 //! (`--also-max-connections`, `--max-connections`), BOSH and SockJS sessions
 //! (`--xmpp-bosh-max-sessions`, `--xmpp-sockjs-max-sessions`) and their expiry, and the
-//! line an operator sees for each close. 127.0.0.1 only.
+//! line an operator sees for each close, at most one a second (serve's control port's
+//! too). 127.0.0.1 only.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
