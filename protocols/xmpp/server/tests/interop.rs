@@ -225,28 +225,34 @@ fn tsung_users_log_in_and_chat() {
     let tmp = tempfile::tempdir().unwrap();
     let config = tmp.path().join("tsung.xml");
     std::fs::write(&config, tsung_config(server.port, USERS)).unwrap();
-    let logs = tmp.path().join("log");
     // A free port for the VM's distribution listener: with it, the VM needs no epmd (which
     // Tsung would otherwise start as a daemon that outlives it). HOME: Tsung keeps state
-    // in ~/.tsung.
-    let dist = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut cmd = Command::new("tsung");
-    cmd.arg("-n")
-        .arg("-f")
-        .arg(&config)
-        .arg("-l")
-        .arg(&logs)
-        .arg("start")
-        .env("HOME", tmp.path())
-        .env(
-            "ERL_FLAGS",
-            format!("-start_epmd false -erl_epmd_port {dist}"),
-        );
-    let out = run_bounded(cmd, Duration::from_secs(120));
+    // in ~/.tsung. The port is free when picked but may be taken before the VM binds it
+    // (other tests start servers meanwhile): then "eaddrinuse", and another port.
+    let (logs, out) = (1..=3)
+        .map(|attempt| {
+            let logs = tmp.path().join(format!("log{attempt}"));
+            let dist = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let mut cmd = Command::new("tsung");
+            cmd.arg("-n")
+                .arg("-f")
+                .arg(&config)
+                .arg("-l")
+                .arg(&logs)
+                .arg("start")
+                .env("HOME", tmp.path())
+                .env(
+                    "ERL_FLAGS",
+                    format!("-start_epmd false -erl_epmd_port {dist}"),
+                );
+            (logs, run_bounded(cmd, Duration::from_secs(120)))
+        })
+        .find(|(_, out)| !String::from_utf8_lossy(&out.stdout).contains("eaddrinuse"))
+        .expect("the distribution port was taken three times");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
