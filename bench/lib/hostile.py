@@ -1037,7 +1037,8 @@ def w_sessions(w, a, n, ready, q):
             status, body, buf = http_exchange(s, req, buf)
         except OSError as e:
             seen["other"][str(e)] = seen["other"].get(str(e), 0) + 1
-            rst_close(s) if s else None
+            if s:
+                rst_close(s)
             s = None
             continue
         if b"terminate" in body or body.startswith(b"c["):
