@@ -147,3 +147,72 @@ fn slow_openings_are_closed_at_their_timeout() {
         "{log}"
     );
 }
+
+/// Sends `opening` whole, then reads what comes back until the server closes (5 s at most).
+fn answer_to(port: u16, opening: &[u8]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(opening).unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// Heads over their caps and a BOSH body announced over its cap are refused on what has
+/// come, without waiting for the rest (bench/hostile.sh's oversized: reading on to the
+/// caps held the endpoints' one thread long enough to multiply a well-behaved client's
+/// p99).
+#[test]
+fn openings_over_their_caps_are_refused_on_what_has_come() {
+    let (xmpp, xws, bosh, http, ws) = (
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+    );
+    let at = |p: u16| format!("127.0.0.1:{p}");
+    let serve = Serve::start(
+        [
+            "--listen".to_string(),
+            "127.0.0.1:0".into(),
+            "--xmpp".into(),
+            at(xmpp),
+            "--xmpp-websocket".into(),
+            at(xws),
+            "--xmpp-bosh".into(),
+            at(bosh),
+            "--also".into(),
+            format!("http={}", at(http)),
+            "--also".into(),
+            format!("websocket={}", at(ws)),
+        ],
+        "BOSH",
+    );
+    // Exactly the cap, without the head's end: all of it is read, so the answer is not
+    // lost to a reset.
+    let head = |path: &str, cap: usize| {
+        let mut h = format!("GET {path} HTTP/1.1\r\nHost: x\r\nX-Big: ").into_bytes();
+        h.resize(cap, b'a');
+        h
+    };
+    for (name, port, opening) in [
+        ("http", http, head("/", 64 * 1024)),
+        ("websocket", ws, head("/echo", 16 * 1024)),
+        ("xmpp websocket", xws, head("/xmpp-websocket", 16 * 1024)),
+    ] {
+        let a = answer_to(port, &opening);
+        assert!(a.starts_with("HTTP/1.1 431 "), "{name}: {a:?}");
+    }
+    let big = "POST /http-bind HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\n\
+               Content-Length: 1073741824\r\n\r\n<body rid='1' sid='none' \
+               xmlns='http://jabber.org/protocol/httpbind'>";
+    let a = answer_to(bosh, big.as_bytes());
+    assert!(a.starts_with("HTTP/1.1 200 "), "{a:?}");
+    assert!(a.contains("condition='policy-violation'"), "{a:?}");
+    assert!(
+        a.to_ascii_lowercase().contains("connection: close"),
+        "{a:?}"
+    );
+    drop(serve);
+}

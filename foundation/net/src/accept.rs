@@ -100,6 +100,7 @@ async fn accept_until(
                 let _ = s.set_nodelay(on);
             }
             spawn(s, peer, permit);
+            tokio::task::yield_now().await;
         }
     };
     tokio::select! {

@@ -12,6 +12,14 @@ use wirebench_model::clock::monotonic_ns;
 /// server's and the BOSH manager's 10,000 too.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
+/// The most an HTTP/1 server of ours buffers while it waits for a request head to end
+/// (hyper's `max_buf_size`; hyper's own default is 408 KiB): over it the client gets 431
+/// and its connection is closed. hyper looks for the head's end in the whole buffer after
+/// every read, so a head that never ends costs its square: at 408 KiB that scan held the
+/// one thread of `serve --also http` for long enough to make a well-behaved client's p99
+/// ten times its usual (bench/hostile.sh, oversized). nginx allows 32 KiB by default.
+pub const MAX_HTTP_HEAD: usize = 64 * 1024;
+
 const SECOND_NS: u64 = 1_000_000_000;
 
 /// At most one line a second: the first event is written at once, and the ones within

@@ -1,13 +1,15 @@
 //! The socket calls every crate shares (sock.rs: nix/socket2, TCP Fast Open, TCP_INFO,
 //! MPTCP), address parsing with the reference port's default, precise sleeps, and
 //! servers on threads of their own, one or one per core (threads.rs), and the caps on
-//! what a server's clients may make it hold (cap.rs).
+//! what a server's clients may make it hold (cap.rs), and the wait for a whole HTTP request
+//! head before a handshake parser that re-reads it is given a connection (head.rs).
 //! Protocol-free: the reference server and its control client are raw's
 //! (`protocols/raw/server`).
 
 pub mod accept;
 pub mod addr;
 pub mod cap;
+pub mod head;
 pub mod sock;
 pub mod threads;
 pub mod timing;

@@ -129,16 +129,21 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, b: Behav
 }
 
 #[allow(clippy::result_large_err)] // tungstenite's callback signature
-async fn serve_conn(s: TcpStream, c: Arc<Counters>, b: Arc<Behaviour>) -> Result<(), String> {
+async fn serve_conn(mut s: TcpStream, c: Arc<Counters>, b: Arc<Behaviour>) -> Result<(), String> {
     let mut path = String::new();
-    let opening = tokio_tungstenite::accept_hdr_async_with_config(
-        s,
-        |req: &tungstenite::handshake::server::Request, resp| {
-            path = req.uri().path().to_string();
-            Ok(resp)
-        },
-        Some(config(b.max_payload)),
-    );
+    let opening = async {
+        wirebench_net::head::whole_head(&mut s, wirebench_net::head::MAX_UPGRADE_HEAD).await?;
+        tokio_tungstenite::accept_hdr_async_with_config(
+            s,
+            |req: &tungstenite::handshake::server::Request, resp| {
+                path = req.uri().path().to_string();
+                Ok(resp)
+            },
+            Some(config(b.max_payload)),
+        )
+        .await
+        .map_err(|e| e.to_string())
+    };
     // A client that connects and stalls, or trickles its upgrade, is closed when the
     // server runs alone (`serve --also`); a case's own server has no limit.
     let opened = match b.header_timeout {

@@ -146,12 +146,14 @@ pub fn spawn_timed(
 }
 
 /// hyper's HTTP/1.1 server for BOSH and SockJS: keep-alive, and every request head
-/// (the first too, and the wait for the next) within `opening`.
+/// (the first too, and the wait for the next) within `opening` and within
+/// [`wirebench_net::cap::MAX_HTTP_HEAD`].
 fn http1(opening: Duration) -> hyper::server::conn::http1::Builder {
     let mut b = hyper::server::conn::http1::Builder::new();
     b.keep_alive(true)
         .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(opening);
+        .header_read_timeout(opening)
+        .max_buf_size(wirebench_net::cap::MAX_HTTP_HEAD);
     b
 }
 

@@ -59,7 +59,7 @@ fn offers_xmpp(req: &Request) -> bool {
 
 #[allow(clippy::result_large_err)] // tungstenite's callback signature
 async fn conn(
-    s: TcpStream,
+    mut s: TcpStream,
     upstream: SocketAddr,
     max_stanza: usize,
     opening_limit: Duration,
@@ -71,25 +71,31 @@ async fn conn(
         .max_message_size(Some(limit))
         .max_frame_size(Some(limit))
         .read_buffer_size(XMPP_READ_BUFFER);
-    let opening = tokio_tungstenite::accept_hdr_async_with_config(
-        s,
-        |req: &Request, mut resp: Response| -> Result<Response, ErrorResponse> {
-            if !offers_xmpp(req) {
-                let mut e = ErrorResponse::new(Some(
-                    "XMPP over WebSocket needs the subprotocol 'xmpp' (RFC 7395 section 3.1)\n"
-                        .into(),
-                ));
-                *e.status_mut() = StatusCode::BAD_REQUEST;
-                return Err(e);
-            }
-            resp.headers_mut().insert(
-                "sec-websocket-protocol",
-                HeaderValue::from_static(SUBPROTOCOL),
-            );
-            Ok(resp)
-        },
-        Some(cfg),
-    );
+    let handshake = |s| {
+        tokio_tungstenite::accept_hdr_async_with_config(
+            s,
+            |req: &Request, mut resp: Response| -> Result<Response, ErrorResponse> {
+                if !offers_xmpp(req) {
+                    let mut e = ErrorResponse::new(Some(
+                        "XMPP over WebSocket needs the subprotocol 'xmpp' (RFC 7395 section 3.1)\n"
+                            .into(),
+                    ));
+                    *e.status_mut() = StatusCode::BAD_REQUEST;
+                    return Err(e);
+                }
+                resp.headers_mut().insert(
+                    "sec-websocket-protocol",
+                    HeaderValue::from_static(SUBPROTOCOL),
+                );
+                Ok(resp)
+            },
+            Some(cfg),
+        )
+    };
+    let opening = async {
+        wirebench_net::head::whole_head(&mut s, wirebench_net::head::MAX_UPGRADE_HEAD).await?;
+        handshake(s).await.map_err(|e| e.to_string())
+    };
     // The opening's time limit (crate::OPENING_TIMEOUT): the XMPP server behind then
     // gives the session its own --xmpp-handshake-timeout.
     let mut ws = tokio::time::timeout(opening_limit, opening)

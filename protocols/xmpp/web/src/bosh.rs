@@ -305,19 +305,26 @@ impl Manager {
         self.out.push_back(Output::Respond { req, body });
     }
 
+    /// A request whose body is over `max_body` (announced so, or found so while read):
+    /// refused with `policy-violation`, ending the session its start tag names. `head` is
+    /// what the driver read of the body, from its start: the start tag comes first, so a
+    /// few KiB name the session without the rest being read.
+    pub fn handle_too_large(&mut self, req: ReqId, head: &[u8]) {
+        if let Some(sid) = xml::start_tag(head)
+            .ok()
+            .and_then(|t| t.attr("sid").map(str::to_string))
+        {
+            self.end_session(&sid, "policy-violation");
+        }
+        self.respond(req, terminate("policy-violation"));
+    }
+
     /// One HTTP request's body. `body` may be cut short by the driver at `max_body + 1`
     /// bytes: anything over `max_body` is refused with `policy-violation` and ends the
     /// session it names.
     pub fn handle_request(&mut self, now: u64, req: ReqId, body: &[u8]) {
         if body.len() > self.cfg.max_body {
-            // The start tag comes first, so even a cut body names its session.
-            if let Some(sid) = xml::start_tag(body)
-                .ok()
-                .and_then(|t| t.attr("sid").map(str::to_string))
-            {
-                self.end_session(&sid, "policy-violation");
-            }
-            self.respond(req, terminate("policy-violation"));
+            self.handle_too_large(req, body);
             return;
         }
         let parsed = match Body::parse(body, self.cfg.max_stanza) {

@@ -49,6 +49,9 @@ pub async fn serve<K: Codec>(
                 }
             });
             let mut builder = auto::Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .max_buf_size(wirebench_net::cap::MAX_HTTP_HEAD);
             // As the client's: 1 MiB bodies must not wait on 64 KiB flow-control windows.
             builder
                 .http2()

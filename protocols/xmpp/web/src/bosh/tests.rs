@@ -419,6 +419,35 @@ fn bad_bodies_and_oversized_bodies() {
 }
 
 #[test]
+fn a_body_announced_too_large_ends_the_session_its_first_bytes_name() {
+    let mut m = Manager::new(
+        BoshConfig {
+            max_body: 1000,
+            ..BoshConfig::default()
+        },
+        1,
+    );
+    let (sid, rid) = session(&mut m);
+    let (other, _) = session(&mut m);
+    let big = req(&sid, rid + 1, &"x".repeat(2000));
+    // Only the start tag and a little more were read.
+    m.handle_too_large(7, &big[..200]);
+    let out = outputs(&mut m);
+    let r = responses(&out);
+    assert!(r[0].1.contains("condition='policy-violation'"), "{r:?}");
+    assert!(out.contains(&Output::Close { sid: sid.clone() }));
+    assert_eq!(m.sessions(), 1);
+    // A head too short to name a session ends none.
+    m.handle_too_large(8, &req(&other, 1, "")[..10]);
+    assert!(
+        responses(&outputs(&mut m))[0]
+            .1
+            .contains("policy-violation")
+    );
+    assert_eq!(m.sessions(), 1);
+}
+
+#[test]
 fn idle_sessions_meet_wait_and_inactivity_and_others_are_unaffected() {
     let cfg = BoshConfig {
         inactivity: 10,

@@ -1,0 +1,187 @@
+//! The wait for an HTTP/1.1 request head (RFC 9112 §2.1: it ends with an empty line)
+//! before a handshake parser that reads it again from its start after every read is given
+//! the connection: tungstenite's WebSocket handshake (RFC 6455 §4.2.1) parses its whole
+//! buffer after each read, up to 64 KiB, so a head that never ends cost the one thread of
+//! a WebSocket endpoint long enough, per attacking connection, to make a well-behaved
+//! client's p99 seven to ten times its usual (bench/hostile.sh ws and websocket,
+//! oversized). Here the head is peeked (left in the socket for the parser), looked for
+//! with `memmem` from where the last look stopped, and refused over a small cap.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+/// The most a WebSocket upgrade's head may take: a browser's, cookies and all, fits in a
+/// few KiB (nginx reads 1 KiB heads, then up to 4 lines of 8 KiB).
+pub const MAX_UPGRADE_HEAD: usize = 16 * 1024;
+
+/// What the wait found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Head {
+    /// The head's empty line has arrived (the head is still unread).
+    Ended,
+    /// `max` bytes came without it.
+    TooLarge,
+    /// The client closed (or reset) before the head ended.
+    Closed,
+}
+
+/// Waits until `s` holds a whole request head, at most `max` bytes of it, without reading
+/// any of it. Each wake-up costs one peek and one search of the bytes not searched yet.
+pub async fn wait_for_head(s: &TcpStream, max: usize) -> io::Result<Head> {
+    let mut buf = vec![0u8; max];
+    let mut searched = 0usize;
+    loop {
+        let ready = s.ready(Interest::READABLE).await?;
+        let mut found = None;
+        let r = s.try_io(Interest::READABLE, || {
+            let n = peek(s, &mut buf)?;
+            found = judge(&buf[..n], &mut searched, max);
+            match found {
+                Some(_) => Ok(()),
+                // Nothing new to judge: the readiness is cleared and the next byte wakes us.
+                None => Err(io::ErrorKind::WouldBlock.into()),
+            }
+        });
+        match r {
+            Ok(()) => return Ok(found.unwrap_or(Head::Closed)),
+            // The client has sent all it will: what it sent is not a whole head.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && ready.is_read_closed() => {
+                return Ok(Head::Closed);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Ok(Head::Closed),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// [`wait_for_head`] for a server that then hands `s` to its handshake parser: `Err`
+/// says why not, for its log line, after a 431 (RFC 6585 §5) for a head over `max`.
+pub async fn whole_head(s: &mut TcpStream, max: usize) -> Result<(), String> {
+    use tokio::io::AsyncWriteExt;
+    match wait_for_head(s, max).await {
+        Ok(Head::Ended) => Ok(()),
+        Ok(Head::Closed) => Err("closed before its request head ended".into()),
+        Ok(Head::TooLarge) => {
+            // What was peeked is taken, so that a client that sent no more than that gets
+            // the status and a close, not a reset; more than that is left unread.
+            let mut taken = vec![0u8; max];
+            let _ = s.try_read(&mut taken);
+            let _ = s
+                .write_all(b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+                .await;
+            Err(format!(
+                "request head over {max} bytes; answered 431, closed"
+            ))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `bytes` (all the head so far) judged: `None` while the head may still end within `max`.
+/// `searched` is how far earlier calls looked; the search starts a few bytes before it,
+/// so that an end split over two arrivals is found.
+fn judge(bytes: &[u8], searched: &mut usize, max: usize) -> Option<Head> {
+    if bytes.is_empty() {
+        return Some(Head::Closed);
+    }
+    let from = searched.saturating_sub(3);
+    let fresh = &bytes[from..];
+    // RFC 9112 §2.2 lets a server take a bare LF as a line end, as httparse does.
+    if memchr::memmem::find(fresh, b"\r\n\r\n").is_some()
+        || memchr::memmem::find(fresh, b"\n\n").is_some()
+        || memchr::memmem::find(fresh, b"\n\r\n").is_some()
+    {
+        return Some(Head::Ended);
+    }
+    *searched = bytes.len();
+    (bytes.len() >= max).then_some(Head::TooLarge)
+}
+
+fn peek(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for `buf.len()` bytes of writes, and the descriptor is
+    // open for as long as `s` is borrowed.
+    let n = unsafe {
+        libc::recv(
+            s.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn an_end_split_over_arrivals_is_found_and_nothing_is_searched_twice() {
+        let head = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+        for cut in 1..head.len() {
+            let mut searched = 0;
+            assert_eq!(judge(&head[..cut], &mut searched, 1024), None, "cut {cut}");
+            assert_eq!(searched, cut);
+            assert_eq!(
+                judge(head, &mut searched, 1024),
+                Some(Head::Ended),
+                "cut {cut}"
+            );
+        }
+        let mut searched = 0;
+        assert_eq!(
+            judge(b"GET / HTTP/1.1\nHost: a\n\n", &mut searched, 64),
+            Some(Head::Ended)
+        );
+        let mut searched = 0;
+        assert_eq!(judge(&[b'A'; 64], &mut searched, 64), Some(Head::TooLarge));
+        assert_eq!(judge(b"", &mut 0, 64), Some(Head::Closed));
+    }
+
+    #[test]
+    fn waits_for_the_end_leaves_the_head_unread_and_refuses_a_head_without_end() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr().unwrap();
+            let client = tokio::spawn(async move {
+                let mut c = TcpStream::connect(addr).await.unwrap();
+                for part in [&b"GET / HTTP/1.1\r\n"[..], b"Host: a\r", b"\n\r", b"\n"] {
+                    c.write_all(part).await.unwrap();
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                let mut big = TcpStream::connect(addr).await.unwrap();
+                big.write_all(&[b'A'; 2048]).await.unwrap();
+                let mut closed = TcpStream::connect(addr).await.unwrap();
+                closed.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+                closed.shutdown().await.unwrap();
+                (c, big, closed)
+            });
+            let (mut s, _) = l.accept().await.unwrap();
+            assert_eq!(wait_for_head(&s, 1024).await.unwrap(), Head::Ended);
+            let mut all = Vec::new();
+            while !all.ends_with(b"\r\n\r\n") {
+                let mut b = [0u8; 64];
+                let n = s.read(&mut b).await.unwrap();
+                all.extend_from_slice(&b[..n]);
+            }
+            assert_eq!(all, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+            let (big, _) = l.accept().await.unwrap();
+            assert_eq!(wait_for_head(&big, 1024).await.unwrap(), Head::TooLarge);
+            let (closed, _) = l.accept().await.unwrap();
+            let _ = client.await.unwrap();
+            assert_eq!(wait_for_head(&closed, 1024).await.unwrap(), Head::Closed);
+        });
+    }
+}
