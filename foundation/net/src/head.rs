@@ -23,19 +23,24 @@ pub enum Head {
     Ended,
     /// `max` bytes came without it.
     TooLarge,
+    /// The first line is no HTTP/1.x request line: the head will never be valid.
+    Invalid,
     /// The client closed (or reset) before the head ended.
     Closed,
 }
 
 /// Waits until `s` holds a whole request head, at most `max` bytes of it, without reading
-/// any of it. Each wake-up costs one peek and one search of the bytes not searched yet.
+/// any of it. Each wake-up costs one peek of what is queued and one search of the bytes
+/// not searched yet; a connection holds no buffer until bytes come, then one the size of
+/// what came (idle connections by the thousand cost nothing here).
 pub async fn wait_for_head(s: &TcpStream, max: usize) -> io::Result<Head> {
-    let mut buf = vec![0u8; max];
+    let mut buf = Vec::new();
     let mut searched = 0usize;
     loop {
         let ready = s.ready(Interest::READABLE).await?;
         let mut found = None;
         let r = s.try_io(Interest::READABLE, || {
+            buf.resize(queued(s)?.clamp(1, max), 0);
             let n = peek(s, &mut buf)?;
             found = judge(&buf[..n], &mut searched, max);
             match found {
@@ -64,6 +69,8 @@ pub async fn whole_head(s: &mut TcpStream, max: usize) -> Result<(), String> {
     match wait_for_head(s, max).await {
         Ok(Head::Ended) => Ok(()),
         Ok(Head::Closed) => Err("closed before its request head ended".into()),
+        // As for an invalid HTTP/2 preface (RFC 9113 §3.4), no answer to what is no HTTP.
+        Ok(Head::Invalid) => Err("no HTTP/1.x request line; closed".into()),
         Ok(Head::TooLarge) => {
             // What was peeked is taken, so that a client that sent no more than that gets
             // the status and a close, not a reset; more than that is left unread.
@@ -97,7 +104,26 @@ fn judge(bytes: &[u8], searched: &mut usize, max: usize) -> Option<Head> {
         return Some(Head::Ended);
     }
     *searched = bytes.len();
-    (bytes.len() >= max).then_some(Head::TooLarge)
+    if bytes.len() >= max {
+        return Some(Head::TooLarge);
+    }
+    // Garbage is refused at once, as the parser would have: no header array, so httparse
+    // looks at the request line only, and says TooManyHeaders once that line is valid.
+    let mut none = [httparse::EMPTY_HEADER; 0];
+    match httparse::Request::new(&mut none).parse(bytes) {
+        Ok(_) | Err(httparse::Error::TooManyHeaders) => None,
+        Err(_) => Some(Head::Invalid),
+    }
+}
+
+/// Bytes queued on `s` to be read (`FIONREAD`).
+fn queued(s: &TcpStream) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, valid for the call.
+    if unsafe { libc::ioctl(s.as_raw_fd(), libc::FIONREAD, &mut n) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n.max(0) as usize)
 }
 
 fn peek(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
@@ -144,6 +170,14 @@ mod tests {
         let mut searched = 0;
         assert_eq!(judge(&[b'A'; 64], &mut searched, 64), Some(Head::TooLarge));
         assert_eq!(judge(b"", &mut 0, 64), Some(Head::Closed));
+        for garbage in [&b"\x16\x03\x01\x02\x00"[..], b"GET / HTTP/2.0\r\n", b"G\0"] {
+            assert_eq!(
+                judge(garbage, &mut 0, 64),
+                Some(Head::Invalid),
+                "{garbage:?}"
+            );
+        }
+        assert_eq!(judge(b"GE", &mut 0, 64), None);
     }
 
     #[test]

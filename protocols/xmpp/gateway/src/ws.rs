@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -96,9 +97,10 @@ async fn conn(
         wirebench_net::head::whole_head(&mut s, wirebench_net::head::MAX_UPGRADE_HEAD).await?;
         handshake(s).await.map_err(|e| e.to_string())
     };
-    // The opening's time limit (crate::OPENING_TIMEOUT): the XMPP server behind then
-    // gives the session its own --xmpp-handshake-timeout.
-    let mut ws = tokio::time::timeout(opening_limit, opening)
+    // The opening's time limit (crate::OPENING_TIMEOUT), for the upgrade and again for the
+    // first message (relay); the XMPP server behind then gives the session its own
+    // --xmpp-handshake-timeout.
+    let ws = tokio::time::timeout(opening_limit, opening)
         .await
         .map_err(|_| {
             format!(
@@ -107,27 +109,51 @@ async fn conn(
             )
         })?
         .map_err(|e| format!("WebSocket handshake: {e}"))?;
+    stats.sessions.fetch_add(1, Ordering::Relaxed);
+    stats.open.fetch_add(1, Ordering::Relaxed);
+    let r = relay(ws, upstream, opening_limit, max_stanza, stats).await;
+    stats.open.fetch_sub(1, Ordering::Relaxed);
+    r
+}
+
+/// The XMPP server's connection, opened for the client's first message (its `<open/>`),
+/// not at the upgrade: a client that upgrades and then sends nothing, or only what is
+/// refused (an oversized frame, binary, a broken framing), costs the server behind
+/// nothing, where each had cost it a connection and a session (bench/hostile.sh ws,
+/// oversized, 8,000 a second). Until then `opening_limit` is the gateway's to keep.
+async fn connect_upstream(
+    tx: &mut tokio_tungstenite::WebSocketStream<TcpStream>,
+    upstream: SocketAddr,
+) -> Result<(OwnedReadHalf, OwnedWriteHalf), String> {
     let up = match TcpStream::connect(upstream).await {
         Ok(up) => up,
         Err(e) => {
             // RFC 6455 1011: the server cannot serve the request.
-            let _ = ws
+            let _ = tx
                 .send(close(CloseCode::Error, "XMPP server unreachable"))
                 .await;
             return Err(format!("cannot reach the XMPP server at {upstream}: {e}"));
         }
     };
     up.set_nodelay(true).map_err(|e| e.to_string())?;
-    stats.sessions.fetch_add(1, Ordering::Relaxed);
-    stats.open.fetch_add(1, Ordering::Relaxed);
-    let r = relay(ws, up, max_stanza, stats).await;
-    stats.open.fetch_sub(1, Ordering::Relaxed);
-    r
+    Ok(up.into_split())
+}
+
+/// Reads the XMPP server's next bytes, once connected (the branch is off until then).
+async fn read_upstream(
+    up: &mut Option<(OwnedReadHalf, OwnedWriteHalf)>,
+    buf: &mut [u8],
+) -> std::io::Result<usize> {
+    match up {
+        Some((r, _)) => r.read(buf).await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn relay(
     ws: tokio_tungstenite::WebSocketStream<TcpStream>,
-    up: TcpStream,
+    upstream: SocketAddr,
+    opening_limit: Duration,
     max_stanza: usize,
     stats: &WebStats,
 ) -> Result<(), String> {
@@ -135,11 +161,19 @@ async fn relay(
     // branch's future before a branch body runs, so the body may use it mutably, and no
     // lock stands between the two directions.
     let mut tx = ws;
-    let (mut up_r, mut up_w) = up.into_split();
+    let mut up: Option<(OwnedReadHalf, OwnedWriteHalf)> = None;
+    let first_by = tokio::time::Instant::now() + opening_limit;
     let mut framing = Framing::new(max_stanza);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         tokio::select! {
+            () = tokio::time::sleep_until(first_by), if up.is_none() => {
+                let _ = tx.send(close(CloseCode::Policy, "no <open/> in time")).await;
+                return Err(format!(
+                    "no XMPP <open/> within {}s of the upgrade; closed",
+                    opening_limit.as_secs_f64()
+                ));
+            }
             m = tx.next() => {
                 let m = match m {
                     None => return Ok(()),
@@ -181,10 +215,15 @@ async fn relay(
                 };
                 match framing.message_to_stream(text) {
                     Ok(bytes) if bytes.is_empty() => {}
-                    Ok(bytes) => up_w
-                        .write_all(&bytes)
-                        .await
-                        .map_err(|e| format!("writing to the XMPP server: {e}"))?,
+                    Ok(bytes) => {
+                        if up.is_none() {
+                            up = Some(connect_upstream(&mut tx, upstream).await?);
+                        }
+                        let Some((_, up_w)) = up.as_mut() else { continue };
+                        up_w.write_all(&bytes)
+                            .await
+                            .map_err(|e| format!("writing to the XMPP server: {e}"))?
+                    }
                     Err(e) => {
                         // RFC 7395 section 3.6 with RFC 6120 section 4.9: a stream error, then close.
                         let cond = match e {
@@ -207,7 +246,7 @@ async fn relay(
                     }
                 }
             }
-            n = up_r.read(&mut buf) => {
+            n = read_upstream(&mut up, &mut buf) => {
                 let n = n.map_err(|e| format!("reading from the XMPP server: {e}"))?;
                 if n == 0 {
                     let _ = tx.send(close(CloseCode::Normal, "")).await;
