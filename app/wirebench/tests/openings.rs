@@ -141,9 +141,33 @@ fn slow_openings_are_closed_at_their_timeout() {
             "{name}: closed {after:?} after connecting (limit 1s)"
         );
     }
+    // Upgraded, then silent: the gateway has not opened the XMPP server's connection
+    // yet (that waits for the first message), so the limit is its own to keep.
+    let mut s = TcpStream::connect(("127.0.0.1", xws)).unwrap();
+    s.write_all(
+        b"GET /xmpp-websocket HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\
+          Connection: Upgrade\r\nSec-WebSocket-Protocol: xmpp\r\n\
+          Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+    )
+    .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let start = Instant::now();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    let after = start.elapsed();
+    let got = String::from_utf8_lossy(&got);
+    assert!(got.starts_with("HTTP/1.1 101 "), "{got:?}");
+    assert!(
+        after >= Duration::from_millis(900) && after < Duration::from_secs(4),
+        "closed {after:?} after the upgrade (limit 1s)"
+    );
     let log = serve.stop();
     assert!(
         log.contains("XMPP BOSH") && log.contains("no request head within 1s; closed"),
+        "{log}"
+    );
+    assert!(
+        log.contains("no XMPP <open/> within 1s of the upgrade"),
         "{log}"
     );
 }
