@@ -632,7 +632,8 @@ pub struct ServeArgs {
     /// after connecting: a whole HTTP request head (HTTP/1.1) or the first request (h2c,
     /// gRPC), a WebSocket upgrade; an HTTP connection with no request open is closed
     /// within 1 to 2 times this long (a client that stalls, or sends its opening a byte a
-    /// second, holds a socket until then).
+    /// second, holds a socket until then). Request heads are capped at 64 KiB (HTTP) and
+    /// 16 KiB (a WebSocket upgrade): over it, 431 and the connection closed.
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub also_header_timeout: String,
     /// Connections each --also server holds open at most, over all its threads: over it

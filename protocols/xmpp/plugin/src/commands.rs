@@ -236,7 +236,11 @@ pub struct ServeFlags {
     /// Close a WebSocket, BOSH or SockJS connection that has not sent its opening this
     /// long after connecting: the WebSocket upgrade; for BOSH and SockJS each HTTP
     /// request head, and the wait for the next one on a kept-alive connection (a client
-    /// that stalls or sends its opening a byte a second holds a socket until then).
+    /// that stalls or sends its opening a byte a second holds a socket until then). A
+    /// WebSocket client has as long again after its upgrade for its first message (the
+    /// gateway connects to the XMPP server only then). Request heads are capped at 16 KiB
+    /// (WebSocket upgrade) and 64 KiB (BOSH, SockJS): over it, 431 and the connection
+    /// closed; a BOSH body announced over --xmpp-bosh-max-body is refused on its start tag.
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub xmpp_web_opening_timeout: String,
 }
