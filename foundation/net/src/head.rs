@@ -94,7 +94,9 @@ fn judge(bytes: &[u8], searched: &mut usize, max: usize) -> Option<Head> {
     if bytes.is_empty() {
         return Some(Head::Closed);
     }
-    let from = searched.saturating_sub(3);
+    // The queue only grows while nothing is read, but peer data must never make this
+    // panic, so a shorter peek is searched from its start.
+    let from = searched.saturating_sub(3).min(bytes.len());
     let fresh = &bytes[from..];
     // RFC 9112 §2.2 lets a server take a bare LF as a line end, as httparse does.
     if memchr::memmem::find(fresh, b"\r\n\r\n").is_some()
@@ -178,6 +180,42 @@ mod tests {
             );
         }
         assert_eq!(judge(b"GE", &mut 0, 64), None);
+    }
+
+    proptest::proptest! {
+        /// However the bytes arrive, the head is judged ended exactly when the whole of
+        /// what came holds an empty line, as a one-shot search of it says.
+        #[test]
+        fn arrivals_in_any_pieces_judge_as_the_whole(
+            fields in proptest::collection::vec(
+                proptest::sample::select(vec![b'\r', b'\n', b'a', b':', b' ']), 0..48),
+            cuts in proptest::collection::vec(0usize..80, 0..8),
+        ) {
+            // A valid request line, so that what follows is judged on its line ends only.
+            let mut bytes = b"GET / HTTP/1.1\r\n".to_vec();
+            bytes.extend_from_slice(&fields);
+            let ended_at = (1..=bytes.len()).find(|&n| {
+                let w = &bytes[..n];
+                memchr::memmem::find(w, b"\r\n\r\n").is_some()
+                    || memchr::memmem::find(w, b"\n\n").is_some()
+                    || memchr::memmem::find(w, b"\n\r\n").is_some()
+            });
+            let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+            points.push(bytes.len());
+            points.sort_unstable();
+            let mut searched = 0;
+            for &n in points.iter().filter(|&&n| n > 0) {
+                let got = judge(&bytes[..n], &mut searched, 1 << 20);
+                if ended_at.is_some_and(|e| e <= n) {
+                    proptest::prop_assert_eq!(got, Some(Head::Ended));
+                    break;
+                }
+                proptest::prop_assert_ne!(got, Some(Head::Ended));
+                if got.is_some() {
+                    break;
+                }
+            }
+        }
     }
 
     #[test]
