@@ -43,43 +43,71 @@ fn timed_out(s: &TcpStream) -> bool {
     matches!(r, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
 }
 
+/// The ports of [`endpoints`]'s servers.
+struct Ports {
+    xws: u16,
+    bosh: u16,
+    sockjs: u16,
+    http: u16,
+    grpc: u16,
+    ws: u16,
+}
+
+/// `wirebench serve` with the built-in XMPP server, its WebSocket, BOSH and SockJS
+/// gateways and the HTTP, gRPC and WebSocket bench servers; `limits`, when given, is
+/// `[--xmpp-web-opening-timeout, --also-header-timeout]`.
+fn endpoints(limits: &[&str]) -> (Serve, Ports) {
+    let p = Ports {
+        xws: free_port(),
+        bosh: free_port(),
+        sockjs: free_port(),
+        http: free_port(),
+        grpc: free_port(),
+        ws: free_port(),
+    };
+    let at = |p: u16| format!("127.0.0.1:{p}");
+    let mut args = vec![
+        "--listen".to_string(),
+        "127.0.0.1:0".into(),
+        "--xmpp".into(),
+        at(free_port()),
+        "--xmpp-websocket".into(),
+        at(p.xws),
+        "--xmpp-bosh".into(),
+        at(p.bosh),
+        "--xmpp-sockjs".into(),
+        at(p.sockjs),
+        "--also".into(),
+        format!("http={}", at(p.http)),
+        "--also".into(),
+        format!("grpc={}", at(p.grpc)),
+        "--also".into(),
+        format!("websocket={}", at(p.ws)),
+    ];
+    if let [web, also] = limits {
+        args.extend([
+            "--xmpp-web-opening-timeout".to_string(),
+            web.to_string(),
+            "--also-header-timeout".into(),
+            also.to_string(),
+        ]);
+    }
+    (Serve::start(args, "SockJS"), p)
+}
+
 #[test]
 fn slow_openings_are_closed_at_their_timeout() {
-    let (xmpp, xws, bosh, sockjs, http, grpc, ws) = (
-        free_port(),
-        free_port(),
-        free_port(),
-        free_port(),
-        free_port(),
-        free_port(),
-        free_port(),
-    );
-    let at = |p: u16| format!("127.0.0.1:{p}");
-    let serve = Serve::start(
-        [
-            "--listen".to_string(),
-            "127.0.0.1:0".into(),
-            "--xmpp".into(),
-            at(xmpp),
-            "--xmpp-websocket".into(),
-            at(xws),
-            "--xmpp-bosh".into(),
-            at(bosh),
-            "--xmpp-sockjs".into(),
-            at(sockjs),
-            "--xmpp-web-opening-timeout".into(),
-            "1s".into(),
-            "--also".into(),
-            format!("http={}", at(http)),
-            "--also".into(),
-            format!("grpc={}", at(grpc)),
-            "--also".into(),
-            format!("websocket={}", at(ws)),
-            "--also-header-timeout".into(),
-            "1s".into(),
-        ],
-        "SockJS",
-    );
+    let (
+        serve,
+        Ports {
+            xws,
+            bosh,
+            sockjs,
+            http,
+            grpc,
+            ws,
+        },
+    ) = endpoints(&["1s", "1s"]);
     let long = "a".repeat(40);
     let cases: Vec<(&str, u16, Vec<u8>)> = vec![
         (
@@ -188,31 +216,16 @@ fn answer_to(port: u16, opening: &[u8]) -> String {
 /// p99).
 #[test]
 fn openings_over_their_caps_are_refused_on_what_has_come() {
-    let (xmpp, xws, bosh, http, ws) = (
-        free_port(),
-        free_port(),
-        free_port(),
-        free_port(),
-        free_port(),
-    );
-    let at = |p: u16| format!("127.0.0.1:{p}");
-    let serve = Serve::start(
-        [
-            "--listen".to_string(),
-            "127.0.0.1:0".into(),
-            "--xmpp".into(),
-            at(xmpp),
-            "--xmpp-websocket".into(),
-            at(xws),
-            "--xmpp-bosh".into(),
-            at(bosh),
-            "--also".into(),
-            format!("http={}", at(http)),
-            "--also".into(),
-            format!("websocket={}", at(ws)),
-        ],
-        "BOSH",
-    );
+    let (
+        serve,
+        Ports {
+            xws,
+            bosh,
+            http,
+            ws,
+            ..
+        },
+    ) = endpoints(&[]);
     // Exactly the cap, without the head's end: all of it is read, so the answer is not
     // lost to a reset.
     let head = |path: &str, cap: usize| {
