@@ -47,7 +47,7 @@
 # again and again (hostile.py line-client); for x2x it is the link marker and the client
 # its peer on 127.0.0.1 sending messages to a domain the gateway does not serve, each
 # answered over the link with an error (hostile.py x2x-client). The attackers' sources
-# (127.0.0.2-9) are not x2x's peer: it refuses them unread.
+# (127.N.0.2-9, N one per attack) are not x2x's peer: it refuses them unread.
 # and prints one table row per (server, attack): the server's VmRSS (it and its child
 # processes, /proc/PID/status) before, at the peak during and after the attack, MiB; the
 # peak's growth per attacking connection, KiB; the p99 of a well-behaved client without
@@ -130,6 +130,7 @@ HOSTILE=$REPO/bench/lib/hostile.py
 LOG=$(mktemp -d /tmp/wirebench-hostile.XXXXXX)
 SERVER_PID=
 ATTACK_PID=
+NET=0
 HELPER_PIDS=
 cleanup() {
     local pid
@@ -213,8 +214,11 @@ attack() {
     base=$(p99 "$client")
     offset=$(stat -c %s "$LOG/$server.log")
     rm -f "$ready"
+    # Each attack from sources of its own (127.NET.0.2-9): a ban an earlier attack earned
+    # is not this one's to meet.
+    NET=$((NET % 250 + 1))
     ${ATTACK_TASKSET[@]+"${ATTACK_TASKSET[@]}"} python3 "$HOSTILE" "$what" --proto "$proto" --target "$target" --pids "$SERVER_PID" \
-        --procs "$PROCS" --ready "$ready" --origin "127.0.0.1:${OPORT:-9}" "$@" >"$out" 2>"$LOG/$server-$what.err" &
+        --procs "$PROCS" --ready "$ready" --origin "127.0.0.1:${OPORT:-9}" --net "$NET" "$@" >"$out" 2>"$LOG/$server-$what.err" &
     ATTACK_PID=$!
     while [[ ! -e $ready ]] && kill -0 "$ATTACK_PID" 2>/dev/null; do sleep 0.1; done
     during=$(p99 "$client")

@@ -19,7 +19,7 @@ garbage, halfopen, flood, smuggle, disallowed (proxies: destinations outside the
 list), sessions (bosh, sockjs: N sessions created and abandoned). The
 attack runs in K worker processes (each holds at most N/K sockets, far below the
 20,000 open files a process may have), bounded by S seconds, against 127.0.0.1 only;
-the attackers' sockets come from 127.0.0.2..127.0.0.9 so that they do not use up the
+the attackers' sockets come from 127.NET.0.2..9 (--net, default 0) so that they do not use up the
 source ports other programs on 127.0.0.1 need. When the attack is in its steady state
 the FILE given by --ready is created (the caller then measures a well-behaved client).
 Prints one JSON object: the server's resident memory (VmRSS of PID and its descendants,
@@ -128,11 +128,17 @@ def alive(pids):
 # ---------------------------------------------------------------- sockets
 
 
+# The second octet of the attackers' sources (--net): each attack of a bench run comes
+# from addresses of its own, so that a ban an earlier attack earned does not meet it.
+SOURCE_NET = 0
+
+
 def sock(worker, blocking=True):
-    """A TCP socket from 127.0.0.(2 + worker % 8), so attacks do not use up 127.0.0.1's ports."""
+    """A TCP socket from 127.NET.0.(2 + worker % 8), so attacks do not use up 127.0.0.1's
+    ports."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
-    s.bind(("127.0.0.%d" % (2 + worker % 8), 0))
+    s.bind(("127.%d.0.%d" % (SOURCE_NET, 2 + worker % 8), 0))
     s.setblocking(blocking)
     return s
 
@@ -628,8 +634,12 @@ def w_slowloris(w, a, n, ready, q):
 def oversized_once(w, a, big_head):
     """One connection sending something too large; returns (bytes sent, closed, reply)."""
     s = sock(w)
-    s.settimeout(5)
-    s.connect(a.target)
+    s.settimeout(2)
+    try:
+        s.connect(a.target)
+    except OSError as e:
+        s.close()
+        return 0, False, no_connection(e)
     sent = 0
     chunk = b"A" * 16384
     try:
@@ -684,9 +694,19 @@ def oversized_once(w, a, big_head):
     return sent, closed, reply
 
 
+def no_connection(e):
+    """What a connect that failed saw, for summary(): a timeout is what a source whose SYNs
+    a server drops (a ban) sees."""
+    if isinstance(e, socket.timeout):
+        return "no connection: connect timed out (the source banned)"
+    return "no connection: %s" % (e.strerror or e)
+
+
 def summary(reply, proto=None):
     """A reply in a few words: an XMPP stream error's condition, an HTTP status line, a
     WebSocket close code, a proxy's reply, or its first bytes."""
+    if isinstance(reply, str):
+        return reply
     if proto in PROXIES and proxy_summary(proto, reply):
         return proxy_summary(proto, reply)
     if reply.startswith(b"{") and line_summary(reply):
@@ -730,9 +750,16 @@ def w_garbage(w, a, n, ready, q):
     replies = {}
     while time.time() < until:
         s = sock(w)
-        s.settimeout(3)
+        s.settimeout(2)
         try:
             s.connect(a.target)
+        except OSError as e:
+            s.close()
+            tries += 1
+            key = no_connection(e)
+            replies[key] = replies.get(key, 0) + 1
+            continue
+        try:
             if tries % 2 == 1 and a.proto in PROXIES:  # garbage where the request goes
                 s.sendall({"socks5": b"\x05\x01\x00", "convert": b"\x01\x06\x22\x63"}.get(a.proto, b""))
             elif tries % 2 == 1:  # garbage after a valid opening
@@ -1253,6 +1280,14 @@ def row(server, path, base, during, logline):
         "yes" if r["server_alive"] else "**no**", describe(r).replace("|", "/"), logline.replace("|", "/")))
 
 
+def attacker(w, a, n, ready, q):
+    """Attacking process w: a.attack from a.net's sources (set here, whatever the start
+    method of multiprocessing)."""
+    global SOURCE_NET
+    SOURCE_NET = a.net
+    ATTACKS[a.attack](w, a, n, ready, q)
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "row":
         return row(*sys.argv[2:7])
@@ -1284,6 +1319,8 @@ def main():
     p.add_argument("--first-user", type=int, default=90001)
     p.add_argument("--max-bytes", type=int, default=8 << 20)
     p.add_argument("--settle", type=float, default=5, help="seconds to wait for memory to come back")
+    p.add_argument("--net", type=int, default=0, choices=range(256), metavar="0-255",
+                   help="the attackers' sources are 127.NET.0.2-9")
     a = p.parse_args()
     ip, port = a.target.rsplit(":", 1)
     if not ip.startswith("127."):
@@ -1301,7 +1338,7 @@ def main():
     before = rss_kib(pids)
     q = mp.Queue()
     events = [mp.Event() for _ in range(a.procs)]
-    procs = [mp.Process(target=ATTACKS[a.attack], args=(w, a, per, events[w], q), daemon=True) for w in range(a.procs)]
+    procs = [mp.Process(target=attacker, args=(w, a, per, events[w], q), daemon=True) for w in range(a.procs)]
     t0 = time.time()
     for pr in procs:
         pr.start()

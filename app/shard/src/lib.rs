@@ -304,6 +304,15 @@ const MAX_LINE: usize = 64 * 1024;
 /// Reads one line (a message), waiting at most until `deadline` and no longer than the
 /// user wants (`shutdown`). A line longer than [`MAX_LINE`] is refused, however slowly
 /// it trickles in.
+/// How [`recv`]'s errors for what the peer sent begin (a line too long, not a message,
+/// not text), as opposed to a timeout or a close: a connection refused for one of them
+/// is a strike against its source ([`wirebench_net::ban`]).
+const MISUSE: [&str; 3] = ["a line", "a malformed message", "a line that is not UTF-8"];
+
+fn misused(why: &str) -> bool {
+    MISUSE.iter().any(|m| why.starts_with(m))
+}
+
 fn recv(
     r: &mut BufReader<TcpStream>,
     deadline: Option<Instant>,
@@ -325,13 +334,16 @@ fn recv(
         // line across reads, not each read alone.
         let room = MAX_LINE.saturating_sub(line.len());
         if room == 0 {
-            return Err("a line over 64 KiB".into());
+            return Err(format!("{} over 64 KiB", MISUSE[0]));
         }
         match (&mut *r).take(room as u64).read_line(&mut line) {
             Ok(0) if line.is_empty() => return Err("the connection closed".into()),
             Ok(_) if line.ends_with('\n') => {
                 return serde_json::from_str(line.trim())
-                    .map_err(|e| format!("a malformed message ({e})"));
+                    .map_err(|e| format!("{} ({e})", MISUSE[1]));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Err(format!("{} ({e})", MISUSE[2]));
             }
             Ok(0) => return Err("the connection closed mid-line".into()),
             Ok(_) => {}
@@ -400,7 +412,15 @@ impl Leader {
         // connection is closed before its answer connects again).
         let most = opts.count as usize + 8;
         std::thread::spawn(move || {
+            let _bans = wirebench_net::ban::guard(&listener);
             for (id, stream) in listener.incoming().flatten().enumerate() {
+                if stream
+                    .peer_addr()
+                    .is_ok_and(|p| wirebench_net::ban::banned(p.ip()))
+                {
+                    // Queued before its source was banned: closed unread.
+                    continue;
+                }
                 if !l.admit(id as u64, &stream, most) {
                     continue;
                 }
@@ -485,7 +505,15 @@ impl Leader {
                 }
                 index
             }
-            _ => return,
+            Ok(_) => return,
+            Err(why) => {
+                if misused(&why)
+                    && let Ok(peer) = w.peer_addr()
+                {
+                    wirebench_net::ban::strike(peer.ip());
+                }
+                return;
+            }
         };
         if send(&mut w, &Msg::Welcome).is_err() {
             return;

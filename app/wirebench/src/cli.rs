@@ -641,6 +641,16 @@ pub struct ServeArgs {
     /// once a second.
     #[arg(long, default_value_t = wirebench_net::cap::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
     pub also_max_connections: usize,
+    /// Ban a source address after this many connections refused for what they sent
+    /// within 10 s, on any of this process's ports (bytes that are not the protocol, a
+    /// head, frame or stanza over its cap; never a timeout or a reset): its packets are
+    /// dropped by a socket filter on every listener, as behind fail2ban, and one line
+    /// says so. 0: never ban (e.g. while fuzzing a server on purpose).
+    #[arg(long, default_value_t = wirebench_net::ban::DEFAULT_POLICY.strikes, value_name = "N")]
+    pub ban_after: u32,
+    /// How long a ban lasts.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub ban_for: String,
 }
 
 /// The command line's definition, with each parameter's default (from the registry the

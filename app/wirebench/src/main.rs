@@ -202,6 +202,15 @@ fn k8s_manifests(args: &K8sArgs) -> Result<ExitCode> {
 }
 
 fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
+    let ban_for = wirebench_model::parse_duration(&args.ban_for).context("--ban-for")?;
+    if ban_for.is_zero() && args.ban_after > 0 {
+        anyhow::bail!("--ban-for must be more than 0 (or turn bans off with --ban-after 0)");
+    }
+    wirebench_net::ban::configure(wirebench_net::ban::Policy {
+        strikes: args.ban_after,
+        lifetime: ban_for,
+        ..wirebench_net::ban::DEFAULT_POLICY
+    });
     // Every argument is checked before anything listens: the plugins' first.
     let mut plans = Vec::new();
     for p in wirebench_runner::registry::REGISTRY {

@@ -60,7 +60,10 @@ fn also_servers_hold_their_cap_and_log_their_closes() {
     let mut held: Vec<_> = (0..4)
         .map(|i| socks5_greeted(socks).unwrap_or_else(|| panic!("connection {i} refused")))
         .collect();
+    // It greets as any client does: the listener defers a connection to its first bytes
+    // (TCP_DEFER_ACCEPT), so a silent one would be seen, and closed, a second late.
     let mut fifth = TcpStream::connect(("127.0.0.1", socks)).unwrap();
+    fifth.write_all(&[5, 1, 0]).unwrap();
     let t = Instant::now();
     assert!(
         closed_within(&mut fifth, Duration::from_secs(3)),
@@ -306,4 +309,92 @@ fn control_connection_lines_are_written_at_most_once_a_second() {
         "{hellos} hello lines:\n{log}"
     );
     assert!(log.contains("more like it since the last line"), "{log}");
+}
+
+/// A connection from `from` to `port` that gets through within half a second.
+fn connect_from(from: [u8; 4], port: u16) -> Option<TcpStream> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    s.bind(&std::net::SocketAddr::from((from, 0)).into())
+        .unwrap();
+    let to = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    s.connect_timeout(&to.into(), Duration::from_millis(500))
+        .ok()
+        .map(|()| TcpStream::from(s))
+}
+
+#[test]
+fn a_source_that_keeps_sending_garbage_is_banned_from_every_port_for_a_while() {
+    let (http, xmpp) = (free_port(), free_port());
+    let serve = Serve::start(
+        [
+            "--listen".to_string(),
+            "127.0.0.1:0".into(),
+            "--xmpp".into(),
+            format!("127.0.0.1:{xmpp}"),
+            "--also".into(),
+            format!("http=127.0.0.1:{http}"),
+            "--ban-after".into(),
+            "5".into(),
+            "--ban-for".into(),
+            "3s".into(),
+        ],
+        "http on",
+    );
+    let bad = [127, 0, 0, 2];
+    // Five refusals: not HTTP, bytes that are no XML, a head over the cap.
+    let noise: Vec<u8> = (0..4096u32).map(|i| (i * 7919 % 251) as u8).collect();
+    for i in 0..5 {
+        let (port, what): (u16, &[u8]) = match i % 3 {
+            0 => (http, b"\x16\x03\x01 not http at all\r\n\r\n"),
+            1 => (xmpp, &noise),
+            _ => (http, &[b'a'; 70 * 1024]),
+        };
+        let mut s = connect_from(bad, port).expect("not banned yet");
+        let _ = s.write_all(what);
+        // Its answer (a stream error, a status) and then the close.
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut answer = Vec::new();
+        let ended = s.read_to_end(&mut answer);
+        assert!(
+            ended.is_ok() || ended.is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+            "refusal {i} not closed"
+        );
+    }
+    let banned_at = Instant::now();
+    // Its SYNs are dropped now, on both ports; another source is served all the while.
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        connect_from(bad, http).is_none(),
+        "banned from the HTTP port"
+    );
+    assert!(
+        connect_from(bad, xmpp).is_none(),
+        "banned from the XMPP port"
+    );
+    let mut good = connect_from([127, 0, 0, 1], http).expect("127.0.0.1 is not banned");
+    good.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    good.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut r = [0u8; 12];
+    good.read_exact(&mut r).unwrap();
+    assert_eq!(&r[..9], b"HTTP/1.1 ");
+    // The ban ends on its own, with nobody else connecting meanwhile.
+    let end = banned_at + Duration::from_secs(8);
+    let back = loop {
+        if let Some(s) = connect_from(bad, xmpp) {
+            break s;
+        }
+        assert!(Instant::now() < end, "the ban did not end");
+    };
+    assert!(
+        banned_at.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        banned_at.elapsed()
+    );
+    drop(back);
+    let log = serve.stop();
+    assert!(
+        log.contains("wirebench: banned 127.0.0.2 for 3s: 5 connections refused within 10s"),
+        "{log}"
+    );
 }

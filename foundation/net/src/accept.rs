@@ -1,7 +1,8 @@
 //! The one accept loop of the tokio servers: accept until told to stop, hand each
 //! connection to a task of its own, and ride out failed accepts (out of descriptors, a
 //! connection reset before it was accepted) by waiting a moment and going on, so that one
-//! bad moment never ends a server, optionally holding at most a [`ConnCap`]'s connections.
+//! bad moment never ends a server, optionally holding at most a [`ConnCap`]'s connections,
+//! and keeping banned sources out ([`crate::ban`]).
 //! And the gentle close a server does after refusing a
 //! client ([`close_gently`]).
 
@@ -81,6 +82,7 @@ async fn accept_until(
     cap: Option<&Arc<ConnCap>>,
     mut spawn: impl FnMut(TcpStream, SocketAddr, Option<Permit>),
 ) {
+    let _bans = crate::ban::guard(l);
     let accepting = async {
         loop {
             let (s, peer) = match l.accept().await {
@@ -90,6 +92,10 @@ async fn accept_until(
                     continue;
                 }
             };
+            if crate::ban::banned(peer.ip()) {
+                // Queued before its source was banned: closed unread.
+                continue;
+            }
             let permit = match cap.map(|c| c.admit()) {
                 // Dropped unread: the client sees its connection closed at once.
                 Some(None) => continue,

@@ -63,10 +63,18 @@ pub async fn wait_for_head(s: &TcpStream, max: usize) -> io::Result<Head> {
 }
 
 /// [`wait_for_head`] for a server that then hands `s` to its handshake parser: `Err`
-/// says why not, for its log line, after a 431 (RFC 6585 §5) for a head over `max`.
+/// says why not, for its log line, after a 431 (RFC 6585 §5) for a head over `max`. A
+/// head refused for what it is (not HTTP, over `max`) is a strike against its source
+/// ([`crate::ban`]).
 pub async fn whole_head(s: &mut TcpStream, max: usize) -> Result<(), String> {
     use tokio::io::AsyncWriteExt;
-    match wait_for_head(s, max).await {
+    let judged = wait_for_head(s, max).await;
+    if let Ok(Head::Invalid | Head::TooLarge) = judged
+        && let Ok(peer) = s.peer_addr()
+    {
+        crate::ban::strike(peer.ip());
+    }
+    match judged {
         Ok(Head::Ended) => Ok(()),
         Ok(Head::Closed) => Err("closed before its request head ended".into()),
         // As for an invalid HTTP/2 preface (RFC 9113 §3.4), no answer to what is no HTTP.

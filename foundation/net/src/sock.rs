@@ -19,7 +19,8 @@
 //!
 //! Safe wrappers come from `nix` (send, recv, sendmsg, poll, shutdown, TCP options it
 //! knows) and `socket2` (socket set-up, keepalive, user timeout, quick-ACK); the two
-//! options neither has (`TCP_FASTOPEN` on a listener, `TCP_INFO`) go through `libc`.
+//! options neither has (`TCP_FASTOPEN` on a listener, `TCP_DEFER_ACCEPT`, `TCP_INFO`) go
+//! through `libc`.
 
 use std::io::{self, IoSlice};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
@@ -208,16 +209,44 @@ pub fn dial(
 /// stalled 1 s), where the built-in XMPP server's 4096 took 41,000 a second.
 pub const LISTEN_BACKLOG: libc::c_int = 4096;
 
-/// A plain listener on `addr` with a [`LISTEN_BACKLOG`]-deep accept queue.
+/// How long, in seconds, a listener's kernel keeps a connection that has sent nothing
+/// before handing it to `accept` (`TCP_DEFER_ACCEPT`, as nginx's `listen ... deferred`).
+///
+/// Every protocol our servers speak has the client speak first, so a connection is of
+/// use to a server only once its first bytes are in. A connection closed before that, as
+/// a flood's connect-and-reset, is dropped by the kernel and never costs the server an
+/// accept, a task and a read: under `bench/hostile.sh`'s flood (35,000 a second) that
+/// work had made a well-behaved client's p99 2.4-3.2 times its usual on the `--also`
+/// servers. One second, not nginx's header timeout, so that a silent client still
+/// reaches the server soon (after the kernel's first SYN-ACK retransmission) and meets
+/// its handshake timeout as before; a full SYN queue answers with SYN cookies, which
+/// bypass the deferral, so a silent crowd cannot lock others out.
+pub const DEFER_ACCEPT_SECS: libc::c_int = 1;
+
+/// [`DEFER_ACCEPT_SECS`] on a listener. A socket that refuses it stays an ordinary
+/// listener: the deferral saves work, it is never needed for correctness. Not for a
+/// Multipath TCP listener: a second path's join carries no data, and deferred, it did
+/// not join (`tests/proxies.rs`, `multipath_tcp_over_a_second_path`).
+pub fn defer_accept(s: &impl AsFd) {
+    let _ = set_tcp_int(s, libc::TCP_DEFER_ACCEPT, DEFER_ACCEPT_SECS);
+}
+
+/// A plain listener on `addr` with a [`LISTEN_BACKLOG`]-deep accept queue and
+/// [`defer_accept`].
 pub fn listener(addr: SocketAddr) -> io::Result<TcpListener> {
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     sock.set_reuse_address(true)?;
     sock.bind(&addr.into())?;
+    defer_accept(&sock);
     sock.listen(LISTEN_BACKLOG)?;
     Ok(sock.into())
 }
 
 /// A listener with a TFO queue when `tfo`. Returns it and whether TFO could be set.
+/// Not deferred ([`defer_accept`]): it is the x2x gateway's link listener, which refuses
+/// strangers unread at accept anyway, and with the deferral x2x-gateway's
+/// `tests/loopback.rs` (`connections_from_another_source_address_are_refused`) found the
+/// link down after a stranger's refusal, for a reason not looked into.
 pub fn listen(addr: SocketAddr, tfo: bool) -> io::Result<(TcpListener, bool)> {
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     sock.set_reuse_address(true)?;
@@ -242,14 +271,19 @@ pub fn set_listener_fastopen(s: &impl AsFd) -> io::Result<()> {
 /// `TCP_FASTOPEN` (a listener's queue of pending TFO requests): neither nix nor socket2
 /// has it.
 fn set_tcp_fastopen(s: &impl AsFd, queue: libc::c_int) -> io::Result<()> {
+    set_tcp_int(s, libc::TCP_FASTOPEN, queue)
+}
+
+/// An `int`-valued `IPPROTO_TCP` option neither nix nor socket2 has.
+fn set_tcp_int(s: &impl AsFd, option: libc::c_int, value: libc::c_int) -> io::Result<()> {
     // SAFETY: `s` is a live socket for the duration of the call (borrowed), and the
     // option value is a c_int on our stack, passed with its exact size.
     let r = unsafe {
         libc::setsockopt(
             s.as_fd().as_raw_fd(),
             libc::IPPROTO_TCP,
-            libc::TCP_FASTOPEN,
-            (&queue as *const libc::c_int).cast(),
+            option,
+            (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };

@@ -20,13 +20,19 @@ pub fn per_core(threads: usize) -> usize {
 }
 
 /// A listener with `SO_REUSEPORT` (other threads' listeners may share its port), the
-/// [`crate::sock::LISTEN_BACKLOG`]-deep accept queue and non-blocking, with Multipath
+/// [`crate::sock::LISTEN_BACKLOG`]-deep accept queue, [`crate::sock::defer_accept`] (not
+/// with Multipath TCP) and non-blocking, with Multipath
 /// TCP when `mptcp`.
 pub fn reuseport_listener(addr: SocketAddr, mptcp: bool) -> std::io::Result<TcpListener> {
     let s = crate::sock::stream_socket(addr, mptcp)?;
     s.set_reuse_address(true)?;
     s.set_reuse_port(true)?;
     s.bind(&addr.into())?;
+    if !mptcp {
+        // Not with Multipath TCP: a second path's join carries no data of its own, and a
+        // deferred accept kept it from joining (tests/proxies.rs, multipath).
+        crate::sock::defer_accept(&s);
+    }
     s.listen(crate::sock::LISTEN_BACKLOG)?;
     s.set_nonblocking(true)?;
     Ok(s.into())

@@ -38,6 +38,71 @@ pub struct Behaviour {
     pub cap: Option<Arc<ConnCap>>,
     /// Where a server run alone reports the clients it closes, when it does.
     pub closes: Option<Arc<CloseLog>>,
+    /// Whether a connection closed for what its client sent counts against its source
+    /// ([`wirebench_net::ban::strike`]): for a server run alone, which anyone who can
+    /// reach its port may misuse; not for a case's own, which only our client reaches.
+    pub strikes: bool,
+}
+
+/// Why a server closed a connection, and whether for what its client sent (bytes that
+/// are not the protocol, a head or frame over a cap: [`Closed::input`]) rather than a
+/// timeout, a reset or a failure of ours.
+#[derive(Debug)]
+pub struct Closed {
+    pub why: String,
+    pub for_input: bool,
+}
+
+impl Closed {
+    /// Closed for what the client sent.
+    pub fn input(why: impl Into<String>) -> Closed {
+        Closed {
+            why: why.into(),
+            for_input: true,
+        }
+    }
+
+    /// Closed for `e`, an error of hyper or h2 (perhaps boxed): for the client's input
+    /// when it is a parse error (an HTTP/1 head that is not HTTP or is over the cap) or
+    /// an HTTP/2 connection error this end declared (a frame over its size, a broken
+    /// frame sequence); `what` prefixes the reason.
+    pub fn from_error(what: &str, e: &(dyn std::error::Error + 'static)) -> Closed {
+        Closed {
+            why: format!("{what}: {e}"),
+            for_input: error_is_input(e),
+        }
+    }
+}
+
+impl From<String> for Closed {
+    fn from(why: String) -> Closed {
+        Closed {
+            why,
+            for_input: false,
+        }
+    }
+}
+
+fn error_is_input(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut at = Some(e);
+    while let Some(e) = at {
+        if let Some(h) = e.downcast_ref::<hyper::Error>()
+            && (h.is_parse() || h.is_parse_too_large())
+        {
+            return true;
+        }
+        if let Some(h) = e.downcast_ref::<h2::Error>() {
+            use h2::Reason;
+            let broken = [
+                Reason::PROTOCOL_ERROR,
+                Reason::FRAME_SIZE_ERROR,
+                Reason::COMPRESSION_ERROR,
+            ];
+            return h.is_library() && h.reason().is_some_and(|r| broken.contains(&r));
+        }
+        at = e.source();
+    }
+    false
 }
 
 /// The clients a server run alone closes, one line each on stderr (`wirebench serve:
@@ -81,6 +146,7 @@ impl Behaviour {
             header_timeout: None,
             cap: None,
             closes: None,
+            strikes: false,
         }
     }
 
@@ -197,12 +263,17 @@ pub fn server_ip(lab: Option<Hosts>) -> IpAddr {
 /// A listening socket with a backlog of 4096 (the kernel's default `somaxconn`), not
 /// std's 128: a connect case opens up to 10,000 connections at once, and an overflowing
 /// accept queue turns some of them into resets that no real server of that load would
-/// send.
+/// send. Accepts are deferred to the client's first bytes
+/// ([`wirebench_net::sock::defer_accept`]), except with Multipath TCP.
 fn listen(addr: SocketAddr, mptcp: bool) -> std::io::Result<std::net::TcpListener> {
     let s = wirebench_net::sock::stream_socket(addr, mptcp)?;
     s.set_reuse_address(true)?;
     s.bind(&addr.into())?;
-    s.listen(4096)?;
+    if !mptcp {
+        // A second path's join carries no data of its own: not deferred.
+        wirebench_net::sock::defer_accept(&s);
+    }
+    s.listen(wirebench_net::sock::LISTEN_BACKLOG)?;
     s.set_nonblocking(true)?;
     Ok(s.into())
 }
@@ -281,6 +352,7 @@ where
 {
     let mut b = Behaviour::new(0, limits.max_payload, Duration::ZERO, true);
     b.cap = Some(limits.connections.clone());
+    b.strikes = true;
     b.closes = limits
         .log
         .then(|| Arc::new(CloseLog::new(limits.connections.what())));
@@ -363,37 +435,42 @@ impl Drop for Busy {
 /// arms and drops a timer per request: about 0.7 us more per HTTP/1.1 round trip on
 /// loopback, 4%. `None`: no limit.
 pub async fn within_limit<Fut, T, E>(
+    what: &str,
     limit: Option<Duration>,
     idle: bool,
     activity: &Activity,
     conn: Fut,
-) -> Result<T, String>
+) -> Result<T, Closed>
 where
     Fut: Future<Output = Result<T, E>>,
-    E: std::fmt::Display,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let failed = |e: E| {
+        let e: Box<dyn std::error::Error + Send + Sync> = e.into();
+        Closed::from_error(what, &*e)
+    };
     let Some(limit) = limit else {
-        return conn.await.map_err(|e| e.to_string());
+        return conn.await.map_err(failed);
     };
     tokio::pin!(conn);
     let mut seen = 0;
     loop {
         tokio::select! {
             biased;
-            r = &mut conn => return r.map_err(|e| e.to_string()),
+            r = &mut conn => return r.map_err(failed),
             () = tokio::time::sleep(limit) => {}
         }
         let begun = activity.begun.load(Ordering::Relaxed);
         if begun == seen && activity.open.load(Ordering::Relaxed) == 0 {
             let secs = limit.as_secs_f64();
-            return Err(if seen == 0 {
-                format!("no request within {secs}s; closed")
+            return Err(Closed::from(if seen == 0 {
+                format!("{what}: no request within {secs}s; closed")
             } else {
-                format!("no request for {secs}s; closed")
-            });
+                format!("{what}: no request for {secs}s; closed")
+            }));
         }
         if !idle {
-            return conn.await.map_err(|e| e.to_string());
+            return conn.await.map_err(failed);
         }
         seen = begun;
     }
@@ -409,20 +486,24 @@ pub async fn accept_loop<F, Fut>(
     conn: F,
 ) where
     F: Fn(tokio::net::TcpStream, Arc<Counters>) -> Fut,
-    Fut: Future<Output = Result<(), String>> + 'static,
+    Fut: Future<Output = Result<(), Closed>> + 'static,
 {
     let stop = std::future::pending();
     let cap = b.cap.as_ref();
+    let strikes = b.strikes;
     wirebench_net::accept::accept_local_capped(&l, stop, Some(b.nodelay), cap, |s, peer| {
         let c = counters.clone();
         let closes = b.closes.clone();
         let fut = conn(s, counters.clone());
         async move {
             if let Err(e) = fut.await {
-                if let Some(log) = closes {
-                    log.closed(peer, &e);
+                if strikes && e.for_input {
+                    wirebench_net::ban::strike(peer.ip());
                 }
-                c.reject(e);
+                if let Some(log) = closes {
+                    log.closed(peer, &e.why);
+                }
+                c.reject(e.why);
             }
         }
     })

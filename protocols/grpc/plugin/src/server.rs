@@ -189,9 +189,7 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, b: Behav
                 .initial_connection_window_size(16 << 20)
                 .max_concurrent_streams(1024)
                 .serve_connection(TokioIo::new(sock), svc);
-            within_limit(limit, false, &activity, conn)
-                .await
-                .map_err(|e| format!("gRPC connection: {e}"))
+            within_limit("gRPC connection", limit, false, &activity, conn).await
         }
     })
     .await

@@ -225,6 +225,7 @@ impl Server {
     pub fn run(&self) {
         self.shared
             .log(format!("control port listening on {}", self.local_addr()));
+        let _bans = wirebench_net::ban::guard(&self.listener);
         for conn in self.listener.incoming() {
             if self.shared.stopping() {
                 break;
@@ -238,6 +239,13 @@ impl Server {
                     continue;
                 }
             };
+            if stream
+                .peer_addr()
+                .is_ok_and(|p| wirebench_net::ban::banned(p.ip()))
+            {
+                // Queued before its source was banned: closed unread.
+                continue;
+            }
             let shared = self.shared.clone();
             let id = shared.next_control.fetch_add(1, Ordering::Relaxed);
             if let Err(why) = shared.admit(id, &stream) {
@@ -362,6 +370,7 @@ fn handle_control(shared: &Arc<Shared>, id: u64, mut stream: TcpStream) -> Resul
                 Ok(None) => break,
                 Err(e) => {
                     let _ = stream.write_all(&Reply::error(e.to_string()).to_line());
+                    strike(&stream);
                     return Err(e.to_string());
                 }
             };
@@ -372,6 +381,7 @@ fn handle_control(shared: &Arc<Shared>, id: u64, mut stream: TcpStream) -> Resul
                 Ok(r) => r,
                 Err(msg) => {
                     let _ = stream.write_all(&Reply::error(&msg).to_line());
+                    strike(&stream);
                     return Err(msg);
                 }
             };
@@ -407,6 +417,14 @@ fn handle_control(shared: &Arc<Shared>, id: u64, mut stream: TcpStream) -> Resul
             }
             check_idle(shared, id, &mut mine)?;
         }
+    }
+}
+
+/// A control connection refused for what it sent (a line too long, not UTF-8, no
+/// request): a strike against its source ([`wirebench_net::ban`]).
+fn strike(stream: &TcpStream) {
+    if let Ok(peer) = stream.peer_addr() {
+        wirebench_net::ban::strike(peer.ip());
     }
 }
 

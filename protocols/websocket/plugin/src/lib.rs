@@ -26,7 +26,7 @@ use wirebench_protocol::Fault;
 use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
-use wirebench_rpc::server::accept_loop;
+use wirebench_rpc::server::{Closed, accept_loop};
 use wirebench_rpc::{
     Behaviour, Call, Connect, Connected, Counters, Incoming, MsgRx, MsgTx, Opened, Streams, Summary,
 };
@@ -128,8 +128,22 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, b: Behav
     accept_loop(l, &b2, counters, move |s, c| serve_conn(s, c, b.clone())).await
 }
 
+/// Whether a WebSocket error is the client's doing (a strike against its source, a
+/// refused upgrade head being struck in `whole_head`): a message over the cap, text
+/// that is not UTF-8, broken framing; not a transport failure.
+fn error_is_input(e: &tungstenite::Error) -> bool {
+    matches!(
+        e,
+        tungstenite::Error::Capacity(_)
+            | tungstenite::Error::Utf8(_)
+            | tungstenite::Error::Protocol(_)
+    )
+}
+
 #[allow(clippy::result_large_err)] // tungstenite's callback signature
-async fn serve_conn(mut s: TcpStream, c: Arc<Counters>, b: Arc<Behaviour>) -> Result<(), String> {
+async fn serve_conn(mut s: TcpStream, c: Arc<Counters>, b: Arc<Behaviour>) -> Result<(), Closed> {
+    // Known before the stream is handed to tungstenite, for a strike against it.
+    let peer = s.peer_addr().ok().filter(|_| b.strikes);
     let mut path = String::new();
     let opening = async {
         wirebench_net::head::whole_head(&mut s, wirebench_net::head::MAX_UPGRADE_HEAD).await?;
@@ -163,9 +177,7 @@ async fn serve_conn(mut s: TcpStream, c: Arc<Counters>, b: Arc<Behaviour>) -> Re
         "/sink" => (false, false),
         "/conformance" => (true, true),
         p => {
-            return Err(format!(
-                "WebSocket path {p:?} (use /echo, /sink or /conformance)"
-            ));
+            return Err(format!("WebSocket path {p:?} (use /echo, /sink or /conformance)").into());
         }
     };
     let (mut tx, mut rx) = ws.split();
@@ -191,7 +203,12 @@ async fn serve_conn(mut s: TcpStream, c: Arc<Counters>, b: Arc<Behaviour>) -> Re
                     reason: "".into(),
                 };
                 let _ = tx.send(Message::Close(Some(close))).await;
-                return Err(format!("WebSocket: {e}"));
+                if let Some(p) = peer
+                    && error_is_input(&e)
+                {
+                    wirebench_net::ban::strike(p.ip());
+                }
+                return Err(format!("WebSocket: {e}").into());
             }
         };
         match m {
@@ -223,7 +240,7 @@ async fn serve_conn(mut s: TcpStream, c: Arc<Counters>, b: Arc<Behaviour>) -> Re
             }
             Message::Text(t) => {
                 let t: String = t.as_str().chars().take(40).collect();
-                return Err(format!("unexpected WebSocket text message {t:?}"));
+                return Err(format!("unexpected WebSocket text message {t:?}").into());
             }
             Message::Close(_) => break,
             // tungstenite answers pings itself.

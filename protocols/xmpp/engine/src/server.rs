@@ -119,6 +119,23 @@ pub enum ServerEvent {
     Closed { error: Option<String> },
 }
 
+/// Whether a [`ServerEvent::Closed`] error says the client sent what is not XMPP or is
+/// over a cap (bytes that do not parse, a stanza over the limit, a broken TLS layer), as
+/// a prober or an attacker would; not a failed login, an unknown host or a shutdown,
+/// which a misconfigured real client meets too. The server bans a source that keeps
+/// doing it (`wirebench_net::ban`).
+pub fn closed_for_input(error: &str) -> bool {
+    const CONDITIONS: [&str; 5] = [
+        "not-well-formed",
+        "invalid-xml",
+        "invalid-namespace",
+        "unsupported-stanza-type",
+        "TLS:",
+    ];
+    CONDITIONS.iter().any(|c| error.starts_with(c))
+        || error.starts_with("policy-violation: stanzas are limited")
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     /// Waiting for the client's stream header; `true` after SASL success.

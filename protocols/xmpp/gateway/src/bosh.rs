@@ -107,7 +107,7 @@ pub async fn serve(
             let r = crate::http1(opening)
                 .serve_connection(TokioIo::new(s), svc)
                 .await;
-            crate::opening_timed_out(r, "BOSH", peer, opening, &stats, log);
+            crate::connection_ended(r, "BOSH", peer, opening, &stats, log);
         }
     })
     .await

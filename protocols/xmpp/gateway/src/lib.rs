@@ -159,8 +159,10 @@ fn http1(opening: Duration) -> hyper::server::conn::http1::Builder {
 
 /// Counts, and logs when `log`, a BOSH or SockJS connection closed because its request
 /// head did not come within `opening`; the other ends of a connection are the client's
-/// to know (and the session's, whose errors are logged where they happen).
-fn opening_timed_out(
+/// to know (and the session's, whose errors are logged where they happen). A request
+/// hyper refused (not HTTP, a head over the cap) is a strike against its source
+/// ([`wirebench_net::ban`]).
+fn connection_ended(
     r: Result<(), hyper::Error>,
     what: &str,
     peer: SocketAddr,
@@ -168,6 +170,11 @@ fn opening_timed_out(
     stats: &WebStats,
     log: bool,
 ) {
+    if let Err(e) = &r
+        && (e.is_parse() || e.is_parse_too_large())
+    {
+        wirebench_net::ban::strike(peer.ip());
+    }
     if let Err(e) = r
         && e.is_timeout()
     {

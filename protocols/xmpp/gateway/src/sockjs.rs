@@ -140,7 +140,7 @@ pub async fn serve(
                 .serve_connection(TokioIo::new(s), svc)
                 .with_upgrades()
                 .await;
-            crate::opening_timed_out(r, "SockJS", peer, opening, &stats, log);
+            crate::connection_ended(r, "SockJS", peer, opening, &stats, log);
         }
     })
     .await

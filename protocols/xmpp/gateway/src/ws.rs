@@ -183,13 +183,23 @@ async fn relay(
                     Some(Err(e)) => {
                         // An oversized message, invalid UTF-8 in a text message or a
                         // protocol error: say so, with RFC 6455 section 7.4.1's code for it,
-                        // before closing.
+                        // before closing; a strike against the source (not a transport
+                        // error: a reset is no misuse).
                         let code = match e {
                             tungstenite::Error::Capacity(_) => CloseCode::Size,
                             tungstenite::Error::Utf8(_) => CloseCode::Invalid,
                             _ => CloseCode::Protocol,
                         };
                         let _ = tx.send(close(code, "")).await;
+                        let misuse = matches!(
+                            e,
+                            tungstenite::Error::Capacity(_)
+                                | tungstenite::Error::Utf8(_)
+                                | tungstenite::Error::Protocol(_)
+                        );
+                        if misuse && let Ok(peer) = tx.get_ref().peer_addr() {
+                            wirebench_net::ban::strike(peer.ip());
+                        }
                         return Err(format!("WebSocket: {e}"));
                     }
                     Some(Ok(m)) => m,

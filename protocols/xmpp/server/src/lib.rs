@@ -34,7 +34,8 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// A listener with `SO_REUSEPORT`, so every worker can have one on the same port.
+/// A listener with `SO_REUSEPORT`, so every worker can have one on the same port, and
+/// [`wirebench_net::sock::defer_accept`] (a client speaks first).
 fn reuseport_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
     use socket2::{Domain, Socket, Type};
     let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
@@ -42,7 +43,8 @@ fn reuseport_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
     s.set_reuse_port(true)?;
     s.set_nonblocking(true)?;
     s.bind(&addr.into())?;
-    s.listen(4096)?;
+    wirebench_net::sock::defer_accept(&s);
+    s.listen(wirebench_net::sock::LISTEN_BACKLOG)?;
     Ok(s.into())
 }
 

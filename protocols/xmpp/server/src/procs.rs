@@ -50,6 +50,8 @@ struct Spec {
     max_queued: usize,
     max_stanza: usize,
     tls: Option<(Vec<u8>, Vec<u8>)>,
+    /// The parent's ban policy (`serve --ban-after`, `--ban-for`): strikes, lifetime.
+    ban: (u32, u64),
 }
 
 /// Runs one worker process per listener (`listeners[i]` is worker `i`'s) until
@@ -163,6 +165,10 @@ fn spec_of(cfg: &XmppServerConfig, index: usize, workers: usize, per_process: us
             .tls
             .as_ref()
             .map(|t| (t.cert_der.clone(), t.key_der.clone())),
+        ban: {
+            let p = wirebench_net::ban::policy();
+            (p.strikes, p.lifetime.as_millis() as u64)
+        },
     }
 }
 
@@ -199,6 +205,11 @@ pub fn worker_main(index: usize, shutdown: &AtomicBool) -> io::Result<()> {
     if spec.index != index || index >= spec.workers {
         return Err(io::Error::other("worker index or count does not match"));
     }
+    wirebench_net::ban::configure(wirebench_net::ban::Policy {
+        strikes: spec.ban.0,
+        lifetime: std::time::Duration::from_millis(spec.ban.1),
+        ..wirebench_net::ban::DEFAULT_POLICY
+    });
     let listener = std::net::TcpListener::from(claim(FIRST_FD)?);
     let mut links = Vec::with_capacity(spec.workers);
     let mut next = FIRST_FD + 1;

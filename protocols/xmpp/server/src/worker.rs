@@ -121,6 +121,7 @@ pub(crate) fn run(
     let mut poll = Poll::new()?;
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)?;
+    let _bans = wirebench_net::ban::guard(&listener);
     for (w, link) in links.iter_mut().enumerate() {
         if let Some(l) = link {
             poll.registry()
@@ -231,7 +232,7 @@ impl<'a> Loop<'a> {
     /// be waiting).
     fn accept(&mut self, listener: &TcpListener, poll: &Poll) -> bool {
         for _ in 0..ACCEPT_BATCH {
-            let (mut stream, _) = match listener.accept() {
+            let (mut stream, peer) = match listener.accept() {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -240,6 +241,10 @@ impl<'a> Loop<'a> {
             };
             let stats = self.ctx.stats;
             stats.accepted.fetch_add(1, Ordering::Relaxed);
+            if wirebench_net::ban::banned(peer.ip()) {
+                // Queued before its source was banned: closed unread.
+                continue;
+            }
             if stats.open.load(Ordering::Relaxed) as usize >= self.ctx.max_sessions {
                 stats.refused_full.fetch_add(1, Ordering::Relaxed);
                 continue;
@@ -382,8 +387,14 @@ impl<'a> Loop<'a> {
                     self.route(&bare, &stanza, false, &mut touched);
                 }
                 ServerEvent::Closed { error } => {
-                    if error.is_some() {
+                    if let Some(e) = error {
                         stats.closed_error.fetch_add(1, Ordering::Relaxed);
+                        if wirebench_xmpp::server::closed_for_input(&e)
+                            && let Some(Ok(peer)) =
+                                self.conns[i].as_ref().map(|c| c.stream.peer_addr())
+                        {
+                            wirebench_net::ban::strike(peer.ip());
+                        }
                     }
                     if let Some(c) = self.conns[i].as_mut() {
                         c.closing = true;

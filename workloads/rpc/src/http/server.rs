@@ -5,7 +5,7 @@
 //! connection suffers.
 
 use super::codec::{Codec, Refusal};
-use crate::server::{Activity, accept_loop, within_limit};
+use crate::server::{Activity, Closed, accept_loop, within_limit};
 use crate::{Behaviour, Counters};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
@@ -31,9 +31,14 @@ pub async fn serve<K: Codec>(
         let (b, codec) = (b.clone(), codec.clone());
         async move {
             let silence = b.header_timeout.unwrap_or(OPENING_TIMEOUT);
-            if let Some(why) = implausible_opening(&s, silence).await {
+            if let Some((why, for_input)) = implausible_opening(&s, silence).await {
                 refuse_opening(s).await;
-                return Err(format!("HTTP connection: {why}"));
+                let why = format!("HTTP connection: {why}");
+                return Err(if for_input {
+                    Closed::input(why)
+                } else {
+                    Closed::from(why)
+                });
             }
             let limit = b.header_timeout;
             let activity = Arc::new(Activity::default());
@@ -59,9 +64,7 @@ pub async fn serve<K: Codec>(
                 .initial_connection_window_size(16 << 20)
                 .max_concurrent_streams(1024);
             let conn = builder.serve_connection(TokioIo::new(s), svc);
-            within_limit(limit, true, &activity, conn)
-                .await
-                .map_err(|e| format!("HTTP connection: {e}"))
+            within_limit("HTTP connection", limit, true, &activity, conn).await
         }
     })
     .await
@@ -70,7 +73,8 @@ pub async fn serve<K: Codec>(
 /// The HTTP/2 client connection preface (RFC 9113 §3.4).
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-/// Why `s` is refused, if it is: its first bytes (peeked, so hyper still reads them)
+/// Why `s` is refused, if it is, and whether for what it sent (not for its silence): its
+/// first bytes (peeked, so hyper still reads them)
 /// cannot begin an HTTP/2 preface or an HTTP/1.x request, or none came in time.
 /// hyper-util's auto builder answers anything that is not the HTTP/2 preface as HTTP/1.1
 /// (a 400), where an invalid preface must close the connection. Judged on what the first
@@ -79,18 +83,21 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 async fn implausible_opening(
     s: &tokio::net::TcpStream,
     silence: std::time::Duration,
-) -> Option<String> {
+) -> Option<(String, bool)> {
     let mut buf = [0u8; 64];
     match tokio::time::timeout(silence, s.peek(&mut buf)).await {
         // Nothing at all in time: an idle connection would hold its socket for good.
-        Err(_) => Some(format!(
-            "nothing received within {}s; closed",
-            silence.as_secs_f64()
+        Err(_) => Some((
+            format!("nothing received within {}s; closed", silence.as_secs_f64()),
+            false,
         )),
         // An error or an empty read: hyper sees the same and ends the connection.
         Ok(Ok(0) | Err(_)) => None,
         Ok(Ok(n)) if opening_is_plausible(&buf[..n]) => None,
-        Ok(Ok(_)) => Some("neither an HTTP/2 preface nor an HTTP/1.x request line".into()),
+        Ok(Ok(_)) => Some((
+            "neither an HTTP/2 preface nor an HTTP/1.x request line".into(),
+            true,
+        )),
     }
 }
 
