@@ -21,7 +21,7 @@ pub fn per_core(threads: usize) -> usize {
 
 /// A listener with `SO_REUSEPORT` (other threads' listeners may share its port), the
 /// [`crate::sock::LISTEN_BACKLOG`]-deep accept queue, [`crate::sock::defer_accept`] (not
-/// with Multipath TCP) and non-blocking, with Multipath
+/// with Multipath TCP), [`crate::sock::limit_unsent`] and non-blocking, with Multipath
 /// TCP when `mptcp`.
 pub fn reuseport_listener(addr: SocketAddr, mptcp: bool) -> std::io::Result<TcpListener> {
     let s = crate::sock::stream_socket(addr, mptcp)?;
@@ -33,6 +33,7 @@ pub fn reuseport_listener(addr: SocketAddr, mptcp: bool) -> std::io::Result<TcpL
         // deferred accept kept it from joining (tests/proxies.rs, multipath).
         crate::sock::defer_accept(&s);
     }
+    crate::sock::limit_unsent(&s);
     s.listen(crate::sock::LISTEN_BACKLOG)?;
     s.set_nonblocking(true)?;
     Ok(s.into())

@@ -264,7 +264,8 @@ pub fn server_ip(lab: Option<Hosts>) -> IpAddr {
 /// std's 128: a connect case opens up to 10,000 connections at once, and an overflowing
 /// accept queue turns some of them into resets that no real server of that load would
 /// send. Accepts are deferred to the client's first bytes
-/// ([`wirebench_net::sock::defer_accept`]), except with Multipath TCP.
+/// ([`wirebench_net::sock::defer_accept`]), except with Multipath TCP, and their unsent
+/// bytes limited ([`wirebench_net::sock::limit_unsent`]).
 fn listen(addr: SocketAddr, mptcp: bool) -> std::io::Result<std::net::TcpListener> {
     let s = wirebench_net::sock::stream_socket(addr, mptcp)?;
     s.set_reuse_address(true)?;
@@ -273,6 +274,7 @@ fn listen(addr: SocketAddr, mptcp: bool) -> std::io::Result<std::net::TcpListene
         // A second path's join carries no data of its own: not deferred.
         wirebench_net::sock::defer_accept(&s);
     }
+    wirebench_net::sock::limit_unsent(&s);
     s.listen(wirebench_net::sock::LISTEN_BACKLOG)?;
     s.set_nonblocking(true)?;
     Ok(s.into())
