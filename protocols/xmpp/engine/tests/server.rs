@@ -9,6 +9,7 @@ use common::transmit;
 use std::collections::HashMap;
 use std::sync::Arc;
 use wirebench_engine::Engine as _;
+use wirebench_xmpp::server::closed_for_input;
 use wirebench_xmpp::{
     Client, ClientConfig, Event, Mechanism, NumberedAccounts, ServerConfig, ServerEngine,
     ServerEvent, ServerSession, TlsMode,
@@ -351,18 +352,23 @@ const HEADER: &[u8] = b"<?xml version='1.0'?><stream:stream to='example.com' \
 
 #[test]
 fn bad_input_gets_a_stream_error_and_the_session_ends() {
-    let cases: &[(&[&[u8]], &str)] = &[
+    // The third: whether the close is for what the client sent (a strike against its
+    // source), not for what a misconfigured real client also meets.
+    let cases: &[(&[&[u8]], &str, bool)] = &[
         (
             &[HEADER, b"<message><body>x</wrong></message>"],
             "not-well-formed",
+            true,
         ),
         (
             &[HEADER, b"<!DOCTYPE foo [<!ENTITY x 'y'>]><message/>"],
             "not-well-formed",
+            true,
         ),
         (
             &[HEADER, b"<message to='user2@example.com'/>"],
             "not-authorized",
+            false,
         ),
         (
             &[
@@ -370,10 +376,15 @@ fn bad_input_gets_a_stream_error_and_the_session_ends() {
                xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>",
             ],
             "host-unknown",
+            false,
         ),
-        (&[b"<html><body>hello</body></html>"], "invalid-namespace"),
+        (
+            &[b"<html><body>hello</body></html>"],
+            "invalid-namespace",
+            true,
+        ),
     ];
-    for (input, condition) in cases {
+    for (input, condition, for_input) in cases {
         let (out, closed) = feed(input);
         assert!(
             out.contains(&format!(
@@ -383,7 +394,9 @@ fn bad_input_gets_a_stream_error_and_the_session_ends() {
         );
         assert!(out.ends_with("</stream:stream>"), "{out}");
         let closed = closed.unwrap_or_else(|| panic!("{condition}: not closed"));
-        assert!(closed.unwrap().starts_with(condition));
+        let closed = closed.unwrap();
+        assert!(closed.starts_with(condition));
+        assert_eq!(closed_for_input(&closed), *for_input, "{closed}");
     }
 }
 
@@ -404,6 +417,14 @@ fn an_oversized_stanza_is_a_policy_violation_without_buffering_it_all() {
         assert!(s.session.buffered() <= 8192, "{}", s.session.buffered());
     }
     assert!(s.session.is_closed());
+    let mut reason = None;
+    while let Some(e) = s.poll_event() {
+        if let ServerEvent::Closed { error } = e {
+            reason = error;
+        }
+    }
+    let reason = reason.expect("a stream error");
+    assert!(closed_for_input(&reason), "{reason}");
     let out = String::from_utf8(transmit(&mut s).unwrap()).unwrap();
     assert!(out.contains("policy-violation"), "{out}");
 }
