@@ -1234,9 +1234,16 @@ def describe(r):
             s += " (last at %.1f s)" % x["last_close_s"]
         return s
     if a in ("oversized", "garbage"):
-        top = sorted(x.get("replies", {}).items(), key=lambda kv: -kv[1])[:2]
+        replies = dict(x.get("replies", {}))
+        # Connects that failed (a ban drops the source's SYNs) are said apart from replies.
+        failed = {k: v for k, v in replies.items() if k.startswith("no connection")}
+        for k in failed:
+            del replies[k]
+        top = sorted(replies.items(), key=lambda kv: -kv[1])[:2]
         said = ", ".join("%s (%d)" % kv for kv in top) or "nothing"
         s = "%d tries, %d closed by the server; replies: %s" % (x.get("tries", 0), x.get("closed_by_server", 0), said)
+        for k, v in sorted(failed.items()):
+            s += "; %s (%d)" % (k, v)
         if a == "oversized":
             s += "; at most %d KiB sent before the close" % (x.get("most_sent_before_close", 0) // 1024)
         return s
