@@ -59,6 +59,12 @@
 # p99 column is the XMPP ping-pong through the built-in server behind it. For bosh,
 # sockjs, soap, grpc and websocket: see web_server below.
 #
+# Every server runs with its default ban policy (`serve --ban-after 100 --ban-for 60s`,
+# wirebench_net::ban): a source refused 100 times within 10 s for what it sent has its
+# SYNs dropped for a minute, which the oversized and garbage rows show as connects that
+# timed out. Each attack comes from sources of its own (127.N.0.2-9), so that a ban an
+# earlier attack earned does not meet it.
+#
 # The built-in server runs with --xmpp-handshake-timeout HANDSHAKE (default 10s, so that
 # the idle and slowloris connections are reaped within the run; the server's default is
 # 30s) and its other caps at their defaults (--xmpp-max-stanza 64KiB, --xmpp-max-queued
