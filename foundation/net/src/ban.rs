@@ -21,7 +21,7 @@
 //! ([`MAX_SOURCES`] sources with strikes, [`MAX_BANS`] bans), so a crowd of sources costs
 //! memory in proportion to the bound, not to the crowd.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -66,6 +66,15 @@ pub fn configure(policy: Policy) {
 /// The policy in force.
 pub fn policy() -> Policy {
     table().lock().policy
+}
+
+/// Never strikes `ip`: the address an in-process gateway (WebSocket, BOSH, SockJS)
+/// connects to the XMPP server from. What the gateway relays for its clients is theirs,
+/// and a ban on the gateway's own address would lock every client out (the process's
+/// listeners all share the table) where it should reach only the one misbehaving; the
+/// gateway's own listener strikes that client's address.
+pub fn trust(ip: IpAddr) {
+    table().lock().trusted.insert(ip);
 }
 
 /// A connection from `ip` was refused for what it sent (see the module doc).
@@ -164,6 +173,7 @@ fn table() -> &'static Table {
                 policy: DEFAULT_POLICY,
                 strikes: HashMap::new(),
                 bans: HashMap::new(),
+                trusted: HashSet::new(),
                 listeners: Vec::new(),
             }),
             banned: AtomicUsize::new(0),
@@ -207,6 +217,8 @@ struct Inner {
     strikes: HashMap<IpAddr, Strikes>,
     /// Banned sources and when their bans end (monotonic ns).
     bans: HashMap<IpAddr, u64>,
+    /// Sources [`trust`]ed: never struck.
+    trusted: HashSet<IpAddr>,
     /// The guarded listeners' descriptors.
     listeners: Vec<RawFd>,
 }
@@ -215,7 +227,10 @@ impl Inner {
     /// Counts a strike at `now`; `Some(policy)` when it bans `ip`.
     fn strike(&mut self, ip: IpAddr, now: u64) -> Option<Policy> {
         let p = self.policy;
-        if p.strikes == 0 || self.bans.get(&ip).is_some_and(|until| *until > now) {
+        if p.strikes == 0
+            || self.trusted.contains(&ip)
+            || self.bans.get(&ip).is_some_and(|until| *until > now)
+        {
             return None;
         }
         let window = p.window.as_nanos() as u64;
@@ -360,6 +375,7 @@ mod tests {
             policy,
             strikes: HashMap::new(),
             bans: HashMap::new(),
+            trusted: HashSet::new(),
             listeners: Vec::new(),
         }
     }
@@ -386,6 +402,12 @@ mod tests {
             "a banned source is not banned again"
         );
         let other: IpAddr = Ipv4Addr::new(127, 0, 0, 3).into();
+        assert!(!t.bans.contains_key(&other));
+        // A gateway's own address is never struck, whatever it relays.
+        t.trusted.insert(other);
+        for i in 20..30 {
+            assert!(t.strike(other, i * S).is_none());
+        }
         assert!(!t.bans.contains_key(&other));
     }
 

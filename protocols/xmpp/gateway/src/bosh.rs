@@ -151,7 +151,9 @@ fn drain(s: &mut Shared, ctx: &Arc<Ctx>) {
 /// One session's XMPP connection: writes what the manager sends it, feeds it what the
 /// server says. Ends when the manager closes the session (its sender dropped).
 async fn upstream(sid: String, mut rx: mpsc::UnboundedReceiver<Vec<u8>>, ctx: Arc<Ctx>) {
-    let conn = tokio::net::TcpStream::connect(ctx.upstream).await;
+    let conn = tokio::net::TcpStream::connect(ctx.upstream)
+        .await
+        .map(crate::trusted);
     let mut up = match conn {
         Ok(c) => c,
         Err(e) => {

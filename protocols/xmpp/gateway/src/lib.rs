@@ -157,6 +157,15 @@ fn http1(opening: Duration) -> hyper::server::conn::http1::Builder {
     b
 }
 
+/// The gateway's connection to the XMPP server, its source address trusted by the bans
+/// ([`wirebench_net::ban::trust`]): what it relays is its clients' doing.
+fn trusted(up: tokio::net::TcpStream) -> tokio::net::TcpStream {
+    if let Ok(a) = up.local_addr() {
+        wirebench_net::ban::trust(a.ip());
+    }
+    up
+}
+
 /// Counts, and logs when `log`, a BOSH or SockJS connection closed because its request
 /// head did not come within `opening`; the other ends of a connection are the client's
 /// to know (and the session's, whose errors are logged where they happen). A request

@@ -191,7 +191,10 @@ fn drain(s: &mut Shared, ctx: &Arc<Ctx>) {
 /// One session's XMPP connection: writes what the client sent, turns what the server
 /// says into SockJS messages. Ends when the session is forgotten (its sender dropped).
 async fn upstream(sid: String, mut rx: mpsc::UnboundedReceiver<Vec<u8>>, ctx: Arc<Ctx>) {
-    let mut up = match tokio::net::TcpStream::connect(ctx.upstream).await {
+    let mut up = match tokio::net::TcpStream::connect(ctx.upstream)
+        .await
+        .map(crate::trusted)
+    {
         Ok(c) => c,
         Err(e) => {
             if ctx.log {
@@ -847,7 +850,10 @@ fn upgrade(
             let _ = services::ws_serve(ws, service, sid.is_some(), hb).await;
             return;
         }
-        let r = match tokio::net::TcpStream::connect(ctx.upstream).await {
+        let r = match tokio::net::TcpStream::connect(ctx.upstream)
+            .await
+            .map(crate::trusted)
+        {
             Ok(t) => {
                 let _ = t.set_nodelay(true);
                 ctx.stats.sessions.fetch_add(1, Ordering::Relaxed);

@@ -126,7 +126,7 @@ async fn connect_upstream(
     upstream: SocketAddr,
 ) -> Result<(OwnedReadHalf, OwnedWriteHalf), String> {
     let up = match TcpStream::connect(upstream).await {
-        Ok(up) => up,
+        Ok(up) => crate::trusted(up),
         Err(e) => {
             // RFC 6455 1011: the server cannot serve the request.
             let _ = tx
