@@ -301,18 +301,22 @@ const HELLO_WITHIN: Duration = Duration::from_secs(10);
 /// Longest line of the barrier's protocol: a peer is not trusted.
 const MAX_LINE: usize = 64 * 1024;
 
-/// Reads one line (a message), waiting at most until `deadline` and no longer than the
-/// user wants (`shutdown`). A line longer than [`MAX_LINE`] is refused, however slowly
-/// it trickles in.
 /// How [`recv`]'s errors for what the peer sent begin (a line too long, not a message,
 /// not text), as opposed to a timeout or a close: a connection refused for one of them
 /// is a strike against its source ([`wirebench_net::ban`]).
-const MISUSE: [&str; 3] = ["a line", "a malformed message", "a line that is not UTF-8"];
+const LINE_TOO_LONG: &str = "a line over 64 KiB";
+const MALFORMED: &str = "a malformed message";
+const NOT_TEXT: &str = "a line that is not UTF-8";
 
 fn misused(why: &str) -> bool {
-    MISUSE.iter().any(|m| why.starts_with(m))
+    [LINE_TOO_LONG, MALFORMED, NOT_TEXT]
+        .iter()
+        .any(|m| why.starts_with(m))
 }
 
+/// Reads one line (a message), waiting at most until `deadline` and no longer than the
+/// user wants (`shutdown`). A line longer than [`MAX_LINE`] is refused, however slowly
+/// it trickles in.
 fn recv(
     r: &mut BufReader<TcpStream>,
     deadline: Option<Instant>,
@@ -334,16 +338,15 @@ fn recv(
         // line across reads, not each read alone.
         let room = MAX_LINE.saturating_sub(line.len());
         if room == 0 {
-            return Err(format!("{} over 64 KiB", MISUSE[0]));
+            return Err(LINE_TOO_LONG.into());
         }
         match (&mut *r).take(room as u64).read_line(&mut line) {
             Ok(0) if line.is_empty() => return Err("the connection closed".into()),
             Ok(_) if line.ends_with('\n') => {
-                return serde_json::from_str(line.trim())
-                    .map_err(|e| format!("{} ({e})", MISUSE[1]));
+                return serde_json::from_str(line.trim()).map_err(|e| format!("{MALFORMED} ({e})"));
             }
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                return Err(format!("{} ({e})", MISUSE[2]));
+                return Err(format!("{NOT_TEXT} ({e})"));
             }
             Ok(0) => return Err("the connection closed mid-line".into()),
             Ok(_) => {}
@@ -414,10 +417,7 @@ impl Leader {
         std::thread::spawn(move || {
             let _bans = wirebench_net::ban::guard(&listener);
             for (id, stream) in listener.incoming().flatten().enumerate() {
-                if stream
-                    .peer_addr()
-                    .is_ok_and(|p| wirebench_net::ban::banned(p.ip()))
-                {
+                if wirebench_net::ban::peer_banned(&stream) {
                     // Queued before its source was banned: closed unread.
                     continue;
                 }
@@ -507,10 +507,8 @@ impl Leader {
             }
             Ok(_) => return,
             Err(why) => {
-                if misused(&why)
-                    && let Ok(peer) = w.peer_addr()
-                {
-                    wirebench_net::ban::strike(peer.ip());
+                if misused(&why) {
+                    wirebench_net::ban::strike_peer(&w);
                 }
                 return;
             }

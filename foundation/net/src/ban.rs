@@ -99,6 +99,23 @@ pub fn strike(ip: IpAddr) {
     }
 }
 
+/// [`strike`] against the peer of connection `s`, when it still has one.
+pub fn strike_peer(s: &impl AsFd) {
+    if let Some(ip) = peer_ip(s) {
+        strike(ip);
+    }
+}
+
+/// Whether the peer of connection `s` is banned ([`banned`]).
+pub fn peer_banned(s: &impl AsFd) -> bool {
+    peer_ip(s).is_some_and(banned)
+}
+
+fn peer_ip(s: &impl AsFd) -> Option<IpAddr> {
+    let peer = SockRef::from(s).peer_addr().ok()?;
+    peer.as_socket().map(|a| a.ip())
+}
+
 /// Whether `ip` is banned now. Cheap when nobody is.
 pub fn banned(ip: IpAddr) -> bool {
     let t = table();

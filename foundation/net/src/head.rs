@@ -69,10 +69,8 @@ pub async fn wait_for_head(s: &TcpStream, max: usize) -> io::Result<Head> {
 pub async fn whole_head(s: &mut TcpStream, max: usize) -> Result<(), String> {
     use tokio::io::AsyncWriteExt;
     let judged = wait_for_head(s, max).await;
-    if let Ok(Head::Invalid | Head::TooLarge) = judged
-        && let Ok(peer) = s.peer_addr()
-    {
-        crate::ban::strike(peer.ip());
+    if let Ok(Head::Invalid | Head::TooLarge) = judged {
+        crate::ban::strike_peer(s);
     }
     match judged {
         Ok(Head::Ended) => Ok(()),

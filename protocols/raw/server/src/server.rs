@@ -239,10 +239,7 @@ impl Server {
                     continue;
                 }
             };
-            if stream
-                .peer_addr()
-                .is_ok_and(|p| wirebench_net::ban::banned(p.ip()))
-            {
+            if wirebench_net::ban::peer_banned(&stream) {
                 // Queued before its source was banned: closed unread.
                 continue;
             }
@@ -364,13 +361,15 @@ fn handle_control(shared: &Arc<Shared>, id: u64, mut stream: TcpStream) -> Resul
     let mut mine: Vec<u64> = Vec::new();
     let mut last_check = Instant::now();
     loop {
+        // A line too long, not UTF-8, or no request: refused for what the client sent,
+        // a strike against its source (wirebench_net::ban).
         loop {
             let line = match lines.next_line() {
                 Ok(Some(l)) => l,
                 Ok(None) => break,
                 Err(e) => {
                     let _ = stream.write_all(&Reply::error(e.to_string()).to_line());
-                    strike(&stream);
+                    wirebench_net::ban::strike_peer(&stream);
                     return Err(e.to_string());
                 }
             };
@@ -381,7 +380,7 @@ fn handle_control(shared: &Arc<Shared>, id: u64, mut stream: TcpStream) -> Resul
                 Ok(r) => r,
                 Err(msg) => {
                     let _ = stream.write_all(&Reply::error(&msg).to_line());
-                    strike(&stream);
+                    wirebench_net::ban::strike_peer(&stream);
                     return Err(msg);
                 }
             };
@@ -417,14 +416,6 @@ fn handle_control(shared: &Arc<Shared>, id: u64, mut stream: TcpStream) -> Resul
             }
             check_idle(shared, id, &mut mine)?;
         }
-    }
-}
-
-/// A control connection refused for what it sent (a line too long, not UTF-8, no
-/// request): a strike against its source ([`wirebench_net::ban`]).
-fn strike(stream: &TcpStream) {
-    if let Ok(peer) = stream.peer_addr() {
-        wirebench_net::ban::strike(peer.ip());
     }
 }
 

@@ -197,8 +197,8 @@ async fn relay(
                                 | tungstenite::Error::Utf8(_)
                                 | tungstenite::Error::Protocol(_)
                         );
-                        if misuse && let Ok(peer) = tx.get_ref().peer_addr() {
-                            wirebench_net::ban::strike(peer.ip());
+                        if misuse {
+                            wirebench_net::ban::strike_peer(tx.get_ref());
                         }
                         return Err(format!("WebSocket: {e}"));
                     }

@@ -390,10 +390,9 @@ impl<'a> Loop<'a> {
                     if let Some(e) = error {
                         stats.closed_error.fetch_add(1, Ordering::Relaxed);
                         if wirebench_xmpp::server::closed_for_input(&e)
-                            && let Some(Ok(peer)) =
-                                self.conns[i].as_ref().map(|c| c.stream.peer_addr())
+                            && let Some(c) = &self.conns[i]
                         {
-                            wirebench_net::ban::strike(peer.ip());
+                            wirebench_net::ban::strike_peer(&c.stream);
                         }
                     }
                     if let Some(c) = self.conns[i].as_mut() {
