@@ -65,8 +65,10 @@ XMPP=$(free_port)
 WS=$(free_port)
 BOSH=$(free_port)
 LOG=$(mktemp /tmp/wirebench-strophe-s2.XXXXXX.log)
+# --xmpp-websocket-max-rate 0: a ping-pong at full speed is what is measured, not
+# a chat client the gateway's default rate limit (64 KiB/s a session) is sized for.
 "$WB" serve --quiet --listen 127.0.0.1:0 --xmpp "127.0.0.1:$XMPP" --xmpp-users 10 \
-    --xmpp-websocket "127.0.0.1:$WS" --xmpp-bosh "127.0.0.1:$BOSH" 2>"$LOG" &
+    --xmpp-websocket "127.0.0.1:$WS" --xmpp-websocket-max-rate 0 --xmpp-bosh "127.0.0.1:$BOSH" 2>"$LOG" &
 SERVE=$!
 cleanup() { kill "$SERVE" 2>/dev/null || true; wait "$SERVE" 2>/dev/null || true; }
 trap cleanup EXIT

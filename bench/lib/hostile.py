@@ -778,18 +778,27 @@ def w_garbage(w, a, n, ready, q):
     q.put({"tries": tries, "closed_by_server": closed, "replies": replies})
 
 
-def xmpp_login(s, a, user):
+def xmpp_login(s, a, user, ws=False):
+    """A PLAIN login and bind; `ws`: over an upgraded RFC 7395 connection, each element a
+    text message and <open/> for the stream header. The full JID, or None."""
     d = a.domain.encode()
-    s.sendall(opening("xmpp", a.domain, a.host))
+    if ws:
+        def send(b):
+            s.sendall(ws_frame(b))
+        header = b"<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='" + d + b"' version='1.0'/>"
+    else:
+        send = s.sendall
+        header = opening("xmpp", a.domain, a.host)
+    send(header)
     read_until(s, [b"</stream:features>"])
     cred = base64.b64encode(b"\0user%d\0pass%d" % (user, user))
-    s.sendall(b"<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>" + cred + b"</auth>")
+    send(b"<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>" + cred + b"</auth>")
     r, _ = read_until(s, [b"<success", b"<failure"])
     if b"<success" not in r:
         return None
-    s.sendall(opening("xmpp", a.domain, a.host))
+    send(header)
     read_until(s, [b"</stream:features>"])
-    s.sendall(b"<iq type='set' id='b1'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>h</resource></bind></iq>")
+    send(b"<iq type='set' id='b1'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>h</resource></bind></iq>")
     r, _ = read_until(s, [b"</iq>"])
     if b"result" not in r:
         return None
@@ -811,19 +820,20 @@ def cut_by_server(s):
 
 def w_halfopen(w, a, n, ready, q):
     """Half the connections stop reading while the server writes to them: XMPP sessions
-    logged in that one more session of this worker (which reads) floods with 1 KB
-    messages; WebSocket and HTTP connections that keep sending requests whose replies
-    they never read. The other half send half an opening, shut their write side and
-    linger, never reading."""
+    (over TCP, or over WebSocket through the gateway) logged in that one more session of
+    this worker (which reads) floods with 1 KB messages; WebSocket and HTTP connections
+    that keep sending requests whose replies they never read. The other half send half an
+    opening, shut their write side and linger, never reading."""
     until = time.time() + a.secs
     readers, shut, errs = [], [], 0
     body = b"x" * 1000
     sender = None
-    if a.proto == "xmpp":
+    ws = a.proto == "ws"
+    if a.proto in ("xmpp", "ws"):
         sender = sock(w)
         sender.settimeout(5)
         sender.connect(a.target)
-        if xmpp_login(sender, a, a.first_user + 5000 + w) is None:
+        if (ws and not ws_open(sender, a)) or xmpp_login(sender, a, a.first_user + 5000 + w, ws) is None:
             sys.exit("hostile.py: the sending session could not log in")
     for i in range(n):
         try:
@@ -836,28 +846,27 @@ def w_halfopen(w, a, n, ready, q):
             continue
         if i % 2 == 0:
             msg = b""
-            if a.proto == "xmpp":
-                jid = xmpp_login(s, a, a.first_user + w * n + i)
+            if a.proto in ("xmpp", "ws"):
+                jid = None if ws and not ws_open(s, a) else xmpp_login(s, a, a.first_user + w * n + i, ws)
                 if jid is None:
                     errs += 1
                     s.close()
                     continue
                 msg = b"<message type='chat' to='" + jid + b"'><body>" + body + b"</body></message>"
+                if ws:
+                    msg = ws_frame(msg)
             elif a.proto in PROXIES:
                 if proxy_open(s, a.proto, a.origin)[0] is False:
                     errs += 1
                     s.close()
                     continue
                 msg = body
-            elif a.proto in ("ws", "wsecho"):
+            elif a.proto == "wsecho":
                 if not ws_open(s, a):
                     errs += 1
                     s.close()
                     continue
-                if a.proto == "wsecho":
-                    msg = ws_frame(body, opcode=2)  # echoed back, never read
-                else:
-                    msg = ws_frame(b"<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='" + a.domain.encode() + b"' version='1.0'/>")
+                msg = ws_frame(body, opcode=2)  # echoed back, never read
             elif a.proto == "h2":
                 s.sendall(opening("h2", a.domain, a.host))
                 msg = h2_frame(6, 0, 0, b"12345678")  # PINGs, each to be acked, never read

@@ -78,6 +78,9 @@ pub struct Framer {
     /// start tags from `mark` (offsets survive [`Framer::push`] compacting the buffer).
     open: Vec<u32>,
     header_seen: bool,
+    /// The stream header's element name (`stream:stream`, or another prefix), to refuse
+    /// it as a level-1 element.
+    root: Vec<u8>,
     ended: bool,
     max_stanza: usize,
     /// [`Framer::skip_plain`] on (off only in the test that checks it changes nothing).
@@ -98,6 +101,7 @@ impl Framer {
             tag: 0,
             open: Vec::new(),
             header_seen: false,
+            root: Vec::new(),
             ended: false,
             max_stanza,
             skip: true,
@@ -450,6 +454,11 @@ impl Framer {
         self.mark..self.pos
     }
 
+    /// The name of the start tag whose `>` was just lexed.
+    fn tag_being_closed(&self) -> &[u8] {
+        tag_name(&self.buf[self.mark + self.tag as usize + 1..self.pos])
+    }
+
     fn close_start_tag(&mut self, empty: bool) -> Result<Option<Frame>, XmppError> {
         if self.depth == 0 {
             if self.header_seen {
@@ -465,10 +474,21 @@ impl Framer {
                 ));
             }
             self.header_seen = true;
+            self.root = self.tag_being_closed().to_vec();
             self.depth = 1;
             let range = self.mark_range();
             self.consumed = self.pos;
             return Ok(Some(Frame::Header(range)));
+        }
+        if self.depth == 1 && self.tag_being_closed() == self.root {
+            // Not a stanza that never ends (it would sit in the buffer up to the stanza
+            // limit, as a WebSocket client sending <open/> after <open/> did): a stream
+            // restarts only after STARTTLS or SASL success, which call `restart` first.
+            return Err(XmppError::Protocol(
+                "server sent a second stream header inside its stream (a stream restarts \
+                 only after STARTTLS or SASL success, RFC 6120 §4.3.3)"
+                    .into(),
+            ));
         }
         if empty {
             if self.depth == 1 {
@@ -672,6 +692,26 @@ mod tests {
         f.push(b"<message><bo");
         assert_eq!(f.next_frame().unwrap(), None);
         assert_eq!(f.buffered(), 12);
+    }
+
+    #[test]
+    fn a_second_stream_header_inside_the_stream_is_refused_at_its_end() {
+        let header = HEADER.trim_start_matches("<?xml version='1.0'?>");
+        let mut f = Framer::new(1024);
+        f.push(format!("{HEADER}<presence/>{header}").as_bytes());
+        assert!(matches!(f.next_frame().unwrap(), Some(Frame::Header(_))));
+        assert!(matches!(f.next_frame().unwrap(), Some(Frame::Element(_))));
+        let e = f.next_frame().unwrap_err();
+        assert!(matches!(e, XmppError::Protocol(_)), "{e}");
+        // Inside a stanza it is an element like any other, and after a restart a header.
+        let doc = format!("{HEADER}<iq><stream:stream/></iq>");
+        assert_eq!(frames(&[doc.as_bytes()]).unwrap().len(), 2);
+        let mut f = Framer::new(1024);
+        f.push(format!("{HEADER}<success/>{header}").as_bytes());
+        f.next_frame().unwrap();
+        f.next_frame().unwrap();
+        f.restart();
+        assert!(matches!(f.next_frame().unwrap(), Some(Frame::Header(_))));
     }
 
     #[test]

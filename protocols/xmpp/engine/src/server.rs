@@ -268,6 +268,11 @@ impl ServerSession {
                     );
                     break;
                 }
+                Err(e @ crate::XmppError::Protocol(_)) => {
+                    // RFC 6120 §4.9.3.24: a level-1 element the server does not support.
+                    self.stream_error("unsupported-stanza-type", Some(&client_said(&e)));
+                    break;
+                }
                 Err(e) => {
                     self.stream_error("not-well-formed", Some(&client_said(&e)));
                     break;
@@ -787,6 +792,10 @@ fn client_said(e: &crate::XmppError) -> String {
     match e {
         crate::XmppError::Malformed(m) => format!(
             "malformed XML from the client: {}",
+            m.strip_prefix("server ").unwrap_or(m)
+        ),
+        crate::XmppError::Protocol(m) => format!(
+            "protocol violation by the client: {}",
             m.strip_prefix("server ").unwrap_or(m)
         ),
         other => other.to_string(),

@@ -383,6 +383,13 @@ fn bad_input_gets_a_stream_error_and_the_session_ends() {
             "invalid-namespace",
             true,
         ),
+        (
+            // A second header inside the stream, no restart due (a WebSocket client's
+            // <open/> after <open/>): refused at once, not held up to the stanza limit.
+            &[HEADER, &HEADER[21..]],
+            "unsupported-stanza-type",
+            true,
+        ),
     ];
     for (input, condition, for_input) in cases {
         let (out, closed) = feed(input);

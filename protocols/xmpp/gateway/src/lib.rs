@@ -53,7 +53,12 @@ impl Drop for Endpoint {
 /// Which endpoint, with its limits.
 #[derive(Debug, Clone)]
 pub enum Kind {
-    WebSocket { max_stanza: usize },
+    /// `max_rate`: bytes a second one client's messages may bring, with one second's
+    /// worth banked (`None`: no limit); see [`ws::Shaper`].
+    WebSocket {
+        max_stanza: usize,
+        max_rate: Option<u64>,
+    },
     Bosh(wirebench_xmpp_web::BoshConfig),
     SockJs(sockjs::SockJsOptions),
 }
@@ -118,8 +123,16 @@ pub fn spawn_timed(
                 };
                 let serve = async {
                     match kind {
-                        Kind::WebSocket { max_stanza } => {
-                            ws::serve(l, upstream, max_stanza, opening, st, log).await
+                        Kind::WebSocket {
+                            max_stanza,
+                            max_rate,
+                        } => {
+                            let limits = ws::Limits {
+                                max_stanza,
+                                max_rate,
+                                opening,
+                            };
+                            ws::serve(l, upstream, limits, st, log).await
                         }
                         Kind::Bosh(cfg) => bosh::serve(l, upstream, cfg, opening, st, log).await,
                         Kind::SockJs(o) => sockjs::serve(l, upstream, o, opening, st, log).await,

@@ -25,11 +25,53 @@ use wirebench_xmpp_web::framing::SUBPROTOCOL;
 /// more than it read; stanzas are small, a larger one takes a few reads.
 pub const XMPP_READ_BUFFER: usize = 8 * 1024;
 
+/// A connection's limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest stanza (and so message) a client may send.
+    pub max_stanza: usize,
+    /// [`Shaper`]'s rate, bytes a second; `None`: no limit.
+    pub max_rate: Option<u64>,
+    /// The upgrade's time limit, and again the first message's.
+    pub opening: Duration,
+}
+
+/// A token bucket over one client's messages: `rate` bytes a second, at most one
+/// second's worth banked. What it delays is reading the client's next message, so a
+/// client over its rate meets TCP's own back-pressure, and one session sending at full
+/// speed (bench/hostile.sh ws halfopen: 116 MB/s of 1 KB messages) can no longer keep
+/// this thread busy while the XMPP server's worker waits for the CPU.
+pub struct Shaper {
+    rate: f64,
+    tokens: f64,
+    at: tokio::time::Instant,
+}
+
+impl Shaper {
+    pub fn new(rate: u64) -> Shaper {
+        Shaper {
+            rate: rate as f64,
+            tokens: rate as f64,
+            at: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Counts `n` bytes received; waits until the bucket is no longer in debt.
+    pub async fn take(&mut self, n: usize) {
+        let now = tokio::time::Instant::now();
+        let earned = now.duration_since(self.at).as_secs_f64() * self.rate;
+        self.tokens = (self.tokens + earned).min(self.rate) - n as f64;
+        self.at = now;
+        if self.tokens < 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(-self.tokens / self.rate)).await;
+        }
+    }
+}
+
 pub async fn serve(
     l: tokio::net::TcpListener,
     upstream: SocketAddr,
-    max_stanza: usize,
-    opening: Duration,
+    limits: Limits,
     stats: Arc<WebStats>,
     log: bool,
 ) {
@@ -37,7 +79,7 @@ pub async fn serve(
     wirebench_net::accept::accept_spawn(&l, stop, None, |s, peer| {
         let stats = stats.clone();
         async move {
-            if let Err(e) = conn(s, upstream, max_stanza, opening, &stats).await {
+            if let Err(e) = conn(s, upstream, limits, &stats).await {
                 stats.refused.fetch_add(1, Ordering::Relaxed);
                 if log {
                     eprintln!("wirebench serve: XMPP WebSocket {peer}: {e}");
@@ -62,12 +104,12 @@ fn offers_xmpp(req: &Request) -> bool {
 async fn conn(
     mut s: TcpStream,
     upstream: SocketAddr,
-    max_stanza: usize,
-    opening_limit: Duration,
+    limits: Limits,
     stats: &WebStats,
 ) -> Result<(), String> {
+    let opening_limit = limits.opening;
     s.set_nodelay(true).map_err(|e| e.to_string())?;
-    let limit = max_stanza + 1024;
+    let limit = limits.max_stanza + 1024;
     let cfg = WebSocketConfig::default()
         .max_message_size(Some(limit))
         .max_frame_size(Some(limit))
@@ -111,7 +153,7 @@ async fn conn(
         .map_err(|e| format!("WebSocket handshake: {e}"))?;
     stats.sessions.fetch_add(1, Ordering::Relaxed);
     stats.open.fetch_add(1, Ordering::Relaxed);
-    let r = relay(ws, upstream, opening_limit, max_stanza, stats).await;
+    let r = relay(ws, upstream, limits, stats).await;
     stats.open.fetch_sub(1, Ordering::Relaxed);
     r
 }
@@ -153,17 +195,18 @@ async fn read_upstream(
 async fn relay(
     ws: tokio_tungstenite::WebSocketStream<TcpStream>,
     upstream: SocketAddr,
-    opening_limit: Duration,
-    max_stanza: usize,
+    limits: Limits,
     stats: &WebStats,
 ) -> Result<(), String> {
+    let opening_limit = limits.opening;
+    let mut shaper = limits.max_rate.map(Shaper::new);
     // One stream for both directions, not split halves: select! drops the losing
     // branch's future before a branch body runs, so the body may use it mutably, and no
     // lock stands between the two directions.
     let mut tx = ws;
     let mut up: Option<(OwnedReadHalf, OwnedWriteHalf)> = None;
     let first_by = tokio::time::Instant::now() + opening_limit;
-    let mut framing = Framing::new(max_stanza);
+    let mut framing = Framing::new(limits.max_stanza);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         tokio::select! {
@@ -205,6 +248,9 @@ async fn relay(
                     Some(Ok(m)) => m,
                 };
                 stats.requests.fetch_add(1, Ordering::Relaxed);
+                if let Some(s) = shaper.as_mut() {
+                    s.take(m.len()).await;
+                }
                 let text = match &m {
                     Message::Text(t) => t.as_bytes(),
                     Message::Binary(_) => {
@@ -281,4 +327,35 @@ fn close(code: CloseCode, reason: &str) -> Message {
         code,
         reason: reason.to_string().into(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shaper;
+    use std::time::{Duration, Instant};
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_shaper_lets_a_seconds_worth_through_then_holds_to_its_rate() {
+        let mut s = Shaper::new(100_000);
+        let t = Instant::now();
+        s.take(100_000).await;
+        assert!(t.elapsed() < Duration::from_millis(20), "{:?}", t.elapsed());
+        // In debt by 20,000 bytes: 0.2 s at 100,000 a second.
+        s.take(20_000).await;
+        let waited = t.elapsed();
+        assert!(
+            waited >= Duration::from_millis(190) && waited < Duration::from_millis(400),
+            "{waited:?}"
+        );
+        // Idle time banks no more than a second's worth.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let t = Instant::now();
+        s.take(100_000).await;
+        s.take(10_000).await;
+        assert!(
+            t.elapsed() >= Duration::from_millis(90),
+            "{:?}",
+            t.elapsed()
+        );
+    }
 }

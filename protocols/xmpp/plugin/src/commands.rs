@@ -243,6 +243,14 @@ pub struct ServeFlags {
     /// closed; a BOSH body announced over --xmpp-bosh-max-body is refused on its start tag.
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub xmpp_web_opening_timeout: String,
+    /// Bytes a second one WebSocket client's messages may bring, one second's worth
+    /// banked for bursts (0: no limit). Over it the gateway reads that client's messages
+    /// no faster, as ejabberd's c2s shaper (1,000 B/s by default) and Prosody's
+    /// mod_limits do: one session flooding at full speed would otherwise take the CPU
+    /// the XMPP server behind needs for everyone else. A chat client stays far below it;
+    /// give 0 to measure one session's top speed through the gateway.
+    #[arg(long, default_value = "64KiB", value_name = "SIZE")]
+    pub xmpp_websocket_max_rate: String,
 }
 
 /// Adds the XMPP flags to `wirebench serve`, under their own heading.
@@ -483,7 +491,12 @@ impl ServeFlags {
         };
         let max_stanza = size("--xmpp-max-stanza", &self.xmpp_max_stanza)?;
         if let Some(a) = &self.xmpp_websocket {
-            v.push((crate::web::Kind::WebSocket { max_stanza }, a.clone()));
+            let rate = size("--xmpp-websocket-max-rate", &self.xmpp_websocket_max_rate)?;
+            let kind = crate::web::Kind::WebSocket {
+                max_stanza,
+                max_rate: (rate > 0).then_some(rate as u64),
+            };
+            v.push((kind, a.clone()));
         }
         if let Some(a) = &self.xmpp_bosh {
             let cfg = crate::web::BoshConfig {

@@ -18,7 +18,11 @@ pub(crate) fn start(
 ) -> Result<Option<web::Endpoint>, String> {
     let kind = match transport {
         Transport::Tcp => return Ok(None),
-        Transport::WebSocket { .. } => web::Kind::WebSocket { max_stanza },
+        // A case's own gateway carries only its own load: no rate limit.
+        Transport::WebSocket { .. } => web::Kind::WebSocket {
+            max_stanza,
+            max_rate: None,
+        },
         Transport::SockJs { .. } => web::Kind::SockJs(web::sockjs::SockJsOptions {
             max_stanza,
             cfg: wirebench_xmpp_web::sockjs::SockJsConfig {

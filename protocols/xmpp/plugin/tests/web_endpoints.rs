@@ -55,6 +55,7 @@ fn start(bosh: BoshConfig) -> Running {
         addr,
         Kind::WebSocket {
             max_stanza: 16 * 1024,
+            max_rate: Some(1 << 20),
         },
         false,
     )
