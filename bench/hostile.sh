@@ -322,7 +322,7 @@ run_proxy() {
 # web_server NAME: starts it (the gateways in front of the built-in server, all with
 # their opening timeouts at HANDSHAKE), runs the attacks, stops it. CPORT is where the
 # well-behaved client goes: BOSH's CORS preflight, SockJS's /info, a SOAP Echo envelope,
-# 2-byte WebSocket echoes, HTTP/2 PINGs for gRPC (hostile.py http-client, ws-client,
+# 2-byte WebSocket echoes, unary gRPC Echo calls of 2 bytes (hostile.py http-client, ws-client,
 # h2-client; CLIENT_SECS seconds each).
 web_server() {
     local name=$1 port

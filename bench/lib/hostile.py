@@ -474,22 +474,55 @@ def ws_client(target, seconds):
     report_rtt(rtt, fails)
 
 
+def hpack_literal(name, value):
+    """A header field as HPACK's literal without indexing, new name, no Huffman coding
+    (RFC 7541 section 6.2.2); names and values under 127 bytes."""
+    return b"\0" + bytes([len(name)]) + name + bytes([len(value)]) + value
+
+
+# wirebench.Bench/Echo's request headers (gRPC over HTTP/2, PROTOCOL-HTTP2.md).
+GRPC_ECHO = b"".join(hpack_literal(n, v) for n, v in [
+    (b":method", b"POST"), (b":scheme", b"http"), (b":path", b"/wirebench.Bench/Echo"),
+    (b":authority", b"127.0.0.1"), (b"content-type", b"application/grpc"), (b"te", b"trailers"),
+])
+
+
+def grpc_echo_call(stream):
+    """A unary Echo call on `stream`: HEADERS, then DATA ending the stream, the gRPC
+    message prefix (not compressed, length 4) and a Blob whose data is 2 bytes (protobuf:
+    field 1, length-delimited)."""
+    return h2_frame(1, 4, stream, GRPC_ECHO) + h2_frame(0, 1, stream, b"\0\0\0\0\x04\x0a\x02hi")
+
+
+def grpc_calls():
+    """A non-reader's next call each time, on the next stream id (odd, rising)."""
+    n = [1]
+
+    def call():
+        n[0] += 2
+        return grpc_echo_call(n[0] - 2)
+    return call
+
+
 def h2_client(target, seconds):
-    """gRPC's stand-in for a well-behaved client: an HTTP/2 connection timing PINGs
-    (RFC 9113 section 6.7), which the server's HTTP/2 layer answers at once."""
+    """gRPC's well-behaved client: unary wirebench.Bench/Echo calls, one at a time on
+    one HTTP/2 connection, each timed to its trailers (END_STREAM). Not PINGs: the server
+    refuses a client that pings more often than gRPC's keepalive policy permits."""
     ip, port = target.rsplit(":", 1)
     s = socket.create_connection((ip, int(port)), timeout=5)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    s.sendall(H2_PREFACE + h2_frame(4, 0, 0, b""))
+    # The connection's receive window opened wide: the replies never wait for it.
+    s.sendall(H2_PREFACE + h2_frame(4, 0, 0, b"") + h2_frame(8, 0, 0, struct.pack(">I", 2**30)))
     buf = b""
     rtt, fails = [], 0
     end = time.time() + seconds
-    ping = h2_frame(6, 0, 0, b"hostile!")
+    stream = 1
     acked_settings = False
     while time.time() < end:
         t = time.perf_counter()
         try:
-            s.sendall(ping)
+            s.sendall(grpc_echo_call(stream))
+            echoed = False
             while True:
                 while len(buf) < 9 or len(buf) < 9 + struct.unpack(">I", b"\0" + buf[:3])[0]:
                     d = s.recv(65536)
@@ -498,15 +531,22 @@ def h2_client(target, seconds):
                     buf += d
                 n = struct.unpack(">I", b"\0" + buf[:3])[0]
                 ftype, flags = buf[3], buf[4]
+                sid = struct.unpack(">I", buf[5:9])[0] & 0x7FFFFFFF
                 buf = buf[9 + n:]
                 if ftype == 4 and not flags & 1 and not acked_settings:
                     s.sendall(h2_frame(4, 1, 0, b""))
                     acked_settings = True
-                if ftype == 6 and flags & 1:
+                if ftype == 7 or (ftype == 3 and sid == stream):
+                    raise OSError("GOAWAY or RST_STREAM")
+                echoed = echoed or (ftype == 0 and sid == stream and n >= 9)
+                if ftype == 1 and sid == stream and flags & 1:
+                    if not echoed:
+                        raise OSError("a call ended without its echo (an error status)")
                     break
         except OSError:
             fails += 1
             break
+        stream += 2
         rtt.append(time.perf_counter() - t)
     report_rtt(rtt, fails)
 
@@ -869,7 +909,7 @@ def w_halfopen(w, a, n, ready, q):
                 msg = ws_frame(body, opcode=2)  # echoed back, never read
             elif a.proto == "h2":
                 s.sendall(opening("h2", a.domain, a.host))
-                msg = h2_frame(6, 0, 0, b"12345678")  # PINGs, each to be acked, never read
+                msg = grpc_calls()  # Echo calls whose replies are never read
             elif a.proto in MORE_REQUESTS:
                 msg = MORE_REQUESTS[a.proto](len(body)) + body
             elif a.proto in LINE_OPENINGS:
@@ -920,7 +960,7 @@ def w_halfopen(w, a, n, ready, q):
         while time.time() < until and live:
             for s, msg in live:
                 try:
-                    written += s.send(msg)
+                    written += s.send(msg() if callable(msg) else msg)
                 except (BlockingIOError, OSError):
                     pass
             time.sleep(0.005)

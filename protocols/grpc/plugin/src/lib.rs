@@ -6,6 +6,7 @@
 //! the server's count). `docs/protocols/soapstone.md`.
 
 mod codec;
+pub mod pings;
 pub mod server;
 
 use bytes::Bytes;

@@ -3,13 +3,14 @@
 //! payload size are refused by tonic's decoding limit (RESOURCE_EXHAUSTED) and counted.
 
 use crate::codec::BlobCodec;
+use crate::pings::{PingWatch, TOO_MANY_PINGS};
 use bytes::Bytes;
 use futures_like::Pending;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::convert::Infallible;
 use std::sync::Arc;
 use tonic::{Request, Response, Status, Streaming};
-use wirebench_rpc::server::{Activity, accept_loop, within_limit};
+use wirebench_rpc::server::{Activity, Closed, accept_loop, within_limit};
 use wirebench_rpc::{Behaviour, Counters, Summary};
 
 mod futures_like {
@@ -171,6 +172,8 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, b: Behav
     accept_loop(l, &b2, counters, move |sock, c| {
         let s = Shared { b: b.clone(), c };
         let limit = b.header_timeout;
+        // The keepalive policy only where strangers reach the server (run alone).
+        let enforce = b.strikes;
         async move {
             let activity = Arc::new(Activity::default());
             // Counted only under a limit: a case's own server pays nothing for it.
@@ -184,12 +187,18 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, b: Behav
                     r
                 }
             });
+            let io = PingWatch::new(sock, enforce);
+            let refused = io.refused();
             let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
                 .initial_stream_window_size(8 << 20)
                 .initial_connection_window_size(16 << 20)
                 .max_concurrent_streams(1024)
-                .serve_connection(TokioIo::new(sock), svc);
-            within_limit("gRPC connection", limit, false, &activity, conn).await
+                .serve_connection(TokioIo::new(io), svc);
+            let r = within_limit("gRPC connection", limit, false, &activity, conn).await;
+            if refused.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(Closed::input(format!("gRPC connection: {TOO_MANY_PINGS}")));
+            }
+            r
         }
     })
     .await
