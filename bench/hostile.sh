@@ -18,6 +18,8 @@
 # link listener, its peer 127.0.0.1 and no XMPP server behind it). Against each, one run
 # of each attack
 # (bench/lib/hostile.py, Python 3, standard library only, several processes):
+#   none       no attack, for SECS seconds: the client measured twice with nothing in
+#              between, the ratio's noise floor on this machine (first of each server)
 #   idle       IDLE connections that send nothing (default 9,984: the built-in server's
 #              default cap of 10,000 sessions less room for the well-behaved client)
 #   slowloris  SLOW connections sending the opening (XMPP stream header, HTTP request
@@ -76,7 +78,7 @@
 # IDLE (9984), SLOW (1000), HALF (half-open connections, 100), SECS (seconds per attack, default 10, --quick 4; idle and
 # slowloris last HANDSHAKE + 4 s), ROUNDS (20000, --quick 5000), CLIENT_SECS (1), PROCS
 # (attacking processes, 2), HANDSHAKE (10s), ATTACKS (the attacks to run, default all:
-# "idle slowloris oversized garbage halfopen flood smuggle disallowed sessions"), ATTACK_CPUS (a
+# "none idle slowloris oversized garbage halfopen flood smuggle disallowed sessions"), ATTACK_CPUS (a
 # taskset CPU list for the attackers, e.g. 1; default: any CPU).
 #
 # On a machine this small the attackers compete with the server and the well-behaved
@@ -112,7 +114,7 @@ else
     : "${SECS:=10}" "${ROUNDS:=20000}" "${IDLE:=9984}" "${SLOW:=1000}"
 fi
 : "${CLIENT_SECS:=1}" "${PROCS:=2}" "${HALF:=100}" "${HANDSHAKE:=10s}"
-: "${ATTACKS:=idle slowloris oversized garbage halfopen flood smuggle disallowed sessions}"
+: "${ATTACKS:=none idle slowloris oversized garbage halfopen flood smuggle disallowed sessions}"
 LONG=$((${HANDSHAKE%s} + 4))
 ATTACK_TASKSET=()
 if [[ -n ${ATTACK_CPUS:-} ]]; then
@@ -242,6 +244,7 @@ is_proxy() { [[ $1 == socks5 || $1 == convert || $1 == ss ]]; }
 is_line() { [[ $1 == control || $1 == barrier || $1 == x2x ]]; } # not HTTP: no smuggling
 run_attacks() {
     local server=$1 proto=$2 client=$3 target=$4
+    ! wanted none || attack "$server" "$proto" "$client" "$target" none --secs "$SECS" --procs 1
     ! wanted idle || attack "$server" "$proto" "$client" "$target" idle --conns "$IDLE" --secs "$LONG"
     ! wanted slowloris || attack "$server" "$proto" "$client" "$target" slowloris --conns "$SLOW" --secs "$LONG"
     ! wanted oversized || attack "$server" "$proto" "$client" "$target" oversized --secs "$SECS"

@@ -657,6 +657,14 @@ def x2x_client(target, seconds):
 # ---------------------------------------------------------------- attacks (per worker)
 
 
+def w_none(w, a, n, ready, q):
+    """No attack: the well-behaved client is measured twice with nothing in between, so
+    that the table shows how far the ratio moves on this machine by itself."""
+    ready.set()
+    time.sleep(a.secs)
+    q.put({"slept_s": a.secs})
+
+
 def w_idle(w, a, n, ready, q):
     until = time.time() + a.secs
     conns, errs = open_many(w, a.target, n, until)
@@ -1134,6 +1142,7 @@ def w_sessions(w, a, n, ready, q):
 
 
 ATTACKS = {
+    "none": w_none,
     "disallowed": w_disallowed,
     "idle": w_idle,
     "slowloris": w_slowloris,
@@ -1274,6 +1283,8 @@ def describe(r):
     """What the attack saw, in a few words for the table."""
     x = r["result"]
     a = r["attack"]
+    if a == "none":
+        return "no attack: the client measured twice, the noise floor of the ratio"
     if a in ("idle", "slowloris"):
         s = "%d open" % x.get("opened", 0)
         if x.get("connect_errors"):
