@@ -50,14 +50,25 @@ pub fn namespaces_of(pid: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A free port on 127.0.0.1 (bound, read and released: another process could take it
-/// before the test binds it, which the tests accept).
+/// A port on 127.0.0.1 free now, for a server the test starts. Below the kernel's
+/// ephemeral range (32768-60999 by default): one picked by binding port 0 lies inside
+/// it, where any test's outgoing connection could take it before the server binds it
+/// (CI saw "Address already in use" so). Each call in a test binary gets another port.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 10_000;
+    const SPAN: u32 = 22_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    // Test binaries run one after another, but a pid spreads them apart anyway.
+    let start = std::process::id().wrapping_mul(7919);
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (FIRST + start.wrapping_add(n) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port on 127.0.0.1 in {FIRST}..{}", FIRST + SPAN);
 }
 
 /// A `wirebench serve` of the test's own, its stderr in a log file. Dropping it stops it
