@@ -75,6 +75,7 @@
 # the --also servers --also-header-timeout HANDSHAKE (both 30s by default), likewise.
 #
 # Environment: WB (wirebench binary; default target/release/wirebench, built if missing),
+# RUNS (client runs whose median p99 is taken, each side, 3; give SECS room for them),
 # IDLE (9984), SLOW (1000), HALF (half-open connections, 100), SECS (seconds per attack, default 10, --quick 4; idle and
 # slowloris last HANDSHAKE + 4 s), ROUNDS (20000, --quick 5000), CLIENT_SECS (1), PROCS
 # (attacking processes, 2), HANDSHAKE (10s), ATTACKS (the attacks to run, default all:
@@ -113,7 +114,7 @@ if ((QUICK)); then
 else
     : "${SECS:=10}" "${ROUNDS:=20000}" "${IDLE:=9984}" "${SLOW:=1000}"
 fi
-: "${CLIENT_SECS:=1}" "${PROCS:=2}" "${HALF:=100}" "${HANDSHAKE:=10s}"
+: "${CLIENT_SECS:=1}" "${PROCS:=2}" "${HALF:=100}" "${HANDSHAKE:=10s}" "${RUNS:=3}"
 : "${ATTACKS:=none idle slowloris oversized garbage halfopen flood smuggle disallowed sessions}"
 LONG=$((${HANDSHAKE%s} + 4))
 ATTACK_TASKSET=()
@@ -181,11 +182,11 @@ stop_server() {
     SERVER_PID=
 }
 
-# p99 KIND: the well-behaved client's p99 in microseconds, the median of three runs
+# p99 KIND: the well-behaved client's p99 in microseconds, the median of RUNS runs
 # (the machine is shared); "failed: ..." if a run failed.
 p99() {
     local r=() v
-    for _ in 1 2 3; do
+    for _ in $(seq "$RUNS"); do
         v=$(p99_once "$1")
         [[ $v == failed* ]] && {
             echo "$v"
@@ -193,7 +194,7 @@ p99() {
         }
         r+=("$v")
     done
-    printf '%s\n' "${r[@]}" | sort -g | sed -n 2p
+    printf '%s\n' "${r[@]}" | sort -g | sed -n "$(((RUNS + 1) / 2))p"
 }
 p99_once() {
     local out=$LOG/client.out
