@@ -324,7 +324,7 @@ fn connect_from(from: [u8; 4], port: u16) -> Option<TcpStream> {
 
 #[test]
 fn a_source_that_keeps_sending_garbage_is_banned_from_every_port_for_a_while() {
-    let (http, xmpp) = (free_port(), free_port());
+    let (http, xmpp, socks5) = (free_port(), free_port(), free_port());
     let serve = Serve::start(
         [
             "--listen".to_string(),
@@ -333,21 +333,24 @@ fn a_source_that_keeps_sending_garbage_is_banned_from_every_port_for_a_while() {
             format!("127.0.0.1:{xmpp}"),
             "--also".into(),
             format!("http=127.0.0.1:{http}"),
+            "--also".into(),
+            format!("socks5=127.0.0.1:{socks5}"),
             "--ban-after".into(),
             "5".into(),
             "--ban-for".into(),
             "3s".into(),
         ],
-        "http on",
+        "socks5 on",
     );
     let bad = [127, 0, 0, 2];
-    // Five refusals: not HTTP, bytes that are no XML, a head over the cap.
+    // Five refusals: not HTTP, bytes that are no XML, a head over the cap, not SOCKS5.
     let noise: Vec<u8> = (0..4096u32).map(|i| (i * 7919 % 251) as u8).collect();
     for i in 0..5 {
-        let (port, what): (u16, &[u8]) = match i % 3 {
+        let (port, what): (u16, &[u8]) = match i % 4 {
             0 => (http, b"\x16\x03\x01 not http at all\r\n\r\n"),
             1 => (xmpp, &noise),
-            _ => (http, &[b'a'; 70 * 1024]),
+            2 => (http, &[b'a'; 70 * 1024]),
+            _ => (socks5, b"GET / HTTP/1.1\r\n\r\n"),
         };
         let mut s = connect_from(bad, port).expect("not banned yet");
         let _ = s.write_all(what);
@@ -370,6 +373,10 @@ fn a_source_that_keeps_sending_garbage_is_banned_from_every_port_for_a_while() {
     assert!(
         connect_from(bad, xmpp).is_none(),
         "banned from the XMPP port"
+    );
+    assert!(
+        connect_from(bad, socks5).is_none(),
+        "banned from the SOCKS5 port"
     );
     let mut good = connect_from([127, 0, 0, 1], http).expect("127.0.0.1 is not banned");
     good.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")

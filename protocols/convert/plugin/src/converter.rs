@@ -12,7 +12,9 @@
 //! Not an open relay: it connects only to destinations its [`Allow`] admits, and answers
 //! any other with "Not Authorized to Connect". A client has [`HANDSHAKE_TIMEOUT`] to
 //! send its whole Convert message (at most [`MAX_MESSAGE`] bytes, what the 8-bit length
-//! in 32-bit words can say); a connection's failure closes only it.
+//! in 32-bit words can say); a connection's failure closes only it. A converter run
+//! alone counts each client refused for what it sent (not a Convert message, no Connect
+//! TLV, a destination not allowed) against its source ([`wirebench_net::ban`]).
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -25,6 +27,7 @@ use tokio::net::TcpStream;
 use wirebench_convert as cv;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_rpc::Counters;
+use wirebench_rpc::server::Closed;
 
 /// Time a client has from connecting to its complete Convert message.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -41,7 +44,9 @@ pub struct Config {
     /// TCP Fast Open both ways: a queue on the listener, so clients' SYNs may carry their
     /// request, and the client's first data in the SYN of the connection onwards.
     pub tfo: bool,
-    /// Each refused or failed connection on stderr (`wirebench converter`).
+    /// Each refused or failed connection on stderr, and strikes against the sources
+    /// refused for what they sent (`wirebench converter`: anyone who can reach it may
+    /// misuse it; a case's converter strikes no one, only our client reaches it).
     pub log: bool,
     /// Where to keep each connection's leg to the server ([`Legs`]), when measured.
     pub legs: Option<Arc<Legs>>,
@@ -93,15 +98,19 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
     let cap = cfg.cap.clone();
     // One line a second at most for this thread: a flood must not fill the terminal.
     let closes = std::rc::Rc::new(wirebench_net::cap::LogLimit::new());
-    wirebench_net::accept::accept_local_capped(&l, stop, Some(true), cap.as_ref(), |s, _| {
+    wirebench_net::accept::accept_local_capped(&l, stop, Some(true), cap.as_ref(), |s, peer| {
         let (c, cfg) = (counters.clone(), cfg.clone());
         let closes = closes.clone();
         async move {
             if let Err(e) = session(s, &cfg).await {
                 if cfg.log {
-                    closes.eprint(|| format!("wirebench converter: a client: {e}"));
+                    if e.for_input {
+                        wirebench_net::ban::strike(peer.ip());
+                    }
+                    let why = &e.why;
+                    closes.eprint(|| format!("wirebench converter: a client: {why}"));
                 }
-                c.reject(format!("Convert client: {e}"));
+                c.reject(format!("Convert client: {}", e.why));
             }
         }
     })
@@ -110,13 +119,13 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
 
 /// Sends the Error TLV for `code` and returns `why` as the session's error, closing
 /// gently so the client reads the Error TLV before any reset.
-async fn refuse<T>(s: &mut TcpStream, code: cv::ErrorCode, why: String) -> Result<T, String> {
+async fn refuse<T>(s: &mut TcpStream, code: cv::ErrorCode, why: Closed) -> Result<T, Closed> {
     let _ = s.write_all(&cv::error_reply(code)).await;
     wirebench_net::accept::close_gently(s).await;
     Err(why)
 }
 
-async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
+async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), Closed> {
     let mut buf = Vec::with_capacity(256);
     let opened = tokio::time::timeout(HANDSHAKE_TIMEOUT, open(&mut s, &mut buf, cfg)).await;
     let (up, onward_at) = match opened {
@@ -125,7 +134,8 @@ async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
             return Err(format!(
                 "no complete Convert message within {}s",
                 HANDSHAKE_TIMEOUT.as_secs()
-            ));
+            )
+            .into());
         }
     };
     let syn_data = wirebench_net::sock::syn_data_acked(&up);
@@ -226,7 +236,7 @@ async fn open(
     s: &mut TcpStream,
     buf: &mut Vec<u8>,
     cfg: &Config,
-) -> Result<(TcpStream, u64), String> {
+) -> Result<(TcpStream, u64), Closed> {
     let tlvs = loop {
         match cv::parse(buf) {
             Ok(Some((tlvs, n))) => {
@@ -236,11 +246,12 @@ async fn open(
             Ok(None) => {}
             Err(e) => {
                 let code = e.reply_code();
-                return refuse(s, code, format!("bad Convert message: {e}")).await;
+                let why = Closed::input(format!("bad Convert message: {e}"));
+                return refuse(s, code, why).await;
             }
         }
         if buf.len() >= MAX_MESSAGE + 64 * 1024 {
-            return Err("a Convert message that never ends".into());
+            return Err(Closed::input("a Convert message that never ends"));
         }
         let mut chunk = [0u8; 2048];
         let n = s
@@ -248,7 +259,9 @@ async fn open(
             .await
             .map_err(|e| format!("reading the Convert message: {e}"))?;
         if n == 0 {
-            return Err("closed before the Convert message was complete".into());
+            return Err(Closed::from(
+                "closed before the Convert message was complete".to_string(),
+            ));
         }
         buf.extend_from_slice(&chunk[..n]);
     };
@@ -256,7 +269,7 @@ async fn open(
         return refuse(
             s,
             cv::ErrorCode::MalformedMessage,
-            "a Convert message without a Connect TLV".into(),
+            Closed::input("a Convert message without a Connect TLV"),
         )
         .await;
     };
@@ -264,7 +277,7 @@ async fn open(
         return refuse(
             s,
             cv::ErrorCode::NotAuthorized,
-            format!("{dest} is not an allowed destination"),
+            Closed::input(format!("{dest} is not an allowed destination")),
         )
         .await;
     }
@@ -277,7 +290,7 @@ async fn open(
                 std::io::ErrorKind::ConnectionRefused => cv::ErrorCode::ConnectionReset,
                 _ => cv::ErrorCode::DestinationUnreachable,
             };
-            return refuse(s, code, format!("connecting to {dest}: {e}")).await;
+            return refuse(s, code, format!("connecting to {dest}: {e}").into()).await;
         }
         Err(_) => {
             return refuse(
@@ -286,7 +299,8 @@ async fn open(
                 format!(
                     "connecting to {dest}: no answer within {}s",
                     CONNECT_TIMEOUT.as_secs()
-                ),
+                )
+                .into(),
             )
             .await;
         }

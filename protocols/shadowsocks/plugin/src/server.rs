@@ -18,6 +18,10 @@
 //! rather than forget). As SIP022 recommends, a client refused during its header is
 //! not closed at once but read to its end (or [`DRAIN_TIMEOUT`]), so the moment of the
 //! close tells a prober nothing about which byte was wrong.
+//!
+//! A server run alone counts each client refused during its header (a tag that does not
+//! open, a malformed address, a stale time or a replayed salt) against its source
+//! ([`wirebench_net::ban`]), as fail2ban does with failed logins.
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -27,6 +31,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wirebench_rpc::Counters;
+use wirebench_rpc::server::Closed;
 use wirebench_shadowsocks::v2022::{self, Psk, SaltPool};
 use wirebench_shadowsocks::{
     Decryptor, Encryptor, Host, Key, MAX_PAYLOAD, TAG_LEN, Target, parse_address,
@@ -55,7 +60,9 @@ pub struct Config {
     pub allow: Allow,
     /// A TCP Fast Open queue on the listener, so a client's SYN may carry its request.
     pub tfo: bool,
-    /// Each closed connection's reason on stderr (a server run alone).
+    /// Each closed connection's reason on stderr, and strikes against the sources
+    /// refused during their header (a server run alone, which anyone may reach; a case's
+    /// own strikes no one: only our client reaches it).
     pub log: bool,
     /// At most this many clients at once (`serve --also shadowsocks`); `None`: no cap.
     pub cap: Option<Arc<wirebench_net::cap::ConnCap>>,
@@ -75,7 +82,7 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
     let cap = cfg.cap.clone();
     // One line a second at most for this thread: a flood must not fill the terminal.
     let closes = std::rc::Rc::new(wirebench_net::cap::LogLimit::new());
-    wirebench_net::accept::accept_local_capped(&l, stop, Some(true), cap.as_ref(), |s, _| {
+    wirebench_net::accept::accept_local_capped(&l, stop, Some(true), cap.as_ref(), |s, peer| {
         let (c, cfg, salts) = (counters.clone(), cfg.clone(), salts.clone());
         let closes = closes.clone();
         async move {
@@ -85,9 +92,14 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
             };
             if let Err(e) = r {
                 if cfg.log {
-                    closes.eprint(|| format!("wirebench shadowsocks server: closed a client: {e}"));
+                    if e.for_input {
+                        wirebench_net::ban::strike(peer.ip());
+                    }
+                    let why = &e.why;
+                    closes
+                        .eprint(|| format!("wirebench shadowsocks server: closed a client: {why}"));
                 }
-                c.reject(format!("Shadowsocks client: {e}"));
+                c.reject(format!("Shadowsocks client: {}", e.why));
             }
         }
     })
@@ -104,13 +116,13 @@ struct Header {
 
 /// Reads until the first plaintext holds a whole address. The plaintext held is at most
 /// one chunk plus a partial address (259 bytes).
-async fn read_header(s: &mut TcpStream, keys: &[Key]) -> Result<Header, String> {
+async fn read_header(s: &mut TcpStream, keys: &[Key]) -> Result<Header, Closed> {
     let mut dec = Decryptor::any(keys);
     let mut plain = Vec::new();
     let mut buf = vec![0u8; READ];
     loop {
         if let Some((target, n)) =
-            parse_address(&plain).map_err(|e| format!("bad target address: {e}"))?
+            parse_address(&plain).map_err(|e| Closed::input(format!("bad target address: {e}")))?
         {
             plain.drain(..n);
             return Ok(Header {
@@ -128,39 +140,40 @@ async fn read_header(s: &mut TcpStream, keys: &[Key]) -> Result<Header, String> 
             return Err(match dec.finish() {
                 Err(e) => format!("closed inside the header: {e}"),
                 Ok(()) => "closed before a complete target address".into(),
-            });
+            }
+            .into());
         }
         let mut input = &buf[..n];
         // One chunk at a time, so an address found in the first stops the reading there.
-        while let Some(p) = dec.next_chunk(&mut input).map_err(|e| e.to_string())? {
+        while let Some(p) = dec
+            .next_chunk(&mut input)
+            .map_err(|e| Closed::input(e.to_string()))?
+        {
             plain.extend_from_slice(p);
         }
     }
 }
 
 /// A client's connection: the header under its time limit, then the relay.
-async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
+async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), Closed> {
     let h = match tokio::time::timeout(HEADER_TIMEOUT, read_header(&mut s, &cfg.keys)).await {
         Ok(r) => r?,
         Err(_) => {
-            return Err(format!(
-                "no complete header within {}s",
-                HEADER_TIMEOUT.as_secs()
-            ));
+            return Err(format!("no complete header within {}s", HEADER_TIMEOUT.as_secs()).into());
         }
     };
     let key = h
         .dec
         .cipher()
         .and_then(|c| cfg.keys.iter().find(|k| k.cipher() == c))
-        .ok_or("no cipher identified")?
+        .ok_or_else(|| Closed::from("no cipher identified".to_string()))?
         .clone();
     let up = connect_onwards(&h.target, cfg, &h.rest).await?;
     let salt = crate::stream::fresh_salt(&key).map_err(|e| e.to_string())?;
     let enc = Encryptor::new(&key, &salt).map_err(|e| e.to_string())?;
     // The relay ends when either side closes or fails; neither is the client's fault,
     // except a chunk that does not open, which is reported.
-    relay(s, up, Opener::Aead(h.dec), Sealer::Aead(enc)).await
+    Ok(relay(s, up, Opener::Aead(h.dec), Sealer::Aead(enc)).await?)
 }
 
 /// Connects to `target` if allowed and forwards the client's first data there.
@@ -202,7 +215,7 @@ async fn connect_onwards(target: &Target, cfg: &Config, first: &[u8]) -> Result<
 async fn read_head_2022(
     s: &mut TcpStream,
     psk: &Psk,
-) -> Result<(v2022::Decryptor, Vec<u8>), String> {
+) -> Result<(v2022::Decryptor, Vec<u8>), Closed> {
     let mut dec = v2022::Decryptor::request(psk);
     let mut buf = vec![0u8; READ];
     let mut first = Vec::new();
@@ -218,10 +231,14 @@ async fn read_head_2022(
             return Err(match dec.finish() {
                 Err(e) => format!("closed inside the header: {e}"),
                 Ok(()) => "closed before a complete header".into(),
-            });
+            }
+            .into());
         }
         let mut input = &buf[..n];
-        while let Some(p) = dec.next_chunk(&mut input).map_err(|e| e.to_string())? {
+        while let Some(p) = dec
+            .next_chunk(&mut input)
+            .map_err(|e| Closed::input(e.to_string()))?
+        {
             first.extend_from_slice(p);
         }
         if dec.head().is_some_and(|h| h.target.is_some()) {
@@ -250,7 +267,7 @@ async fn session_2022(
     cfg: &Config,
     psk: &Psk,
     salts: &RefCell<SaltPool>,
-) -> Result<(), String> {
+) -> Result<(), Closed> {
     let (dec, first) = match tokio::time::timeout(HEADER_TIMEOUT, read_head_2022(&mut s, psk)).await
     {
         Ok(Ok(h)) => h,
@@ -259,14 +276,11 @@ async fn session_2022(
             return Err(e);
         }
         Err(_) => {
-            return Err(format!(
-                "no complete header within {}s",
-                HEADER_TIMEOUT.as_secs()
-            ));
+            return Err(format!("no complete header within {}s", HEADER_TIMEOUT.as_secs()).into());
         }
     };
     let Some(head) = dec.head().cloned() else {
-        return Err("no header".into());
+        return Err("no header".to_string().into());
     };
     // The header's tag held, so its salt and time are the client's (or a replay's).
     let now = crate::unix_now();
@@ -274,15 +288,15 @@ async fn session_2022(
         .and_then(|()| salts.borrow_mut().check_and_insert(&head.salt, now));
     if let Err(e) = checked {
         drain(&mut s).await;
-        return Err(e.to_string());
+        return Err(Closed::input(e.to_string()));
     }
     let Some(target) = head.target else {
-        return Err("no target".into());
+        return Err("no target".to_string().into());
     };
     let up = connect_onwards(&target, cfg, &first).await?;
     let salt = crate::stream::random_bytes(psk.salt_len()).map_err(|e| e.to_string())?;
     let enc = v2022::Encryptor::server(psk, &salt, &head.salt).map_err(|e| e.to_string())?;
-    relay(s, up, Opener::V2022(dec), Sealer::V2022(enc)).await
+    Ok(relay(s, up, Opener::V2022(dec), Sealer::V2022(enc)).await?)
 }
 
 /// The client's direction, opened.

@@ -2,7 +2,10 @@
 //! username/password). Not an open relay: it connects only to the destinations its
 //! [`Allow`] names, and answers any other with the protocol's own "connection not allowed
 //! by ruleset". A client has [`HANDSHAKE_TIMEOUT`] to finish its handshake, and at most
-//! [`MAX_HANDSHAKE`] bytes of it are held; a connection's failure closes only it.
+//! [`MAX_HANDSHAKE`] bytes of it are held; a connection's failure closes only it. A proxy
+//! run alone counts each client refused for what it sent (not SOCKS5, a method or
+//! command it does not serve, wrong credentials, a destination not allowed) against its
+//! source ([`wirebench_net::ban`]).
 //!
 //! A client may pipeline: the greeting, the request and even its first data in one
 //! write. Whatever follows a message in the buffer is kept for the next step and, after
@@ -16,6 +19,7 @@ use tokio::net::TcpStream;
 use wirebench_net::accept::close_gently;
 use wirebench_net::cap::ConnCap;
 use wirebench_rpc::Counters;
+use wirebench_rpc::server::Closed;
 use wirebench_socks5 as s5;
 
 /// Time a client has from connecting to its complete request.
@@ -34,7 +38,9 @@ pub struct Config {
     pub userpass: Option<(Vec<u8>, Vec<u8>)>,
     pub allow: Allow,
     /// Log each client it closes on stderr (`serve --also socks5`: what an operator sees
-    /// of a hostile client); a case counts them instead.
+    /// of a hostile client), and strike the sources refused for what they sent: anyone
+    /// who can reach a proxy run alone may misuse it. A case counts its closes instead,
+    /// and strikes no one: only our client reaches it.
     pub log: bool,
     /// At most this many clients at once (`serve --also socks5`); `None`: no cap.
     pub cap: Option<Arc<ConnCap>>,
@@ -46,15 +52,19 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
     let cap = cfg.cap.clone();
     // One line a second at most for this thread: a flood must not fill the terminal.
     let closes = std::rc::Rc::new(wirebench_net::cap::LogLimit::new());
-    wirebench_net::accept::accept_local_capped(&l, stop, Some(true), cap.as_ref(), |s, _| {
+    wirebench_net::accept::accept_local_capped(&l, stop, Some(true), cap.as_ref(), |s, peer| {
         let (c, cfg) = (counters.clone(), cfg.clone());
         let closes = closes.clone();
         async move {
             if let Err(e) = session(s, &cfg).await {
                 if cfg.log {
-                    closes.eprint(|| format!("wirebench socks5 server: closed a client: {e}"));
+                    if e.for_input {
+                        wirebench_net::ban::strike(peer.ip());
+                    }
+                    let why = &e.why;
+                    closes.eprint(|| format!("wirebench socks5 server: closed a client: {why}"));
                 }
-                c.reject(format!("SOCKS5 client: {e}"));
+                c.reject(format!("SOCKS5 client: {}", e.why));
             }
         }
     })
@@ -62,7 +72,7 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, cfg: Arc
 }
 
 /// A client's connection: the handshake under its time limit, then the relay.
-async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
+async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), Closed> {
     let mut buf = Vec::with_capacity(512);
     let up = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut s, &mut buf, cfg)).await {
         Ok(Ok(up)) => up,
@@ -74,7 +84,8 @@ async fn session(mut s: TcpStream, cfg: &Config) -> Result<(), String> {
             return Err(format!(
                 "no complete handshake within {}s",
                 HANDSHAKE_TIMEOUT.as_secs()
-            ));
+            )
+            .into());
         }
     };
     let mut up = up;
@@ -94,7 +105,7 @@ async fn read_msg<T>(
     buf: &mut Vec<u8>,
     what: &str,
     parse: impl Fn(&[u8]) -> s5::Parsed<T>,
-) -> Result<Result<T, s5::Error>, String> {
+) -> Result<Result<T, s5::Error>, Closed> {
     loop {
         match parse(buf) {
             Ok(Some((v, n))) => {
@@ -105,7 +116,9 @@ async fn read_msg<T>(
             Err(e) => return Ok(Err(e)),
         }
         if buf.len() >= MAX_HANDSHAKE {
-            return Err(format!("{what} longer than {MAX_HANDSHAKE} bytes"));
+            return Err(Closed::input(format!(
+                "{what} longer than {MAX_HANDSHAKE} bytes"
+            )));
         }
         let mut chunk = [0u8; 512];
         let want = chunk.len().min(MAX_HANDSHAKE - buf.len());
@@ -114,7 +127,7 @@ async fn read_msg<T>(
             .await
             .map_err(|e| format!("reading the {what}: {e}"))?;
         if n == 0 {
-            return Err(format!("closed during the {what}"));
+            return Err(format!("closed during the {what}").into());
         }
         buf.extend_from_slice(&chunk[..n]);
     }
@@ -126,11 +139,11 @@ async fn handshake(
     s: &mut TcpStream,
     buf: &mut Vec<u8>,
     cfg: &Config,
-) -> Result<TcpStream, String> {
-    let w = |e: std::io::Error| format!("writing to the client: {e}");
+) -> Result<TcpStream, Closed> {
+    let w = |e: std::io::Error| Closed::from(format!("writing to the client: {e}"));
     let methods = match read_msg(s, buf, "greeting", s5::parse_greeting).await? {
         Ok(m) => m,
-        Err(e) => return Err(format!("bad greeting: {e}")),
+        Err(e) => return Err(Closed::input(format!("bad greeting: {e}"))),
     };
     let want = if cfg.userpass.is_some() {
         s5::USER_PASS
@@ -141,21 +154,23 @@ async fn handshake(
         s.write_all(&s5::method_choice(s5::NO_ACCEPTABLE))
             .await
             .map_err(w)?;
-        return Err(format!(
+        return Err(Closed::input(format!(
             "offered methods {methods:?}, none of them {want:#04x}, which this proxy requires"
-        ));
+        )));
     }
     s.write_all(&s5::method_choice(want)).await.map_err(w)?;
     if let Some((user, pass)) = &cfg.userpass {
         let (u, p) = match read_msg(s, buf, "username/password", s5::parse_userpass_request).await?
         {
             Ok(up) => up,
-            Err(e) => return Err(format!("bad username/password request: {e}")),
+            Err(e) => {
+                return Err(Closed::input(format!("bad username/password request: {e}")));
+            }
         };
         let ok = &u == user && &p == pass;
         s.write_all(&s5::userpass_reply(ok)).await.map_err(w)?;
         if !ok {
-            return Err("wrong username or password".into());
+            return Err(Closed::input("wrong username or password"));
         }
     }
     let unbound = s5::Target::from(SocketAddr::new(IpAddr::from([0, 0, 0, 0]), 0));
@@ -164,14 +179,16 @@ async fn handshake(
         Ok(r) => r,
         Err(e) => {
             let _ = s.write_all(&refuse(e.reply_code())).await;
-            return Err(format!("bad request: {e}"));
+            return Err(Closed::input(format!("bad request: {e}")));
         }
     };
     if cmd != s5::Command::Connect {
         s.write_all(&refuse(s5::ReplyCode::CommandNotSupported))
             .await
             .map_err(w)?;
-        return Err(format!("{cmd:?} requested: only CONNECT is served"));
+        return Err(Closed::input(format!(
+            "{cmd:?} requested: only CONNECT is served"
+        )));
     }
     // A name is checked before it is looked up: resolving it could send a DNS query
     // off the machine for a destination the list refuses anyway.
@@ -181,7 +198,7 @@ async fn handshake(
             s.write_all(&refuse(s5::ReplyCode::NotAllowed))
                 .await
                 .map_err(w)?;
-            return Err(why);
+            return Err(Closed::input(why));
         }
     };
     let mut last = None;
@@ -215,10 +232,10 @@ async fn handshake(
     let Some(up) = up else {
         let (code, why) = last.unwrap_or((s5::ReplyCode::GeneralFailure, "no address".into()));
         s.write_all(&refuse(code)).await.map_err(w)?;
-        return Err(why);
+        return Err(why.into());
     };
     let _ = up.set_nodelay(true);
-    let bound = up.local_addr().map_err(|e| e.to_string())?;
+    let bound = up.local_addr().map_err(|e| Closed::from(e.to_string()))?;
     s.write_all(&s5::reply(s5::ReplyCode::Succeeded, &bound.into()))
         .await
         .map_err(w)?;

@@ -5,7 +5,8 @@
 //!   component port, runs the XEP-0114 handshake ([`ComponentConn`]), then reads
 //!   stanzas into the engine; with a writer thread that writes the engine's deliveries
 //!   for that domain and confirms them once `write` has returned;
-//! - an acceptor (unless `dial = "local"`), refusing any source address but the peer's;
+//! - an acceptor (unless `dial = "local"`), refusing any source address but the peer's
+//!   and banning a stranger that keeps trying ([`wirebench_net::ban`]);
 //! - a dialer (unless `dial = "peer"`), with exponential backoff;
 //! - per link connection, a reader and a writer. Only one link connection is current;
 //!   a newer one replaces it, except during a simultaneous open (connections of opposite
@@ -861,6 +862,10 @@ impl Refusals {
 fn accept_loop(s: &Arc<Shared>, listener: TcpListener) {
     let allowed = s.cfg.peer_source();
     let mut refusals = Refusals::default();
+    // A stranger that keeps connecting is banned like any refused source
+    // (wirebench_net::ban): its SYNs are then dropped in the kernel and cost the link
+    // nothing. The peer is never struck, so it is never banned.
+    let _bans = wirebench_net::ban::guard(&listener);
     while !s.stopping() {
         refusals.flush(s, allowed);
         match sock::wait_readable(&listener, TICK) {
@@ -886,6 +891,8 @@ fn accept_loop(s: &Arc<Shared>, listener: TcpListener) {
             // have sent (even in its SYN) is discarded unread.
             let _ = stream.shutdown(Shutdown::Both);
             drop(stream);
+            // Struck before it is counted, so that a count seen means a strike made.
+            wirebench_net::ban::strike(from.ip());
             s.lock().stats.refused_connections += 1;
             refusals.refused(s, from, allowed);
             continue;

@@ -365,9 +365,10 @@ fn connections_from_another_source_address_are_refused() {
 }
 
 /// A flood of strangers' connections is refused one by one, and logged as a few lines
-/// with counts rather than a line each (the log may be a file on a small disk).
+/// with counts rather than a line each (the log may be a file on a small disk); at the
+/// ban policy's count the stranger is banned and its next SYN goes unanswered.
 #[test]
-fn a_flood_of_strangers_is_refused_with_a_few_log_lines() {
+fn a_flood_of_strangers_is_refused_with_a_few_log_lines_then_banned() {
     let sb = FakeServer::start("a.test");
     let dir = std::env::temp_dir().join(format!("x2x-refusals-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -378,19 +379,26 @@ fn a_flood_of_strangers_is_refused_with_a_few_log_lines() {
     cb.log_file = Some(log.clone());
     let b = Gateway::start(cb).unwrap();
     let target = b.listen_addr().unwrap();
-    let n = 400;
-    for _ in 0..n {
+    let stranger = || {
         let sock =
             socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
         sock.bind(&"127.0.0.3:0".parse::<SocketAddr>().unwrap().into())
             .unwrap();
-        sock.connect(&target.into()).unwrap();
-        let mut s: TcpStream = sock.into();
+        sock.connect_timeout(&target.into(), Duration::from_millis(500))
+            .map(|()| TcpStream::from(sock))
+    };
+    let n = u64::from(wirebench_net::ban::DEFAULT_POLICY.strikes);
+    for _ in 0..n {
+        let mut s = stranger().expect("not banned yet");
         let _ = s.write_all(b"garbage");
     }
     wait("every refusal to be counted", 10, || {
         b.stats().refused_connections == n
     });
+    assert!(
+        stranger().is_err(),
+        "banned after {n} refusals: its SYNs are dropped"
+    );
     // The last ones are logged within a second of the flood.
     std::thread::sleep(Duration::from_millis(1300));
     let text = std::fs::read_to_string(&log).unwrap();
