@@ -29,7 +29,7 @@
 #   garbage    4 KiB of random bytes, on a fresh connection and after a valid opening
 #   halfopen   half the connections stop reading while the server writes to them (XMPP,
 #              and ws through the gateway: logged-in sessions another session floods
-#              with 1 KB messages; HTTP: pipelined GETs);
+#              with 1 KB messages; HTTP: pipelined GETs; gRPC: 1 KB Echo calls);
 #              the other half send half an opening, shutdown(SHUT_WR) and linger
 #   flood      new connections, connect and close (RST) as fast as possible
 #   smuggle    (http and ws) two Content-Lengths, chunked + Content-Length both ways,

@@ -487,20 +487,24 @@ GRPC_ECHO = b"".join(hpack_literal(n, v) for n, v in [
 ])
 
 
-def grpc_echo_call(stream):
+def grpc_echo_call(stream, data=b"hi"):
     """A unary Echo call on `stream`: HEADERS, then DATA ending the stream, the gRPC
-    message prefix (not compressed, length 4) and a Blob whose data is 2 bytes (protobuf:
-    field 1, length-delimited)."""
-    return h2_frame(1, 4, stream, GRPC_ECHO) + h2_frame(0, 1, stream, b"\0\0\0\0\x04\x0a\x02hi")
+    message prefix (not compressed, 4-byte length) and a Blob holding `data` (protobuf:
+    field 1, length-delimited; `data` under 16 KiB, a two-byte length at most)."""
+    n = len(data)
+    blob = b"\x0a" + (bytes([n]) if n < 128 else bytes([n & 0x7F | 0x80, n >> 7])) + data
+    msg = b"\0" + struct.pack(">I", len(blob)) + blob
+    return h2_frame(1, 4, stream, GRPC_ECHO) + h2_frame(0, 1, stream, msg)
 
 
-def grpc_calls():
-    """A non-reader's next call each time, on the next stream id (odd, rising)."""
+def grpc_calls(data):
+    """A non-reader's next call each time, on the next stream id (odd, rising), echoing
+    `data`."""
     n = [1]
 
     def call():
         n[0] += 2
-        return grpc_echo_call(n[0] - 2)
+        return grpc_echo_call(n[0] - 2, data)
     return call
 
 
@@ -917,7 +921,9 @@ def w_halfopen(w, a, n, ready, q):
                 msg = ws_frame(body, opcode=2)  # echoed back, never read
             elif a.proto == "h2":
                 s.sendall(opening("h2", a.domain, a.host))
-                msg = grpc_calls()  # Echo calls whose replies are never read
+                # Echo calls of 1 KB (as HTTP's POSTs) whose replies are never read: the
+                # replies fill the connection's flow-control window, then its buffers.
+                msg = grpc_calls(body)
             elif a.proto in MORE_REQUESTS:
                 msg = MORE_REQUESTS[a.proto](len(body)) + body
             elif a.proto in LINE_OPENINGS:

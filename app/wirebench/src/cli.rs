@@ -641,6 +641,17 @@ pub struct ServeArgs {
     /// once a second.
     #[arg(long, default_value_t = wirebench_net::cap::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
     pub also_max_connections: usize,
+    /// HTTP/2 streams (gRPC calls, h2c requests) one connection to an --also server may
+    /// have open at once, announced as SETTINGS_MAX_CONCURRENT_STREAMS: the calls over
+    /// it are refused (REFUSED_STREAM), and a connection refused (or reset for broken
+    /// requests) N times is closed with GOAWAY ENHANCE_YOUR_CALM. Each open stream holds
+    /// its request and reply (about 10 KiB for a small gRPC call), so this bounds what a
+    /// client that never reads its replies can make a connection hold and cost. 100 is
+    /// RFC 9113's recommended minimum and grpc-swift's and nghttp2's default; a client
+    /// that opens more streams before the server's SETTINGS reach it (a high rate over a
+    /// long round trip) has the excess refused: raise it for such a client.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub also_max_streams: u32,
     /// Ban a source address after this many connections refused for what they sent
     /// within 10 s, on any of this process's ports (bytes that are not the protocol, a
     /// head, frame or stanza over its cap; never a timeout or a reset): its packets are

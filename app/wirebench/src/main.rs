@@ -238,6 +238,9 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
     if args.also_max_connections == 0 {
         anyhow::bail!("--also-max-connections must be at least 1");
     }
+    if args.also_max_streams == 0 {
+        anyhow::bail!("--also-max-streams must be at least 1 (a call is a stream)");
+    }
     for also in &args.also {
         let limits = |what: String| wirebench_protocol::AloneLimits {
             max_payload: max_payload as usize,
@@ -247,6 +250,7 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
                 args.also_max_connections,
                 !args.quiet,
             ),
+            max_streams: args.also_max_streams,
             log: !args.quiet,
         };
         serve_alone(also, limits, args.proxy_threads)?;

@@ -1,7 +1,8 @@
 //! The caps of what a hostile client can make `wirebench serve` and the converter hold
 //! (issue #34): connections of the `--also` servers and `wirebench converter`
 //! (`--also-max-connections`, `--max-connections`), BOSH and SockJS sessions
-//! (`--xmpp-bosh-max-sessions`, `--xmpp-sockjs-max-sessions`) and their expiry, and the
+//! (`--xmpp-bosh-max-sessions`, `--xmpp-sockjs-max-sessions`) and their expiry, gRPC's
+//! HTTP/2 streams (`--also-max-streams`), bans, and the
 //! line an operator sees for each close, at most one a second (serve's control port's
 //! too). 127.0.0.1 only.
 
@@ -404,4 +405,89 @@ fn a_source_that_keeps_sending_garbage_is_banned_from_every_port_for_a_while() {
         log.contains("wirebench: banned 127.0.0.2 for 3s: 5 connections refused within 10s"),
         "{log}"
     );
+}
+
+/// An HTTP/2 frame (RFC 9113 §4.1).
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    f.extend([kind, flags]);
+    f.extend(stream.to_be_bytes());
+    f.extend(payload);
+    f
+}
+
+/// The server's frames until it closes: (type, stream, payload).
+fn h2_frames(s: &mut TcpStream) -> Vec<(u8, u32, Vec<u8>)> {
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    let mut frames = Vec::new();
+    let mut at = all.as_slice();
+    while at.len() >= 9 {
+        let n = u32::from_be_bytes([0, at[0], at[1], at[2]]) as usize;
+        let Some(payload) = at.get(9..9 + n) else {
+            break;
+        };
+        let stream = u32::from_be_bytes([at[5], at[6], at[7], at[8]]) & 0x7FFF_FFFF;
+        frames.push((at[3], stream, payload.to_vec()));
+        at = &at[9 + n..];
+    }
+    frames
+}
+
+#[test]
+fn a_grpc_client_over_its_stream_cap_is_refused_then_closed() {
+    let port = free_port();
+    let serve = Serve::start(
+        [
+            "--listen".to_string(),
+            "127.0.0.1:0".into(),
+            "--also".into(),
+            format!("grpc=127.0.0.1:{port}"),
+            "--also-max-streams".into(),
+            "4".into(),
+        ],
+        "grpc on",
+    );
+    // Calls whose request bodies never come: each holds its stream open.
+    let mut headers = Vec::new();
+    for (name, value) in [
+        (&b":method"[..], &b"POST"[..]),
+        (b":scheme", b"http"),
+        (b":path", b"/wirebench.Bench/Echo"),
+        (b":authority", b"127.0.0.1"),
+        (b"content-type", b"application/grpc"),
+        (b"te", b"trailers"),
+    ] {
+        // A literal field without indexing, new name (RFC 7541 §6.2.2).
+        headers.extend([0, name.len() as u8]);
+        headers.extend(name);
+        headers.push(value.len() as u8);
+        headers.extend(value);
+    }
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(h2_frame(4, 0, 0, &[]));
+    // 4 streams held, then 5 over the cap: the fifth refusal is one too many.
+    for i in 0..9 {
+        out.extend(h2_frame(1, 4, 1 + 2 * i, &headers));
+    }
+    s.write_all(&out).unwrap();
+    let frames = h2_frames(&mut s);
+    let settings = &frames.iter().find(|f| f.0 == 4).expect("SETTINGS").2;
+    assert!(
+        settings.chunks(6).any(|c| c == [0, 3, 0, 0, 0, 4]),
+        "SETTINGS_MAX_CONCURRENT_STREAMS 4 announced: {settings:?}"
+    );
+    let refused: Vec<u32> = frames
+        .iter()
+        .filter(|f| f.0 == 3 && f.2 == [0, 0, 0, 7])
+        .map(|f| f.1)
+        .collect();
+    assert_eq!(refused, [9, 11, 13, 15], "REFUSED_STREAM: {frames:?}");
+    let goaway = &frames.iter().find(|f| f.0 == 7).expect("GOAWAY").2;
+    assert_eq!(goaway[4..8], [0, 0, 0, 0xb], "ENHANCE_YOUR_CALM");
+    std::thread::sleep(Duration::from_millis(300));
+    let log = serve.stop();
+    assert!(log.contains("excessive load"), "{log}");
 }

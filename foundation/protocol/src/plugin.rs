@@ -205,6 +205,9 @@ pub struct AloneLimits {
     /// The server's cap on open connections (serve's `--also-max-connections`), one for
     /// all the threads of one `--also` server: over it a new connection is closed at once.
     pub connections: std::sync::Arc<wirebench_net::cap::ConnCap>,
+    /// HTTP/2 streams one connection may have open at once (serve's
+    /// `--also-max-streams`, the SETTINGS_MAX_CONCURRENT_STREAMS it announces).
+    pub max_streams: u32,
     /// Log the clients the server closes, and why (serve without `--quiet`).
     pub log: bool,
 }

@@ -42,7 +42,18 @@ pub struct Behaviour {
     /// ([`wirebench_net::ban::strike`]): for a server run alone, which anyone who can
     /// reach its port may misuse; not for a case's own, which only our client reaches.
     pub strikes: bool,
+    /// HTTP/2 streams one connection may have open at once: [`CASE_MAX_STREAMS`] for a
+    /// case's own server, `serve --also-max-streams` for one run alone. Also the streams
+    /// the server may reset on one connection for the client's doing (over this cap, a
+    /// broken request) before it closes it with GOAWAY ENHANCE_YOUR_CALM: a client that
+    /// never reads its replies holds `max_streams` streams, then is refused, and would
+    /// otherwise be refused 1,024 times (h2's default) at the server's expense.
+    pub max_streams: u32,
 }
+
+/// A case's own HTTP/2 and gRPC servers take as many streams at once as the client keeps
+/// in flight on a connection at most (the workload's open-loop cap).
+pub const CASE_MAX_STREAMS: u32 = 1024;
 
 /// Why a server closed a connection, and whether for what its client sent (bytes that
 /// are not the protocol, a head or frame over a cap: [`Closed::input`]) rather than a
@@ -67,8 +78,19 @@ impl Closed {
     /// an HTTP/2 connection error this end declared (a frame over its size, a broken
     /// frame sequence); `what` prefixes the reason.
     pub fn from_error(what: &str, e: &(dyn std::error::Error + 'static)) -> Closed {
+        // hyper's own words are terse ("http2 error"): its sources say what happened
+        // ("connection error detected: too_many_internal_resets").
+        let mut why = format!("{what}: {e}");
+        let mut at = e.source();
+        while let Some(s) = at {
+            let said = s.to_string();
+            if !why.ends_with(&said) {
+                why = format!("{why}: {said}");
+            }
+            at = s.source();
+        }
         Closed {
-            why: format!("{what}: {e}"),
+            why,
             for_input: error_is_input(e),
         }
     }
@@ -93,10 +115,14 @@ fn error_is_input(e: &(dyn std::error::Error + 'static)) -> bool {
         }
         if let Some(h) = e.downcast_ref::<h2::Error>() {
             use h2::Reason;
+            // ENHANCE_YOUR_CALM: h2 closes a connection whose streams it had to reset
+            // 1,024 times (over the stream cap, broken requests), which no client that
+            // heeds SETTINGS_MAX_CONCURRENT_STREAMS meets.
             let broken = [
                 Reason::PROTOCOL_ERROR,
                 Reason::FRAME_SIZE_ERROR,
                 Reason::COMPRESSION_ERROR,
+                Reason::ENHANCE_YOUR_CALM,
             ];
             return h.is_library() && h.reason().is_some_and(|r| broken.contains(&r));
         }
@@ -147,6 +173,7 @@ impl Behaviour {
             cap: None,
             closes: None,
             strikes: false,
+            max_streams: CASE_MAX_STREAMS,
         }
     }
 
@@ -355,6 +382,7 @@ where
     let mut b = Behaviour::new(0, limits.max_payload, Duration::ZERO, true);
     b.cap = Some(limits.connections.clone());
     b.strikes = true;
+    b.max_streams = limits.max_streams;
     b.closes = limits
         .log
         .then(|| Arc::new(CloseLog::new(limits.connections.what())));

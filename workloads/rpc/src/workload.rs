@@ -30,7 +30,7 @@ use wirebench_protocol::{Case, Ctx, Outcome, TICK, Workload, WorkloadError};
 
 /// Requests one connection keeps in flight at most in open-loop mode (HTTP/2, gRPC):
 /// beyond it, due requests wait (and their wait counts in their latency).
-const MAX_IN_FLIGHT: usize = 1024;
+const MAX_IN_FLIGHT: usize = crate::server::CASE_MAX_STREAMS as usize;
 
 /// A case's workload for a request/response protocol.
 #[derive(Debug, Clone)]

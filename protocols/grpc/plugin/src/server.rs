@@ -174,6 +174,7 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, b: Behav
         let limit = b.header_timeout;
         // The keepalive policy only where strangers reach the server (run alone).
         let enforce = b.strikes;
+        let max_streams = b.max_streams;
         async move {
             let activity = Arc::new(Activity::default());
             // Counted only under a limit: a case's own server pays nothing for it.
@@ -192,7 +193,8 @@ pub async fn serve(l: tokio::net::TcpListener, counters: Arc<Counters>, b: Behav
             let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
                 .initial_stream_window_size(8 << 20)
                 .initial_connection_window_size(16 << 20)
-                .max_concurrent_streams(1024)
+                .max_concurrent_streams(max_streams)
+                .max_local_error_reset_streams(Some(max_streams as usize))
                 .serve_connection(TokioIo::new(io), svc);
             let r = within_limit("gRPC connection", limit, false, &activity, conn).await;
             if refused.load(std::sync::atomic::Ordering::Relaxed) {

@@ -41,6 +41,7 @@ pub async fn serve<K: Codec>(
                 });
             }
             let limit = b.header_timeout;
+            let max_streams = b.max_streams;
             let activity = Arc::new(Activity::default());
             // Counted only under a limit: a case's own server pays nothing for it.
             let act = limit.map(|_| activity.clone());
@@ -62,7 +63,8 @@ pub async fn serve<K: Codec>(
                 .http2()
                 .initial_stream_window_size(8 << 20)
                 .initial_connection_window_size(16 << 20)
-                .max_concurrent_streams(1024);
+                .max_concurrent_streams(max_streams)
+                .max_local_error_reset_streams(Some(max_streams as usize));
             let conn = builder.serve_connection(TokioIo::new(s), svc);
             within_limit("HTTP connection", limit, true, &activity, conn).await
         }
