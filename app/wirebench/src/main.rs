@@ -255,6 +255,8 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
         };
         serve_alone(also, limits, args.proxy_threads)?;
     }
+    // What a burst of clients left behind goes back to the system (see trim.rs).
+    wirebench_net::trim::spawn().context("starting the memory trimmer thread")?;
     let shutdown = Shutdown::new();
     let mut running = Vec::new();
     for plan in plans {

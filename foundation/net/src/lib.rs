@@ -3,7 +3,8 @@
 //! servers on threads of their own, one or one per core (threads.rs), and the caps on
 //! what a server's clients may make it hold (cap.rs), and the wait for a whole HTTP request
 //! head before a handshake parser that re-reads it is given a connection (head.rs), and the
-//! bans on sources that keep sending what the servers refuse (ban.rs).
+//! bans on sources that keep sending what the servers refuse (ban.rs), and the return of
+//! freed memory to the system (trim.rs).
 //! Protocol-free: the reference server and its control client are raw's
 //! (`protocols/raw/server`).
 
@@ -15,5 +16,6 @@ pub mod head;
 pub mod sock;
 pub mod threads;
 pub mod timing;
+pub mod trim;
 
 pub use addr::{AddrError, DEFAULT_PORT, parse_addr};

@@ -139,6 +139,7 @@ fn converter_client(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
             true,
         )),
     };
+    wirebench_net::trim::spawn().context("starting the memory trimmer thread")?;
     local::run_standalone(l, cfg, stop_flag(shutdown)).map_err(|e| anyhow::anyhow!(e))?;
     eprintln!("wirebench converter-client: stopped");
     Ok(0)
@@ -178,6 +179,7 @@ fn converter(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
         )),
     };
     let mut threads = converter::start(ls, cfg).map_err(|e| anyhow::anyhow!(e))?;
+    wirebench_net::trim::spawn().context("starting the memory trimmer thread")?;
     eprintln!(
         "wirebench converter: listening on {at}, connecting to {allow} only{} (Ctrl-C to stop)",
         if tfo { ", TCP Fast Open offered" } else { "" }
