@@ -4,9 +4,12 @@
 //! from the top of each heap, so after 10,000 idle connections are closed, a server's
 //! resident size stays at its peak (200 MiB for the HTTP server in `bench/hostile.sh`'s
 //! idle row) although the memory is free. `malloc_trim(0)` releases every free page of
-//! every arena (glibc 2.8 and later). [`spawn`] calls it every so often for a server that
-//! runs alone: a few milliseconds of one thread per call at most, nothing when there is
-//! nothing to release.
+//! every arena (glibc 2.8 and later). [`spawn`] calls it every [`PERIOD`] for a server
+//! that runs alone. Its cost, holding each arena's lock in turn (measured on the
+//! development machine, a 200 MiB heap of 16 KiB blocks, 90% freed): 5 us on a small
+//! heap; 9 ms for the first call after such a burst, which releases the pages; 0.7 ms for
+//! each later call while the freed chunks stay in the bins. A thread that needs malloc's
+//! lock meanwhile waits that long, once every 5 s.
 
 use std::time::Duration;
 
