@@ -56,9 +56,13 @@
 # peak's growth per attacking connection, KiB; the p99 of a well-behaved client without
 # and during the attack and their ratio (target <= 2); whether the server is still alive
 # (and its log has no 'panicked'); what the attack saw; the last log line the server
-# printed (an operator's view). The well-behaved client: the hold_sessions example's
+# printed (an operator's view). After the table, the verdict (hostile.py verdict): how
+# many rows kept the client within 2x, the noise floor of that ratio (the `none` rows,
+# the client measured twice with no attack between: a row over 2x on a server whose
+# floor is near 2x says little), the rows over 2x, any server dead, and the rows after
+# which the server's memory did not come back within 16 MiB of its level before. The well-behaved client: the hold_sessions example's
 # ping-pong (two sessions, ROUNDS messages) for xmpp, a keep-alive GET loop (hostile.py
-# http-client, CLIENT_SECS seconds) for http, each the median p99 of three runs; the ws gateway has no such client here, its
+# http-client, CLIENT_SECS seconds) for http, each the median p99 of RUNS runs; the ws gateway has no such client here, its
 # p99 column is the XMPP ping-pong through the built-in server behind it. For bosh,
 # sockjs, soap, grpc and websocket: see web_server below.
 #
@@ -75,8 +79,8 @@
 # the --also servers --also-header-timeout HANDSHAKE (both 30s by default), likewise.
 #
 # Environment: WB (wirebench binary; default target/release/wirebench, built if missing),
-# RUNS (client runs whose median p99 is taken, each side, 3; give SECS room for them),
-# IDLE (9984), SLOW (1000), HALF (half-open connections, 100), SECS (seconds per attack, default 10, --quick 4; idle and
+# RUNS (client runs whose median p99 is taken, each side, 5; give SECS room for them),
+# IDLE (9984), SLOW (1000), HALF (half-open connections, 100), SECS (seconds per attack, default 10, --quick 8; idle and
 # slowloris last HANDSHAKE + 4 s), ROUNDS (20000, --quick 5000), CLIENT_SECS (1), PROCS
 # (attacking processes, 2), HANDSHAKE (10s), ATTACKS (the attacks to run, default all:
 # "none idle slowloris oversized garbage halfopen flood smuggle disallowed sessions"), ATTACK_CPUS (a
@@ -110,11 +114,11 @@ for a in "$@"; do
 done
 ((${#SERVERS[@]})) || SERVERS=(xmpp ws http bosh sockjs soap grpc websocket)
 if ((QUICK)); then
-    : "${SECS:=4}" "${ROUNDS:=5000}" "${IDLE:=2000}" "${SLOW:=200}"
+    : "${SECS:=8}" "${ROUNDS:=5000}" "${IDLE:=2000}" "${SLOW:=200}"
 else
     : "${SECS:=10}" "${ROUNDS:=20000}" "${IDLE:=9984}" "${SLOW:=1000}"
 fi
-: "${CLIENT_SECS:=1}" "${PROCS:=2}" "${HALF:=100}" "${HANDSHAKE:=10s}" "${RUNS:=3}"
+: "${CLIENT_SECS:=1}" "${PROCS:=2}" "${HALF:=100}" "${HANDSHAKE:=10s}" "${RUNS:=5}"
 : "${ATTACKS:=none idle slowloris oversized garbage halfopen flood smuggle disallowed sessions}"
 LONG=$((${HANDSHAKE%s} + 4))
 ATTACK_TASKSET=()
@@ -237,7 +241,7 @@ attack() {
     # The serve progress line comes every 5 s while its counters change.
     sleep 5.5
     logline=$(tail -c +"$((offset + 1))" "$LOG/$server.log" | grep -v '^$' | tail -n 1 | cut -c1-300 || true)
-    python3 "$HOSTILE" row "$server" "$out" "$base" "$during" "${logline:-(nothing)}"
+    python3 "$HOSTILE" row "$server" "$out" "$base" "$during" "${logline:-(nothing)}" | tee -a "$LOG/rows.md"
 }
 
 wanted() { [[ " $ATTACKS " == *" $1 "* ]]; }
@@ -264,7 +268,7 @@ run_attacks() {
         attack "$server" "${DISALLOWED_PROTO:-$proto}" "$client" "${DISALLOWED_AT:-$target}" disallowed --procs 1
     fi
     if grep -n panicked "$LOG/$server.log"; then
-        echo "| $server | **panicked**: see $LOG/$server.log | | | | | | |"
+        echo "| $server | **panicked**: see $LOG/$server.log | | | | | | |" | tee -a "$LOG/rows.md"
     fi
 }
 
@@ -397,9 +401,9 @@ ctl_server() {
         wait "$SERVER_PID" || rc=$((rc + 100))
         SERVER_PID=
         if ((rc == 0)); then
-            echo "| barrier | a real shard 1, after the attacks | | | | | joined; both shards ran the case and exited 0 ($((SECONDS - t0)) s) | |"
+            echo "| barrier | a real shard 1, after the attacks | | | | | joined; both shards ran the case and exited 0 ($((SECONDS - t0)) s) | |" | tee -a "$LOG/rows.md"
         else
-            echo "| barrier | a real shard 1, after the attacks | | | | | **failed** (shard 1's status, plus 100 if shard 0 failed: $rc): $(tail -n 1 "$LOG/shard-1.log" | tr -d '|' | cut -c1-160) | |"
+            echo "| barrier | a real shard 1, after the attacks | | | | | **failed** (shard 1's status, plus 100 if shard 0 failed: $rc): $(tail -n 1 "$LOG/shard-1.log" | tr -d '|' | cut -c1-160) | |" | tee -a "$LOG/rows.md"
         fi
         ;;
     x2x)
@@ -458,3 +462,4 @@ for s in "${SERVERS[@]}"; do
     *) web_server "$s" ;; # h1web's block below
     esac
 done
+python3 "$HOSTILE" verdict "$LOG/rows.md"

@@ -1353,6 +1353,55 @@ def row(server, path, base, during, logline):
         "yes" if r["server_alive"] else "**no**", describe(r).replace("|", "/"), logline.replace("|", "/")))
 
 
+def verdict(path):
+    """The run's verdict from its table rows (bench/hostile.sh keeps them in PATH): the
+    rows whose client p99 stayed within 2x of its p99 without the attack, the noise floor
+    of that ratio (the `none` rows: the client measured twice with no attack between),
+    the servers that died, and the rows after which memory did not come back within
+    16 MiB of its level before the attack."""
+    rows, floor, over, dead, kept = 0, [], [], [], []
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 7:
+            continue
+        server, attack, rss, p99, alive = cells[0], cells[1], cells[2], cells[4], cells[5]
+        if not rss:
+            # Not an attack: a panic found in the log, the barrier's real shard after them.
+            if "panicked" in line or "failed" in line:
+                dead.append("%s: %s" % (server, attack.strip("*")))
+            continue
+        m = re.search(r"\(([0-9.]+)\)", p99)
+        ratio = float(m.group(1)) if m else None
+        if attack == "none":
+            if ratio is not None:
+                floor.append((ratio, server))
+            continue
+        rows += 1
+        if alive != "yes":
+            dead.append("%s %s" % (server, attack))
+        if ratio is None or ratio > 2:
+            over.append("%s %s %s" % (server, attack, "no p99" if ratio is None else "%.2f" % ratio))
+        mib = [float(x) for x in re.findall(r"[0-9.]+", rss)[:3]]
+        if len(mib) == 3 and mib[2] - mib[0] > 16:
+            kept.append("%s %s (%.1f -> %.1f MiB)" % (server, attack, mib[0], mib[2]))
+    print()
+    print("Verdict: %d of %d attack rows within 2x of the client's p99 without the attack; %s." % (
+        rows - len(over), rows, "every server alive" if not dead else "FAILED: " + ", ".join(dead)))
+    if floor:
+        lo, hi = min(floor), max(floor)
+        print("Noise floor, the same ratio with no attack (none): %.2f (%s) to %.2f (%s) over %d servers%s." % (
+            lo[0], lo[1], hi[0], hi[1], len(floor),
+            "; over 2x itself, so rows near 2x on that server cannot be judged" if hi[0] > 2 else ""))
+    if over:
+        print("Over 2x: " + "; ".join(over) + ".")
+    if kept:
+        print("Memory not back within 16 MiB of its level before the attack: " + "; ".join(kept) + ".")
+
+
 def attacker(w, a, n, ready, q):
     """Attacking process w: a.attack from a.net's sources (set here, whatever the start
     method of multiprocessing)."""
@@ -1364,6 +1413,8 @@ def attacker(w, a, n, ready, q):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "row":
         return row(*sys.argv[2:7])
+    if len(sys.argv) > 1 and sys.argv[1] == "verdict":
+        return verdict(sys.argv[2])
     if len(sys.argv) > 1 and sys.argv[1] == "http-client":
         return http_client(sys.argv[2], float(sys.argv[3]), *sys.argv[4:5])
     if len(sys.argv) > 1 and sys.argv[1] == "proxy-client":
