@@ -76,7 +76,8 @@
 # the idle and slowloris connections are reaped within the run; the server's default is
 # 30s) and its other caps at their defaults (--xmpp-max-stanza 64KiB, --xmpp-max-queued
 # 4MiB, --xmpp-sessions 10000). The gateways get --xmpp-web-opening-timeout HANDSHAKE and
-# the --also servers --also-header-timeout HANDSHAKE (both 30s by default), likewise.
+# the --also servers --also-header-timeout HANDSHAKE (both 30s by default), likewise, and
+# BOSH --xmpp-bosh-inactivity HANDSHAKE (60s by default).
 #
 # Environment: WB (wirebench binary; default target/release/wirebench, built if missing),
 # RUNS (client runs whose median p99 is taken, each side, 5; give SECS room for them),
@@ -338,9 +339,14 @@ web_server() {
     CPORT=$port
     case $name in
     bosh | sockjs)
+        # Abandoned BOSH sessions end after HANDSHAKE, as SockJS's do after 5 s, so that
+        # the sessions row sees their memory come back within its 20 s (60 s by default).
+        BOSH_INACTIVITY=()
+        [[ $name == bosh ]] && BOSH_INACTIVITY=(--xmpp-bosh-inactivity "$HANDSHAKE")
         start_server "$name" "XMPP over $([[ $name == bosh ]] && echo BOSH || echo SockJS)" \
             --xmpp "127.0.0.1:$XPORT" --xmpp-handshake-timeout "$HANDSHAKE" \
-            "--xmpp-$name" "127.0.0.1:$port" --xmpp-web-opening-timeout "$HANDSHAKE"
+            "--xmpp-$name" "127.0.0.1:$port" --xmpp-web-opening-timeout "$HANDSHAKE" \
+            ${BOSH_INACTIVITY[@]+"${BOSH_INACTIVITY[@]}"}
         run_attacks "$name" "$name" "$name" "127.0.0.1:$port"
         ;;
     soap | grpc | websocket)

@@ -178,7 +178,7 @@ impl Protocol for Convert {
         let cfg = Arc::new(converter::Config {
             allow: converter::Allow::loopback(),
             tfo: true,
-            log: false,
+            log: limits.log,
             legs: None,
             cap: Some(limits.connections.clone()),
         });
