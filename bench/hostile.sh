@@ -292,7 +292,13 @@ run_proxy() {
     local s=$1 port=$((20000 + RANDOM % 10000))
     if [[ -z ${OPORT:-} ]]; then
         OPORT=$((port - 1))
-        helper echo "echo on" python3 "$HOSTILE" echo "$OPORT"
+        if [[ ${ORIGIN:-wirebench} == python ]]; then
+            helper echo "echo on" python3 "$HOSTILE" echo "$OPORT"
+        else
+            # Ours (serve --also direct, Rust): the origin's own cost stays small beside
+            # the proxy's, on the CPU the proxy and the client share.
+            helper echo "direct on" "$WB" serve --listen 127.0.0.1:0 --also "direct=127.0.0.1:$OPORT"
+        fi
     fi
     PROXY_AT=127.0.0.1:$port
     DISALLOWED_PROTO='' DISALLOWED_AT=''

@@ -39,7 +39,7 @@ fn socks5_greeted(port: u16) -> Option<TcpStream> {
 
 #[test]
 fn also_servers_hold_their_cap_and_log_their_closes() {
-    let (socks, http) = (free_port(), free_port());
+    let (socks, http, echo) = (free_port(), free_port(), free_port());
     let serve = Serve::start(
         [
             "--listen".to_string(),
@@ -48,6 +48,8 @@ fn also_servers_hold_their_cap_and_log_their_closes() {
             format!("socks5=127.0.0.1:{socks}"),
             "--also".into(),
             format!("http=127.0.0.1:{http}"),
+            "--also".into(),
+            format!("direct=127.0.0.1:{echo}"),
             "--proxy-threads".into(),
             "2".into(),
             "--also-max-connections".into(),
@@ -55,7 +57,7 @@ fn also_servers_hold_their_cap_and_log_their_closes() {
             "--also-header-timeout".into(),
             "1s".into(),
         ],
-        "http on",
+        "direct on",
     );
     // Four held over two threads: the cap is the proxy's, not each thread's.
     let mut held: Vec<_> = (0..4)
@@ -82,6 +84,27 @@ fn also_servers_hold_their_cap_and_log_their_closes() {
         std::thread::sleep(Duration::from_millis(50));
     };
     drop((again, held));
+
+    // The echo origin run alone (`direct`) echoes, and holds the same cap.
+    let echoes: Vec<_> = (0..4)
+        .map(|i| {
+            let mut s = TcpStream::connect(("127.0.0.1", echo)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            s.write_all(b"hi").unwrap();
+            let mut back = [0u8; 2];
+            s.read_exact(&mut back)
+                .unwrap_or_else(|e| panic!("echo {i}: {e}"));
+            assert_eq!(&back, b"hi");
+            s
+        })
+        .collect();
+    let mut over = TcpStream::connect(("127.0.0.1", echo)).unwrap();
+    over.write_all(b"hi").unwrap();
+    assert!(
+        closed_within(&mut over, Duration::from_secs(3)),
+        "the fifth echo connection stayed open"
+    );
+    drop(echoes);
 
     // An HTTP client that never asks is closed at --also-header-timeout, with a line.
     let mut idle = TcpStream::connect(("127.0.0.1", http)).unwrap();

@@ -203,11 +203,23 @@ pub async fn serve_echo(l: tokio::net::TcpListener, counters: Arc<Counters>) {
 
 /// [`serve_echo`], with a TCP Fast Open queue on the listener when `tfo`.
 pub async fn serve_echo_with(l: tokio::net::TcpListener, counters: Arc<Counters>, tfo: bool) {
+    serve_echo_capped(l, counters, tfo, None).await
+}
+
+/// [`serve_echo_with`] holding at most `cap`'s connections (`serve --also direct`, an
+/// origin run alone); `None`: no cap.
+pub async fn serve_echo_capped(
+    l: tokio::net::TcpListener,
+    counters: Arc<Counters>,
+    tfo: bool,
+    cap: Option<Arc<wirebench_net::cap::ConnCap>>,
+) {
     if tfo && let Err(e) = wirebench_net::sock::set_listener_fastopen(&l) {
         counters.reject(format!("the origin cannot take TCP Fast Open: {e}"));
     }
     let stop = std::future::pending();
-    wirebench_net::accept::accept_local(&l, stop, Some(true), |mut s, _| {
+    let cap = cap.as_ref();
+    wirebench_net::accept::accept_local_capped(&l, stop, Some(true), cap, |mut s, _| {
         let c = counters.clone();
         async move {
             let mut buf = vec![0u8; 16 * 1024];

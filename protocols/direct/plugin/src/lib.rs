@@ -56,6 +56,28 @@ impl Protocol for DirectProtocol {
         Some("an echo server of ours started per case")
     }
 
+    fn serve_alone_help(&self) -> Option<&'static str> {
+        Some("(an echo server, every byte back: an origin for the proxies)")
+    }
+
+    fn serve_alone_per_core(&self) -> bool {
+        true
+    }
+
+    fn serve_alone_limited(
+        &self,
+        listener: std::net::TcpListener,
+        limits: &wirebench_protocol::AloneLimits,
+    ) -> Option<Result<(), String>> {
+        let cap = limits.connections.clone();
+        Some(wirebench_rpc::server::serve_alone(
+            listener,
+            "direct",
+            limits,
+            move |l, c, _| wirebench_connect::serve_echo_capped(l, c, true, Some(cap)),
+        ))
+    }
+
     fn connect_round_trips(&self, case: &Case) -> f64 {
         wirebench_connect::tcp_round_trips(case)
     }
