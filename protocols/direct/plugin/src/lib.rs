@@ -69,12 +69,12 @@ impl Protocol for DirectProtocol {
         listener: std::net::TcpListener,
         limits: &wirebench_protocol::AloneLimits,
     ) -> Option<Result<(), String>> {
-        let cap = limits.connections.clone();
+        // serve_alone puts serve's connection cap in the Behaviour it hands over.
         Some(wirebench_rpc::server::serve_alone(
             listener,
             "direct",
             limits,
-            move |l, c, _| wirebench_connect::serve_echo_capped(l, c, true, Some(cap)),
+            |l, c, b| wirebench_connect::serve_echo_capped(l, c, true, b.cap),
         ))
     }
 
