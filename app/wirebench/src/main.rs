@@ -211,6 +211,13 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
         lifetime: ban_for,
         ..wirebench_net::ban::DEFAULT_POLICY
     });
+    // Ctrl-C or SIGTERM: stop accepting, let every session see the flag at its next
+    // tick and close, then exit 0 (a second signal exits at once). Installed before
+    // anything listens: a signal that arrives while the servers start (a script that
+    // stops serve once it has printed its address) is a stop like any other, not the
+    // default action's exit 143.
+    let shutdown = Shutdown::new();
+    on_signal(&shutdown, OnSignal::Serve)?;
     // Every argument is checked before anything listens: the plugins' first.
     let mut plans = Vec::new();
     for p in wirebench_runner::registry::REGISTRY {
@@ -257,14 +264,10 @@ fn serve(args: ServeArgs, flags: &clap::ArgMatches) -> Result<ExitCode> {
     }
     // What a burst of clients left behind goes back to the system (see trim.rs).
     wirebench_net::trim::spawn().context("starting the memory trimmer thread")?;
-    let shutdown = Shutdown::new();
     let mut running = Vec::new();
     for plan in plans {
         running.push(plan.start(&shutdown)?);
     }
-    // Ctrl-C or SIGTERM: stop accepting, let every session see the flag at its next
-    // tick and close, then exit 0 (a second signal exits at once).
-    on_signal(&shutdown, OnSignal::Serve)?;
     server.run_until(Box::new(|| {
         shutdown.wait();
         eprintln!("wirebench serve: stopping");
