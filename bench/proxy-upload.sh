@@ -17,7 +17,7 @@
 # per MiB reaching the origin, and the machine's TCP retransmissions and receive-queue
 # prunes over the window (/proc/net/snmp RetransSegs, /proc/net/netstat PruneCalled: a
 # relay whose peer's receive buffer is full and takes small segments). Then, per proxy,
-# halfopen's CPU against relay's.
+# halfopen's CPU against relay's, and ours' CPU per MiB relayed against microsocks'.
 #
 # Environment: WB (wirebench binary, default target/release/wirebench, built if
 # missing), HALF (100), WINDOW (6), REPEATS (2: each proxy and traffic, alternating).
@@ -61,6 +61,7 @@ fi
 if [[ " ${PROXIES[*]} " == *" microsocks "* ]] && ! command -v microsocks >/dev/null; then
     echo "proxy-upload.sh: microsocks is not installed (apt-get install microsocks): skipped" >&2
     PROXIES=("${PROXIES[@]/microsocks/}")
+    [[ -n ${PROXIES[*]// /} ]] || die "nothing to measure without microsocks"
 fi
 
 LOG=$(mktemp -d /tmp/wirebench-proxy-upload.XXXXXX)
@@ -163,13 +164,15 @@ rows, window = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()], f
 print()
 print("| proxy | traffic | proxy CPU, ms | origin CPU, ms | MiB to the origin | proxy CPU per MiB, ms | TCP retransmits | receive-queue prunes |")
 print("|---|---|---|---|---|---|---|---|")
-med = {}
+med, per = {}, {}
 for r in rows:
     proxy, traffic, pcpu, ocpu, b, retr, prune = r[0], r[1], float(r[2]), float(r[3]), int(r[4]), int(r[5]), int(r[6])
     mib = b / 1048576
     print("| %s | %s | %.0f | %.0f | %.1f | %s | %d | %d |" % (proxy, traffic, pcpu, ocpu, mib,
           "%.2f" % (pcpu / mib) if mib else "-", retr, prune))
     med.setdefault((proxy, traffic), []).append(pcpu)
+    if mib:
+        per.setdefault((proxy, traffic), []).append(pcpu / mib)
 print()
 print("Over %.0f s of each (medians): the proxy's CPU under halfopen against relay (the same upload, read):" % window)
 for proxy in dict.fromkeys(p for p, _ in med):
@@ -177,4 +180,12 @@ for proxy in dict.fromkeys(p for p, _ in med):
     if h and r:
         h, r = statistics.median(h), statistics.median(r)
         print("  %s: %.0f ms against %.0f ms (%.2f)" % (proxy, h, r, h / r if r else float("nan")))
+ref = per.get(("microsocks", "relay"))
+if ref:
+    ref = statistics.median(ref)
+    print("The proxy's CPU per MiB of the upload read (relay) against microsocks' (%.1f ms), medians:" % ref)
+    for proxy in dict.fromkeys(p for p, _ in per):
+        if proxy != "microsocks" and per.get((proxy, "relay")):
+            m = statistics.median(per[(proxy, "relay")])
+            print("  %s: %.1f ms (%.2f)" % (proxy, m, m / ref))
 EOF
