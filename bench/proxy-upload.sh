@@ -17,7 +17,7 @@
 # per MiB reaching the origin, and the machine's TCP retransmissions and receive-queue
 # prunes over the window (/proc/net/snmp RetransSegs, /proc/net/netstat PruneCalled: a
 # relay whose peer's receive buffer is full and takes small segments). Then, per proxy,
-# halfopen's CPU against relay's, and ours' CPU per MiB relayed against microsocks'.
+# halfopen's CPU against relay's, and our proxies' CPU per MiB relayed against microsocks'.
 #
 # Environment: WB (wirebench binary, default target/release/wirebench, built if
 # missing), HALF (100), WINDOW (6), REPEATS (2: each proxy and traffic, alternating).
