@@ -152,15 +152,10 @@ SERVER_PID=
 ATTACK_PID=
 NET=0
 HELPER_PIDS=
-cleanup() {
-    local pid
-    for pid in $ATTACK_PID $SERVER_PID $HELPER_PIDS; do
-        if kill -0 "$pid" 2>/dev/null; then
-            kill "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-        fi
-    done
-}
+# shellcheck source=lib/pids.sh
+. "$REPO/bench/lib/pids.sh"
+# shellcheck disable=SC2086 # HELPER_PIDS is a list of numbers
+cleanup() { stop_pids "$ATTACK_PID" "$SERVER_PID" $HELPER_PIDS; }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -187,8 +182,7 @@ start_server() {
     SERVER_PID=$LAUNCHED
 }
 stop_server() {
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
+    stop_pids "$SERVER_PID"
     SERVER_PID=
 }
 

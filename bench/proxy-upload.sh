@@ -66,15 +66,10 @@ fi
 
 LOG=$(mktemp -d /tmp/wirebench-proxy-upload.XXXXXX)
 PIDS=
-cleanup() {
-    local pid
-    for pid in $PIDS; do
-        if kill -0 "$pid" 2>/dev/null; then
-            kill "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-        fi
-    done
-}
+# shellcheck source=lib/pids.sh
+. "$REPO/bench/lib/pids.sh"
+# shellcheck disable=SC2086 # PIDS is a list of numbers
+cleanup() { stop_pids $PIDS; }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -93,10 +88,6 @@ start() {
         sleep 0.05
     done
     die "$name is not listening on $port; see $LOG/$name.log"
-}
-stop() {
-    kill "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
 }
 cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) * 1000 / hz}' "/proc/$1/stat"; }
 tcp_counters() {
@@ -142,9 +133,10 @@ one() {
     local p0 o0 b0 c0 p1 o1 b1 c1
     p0=$(cpu_ms "$pid") o0=$(cpu_ms "$ORIGIN_PID") b0=$(origin_bytes "$OPORT") c0=$(tcp_counters)
     sleep "$WINDOW"
+    kill -0 "$pid" 2>/dev/null || die "$proxy exited during $traffic; see $LOG/$proxy.log"
     p1=$(cpu_ms "$pid") o1=$(cpu_ms "$ORIGIN_PID") b1=$(origin_bytes "$OPORT") c1=$(tcp_counters)
     wait "$attack" || die "hostile.py $traffic failed: $(tail -n 3 "$LOG/$proxy-$traffic.err")"
-    stop "$pid"
+    stop_pids "$pid"
     read -r r0 q0 <<<"$c0"
     read -r r1 q1 <<<"$c1"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$proxy" "$traffic" "$(awk "BEGIN {print $p1 - $p0}")" \
