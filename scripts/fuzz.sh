@@ -65,8 +65,10 @@ field() { grep -o "$1: [0-9]*" "$log" | tail -n 1 | grep -o '[0-9]*$' || echo "?
 
 targets=0 failed=0 total_runs=0
 # FUZZ_ONLY: target names, space- or comma-separated; a directory with none is not built.
-only=" ${FUZZ_ONLY//,/ } "
-wanted() { [[ -z ${FUZZ_ONLY:-} || $only == *" $1 "* ]]; }
+# (`set -u`: an unset FUZZ_ONLY is read as empty, every target.)
+fuzz_only=${FUZZ_ONLY:-}
+only=" ${fuzz_only//,/ } "
+wanted() { [[ -z $fuzz_only || $only == *" $1 "* ]]; }
 for dir in "${dirs[@]}"; do
     mapfile -t names < <(cargo +"$TOOLCHAIN" fuzz list --fuzz-dir "$dir")
     picked=()
@@ -108,7 +110,7 @@ for dir in "${dirs[@]}"; do
     done
 done
 ((targets > 0)) || {
-    echo "fuzz.sh: no target matches FUZZ_ONLY=$FUZZ_ONLY" >&2
+    echo "fuzz.sh: no target matches FUZZ_ONLY=$fuzz_only" >&2
     exit 2
 }
 echo "fuzz: ${#dirs[@]} fuzz dirs, $targets targets, ${secs}s each, $total_runs runs, $failed failed"
