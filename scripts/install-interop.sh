@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the interop tests (protocols/xmpp/server/tests/interop.rs) need besides Rust:
+# What the interop tests (protocols/xmpp/server/tests/integration/interop.rs) need besides Rust:
 # Tsung from Debian and slixmpp from PyPI, pinned, in a virtual environment of its own
 # (target/interop-venv), so the system's Python is left alone. Idempotent and quick when
 # everything is there; the tests run it themselves. Needs root for apt-get.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What app/wirebench/tests/k8s.rs needs besides Rust: kubernetes-validate from PyPI,
+# What app/wirebench/tests/e2e/k8s.rs needs besides Rust: kubernetes-validate from PyPI,
 # pinned, in a virtual environment of its own (target/k8s-validate-venv). It checks
 # manifests against the Kubernetes API's JSON schemas (strict: no field the API lacks),
 # shipped inside the package, so the check needs no cluster and no network once

@@ -30,7 +30,7 @@ if ((${#missing[@]})); then
     apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "${missing[@]}" >/dev/null
 fi
-# Strophe.js for tests/browser.rs, from the committed lock file (does nothing when current).
+# Strophe.js for tests/e2e/browser.rs, from the committed lock file (does nothing when current).
 bash scripts/install-strophe.sh
 # shadowsocks-rust (ssserver, sslocal), the Shadowsocks 2022 peer, pinned, into
 # target/peers (built once, several minutes; does nothing when there).

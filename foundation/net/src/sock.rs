@@ -226,7 +226,7 @@ pub const DEFER_ACCEPT_SECS: libc::c_int = 1;
 /// [`DEFER_ACCEPT_SECS`] on a listener. A socket that refuses it stays an ordinary
 /// listener: the deferral saves work, it is never needed for correctness. Not for a
 /// Multipath TCP listener: a second path's join carries no data, and deferred, it did
-/// not join (`tests/proxies.rs`, `multipath_tcp_over_a_second_path`).
+/// not join (`tests/e2e/proxies.rs`, `multipath_tcp_over_a_second_path`).
 pub fn defer_accept(s: &impl AsFd) {
     let _ = set_tcp_int(s, libc::TCP_DEFER_ACCEPT, DEFER_ACCEPT_SECS);
 }

@@ -30,7 +30,7 @@ pub fn reuseport_listener(addr: SocketAddr, mptcp: bool) -> std::io::Result<TcpL
     s.bind(&addr.into())?;
     if !mptcp {
         // Not with Multipath TCP: a second path's join carries no data of its own, and a
-        // deferred accept kept it from joining (tests/proxies.rs, multipath).
+        // deferred accept kept it from joining (tests/e2e/proxies.rs, multipath).
         crate::sock::defer_accept(&s);
     }
     crate::sock::limit_unsent(&s);

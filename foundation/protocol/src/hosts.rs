@@ -19,7 +19,7 @@
 //! plugin tests that need one build real namespaces anyway (a fake host could not hold
 //! a server's sockets), and a `Copy` handle keeps `Option<Hosts>` as easy to pass down as
 //! the `Option<&Lab>` it replaces. Narrow it stays because it is the only way a plugin
-//! reaches the lab: `app/runner/tests/tiers.rs` refuses a `wirebench-lab` dependency in
+//! reaches the lab: `app/runner/tests/integration/tiers.rs` refuses a `wirebench-lab` dependency in
 //! any protocol or workload crate.
 
 use std::net::SocketAddr;

@@ -332,7 +332,7 @@ mod tests {
     /// Both ways of connecting onwards deliver the client's data, and a refusal comes
     /// back as the connect's error (which `open` turns into the RFC's error TLV). The
     /// path with a cookie, data in the SYN, is covered over the lab by
-    /// tests/proxies.rs (`convert.onward_tfo`).
+    /// tests/e2e/proxies.rs (`convert.onward_tfo`).
     #[test]
     fn connecting_onwards_delivers_or_fails_as_the_server_answers() {
         let rt = tokio::runtime::Builder::new_current_thread()

@@ -371,6 +371,12 @@ impl Browser {
         std::fs::create_dir_all(&dir).map_err(|e| {
             WorkloadError::because(Fault::Environment, format!("{}", dir.display()), e)
         })?;
+        // Chromium's own scratch files (`org.chromium.*`) go where TMPDIR says: inside the
+        // profile directory, so that removing it on drop leaves nothing in /tmp.
+        let scratch = dir.join("tmp");
+        std::fs::create_dir_all(&scratch).map_err(|e| {
+            WorkloadError::because(Fault::Environment, format!("{}", scratch.display()), e)
+        })?;
         let log = dir.with_extension("log");
         let stderr = std::fs::File::create(&log).map_err(|e| {
             WorkloadError::because(Fault::Environment, format!("{}", log.display()), e)
@@ -394,6 +400,7 @@ impl Browser {
             "--v=0",
         ])
         .arg(format!("--user-data-dir={}", dir.display()))
+        .env("TMPDIR", &scratch)
         .arg(url)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())

@@ -2,7 +2,7 @@
 
     python slixmpp_pair.py --port PORT --domain DOMAIN [--starttls] [--mech MECH]
 
-Used by protocols/xmpp/server/tests/interop.rs against wirebench's built-in server. Users
+Used by protocols/xmpp/server/tests/integration/interop.rs against wirebench's built-in server. Users
 user1/pass1 and user2/pass2 (the server's numbered accounts). Prints one line per step;
 exits 0 when every step worked, 1 with the failed step otherwise, within --timeout
 seconds. Only 127.0.0.1 is ever contacted.

@@ -1,0 +1,28 @@
+//! The integration tests of this crate, one module per subject, in one test binary:
+//! one link and one process for all of them (docs/testing.md).
+
+mod common;
+mod browser;
+mod browser_transports;
+mod caps;
+mod cli;
+mod conformance;
+mod docs;
+mod irc;
+mod k8s;
+mod k8s_pods;
+mod lab;
+mod load;
+mod load_open_loop;
+mod load_real;
+mod load_target;
+mod openings;
+mod prereq;
+mod proxies;
+mod report;
+mod s2_real;
+mod shadowsocks;
+mod shards;
+mod soapstone;
+mod x2x;
+mod xmpp_bad_clients;
