@@ -1,7 +1,7 @@
 //! Every chart of every built-in scenario's report, drawn from records shaped like its
 //! cases: no two legend entries and no two bar categories may read alike once shortened
 //! to fit (the word that tells them apart must survive), and no chart draws more than
-//! ~2,000 marks as points (issue #35; principle 13 of the design).
+//! ~2,000 marks as points (issue #35: a study's report reads like its paper).
 
 use super::*;
 use crate::scenario::BUILTIN;

@@ -1,4 +1,4 @@
-//! What the planned cases need on this machine (DESIGN.md principle 14): each case's
+//! What the planned cases need on this machine (nothing starts that cannot finish): each case's
 //! prerequisites, from its protocol's plugin plus the lab's own (root, `ip`) for a case
 //! that runs in the lab, grouped by requirement, each looked up once. `wirebench run`
 //! refuses to start while one is missing (or skips the cases that need it), `wirebench

@@ -877,8 +877,9 @@ mod tests {
     }
 
     /// Strangers holding more connections open than shard 0 serves do not keep a real
-    /// shard from joining (shard 0 used to drop every connection beyond its limit for as
-    /// long as they stayed, 30 s each), nor does their garbage stop the run.
+    /// shard from joining (dropping every connection beyond the limit for as long as the
+    /// strangers stay, 30 s each, would keep it out), nor does their garbage stop the
+    /// run.
     #[test]
     fn strangers_at_the_barrier_do_not_keep_a_shard_out() {
         let port = free_port();

@@ -1128,8 +1128,8 @@ impl CompareArgs {
 mod tests {
     use super::*;
 
-    /// `run --help` names every registered protocol (it once described 3 of 12, and
-    /// described xmpp as needing Prosody and root when it no longer did).
+    /// `run --help` names every registered protocol, so its list cannot fall behind the
+    /// registry.
     #[test]
     fn protocol_help_names_every_registered_protocol() {
         let cmd = command();

@@ -123,8 +123,8 @@ const TCPI_OPT_SYN_DATA: u8 = 32;
 /// `TCPI_OPT_TIMESTAMPS` of `<linux/tcp.h>`: both SYNs carried the timestamp option.
 const TCPI_OPT_TIMESTAMPS: u8 = 1;
 /// Pending TFO requests a listener queues (RFC 7413 §5.1 suggests bounding them): the
-/// listen backlog wirebench's servers use. A smaller bound (64 at first) turned Fast Open
-/// off for most of a connect case's connections once more than that many were in their
+/// listen backlog wirebench's servers use. A smaller bound (such as 64) turns Fast Open
+/// off for most of a connect case's connections once more than that many are in their
 /// first round trip at once, which costs them a retransmitted SYN payload.
 const TFO_QUEUE: libc::c_int = 4096;
 

@@ -1,6 +1,6 @@
 //! What a case needs on this machine beyond wirebench itself (a real server, a browser, a
 //! compiler, root for the lab), so that the runner can check every planned case before the
-//! first one starts (DESIGN.md principle 14) and `wirebench doctor` can list it.
+//! first one starts (nothing starts that cannot finish) and `wirebench doctor` can list it.
 //!
 //! Each peer is one [`Requirement`] constant in the folder that starts it: its name, how
 //! it is found and how it is installed. The same constant answers the run-time check

@@ -1,8 +1,9 @@
-//! `results.csv`: the records pivoted into tables the way Soap-Stone lays them out
-//! (seed 004, "Logging"): parameters that vary are split into *table* parameters (one
-//! table per combination) and *column* parameters (one column per combination); rows are
-//! metrics. By default every varying parameter but the right-most makes tables, and the
-//! right-most makes columns. Repeated cases are averaged, with min and max rows added.
+//! `results.csv`: the records pivoted into tables the way Soap-Stone lays them out (study
+//! S5, Tuffs 2004, "Logging"; docs/studies.md): parameters that vary are split into *table*
+//! parameters (one table per combination) and *column* parameters (one column per
+//! combination); rows are metrics. By default every varying parameter but the right-most
+//! makes tables, and the right-most makes columns. Repeated cases are averaged, with min
+//! and max rows added.
 //!
 //! ```text
 //! wirebench results,scenario=default

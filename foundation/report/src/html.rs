@@ -555,8 +555,8 @@ pub fn write_report(dir: &Path, declared: &crate::Declared) -> Result<Written, R
         let _ = write!(html, "<a href=\"#{id}\">{words}</a>");
     }
     html.push_str("</nav>\n");
-    // The study's answer first (principle 13): its own figure, then the published
-    // figures beside ours, then the facts of the run and every other chart.
+    // The study's answer first (a report reads like its paper): its own figure, then the
+    // published figures beside ours, then the facts of the run and every other chart.
     if !lead_figures.is_empty() {
         let _ = writeln!(html, "<h2 id=\"answer\">The study's figure</h2>");
         html.push_str(&lead_figures);

@@ -77,7 +77,7 @@ pub struct ChartSpec {
     #[serde(default)]
     pub filter: BTreeMap<String, String>,
     /// The study's own figure: drawn first, before the published figures and every other
-    /// chart, and its metric heads the terminal summary (principle 13 of the design).
+    /// chart, and its metric heads the terminal summary (a report reads like its paper).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lead: bool,
     /// A CDF's marked quantiles, as fractions (`[0.85, 0.95]`: the percentiles the study

@@ -3,7 +3,7 @@
 //!
 //! Each server gets a private directory (config, pid file, log, an empty include dir)
 //! and runs in the foreground (`ngircd -n -f FILE`) inside a lab host via
-//! `ip netns exec`. The facts behind the choices (`../shared/PEERS.md` and tries here):
+//! `ip netns exec`. The facts behind the choices (ngircd 26 on Debian, tried in the lab):
 //!
 //! - ngircd refuses to run as root and switches to `ServerUID`. Switching user clears the
 //!   parent-death signal (Linux resets `PR_SET_PDEATHSIG` on a credential change), so a

@@ -1,8 +1,8 @@
-//! IRC workloads in study S1's topology (seed 000, the IRC row): client1 (`alice`, in the
-//! client host, on server A) and client2 (`bob`, in the server host, on server B); the
-//! servers are linked across the emulated link and only their server-to-server traffic
-//! crosses it. The runner starts the servers and waits for their link
-//! (`lib.rs`); this module drives the two clients.
+//! IRC workloads in study S1's topology (Isode 2010, the IRC row; docs/studies.md): client1
+//! (`alice`, in the client host, on server A) and client2 (`bob`, in the server host, on
+//! server B); the servers are linked across the emulated link and only their
+//! server-to-server traffic crosses it. The runner starts the servers and waits for their
+//! link (`lib.rs`); this module drives the two clients.
 //!
 //! - ping-pong: alice sends a `PRIVMSG bob` whose payload is exactly `payload` random
 //!   printable characters (no spaces: they compress poorly); bob answers with a payload of

@@ -5,11 +5,12 @@
 //! so that a test broker can speak, and so that the round trip encode -> decode can be
 //! checked on every packet.
 //!
-//! Decoding is checked (DESIGN.md principle 4): a short field, a reserved flag, a QoS of
-//! 3, a Packet Identifier of 0, a topic name with a wildcard, a reason code outside its
-//! packet's table, a property not allowed in its packet: each is a [`WireError`] naming
-//! the packet and the section, never a panic. Encoding refuses what a receiver would
-//! refuse ([`EncodeError`]), so whatever encodes decodes to the same packet.
+//! Decoding is a checked view (incomplete input is told apart from invalid input): a short
+//! field, a reserved flag, a QoS of 3, a Packet Identifier of 0, a topic name with a
+//! wildcard, a reason code outside its packet's table, a property not allowed in its
+//! packet: each is a [`WireError`] naming the packet and the section, never a panic.
+//! Encoding refuses what a receiver would refuse ([`EncodeError`]), so whatever encodes
+//! decodes to the same packet.
 
 use crate::error::{EncodeError, WireError};
 use crate::property::{Place, Properties, Property};

@@ -3,7 +3,7 @@
 //! the lab's server host, ready when its port accepts connections, stopped by its PID
 //! when dropped (on every path: a failed case, an interrupt, a panic).
 //!
-//! The configuration's choices (`../shared/PEERS.md` and tries here):
+//! The configuration's choices (mosquitto 2.0 on Debian, tried in the lab):
 //! - `listener PORT ADDR`: mosquitto 2.x refuses remote clients unless a listener is
 //!   configured; it listens on the case's address only.
 //! - `allow_anonymous true`: the clients send no credentials (the broker is private to

@@ -28,7 +28,7 @@ pub struct Open {
     pub behaviour: Behaviour,
     /// Largest payload the client will send; the server refuses more.
     pub max_payload: u32,
-    /// Responder's wait before each echo (seed 000's typing delay).
+    /// Responder's wait before each echo (study S1's typing delay).
     #[serde(default)]
     pub think_ns: u64,
     /// Pattern seed for payload verification.

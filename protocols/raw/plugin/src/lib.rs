@@ -5,7 +5,7 @@
 //! server host, or `wirebench serve` runs it anywhere). This crate holds the client
 //! drivers and the plugin:
 //!
-//! - [`pingpong`]: seed 000's latency test. One message in flight; the responder answers
+//! - [`pingpong`]: study S1's latency test. One message in flight; the responder answers
 //!   (optionally after a think time); every round's RTT is kept.
 //! - [`stream`]: a flood of messages, one way (the server counts) or echoed, timed until
 //!   the receiver holds the last byte.

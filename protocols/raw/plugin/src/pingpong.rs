@@ -1,4 +1,5 @@
-//! Ping-pong (seed 000's latency test): send one message, wait for its echo, repeat.
+//! Ping-pong (study S1's latency test, Isode 2010; docs/studies.md): send one message, wait
+//! for its echo, repeat.
 //!
 //! Metrics: `connect.handshake`, `connect.time` (connect to first byte), `rtt.first`,
 //! `rtt.second`, `rtt.stable` (median of rounds after the first two), `rtt.min`,

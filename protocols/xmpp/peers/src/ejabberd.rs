@@ -8,9 +8,9 @@
 //! the one process. Users are registered over ejabberd's HTTP API (`mod_http_api`, a
 //! listener on the server's address only, open to loopback and the lab's addresses).
 //!
-//! What `../shared/PEERS.md` found necessary: a listen backlog (default 5), TCP_NODELAY
-//! through the VM's default socket options, host names from the host's hosts file
-//! (`inetrc`). Plain-text c2s is allowed and s2s runs dialback (`mod_s2s_dialback`)
+//! What ejabberd 23.01 on Debian needs, tried in the lab: a listen backlog (default 5),
+//! TCP_NODELAY through the VM's default socket options, host names from the host's hosts
+//! file (`inetrc`). Plain-text c2s is allowed and s2s runs dialback (`mod_s2s_dialback`)
 //! without TLS, as with Prosody; components are XEP-0114 (`ejabberd_service`).
 
 use crate::config::{PeerConfig, command_in, in_netns};

@@ -1,6 +1,6 @@
-//! XMPP workloads in study S1's topology (seed 000): client1 (`alice@a.test`, in the
-//! client host, on server A) and client2 (`bob@b.test`, in the server host, on server B);
-//! only the servers' server-to-server traffic crosses the link.
+//! XMPP workloads in study S1's topology (Isode 2010; docs/studies.md): client1
+//! (`alice@a.test`, in the client host, on server A) and client2 (`bob@b.test`, in the
+//! server host, on server B); only the servers' server-to-server traffic crosses the link.
 //!
 //! - ping-pong: client1 sends a `<message>` whose body is exactly `payload` random
 //!   characters (letters and digits: they compress poorly); client2 answers with a body of

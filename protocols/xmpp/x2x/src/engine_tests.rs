@@ -256,8 +256,9 @@ fn xep0198_acks_come_after_n_stanzas_or_the_idle_delay() {
     assert_eq!(p.a.unacked(), 0);
 }
 
-/// Issue 19 item 4: with a 10 s ack delay and a 10 s typing pause, the ack timer used to
-/// fire just before the answer, so a lone ack segment went ahead of it on the link.
+/// Issue 19 item 4: with a 10 s ack delay and a 10 s typing pause, an ack timer that
+/// fired just before the answer would put a lone ack segment ahead of it on the link; a
+/// due ack waits for the expected answer instead.
 #[test]
 fn a_due_ack_waits_for_the_expected_answer() {
     let mk = |local: &str, remote: &str, i| {
