@@ -22,7 +22,7 @@
 //! -p wirebench --` prefix, which is replaced by the binary.
 //!
 //! The short form: a `wirebench run` line is run only when its `--dry-run` estimate, as
-//! the test runs it, is at most 20 s; a longer one fails until its doc shrinks it with a
+//! the test runs it, is at most 30 s; a longer one fails until its doc shrinks it with a
 //! directive or marks it `full`. Blocks run four at a time (`WIREBENCH_DOCS_JOBS`), those
 //! that start a server one after another (two docs may name the same port);
 //! `WIREBENCH_DOCS_ONLY=links.md` runs only the docs whose path contains that text.
@@ -61,7 +61,7 @@ const FULL_LIMIT: Duration = Duration::from_secs(600);
 /// The longest `--dry-run` estimate a documented `wirebench run` line may have as the
 /// docs test runs it, unless marked `full`: the suite checks that each command works,
 /// the virtual-time and lab tests check what long runs measure.
-const SHORT_FORM_SECS: f64 = 20.0;
+const SHORT_FORM_SECS: f64 = 30.0;
 
 /// Splits `cmd   # comment (docs test: ...)` into the command and its directive.
 fn parse_line(text: &str) -> Result<(String, Action), String> {

@@ -5,7 +5,8 @@
 //! Its own `main` (no libtest harness), because the test binary is also every other
 //! process it needs: the server's workers (`xmpp-worker --index I`, as the `wirebench`
 //! binary would be run) and two client processes of 12,000 sessions each (`--client`).
-//! It prints libtest's summary line, so scripts/test.sh counts it.
+//! It prints libtest's summary line and answers libtest's `--list`, so cargo-nextest
+//! (scripts/test.sh) lists, runs and counts it.
 
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
@@ -18,6 +19,7 @@ use wirebench_xmpp_server::{XmppServer, XmppServerConfig, procs};
 
 const DOMAIN: &str = "example.com";
 const PER_CLIENT: usize = 12_000;
+const TEST_NAME: &str = "many_sessions_and_cross_worker_delivery_over_two_worker_processes";
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -33,8 +35,14 @@ fn main() {
             }
         }
         Some("--client") => client(&args[2], &args[3], &args[4]),
+        _ if args.iter().any(|a| a == "--list") => {
+            // libtest's listing, as cargo-nextest asks for it: one test, not ignored.
+            if !args.iter().any(|a| a == "--ignored") {
+                println!("{TEST_NAME}: test");
+            }
+        }
         _ => {
-            let name = "many_sessions_and_cross_worker_delivery_over_two_worker_processes";
+            let name = TEST_NAME;
             println!("\nrunning 1 test");
             let t = Instant::now();
             let r = std::panic::catch_unwind(test);
