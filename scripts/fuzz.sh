@@ -49,8 +49,8 @@ export CARGO_TARGET_DIR=$target/fuzz
 # Every fuzz directory, in path order (build output, dependencies and git skipped).
 mapfile -t dirs < <(
     find . \( -name target -o -name node_modules -o -name .git \) -prune -o \
-        -path '*/fuzz/Cargo.toml' -print |
-        xargs -r grep -l '^cargo-fuzz *= *true' | sed 's|^\./||; s|/Cargo.toml$||' | sort
+        -path '*/fuzz/Cargo.toml' -exec grep -l '^cargo-fuzz *= *true' {} + |
+        sed 's|^\./||; s|/Cargo.toml$||' | sort
 )
 if ((${#dirs[@]} == 0)); then
     echo "fuzz.sh: no fuzz directory (*/fuzz/Cargo.toml with cargo-fuzz = true) found" >&2
