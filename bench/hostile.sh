@@ -152,7 +152,7 @@ SERVER_PID=
 ATTACK_PID=
 NET=0
 HELPER_PIDS=
-# shellcheck source=lib/pids.sh
+# shellcheck source=bench/lib/pids.sh
 . "$REPO/bench/lib/pids.sh"
 # shellcheck disable=SC2086 # HELPER_PIDS is a list of numbers
 cleanup() { stop_pids "$ATTACK_PID" "$SERVER_PID" $HELPER_PIDS; }

@@ -2,7 +2,7 @@
 # Accuracy and speed of wirebench's link emulator (needs root: it builds network
 # namespaces). Traffic stays inside namespaces this script's runs create.
 #
-#   bench/link.sh [--quick]
+#   bench/link.sh [--quick] [--help]
 #
 # 1. 2400 bit/s ping-pong (2-byte payload), delay 0 / 0.5 / 1 s: measured stable RTT
 #    against the model's expectation (rtt.model: one 75-byte segment each way plus
@@ -22,7 +22,19 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 QUICK=0
-[[ ${1:-} == --quick ]] && QUICK=1
+for a in "$@"; do
+    case $a in
+    --quick) QUICK=1 ;;
+    -h | --help)
+        sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+        exit 0
+        ;;
+    *)
+        echo "link.sh: unknown argument: $a (try --help)" >&2
+        exit 2
+        ;;
+    esac
+done
 WB=${WB:-$REPO/target/release/wirebench}
 OUT=${OUT:-$(mktemp -d /tmp/wirebench-link.XXXXXX)}
 

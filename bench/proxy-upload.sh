@@ -66,7 +66,7 @@ fi
 
 LOG=$(mktemp -d /tmp/wirebench-proxy-upload.XXXXXX)
 PIDS=
-# shellcheck source=lib/pids.sh
+# shellcheck source=bench/lib/pids.sh
 . "$REPO/bench/lib/pids.sh"
 # shellcheck disable=SC2086 # PIDS is a list of numbers
 cleanup() { stop_pids $PIDS; }

@@ -96,7 +96,7 @@ command -v iperf3 >/dev/null || missing+=(iperf3)
 command -v microsocks >/dev/null || missing+=(microsocks)
 command -v proxychains4 >/dev/null || missing+=(proxychains4)
 if ((${#missing[@]})); then
-    ((EUID == 0)) && command -v apt-get >/dev/null || die "missing: ${missing[*]} (install them with apt-get)"
+    { ((EUID == 0)) && command -v apt-get >/dev/null; } || die "missing: ${missing[*]} (install them with apt-get)"
     log "installing ${missing[*]}:"
     show_cmd apt-get install -y "${missing[@]}"
     { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"; } \
@@ -175,8 +175,8 @@ done
 # ---------------------------------------------------------------- 2. connections/s
 log ""
 log "== 2. connection set-up, $CONNECTS connections 32 at a time, ${REPEATS} repeat(s)"
-cmd=("$WB" run --protocol direct,socks5 --workload connect --connects "$CONNECTS" --concurrency 32
-    --payload 64 --socks5-server ours,microsocks --proxy-threads "$THREADS" --repeat "$REPEATS"
+cmd=("$WB" run --protocol "direct,socks5" --workload connect --connects "$CONNECTS" --concurrency 32
+    --payload 64 --socks5-server "ours,microsocks" --proxy-threads "$THREADS" --repeat "$REPEATS"
     --out "$LOG_DIR/connect" --no-report --quiet)
 show_cmd "${cmd[@]}"
 "${cmd[@]}" >"$LOG_DIR/connect.log" 2>&1 || die "the connect run failed: $LOG_DIR/connect.log"

@@ -49,7 +49,7 @@ die() {
     echo "strophe-s2.sh: error: $*" >&2
     exit 1
 }
-command -v node >/dev/null && command -v npm >/dev/null || die "needs node and npm (apt-get install nodejs npm)"
+{ command -v node >/dev/null && command -v npm >/dev/null; } || die "needs node and npm (apt-get install nodejs npm)"
 
 WB=${WB:-$REPO/target/release/wirebench}
 if [[ ! -x $WB ]]; then
@@ -82,7 +82,7 @@ RESULTS=$(mktemp /tmp/wirebench-strophe-s2.XXXXXX.jsonl)
 run() {
     node "$JS/s2.mjs" "$@" | grep "^{" | tee -a "$RESULTS"
 }
-for i in $(seq "$REPEATS"); do
+for _ in $(seq "$REPEATS"); do
     run "ws://127.0.0.1:$WS/xmpp-websocket" "user1@wirebench.test" pass1 "$PINGS"
     run "http://127.0.0.1:$BOSH/http-bind" "user2@wirebench.test" pass2 "$PINGS" flush
     run "http://127.0.0.1:$BOSH/http-bind" "user3@wirebench.test" pass3 "$PINGS"

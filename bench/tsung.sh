@@ -178,7 +178,9 @@ echo "== Tsung ($(dpkg-query -W -f='${Version}' tsung 2>/dev/null || echo '?'), 
 measured tsung env HOME="$OUT/tsung" ERL_EPMD_PORT="$EPMD_PORT" \
     tsung -n -f "$OUT/tsung/tsung.xml" -l "$OUT/tsung/log" start >"$OUT/tsung/tsung.out" 2>&1 ||
     echo "tsung.sh: Tsung ended with an error (see $OUT/tsung/tsung.out)" >&2
-TLOG=$(ls -d "$OUT"/tsung/log/*/ 2>/dev/null | tail -n 1)tsung.log
+# Tsung names its log directory by the start time: the last in glob order is this run's.
+tlogs=("$OUT"/tsung/log/*/)
+TLOG=${tlogs[-1]}tsung.log
 [[ -s $TLOG ]] || die "Tsung wrote no tsung.log (see $OUT/tsung/tsung.out)"
 
 # --- wirebench ------------------------------------------------------------------------

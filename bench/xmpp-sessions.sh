@@ -57,7 +57,7 @@ if ((PROSODY_SESSIONS > 0)); then
     command -v prosody >/dev/null || die "prosody is missing: apt-get install -y prosody (or PROSODY_SESSIONS=0)"
 fi
 if ((EJABBERD_SESSIONS > 0)); then
-    command -v erl >/dev/null && compgen -G '/usr/lib/x86_64-linux-gnu/ejabberd-*' >/dev/null ||
+    { command -v erl >/dev/null && compgen -G '/usr/lib/x86_64-linux-gnu/ejabberd-*' >/dev/null; } ||
         die "ejabberd is missing: apt-get install -y ejabberd (or EJABBERD_SESSIONS=0)"
 fi
 # Two builds: with --example, cargo builds only that target of every package named.

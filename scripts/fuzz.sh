@@ -4,6 +4,8 @@
 #   bash scripts/fuzz.sh        # 10 s per target
 #   bash scripts/fuzz.sh 600    # a longer session
 #   FUZZ_ONLY="socks5 xmpp_server" bash scripts/fuzz.sh 300   # these targets only
+#   bash scripts/fuzz.sh --list # the targets a run would fuzz, `TARGET (DIR)` a line
+#   bash scripts/fuzz.sh --help # this text
 #
 # A fuzz directory is any `*/fuzz/Cargo.toml` with `cargo-fuzz = true`, beside the crate
 # whose parser it fuzzes (CRATE/fuzz/, e.g. a protocol's engine/fuzz/): found here, never
@@ -24,11 +26,25 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 
-secs=${1:-10}
-[[ $secs =~ ^[0-9]+$ && $secs -gt 0 ]] || {
-    echo "usage: bash scripts/fuzz.sh [SECONDS]  (seconds per target, default 10)" >&2
+usage() {
+    echo "usage: bash scripts/fuzz.sh [SECONDS | --list | --help]  (seconds per target, default 10)" >&2
     exit 2
 }
+list=0
+case ${1:-} in
+-h | --help)
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+--list)
+    (($# == 1)) || usage
+    list=1
+    ;;
+*)
+    secs=${1:-10}
+    [[ $secs =~ ^[0-9]+$ && $secs -gt 0 ]] || usage
+    ;;
+esac
 
 CARGO_FUZZ_VERSION=0.13.2
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -49,8 +65,8 @@ export CARGO_TARGET_DIR=$target/fuzz
 # Every fuzz directory, in path order (build output, dependencies and git skipped).
 mapfile -t dirs < <(
     find . \( -name target -o -name node_modules -o -name .git \) -prune -o \
-        -path '*/fuzz/Cargo.toml' -print |
-        xargs -r grep -l '^cargo-fuzz *= *true' | sed 's|^\./||; s|/Cargo.toml$||' | sort
+        -path '*/fuzz/Cargo.toml' -exec grep -l '^cargo-fuzz *= *true' {} + |
+        sed 's|^\./||; s|/Cargo.toml$||' | sort
 )
 if ((${#dirs[@]} == 0)); then
     echo "fuzz.sh: no fuzz directory (*/fuzz/Cargo.toml with cargo-fuzz = true) found" >&2
@@ -70,12 +86,23 @@ fuzz_only=${FUZZ_ONLY:-}
 only=" ${fuzz_only//,/ } "
 wanted() { [[ -z $fuzz_only || $only == *" $1 "* ]]; }
 for dir in "${dirs[@]}"; do
-    mapfile -t names < <(cargo +"$TOOLCHAIN" fuzz list --fuzz-dir "$dir")
+    # A directory cargo fuzz cannot read is a failure, not a directory without targets.
+    if ! listed=$(cargo +"$TOOLCHAIN" fuzz list --fuzz-dir "$dir" 2>"$log"); then
+        cat "$log" >&2
+        echo "fuzz.sh: $dir: cargo fuzz list failed" >&2
+        failed=$((failed + 1))
+        continue
+    fi
     picked=()
-    for t in "${names[@]}"; do
-        if wanted "$t"; then picked+=("$t"); fi
-    done
+    while read -r t; do
+        if [[ -n $t ]] && wanted "$t"; then picked+=("$t"); fi
+    done <<<"$listed"
     ((${#picked[@]})) || continue
+    if ((list)); then
+        for t in "${picked[@]}"; do echo "$t ($dir)"; done
+        targets=$((targets + ${#picked[@]}))
+        continue
+    fi
     if ! cargo +"$TOOLCHAIN" fuzz build --fuzz-dir "$dir" >"$log" 2>&1; then
         tail -n 30 "$log" >&2
         echo "fuzz.sh: $dir does not build" >&2
@@ -109,9 +136,13 @@ for dir in "${dirs[@]}"; do
         grep -m 20 -E 'panicked|ERROR|SUMMARY' "$log" | sed 's/^/    /' >&2 || true
     done
 done
-((targets > 0)) || {
+((targets > 0 || failed > 0)) || {
     echo "fuzz.sh: no target matches FUZZ_ONLY=$fuzz_only" >&2
     exit 2
 }
+if ((list)); then
+    ((failed == 0))
+    exit
+fi
 echo "fuzz: ${#dirs[@]} fuzz dirs, $targets targets, ${secs}s each, $total_runs runs, $failed failed"
 ((failed == 0))

@@ -3,7 +3,15 @@
 # Tsung from Debian and slixmpp from PyPI, pinned, in a virtual environment of its own
 # (target/interop-venv), so the system's Python is left alone. Idempotent and quick when
 # everything is there; the tests run it themselves. Needs root for apt-get.
+#
+#   bash scripts/install-interop.sh [--help]
 set -euo pipefail
+case ${1:-} in
+-h | --help)
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 
 SLIXMPP=1.8.5

@@ -5,7 +5,15 @@
 # shipped inside the package, so the check needs no cluster and no network once
 # installed; it reads YAML as YAML 1.1, as kubectl does. Idempotent and quick when
 # there; the tests run it themselves.
+#
+#   bash scripts/install-k8s-validate.sh [--help]
 set -euo pipefail
+case ${1:-} in
+-h | --help)
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 
 VERSION=1.37.0

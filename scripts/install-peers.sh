@@ -16,6 +16,14 @@
 # --release -p wirebench; a no-op when it is current) so the plugins that declare the
 # prerequisites are these; WIREBENCH=/path/to/wirebench uses that one instead.
 set -euo pipefail
+for a in "$@"; do
+    case $a in
+    -h | --help)
+        sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+        exit 0
+        ;;
+    esac
+done
 # No dirname: this runs on PATHs that hold little (the tests give it one).
 here=${BASH_SOURCE[0]}
 [[ $here == */* ]] && here=${here%/*} || here=.

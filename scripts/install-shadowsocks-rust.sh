@@ -4,7 +4,15 @@
 # predates SIP022). Only what the tests use is built: server, local (SOCKS5 in) and the
 # 2022 ciphers, no DNS-over-TLS, HTTP or tun. Idempotent and quick when it is there; the
 # first build takes several minutes. protocols/shadowsocks/plugin finds it there.
+#
+#   bash scripts/install-shadowsocks-rust.sh [--help]
 set -euo pipefail
+case ${1:-} in
+-h | --help)
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 
 VERSION=1.25.0

@@ -8,6 +8,12 @@
 #
 # Needs npm (Debian: apt-get install npm) and the npm registry, once.
 set -euo pipefail
+case ${1:-} in
+-h | --help)
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SRC=$REPO/bench/strophe-browser
 DIR=${WIREBENCH_STROPHE_DIR:-$REPO/target/strophe-browser}

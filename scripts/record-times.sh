@@ -14,6 +14,12 @@
 # scenario as `wirebench run NAME` (flags that shorten it are fine: the file keeps each
 # case's own parameters) on a quiet machine, then commit the files.
 set -euo pipefail
+case ${1:-} in
+-h | --help)
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 out=app/plan/tests/data/recorded
 [ $# -gt 0 ] || { echo "usage: $0 RESULTS_DIR..." >&2; exit 2; }

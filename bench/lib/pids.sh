@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the bench scripts: ending the processes a script started, by PID only
 # (never by name: other people's processes share this machine).
 

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Real XMPP servers for the benches, configured on the spot; sourced by bench/xmpp-*.sh
 # (which define `die`). Each start_* function starts one server on 127.0.0.1, c2s only, no
 # TLS, with accounts user1..userN / pass1..passN (the built-in server's and Tsung's
@@ -69,7 +70,7 @@ wait_port() {
 # Prosody's are. Warnings only in the log; no shapers; backlog 4096; Nagle off.
 start_ejabberd() {
     local dir=$1 port=$2 users=$3
-    command -v erl >/dev/null && compgen -G '/usr/lib/x86_64-linux-gnu/ejabberd-*' >/dev/null ||
+    { command -v erl >/dev/null && compgen -G '/usr/lib/x86_64-linux-gnu/ejabberd-*' >/dev/null; } ||
         die "ejabberd is missing: apt-get install -y ejabberd"
     mkdir -p "$dir/spool" "$dir/logs"
     cat >"$dir/ejabberd.yml" <<CONFIG

@@ -20,6 +20,7 @@
 set -euo pipefail
 # shellcheck disable=SC2034 # read by lib.sh
 NO_WB=1
+# shellcheck source=scripts/conformance/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ ${QUICK:-0} == 1 ]]; then

@@ -29,6 +29,7 @@ set -euo pipefail
 # Each endpoint's run in its own directory: the conformance test runs both at once.
 # shellcheck disable=SC2034 # read by lib.sh
 [[ ${ENDPOINT:-websocket} == websocket ]] || RUN_NAME=autobahn-${ENDPOINT}
+# shellcheck source=scripts/conformance/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ ${QUICK:-0} == 1 ]]; then

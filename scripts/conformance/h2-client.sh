@@ -19,6 +19,7 @@
 # a case failed, 2 when a server could not be installed or started. Also: WB,
 # CONFORMANCE_DIR (lib.sh). Logs and results in target/conformance/h2-client-run/.
 set -euo pipefail
+# shellcheck source=scripts/conformance/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SERVERS=${SERVERS:-nghttpd go}

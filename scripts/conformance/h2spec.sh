@@ -14,6 +14,7 @@
 # (scripts/conformance/lib.sh), H2SPEC_PATH (the request path, default /echo).
 # h2spec's output and JUnit report in target/conformance/h2spec-run/.
 set -euo pipefail
+# shellcheck source=scripts/conformance/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 VERSION=${H2SPEC_VERSION:-v2.2.1+incompatible}

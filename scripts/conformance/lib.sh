@@ -15,6 +15,14 @@ WB=${WB:-$REPO/target/release/wirebench}
 CONFORMANCE_DIR=${CONFORMANCE_DIR:-$REPO/target/conformance}
 NAME=$(basename "${BASH_SOURCE[1]}" .sh)
 
+# --help (or -h), the script's first argument: its header comment, and nothing done.
+case ${1:-} in
+-h | --help)
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[1]}" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
+
 die() {
     echo "$NAME.sh: $*" >&2
     exit 2

@@ -25,6 +25,7 @@
 # CONFORMANCE_DIR, PYTHON27 (scripts/conformance/lib.sh). Results in
 # target/conformance/sockjs-run/.
 set -euo pipefail
+# shellcheck source=scripts/conformance/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SUITE_DIR=${SOCKJS_PROTOCOL_DIR:-$CONFORMANCE_DIR/sockjs-protocol}

@@ -12,6 +12,7 @@
 # not run. Also: WB, CONFORMANCE_DIR (scripts/conformance/lib.sh). The server's log in
 # target/conformance/xmppjs-run/.
 set -euo pipefail
+# shellcheck source=scripts/conformance/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 VERSION=${XMPPJS_VERSION:-0.14.0}
