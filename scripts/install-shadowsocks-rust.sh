@@ -2,8 +2,10 @@
 # shadowsocks-rust (ssserver, sslocal), pinned, from crates.io into target/peers: the real
 # Shadowsocks 2022 (SIP022) peer beside our server and client (Debian's shadowsocks-libev
 # predates SIP022). Only what the tests use is built: server, local (SOCKS5 in) and the
-# 2022 ciphers, no DNS-over-TLS, HTTP or tun. Idempotent and quick when it is there; the
-# first build takes several minutes. protocols/shadowsocks/plugin finds it there.
+# 2022 ciphers, no DNS-over-TLS, HTTP or tun. protocols/shadowsocks/plugin finds it in
+# target/peers. The build is kept once per machine, in WIREBENCH_PEERS_CACHE (default
+# ~/.cache/wirebench), and target/peers links to it, so a fresh clone (CI's) costs
+# nothing; the first build takes several minutes. Idempotent and quick when it is there.
 #
 #   bash scripts/install-shadowsocks-rust.sh [--help]
 set -euo pipefail
@@ -16,11 +18,20 @@ esac
 cd "$(dirname "$0")/.."
 
 VERSION=1.25.0
-ROOT=target/peers/shadowsocks-rust-$VERSION
+NAME=shadowsocks-rust-$VERSION
+LINK=target/peers/$NAME
+CACHE=${WIREBENCH_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wirebench}
+ROOT=$CACHE/$NAME
 
-if [[ -x $ROOT/bin/ssserver && -x $ROOT/bin/sslocal ]]; then
+built() { [[ -x $1/bin/ssserver && -x $1/bin/sslocal ]]; }
+if built "$LINK"; then
     exit 0
 fi
-echo "install-shadowsocks-rust.sh: building shadowsocks-rust $VERSION into $ROOT (several minutes)" >&2
-cargo install --quiet --locked --root "$ROOT" shadowsocks-rust --version "$VERSION" \
-    --no-default-features --features "server local aead-cipher aead-cipher-2022 multi-threaded"
+if ! built "$ROOT"; then
+    echo "install-shadowsocks-rust.sh: building shadowsocks-rust $VERSION into $ROOT (several minutes, once per machine)" >&2
+    cargo install --quiet --locked --root "$ROOT" shadowsocks-rust --version "$VERSION" \
+        --no-default-features --features "server local aead-cipher aead-cipher-2022 multi-threaded"
+fi
+mkdir -p target/peers
+rm -rf "$LINK"
+ln -s "$ROOT" "$LINK"
