@@ -71,8 +71,11 @@ bash scripts/install-strophe.sh
 bash scripts/install-shadowsocks-rust.sh
 
 # --no-fail-fast (also nextest's config): one failing test must not hide the others.
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# The log stays (target/test-suite.log): scripts/test-times.sh makes docs/testing.md's
+# table from it.
+mkdir -p "$target"
+log=$target/test-suite.log
+: >"$log"
 status=0
 set +e
 cargo nextest run --workspace --release --locked --no-fail-fast "$@" 2>&1 | tee "$log"

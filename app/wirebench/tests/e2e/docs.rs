@@ -23,8 +23,8 @@
 //!
 //! The short form: a `wirebench run` line is run only when its `--dry-run` estimate, as
 //! the test runs it, is at most 30 s; a longer one fails until its doc shrinks it with a
-//! directive or marks it `full`. Blocks run four at a time (`WIREBENCH_DOCS_JOBS`), those
-//! that start a server one after another (two docs may name the same port);
+//! directive or marks it `full`. Blocks run three at a time (`WIREBENCH_DOCS_JOBS`), those
+//! that start a server or real XMPP servers one after another;
 //! `WIREBENCH_DOCS_ONLY=links.md` runs only the docs whose path contains that text.
 //!
 //! Lab commands need root, like the rest of the suite.
@@ -472,14 +472,15 @@ impl DocsEnv {
     }
 }
 
-/// How many blocks run at once (`WIREBENCH_DOCS_JOBS`, default 4). Most documented
-/// commands wait on an emulated link or a peer, not on the CPU, so blocks overlap well.
+/// How many blocks run at once (`WIREBENCH_DOCS_JOBS`, default 3: the serial lane and two
+/// others). Most documented commands wait on an emulated link, not on the CPU, so blocks
+/// overlap well; the test holds two of the suite's slots (.config/nextest.toml).
 fn docs_jobs() -> usize {
     std::env::var("WIREBENCH_DOCS_JOBS")
         .ok()
         .and_then(|j| j.parse().ok())
         .filter(|j| *j > 0)
-        .unwrap_or(4)
+        .unwrap_or(3)
 }
 
 #[test]
@@ -487,15 +488,23 @@ fn every_documented_command_works_as_written() {
     let env = DocsEnv::new();
     let only = std::env::var("WIREBENCH_DOCS_ONLY").ok();
     // A block that starts a server binds the port its doc names, and two docs may name
-    // the same one: such blocks take turns in one lane; the rest run beside it. Labs
-    // need no turn: each run's namespaces are named after its process.
+    // the same one; a block that starts real XMPP servers (Erlang's and Lua's VMs take
+    // seconds of CPU to start) would starve another doing the same. Such blocks take
+    // turns in one lane; the rest run beside it. Labs need no turn: each run's
+    // namespaces are named after its process.
     let (mut serial, mut parallel) = (Vec::new(), Vec::new());
     for (path, name) in doc_files(&env.root) {
         if only.as_deref().is_some_and(|o| !name.contains(o)) {
             continue;
         }
         for block in blocks(&path, &name) {
-            if block.iter().any(|l| l.action == Action::Background) {
+            let turn = |l: &Line| {
+                l.action == Action::Background
+                    || ["--xmpp-server", "browser-transports", "s4-tigase"]
+                        .iter()
+                        .any(|w| l.command.contains(w))
+            };
+            if block.iter().any(turn) {
                 serial.push(block);
             } else {
                 parallel.push(block);

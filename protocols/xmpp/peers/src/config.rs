@@ -38,6 +38,10 @@ pub struct PeerConfig {
     /// The server's own HTTP listener with its BOSH (`/http-bind`) and WebSocket
     /// (`/xmpp-websocket`) endpoints, on `addr` (study S2); `None`: no such endpoints.
     pub http_port: Option<u16>,
+    /// ejabberd's HTTP API (user registration) when there are no web endpoints to share
+    /// a listener with; `None`: a free port picked at start, so that two servers on one
+    /// address (two runs, two tests) do not both want 5281.
+    pub api_port: Option<u16>,
 }
 
 /// PEM files for a server's certificate and private key.
@@ -63,6 +67,7 @@ impl PeerConfig {
             numbered: None,
             for_load: false,
             http_port: None,
+            api_port: None,
         }
     }
 

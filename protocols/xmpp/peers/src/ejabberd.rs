@@ -57,7 +57,8 @@ fn erlang_app(libs: &str, prefix: &str) -> Result<PathBuf, String> {
 /// Where Debian puts ejabberd's Erlang applications (`ejabberdctl` sets the same).
 const ERL_LIBS: &str = "/usr/lib/x86_64-linux-gnu";
 
-/// The HTTP API's port, on the server's address.
+/// The HTTP API's port, on the server's address, when nothing else is known (ejabberd's
+/// own default); `Ejabberd::start` picks a free one instead.
 pub const API_PORT: u16 = 5281;
 
 /// Largest client stanza (ejabberd's and Prosody's default): payloads above it are cut.
@@ -175,7 +176,7 @@ pub fn render(cfg: &PeerConfig) -> String {
 
 /// Where the HTTP API listens: the web endpoints' listener when there is one.
 pub fn api_port(cfg: &PeerConfig) -> u16 {
-    cfg.http_port.unwrap_or(API_PORT)
+    cfg.http_port.or(cfg.api_port).unwrap_or(API_PORT)
 }
 
 /// `inetrc`: host names from the hosts file the namespace sees (`ip netns exec` mounts the
@@ -197,8 +198,15 @@ pub struct Ejabberd {
 impl Ejabberd {
     /// Writes the configuration into `dir`, starts the server in network namespace `netns`
     /// (or here), waits until its ports accept connections and registers the users.
-    pub fn start(cfg: PeerConfig, dir: &Path, netns: Option<&str>) -> Result<Ejabberd, PeerError> {
+    pub fn start(
+        mut cfg: PeerConfig,
+        dir: &Path,
+        netns: Option<&str>,
+    ) -> Result<Ejabberd, PeerError> {
         EJABBERD.require()?;
+        if cfg.http_port.is_none() && cfg.api_port.is_none() {
+            cfg.api_port = wirebench_protocol::peer::free_port(netns, cfg.addr);
+        }
         let io = |what: String| move |error| PeerError::Io { what, error };
         // Erlang takes these paths literally; a relative results directory is the default.
         let dir =
@@ -261,7 +269,7 @@ impl Ejabberd {
         let what = format!("ejabberd for {}", self.cfg.domain);
         let mut ports = self.cfg.ports();
         if self.cfg.http_port.is_none() {
-            ports.push(API_PORT);
+            ports.push(api_port(&self.cfg));
         }
         let dir = self.dir.clone();
         let logs = || log_tail_in(&dir);
