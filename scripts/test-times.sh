@@ -37,10 +37,15 @@ table() {
                 if (bin != "wirebench::e2e") next
                 key = test; sub(/::.*/, "", key)
             }
-            n[key]++; sum[key] += t
-            if (t > max[key]) { max[key] = t; slow[key] = test }
+            # A failure is listed again at the end: count each test once, its last line.
+            seen[bin " " test] = t; keyof[bin " " test] = key
         }
         END {
+            for (id in seen) {
+                key = keyof[id]; t = seen[id]; split(id, f, " ")
+                n[key]++; sum[key] += t
+                if (t > max[key]) { max[key] = t; slow[key] = f[2] }
+            }
             for (k in n) printf "%s\t%d\t%.0f\t%.0f\t%s\n", k, n[k], sum[k], max[k], slow[k]
         }' "$log" | sort -t $'\t' -k3,3nr |
         awk -F '\t' -v head="$2" 'BEGIN { print "| " head " | tests | summed s | longest s | longest test |"; print "|---|---:|---:|---:|---|" }
