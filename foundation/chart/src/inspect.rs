@@ -62,7 +62,7 @@ pub(crate) fn describe(
         .map(|s| SeriesStyle {
             colour: style::colour(s).to_string(),
             dash: style::dash(s),
-            coincides_with: l.coincides.get(s).copied().flatten(),
+            coincides_with: l.coincides.of_series(s),
         })
         .collect();
     let texts = LegendTexts::new(chart, l.width, &l.ref_groups, &l.coincides);

@@ -9,7 +9,7 @@ use crate::legend::{
     reference_groups, right_legend,
 };
 use crate::model::{Chart, Kind, Unit};
-use crate::overlap;
+use crate::overlap::{self, Coinciding};
 use crate::style;
 use crate::text;
 use crate::ticks::{self, Tick, TickSet};
@@ -260,8 +260,8 @@ pub(crate) struct Layout {
     /// The reference markers' groups, and each marker's (per chart.references index).
     pub ref_groups: Vec<RefGroup>,
     pub ref_group: Vec<usize>,
-    /// Per series, the series drawn later whose line its own lies along, if any.
-    pub coincides: Vec<Option<usize>>,
+    /// Per series and marker group, the one drawn later that hides it, if any.
+    pub coincides: Coinciding,
     pub empty: bool,
     /// CDF guide lines (fractions) actually drawn.
     pub guides: Vec<f64>,
@@ -407,9 +407,9 @@ fn x_fits(items: &[TextItem]) -> bool {
     })
 }
 
-/// The layout. Whether a series' line lies along another's can only be seen once the
-/// axes are placed, and saying so lengthens its legend entry, which moves the plot: so a
-/// first layout finds the coinciding series and a second one names them.
+/// The layout. Whether a series' line (or a marker) lies along another's can only be
+/// seen once the axes are placed, and saying so lengthens its legend entry, which moves
+/// the plot: so a first layout finds what coincides and a second one names it.
 pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
     // Both layouts choose among the same ticks; making them is most of the work.
     let (y, y_log) = y_candidates(chart, prep);
@@ -419,12 +419,12 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
         x_candidates(chart, prep)
     };
     let cands = Candidates { x, y, y_log };
-    let first = compute_with(chart, prep, &cands, &[]);
+    let first = compute_with(chart, prep, &cands, &Coinciding::default());
     if first.empty {
         return first;
     }
     let coincides = overlap::coinciding(chart, prep, &first);
-    if coincides.iter().all(Option::is_none) {
+    if coincides.is_empty() {
         return first;
     }
     compute_with(chart, prep, &cands, &coincides)
@@ -441,7 +441,7 @@ fn compute_with(
     chart: &Chart,
     prep: &Prepared,
     cands: &Candidates,
-    coincides: &[Option<usize>],
+    coincides: &Coinciding,
 ) -> Layout {
     let width = chart.width.clamp(MIN_WIDTH, MAX_SIDE) as f32;
     let base_height = chart.height.clamp(MIN_HEIGHT, MAX_SIDE) as f32;
@@ -542,7 +542,7 @@ fn compute_with(
         legend,
         ref_groups,
         ref_group,
-        coincides: coincides.to_vec(),
+        coincides: coincides.clone(),
         empty: false,
         guides,
     }
@@ -758,7 +758,7 @@ fn empty_layout(
         legend: None,
         ref_groups,
         ref_group,
-        coincides: Vec::new(),
+        coincides: Coinciding::default(),
         empty: true,
         guides: Vec::new(),
     }

@@ -5,6 +5,7 @@
 
 use crate::layout::{LEGEND_SIZE, PAD, Rect, SWATCH, TextItem, TextRole, tick_centre};
 use crate::model::Chart;
+use crate::overlap::Coinciding;
 use crate::text;
 
 const LEGEND_ROW: f32 = 20.0;
@@ -111,8 +112,8 @@ pub(crate) fn entry_kinds(n_series: usize, groups: &[RefGroup]) -> Vec<EntryKind
 }
 
 /// Every entry's text, in full and as shown: series names without the words they all
-/// share when one is too long, "(coincides with …)" on a series that lies along another,
-/// and a marker group's label with its series' name.
+/// share when one is too long, a marker group's label with its series' name, and
+/// "(coincides with …)" on a series or marker group that another hides.
 pub(crate) struct LegendTexts {
     /// (full, shown) per series.
     series: Vec<(String, String)>,
@@ -121,32 +122,44 @@ pub(crate) struct LegendTexts {
 }
 
 impl LegendTexts {
-    pub(crate) fn new(
-        chart: &Chart,
-        width: f32,
-        groups: &[RefGroup],
-        coincides: &[Option<usize>],
-    ) -> Self {
+    pub(crate) fn new(chart: &Chart, width: f32, groups: &[RefGroup], hidden: &Coinciding) -> Self {
         let names: Vec<String> = chart.series.iter().map(|s| s.name.clone()).collect();
         let short = text::drop_common_words(&names, LEGEND_SIZE, false, width * LEGEND_LABEL_SHARE);
+        let note = |(full, shown): (String, String), by: Option<(String, String)>| match by {
+            Some((by_full, by_shown)) => (
+                format!("{full} (coincides with {by_full})"),
+                format!("{shown} (coincides with {by_shown})"),
+            ),
+            None => (full, shown),
+        };
         let series = (0..names.len())
-            .map(|s| match coincides.get(s).copied().flatten() {
-                Some(o) => (
-                    format!("{} (coincides with {})", names[s], names[o]),
-                    format!("{} (coincides with {})", short[s], short[o]),
-                ),
-                None => (names[s].clone(), short[s].clone()),
+            .map(|s| {
+                let by = hidden
+                    .of_series(s)
+                    .map(|o| (names[o].clone(), short[o].clone()));
+                note((names[s].clone(), short[s].clone()), by)
             })
             .collect();
+        let own = |g: &RefGroup| match g.series {
+            // With one series there is nothing to tell apart.
+            Some(s) if names.len() > 1 => (
+                format!("{}: {}", g.label, names[s]),
+                format!("{}: {}", g.label, short[s]),
+            ),
+            _ => (g.label.clone(), g.label.clone()),
+        };
         let references = groups
             .iter()
-            .map(|g| match g.series {
-                // With one series there is nothing to tell apart.
-                Some(s) if names.len() > 1 => (
-                    format!("{}: {}", g.label, names[s]),
-                    format!("{}: {}", g.label, short[s]),
-                ),
-                _ => (g.label.clone(), g.label.clone()),
+            .enumerate()
+            .map(|(i, g)| {
+                let by = hidden.of_group(i).map(|o| match groups[o].series {
+                    // The same study's figure for another series: its name says enough.
+                    Some(s) if groups[o].label == g.label && names.len() > 1 => {
+                        (names[s].clone(), short[s].clone())
+                    }
+                    _ => own(&groups[o]),
+                });
+                note(own(g), by)
             })
             .collect();
         LegendTexts { series, references }

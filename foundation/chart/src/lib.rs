@@ -91,7 +91,8 @@
 //! dash pattern and marker shape (bars: hatching), and no two series ever
 //! share both colour and dash. A series whose whole line lies along another's
 //! (within about a pixel) cannot be seen, so its legend entry says
-//! "(coincides with …)". Ticks use ≥ 12 px text, titles 16 px.
+//! "(coincides with …)"; so does a group of markers each under another's.
+//! Ticks use ≥ 12 px text, titles 16 px.
 //!
 //! The SVG uses presentation attributes only (no `<style>`) and ids derived
 //! from the chart's content, so several charts can be inlined in one HTML

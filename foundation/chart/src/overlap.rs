@@ -2,6 +2,8 @@
 //! another's, within about a pixel, reads as one line with it (proxy-ttfb's five
 //! variants that all spend two round trips draw one curve; x2x lay under x2x + TFO). Its
 //! legend entry then says with which it coincides, so the reader knows both are there.
+//! Likewise a group of published markers each under one of another group's (the study's
+//! one figure for x2x and for x2x + TFO).
 //!
 //! Lines are compared as drawn: each is traced into a grid of one-pixel cells, and one
 //! lies along another when (nearly) each of its cells touches one of the other's.
@@ -121,10 +123,73 @@ fn runs(kind: &Kind, pts: &[Pt], l: &Layout) -> Vec<Vec<(f32, f32)>> {
     }
 }
 
-/// For each series, the one drawn latest whose line its own lies along; of two that lie
-/// along each other only the lower is named, the upper being the one seen. Bars stand
+/// Per series and per marker group, the one drawn later that hides it, if any.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Coinciding {
+    pub series: Vec<Option<usize>>,
+    pub groups: Vec<Option<usize>>,
+}
+
+impl Coinciding {
+    pub fn of_series(&self, s: usize) -> Option<usize> {
+        self.series.get(s).copied().flatten()
+    }
+
+    pub fn of_group(&self, g: usize) -> Option<usize> {
+        self.groups.get(g).copied().flatten()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.series.iter().chain(&self.groups).all(Option::is_none)
+    }
+}
+
+pub(crate) fn coinciding(chart: &Chart, prep: &Prepared, l: &Layout) -> Coinciding {
+    Coinciding {
+        series: coinciding_lines(chart, prep, l),
+        groups: coinciding_markers(prep, l),
+    }
+}
+
+/// Of the pairs where `a` lies along `b` (`along[a][b]`), the one each `a` names: the
+/// latest drawn, on top; of two that lie along each other only the lower is named, the
+/// upper being the one seen.
+fn latest(along: &[Vec<bool>]) -> Vec<Option<usize>> {
+    let n = along.len();
+    (0..n)
+        .map(|a| {
+            (0..n)
+                .rev()
+                .find(|&b| along[a][b] && !(along[b][a] && b < a))
+        })
+        .collect()
+}
+
+/// Markers this close (pixels between centres) are one mark to the eye.
+const SAME_PLACE: f32 = 1.5;
+
+/// Marker groups whose every marker sits on one of another group's (drawn in group
+/// order, so a later group's cover an earlier's).
+fn coinciding_markers(prep: &Prepared, l: &Layout) -> Vec<Option<usize>> {
+    let n = l.ref_groups.len();
+    let mut at: Vec<Vec<(f32, f32)>> = vec![Vec::new(); n];
+    for &(i, x, y) in &prep.references {
+        at[l.ref_group[i]].push((l.px(x), l.py(y)));
+    }
+    let covered = |a: &[(f32, f32)], b: &[(f32, f32)]| {
+        !a.is_empty()
+            && a.iter()
+                .all(|p| b.iter().any(|q| (p.0 - q.0).hypot(p.1 - q.1) <= SAME_PLACE))
+    };
+    let along: Vec<Vec<bool>> = (0..n)
+        .map(|a| (0..n).map(|b| a != b && covered(&at[a], &at[b])).collect())
+        .collect();
+    latest(&along)
+}
+
+/// For each series, the one whose line its own lies along (see [`latest`]). Bars stand
 /// side by side and never hide each other.
-pub(crate) fn coinciding(chart: &Chart, prep: &Prepared, l: &Layout) -> Vec<Option<usize>> {
+fn coinciding_lines(chart: &Chart, prep: &Prepared, l: &Layout) -> Vec<Option<usize>> {
     let n = prep.series.len();
     if n < 2 || matches!(chart.kind, Kind::Bars { .. }) {
         return vec![None; n];
@@ -167,11 +232,5 @@ pub(crate) fn coinciding(chart: &Chart, prep: &Prepared, l: &Layout) -> Vec<Opti
             along[a][b] = off <= allowed;
         }
     }
-    (0..n)
-        .map(|a| {
-            (0..n)
-                .rev()
-                .find(|&b| along[a][b] && !(along[b][a] && b < a))
-        })
-        .collect()
+    latest(&along)
 }

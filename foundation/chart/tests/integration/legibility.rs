@@ -100,3 +100,19 @@ fn a_series_that_lies_along_another_says_so() {
         "direct (coincides with convert)"
     );
 }
+
+#[test]
+fn a_published_figure_under_another_says_so() {
+    let chart = lines(2)
+        .reference(Marker::new("study", 1.0, 2.5).of_series(0))
+        .reference(Marker::new("study", 1.0, 2.5).of_series(1));
+    let info = layout_info(&chart);
+    let entry = |label: &str| {
+        info.legend_items
+            .iter()
+            .find(|e| e.lines.join(" ").starts_with(label))
+            .map(|e| e.lines.join(" "))
+    };
+    assert_eq!(entry("study: s0").unwrap(), "study: s0 (coincides with s1)");
+    assert_eq!(entry("study: s1").unwrap(), "study: s1");
+}
