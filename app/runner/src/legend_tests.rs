@@ -1,13 +1,15 @@
 //! Every chart of every built-in scenario's report, drawn from records shaped like its
 //! cases: no two legend entries and no two bar categories may read alike once shortened
 //! to fit (the word that tells them apart must survive), and no chart draws more than
-//! ~2,000 marks as points (issue #35: a study's report reads like its paper).
+//! ~2,000 marks as points (issue #35: a study's report reads like its paper); no two series
+//! are drawn alike, no legend entry is cut or left out, and every published marker is in its
+//! series' colour, has its legend entry and lies inside the frame (issue #54).
 
 use super::*;
 use crate::scenario::BUILTIN;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
-use wirebench_chart::{Kind, TextRole, layout_info};
+use wirebench_chart::{Kind, LayoutInfo, LegendKind, Rect, TextRole, layout_info};
 use wirebench_model::{HostFacts, Metric};
 
 /// A value per case that differs between cases, so no two charts collapse as duplicates.
@@ -90,13 +92,23 @@ fn no_legend_entry_or_category_of_a_built_in_report_reads_like_another() {
         for p in &planned {
             let layout = layout_info(&p.chart);
             for role in [TextRole::Legend, TextRole::XTick] {
-                let shown: Vec<&str> = layout
-                    .texts
-                    .iter()
-                    .filter(|t| t.role == role && !t.text.starts_with('+'))
-                    .map(|t| t.text.as_str())
-                    .collect();
-                let distinct: BTreeSet<&str> = shown.iter().copied().collect();
+                // A legend entry may wrap onto several lines: it reads as all of them.
+                let shown: Vec<String> = if role == TextRole::Legend {
+                    layout
+                        .legend_items
+                        .iter()
+                        .filter(|e| e.kind != LegendKind::More)
+                        .map(|e| e.lines.join(" "))
+                        .collect()
+                } else {
+                    layout
+                        .texts
+                        .iter()
+                        .filter(|t| t.role == role)
+                        .map(|t| t.text.clone())
+                        .collect()
+                };
+                let distinct: BTreeSet<&String> = shown.iter().collect();
                 if role == TextRole::XTick && !matches!(p.chart.kind, Kind::Bars { .. }) {
                     continue;
                 }
@@ -114,4 +126,105 @@ fn no_legend_entry_or_category_of_a_built_in_report_reads_like_another() {
             }
         }
     }
+}
+
+/// The words of `text`, without the commas they end in and the "…" that marks words left
+/// out (a legend may leave out what every entry shares: the subtitle says it).
+fn words(text: &str) -> Vec<&str> {
+    text.split_whitespace()
+        .map(|w| w.trim_matches(|c| c == '…' || c == ','))
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+fn within(inner: Rect, outer: Rect) -> bool {
+    inner.x0 >= outer.x0 && inner.x1 <= outer.x1 && inner.y0 >= outer.y0 && inner.y1 <= outer.y1
+}
+
+/// A chart of up to this many series gives each its own colour (the chart crate's
+/// palette); beyond it, series that share a colour differ in dash.
+const HUES: usize = 10;
+
+/// Issue #54's three faults in one chart: two series drawn alike, a legend cut (an entry
+/// left out or cut mid-word), a published marker that is not its series' colour, has no
+/// legend entry of its own or straddles the frame.
+fn faults(chart: &wirebench_chart::Chart, info: &LayoutInfo) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, a) in info.series.iter().enumerate() {
+        for (j, b) in info.series.iter().enumerate().skip(i + 1) {
+            if a.colour == b.colour && (a.dash == b.dash || info.series.len() <= HUES) {
+                out.push(format!(
+                    "series {i} and {j} are both {} (dashes {:?}, {:?})",
+                    a.colour, a.dash, b.dash
+                ));
+            }
+        }
+    }
+    for e in &info.legend_items {
+        if e.kind == LegendKind::More {
+            out.push("the legend is cut short".into());
+            continue;
+        }
+        let full = words(&e.full);
+        for w in e.lines.iter().flat_map(|l| words(l)) {
+            if !full.contains(&w) {
+                out.push(format!("legend entry {:?} reads {:?}", e.full, e.lines));
+                break;
+            }
+        }
+    }
+    for m in &info.markers {
+        if !within(m.bounds, info.plot) {
+            out.push(format!(
+                "marker {:?} at {:?} crosses the frame {:?}",
+                m.label, m.bounds, info.plot
+            ));
+        }
+        // A CDF's markers are claims against a baseline, not one series' figures.
+        if matches!(chart.kind, Kind::Cdf) {
+            continue;
+        }
+        let Some(s) = m.series else {
+            out.push(format!("marker {:?} belongs to no series", m.label));
+            continue;
+        };
+        if m.colour != info.series[s].colour {
+            out.push(format!("marker {:?} is not its series' colour", m.label));
+        }
+        let entry = LegendKind::Reference {
+            label: m.label.clone(),
+            series: Some(s),
+        };
+        if !info.legend_items.iter().any(|e| e.kind == entry) {
+            out.push(format!(
+                "marker {:?} of series {s} has no legend entry",
+                m.label
+            ));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn every_series_legend_entry_and_marker_of_a_built_in_report_can_be_told_apart() {
+    let mut found = Vec::new();
+    for (name, _) in BUILTIN {
+        let scenario = Scenario::builtin(name).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let records = fake_run(&scenario, dir.path());
+        let planned = wirebench_report::charts::plan(&records, &run_info(&scenario), dir.path());
+        for p in &planned {
+            for f in faults(&p.chart, &layout_info(&p.chart)) {
+                found.push(format!("{name}, chart {} ({}): {f}", p.stem, p.chart.title));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "{} faults:\n{}",
+        found.len(),
+        found.join("\n")
+    );
 }

@@ -3,7 +3,14 @@
 //! sits outside the data; [`TextBox`]es are exposed for tests to verify it.
 
 use crate::data::Prepared;
+use crate::inspect::{LegendItem, MarkerBox, SeriesStyle};
+use crate::legend::{
+    Legend, LegendMode, LegendTexts, RefGroup, entry_kinds, legend_label_texts, plan_legend,
+    reference_groups, right_legend,
+};
 use crate::model::{Chart, Kind, Unit};
+use crate::overlap::{self, Coinciding};
+use crate::style;
 use crate::text;
 use crate::ticks::{self, Tick, TickSet};
 
@@ -16,8 +23,6 @@ pub(crate) const LEGEND_SIZE: f32 = 12.0;
 pub(crate) const NOTE_SIZE: f32 = 12.0;
 pub(crate) const TICK_LEN: f32 = 5.0;
 pub(crate) const SWATCH: f32 = 28.0;
-const LEGEND_ROW: f32 = 20.0;
-const LEGEND_GAP: f32 = 18.0;
 /// Minimum distance between labelled y ticks; closer looks like a ruler.
 const Y_TICK_SPACING: f32 = 34.0;
 /// Minimum distance between labelled x ticks, and the clear gap between
@@ -123,6 +128,12 @@ pub struct LayoutInfo {
     pub plot: Rect,
     pub legend: Option<Rect>,
     pub texts: Vec<TextBox>,
+    /// Each series' stroke, in the chart's order.
+    pub series: Vec<SeriesStyle>,
+    /// The legend's entries in the order drawn.
+    pub legend_items: Vec<LegendItem>,
+    /// Every reference marker drawn.
+    pub markers: Vec<MarkerBox>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,7 +159,7 @@ pub(crate) struct TextItem {
 }
 
 impl TextItem {
-    fn new(role: TextRole, text: impl Into<String>, x: f32, y: f32, size: f32) -> Self {
+    pub(crate) fn new(role: TextRole, text: impl Into<String>, x: f32, y: f32, size: f32) -> Self {
         TextItem {
             role,
             text: text.into(),
@@ -231,42 +242,26 @@ impl AxisLayout {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EntryKind {
-    Series(usize),
-    /// A group of reference markers sharing a label.
-    Reference(usize),
-    /// "+N more" when the legend had to be cut short.
-    More,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct LegendEntry {
-    pub kind: EntryKind,
-    /// Left edge of the swatch and the vertical centre of the row.
-    pub x: f32,
-    pub y: f32,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Legend {
-    pub rect: Rect,
-    pub entries: Vec<LegendEntry>,
-}
-
 #[derive(Debug, Clone)]
 pub(crate) struct Layout {
     pub width: f32,
     pub height: f32,
+    /// The frame: the axes run along its left and bottom edges.
     pub plot: Rect,
+    /// Where the axes' ranges map to: the frame, or inside it where a mark at the data's
+    /// edge would otherwise straddle the frame.
+    pub data: Rect,
     pub x: AxisLayout,
     pub y: AxisLayout,
     /// Category bands instead of numeric x ticks.
     pub categorical: bool,
     pub texts: Vec<TextItem>,
     pub legend: Option<Legend>,
-    /// Reference-marker group per chart.references index.
+    /// The reference markers' groups, and each marker's (per chart.references index).
+    pub ref_groups: Vec<RefGroup>,
     pub ref_group: Vec<usize>,
+    /// Per series and marker group, the one drawn later that hides it, if any.
+    pub coincides: Coinciding,
     pub empty: bool,
     /// CDF guide lines (fractions) actually drawn.
     pub guides: Vec<f64>,
@@ -278,15 +273,24 @@ impl Layout {
     /// coordinates, which some rasterisers cannot handle.
     pub fn px(&self, v: f64) -> f32 {
         let t = self.x.frac(v).clamp(-5.0, 6.0) as f32;
-        self.plot.x0 + t * self.plot.width()
+        self.data.x0 + t * self.data.width()
     }
 
     pub fn py(&self, v: f64) -> f32 {
         let t = self.y.frac(v).clamp(-5.0, 6.0) as f32;
-        self.plot.y1 - t * self.plot.height()
+        self.data.y1 - t * self.data.height()
     }
 
-    pub fn info(&self) -> LayoutInfo {
+    /// The colour a reference marker group is drawn in: its series', else black.
+    pub fn ref_colour(&self, group: usize) -> &'static str {
+        match self.ref_groups[group].series {
+            Some(s) => style::colour(s),
+            None => style::REFERENCE,
+        }
+    }
+
+    pub fn info(&self, chart: &Chart, prep: &Prepared) -> LayoutInfo {
+        let (series, legend_items, markers) = crate::inspect::describe(chart, prep, self);
         LayoutInfo {
             width: self.width,
             height: self.height,
@@ -302,95 +306,10 @@ impl Layout {
                     rotated: t.rotate != 0.0,
                 })
                 .collect(),
+            series,
+            legend_items,
+            markers,
         }
-    }
-}
-
-/// Distinct reference labels in order of first appearance, and each
-/// marker's group.
-pub(crate) fn reference_groups(chart: &Chart) -> (Vec<String>, Vec<usize>) {
-    let mut labels: Vec<String> = Vec::new();
-    let mut group = Vec::with_capacity(chart.references.len());
-    for m in &chart.references {
-        let i = match labels.iter().position(|l| *l == m.label) {
-            Some(i) => i,
-            None => {
-                labels.push(m.label.clone());
-                labels.len() - 1
-            }
-        };
-        group.push(i);
-    }
-    (labels, group)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LegendMode {
-    Top,
-    Right,
-    Bottom,
-}
-
-/// Places entries in rows no wider than `avail`, returning (row, x offset)
-/// per entry. One row flows naturally; several rows form a grid of equal
-/// columns so the eye can scan down them.
-fn flow(widths: &[f32], avail: f32) -> Vec<(usize, f32)> {
-    let total: f32 =
-        widths.iter().sum::<f32>() + LEGEND_GAP * widths.len().saturating_sub(1) as f32;
-    if total <= avail {
-        let mut x = 0.0;
-        return widths
-            .iter()
-            .map(|w| {
-                let at = x;
-                x += w + LEGEND_GAP;
-                (0, at)
-            })
-            .collect();
-    }
-    let col = widths.iter().cloned().fold(0.0, f32::max);
-    let cols = (((avail + LEGEND_GAP) / (col + LEGEND_GAP)).floor() as usize).max(1);
-    (0..widths.len())
-        .map(|i| (i / cols, (i % cols) as f32 * (col + LEGEND_GAP)))
-        .collect()
-}
-
-fn rows_of(placed: &[(usize, f32)]) -> usize {
-    placed.last().map_or(0, |p| p.0 + 1)
-}
-
-fn entry_width(label: &str) -> f32 {
-    SWATCH + 6.0 + text::width(label, LEGEND_SIZE, false)
-}
-
-/// Longest legend label, as a share of the canvas width.
-const LEGEND_LABEL_SHARE: f32 = 0.45;
-
-/// Every legend label as drawn: series names shortened together so they stay distinct
-/// (see [`text::fit_distinct`]), then the reference labels likewise.
-pub(crate) struct LegendTexts {
-    series: Vec<String>,
-    references: Vec<String>,
-    max_w: f32,
-}
-
-impl LegendTexts {
-    pub(crate) fn new(chart: &Chart, ref_labels: &[String]) -> Self {
-        let max_w = chart.width.clamp(MIN_WIDTH, MAX_SIDE) as f32 * LEGEND_LABEL_SHARE;
-        let names: Vec<String> = chart.series.iter().map(|s| s.name.clone()).collect();
-        LegendTexts {
-            series: text::fit_distinct(&names, LEGEND_SIZE, false, max_w),
-            references: text::fit_distinct(ref_labels, LEGEND_SIZE, false, max_w),
-            max_w,
-        }
-    }
-}
-
-pub(crate) fn entry_label(texts: &LegendTexts, kind: EntryKind, more: usize) -> String {
-    match kind {
-        EntryKind::Series(i) => texts.series[i].clone(),
-        EntryKind::Reference(g) => texts.references[g].clone(),
-        EntryKind::More => text::fit(&format!("+{more} more"), LEGEND_SIZE, false, texts.max_w),
     }
 }
 
@@ -488,26 +407,71 @@ fn x_fits(items: &[TextItem]) -> bool {
     })
 }
 
+/// The layout. Whether a series' line (or a marker) lies along another's can only be
+/// seen once the axes are placed, and saying so lengthens its legend entry, which moves
+/// the plot: so a first layout finds what coincides and a second one names it.
 pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
-    let width = chart.width.clamp(MIN_WIDTH, MAX_SIDE) as f32;
-    let height = chart.height.clamp(MIN_HEIGHT, MAX_SIDE) as f32;
-    let mut texts: Vec<TextItem> = Vec::new();
-    let (ref_labels, ref_group) = reference_groups(chart);
-    let legend_texts = LegendTexts::new(chart, &ref_labels);
-
-    let top = title_block(chart, width, &mut texts);
-    // Notes go at the very bottom whatever else happens, since they explain
-    // what is missing from the picture.
-    let bottom = notes_block(prep, width, height - PAD, &mut texts);
-    if prep.is_empty() {
-        return empty_layout(width, height, top, bottom, texts, ref_group);
+    // Both layouts choose among the same ticks; making them is most of the work.
+    let (y, y_log) = y_candidates(chart, prep);
+    let x = if matches!(chart.kind, Kind::Bars { .. }) {
+        Vec::new()
+    } else {
+        x_candidates(chart, prep)
+    };
+    let cands = Candidates { x, y, y_log };
+    let first = compute_with(chart, prep, &cands, &Coinciding::default());
+    if first.empty {
+        return first;
     }
+    let coincides = overlap::coinciding(chart, prep, &first);
+    if coincides.is_empty() {
+        return first;
+    }
+    compute_with(chart, prep, &cands, &coincides)
+}
 
+/// The tick sets each axis may take, densest first.
+struct Candidates {
+    x: Vec<TickSet>,
+    y: Vec<TickSet>,
+    y_log: bool,
+}
+
+fn compute_with(
+    chart: &Chart,
+    prep: &Prepared,
+    cands: &Candidates,
+    coincides: &Coinciding,
+) -> Layout {
+    let width = chart.width.clamp(MIN_WIDTH, MAX_SIDE) as f32;
+    let base_height = chart.height.clamp(MIN_HEIGHT, MAX_SIDE) as f32;
+    let (ref_groups, ref_group) = reference_groups(chart);
+    let legend_texts = LegendTexts::new(chart, width, &ref_groups, coincides);
     // Legend entries: every series (so a series with no valid data is still
-    // named) and one per reference label.
-    let mut kinds: Vec<EntryKind> = (0..chart.series.len()).map(EntryKind::Series).collect();
-    kinds.extend((0..ref_labels.len()).map(EntryKind::Reference));
-    let lp = plan_legend(&kinds, &legend_texts, width, height, top, bottom);
+    // named) and one per group of reference markers.
+    let kinds = entry_kinds(chart.series.len(), &ref_groups);
+
+    let (mut height, mut grown) = (base_height, 0.0);
+    let (mut texts, lp) = loop {
+        let mut texts: Vec<TextItem> = Vec::new();
+        let top = title_block(chart, width, &mut texts);
+        // Notes go at the very bottom whatever else happens, since they explain
+        // what is missing from the picture.
+        let bottom = notes_block(prep, width, height - PAD, &mut texts);
+        if prep.is_empty() {
+            return empty_layout(width, height, top, bottom, texts, ref_groups, ref_group);
+        }
+        let lp = plan_legend(&kinds, &legend_texts, (width, height, grown), top, bottom);
+        // A legend that does not fit below the plot makes the canvas taller (up to twice
+        // its height) rather than leave out entries or squash the plot: a lead figure
+        // names every series.
+        if lp.short_by > 0.5 && grown == 0.0 {
+            grown = lp.short_by.min(base_height);
+            height += grown;
+            continue;
+        }
+        break (texts, lp);
+    };
 
     let categorical = matches!(chart.kind, Kind::Bars { .. });
     let guide_w = guide_list(chart)
@@ -523,7 +487,6 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
     };
     let x_title_baseline = lp.bottom - text::descent(AXIS_TITLE_SIZE);
 
-    let (y_cands, y_log) = y_candidates(chart, prep);
     let frame = AxisFrame {
         width,
         categorical,
@@ -536,29 +499,19 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
         },
         right_reserve: lp.right_reserve,
         guide_w,
+        inset: Insets::default(),
     };
-    let fitted = if categorical {
-        fit_axes(&frame, &y_cands, y_log, |x0, x1, plot_y1, tick_baseline| {
-            category_axis(prep, x0, x1, plot_y1, tick_baseline)
-        })
-    } else {
-        let x_cands = x_candidates(chart, prep);
-        fit_axes(&frame, &y_cands, y_log, |x0, x1, _, tick_baseline| {
-            (
-                numeric_x_axis(&x_cands, prep.x_log, x0, x1, tick_baseline),
-                false,
-            )
-        })
-    };
+    let marks = marks(chart, prep, &ref_groups, &ref_group);
     let Fitted {
         plot,
+        data,
         x: x_axis,
         y: y_axis,
         x_items,
-    } = fitted;
+    } = fit_clear_of_marks(prep, cands, frame, &marks);
     texts.extend(x_items);
 
-    y_tick_texts(&y_axis, plot, &mut texts);
+    y_tick_texts(&y_axis, plot, data, &mut texts);
     axis_titles(
         chart,
         categorical,
@@ -568,28 +521,143 @@ pub(crate) fn compute(chart: &Chart, prep: &Prepared) -> Layout {
         x_title_baseline,
         &mut texts,
     );
-    let guides = guide_texts(chart, &y_axis, plot, &mut texts);
+    let guides = guide_texts(chart, &y_axis, plot, data, &mut texts);
     let legend = match lp.mode {
-        Some(LegendMode::Right) => Some(right_legend(&kinds, plot, width, lp.right_w)),
+        Some(LegendMode::Right) => Some(right_legend(&lp, plot, width)),
         _ => lp.legend,
     };
     if let Some(l) = &legend {
-        legend_label_texts(l, kinds.len(), &legend_texts, &mut texts);
+        legend_label_texts(l, &mut texts);
     }
 
     Layout {
         width,
         height,
         plot,
+        data,
         x: x_axis,
         y: y_axis,
         categorical,
         texts,
         legend,
+        ref_groups,
         ref_group,
+        coincides: coincides.clone(),
         empty: false,
         guides,
     }
+}
+
+/// Space between a mark and the frame, beyond the mark's own reach.
+const MARK_MARGIN: f32 = 2.0;
+/// The most a side's data is moved in: a mark farther out is not the data's edge.
+const MAX_INSET: f32 = 40.0;
+
+/// Room kept between the frame and the data on each side.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Insets {
+    left: f32,
+    right: f32,
+    top: f32,
+    bottom: f32,
+}
+
+/// Every mark drawn at a point — reference markers, series markers on lines and
+/// scatter plots — as (x, y, how far it paints from its centre).
+fn marks(
+    chart: &Chart,
+    prep: &Prepared,
+    groups: &[RefGroup],
+    ref_group: &[usize],
+) -> Vec<(f64, f64, f32)> {
+    let mut out: Vec<(f64, f64, f32)> = prep
+        .references
+        .iter()
+        .map(|&(i, x, y)| {
+            let shape = style::reference_shape(groups[ref_group[i]].shape);
+            (x, y, style::reference_reach(shape))
+        })
+        .collect();
+    let n = prep.series.len();
+    for (s, pts) in prep.series.iter().enumerate() {
+        let (marked, r) = match chart.kind {
+            Kind::Lines => (style::marker_indices(pts.len(), s, n), style::LINE_MARKER_R),
+            Kind::Scatter => ((0..pts.len()).collect(), style::SCATTER_MARKER_R),
+            _ => continue,
+        };
+        let reach = style::series_reach(style::series_shape(s), r);
+        out.extend(marked.into_iter().map(|i| (pts[i].x, pts[i].y, reach)));
+    }
+    out
+}
+
+/// How much farther in from the frame each side's data must sit for every mark to lie
+/// wholly inside it. Bars sit in their bands, so their sides need no room; they rise from
+/// zero on the frame, so neither does a linear axis' bottom (on a log axis, whose floor is
+/// arbitrary, they rise from the frame below it).
+fn shortfall(marks: &[(f64, f64, f32)], f: &Fitted, categorical: bool) -> Insets {
+    let mut d = Insets::default();
+    for &(x, y, reach) in marks {
+        let need = reach + MARK_MARGIN;
+        let cx = f.data.x0 + f.x.frac(x) as f32 * f.data.width();
+        let cy = f.data.y1 - f.y.frac(y) as f32 * f.data.height();
+        d.top = d.top.max(need - (cy - f.plot.y0));
+        if !categorical || f.y.log {
+            d.bottom = d.bottom.max(need - (f.plot.y1 - cy));
+        }
+        if !categorical {
+            d.left = d.left.max(need - (cx - f.plot.x0));
+            d.right = d.right.max(need - (f.plot.x1 - cx));
+        }
+    }
+    d
+}
+
+/// Fits the axes, then moves the data in from each side where a mark would straddle the
+/// frame (a published figure at zero delay sat half under the y axis) and fits again,
+/// until every mark is clear: the new room can change the ticks and so the marks' places.
+fn fit_clear_of_marks(
+    prep: &Prepared,
+    cands: &Candidates,
+    mut frame: AxisFrame,
+    marks: &[(f64, f64, f32)],
+) -> Fitted {
+    let fit = |frame: &AxisFrame| {
+        if frame.categorical {
+            fit_axes(
+                frame,
+                &cands.y,
+                cands.y_log,
+                |x0, x1, plot_y1, tick_baseline| {
+                    category_axis(prep, x0, x1, plot_y1, tick_baseline)
+                },
+            )
+        } else {
+            fit_axes(frame, &cands.y, cands.y_log, |x0, x1, _, tick_baseline| {
+                (
+                    numeric_x_axis(&cands.x, prep.x_log, x0, x1, tick_baseline),
+                    false,
+                )
+            })
+        }
+    };
+    let mut fitted = fit(&frame);
+    for _ in 0..4 {
+        let d = shortfall(marks, &fitted, frame.categorical);
+        if d.left.max(d.right).max(d.top).max(d.bottom) <= 0.05 {
+            break;
+        }
+        let grow = |have: f32, more: f32| (have + more.max(0.0)).min(MAX_INSET);
+        let i = &mut frame.inset;
+        *i = Insets {
+            left: grow(i.left, d.left),
+            right: grow(i.right, d.right),
+            top: grow(i.top, d.top),
+            bottom: grow(i.bottom, d.bottom),
+        };
+        fitted = fit(&frame);
+    }
+    fitted
 }
 
 /// The title and subtitle from the top edge; returns where what follows starts.
@@ -652,6 +720,7 @@ fn empty_layout(
     top: f32,
     bottom: f32,
     mut texts: Vec<TextItem>,
+    ref_groups: Vec<RefGroup>,
     ref_group: Vec<usize>,
 ) -> Layout {
     let plot = Rect {
@@ -681,164 +750,22 @@ fn empty_layout(
         width,
         height,
         plot,
+        data: plot,
         x: dummy.clone(),
         y: dummy,
         categorical: false,
         texts,
         legend: None,
+        ref_groups,
         ref_group,
+        coincides: Coinciding::default(),
         empty: true,
         guides: Vec::new(),
     }
 }
 
-/// Where the legend goes, and the room it leaves the plot.
-struct LegendPlan {
-    mode: Option<LegendMode>,
-    /// Placed already (top or bottom); a right-hand legend is placed beside the plot.
-    legend: Option<Legend>,
-    top: f32,
-    bottom: f32,
-    /// Width kept free right of the plot for a right-hand legend.
-    right_reserve: f32,
-    /// The widest entry.
-    right_w: f32,
-}
-
-/// Chooses the legend's place: on top when it fits in two rows, on the right when its
-/// column fits beside the plot, else at the bottom, cut short with "+N more" rather
-/// than squash the data.
-fn plan_legend(
-    kinds: &[EntryKind],
-    legend_texts: &LegendTexts,
-    width: f32,
-    height: f32,
-    mut top: f32,
-    mut bottom: f32,
-) -> LegendPlan {
-    let widths: Vec<f32> = kinds
-        .iter()
-        .map(|&k| entry_width(&entry_label(legend_texts, k, 0)))
-        .collect();
-    let avail_w = width - 2.0 * PAD;
-    let top_flow = flow(&widths, avail_w);
-    let est_plot_h = bottom - top - 60.0;
-    let right_w = widths.iter().cloned().fold(0.0, f32::max);
-    let mode = if kinds.is_empty() {
-        None
-    } else if rows_of(&top_flow) <= 2 {
-        Some(LegendMode::Top)
-    } else if kinds.len() as f32 * LEGEND_ROW <= est_plot_h && right_w <= 0.32 * width {
-        Some(LegendMode::Right)
-    } else {
-        Some(LegendMode::Bottom)
-    };
-
-    let mut legend: Option<Legend> = None;
-    let mut right_reserve = 0.0;
-    match mode {
-        Some(LegendMode::Top) => {
-            let l = place_rows(kinds, &top_flow, top, width);
-            top = l.rect.y1 + 14.0;
-            legend = Some(l);
-        }
-        Some(LegendMode::Right) => right_reserve = right_w + 20.0,
-        Some(LegendMode::Bottom) => {
-            // Keep at least ~55 % of the height for the plot.
-            let max_rows = (((height * 0.45) - (height - bottom)) / LEGEND_ROW)
-                .floor()
-                .max(1.0) as usize;
-            let (shown, placed) = cut_legend(kinds, legend_texts, top_flow, max_rows, avail_w);
-            let h = rows_of(&placed) as f32 * LEGEND_ROW;
-            let l = place_rows(&shown, &placed, bottom - h, width);
-            bottom = l.rect.y0 - 8.0;
-            legend = Some(l);
-        }
-        None => {}
-    }
-    LegendPlan {
-        mode,
-        legend,
-        top,
-        bottom,
-        right_reserve,
-        right_w,
-    }
-}
-
-/// The entries shown in at most `max_rows` rows: all of them, or as many as fit with
-/// "+N more" last.
-fn cut_legend(
-    kinds: &[EntryKind],
-    legend_texts: &LegendTexts,
-    top_flow: Vec<(usize, f32)>,
-    max_rows: usize,
-    avail_w: f32,
-) -> (Vec<EntryKind>, Vec<(usize, f32)>) {
-    let mut shown = kinds.to_vec();
-    let mut placed = top_flow;
-    if rows_of(&placed) > max_rows {
-        let fit = placed.iter().filter(|p| p.0 < max_rows).count();
-        let keep = fit.saturating_sub(1);
-        shown.truncate(keep);
-        shown.push(EntryKind::More);
-        let w: Vec<f32> = shown
-            .iter()
-            .map(|&k| entry_width(&entry_label(legend_texts, k, kinds.len() - keep)))
-            .collect();
-        placed = flow(&w, avail_w);
-        placed.retain(|p| p.0 < max_rows);
-        shown.truncate(placed.len());
-    }
-    (shown, placed)
-}
-
-/// A legend of rows across the canvas, its first row at `y0`.
-fn place_rows(shown: &[EntryKind], placed: &[(usize, f32)], y0: f32, width: f32) -> Legend {
-    let entries = shown
-        .iter()
-        .zip(placed)
-        .map(|(&kind, &(row, x))| LegendEntry {
-            kind,
-            x: PAD + x,
-            y: y0 + row as f32 * LEGEND_ROW + LEGEND_ROW / 2.0,
-        })
-        .collect();
-    Legend {
-        rect: Rect {
-            x0: PAD,
-            y0,
-            x1: width - PAD,
-            y1: y0 + rows_of(placed) as f32 * LEGEND_ROW,
-        },
-        entries,
-    }
-}
-
-/// A legend of one column right of the plot, from its top.
-fn right_legend(kinds: &[EntryKind], plot: Rect, width: f32, right_w: f32) -> Legend {
-    let x = width - PAD - right_w;
-    let entries: Vec<LegendEntry> = kinds
-        .iter()
-        .enumerate()
-        .map(|(i, &kind)| LegendEntry {
-            kind,
-            x,
-            y: plot.y0 + i as f32 * LEGEND_ROW + LEGEND_ROW / 2.0,
-        })
-        .collect();
-    Legend {
-        rect: Rect {
-            x0: x,
-            y0: plot.y0,
-            x1: width - PAD,
-            y1: plot.y0 + kinds.len() as f32 * LEGEND_ROW,
-        },
-        entries,
-    }
-}
-
 /// The room the axes are fitted into.
+#[derive(Debug, Clone)]
 struct AxisFrame {
     width: f32,
     categorical: bool,
@@ -848,11 +775,14 @@ struct AxisFrame {
     y_title_w: f32,
     right_reserve: f32,
     guide_w: f32,
+    /// Room between the frame and the data.
+    inset: Insets,
 }
 
 /// The plot and its axes once they fit.
 struct Fitted {
     plot: Rect,
+    data: Rect,
     x: AxisLayout,
     y: AxisLayout,
     x_items: Vec<TextItem>,
@@ -877,8 +807,8 @@ fn fit_axes(
         let last_pass = pass == 3;
         let label_band = TICK_LEN + 4.0 + text::line_height(TICK_SIZE) + extra_below;
         let plot_y1 = f.bottom - label_band;
-        let plot_h = (plot_y1 - f.top).max(20.0);
-        let y_axis = pick_y(y_cands.to_vec(), y_log, plot_h);
+        let data_h = (plot_y1 - f.top - f.inset.top - f.inset.bottom).max(20.0);
+        let y_axis = pick_y(y_cands.to_vec(), y_log, data_h);
         let y_label_w = y_axis
             .ticks
             .iter()
@@ -887,10 +817,11 @@ fn fit_axes(
             .fold(0.0, f32::max);
         let x0 = (PAD + f.y_title_w + y_label_w + TICK_LEN + 4.0).max(left_min);
         let x1 = f.width - PAD - f.right_reserve - f.guide_w - right_cut;
-        let x1 = x1.max(x0 + 40.0);
+        let x1 = x1.max(x0 + 40.0 + f.inset.left + f.inset.right);
         let tick_baseline = plot_y1 + TICK_LEN + 4.0 + text::ascent(TICK_SIZE);
+        let (data_x0, data_x1) = (x0 + f.inset.left, x1 - f.inset.right);
 
-        let ((x, x_items), needs_rotation) = x_axis(x0, x1, plot_y1, tick_baseline);
+        let ((x, x_items), needs_rotation) = x_axis(data_x0, data_x1, plot_y1, tick_baseline);
         if needs_rotation != rotate && !last_pass {
             rotate = needs_rotation;
             extra_below = if rotate {
@@ -932,8 +863,15 @@ fn fit_axes(
             x1,
             y1: plot_y1,
         };
+        let data = Rect {
+            x0: data_x0,
+            y0: f.top + f.inset.top,
+            x1: data_x1,
+            y1: (plot_y1 - f.inset.bottom).max(f.top + f.inset.top + 20.0),
+        };
         return Fitted {
             plot,
+            data,
             x,
             y: y_axis,
             x_items,
@@ -1001,16 +939,16 @@ fn numeric_x_axis(
 }
 
 /// How far below its centre a tick-size label's baseline sits.
-fn tick_centre() -> f32 {
+pub(crate) fn tick_centre() -> f32 {
     (text::ascent(TICK_SIZE) - text::descent(TICK_SIZE)) / 2.0
 }
 
 /// Y tick labels, right-aligned against the axis and centred on their gridline.
-fn y_tick_texts(y_axis: &AxisLayout, plot: Rect, texts: &mut Vec<TextItem>) {
+fn y_tick_texts(y_axis: &AxisLayout, plot: Rect, data: Rect, texts: &mut Vec<TextItem>) {
     let centre = tick_centre();
     for t in &y_axis.ticks {
         if let Some(label) = &t.label {
-            let py = plot.y1 - y_axis.frac(t.value) as f32 * plot.height();
+            let py = data.y1 - y_axis.frac(t.value) as f32 * data.height();
             texts.push(
                 TextItem::new(
                     TextRole::YTick,
@@ -1082,6 +1020,7 @@ fn guide_texts(
     chart: &Chart,
     y_axis: &AxisLayout,
     plot: Rect,
+    data: Rect,
     texts: &mut Vec<TextItem>,
 ) -> Vec<f64> {
     let centre = tick_centre();
@@ -1091,7 +1030,7 @@ fn guide_texts(
         if !(y_axis.lo..=y_axis.hi).contains(&value) && !y_axis.log {
             continue;
         }
-        let py = plot.y1 - y_axis.frac(value) as f32 * plot.height();
+        let py = data.y1 - y_axis.frac(value) as f32 * data.height();
         if last_y - py < text::line_height(TICK_SIZE) + 2.0 {
             continue;
         }
@@ -1108,25 +1047,4 @@ fn guide_texts(
         texts.push(t);
     }
     guides
-}
-
-/// Each legend entry's label beside its swatch; `entries` counts them all, for "+N more".
-fn legend_label_texts(
-    l: &Legend,
-    entries: usize,
-    legend_texts: &LegendTexts,
-    texts: &mut Vec<TextItem>,
-) {
-    let centre = tick_centre();
-    let more = entries.saturating_sub(l.entries.len().saturating_sub(1));
-    for e in &l.entries {
-        let label = entry_label(legend_texts, e.kind, more);
-        texts.push(TextItem::new(
-            TextRole::Legend,
-            label,
-            e.x + SWATCH + 6.0,
-            e.y + centre,
-            LEGEND_SIZE,
-        ));
-    }
 }

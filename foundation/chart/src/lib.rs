@@ -41,9 +41,12 @@
 //!   (queue depth, window size, connection count).
 //!
 //! Any chart can carry [`Marker`]s: figures published by other studies,
-//! drawn as hollow black shapes with their own legend entry so they are
-//! never mistaken for measurements. `y_min`/`y_max` on a [`Point`] become
-//! an error bar (e.g. min..max over repeats).
+//! drawn as hollow shapes with their own legend entries so they are never
+//! mistaken for measurements. A marker that belongs to a series
+//! ([`Marker::of_series`]) is drawn in that series' colour and its legend
+//! entry names both ("S1 standard S2S: standard, 2400 bit/s"); others are
+//! black. `y_min`/`y_max` on a [`Point`] become an error bar (e.g. min..max
+//! over repeats).
 //!
 //! # Units
 //!
@@ -73,14 +76,23 @@
 //! The default canvas is 800×450 ([`Chart::size`] changes it). The legend
 //! never overlaps the data: it sits in one or two rows above the plot when
 //! it fits there, otherwise in a column to the right, otherwise in a grid
-//! below (cut short with "+N more" rather than squashing the plot). Long
-//! names are shortened with "…" on the canvas; the full text stays in the
-//! SVG `<title>` tooltips. Category labels that do not fit are rotated.
+//! below (cut short with "+N more" rather than squashing the plot). A legend
+//! entry is never cut mid-word: when one is too long the words every series
+//! shares are left out (the subtitle says them) and what remains wraps at its
+//! spaces. Category labels that do not fit are shortened with "…" (the full
+//! text stays in the SVG `<title>` tooltips) and rotated.
 //!
-//! Series use the Okabe–Ito colour-blind-safe palette and additionally
-//! differ in marker shape and dash pattern (bars: hatching), so up to a
-//! dozen series stay distinguishable in greyscale. Reference markers are
-//! hollow black shapes. Ticks use ≥ 12 px text, titles 16 px.
+//! No mark straddles the frame: where a marker at the data's edge would (a
+//! published figure at zero delay on the y axis), the data are moved in from
+//! that side, so the axis' range reaches past the marker with a margin.
+//!
+//! Up to ten series each get their own colour: the Okabe–Ito colour-blind-safe
+//! palette, then the dark hues of Paul Tol's muted one. Series also differ in
+//! dash pattern and marker shape (bars: hatching), and no two series ever
+//! share both colour and dash. A series whose whole line lies along another's
+//! (within about a pixel) cannot be seen, so its legend entry says
+//! "(coincides with …)"; so does a group of markers each under another's.
+//! Ticks use ≥ 12 px text, titles 16 px.
 //!
 //! The SVG uses presentation attributes only (no `<style>`) and ids derived
 //! from the chart's content, so several charts can be inlined in one HTML
@@ -97,8 +109,11 @@
 //! are not drawn in the PNG.
 
 mod data;
+mod inspect;
 mod layout;
+mod legend;
 mod model;
+mod overlap;
 mod style;
 mod svg;
 mod text;
@@ -109,6 +124,7 @@ use std::sync::{Arc, OnceLock};
 
 use resvg::{tiny_skia, usvg};
 
+pub use inspect::{LegendItem, LegendKind, MarkerBox, SeriesStyle};
 pub use layout::{LayoutInfo, Rect, TextBox, TextRole};
 pub use model::{Axis, Chart, Guide, Kind, Marker, Point, Scale, Series, Unit};
 
@@ -155,7 +171,7 @@ pub fn render_svg(chart: &Chart) -> String {
 #[doc(hidden)]
 pub fn layout_info(chart: &Chart) -> LayoutInfo {
     let prep = data::prepare(chart);
-    layout::compute(chart, &prep).info()
+    layout::compute(chart, &prep).info(chart, &prep)
 }
 
 fn font_db() -> Arc<usvg::fontdb::Database> {

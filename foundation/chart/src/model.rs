@@ -119,13 +119,18 @@ impl Series {
 }
 
 /// A published reference value (e.g. a figure read off another study's
-/// plot), drawn as a hollow black marker so it never reads as our own data.
-/// Markers sharing a label share a shape and one legend entry.
+/// plot), drawn as a hollow marker so it never reads as our own data. A marker
+/// that belongs to a series (the study's figure for the case that series
+/// measured, [`Marker::of_series`]) is drawn in that series' colour and gets a
+/// legend entry naming both ("S1: x2x, 2400 bit/s"); one that belongs to none is
+/// black. Markers sharing a label share a shape, and one legend entry per series.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Marker {
     pub label: String,
     pub x: f64,
     pub y: f64,
+    /// Index into [`Chart::series`]; an index past the end counts as none.
+    pub series: Option<usize>,
 }
 
 impl Marker {
@@ -134,7 +139,14 @@ impl Marker {
             label: label.into(),
             x,
             y,
+            series: None,
         }
+    }
+
+    /// The same marker, tied to the chart's series number `series`.
+    pub fn of_series(mut self, series: usize) -> Self {
+        self.series = Some(series);
+        self
     }
 }
 

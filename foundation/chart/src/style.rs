@@ -1,15 +1,19 @@
-//! Visual encodings. Every series differs from every other in colour AND in
-//! marker shape or dash pattern, so charts survive greyscale printing and
-//! colour-vision deficiency.
+//! Visual encodings. Up to ten series each get their own colour, and no two
+//! series ever share both colour and dash pattern; marker shapes differ too, so
+//! charts survive greyscale printing and colour-vision deficiency.
 
-/// Okabe–Ito, reordered so the first series get the most separable hues.
-/// Okabe–Ito black is replaced by dark grey because black is reserved for
-/// reference markers, and its yellow is left out: it vanishes on white.
-pub(crate) const PALETTE: [&str; 7] = [
-    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#555555",
+/// Ten hues, so a chart of up to ten series never repeats one: Okabe–Ito's
+/// colour-blind-safe set, reordered so the first series get the most separable hues (its
+/// black is reserved for reference markers without a series, its yellow vanishes on
+/// white), then the dark ones of Paul Tol's "muted" set (indigo, wine, olive) and dark
+/// grey. Colour alone cannot keep ten apart for every reader, so each series differs in
+/// dash pattern and marker shape too.
+pub(crate) const PALETTE: [&str; 10] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#332288", "#882255",
+    "#999933", "#555555",
 ];
 
-pub(crate) const DASHES: [&str; 5] = ["", "7 4", "2 3", "10 3 2 3", "4 2 1 2"];
+pub(crate) const DASHES: [&str; 6] = ["", "7 4", "2 3", "10 3 2 3", "4 2 1 2", "12 3 3 3"];
 
 pub(crate) const TEXT: &str = "#222222";
 pub(crate) const TEXT_MUTED: &str = "#595959";
@@ -22,10 +26,16 @@ pub(crate) fn colour(series: usize) -> &'static str {
     PALETTE[series % PALETTE.len()]
 }
 
-/// Dash pattern index; cycles with a period coprime to the palette's so
-/// series that share a colour never share a dash.
-pub(crate) fn dash(series: usize) -> &'static str {
-    DASHES[series % DASHES.len()]
+/// The dash pattern. Each pass through the palette shifts the dashes by one, so the
+/// series that share a colour (`i`, `i + 10`, `i + 20` …) all have different dashes; past
+/// sixty series the patterns are made up, one per pass, unlike any in the table.
+pub(crate) fn dash(series: usize) -> String {
+    let (pass, hue) = (series / PALETTE.len(), series % PALETTE.len());
+    if pass < DASHES.len() {
+        DASHES[(hue + pass) % DASHES.len()].to_string()
+    } else {
+        format!("{} 2 1 2 1 2", pass + 1)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +72,49 @@ const REFERENCE_SHAPES: [Shape; 6] = [
     Shape::TriangleDown,
 ];
 
+/// Nominal radius of reference markers and the width of the white halo drawn under them.
+pub(crate) const REFERENCE_R: f32 = 6.0;
+pub(crate) const REFERENCE_HALO: f32 = 3.5;
+
+/// Nominal radii of the series' own markers on lines and scatter plots; their white
+/// outline's stroke.
+pub(crate) const LINE_MARKER_R: f32 = 3.5;
+pub(crate) const SCATTER_MARKER_R: f32 = 4.0;
+pub(crate) const SERIES_OUTLINE: f32 = 0.8;
+
+/// How far from its centre [`marker_path`]'s outline of `shape` reaches, per unit of
+/// radius (axis-aligned: what a frame edge can cut).
+fn reach(shape: Shape) -> f32 {
+    match shape {
+        Shape::Circle => 1.0,
+        Shape::Square => 0.88,
+        Shape::TriangleUp | Shape::TriangleDown | Shape::Diamond => 1.25,
+        Shape::Plus | Shape::Cross => 1.22,
+        Shape::Star => 1.4,
+    }
+}
+
+/// How far from its centre a reference marker of `shape` paints, halo included.
+pub(crate) fn reference_reach(shape: Shape) -> f32 {
+    reach(shape) * REFERENCE_R + REFERENCE_HALO / 2.0
+}
+
+/// How far from its centre a series marker of `shape` and radius `r` paints.
+pub(crate) fn series_reach(shape: Shape, r: f32) -> f32 {
+    reach(shape) * r + SERIES_OUTLINE / 2.0
+}
+
+/// Which points of a long line series get a marker: enough to identify
+/// the series, staggered between series so markers do not pile up.
+pub(crate) fn marker_indices(n: usize, series: usize, n_series: usize) -> Vec<usize> {
+    if n <= 30 {
+        return (0..n).collect();
+    }
+    let k = n.div_ceil(15);
+    let offset = series * k / n_series.max(1);
+    (0..n).filter(|i| i % k == offset % k).collect()
+}
+
 pub(crate) fn series_shape(series: usize) -> Shape {
     SERIES_SHAPES[series % SERIES_SHAPES.len()]
 }
@@ -73,7 +126,7 @@ pub(crate) fn reference_shape(group: usize) -> Shape {
 /// Bar fill pattern index (0 = solid); hatching keeps grouped bars apart in
 /// greyscale.
 pub(crate) fn bar_pattern(series: usize) -> usize {
-    series % 5
+    (series % PALETTE.len() + series / PALETTE.len()) % 5
 }
 
 pub(crate) fn fmt(v: f32) -> String {

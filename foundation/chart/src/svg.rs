@@ -5,7 +5,8 @@
 use std::fmt::Write;
 
 use crate::data::{Prepared, Pt};
-use crate::layout::{Anchor, EntryKind, Layout, SWATCH, TICK_LEN, TextItem};
+use crate::layout::{Anchor, Layout, SWATCH, TICK_LEN, TextItem};
+use crate::legend::EntryKind;
 use crate::model::{Chart, Kind};
 use crate::style::{self, Shape, fmt};
 
@@ -131,21 +132,6 @@ fn bar_patterns(out: &mut String, prefix: &str, n: usize) {
     }
 }
 
-const LINE_MARKER_R: f32 = 3.5;
-const SCATTER_MARKER_R: f32 = 4.0;
-const REFERENCE_R: f32 = 6.0;
-
-/// Which points of a long line series get a marker: enough to identify
-/// the series, staggered between series so markers do not pile up.
-fn marker_indices(n: usize, series: usize, n_series: usize) -> Vec<usize> {
-    if n <= 30 {
-        return (0..n).collect();
-    }
-    let k = n.div_ceil(15);
-    let offset = series * k / n_series.max(1);
-    (0..n).filter(|i| i % k == offset % k).collect()
-}
-
 fn error_bars(l: &Layout, pts: &[Pt], x_of: &dyn Fn(&Pt) -> f32) -> String {
     let mut d = String::new();
     for p in pts {
@@ -176,11 +162,11 @@ fn series_svg(out: &mut String, chart: &Chart, prep: &Prepared, l: &Layout, pref
         match &chart.kind {
             Kind::Bars { .. } => {
                 let n_cat = prep.categories.len().max(1) as f32;
-                let band = l.plot.width() / n_cat;
+                let band = l.data.width() / n_cat;
                 let group = band * 0.8;
                 let bar_w = group / n_series.max(1) as f32;
                 let inset = if bar_w > 6.0 { 1.0 } else { 0.0 };
-                // On a log axis bars rise from the axis' floor (there is no zero).
+                // On a log axis bars rise from the frame, below its floor (there is no zero).
                 let zero = if l.y.log { l.plot.y1 } else { l.py(0.0) };
                 let fill = bar_fill(prefix, s);
                 let centre = |p: &Pt| l.px(p.x) - group / 2.0 + (s as f32 + 0.5) * bar_w;
@@ -255,14 +241,14 @@ fn series_svg(out: &mut String, chart: &Chart, prep: &Prepared, l: &Layout, pref
                     );
                 }
                 let marked: Vec<usize> = match kind {
-                    Kind::Lines => marker_indices(pts.len(), s, n_series),
+                    Kind::Lines => style::marker_indices(pts.len(), s, n_series),
                     Kind::Scatter => (0..pts.len()).collect(),
                     _ => Vec::new(),
                 };
                 let r = if matches!(kind, Kind::Scatter) {
-                    SCATTER_MARKER_R
+                    style::SCATTER_MARKER_R
                 } else {
-                    LINE_MARKER_R
+                    style::LINE_MARKER_R
                 };
                 let mut m = String::new();
                 for i in marked {
@@ -277,7 +263,8 @@ fn series_svg(out: &mut String, chart: &Chart, prep: &Prepared, l: &Layout, pref
                 if !m.is_empty() {
                     let _ = writeln!(
                         out,
-                        "<path d=\"{m}\" fill=\"{colour}\" stroke=\"#ffffff\" stroke-width=\"0.8\"/>"
+                        "<path d=\"{m}\" fill=\"{colour}\" stroke=\"#ffffff\" stroke-width=\"{}\"/>",
+                        style::SERIES_OUTLINE
                     );
                 }
             }
@@ -286,41 +273,39 @@ fn series_svg(out: &mut String, chart: &Chart, prep: &Prepared, l: &Layout, pref
     }
 }
 
-/// Hollow, black, with a white halo so they stay visible on top of lines.
-fn reference_path(out: &mut String, d: &str) {
+/// Hollow, in its series' colour (black without one), with a white halo so it stays
+/// visible on top of lines.
+fn reference_path(out: &mut String, d: &str, colour: &str) {
     let _ = writeln!(
         out,
-        "<path d=\"{d}\" fill=\"none\" stroke=\"#ffffff\" stroke-width=\"3.5\" stroke-opacity=\"0.85\"/>\
-         <path d=\"{d}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>",
-        style::REFERENCE
+        "<path d=\"{d}\" fill=\"none\" stroke=\"#ffffff\" stroke-width=\"{}\" stroke-opacity=\"0.85\"/>\
+         <path d=\"{d}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"1.5\"/>",
+        style::REFERENCE_HALO,
     );
 }
 
 fn references_svg(out: &mut String, chart: &Chart, prep: &Prepared, l: &Layout) {
-    let groups = l.ref_group.iter().copied().max().map_or(0, |m| m + 1);
-    for g in 0..groups {
+    for (g, group) in l.ref_groups.iter().enumerate() {
         let mut d = String::new();
         for &(i, x, y) in &prep.references {
             if l.ref_group[i] == g {
                 d.push_str(&style::marker_path(
-                    style::reference_shape(g),
+                    style::reference_shape(group.shape),
                     l.px(x),
                     l.py(y),
-                    REFERENCE_R,
+                    style::REFERENCE_R,
                 ));
             }
         }
         if d.is_empty() {
             continue;
         }
-        let label = prep
-            .references
-            .iter()
-            .find(|r| l.ref_group[r.0] == g)
-            .map(|r| chart.references[r.0].label.as_str())
-            .unwrap_or("");
-        let _ = writeln!(out, "<g><title>{}</title>", esc(label));
-        reference_path(out, &d);
+        let title = match group.series {
+            Some(s) => format!("{}: {}", group.label, chart.series[s].name),
+            None => group.label.clone(),
+        };
+        let _ = writeln!(out, "<g><title>{}</title>", esc(&title));
+        reference_path(out, &d, l.ref_colour(g));
         out.push_str("</g>\n");
     }
 }
@@ -431,11 +416,16 @@ fn legend_svg(out: &mut String, chart: &Chart, l: &Layout, prefix: &str) {
                         );
                     }
                     Kind::Scatter => {
-                        let m =
-                            style::marker_path(style::series_shape(s), mid, y, SCATTER_MARKER_R);
+                        let m = style::marker_path(
+                            style::series_shape(s),
+                            mid,
+                            y,
+                            style::SCATTER_MARKER_R,
+                        );
                         let _ = writeln!(
                             out,
-                            "<path d=\"{m}\" fill=\"{colour}\" stroke=\"#ffffff\" stroke-width=\"0.8\"/>"
+                            "<path d=\"{m}\" fill=\"{colour}\" stroke=\"#ffffff\" stroke-width=\"{}\"/>",
+                            style::SERIES_OUTLINE
                         );
                     }
                     _ => {
@@ -448,19 +438,28 @@ fn legend_svg(out: &mut String, chart: &Chart, l: &Layout, prefix: &str) {
                             dash_attr(s)
                         );
                         if matches!(chart.kind, Kind::Lines) {
-                            let m =
-                                style::marker_path(style::series_shape(s), mid, y, LINE_MARKER_R);
+                            let m = style::marker_path(
+                                style::series_shape(s),
+                                mid,
+                                y,
+                                style::LINE_MARKER_R,
+                            );
                             let _ = writeln!(
                                 out,
-                                "<path d=\"{m}\" fill=\"{colour}\" stroke=\"#ffffff\" stroke-width=\"0.8\"/>"
+                                "<path d=\"{m}\" fill=\"{colour}\" stroke=\"#ffffff\" stroke-width=\"{}\"/>",
+                                style::SERIES_OUTLINE
                             );
                         }
                     }
                 }
             }
             EntryKind::Reference(g) => {
-                let shape: Shape = style::reference_shape(g);
-                reference_path(out, &style::marker_path(shape, mid, y, REFERENCE_R));
+                let shape: Shape = style::reference_shape(l.ref_groups[g].shape);
+                reference_path(
+                    out,
+                    &style::marker_path(shape, mid, y, style::REFERENCE_R),
+                    l.ref_colour(g),
+                );
             }
             EntryKind::More => {}
         }

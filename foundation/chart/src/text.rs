@@ -128,27 +128,7 @@ pub(crate) fn fit_distinct(labels: &[String], size: f32, bold: bool, max_w: f32)
         return labels.to_vec();
     }
     let words: Vec<Vec<&str>> = labels.iter().map(|l| split_words(l)).collect();
-    let (head, tail) = if labels.len() >= 2 {
-        common_ends(&words)
-    } else {
-        (0, 0)
-    };
-    let cores: Vec<String> = words
-        .iter()
-        .map(|w| {
-            let core = w[head..w.len() - tail].concat();
-            let core = core.trim_matches(|c: char| c == ',' || c == ' ');
-            let mut s = String::new();
-            if head > 0 {
-                s.push('…');
-            }
-            s.push_str(core);
-            if tail > 0 {
-                s.push('…');
-            }
-            s
-        })
-        .collect();
+    let cores = without_common_ends(&words);
     let short: Vec<String> = cores
         .iter()
         .map(|c| fit_middle(c, size, bold, max_w))
@@ -192,6 +172,91 @@ pub(crate) fn fit_distinct(labels: &[String], size: f32, bold: bool, max_w: f32)
         }
     }
     out
+}
+
+/// Each label without the whole words every label shares at its start and end, "…"
+/// marking where they were.
+fn without_common_ends(words: &[Vec<&str>]) -> Vec<String> {
+    let (head, tail) = if words.len() >= 2 {
+        common_ends(words)
+    } else {
+        (0, 0)
+    };
+    words
+        .iter()
+        .map(|w| {
+            let core = w[head..w.len() - tail].concat();
+            let core = core.trim_matches(|c: char| c == ',' || c == ' ');
+            let mut s = String::new();
+            if head > 0 {
+                s.push('…');
+            }
+            s.push_str(core);
+            if tail > 0 {
+                s.push('…');
+            }
+            s
+        })
+        .collect()
+}
+
+/// `labels` without the words all of them share at their start or end ("…" marks where),
+/// when one is wider than `max_w` and leaving those out keeps the labels apart; else as
+/// they are. Never cuts a word: what is still too long is for [`wrap`].
+pub(crate) fn drop_common_words(
+    labels: &[String],
+    size: f32,
+    bold: bool,
+    max_w: f32,
+) -> Vec<String> {
+    if labels.iter().all(|l| width(l, size, bold) <= max_w) {
+        return labels.to_vec();
+    }
+    let words: Vec<Vec<&str>> = labels.iter().map(|l| split_words(l)).collect();
+    let cores = without_common_ends(&words);
+    if distinct_as(labels, &cores) {
+        cores
+    } else {
+        labels.to_vec()
+    }
+}
+
+/// `s` in lines at most `max_w` wide, broken at spaces. Only a single word wider than a
+/// whole line is broken inside, since nothing else would keep it on the canvas.
+pub(crate) fn wrap(s: &str, size: f32, bold: bool, max_w: f32) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in s.split(' ').filter(|w| !w.is_empty()) {
+        let candidate = if line.is_empty() {
+            word.to_string()
+        } else {
+            format!("{line} {word}")
+        };
+        if width(&candidate, size, bold) <= max_w {
+            line = candidate;
+            continue;
+        }
+        if !line.is_empty() {
+            lines.push(std::mem::take(&mut line));
+        }
+        let mut rest = word;
+        while width(rest, size, bold) > max_w {
+            let mut cut = rest.char_indices().nth(1).map_or(rest.len(), |(i, _)| i);
+            for (i, _) in rest.char_indices().skip(1) {
+                if width(&rest[..i], size, bold) > max_w {
+                    break;
+                }
+                cut = i;
+            }
+            lines.push(rest[..cut].to_string());
+            rest = &rest[cut..];
+        }
+        line = rest.to_string();
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// Whether `short` tells apart every pair that `full` does.

@@ -417,7 +417,11 @@ fn line_chart(
                 let source = c.first.references[metric]["source"]
                     .as_str()
                     .unwrap_or("published");
-                markers.push(Marker::new(source, param_f64(c.first, x).unwrap_or(0.0), v));
+                // The study's figure for this series' case: drawn in its colour.
+                markers.push(
+                    Marker::new(source, param_f64(c.first, x).unwrap_or(0.0), v)
+                        .of_series(series.len()),
+                );
             }
         }
         let name = if name.is_empty() {
@@ -565,11 +569,14 @@ fn bar_chart(all: &[&Case], metric: &str, cats: &[String], info: &RunInfo) -> Op
         .enumerate()
         .filter_map(|(i, c)| {
             let r = c.first.references.get(metric)?;
-            Some(Marker::new(
-                r["source"].as_str().unwrap_or("published"),
-                i as f64,
-                r["value"].as_f64()?,
-            ))
+            Some(
+                Marker::new(
+                    r["source"].as_str().unwrap_or("published"),
+                    i as f64,
+                    r["value"].as_f64()?,
+                )
+                .of_series(0),
+            )
         })
         .collect();
     let mut chart = Chart::new(
@@ -1265,11 +1272,14 @@ fn grouped_bars(cs: &[&Case], spec: &ChartSpec, x: &str, info: &RunInfo) -> Opti
                     // Over this series' bar: the chart draws a group's bars across 80% of
                     // the category's band, in series order.
                     let offset = -0.4 + (s as f64 + 0.5) * 0.8 / n;
-                    markers.push(Marker::new(
-                        r["source"].as_str().unwrap_or("published"),
-                        i as f64 + offset,
-                        v,
-                    ));
+                    markers.push(
+                        Marker::new(
+                            r["source"].as_str().unwrap_or("published"),
+                            i as f64 + offset,
+                            v,
+                        )
+                        .of_series(s),
+                    );
                 }
             }
         }

@@ -2,5 +2,6 @@
 //! one link and one process for all of them (docs/testing.md).
 
 mod common;
+mod legibility;
 mod props;
 mod render;

@@ -320,27 +320,37 @@ fn many_series_stay_readable() {
 }
 
 #[test]
-fn crowded_legend_goes_below_and_is_cut_short() {
-    let mut chart = Chart::new(
-        "Forty",
-        Kind::Scatter,
-        Axis::new("x", Unit::Count),
-        Axis::new("y", Unit::Count),
+fn crowded_legend_goes_below_grows_the_canvas_and_only_then_is_cut_short() {
+    let crowd = |n: usize| {
+        let mut chart = Chart::new(
+            "Crowd",
+            Kind::Scatter,
+            Axis::new("x", Unit::Count),
+            Axis::new("y", Unit::Count),
+        );
+        for s in 0..n {
+            chart = chart.series(Series::from_xy(
+                format!("A rather long series name {s}"),
+                [(s as f64, 1.0)],
+            ));
+        }
+        layout_info(&chart)
+    };
+    let info = crowd(40);
+    assert_no_overlap(&info);
+    assert_eq!(labels(&info, TextRole::Legend).len(), 40);
+    assert!(
+        info.height > 450.0 && info.plot.height() > 200.0,
+        "{info:?}"
     );
-    for s in 0..40 {
-        chart = chart.series(Series::from_xy(
-            format!("A rather long series name {s}"),
-            [(s as f64, 1.0)],
-        ));
-    }
-    let info = layout_info(&chart);
+    let info = crowd(200);
     assert_no_overlap(&info);
     let legend = labels(&info, TextRole::Legend);
     assert!(
         legend.last().unwrap().starts_with('+') && legend.last().unwrap().ends_with("more"),
         "{legend:?}"
     );
-    assert!(info.plot.height() > 100.0);
+    assert!(info.height <= 900.0 && info.plot.height() > 100.0);
 }
 
 #[test]
