@@ -88,7 +88,11 @@ fn parse_line(text: &str) -> Result<(String, Action), String> {
             Action::Skip(why.to_string())
         }
         Some(d) if d.starts_with("full") => {
-            if d.trim_start_matches("full").trim_start_matches(',').trim().is_empty() {
+            if d.trim_start_matches("full")
+                .trim_start_matches(',')
+                .trim()
+                .is_empty()
+            {
                 return Err("a full run must say why: (docs test: full, REASON)".into());
             }
             Action::Run {
@@ -406,10 +410,9 @@ impl DocsEnv {
             let at = format!("{}:{}", l.file, l.line);
             let report = |report: String, failure: Option<String>| Outcome { report, failure };
             match &l.action {
-                Action::Skip(why) => out.push(report(
-                    format!("docs: {at}: skipped ({why}): {cmd}"),
-                    None,
-                )),
+                Action::Skip(why) => {
+                    out.push(report(format!("docs: {at}: skipped ({why}): {cmd}"), None))
+                }
                 Action::Background => {
                     // `server &` in a doc means the same; the test keeps the pid.
                     let cmd = cmd.trim_end().trim_end_matches('&').trim_end();
@@ -425,7 +428,10 @@ impl DocsEnv {
                     background.push(child);
                     // Give a server time to bind before the next line uses it.
                     std::thread::sleep(Duration::from_secs(1));
-                    out.push(report(format!("docs: {at}: in the background: {cmd}"), None));
+                    out.push(report(
+                        format!("docs: {at}: in the background: {cmd}"),
+                        None,
+                    ));
                 }
                 Action::Run { extra, limit, full } => {
                     let line = if extra.is_empty() {
@@ -500,7 +506,9 @@ fn every_documented_command_works_as_written() {
         .iter()
         .chain(&parallel)
         .flatten()
-        .filter(|l| matches!(l.action, Action::Run { .. }) && rewrite(&l.command, &env.bin).is_some())
+        .filter(|l| {
+            matches!(l.action, Action::Run { .. }) && rewrite(&l.command, &env.bin).is_some()
+        })
         .count();
     assert!(ran > 0 || only.is_some(), "no documented command found");
     let parallel = std::sync::Mutex::new(parallel.into_iter());

@@ -1,11 +1,11 @@
 //! The integration tests of this crate, one module per subject, in one test binary:
 //! one link and one process for all of them (docs/testing.md).
 
-mod common;
 mod browser;
 mod browser_transports;
 mod caps;
 mod cli;
+mod common;
 mod conformance;
 mod docs;
 mod irc;
