@@ -16,7 +16,7 @@ pub use request::{Prepared, RunRequest, prepare};
 /// this crate alone: the registry, the parameter and metric tables, scenarios, the plan
 /// of cases, the estimates and the `wirebench protocols`/`scenarios` listings.
 pub use wirebench_plan::{
-    BUILTIN, Case, CaseLink, PlanError, Scenario, ScenarioError, case_links, catalog,
+    BUILTIN, Case, CaseLink, PlanError, Scenario, ScenarioError, case_links, catalog, check_given,
     check_workloads, estimate, metrics, params, plan, registry, scenario, varying,
 };
 /// Sharded runs: their aligned starts and `shard.json` (the wirebench-shard crate).

@@ -143,6 +143,7 @@ pub fn check(
     } else {
         vec![None; cases.len()]
     };
+    crate::check_given(scenario, &cases)?;
     crate::check_plan(&cases, &links, &skipped, opts)?;
     let prerequisites = Prerequisites {
         needs,

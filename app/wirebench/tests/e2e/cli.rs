@@ -524,6 +524,40 @@ fn dry_run_refuses_what_the_run_would() {
     assert!(!std::path::Path::new(out).exists(), "nothing ran");
 }
 
+/// An option no protocol of the run reads is refused, not noted and dropped: the run
+/// would measure something else than asked.
+#[test]
+fn an_option_of_other_protocols_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("never");
+    let out = out.to_str().unwrap();
+    for (flag, value) in [("--connections", "4"), ("--target", "127.0.0.1:9")] {
+        for dry in [true, false] {
+            let mut all = vec!["run", "--out", out, "--protocol", "mqtt", flag, value];
+            all.extend(dry.then_some("--dry-run"));
+            let err = usage_error(&all);
+            assert!(
+                err.starts_with(&format!(
+                    "wirebench: error: {flag} does not apply to mqtt: it applies only to"
+                )) && err.contains("cases of http"),
+                "{all:?}: {err}"
+            );
+        }
+    }
+    assert!(!std::path::Path::new(out).exists(), "nothing ran");
+    // At its default it changes nothing: a note, and the run goes on.
+    let o = run_ok(&[
+        "run",
+        "--protocol",
+        "mqtt",
+        "--connections",
+        "1",
+        "--dry-run",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("note: --connections is ignored"), "{err}");
+}
+
 #[test]
 fn a_server_given_with_server_refuses_large_payloads_per_case() {
     // Its limit is only known when it answers: the case fails, saying why.
