@@ -101,6 +101,101 @@ pub fn check_workloads(cases: &[Case]) -> Result<(), PlanError> {
     Ok(())
 }
 
+/// Refuses a parameter given on the command line that no planned case reads because no
+/// case's protocol reads it (`--connections 4 --protocol mqtt`): the run would measure
+/// something else than asked, so the user must drop it or choose a protocol it applies to.
+/// Not refused: one some case reads (the others get a note), one no case reads for its
+/// workload alone (a note: a grid may mix workloads), and one given at its default (the
+/// run does what it says anyway).
+pub fn check_given(scenario: &Scenario, cases: &[Case]) -> Result<(), PlanError> {
+    for name in &scenario.given {
+        let Some(spec) = params::spec(name) else {
+            continue;
+        };
+        let read = cases.iter().any(|c| c.get(name).is_some());
+        // Read by some case's protocol, only not in its workload: the note's business.
+        let some_protocol = cases.iter().any(|c| params::read_by(name, c.protocol()));
+        if cases.is_empty() || read || some_protocol || given_as_default(scenario, spec) {
+            continue;
+        }
+        let mut planned: Vec<&str> = Vec::new();
+        for c in cases {
+            if !planned.contains(&c.protocol()) {
+                planned.push(c.protocol());
+            }
+        }
+        let readers: Vec<&dyn registry::Protocol> = registry::REGISTRY
+            .iter()
+            .copied()
+            .filter(|p| {
+                params::read_by(name, p.name())
+                    && p.workloads().iter().any(|w| spec.workloads.contains(w))
+            })
+            .collect();
+        // The workloads it applies to, unless that is every one its readers offer.
+        let mut offered: Vec<&str> = readers
+            .iter()
+            .flat_map(|p| p.workloads())
+            .copied()
+            .collect();
+        offered.dedup();
+        let workloads: Vec<&str> = params::WORKLOADS
+            .iter()
+            .copied()
+            .filter(|w| spec.workloads.contains(w) && offered.contains(w))
+            .collect();
+        let cases_of = if params::WORKLOADS
+            .iter()
+            .all(|w| offered.contains(w) == workloads.contains(w))
+        {
+            "cases".to_string()
+        } else {
+            format!("{} cases", or_list(&workloads))
+        };
+        let readers: Vec<&str> = readers.iter().map(|p| p.name()).collect();
+        let flag = format!("--{}", name.replace('.', "-"));
+        let counted = planned
+            .iter()
+            .filter_map(|p| registry::get(p)?.stream_count())
+            .next();
+        let why = match counted {
+            Some(n) if *name == "duration" => format!(
+                " (their streams send `count` messages, {n} unless given: use --count to set \
+                 their length)"
+            ),
+            _ => String::new(),
+        };
+        return Err(PlanError::Usage(format!(
+            "{flag} does not apply to {}: it applies only to {cases_of} of {}{why}; drop \
+             {flag}, or run one of those protocols",
+            planned.join(" and "),
+            readers.join(", "),
+        )));
+    }
+    Ok(())
+}
+
+/// `a, b or c`.
+fn or_list(words: &[&str]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// Whether every value the command line gave `spec` is its default: what a case that does
+/// not read it does anyway.
+fn given_as_default(scenario: &Scenario, spec: &params::ParamSpec) -> bool {
+    let Ok(default) = spec.parse(spec.default) else {
+        return false;
+    };
+    scenario
+        .grid
+        .get(spec.name)
+        .is_some_and(|a| a.values.iter().all(|v| v.value == default.value))
+}
+
 /// The parameters whose value differs between the planned cases, in order of first
 /// appearance: what a progress line must show to tell the cases apart, also when
 /// `[[part]]`s or link parameters make them differ. Absent counts as a value, except
@@ -254,6 +349,56 @@ mod tests {
         assert_eq!(
             varying(&plan(&with_link)),
             ["payload", "rounds", "link.delay"]
+        );
+    }
+
+    #[test]
+    fn a_command_line_parameter_no_protocol_of_the_run_reads_is_refused() {
+        let refusal = |args: &[(&str, &str)]| {
+            let mut s = Scenario::empty("t");
+            for (n, v) in args {
+                s.set_param(n, v).unwrap();
+            }
+            check_given(&s, &plan(&s)).err().map(|e| e.to_string())
+        };
+        let e = refusal(&[("protocol", "mqtt"), ("connections", "4")]).unwrap();
+        assert!(
+            e.starts_with(
+                "--connections does not apply to mqtt: it applies only to pingpong cases of http"
+            ) && e.ends_with("drop --connections, or run one of those protocols"),
+            "{e}"
+        );
+        // A stream's workload, not its protocol, would drop it: still the protocol's.
+        let e = refusal(&[
+            ("protocol", "mqtt"),
+            ("workload", "stream"),
+            ("target", "127.0.0.1:9"),
+        ]);
+        assert!(e.unwrap().starts_with("--target does not apply to mqtt"));
+        let e = refusal(&[
+            ("protocol", "xmpp"),
+            ("workload", "stream"),
+            ("duration", "1s"),
+        ]);
+        assert!(e.unwrap().contains("use --count"));
+        // At its default the run does what it says; read by some case, a note for the rest;
+        // dropped for the workload alone, a note too.
+        assert_eq!(refusal(&[("protocol", "mqtt"), ("connections", "1")]), None);
+        assert_eq!(
+            refusal(&[("protocol", "mqtt"), ("target", "builtin")]),
+            None
+        );
+        assert_eq!(
+            refusal(&[("protocol", "mqtt,http"), ("connections", "4")]),
+            None
+        );
+        assert_eq!(
+            refusal(&[
+                ("protocol", "http"),
+                ("workload", "stream"),
+                ("connections", "4")
+            ]),
+            None
         );
     }
 

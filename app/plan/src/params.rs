@@ -69,11 +69,17 @@ pub fn applies(param: &str, protocol: &str, workload: &str) -> bool {
     let Some(s) = spec(param) else {
         return true;
     };
+    s.workloads.contains(&workload) && read_by(param, protocol)
+}
+
+/// Whether cases of `protocol` read `param` in some workload: its own parameters, the
+/// shared ones, and `duration` only where streams are not bounded by a count.
+pub fn read_by(param: &str, protocol: &str) -> bool {
     if param == "duration" && registry::get(protocol).is_some_and(|p| p.stream_count().is_some()) {
         return false;
     }
     let owners = owners(param);
-    s.workloads.contains(&workload) && (owners.is_empty() || owners.contains(&protocol))
+    owners.is_empty() || owners.contains(&protocol)
 }
 
 pub fn names() -> Vec<&'static str> {

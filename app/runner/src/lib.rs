@@ -16,7 +16,7 @@ pub use request::{Prepared, RunRequest, prepare};
 /// this crate alone: the registry, the parameter and metric tables, scenarios, the plan
 /// of cases, the estimates and the `wirebench protocols`/`scenarios` listings.
 pub use wirebench_plan::{
-    BUILTIN, Case, CaseLink, PlanError, Scenario, ScenarioError, case_links, catalog,
+    BUILTIN, Case, CaseLink, PlanError, Scenario, ScenarioError, case_links, catalog, check_given,
     check_workloads, estimate, metrics, params, plan, registry, scenario, varying,
 };
 /// Sharded runs: their aligned starts and `shard.json` (the wirebench-shard crate).
@@ -124,7 +124,6 @@ pub fn run(
 ) -> Result<RunSummary, RunError> {
     let opts = &absolute_paths(opts)?;
     let cases = plan(scenario);
-    check_workloads(&cases)?;
     let links = case_links(&cases)?;
     // A skipped case gets no lab, hosts entries or reference server of its own: a run
     // whose lab cases are all skipped for want of root must not need root.
@@ -133,8 +132,10 @@ pub fn run(
     } else {
         vec![None; cases.len()]
     };
+    // Made by `prepare` already; again here for a caller that comes without it.
+    check_plan(&cases, &links, &skipped, opts)?;
     let aligner = match &opts.shard {
-        Some(o) => Some(shard_aligner(scenario, &cases, &links, o, shutdown)?),
+        Some(o) => Some(shard_aligner(scenario, &cases, o, shutdown)?),
         None => None,
     };
     let shard = match (&opts.shard, &aligner) {
@@ -153,7 +154,6 @@ pub fn run(
         .map(|(l, _)| l)
         .collect();
     let needs_lab = run_links.iter().any(|l| l.is_some());
-    check_where(opts, needs_lab)?;
     let pcap = opts
         .pcap
         .as_ref()
@@ -244,6 +244,44 @@ fn lab_hosts<'a>(
     hosts
 }
 
+/// Every refusal that depends on the plan and on where its cases run, for the cases that
+/// run (`skipped`: per case, why it is skipped, or `None`): the workloads their protocols
+/// offer, the options that do not go with a lab or its absence, a sharded run's limits,
+/// and each protocol's own check of its cases ([`registry::Protocol::check`]). Made by
+/// [`prepare`] (so `--dry-run` and `wirebench doctor` refuse what the run would) and by
+/// [`run`], before either creates anything.
+pub fn check_plan(
+    cases: &[Case],
+    links: &[Option<CaseLink>],
+    skipped: &[Option<String>],
+    opts: &RunOptions,
+) -> Result<(), RunError> {
+    check_workloads(cases)?;
+    let runs = || {
+        cases
+            .iter()
+            .zip(links)
+            .zip(skipped)
+            .filter(|(_, s)| s.is_none())
+            .map(|(c, _)| c)
+    };
+    let lab = runs().any(|(_, l)| l.is_some());
+    check_where(opts, lab)?;
+    if let Some(o) = &opts.shard {
+        check_shardable(cases, links, o)?;
+    }
+    let at = wirebench_protocol::Placement {
+        lab,
+        shard: opts.shard.as_ref().map(|o| (o.index, o.count)),
+    };
+    for (c, _) in runs() {
+        registry::of(c)
+            .check(c, &at)
+            .map_err(|e| RunError::Usage(format!("case {}: {e}", c.index)))?;
+    }
+    Ok(())
+}
+
 /// Refuses the options that do not go with where the run happens (in a lab or not).
 fn check_where(opts: &RunOptions, needs_lab: bool) -> Result<(), RunError> {
     if needs_lab && opts.server.is_some() {
@@ -262,16 +300,14 @@ fn check_where(opts: &RunOptions, needs_lab: bool) -> Result<(), RunError> {
     Ok(())
 }
 
-/// The alignment of a sharded run, after checking it can be sharded: only load cases
-/// (a ping-pong is one connection: there is nothing to slice), no emulated link (each
-/// shard sits in its own host already).
-fn shard_aligner(
-    scenario: &Scenario,
+/// Refuses a sharded run of what cannot be sharded: only load cases (a ping-pong is one
+/// connection: there is nothing to slice), no emulated link (each shard sits in its own
+/// host already).
+fn check_shardable(
     cases: &[Case],
     links: &[Option<CaseLink>],
     o: &shard::ShardOptions,
-    shutdown: &AtomicBool,
-) -> Result<shard::Aligner, RunError> {
+) -> Result<(), RunError> {
     if let Some(c) = cases.iter().find(|c| c.workload() != "load") {
         return Err(RunError::Usage(format!(
             "shard {}/{}: case {} is a {} case; a sharded run slices load cases only (--workload load)",
@@ -288,6 +324,16 @@ fn shard_aligner(
                 .into(),
         ));
     }
+    Ok(())
+}
+
+/// The alignment of a sharded run ([`check_shardable`] has passed).
+fn shard_aligner(
+    scenario: &Scenario,
+    cases: &[Case],
+    o: &shard::ShardOptions,
+    shutdown: &AtomicBool,
+) -> Result<shard::Aligner, RunError> {
     // --start-at alone: each case a slot long enough for it, so shards agree without
     // talking (a case that overruns makes the next start late, which its record says).
     let mut slots = Vec::new();
@@ -362,29 +408,35 @@ fn check_pcap<'a>(
     move |p| {
         let path = std::path::absolute(&p.path)
             .map_err(|e| RunError::Usage(format!("--pcap {}: {e}", p.path.display())))?;
-        let est = estimate::estimate_cases(cases, links, scenario.repeat);
-        let size = est.capture_bytes(p.snaplen);
-        if size > p.limit {
-            let small = est.capture_bytes(128);
-            let snap = if p.snaplen > 128 && small <= p.limit {
-                format!(
-                    ", keep 128 bytes of each packet with --pcap-snaplen 128 (about {})",
-                    estimate::format_size(small)
-                )
-            } else {
-                String::new()
-            };
-            return Err(RunError::Usage(format!(
-                "the capture {} is estimated at {} ({} packets), above its limit of {}: raise \
-                 --pcap-limit{snap}, or shorten the run",
-                path.display(),
-                estimate::format_size(size),
-                est.capture_packets(),
-                estimate::format_size(p.limit),
-            )));
-        }
-        Ok(PcapOptions { path, ..p.clone() })
+        let p = PcapOptions { path, ..p.clone() };
+        check_capture(&estimate::estimate_cases(cases, links, scenario.repeat), &p)?;
+        Ok(p)
     }
+}
+
+/// Refuses a capture estimated above its limit, saying how to shrink it.
+pub(crate) fn check_capture(est: &estimate::PlanEstimate, p: &PcapOptions) -> Result<(), RunError> {
+    let size = est.capture_bytes(p.snaplen);
+    if size <= p.limit {
+        return Ok(());
+    }
+    let small = est.capture_bytes(128);
+    let snap = if p.snaplen > 128 && small <= p.limit {
+        format!(
+            ", keep 128 bytes of each packet with --pcap-snaplen 128 (about {})",
+            estimate::format_size(small)
+        )
+    } else {
+        String::new()
+    };
+    Err(RunError::Usage(format!(
+        "the capture {} is estimated at {} ({} packets), above its limit of {}: raise \
+         --pcap-limit{snap}, or shorten the run",
+        p.path.display(),
+        estimate::format_size(size),
+        est.capture_packets(),
+        estimate::format_size(p.limit),
+    )))
 }
 
 /// Everything the case loop needs, so it can run on whichever thread sits in the right

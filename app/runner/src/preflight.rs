@@ -5,13 +5,12 @@
 
 use std::path::PathBuf;
 use std::time::Duration;
-use wirebench_lab::pcap::PcapOptions;
 use wirebench_model::parse_duration;
 use wirebench_protocol::params::{COUNT, DURATION, PAYLOAD, ROUNDS, THINK};
 
 use crate::estimate::{self, format_estimate};
 use crate::prereq::Need;
-use crate::{Case, RunError, Scenario};
+use crate::{Case, RunError, RunOptions, Scenario};
 
 /// A run estimated above this needs `--yes`: long enough for every built-in scenario,
 /// short enough to stop a grid that would take days (1000 rounds of 64 KiB at 2400 bit/s
@@ -126,24 +125,36 @@ pub struct CaptureEstimate {
 }
 
 /// Estimates `scenario` (as the command line left it) against `max_case_time` (a
-/// duration as typed, from `--max-case-time`).
+/// duration as typed, from `--max-case-time`), after every check the run would make of
+/// its plan where `opts` place it ([`crate::check_plan`], the capture's size).
 pub fn check(
     scenario: &Scenario,
     max_case_time: &str,
-    pcap: Option<&PcapOptions>,
+    opts: &RunOptions,
 ) -> Result<Preflight, RunError> {
     let limit_secs = parse_duration(max_case_time)
         .map_err(|e| RunError::Usage(format!("--max-case-time: {e}")))?
         .as_secs_f64();
     let cases = crate::plan(scenario);
-    crate::check_workloads(&cases)?;
     let links = crate::case_links(&cases)?;
+    let needs = crate::prereq::collect(&scenario.name, &cases, &links);
+    let skipped = if opts.skip_missing {
+        crate::prereq::skip_reasons(&needs, &cases)
+    } else {
+        vec![None; cases.len()]
+    };
+    crate::check_given(scenario, &cases)?;
+    crate::check_plan(&cases, &links, &skipped, opts)?;
     let prerequisites = Prerequisites {
-        needs: crate::prereq::collect(&scenario.name, &cases, &links),
+        needs,
         install: String::new(),
         cases: cases.len(),
     };
     let est = estimate::estimate(scenario)?;
+    if let Some(p) = &opts.pcap {
+        crate::check_capture(&est, p)?;
+    }
+    let pcap = opts.pcap.as_ref();
     let long = est
         .cases
         .iter()
@@ -226,6 +237,19 @@ fn case_words(scenario: &Scenario, case: &Case) -> String {
 mod tests {
     use super::*;
 
+    /// A run with no option that places it: no server, capture or shard.
+    fn loopback() -> RunOptions {
+        RunOptions {
+            server: None,
+            out: "never-written".into(),
+            connect_timeout: Duration::from_secs(5),
+            command: Vec::new(),
+            pcap: None,
+            shard: None,
+            skip_missing: false,
+        }
+    }
+
     fn scenario(params: &[(&str, &str)]) -> Scenario {
         let mut s = Scenario::builtin("default").unwrap();
         for (n, v) in params {
@@ -241,13 +265,13 @@ mod tests {
             ("payload", "64"),
             ("rounds", "1000"),
         ]);
-        let p = check(&s, "10m", None).unwrap();
+        let p = check(&s, "10m", &loopback()).unwrap();
         assert!(!p.long.is_empty());
         let first = &p.long[0];
         assert!(first.words.contains("payload=64 rounds=1000"), "{first:?}");
         assert!(first.advice.contains("--rounds"), "{first:?}");
         assert!(!p.needs_confirmation());
-        assert!(check(&s, "x", None).is_err());
+        assert!(check(&s, "x", &loopback()).is_err());
     }
 
     #[test]
@@ -257,7 +281,7 @@ mod tests {
             ("payload", "64"),
             ("rounds", "100000"),
         ]);
-        let p = check(&s, "10m", None).unwrap();
+        let p = check(&s, "10m", &loopback()).unwrap();
         assert!(p.needs_confirmation());
         assert!(p.confirm(true).is_ok());
         let msg = p.confirm(false).unwrap_err().to_string();

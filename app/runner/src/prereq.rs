@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 use wirebench_model::{Kind, ParamValue};
-use wirebench_protocol::prereq::{IP, ROOT, find_program};
+use wirebench_protocol::prereq::{IP, ROOT, SYSCTL, find_program};
 use wirebench_protocol::{Install, Prerequisite, Protocol, Requirement};
 
 use crate::{Case, CaseLink, RunRequest, registry};
@@ -166,7 +166,8 @@ pub fn of_case(case: &Case, link: Option<&CaseLink>) -> Vec<Prerequisite> {
             words.join(" ")
         };
         out.push(ROOT.because(why.clone()));
-        out.push(IP.because(why));
+        out.push(IP.because(why.clone()));
+        out.push(SYSCTL.because(why));
     }
     out
 }
@@ -327,7 +328,8 @@ pub fn doctor(req: Option<&RunRequest>) -> Result<Vec<Need>, crate::RunError> {
 
 /// Every Debian package a case of any plugin may need, each once, in registry order:
 /// each protocol's cases of every workload it offers, over every combination of the values
-/// of its own choice parameters that apply to that workload, plus the lab's (iproute2). A
+/// of its own choice parameters that apply to that workload, plus the lab's (iproute2,
+/// procps). A
 /// script's own tools count (npm for Strophe.js). `scripts/test.sh` installs these, so it
 /// names no peer itself.
 pub fn debian_packages() -> Vec<&'static str> {
@@ -345,8 +347,10 @@ pub fn debian_packages() -> Vec<&'static str> {
             }
         }
     }
-    if let Install::Debian(p) = IP.install {
-        out.push(p);
+    for lab in [IP, SYSCTL] {
+        if let Install::Debian(p) = lab.install {
+            out.push(p);
+        }
     }
     let mut seen = std::collections::HashSet::new();
     out.retain(|p| seen.insert(*p));

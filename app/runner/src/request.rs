@@ -205,7 +205,7 @@ pub fn prepare(req: &RunRequest) -> Result<Prepared, RunError> {
         shard,
         skip_missing: req.skip_missing,
     };
-    let mut preflight = preflight::check(&scenario, &req.max_case_time, options.pcap.as_ref())?;
+    let mut preflight = preflight::check(&scenario, &req.max_case_time, &options)?;
     preflight.prerequisites.install = crate::prereq::install_command(req);
     Ok(Prepared {
         scenario,
@@ -241,13 +241,15 @@ fn shard_options(req: &RunRequest) -> Result<Option<crate::shard::ShardOptions>,
             .map_err(|e| RunError::Usage(format!("--barrier-timeout {t}: {e}")))?,
         None => Duration::from_secs(600),
     };
-    Ok(Some(crate::shard::ShardOptions {
+    let opts = crate::shard::ShardOptions {
         index,
         count,
         barrier: req.barrier.clone(),
         start_at,
         barrier_timeout,
-    }))
+    };
+    opts.check()?;
+    Ok(Some(opts))
 }
 
 /// A scenario file, else a built-in scenario of that name; `None`: the built-in

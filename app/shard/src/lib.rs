@@ -56,6 +56,40 @@ pub struct ShardOptions {
     pub barrier_timeout: Duration,
 }
 
+impl ShardOptions {
+    /// Refuses options that cannot align the shards, before anything starts: a barrier
+    /// that is no `HOST:PORT`, a start in the past, or several shards with neither.
+    pub fn check(&self) -> Result<(), ShardError> {
+        let usage = |m: String| ShardError::Usage(m);
+        if self.barrier.is_some() {
+            return self.barrier_port().map(|_| ());
+        }
+        match self.start_at {
+            Some(first) if first < SystemTime::now() => Err(usage(format!(
+                "--start-at {} is in the past: give every shard the same time, a little ahead",
+                humantime::format_rfc3339_seconds(first)
+            ))),
+            None if self.count > 1 => Err(usage(format!(
+                "shard {}/{}: shards must start together: give them all --barrier HOST:PORT \
+                 (shard 0's address) or --start-at TIME",
+                self.index, self.count
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The port of `--barrier HOST:PORT`, which shard 0 listens on.
+    fn barrier_port(&self) -> Result<u16, ShardError> {
+        let addr = self.barrier.as_deref().unwrap_or_default();
+        let usage = |m: String| ShardError::Usage(m);
+        let (_, port) = addr
+            .rsplit_once(':')
+            .ok_or_else(|| usage(format!("--barrier {addr}: expected HOST:PORT of shard 0")))?;
+        port.parse()
+            .map_err(|_| usage(format!("--barrier {addr}: bad port")))
+    }
+}
+
 /// Parses `I/N`.
 pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
     let bad = || format!("--shard {s}: expected I/N, e.g. 0/4 (shard I of N, I from 0)");
@@ -152,15 +186,10 @@ impl Aligner {
         plan: &str,
         shutdown: &AtomicBool,
     ) -> Result<Aligner, ShardError> {
-        let usage = |m: String| ShardError::Usage(m);
+        opts.check()?;
         let how = match (&opts.barrier, opts.start_at) {
             (Some(addr), start_at) => {
-                let (_, port) = addr.rsplit_once(':').ok_or_else(|| {
-                    usage(format!("--barrier {addr}: expected HOST:PORT of shard 0"))
-                })?;
-                let port: u16 = port
-                    .parse()
-                    .map_err(|_| usage(format!("--barrier {addr}: bad port")))?;
+                let port = opts.barrier_port()?;
                 if opts.index == 0 {
                     How::Leader(Leader::listen(port, opts, plan, start_at)?)
                 } else {
@@ -168,12 +197,6 @@ impl Aligner {
                 }
             }
             (None, Some(first)) => {
-                if first < SystemTime::now() {
-                    return Err(usage(format!(
-                        "--start-at {} is in the past: give every shard the same time, a little ahead",
-                        humantime::format_rfc3339_seconds(first)
-                    )));
-                }
                 let mut at = Duration::ZERO;
                 let mut starts = BTreeMap::new();
                 for (key, slot) in slots {
@@ -184,13 +207,6 @@ impl Aligner {
                     first,
                     slots: starts,
                 }
-            }
-            (None, None) if opts.count > 1 => {
-                return Err(usage(format!(
-                    "shard {}/{}: shards must start together: give them all --barrier HOST:PORT \
-                     (shard 0's address) or --start-at TIME",
-                    opts.index, opts.count
-                )));
             }
             // One shard alone: nobody to wait for, each case starts as soon as it can.
             (None, None) => How::Alone,

@@ -367,35 +367,32 @@ pub struct RunArgs {
         help_heading = "Parameters (comma-separated lists become grid axes)"
     )]
     pub protocol: Option<String>,
-    /// pingpong (latency, one message in flight) or stream (throughput).
+    // The parameters' help below is the registry's ([`registry_help`]), set in [`command`]:
+    // a scenario file's keys and these flags are described by one text.
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Parameters (comma-separated lists become grid axes)"
     )]
     pub workload: Option<String>,
-    /// Payload per message after the 21-byte header, e.g. 2,100,1500,10KiB,1MiB.
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Parameters (comma-separated lists become grid axes)"
     )]
     pub payload: Option<String>,
-    /// Ping-pong round trips per case, e.g. 1000 or 10k.
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Parameters (comma-separated lists become grid axes)"
     )]
     pub rounds: Option<String>,
-    /// Responder's wait before each answer, excluded from the RTT, e.g. 0,5s,10s.
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Parameters (comma-separated lists become grid axes)"
     )]
     pub think: Option<String>,
-    /// Messages per stream case, e.g. 100k.
     #[arg(
         long,
         value_name = "LIST",
@@ -407,97 +404,78 @@ pub struct RunArgs {
     #[arg(skip)]
     pub protocol_params: Vec<(String, String)>,
 
-    /// Link, both directions: RATE/DELAY (2400bit/500ms) or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..,outage=30s+10s
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link: Option<String>,
-    /// Client-to-server direction, replacing --link for that direction.
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub uplink: Option<String>,
-    /// Server-to-client direction, replacing --link for that direction.
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub downlink: Option<String>,
-    /// A second path between the two hosts (both directions), e.g. 10Mbit/40ms: Multipath
-    /// TCP connections (--mptcp on) join a subflow over it.
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link2: Option<String>,
-    /// Link rate (both directions), e.g. 2400bit,19.2kbit.
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link_rate: Option<String>,
-    /// One-way delay (both directions), e.g. 0,500ms,1s.
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link_delay: Option<String>,
-    /// Extra delay per packet, uniform in [0, JITTER].
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link_jitter: Option<String>,
-    /// Random loss: 1%, 0.01, or Gilbert-Elliott ge:P_GB/P_BG/LOSS_GOOD/LOSS_BAD.
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link_loss: Option<String>,
-    /// Drop-tail queue bound in bytes; given alone it is the only bound (add
-    /// queue_packets=N in --link to keep a packet bound too) [default: 1000 packets].
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link_queue: Option<String>,
-    /// Link MTU in bytes [default: 1500].
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link_mtu: Option<String>,
-    /// Scheduled outage (both directions), replacing any in --link: START+DURATION
-    /// (30s+10s: down 30 s after the link is set up, for 10 s), 'every PERIOD for
-    /// DURATION [from START]', or none; e.g. none,30s+10s,30s+60s.
     #[arg(
         long,
         value_name = "LIST",
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link_outage: Option<String>,
-    /// Mahimahi trace file: one 1500-byte delivery opportunity per line (ms); replaces the rate.
     #[arg(
         long,
         value_name = "FILE",
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link_trace: Option<String>,
-    /// A round trip per connection, added to the link's delay: s3 (study S3's
-    /// population), lognormal:p50=20ms,p95=200ms, uniform:10ms..300ms, fixed:50ms or
-    /// cdf:FILE (lines RTT,FRACTION).
     #[arg(
         long,
         value_name = "DIST",
@@ -546,8 +524,6 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_report: bool,
 
-    /// How long a raw stream sends, e.g. 1s,5s (default 2s unless --count is given; with
-    /// --count, whichever ends first).
     #[arg(
         long,
         value_name = "LIST",
@@ -705,7 +681,6 @@ fn command() -> clap::Command {
         if run.get_name() != "run" && !doctor {
             return run;
         }
-        run = run.mut_arg("protocol", |a| a.help(protocol_help()));
         // Doctor takes run's flags to plan the same cases; those that do not choose cases
         // stay out of its help.
         if doctor {
@@ -737,17 +712,42 @@ fn command() -> clap::Command {
         let params = wirebench_runner::params::params()
             .iter()
             .chain(wirebench_runner::params::LINK_PARAMS);
-        for p in params.filter(|p| !p.default.is_empty()) {
+        for p in params {
             let id = p.name.replace('.', "_");
             if run.get_arguments().any(|a| a.get_id() == id.as_str()) {
-                run = run.mut_arg(id, |a| {
-                    let help = a.get_help().map(ToString::to_string).unwrap_or_default();
-                    a.help(format!("{help} [default: {}]", p.default))
-                });
+                run = run.mut_arg(id, |a| a.help(registry_help(p)));
             }
         }
         run
     })
+}
+
+/// Examples of a shared parameter's values, which its flag's help adds to the registry's.
+const EXAMPLES: &[(&str, &str)] = &[
+    ("payload", "2,100,1500,10KiB,1MiB"),
+    ("rounds", "1000 or 10k"),
+    ("think", "0,5s,10s"),
+    ("count", "100k"),
+    ("duration", "1s,5s"),
+    ("link.rate", "2400bit,19.2kbit"),
+    ("link.delay", "0,500ms,1s"),
+    ("link.outage", "none,30s+10s,30s+60s"),
+];
+
+/// A shared parameter's flag help: the registry's text, an example, its default.
+fn registry_help(p: &wirebench_runner::params::ParamSpec) -> String {
+    let mut help = match p.name {
+        // The registry's names, with where to read more about each.
+        "protocol" => protocol_help(),
+        _ => capitalized(p.help),
+    };
+    if let Some((_, e)) = EXAMPLES.iter().find(|(n, _)| *n == p.name) {
+        help.push_str(&format!(", e.g. {e}"));
+    }
+    if !p.default.is_empty() {
+        help.push_str(&format!(" [default: {}]", p.default));
+    }
+    help
 }
 
 /// `--protocol`'s help, naming the registry's protocols.
@@ -1145,6 +1145,32 @@ mod tests {
                     .any(|w| w == name),
                 "--protocol help lacks {name}: {help}"
             );
+        }
+    }
+
+    /// Every shared parameter's flag is described by the registry's text (`--workload`'s
+    /// once named two of its four workloads), for `run` and `doctor` alike.
+    #[test]
+    fn parameter_flags_are_described_by_the_registry() {
+        let cmd = command();
+        for sub in ["run", "doctor"] {
+            let run = cmd.find_subcommand(sub).expect(sub);
+            let params = wirebench_runner::params::params()
+                .iter()
+                .chain(wirebench_runner::params::LINK_PARAMS);
+            for p in params.filter(|p| p.name != "protocol") {
+                let long = p.name.replace(['.', '_'], "-");
+                let arg = run
+                    .get_arguments()
+                    .find(|a| a.get_long() == Some(long.as_str()))
+                    .unwrap_or_else(|| panic!("{sub} has no --{long}"));
+                let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+                assert!(
+                    help.starts_with(&capitalized(p.help)),
+                    "{sub} --{long}: {help:?} is not the registry's {:?}",
+                    p.help
+                );
+            }
         }
     }
 

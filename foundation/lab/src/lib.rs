@@ -12,6 +12,7 @@ pub mod emulator;
 pub mod lab;
 pub mod netns;
 pub mod pcap;
+pub mod program;
 pub mod shell;
 pub mod tun;
 

@@ -44,16 +44,15 @@ pub fn run(program: &str, args: &[&str]) -> Result<String, LabError> {
     let command = format!("{program} {}", args.join(" "));
     // Its own process group: a Ctrl-C at the terminal is for wirebench, which then
     // tears the lab down in order; an `ip` killed half-way would leave it half-built.
-    let out = Command::new(program)
+    let out = Command::new(crate::program::program_path(program))
         .args(args)
         .process_group(0)
         .output()
         .map_err(|e| LabError::Command {
             command: command.clone(),
-            detail: if e.kind() == io::ErrorKind::NotFound {
-                format!("{program} is not installed (Debian: apt-get install iproute2)")
-            } else {
-                e.to_string()
+            detail: match crate::program::on_path(program) {
+                Err(looked) if e.kind() == io::ErrorKind::NotFound => looked,
+                _ => e.to_string(),
             },
         })?;
     if !out.status.success() {
@@ -63,6 +62,23 @@ pub fn run(program: &str, args: &[&str]) -> Result<String, LabError> {
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs `program` with `args` in namespace `ns` (`ip netns exec NS PROGRAM ...`), the
+/// program the one lookup finds ([`crate::program`]) rather than whatever `ip` would find
+/// by name; a non-zero exit is an error carrying its stderr.
+pub fn run_in(ns: &str, program: &str, args: &[&str]) -> Result<String, LabError> {
+    if let Err(looked) = crate::program::on_path(program) {
+        return Err(LabError::Command {
+            command: format!("ip netns exec {ns} {program} {}", args.join(" ")),
+            detail: looked,
+        });
+    }
+    let path = crate::program::program_path(program);
+    let path = path.to_string_lossy();
+    let mut all = vec!["netns", "exec", ns, &path];
+    all.extend_from_slice(args);
+    run("ip", &all)
 }
 
 /// Fails early, with a message a user can act on, when namespaces cannot be made.
@@ -100,13 +116,10 @@ impl Netns {
         // IPv6 autoconfiguration would send router solicitations and MLD reports over
         // the link at random times: at 2400 bit/s each costs 160 ms of airtime. The lab
         // speaks IPv4 only.
-        run(
-            "ip",
+        run_in(
+            &ns.name,
+            "sysctl",
             &[
-                "netns",
-                "exec",
-                &ns.name,
-                "sysctl",
                 "-qw",
                 "net.ipv6.conf.all.disable_ipv6=1",
                 "net.ipv6.conf.default.disable_ipv6=1",

@@ -102,9 +102,7 @@ impl<'a> Host<'a> {
 /// [`Host::run`] in the host whose namespace is `name`, for code that keeps the name
 /// beyond the case (to undo a setting when it is dropped).
 pub fn run_in(name: &str, program: &str, args: &[&str]) -> Result<String, HostError> {
-    let mut all = vec!["netns", "exec", name, program];
-    all.extend_from_slice(args);
-    wirebench_lab::netns::run("ip", &all)
+    wirebench_lab::netns::run_in(name, program, args)
 }
 
 /// Moves the calling thread into the host whose namespace is `name` ([`Host::name`]) for

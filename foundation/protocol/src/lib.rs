@@ -30,7 +30,7 @@ pub mod surface;
 pub use case::{Case, CaseLink, Workload};
 pub use hosts::{Host, Hosts};
 pub use params::{ParamSpec, WORKLOADS};
-pub use plugin::{AloneLimits, Env, PeerModel, Protocol, RunEnv, RunService, StartUp};
+pub use plugin::{AloneLimits, Env, PeerModel, Placement, Protocol, RunEnv, RunService, StartUp};
 pub use prereq::{Install, Lookup, Prerequisite, Requirement};
 pub use shard::{Align, Shard, Start};
 pub use surface::{LoadServer, LoadSizing, MainServer, PluginCommand, ServePlan, Serving};

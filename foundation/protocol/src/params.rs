@@ -136,7 +136,7 @@ pub const COUNT: ParamSpec = ParamSpec {
     kind: Kind::Count,
     default: "",
     workloads: &["stream"],
-    help: "messages per stream case (raw: none, the stream lasts `duration`; XMPP and IRC: 100)",
+    help: "messages per stream case (raw and the request/response protocols: none, the stream lasts `duration`; XMPP, IRC and MQTT: 100)",
     words: "messages",
 };
 
@@ -145,7 +145,7 @@ pub const DURATION: ParamSpec = ParamSpec {
     kind: Kind::Duration,
     default: "",
     workloads: &["stream"],
-    help: "how long a raw stream sends (2s unless count is given); with count, whichever ends first",
+    help: "how long a stream of raw or a request/response protocol sends (2s unless count is given); with count, whichever ends first",
     words: "stream duration",
 };
 
@@ -209,7 +209,7 @@ pub const LINK: ParamSpec = ParamSpec {
     kind: LINK_KIND,
     default: "",
     workloads: WORKLOADS,
-    help: "emulated link, both directions: 2400bit/500ms or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..",
+    help: "emulated link, both directions: RATE/DELAY (2400bit/500ms) or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..,outage=30s+10s",
     words: "link",
 };
 
@@ -263,7 +263,7 @@ pub const LINK_JITTER: ParamSpec = ParamSpec {
     kind: Kind::Duration,
     default: "",
     workloads: WORKLOADS,
-    help: "extra delay drawn uniformly from [0, jitter]",
+    help: "extra delay per packet, drawn uniformly from [0, jitter]",
     words: "jitter",
 };
 
@@ -275,7 +275,7 @@ pub const LINK_LOSS: ParamSpec = ParamSpec {
     },
     default: "",
     workloads: WORKLOADS,
-    help: "random loss: 1%, 0.01 or ge:p_gb/p_bg/loss_good/loss_bad",
+    help: "random loss: 1%, 0.01, or Gilbert-Elliott ge:p_gb/p_bg/loss_good/loss_bad",
     words: "loss",
 };
 
@@ -284,7 +284,7 @@ pub const LINK_QUEUE: ParamSpec = ParamSpec {
     kind: Kind::Bytes,
     default: "",
     workloads: WORKLOADS,
-    help: "drop-tail queue bound in bytes",
+    help: "drop-tail queue bound in bytes; given alone it is the only bound (add queue_packets=N to link to keep a packet bound too); neither given: 1000 packets",
     words: "queue",
 };
 
@@ -293,7 +293,7 @@ pub const LINK_MTU: ParamSpec = ParamSpec {
     kind: Kind::Count,
     default: "",
     workloads: WORKLOADS,
-    help: "link MTU in bytes",
+    help: "link MTU in bytes (1500 unless given)",
     words: "MTU",
 };
 

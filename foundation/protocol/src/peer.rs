@@ -357,10 +357,12 @@ pub fn record_kernel_tcp(out: &mut crate::Outcome) {
 /// `program` started in network namespace `netns` (or here), in its own process group and
 /// with SIGTERM as its parent-death signal.
 pub fn command_in(netns: Option<&str>, program: &str) -> Command {
+    // The files the prerequisites' lookup finds, not a second lookup by name.
+    let program = wirebench_lab::program::program_path(program);
     let mut cmd = match netns {
         Some(ns) => {
-            let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns, program]);
+            let mut c = Command::new(wirebench_lab::program::program_path("ip"));
+            c.args(["netns", "exec", ns]).arg(program);
             c
         }
         None => Command::new(program),

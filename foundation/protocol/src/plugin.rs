@@ -182,6 +182,15 @@ pub trait Protocol: Sync {
     ) -> Option<Result<(), String>> {
         self.serve_alone(listener, limits.max_payload)
     }
+    /// Refuses, before anything runs, a case this protocol cannot run as planned: its
+    /// parameters together (`connections` above `rounds`), or where the run places it (a
+    /// server of the user's in a run with a link). These are the checks [`Protocol::run`]
+    /// makes at the case's start, called by the runner for every planned case before it
+    /// creates anything, so `--dry-run` and `wirebench doctor` refuse what the run would;
+    /// the error names the parameters and what to give instead.
+    fn check(&self, _case: &Case, _at: &Placement) -> Result<(), WorkloadError> {
+        Ok(())
+    }
     /// Runs one case (repeat `repeat`) and returns its metrics.
     fn run(
         &self,
@@ -191,6 +200,16 @@ pub trait Protocol: Sync {
         link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError>;
+}
+
+/// Where the run places its cases, for [`Protocol::check`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// The case runs in the lab: the run has a case with a link, and then every case's
+    /// client side sits in the lab's client host, where loopback is the host's own.
+    pub lab: bool,
+    /// This run is shard `index` of `count` (`--shard I/N`).
+    pub shard: Option<(u32, u32)>,
 }
 
 /// What `wirebench serve` gives a protocol's server run alone (`--also`).

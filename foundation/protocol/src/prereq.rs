@@ -98,40 +98,9 @@ pub struct Prerequisite {
     pub why: String,
 }
 
-/// `bin` on PATH, as `Command::new(bin)` would find it; a path (`/opt/x/chromium`) is
-/// taken as is.
-pub fn find_program(bin: &str) -> Option<PathBuf> {
-    if bin.contains('/') {
-        let p = PathBuf::from(bin);
-        return is_executable(&p).then_some(p);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(bin))
-        .find(|p| is_executable(p))
-}
-
-/// [`find_program`], or what was looked for: for a [`Lookup::Find`] that needs several
-/// programs.
-pub fn on_path(bin: &str) -> Result<PathBuf, String> {
-    find_program(bin).ok_or_else(|| format!("no {bin} on PATH ({})", path_words()))
-}
-
-fn is_executable(p: &std::path::Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// "PATH has 5 directories", for a lookup that failed: the PATH itself may be long.
-fn path_words() -> String {
-    match std::env::var_os("PATH") {
-        Some(p) => match std::env::split_paths(&p).count() {
-            1 => format!("PATH is {}", p.to_string_lossy()),
-            n => format!("PATH has {n} directories"),
-        },
-        None => "PATH is unset".into(),
-    }
-}
+/// The one program lookup ([`wirebench_lab::program`]): what a [`Lookup::Program`] finds
+/// is the file the run starts.
+pub use wirebench_lab::program::{find_program, on_path, program_path};
 
 /// What a case in the lab needs: namespaces are made by root with iproute2's `ip`.
 pub const ROOT: Requirement = Requirement {
@@ -149,6 +118,14 @@ pub const IP: Requirement = Requirement {
     name: "ip (iproute2)",
     lookup: Lookup::Program("ip"),
     install: Install::Debian("iproute2"),
+};
+
+/// procps' `sysctl`, which sets each lab host's own kernel settings (IPv6 off, TCP Fast
+/// Open, timestamps).
+pub const SYSCTL: Requirement = Requirement {
+    name: "sysctl (procps)",
+    lookup: Lookup::Program("sysctl"),
+    install: Install::Debian("procps"),
 };
 
 #[cfg(test)]
@@ -181,9 +158,5 @@ mod tests {
             e,
             "wirebench-no-such-program is not installed; install it with: apt-get install no-such-package"
         );
-        // `sh` is everywhere; a path is taken as is.
-        assert!(find_program("sh").is_some());
-        assert!(find_program("/bin/sh").is_some());
-        assert!(find_program("/nonexistent/sh").is_none());
     }
 }

@@ -202,12 +202,15 @@ fn stacked_tables(cols: &[&Column], width: usize) -> Vec<Vec<usize>> {
 /// The end-of-run table, fitted to `width` columns (see [`terminal_width`]):
 ///
 /// 1. parameters that are the same in every case and metrics no case has are left out;
-/// 2. if the table is wider than `width`, metric columns are left out in [`DROP_ORDER`]
-///    until it fits, with a note naming them (they are in results.csv); headers may be
-///    stacked on two or three lines at word boundaries ("first" over "RTT") when that
-///    leaves out fewer columns;
-/// 4. if it still does not fit, the columns are split into several tables, one under
-///    the other, each starting with the case number.
+/// 2. if the table is wider than `width`, metric columns are left out, those in
+///    [`DROP_ORDER`] first, then the other headline metrics but the last one left
+///    ([`fit_columns`]), until it fits, with a note naming them (they are in
+///    results.csv); headers may be stacked on two or three lines at word boundaries
+///    ("first" over "RTT") when that leaves out fewer columns;
+/// 3. only if the parameters and what is left still do not fit are the columns split
+///    into several tables, one under the other, each starting with the case number, the
+///    first with the status beside it: the status is a column of the one table, never a
+///    table of its own.
 ///
 /// Cells are never wrapped, so no word is ever split; only a single value wider than the
 /// whole terminal can make a line longer than `width`.
@@ -308,26 +311,14 @@ pub fn summary_table_with(records: &[Record], width: usize, study: &[String]) ->
     columns.push(status_col);
 
     let all: Vec<&Column> = columns.iter().collect();
-    // Leaves out metric columns in DROP_ORDER until the table fits with headers on one
-    // line or stacked: (columns shown, metrics left out).
-    let fit = |stacked: bool| -> (Vec<&Column>, Vec<&'static str>) {
-        let mut shown = all.clone();
-        let mut dropped = Vec::new();
-        for m in DROP_ORDER {
-            if table_width(&shown, stacked) <= width {
-                break;
-            }
-            if let Some(i) = shown.iter().position(|c| c.metric.as_deref() == Some(*m)) {
-                shown.remove(i);
-                dropped.push(*m);
-            }
-        }
-        (shown, dropped)
-    };
+    let (one_line, stacked_fit) = (
+        fit_columns(&all, width, false, study),
+        fit_columns(&all, width, true, study),
+    );
     // Whichever leaves out fewer columns; on a tie, headers on one line read better.
-    let (one_line, stacked_fit) = (fit(false), fit(true));
     let one_line_fits = table_width(&one_line.0, false) <= width;
-    let (shown, dropped, stacked) = if one_line_fits && one_line.1.len() <= stacked_fit.1.len() {
+    let (mut shown, dropped, stacked) = if one_line_fits && one_line.1.len() <= stacked_fit.1.len()
+    {
         (one_line.0, one_line.1, false)
     } else {
         (stacked_fit.0, stacked_fit.1, true)
@@ -338,6 +329,9 @@ pub fn summary_table_with(records: &[Record], width: usize, study: &[String]) ->
     let mut out = if table_width(&shown, stacked) <= width {
         render(&shown, stacked)
     } else {
+        // Beside the case number, so that no table is left holding the status alone.
+        let status = shown.pop().expect("the status column");
+        shown.insert(1, status);
         stacked_tables(&shown, width)
             .into_iter()
             .map(|t| render(&t.iter().map(|&i| shown[i]).collect::<Vec<_>>(), true))
@@ -355,6 +349,38 @@ pub fn summary_table_with(records: &[Record], width: usize, study: &[String]) ->
         ));
     }
     out
+}
+
+/// The columns of one table that fits `width` (headers `stacked` or on one line), and the
+/// metrics left out for it: first those in [`DROP_ORDER`], then the other headline metrics
+/// from the last; never the study's own, nor the last metric column left. Only a table
+/// still too wide after that is split ([`stacked_tables`]).
+fn fit_columns<'a>(
+    all: &[&'a Column],
+    width: usize,
+    stacked: bool,
+    study: &[String],
+) -> (Vec<&'a Column>, Vec<&'static str>) {
+    let mut shown = all.to_vec();
+    let mut dropped = Vec::new();
+    let rest = HEADLINE.iter().rev().map(|(m, _)| m);
+    for m in DROP_ORDER
+        .iter()
+        .chain(rest.filter(|m| !DROP_ORDER.contains(m)))
+    {
+        let metrics = shown.iter().filter(|c| c.metric.is_some()).count();
+        if table_width(&shown, stacked) <= width || metrics <= 1 {
+            break;
+        }
+        if study.iter().any(|s| s == m) {
+            continue;
+        }
+        if let Some(i) = shown.iter().position(|c| c.metric.as_deref() == Some(*m)) {
+            shown.remove(i);
+            dropped.push(*m);
+        }
+    }
+    (shown, dropped)
 }
 
 /// Breaks text into lines of at most `width` characters at spaces (a single word longer
@@ -533,23 +559,36 @@ pub fn comparisons(records: &[Record], width: usize) -> String {
         .filter(|r| !r.references.is_empty())
         .collect();
     let differing = differing(&with_refs);
-    let repeated = records.iter().any(|r| r.repeat > 1);
-    for r in &with_refs {
+    // One row per case and metric: a case's repeats share its published figure, so ours
+    // is their mean.
+    let mut cases: Vec<usize> = with_refs.iter().map(|r| r.case).collect();
+    cases.sort_unstable();
+    cases.dedup();
+    for case in cases {
+        let reps: Vec<&Record> = with_refs
+            .iter()
+            .copied()
+            .filter(|r| r.case == case)
+            .collect();
+        let r = reps[0];
         for (metric, reference) in &r.references {
-            let (Some(rv), Some(ours)) = (reference["value"].as_f64(), r.metric(metric)) else {
+            let ours: Vec<wirebench_model::Metric> =
+                reps.iter().filter_map(|r| r.metric(metric)).collect();
+            let (Some(rv), Some(first)) = (reference["value"].as_f64(), ours.first()) else {
                 continue;
             };
+            let mean = ours.iter().map(|m| m.value).sum::<f64>() / ours.len() as f64;
             let ratio = if rv != 0.0 {
-                crate::numbers::sig3(ours.value / rv)
+                crate::numbers::sig3(mean / rv)
             } else {
                 "-".into()
             };
+            let mut value = human(mean, &first.unit);
+            if ours.len() > 1 {
+                value.push_str(&format!(" (mean of {})", ours.len()));
+            }
             t.add_row(vec![
-                Cell::new(if repeated {
-                    format!("{} r{}", r.case, r.repeat)
-                } else {
-                    r.case.to_string()
-                }),
+                Cell::new(case.to_string()),
                 Cell::new(
                     differing
                         .iter()
@@ -559,8 +598,8 @@ pub fn comparisons(records: &[Record], width: usize) -> String {
                         .join(" "),
                 ),
                 Cell::new(metric),
-                Cell::new(human(ours.value, &ours.unit)).set_alignment(CellAlignment::Right),
-                Cell::new(human(rv, &ours.unit)).set_alignment(CellAlignment::Right),
+                Cell::new(value).set_alignment(CellAlignment::Right),
+                Cell::new(human(rv, &first.unit)).set_alignment(CellAlignment::Right),
                 Cell::new(ratio).set_alignment(CellAlignment::Right),
                 Cell::new(reference["source"].as_str().unwrap_or("reference")),
             ]);
@@ -683,6 +722,17 @@ mod comparison_tests {
             "host": {"hostname": "", "os": "", "kernel": "", "cpu": "", "cpus": 1, "memory_bytes": 0}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn published_figures_once_per_case_with_the_mean_of_its_repeats() {
+        let mut again = record(1, 0.0, "0", 17.0, 36.3);
+        again.repeat = 2;
+        let rs = vec![record(1, 0.0, "0", 15.0, 36.3), again];
+        let out = super::comparisons(&rs, 100);
+        assert_eq!(out.matches("S1 standard S2S").count(), 1, "{out}");
+        assert!(out.contains("16s (mean of 2)"), "{out}");
+        assert!(!out.contains(" r1 ") && !out.contains(" r2 "), "{out}");
     }
 
     #[test]
@@ -825,6 +875,33 @@ mod table_tests {
         assert_eq!(t.matches("│ case").count(), t.matches("┌").count(), "{t}");
         assert_fits_unbroken(&rs, 80);
         assert_fits_unbroken(&rs, 120);
+    }
+
+    /// However narrow, the status is a column of the first table: it never has a table of
+    /// its own that repeats every case for it.
+    #[test]
+    fn the_status_is_a_column_of_the_one_table() {
+        for rs in [default_run(), satcom_irc(), satcom_xmpp()] {
+            for width in 40..=160 {
+                let t = summary_table(&rs, width);
+                let tables: Vec<&str> = t.split('┌').skip(1).collect();
+                let first_header = tables[0].lines().nth(1).unwrap_or_default();
+                assert!(first_header.contains("status"), "at {width}:\n{t}");
+                for table in &tables {
+                    let heads = cells(&format!("┌{table}"));
+                    assert!(
+                        heads.len() > 2,
+                        "a table of case and status at {width}:\n{t}"
+                    );
+                }
+            }
+        }
+        // Metrics are left out before a table is split: one table down to 80 columns
+        // where the parameters fit (satcom-xmpp's eight do not).
+        for rs in [default_run(), satcom_irc()] {
+            let t = summary_table(&rs, 80);
+            assert_eq!(t.matches('┌').count(), 1, "{t}");
+        }
     }
 
     #[test]

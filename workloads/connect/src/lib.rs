@@ -325,6 +325,16 @@ impl Plan {
     }
 }
 
+/// What [`run_case`] refuses at a case's start, for the plugins' `Protocol::check`: the
+/// plan's limits, and TCP Fast Open on a loopback whose setting does not allow it.
+pub fn check(case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
+    let plan = Plan::from_case(case)?;
+    if plan.tfo && !at.lab {
+        enable_tfo(None)?;
+    }
+    Ok(())
+}
+
 /// A whole connect case: places the origin (in the lab's server host, or on loopback),
 /// lets `dialer` place what it needs for that origin (a proxy), runs the workload, and
 /// stops everything placed.

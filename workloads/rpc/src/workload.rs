@@ -729,6 +729,34 @@ fn stream_outcome(
     Ok(out)
 }
 
+/// What [`run_case`] refuses at a case's start, for the plugins' `Protocol::check`: the
+/// plan's own limits, and a server started apart (`target=IP:PORT`) where the case cannot
+/// reach it or it cannot do what the case asks.
+pub fn check(case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
+    let plan = Plan::from_case(case, 0)?;
+    let Some(addr) = crate::params::target(case).map_err(WorkloadError::Input)? else {
+        return Ok(());
+    };
+    // A lab run's cases all run in the lab's client host, whose loopback is its own: the
+    // server at `addr` on this machine's loopback is out of reach, and the lab's link
+    // stands between two hosts of its own, not in front of a server outside them.
+    if at.lab {
+        return Err(WorkloadError::Input(format!(
+            "target={addr} in a run with an emulated link: the link joins the lab's own two \
+             hosts and cannot be put in front of a server running outside them; drop the link \
+             parameters to measure {addr} on loopback, or set target=builtin (--target \
+             builtin) to measure the case's own server behind the link"
+        )));
+    }
+    if !plan.think.is_zero() {
+        return Err(WorkloadError::Input(format!(
+            "target={addr} with think time: a server started apart (wirebench serve) does not \
+             think; set think=0 or target=builtin"
+        )));
+    }
+    Ok(())
+}
+
 /// A whole case of a plugin whose server is ours: places `serve` for the case (in the
 /// lab's server host, or on loopback), builds the client for its address, runs the
 /// workload, stops the server, and adds what the server saw (one-way corruption,
@@ -799,19 +827,14 @@ fn run_against<C: Connect, S: Streams>(
     client: impl FnOnce(std::net::SocketAddr, &Plan) -> (C, Option<S>),
     overhead: u64,
 ) -> Result<Outcome, WorkloadError> {
-    if env.lab.is_some() {
-        return Err(WorkloadError::Input(format!(
-            "target={addr} with a link: a case with a link runs its own server in the lab's \
-             server host; drop the link parameters or set target=builtin"
-        )));
-    }
+    check(
+        case,
+        &wirebench_protocol::Placement {
+            lab: env.lab.is_some(),
+            shard: env.shard.map(|s| (s.index, s.count)),
+        },
+    )?;
     let plan = Plan::from_case(case, 0)?;
-    if !plan.think.is_zero() {
-        return Err(WorkloadError::Input(format!(
-            "target={addr} with think time: a server started apart (wirebench serve) does not \
-             think; set think=0 or target=builtin"
-        )));
-    }
     let (c, s) = client(addr, &plan);
     let mut out = run(&plan, &c, s.as_ref(), overhead, ctx)?;
     out.notes.push(format!(

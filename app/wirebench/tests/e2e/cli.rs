@@ -471,6 +471,93 @@ fn bad_values_are_refused_before_anything_runs() {
     assert!(!std::path::Path::new(out).exists(), "nothing ran");
 }
 
+/// What a case would refuse at its start is refused by the plan: `--dry-run` exits 2 as
+/// the run does, and neither creates the results directory.
+#[test]
+fn dry_run_refuses_what_the_run_would() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("never");
+    let out = out.to_str().unwrap();
+    let pingpong = ["--workload", "pingpong", "--payload", "64"];
+    for (args, expected) in [
+        (
+            &[
+                "--protocol",
+                "http",
+                "--target",
+                "127.0.0.1:9",
+                "--link",
+                "1Mbit/5ms",
+            ][..],
+            "case 1: target=127.0.0.1:9 in a run with an emulated link: the link joins the \
+             lab's own two hosts and cannot be put in front of a server running outside them; \
+             drop the link parameters to measure 127.0.0.1:9 on loopback, or set target=builtin",
+        ),
+        (
+            &[
+                "--protocol",
+                "http",
+                "--connections",
+                "20",
+                "--rounds",
+                "10",
+            ],
+            "case 1: connections=20 is more than rounds=10",
+        ),
+        (
+            &["--pcap", "x.pcap"],
+            "--pcap needs an emulated link (--link ...)",
+        ),
+    ] {
+        for dry in [true, false] {
+            let mut all = vec!["run", "--out", out];
+            all.extend_from_slice(&pingpong);
+            all.extend_from_slice(args);
+            all.extend(dry.then_some("--dry-run"));
+            let err = usage_error(&all);
+            assert!(
+                err.starts_with(&format!("wirebench: error: {expected}")),
+                "{all:?}: {err}"
+            );
+        }
+    }
+    assert!(!std::path::Path::new(out).exists(), "nothing ran");
+}
+
+/// An option no protocol of the run reads is refused, not noted and dropped: the run
+/// would measure something else than asked.
+#[test]
+fn an_option_of_other_protocols_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("never");
+    let out = out.to_str().unwrap();
+    for (flag, value) in [("--connections", "4"), ("--target", "127.0.0.1:9")] {
+        for dry in [true, false] {
+            let mut all = vec!["run", "--out", out, "--protocol", "mqtt", flag, value];
+            all.extend(dry.then_some("--dry-run"));
+            let err = usage_error(&all);
+            assert!(
+                err.starts_with(&format!(
+                    "wirebench: error: {flag} does not apply to mqtt: it applies only to"
+                )) && err.contains("cases of http"),
+                "{all:?}: {err}"
+            );
+        }
+    }
+    assert!(!std::path::Path::new(out).exists(), "nothing ran");
+    // At its default it changes nothing: a note, and the run goes on.
+    let o = run_ok(&[
+        "run",
+        "--protocol",
+        "mqtt",
+        "--connections",
+        "1",
+        "--dry-run",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("note: --connections is ignored"), "{err}");
+}
+
 #[test]
 fn a_server_given_with_server_refuses_large_payloads_per_case() {
     // Its limit is only known when it answers: the case fails, saying why.

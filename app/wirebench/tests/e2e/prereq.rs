@@ -1,7 +1,7 @@
 //! Prerequisites checked before anything runs (DESIGN.md principle 14): `wirebench run`
 //! refusing a run whose peers are missing, `--skip-missing`, `wirebench doctor` and
 //! `scripts/install-peers.sh`. Each test runs the binary on a PATH that holds only what the
-//! lab needs (`ip`, `setpriv`, `sh`) plus, where a test says so, fake programs of its own,
+//! lab needs (`ip`, `sysctl`, `setpriv`, `sh`) plus, where a test says so, fake programs of its own,
 //! so it sees the same with and without the real peers installed on this machine.
 
 use std::os::unix::fs::PermissionsExt;
@@ -36,7 +36,7 @@ impl Bin {
 
     /// The lab's programs only: what a user without any peer has.
     fn bare() -> Bin {
-        Bin::new(&["ip", "setpriv", "sh"])
+        Bin::new(&["ip", "sysctl", "setpriv", "sh"])
     }
 
     fn fake(&self, name: &str, body: &str) {
@@ -258,6 +258,51 @@ fn doctor_lists_prerequisites_and_exits_by_them() {
     assert_eq!(doctor(&bin, &["no-such-scenario"]).status.code(), Some(2));
 }
 
+/// The lab's programs are looked for as the run starts them: a PATH without `sysctl`
+/// (Debian's /usr/sbin left out) is a missing prerequisite for doctor and the run alike,
+/// not "everything is present" and then a run that cannot build its hosts.
+#[test]
+fn the_labs_programs_are_looked_for_as_the_run_starts_them() {
+    let bin = Bin::new(&["ip", "setpriv", "sh"]);
+    let strophe = tempfile::tempdir().unwrap();
+    let link = [
+        "--link",
+        "1Mbit/1ms",
+        "--workload",
+        "pingpong",
+        "--rounds",
+        "3",
+    ];
+    let o = wirebench(&bin, strophe.path())
+        .arg("doctor")
+        .args(link)
+        .output()
+        .unwrap();
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("sysctl (procps)  MISSING")
+            && stdout.contains("  sysctl (procps): no sysctl on PATH"),
+        "{stdout}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    for dry in [true, false] {
+        let o = wirebench(&bin, strophe.path())
+            .arg("run")
+            .args(link)
+            .arg("--out")
+            .arg(&out)
+            .args(dry.then_some("--dry-run"))
+            .output()
+            .unwrap();
+        let err = text(&o.stderr);
+        assert!(err.contains("\n  sysctl (procps)"), "{err}");
+        assert_eq!(o.status.code(), Some(if dry { 0 } else { 2 }), "{err}");
+    }
+    assert!(!out.exists());
+}
+
 /// `doctor --packages` (hidden; what scripts/test.sh installs): every Debian package a
 /// plugin declares for any parameter value, one per line, installed here or not.
 #[test]
@@ -272,7 +317,14 @@ fn doctor_packages_lists_what_every_plugin_may_need() {
     let packages: Vec<&str> = stdout.lines().collect();
     // A protocol's one peer (irc's ngircd), a value's (socks5.server=dante), a value
     // reached only with another (ejabberd's luerl for a load), a script's tool, the lab's.
-    for p in ["ngircd", "dante-server", "erlang-luerl", "npm", "iproute2"] {
+    for p in [
+        "ngircd",
+        "dante-server",
+        "erlang-luerl",
+        "npm",
+        "iproute2",
+        "procps",
+    ] {
         assert!(packages.contains(&p), "{p} missing:\n{stdout}");
     }
     assert!(

@@ -190,6 +190,10 @@ impl Protocol for Convert {
         ))
     }
 
+    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
+        wirebench_connect::check(case, at)
+    }
+
     fn run(
         &self,
         env: &Env,

@@ -82,6 +82,10 @@ impl Protocol for DirectProtocol {
         wirebench_connect::tcp_round_trips(case)
     }
 
+    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
+        wirebench_connect::check(case, at)
+    }
+
     fn run(
         &self,
         env: &Env,

@@ -78,6 +78,10 @@ impl Protocol for Http {
         ))
     }
 
+    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
+        wirebench_rpc::workload::check(case, at)
+    }
+
     fn run(
         &self,
         env: &Env,

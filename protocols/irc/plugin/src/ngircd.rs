@@ -47,14 +47,14 @@ use wirebench_protocol::{Install, Lookup, Requirement};
 /// ngircd, as cases check for it and `wirebench doctor` lists it.
 pub const NGIRCD: Requirement = Requirement {
     name: "ngircd",
-    lookup: Lookup::Find(|| which("ngircd").ok_or_else(|| not_found("ngircd"))),
+    lookup: Lookup::Program("ngircd"),
     install: Install::Debian("ngircd"),
 };
 
 /// setpriv, with which ngircd is started as [`RUN_AS`].
 pub const SETPRIV: Requirement = Requirement {
     name: "setpriv",
-    lookup: Lookup::Find(|| which("setpriv").ok_or_else(|| not_found("setpriv"))),
+    lookup: Lookup::Program("setpriv"),
     install: Install::Debian("util-linux"),
 };
 
@@ -201,26 +201,6 @@ pub fn link(active: &mut NgircdConfig, passive: &mut NgircdConfig, passive_host:
     });
 }
 
-/// `bin` in `$PATH`, or in /usr/sbin (where Debian puts ngircd; not in every user's PATH).
-fn which(bin: &str) -> Option<PathBuf> {
-    which_in(
-        bin,
-        &std::env::var_os("PATH").unwrap_or_default(),
-        &["/usr/sbin", "/usr/bin"],
-    )
-}
-
-fn which_in(bin: &str, path: &std::ffi::OsStr, extra: &[&str]) -> Option<PathBuf> {
-    std::env::split_paths(path)
-        .chain(extra.iter().map(PathBuf::from))
-        .map(|d| d.join(bin))
-        .find(|p| p.is_file())
-}
-
-fn not_found(bin: &str) -> String {
-    format!("no {bin} on PATH, in /usr/sbin or /usr/bin")
-}
-
 /// The `irc` user's uid and gid.
 fn run_as_ids() -> Result<(u32, u32), PeerError> {
     let name = std::ffi::CString::new(RUN_AS).expect("no NUL");
@@ -341,7 +321,7 @@ impl Ngircd {
             .map_err(io("cannot create ngircd.log".into()))?;
         let mut cmd = match netns {
             Some(ns) => {
-                let mut c = Command::new("ip");
+                let mut c = Command::new(wirebench_protocol::prereq::program_path("ip"));
                 c.args(["netns", "exec", ns]).arg(&setpriv);
                 c
             }
@@ -553,10 +533,6 @@ mod tests {
 
     #[test]
     fn missing_binary_names_the_package() {
-        assert_eq!(
-            which_in("ngircd", std::ffi::OsStr::new("/nonexistent"), &[]),
-            None
-        );
         let e = NGIRCD.missing().to_string();
         assert!(
             e.contains("ngircd is not installed") && e.contains("apt-get install ngircd"),

@@ -33,19 +33,9 @@ use wirebench_protocol::{Install, Lookup, Requirement};
 /// mosquitto, as cases check for it and `wirebench doctor` lists it.
 pub const MOSQUITTO: Requirement = Requirement {
     name: "mosquitto",
-    lookup: Lookup::Find(find),
+    lookup: Lookup::Program("mosquitto"),
     install: Install::Debian("mosquitto"),
 };
-
-/// Debian installs it in /usr/sbin, which is not on every user's PATH.
-fn find() -> Result<PathBuf, String> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/bin"].map(PathBuf::from))
-        .map(|d| d.join("mosquitto"))
-        .find(|p| p.is_file())
-        .ok_or_else(|| "no mosquitto on PATH, in /usr/sbin or /usr/bin".to_string())
-}
 
 /// One broker's settings.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use wirebench_protocol::Fault;
 use wirebench_protocol::params::{MODE, Mode, ParamSpec};
 use wirebench_protocol::peer::stop_child;
-use wirebench_protocol::prereq::on_path;
+use wirebench_protocol::prereq::{on_path, program_path};
 use wirebench_protocol::stats::{push_counts, push_load_rtts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
 use wirebench_protocol::{
@@ -136,7 +136,7 @@ fn compile(dir: &Path) -> Result<PathBuf, WorkloadError> {
             e,
         )
     })?;
-    let out = Command::new("javac")
+    let out = Command::new(program_path("javac"))
         .arg("-nowarn")
         .arg("-d")
         .arg(dir)
@@ -180,7 +180,7 @@ impl Server {
     ) -> Result<Server, WorkloadError> {
         let log = std::fs::File::create(dir.join("rmi-server.log"))
             .map_err(|e| WorkloadError::because(Fault::Environment, "server log", e))?;
-        let mut cmd = Command::new("java");
+        let mut cmd = Command::new(program_path("java"));
         cmd.arg("-cp")
             .arg(classes)
             .arg("WbRmiServer")
@@ -338,7 +338,7 @@ fn run_client(
     let err_path = dir.join("rmi-client.log");
     let err = std::fs::File::create(&err_path)
         .map_err(|e| WorkloadError::because(Fault::Environment, "client log", e))?;
-    let mut child = Command::new("java")
+    let mut child = Command::new(program_path("java"))
         .arg("-cp")
         .arg(classes)
         .arg("WbRmiClient")

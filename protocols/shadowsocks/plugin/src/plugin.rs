@@ -205,6 +205,11 @@ impl Protocol for Shadowsocks {
         ))
     }
 
+    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
+        wirebench_connect::check(case, at)?;
+        Params::from_case(case).map(|_| ())
+    }
+
     fn run(
         &self,
         env: &Env,

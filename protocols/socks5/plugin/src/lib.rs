@@ -284,6 +284,21 @@ fn handshake_round_trips(p: Params) -> u32 {
     }
 }
 
+/// The parameter combinations no server can run: checked before the run and at the
+/// case's start.
+fn check_params(p: Params) -> Result<(), WorkloadError> {
+    if p.pipeline && p.auth == Auth::UserPass {
+        return Err(WorkloadError::Input(format!(
+            "{}=on with {}=userpass: a client can only send its request with the greeting when no-auth is the one method it offers",
+            PIPELINE.name, AUTH.name
+        )));
+    }
+    if p.server == Server::Dante {
+        peers::check(peers::Kind::Dante, p.auth == Auth::UserPass)?;
+    }
+    Ok(())
+}
+
 pub struct Socks5;
 
 /// The plugin, for the runner's registry.
@@ -360,6 +375,11 @@ impl Protocol for Socks5 {
         ))
     }
 
+    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
+        wirebench_connect::check(case, at)?;
+        check_params(Params::from_case(case))
+    }
+
     fn run(
         &self,
         env: &Env,
@@ -369,14 +389,9 @@ impl Protocol for Socks5 {
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
         let params = Params::from_case(case);
+        check_params(params)?;
         let userpass = (params.auth == Auth::UserPass).then(|| (USER.to_vec(), PASS.to_vec()));
         let pipeline = params.pipeline;
-        if pipeline && userpass.is_some() {
-            return Err(WorkloadError::Input(format!(
-                "{}=on with {}=userpass: a client can only send its request with the greeting when no-auth is the one method it offers",
-                PIPELINE.name, AUTH.name
-            )));
-        }
         let lab = env.lab;
         let threads = wirebench_connect::proxy::threads(case);
         let external_cpu = Arc::new(std::sync::Mutex::new(None));

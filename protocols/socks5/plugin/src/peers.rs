@@ -58,6 +58,16 @@ impl Kind {
     }
 }
 
+/// Refuses what `kind` cannot be started for: Dante with credentials.
+pub fn check(kind: Kind, userpass: bool) -> Result<(), WorkloadError> {
+    if kind == Kind::Dante && userpass {
+        return Err(WorkloadError::Input(
+            "socks5.server=dante with socks5.auth=userpass: Dante checks passwords against the system's accounts, which a case does not create; use microsocks or ours".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Starts `kind` for `origin` with optional credentials, its configuration and log in
 /// `dir`.
 pub fn start(
@@ -94,11 +104,7 @@ pub fn start(
             }
         }
         Kind::Dante => {
-            if userpass.is_some() {
-                return Err(WorkloadError::Input(
-                    "socks5.server=dante with socks5.auth=userpass: Dante checks passwords against the system's accounts, which a case does not create; use microsocks or ours".into(),
-                ));
-            }
+            check(kind, userpass.is_some())?;
             let conf = dir.join("sockd.conf");
             std::fs::write(&conf, dante_conf(ip, port, origin, &log)).map_err(|e| {
                 WorkloadError::because(

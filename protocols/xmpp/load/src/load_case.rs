@@ -687,15 +687,11 @@ fn room_needed(spec: &LoadSpec, real: bool, peak: usize) -> Result<Needs, Worklo
     Ok(needs)
 }
 
-/// The case's load specification, refused when the case asks for what the workload
-/// cannot do (a link, a server link, two servers, a sharded server per shard), with the
-/// real server it starts, if any.
-fn checked_spec(
-    env: &Env,
-    case: &Case,
-    repeat: u32,
-) -> Result<(LoadSpec, Option<Server>), WorkloadError> {
-    if env.lab.is_some() {
+/// Refuses a load case that asks for what the workload cannot do (a link, a server link,
+/// two servers, a sharded server per shard, TLS to a real server): before the run (the
+/// plugin's `Protocol::check`) and again at the case's start.
+pub fn check(case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
+    if at.lab {
         return Err(WorkloadError::Input(
             "the load workload runs on loopback for now (no link parameters)".into(),
         ));
@@ -705,7 +701,7 @@ fn checked_spec(
             "the load workload runs one server: no s2s (xmpp.server chooses the server)".into(),
         ));
     }
-    let mut spec = LoadSpec::from_case(case, env.seed)?;
+    let spec = LoadSpec::from_case(case, 0)?;
     // Choices checked by the parameter table; s2s (which would imply Prosody) refused above.
     let real = real_server(case);
     if let (Some(r), Some(t)) = (real, spec.target) {
@@ -715,20 +711,42 @@ fn checked_spec(
             r.name()
         )));
     }
-    if let Some(sh) = env.shard
+    if let Some((index, count)) = at.shard
         && (spec.target.is_none() || real.is_some())
     {
         return Err(WorkloadError::Input(format!(
-            "shard {}/{}: a sharded load case needs load.target=HOST:PORT, the one server every \
-             shard loads (a server started per shard would split the sessions between servers)",
-            sh.index, sh.count
+            "shard {index}/{count}: a sharded load case needs load.target=HOST:PORT, the one \
+             server every shard loads (a server started per shard would split the sessions \
+             between servers)"
         )));
     }
+    if let (Some(r), true) = (real, spec.script.tls) {
+        return Err(WorkloadError::Input(format!(
+            "load.tls=on with xmpp.server={} is not supported yet (the built-in server and \
+             load.target are)",
+            r.name()
+        )));
+    }
+    Ok(())
+}
+
+/// The case's load specification ([`check`]ed), with the real server it starts, if any.
+fn checked_spec(
+    env: &Env,
+    case: &Case,
+    repeat: u32,
+) -> Result<(LoadSpec, Option<Server>), WorkloadError> {
+    let at = wirebench_protocol::Placement {
+        lab: env.lab.is_some(),
+        shard: env.shard.map(|s| (s.index, s.count)),
+    };
+    check(case, &at)?;
+    let mut spec = LoadSpec::from_case(case, env.seed)?;
     if spec.samples {
         let stem = format!("case-{:04}-r{repeat}.load.samples", case.index);
         spec.script.samples = Some(env.out.join(stem));
     }
-    Ok((spec, real))
+    Ok((spec, real_server(case)))
 }
 
 /// Points the sessions at their server: the one at `load.target`, a real one started for
@@ -1018,12 +1036,6 @@ fn start_real(
     peak: usize,
 ) -> Result<Placed, WorkloadError> {
     let name = kind.name();
-    if spec.script.tls {
-        return Err(WorkloadError::Input(format!(
-            "load.tls=on with xmpp.server={name} is not supported yet (the built-in server \
-             and load.target are)"
-        )));
-    }
     // One process holds every session: its open-file limit caps them.
     let files = open_file_limit().0;
     let cap = files.saturating_sub(1_000) as usize;

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use wirebench_protocol::peer::{PeerError, PeerProcess, tail_lines};
-use wirebench_protocol::prereq::on_path;
+use wirebench_protocol::prereq::{on_path, program_path};
 use wirebench_protocol::{Install, Lookup, Requirement};
 
 /// Prosody, as cases check for it and `wirebench doctor` lists it: both programs the
@@ -241,7 +241,7 @@ impl Prosody {
         let conf_s = conf.display().to_string();
         for (user, pass) in &cfg.users {
             // Own process group (as for the server below): Ctrl-C is for wirebench.
-            let out = Command::new("prosodyctl")
+            let out = Command::new(program_path("prosodyctl"))
                 .args(["--config", &conf_s, "register", user, &cfg.domain, pass])
                 .process_group(0)
                 .output()

@@ -274,6 +274,22 @@ impl Protocol for Xmpp {
         Some(m)
     }
 
+    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
+        if case.workload() == "load" {
+            return load_case::check(case, at);
+        }
+        let p = Params::from_case(case);
+        match p.real_server {
+            Some(server) if p.is_s2() => s2::check_input(&p, server.name())?,
+            Some(_) => s1::check_input(&p)?,
+            None => {}
+        }
+        if p.in_browser() {
+            browser::check_input(case, &p)?;
+        }
+        Ok(())
+    }
+
     fn run(
         &self,
         env: &Env,

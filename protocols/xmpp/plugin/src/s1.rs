@@ -14,17 +14,9 @@ use wirebench_xmpp_peers::x2x;
 /// Password of the lab's XMPP users (they exist only inside a run's private servers).
 const XMPP_PASSWORD: &str = "wirebench";
 
-/// An XMPP case in study S1's topology: fresh real servers (so the first round
-/// includes server-to-server set-up), client1 here (client host), client2 in the server
-/// host. Server logs are kept under `peers/` in the results directory.
-pub(crate) fn run(
-    env: &Env,
-    case: &Case,
-    p: &Params,
-    repeat: u32,
-    ctx: &Ctx,
-    server: Server,
-) -> Result<Outcome, WorkloadError> {
+/// The parameters study S1's two-server topology cannot run, refused before the run and
+/// again before its servers start.
+pub(crate) fn check_input(p: &Params) -> Result<(), WorkloadError> {
     if p.transport != Transport::Tcp {
         return Err(WorkloadError::Input(
             "xmpp.transport other than tcp with xmpp.server=prosody or ejabberd runs study S2's \
@@ -38,6 +30,21 @@ pub(crate) fn run(
             "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
         ));
     }
+    Ok(())
+}
+
+/// An XMPP case in study S1's topology: fresh real servers (so the first round
+/// includes server-to-server set-up), client1 here (client host), client2 in the server
+/// host. Server logs are kept under `peers/` in the results directory.
+pub(crate) fn run(
+    env: &Env,
+    case: &Case,
+    p: &Params,
+    repeat: u32,
+    ctx: &Ctx,
+    server: Server,
+) -> Result<Outcome, WorkloadError> {
+    check_input(p)?;
     let lab = env.need_lab("XMPP")?;
     let dir = env.peer_dir(case, repeat);
     let s2s = p.s2s.map_or(x2x::S2s::Standard, S2sLink::gateways);
