@@ -471,7 +471,16 @@ mod tests {
         s.select_parts(&["microsocks-and-dante".into()]).unwrap();
         let needs = needs_of(&s);
         let names: Vec<&str> = needs.iter().map(|n| n.req.name).collect();
-        assert_eq!(names, ["microsocks", "root", "ip (iproute2)", "danted"]);
+        assert_eq!(
+            names,
+            [
+                "microsocks",
+                "root",
+                "ip (iproute2)",
+                "sysctl (procps)",
+                "danted"
+            ]
+        );
         let root = &needs[1];
         assert_eq!(root.cases.len(), 8);
         assert!(root.reasons()[0].starts_with("link.delay=5ms"), "{root:?}");
