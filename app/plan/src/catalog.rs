@@ -54,7 +54,10 @@ pub struct ScenarioInfo {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScenarioEstimate {
     pub cases: usize,
-    pub repeat: u32,
+    /// Runs of each case, `None` when some are run more often than others.
+    pub repeat: Option<u32>,
+    /// Runs of all cases together.
+    pub runs: u64,
     /// The whole run, seconds.
     pub secs: f64,
 }
@@ -67,7 +70,8 @@ pub fn scenarios() -> Vec<ScenarioInfo> {
             let s = Scenario::builtin(name)?;
             let estimate = estimate::estimate(&s).ok().map(|e| ScenarioEstimate {
                 cases: e.cases.len(),
-                repeat: e.repeat,
+                repeat: e.repeat(),
+                runs: e.runs(),
                 secs: e.total_secs(),
             });
             Some(ScenarioInfo {

@@ -80,6 +80,8 @@ pub struct CaseEstimate {
     /// Of `secs`, what only the run's first case of its protocol pays (javac for rmi),
     /// so repeats do not pay it again.
     pub once: f64,
+    /// Times the case is run ([`Case::runs`]).
+    pub runs: u32,
 }
 
 impl CaseEstimate {
@@ -137,11 +139,10 @@ impl CaseEstimate {
     }
 }
 
-/// Every case of a plan, once each; a run takes `repeat` times the sum.
+/// Every case of a plan, once each; a run takes each case's `runs` times its estimate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanEstimate {
     pub cases: Vec<CaseEstimate>,
-    pub repeat: u32,
     /// Notes for the user (a parameter that will be ignored, ...).
     pub notes: Vec<String>,
 }
@@ -149,24 +150,42 @@ pub struct PlanEstimate {
 impl PlanEstimate {
     /// Wall time of the whole run, seconds.
     pub fn total_secs(&self) -> f64 {
-        let once: f64 = self.cases.iter().map(|c| c.once).sum();
-        (self.cases.iter().map(|c| c.secs).sum::<f64>() - once) * self.repeat as f64 + once
+        self.cases
+            .iter()
+            .map(|c| (c.secs - c.once) * c.runs as f64 + c.once)
+            .sum()
+    }
+
+    /// Runs of all cases together.
+    pub fn runs(&self) -> u64 {
+        self.cases.iter().map(|c| c.runs as u64).sum()
+    }
+
+    /// The runs of every case when all are run as often (1 for an empty plan), `None`
+    /// when some part repeats its cases more than others.
+    pub fn repeat(&self) -> Option<u32> {
+        let first = self.cases.first().map_or(1, |c| c.runs);
+        self.cases.iter().all(|c| c.runs == first).then_some(first)
     }
 
     /// Size of a pcap of the whole run, bytes.
     pub fn capture_bytes(&self, snaplen: u32) -> u64 {
-        let per_run: f64 = self.cases.iter().map(|c| c.capture_bytes(snaplen)).sum();
-        FILE_HEADER + (per_run * self.repeat as f64).ceil() as u64
+        let all: f64 = self
+            .cases
+            .iter()
+            .map(|c| c.capture_bytes(snaplen) * c.runs as f64)
+            .sum();
+        FILE_HEADER + all.ceil() as u64
     }
 
     /// Packets a pcap of the whole run would hold.
     pub fn capture_packets(&self) -> u64 {
-        let per_run: f64 = self
+        let all: f64 = self
             .cases
             .iter()
-            .flat_map(|c| c.packets.iter().map(|(n, _)| n))
+            .map(|c| c.packets.iter().map(|(n, _)| n).sum::<f64>() * c.runs as f64)
             .sum();
-        (per_run * self.repeat as f64).ceil() as u64
+        all.ceil() as u64
     }
 }
 
@@ -174,7 +193,7 @@ impl PlanEstimate {
 pub fn estimate(scenario: &Scenario) -> Result<PlanEstimate, PlanError> {
     let cases = crate::plan(scenario);
     let links = crate::case_links(&cases)?;
-    let mut e = estimate_cases(&cases, &links, scenario.repeat);
+    let mut e = estimate_cases(&cases, &links);
     e.notes.extend(dropped_notes(scenario, &cases));
     Ok(e)
 }
@@ -231,7 +250,7 @@ fn dropped_notes(scenario: &Scenario, cases: &[Case]) -> Vec<String> {
 }
 
 /// Estimates planned cases with their links (as [`crate::case_links`] gives them).
-pub fn estimate_cases(cases: &[Case], links: &[Option<CaseLink>], repeat: u32) -> PlanEstimate {
+pub fn estimate_cases(cases: &[Case], links: &[Option<CaseLink>]) -> PlanEstimate {
     let mut notes = Vec::new();
     // Parameters a case's protocol does not read, by parameter: `duration` on XMPP.
     let mut ignored: Vec<(&str, Vec<String>, Vec<&str>)> = Vec::new();
@@ -270,6 +289,7 @@ pub fn estimate_cases(cases: &[Case], links: &[Option<CaseLink>], repeat: u32) -
             .zip(links)
             .map(|(c, l)| {
                 let mut e = estimate_case(c, l.as_ref());
+                e.runs = c.runs;
                 if !seen.contains(&c.protocol()) {
                     seen.push(c.protocol());
                     e.once = crate::registry::of(c).start_up(c).once * MARGIN;
@@ -279,7 +299,6 @@ pub fn estimate_cases(cases: &[Case], links: &[Option<CaseLink>], repeat: u32) -
                 e
             })
             .collect(),
-        repeat,
         notes,
     }
 }
@@ -354,6 +373,7 @@ fn estimate_workload(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
         think_share: 0.0,
         packets: Vec::new(),
         once: 0.0,
+        runs: case.runs,
     };
     if let Some(secs) = crate::registry::of(case).estimate_secs(case) {
         e.secs = secs;

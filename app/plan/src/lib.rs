@@ -35,7 +35,11 @@ pub enum PlanError {
 /// (count-based) a count.
 pub fn plan(scenario: &Scenario) -> Vec<Case> {
     let mut cases: Vec<Case> = Vec::new();
-    for point in scenario.grids().iter().flat_map(|g| g.expand()) {
+    let points = scenario
+        .grids_with_runs()
+        .into_iter()
+        .flat_map(|(g, runs)| g.expand().into_iter().map(move |p| (p, runs)));
+    for (point, runs) in points {
         let word = |name: &str, default: &str| {
             point
                 .iter()
@@ -62,12 +66,15 @@ pub fn plan(scenario: &Scenario) -> Vec<Case> {
         if workload == "stream" {
             stream_defaults(&mut kept);
         }
-        if !cases.iter().any(|c| c.point == kept) {
-            cases.push(Case {
+        // A case two parts plan is run as often as the one that asks for more.
+        match cases.iter_mut().find(|c| c.point == kept) {
+            Some(c) => c.runs = c.runs.max(runs),
+            None => cases.push(Case {
                 index: cases.len() + 1,
                 point: kept,
                 ignored,
-            });
+                runs,
+            }),
         }
     }
     cases

@@ -65,6 +65,9 @@ pub struct Scenario {
 pub struct Part {
     pub name: String,
     pub grid: Grid,
+    /// Runs of each of its cases (`repeat = 3` in the part), where one run would decide
+    /// what the report says (a browser's noisy round trips); `None`: the scenario's.
+    pub repeat: Option<u32>,
 }
 
 /// A published figure: for cases whose parameters match `when`, `metrics` are the
@@ -181,6 +184,11 @@ impl Scenario {
             let mut part = Part {
                 name: p.name.clone().unwrap_or_else(|| format!("part {}", i + 1)),
                 grid: Grid::default(),
+                repeat: p
+                    .repeat
+                    .as_ref()
+                    .map(|r| repeat_count(&cx, r, "part.repeat"))
+                    .transpose()?,
             };
             if let Some(params) = &p.params {
                 params_into(&cx, params, "part.params", &mut part.grid)?;
@@ -281,9 +289,15 @@ impl Scenario {
 
     /// The grids to expand: the base alone, or the base overridden by each part.
     pub fn grids(&self) -> Vec<Grid> {
+        self.grids_with_runs().into_iter().map(|(g, _)| g).collect()
+    }
+
+    /// [`Scenario::grids`], each with the runs of its cases (its part's `repeat`, else
+    /// the scenario's).
+    pub fn grids_with_runs(&self) -> Vec<(Grid, u32)> {
         let base = self.complete_grid();
         if self.parts.is_empty() {
-            return vec![base];
+            return vec![(base, self.repeat)];
         }
         self.parts
             .iter()
@@ -292,9 +306,18 @@ impl Scenario {
                 for a in &p.grid.axes {
                     g.set(&a.name, a.values.clone());
                 }
-                g
+                (g, p.repeat.unwrap_or(self.repeat))
             })
             .collect()
+    }
+
+    /// Runs every case `n` times (`--repeat N`), the parts' own counts included: the
+    /// command line wins over the file.
+    pub fn set_repeat(&mut self, n: u32) {
+        self.repeat = n;
+        for part in &mut self.parts {
+            part.repeat = None;
+        }
     }
 
     /// Every parameter the workloads need, defaults filled in after the given ones, in
@@ -360,6 +383,7 @@ struct File {
 struct PartFile {
     name: Option<String>,
     params: Option<Entries<ParamInput>>,
+    repeat: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize)]
@@ -899,17 +923,17 @@ fn chart_claim(cx: &Ctx, file: &Spanned<ClaimFile>) -> Result<Claim, ScenarioErr
     })
 }
 
+fn repeat_count(cx: &Ctx, repeat: &Spanned<u64>, key: &str) -> Result<u32, ScenarioError> {
+    let n = *repeat.get_ref();
+    if n == 0 || n > 1_000_000 {
+        return Err(cx.err(span_of(repeat), key, "must be between 1 and 1000000"));
+    }
+    Ok(n as u32)
+}
+
 fn run(cx: &Ctx, r: &RunFile, sc: &mut Scenario) -> Result<(), ScenarioError> {
     if let Some(repeat) = &r.repeat {
-        let n = *repeat.get_ref();
-        if n == 0 || n > 1_000_000 {
-            return Err(cx.err(
-                span_of(repeat),
-                "run.repeat",
-                "must be between 1 and 1000000",
-            ));
-        }
-        sc.repeat = n as u32;
+        sc.repeat = repeat_count(cx, repeat, "run.repeat")?;
     }
     if let Some(seed) = r.seed {
         sc.seed = seed;
@@ -1080,7 +1104,7 @@ mod tests {
         let e = err("[[part]]\nname = \"a\"\n[[part]]\nnmae = \"b\"\n");
         assert_eq!(
             e,
-            "bad.toml:4: part.nmae: unknown key (did you mean `name`?); valid keys: name, params"
+            "bad.toml:4: part.nmae: unknown key (did you mean `name`?); valid keys: name, params, repeat"
         );
         let e = err("[[chart]]\nmetric = \"rtt.p50\"\nx = \"payload\"\nlogy = true\n");
         assert!(
@@ -1229,6 +1253,20 @@ mod tests {
             .collect();
         assert_eq!(names, ["think", "rounds"]);
         assert_eq!(s.parts[0].name, "part 1");
+    }
+
+    #[test]
+    fn a_part_repeats_its_own_cases_and_the_command_line_wins() {
+        let text = "[params]\npayload = [1, 2]\n[[part]]\nname = \"a\"\nrepeat = 3\n\
+                    params = { rounds = 5 }\n[[part]]\nname = \"b\"\nparams = { rounds = 7 }\n";
+        let mut s = Scenario::parse(text, "x.toml").unwrap();
+        let runs: Vec<u32> = crate::plan(&s).iter().map(|c| c.runs).collect();
+        assert_eq!(runs, [3, 3, 1, 1]);
+        s.set_repeat(2);
+        let runs: Vec<u32> = crate::plan(&s).iter().map(|c| c.runs).collect();
+        assert_eq!(runs, [2, 2, 2, 2]);
+        let e = Scenario::parse("[[part]]\nname = \"a\"\nrepeat = 0\n", "x.toml").unwrap_err();
+        assert!(e.to_string().starts_with("x.toml:3: part.repeat:"), "{e}");
     }
 
     #[test]

@@ -63,6 +63,7 @@ fn parse(name: &str, text: &str) -> Option<Recorded> {
                 index,
                 point,
                 ignored: Vec::new(),
+                runs: 1,
             },
             secs,
         ));
@@ -119,7 +120,7 @@ fn check_run(
         // The recorded cases in their order, as one plan: a protocol's first case pays
         // its once-per-run start-up.
         let cases: Vec<Case> = rec.cases.iter().map(|(c, _)| c.clone()).collect();
-        let estimates = estimate_cases(&cases, &case_links(&cases).unwrap(), 1).cases;
+        let estimates = estimate_cases(&cases, &case_links(&cases).unwrap()).cases;
         let (mut est_total, mut took_total) = (0.0, 0.0);
         for ((case, took), e) in rec.cases.iter().zip(&estimates) {
             let est = e.secs;

@@ -52,7 +52,7 @@ pub struct RunOptions {
 /// Callbacks for a front end (progress bars, JSON lines).
 pub trait Observer {
     /// `against`: who the cases talk to, in words.
-    fn run_started(&self, _cases: usize, _repeat: u32, _against: &str) {}
+    fn run_started(&self, _cases: usize, _against: &str) {}
     fn case_started(&self, _case: &Case, _repeat: u32) {}
     /// Called from the measuring thread: must be cheap.
     fn progress(&self, _done: u64, _total: u64) {}
@@ -157,7 +157,7 @@ pub fn run(
     let pcap = opts
         .pcap
         .as_ref()
-        .map(check_pcap(&cases, &links, scenario))
+        .map(check_pcap(&cases, &links))
         .transpose()?;
     let lab = if needs_lab {
         let first = run_links
@@ -340,7 +340,7 @@ fn shard_aligner(
     for c in cases {
         let est = registry::of(c).estimate_secs(c).unwrap_or(60.0);
         let slot = Duration::from_secs((est * 1.25 + 10.0).ceil() as u64);
-        for r in 1..=scenario.repeat {
+        for r in 1..=c.runs {
             slots.push(((c.index, r), slot));
         }
     }
@@ -403,13 +403,12 @@ fn write_shard_file(
 fn check_pcap<'a>(
     cases: &'a [Case],
     links: &'a [Option<CaseLink>],
-    scenario: &'a Scenario,
 ) -> impl Fn(&PcapOptions) -> Result<PcapOptions, RunError> + 'a {
     move |p| {
         let path = std::path::absolute(&p.path)
             .map_err(|e| RunError::Usage(format!("--pcap {}: {e}", p.path.display())))?;
         let p = PcapOptions { path, ..p.clone() };
-        check_capture(&estimate::estimate_cases(cases, links, scenario.repeat), &p)?;
+        check_capture(&estimate::estimate_cases(cases, links), &p)?;
         Ok(p)
     }
 }
@@ -516,15 +515,12 @@ impl Job<'_> {
             .write(&dir.path)
             .map_err(|e| self.results_err(e))?;
         let host = host::facts();
-        self.observer.run_started(
-            self.cases.len(),
-            scenario.repeat,
-            &self.against(&services).join(" and "),
-        );
+        self.observer
+            .run_started(self.cases.len(), &self.against(&services).join(" and "));
 
         let mut interrupted = false;
         'cases: for ((case, link), skip) in self.cases.iter().zip(self.links).zip(self.skipped) {
-            for repeat in 1..=scenario.repeat {
+            for repeat in 1..=case.runs {
                 if self.shutdown.load(Ordering::SeqCst) {
                     interrupted = true;
                     break 'cases;

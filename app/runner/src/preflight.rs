@@ -20,9 +20,12 @@ pub const CONFIRM_ABOVE_S: f64 = 2.0 * 3600.0;
 /// What a user should know before a run starts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Preflight {
-    /// Planned cases (each run `repeat` times).
+    /// Planned cases.
     pub cases: usize,
-    pub repeat: u32,
+    /// Runs of each case, `None` when a part repeats its cases more often than others.
+    pub repeat: Option<u32>,
+    /// Runs of all cases together.
+    pub runs: u64,
     /// Estimated wall time of the whole run, seconds.
     pub total_secs: f64,
     /// The estimate's notes (a parameter that will be ignored, ...).
@@ -169,7 +172,8 @@ pub fn check(
         .collect();
     Ok(Preflight {
         cases: est.cases.len(),
-        repeat: est.repeat,
+        repeat: est.repeat(),
+        runs: est.runs(),
         total_secs: est.total_secs(),
         notes: est.notes.clone(),
         limit_secs,

@@ -407,6 +407,7 @@ fn every_choice(protocol: &'static dyn Protocol, workload: &str) -> Vec<Case> {
             index: cases.len() + 1,
             point,
             ignored: Vec::new(),
+            runs: 1,
         });
         let Some(digit) = (0..axes.len()).find(|&d| at[d] + 1 < axes[d].1.len()) else {
             return cases;
@@ -547,6 +548,7 @@ mod tests {
                 index,
                 point: Vec::new(),
                 ignored: Vec::new(),
+                runs: 1,
             })
             .collect();
         let skip = skip_reasons(&needs, &cases);

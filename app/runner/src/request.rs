@@ -134,7 +134,7 @@ pub fn prepare(req: &RunRequest) -> Result<Prepared, RunError> {
         if r == 0 {
             return Err(usage("--repeat 0: must be at least 1"));
         }
-        scenario.repeat = r;
+        scenario.set_repeat(r);
     }
     if let Some(s) = req.seed {
         scenario.seed = s;

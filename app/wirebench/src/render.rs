@@ -19,11 +19,15 @@ use wirebench_runner::{Case, Observer, Preflight, RunSummary, Scenario};
 /// The case count and estimated time, a warning for each case estimated above
 /// `--max-case-time` (with the flags that shorten it), and the capture's estimated size.
 pub fn preflight(p: &Preflight) {
+    let runs = match p.repeat {
+        Some(r) => format!(" x {r}"),
+        // "58 cases, 86 runs": a part repeats its cases (`repeat` in its [[part]]).
+        None => format!(", {} runs", p.runs),
+    };
     eprintln!(
-        "wirebench: {} case{} x {}, estimated {}",
+        "wirebench: {} case{}{runs}, estimated {}",
         p.cases,
         if p.cases == 1 { "" } else { "s" },
-        p.repeat,
         format_estimate(p.total_secs)
     );
     for note in &p.notes {
@@ -35,7 +39,7 @@ pub fn preflight(p: &Preflight) {
             case.index,
             case.words,
             format_estimate(case.secs),
-            if p.repeat > 1 { " per run" } else { "" },
+            if p.repeat != Some(1) { " per run" } else { "" },
             if case.advice.is_empty() {
                 String::new()
             } else {
@@ -212,7 +216,7 @@ pub fn run_summary(summary: &RunSummary, json: bool, study: &[String]) {
         );
         print!(
             "{}",
-            wirebench_report::summary::comparisons(&summary.records, width)
+            wirebench_report::summary::comparisons(&summary.records, study, width)
         );
     }
     for r in summary
@@ -265,7 +269,6 @@ pub struct Terminal {
     show_bars: bool,
     json: bool,
     total: AtomicUsize,
-    repeat: AtomicUsize,
     varying: Vec<String>,
 }
 
@@ -281,16 +284,14 @@ impl Terminal {
             show_bars,
             json,
             total: AtomicUsize::new(0),
-            repeat: AtomicUsize::new(1),
             varying,
         }
     }
 
     fn title(&self, case: &Case, repeat: u32) -> String {
         let only: Vec<&str> = self.varying.iter().map(String::as_str).collect();
-        let reps = self.repeat.load(Ordering::Relaxed);
-        let rep = if reps > 1 {
-            format!(" (run {repeat}/{reps})")
+        let rep = if case.runs > 1 {
+            format!(" (run {repeat}/{})", case.runs)
         } else {
             String::new()
         };
@@ -304,9 +305,8 @@ impl Terminal {
 }
 
 impl Observer for Terminal {
-    fn run_started(&self, cases: usize, repeat: u32, against: &str) {
+    fn run_started(&self, cases: usize, against: &str) {
         self.total.store(cases, Ordering::Relaxed);
-        self.repeat.store(repeat as usize, Ordering::Relaxed);
         // The case count and estimate are already on the line above.
         eprintln!("wirebench: running against {against}");
     }
@@ -456,20 +456,30 @@ pub fn scenarios(scenarios: &[ScenarioInfo]) {
         .max()
         .unwrap_or(0)
         .max(8);
+    let rows: Vec<(&str, String, String, &str)> = scenarios
+        .iter()
+        .map(|s| {
+            let (cases, time) = match s.estimate {
+                Some(e) => (
+                    match e.repeat {
+                        Some(1) => e.cases.to_string(),
+                        Some(r) => format!("{} x {r}", e.cases),
+                        None => format!("{} ({} runs)", e.cases, e.runs),
+                    },
+                    format!("~{}", format_estimate(e.secs)),
+                ),
+                None => ("?".into(), "?".into()),
+            };
+            (s.name, cases, time, s.description.as_str())
+        })
+        .collect();
+    let c = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).max(5);
     println!(
-        "{:<w$} {:>7}  {:>8}  description",
+        "{:<w$} {:>c$}  {:>8}  description",
         "scenario", "cases", "time"
     );
-    for s in scenarios {
-        let (cases, time) = match s.estimate {
-            Some(e) if e.repeat > 1 => (
-                format!("{} x {}", e.cases, e.repeat),
-                format!("~{}", format_estimate(e.secs)),
-            ),
-            Some(e) => (e.cases.to_string(), format!("~{}", format_estimate(e.secs))),
-            None => ("?".into(), "?".into()),
-        };
-        println!("{:<w$} {cases:>7}  {time:>8}  {}", s.name, s.description);
+    for (name, cases, time, description) in rows {
+        println!("{name:<w$} {cases:>c$}  {time:>8}  {description}");
     }
     println!(
         "\nTimes are estimates: the link model and per-case costs calibrated on recorded runs \

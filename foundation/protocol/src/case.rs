@@ -21,6 +21,8 @@ pub struct Case {
     /// not read (though the workload would), dropped by the planner: `duration` for a
     /// count-bound protocol, `s2s` for raw. For notes that say so.
     pub ignored: Vec<String>,
+    /// How many times the case is run: its `[[part]]`'s `repeat`, else the scenario's.
+    pub runs: u32,
 }
 
 /// What a case's workload does, with its parameters typed.

@@ -419,6 +419,7 @@ mod tests {
                 .map(|(s, v)| (s.name.to_string(), s.parse(v).unwrap()))
                 .collect(),
             ignored: Vec::new(),
+            runs: 1,
         }
     }
 

@@ -124,6 +124,8 @@ figure.chart figcaption {{ font-size: 12px; color: #666; margin-top: 4px; }}
 nav a {{ margin-right: 14px; font-size: 14px; }}
 .good {{ color: #1a7f37; }} .bad {{ color: #b42318; font-weight: bold; }}
 ul.notes {{ font-size: 13px; }}
+p.warn, ul.warn {{ color: #8a3b00; }}
+ul.warn {{ font-size: 13px; background: #fff4e5; padding: 6px 6px 6px 28px; }}
 th span.id {{ font-weight: normal; color: #666; font-size: 11px; }}
 </style></head>
 "#,
@@ -352,7 +354,9 @@ fn cases_table(records: &[Record], lead: &[String], info: &RunInfo) -> String {
     s
 }
 
-fn published(records: &[Record]) -> String {
+/// Published figures beside ours, once per case (ours the mean of its runs, with their
+/// range), then a warning for each run that stands far from its case's others.
+fn published(records: &[Record], study: &[String]) -> String {
     let mut rows = String::new();
     let with_refs: Vec<&Record> = records
         .iter()
@@ -360,47 +364,48 @@ fn published(records: &[Record]) -> String {
         .collect();
     // Only what differs between these rows; the rest is in "Same in every case" below.
     let differing = crate::summary::differing(&with_refs);
-    let repeated = records.iter().any(|r| r.repeat > 1);
-    for r in with_refs {
-        for (metric, reference) in &r.references {
-            let (Some(rv), Some(ours)) = (reference["value"].as_f64(), r.metric(metric)) else {
-                continue;
-            };
-            let ratio = if rv != 0.0 {
-                crate::numbers::sig3(ours.value / rv)
-            } else {
-                "-".into()
-            };
-            let params = r
-                .labels
-                .iter()
-                .filter(|(k, _)| differing.contains(k))
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(&v.to_string())))
-                .collect::<Vec<_>>()
-                .join(" ");
-            let case = if repeated {
-                format!("{} r{}", r.case, r.repeat)
-            } else {
-                r.case.to_string()
-            };
-            let _ = writeln!(
-                rows,
-                "<tr><td>{case}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{ratio}</td><td>{}</td></tr>",
-                esc(&params),
-                esc(metric),
-                esc(&human(ours.value, &ours.unit)),
-                esc(&human(rv, &ours.unit)),
-                esc(reference["source"].as_str().unwrap_or("published"))
-            );
+    let words = |r: &Record, names: &[String]| {
+        r.labels
+            .iter()
+            .filter(|(k, _)| names.contains(k))
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(&v.to_string())))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for p in crate::spread::published(records) {
+        let _ = writeln!(
+            rows,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+            p.case,
+            esc(&words(p.first, &differing)),
+            esc(&p.metric),
+            esc(&p.ours()),
+            esc(&human(p.published, &p.unit)),
+            esc(&p.ratio()),
+            esc(&p.source)
+        );
+    }
+    let ok: Vec<&Record> = records.iter().filter(|r| r.status == Status::Ok).collect();
+    let all_differing = crate::summary::differing(&ok);
+    let far = crate::spread::far_runs(records, study, |r| words(r, &all_differing));
+    let mut warnings = String::new();
+    if !far.is_empty() {
+        warnings.push_str(
+            "<p class=\"warn\">Runs that stand far from their case's others (a busy moment? \
+             re-run the case):</p>\n<ul class=\"warn\">\n",
+        );
+        for f in &far {
+            let _ = writeln!(warnings, "<li>{}</li>", esc(f));
         }
+        warnings.push_str("</ul>\n");
     }
     if rows.is_empty() {
-        return String::new();
+        return warnings;
     }
     format!(
         "<h2 id=\"published\">Published figures beside ours</h2>\n<div class=\"scroll\"><table>\n\
          <tr><th>case</th><th>parameters</th><th>metric</th><th>ours</th><th>published</th>\
-         <th>ours / published</th><th>source</th></tr>\n{rows}</table></div>\n"
+         <th>ours / published</th><th>source</th></tr>\n{rows}</table></div>\n{warnings}"
     )
 }
 
@@ -532,14 +537,15 @@ pub fn write_report(dir: &Path, declared: &crate::Declared) -> Result<Written, R
         esc(&scenario),
         esc(&info.description)
     );
-    let published = published(&records);
+    let study = crate::summary::study_metrics(&lead_metrics(&info), info.columns.as_deref());
+    let published = published(&records, &study);
     let notes = notes(&records);
     // Only sections the page has: a link to a missing anchor goes nowhere.
     let mut nav = Vec::new();
     if !lead_figures.is_empty() {
         nav.push(("answer", "The study's figure"));
     }
-    if !published.is_empty() {
+    if published.contains("id=\"published\"") {
         nav.push(("published", "Published figures"));
     }
     nav.extend([
@@ -571,7 +577,6 @@ pub fn write_report(dir: &Path, declared: &crate::Declared) -> Result<Written, R
     }
     html.push_str(&figures);
     let _ = writeln!(html, "<h2 id=\"cases\">Cases</h2>");
-    let study = crate::summary::study_metrics(&lead_metrics(&info), info.columns.as_deref());
     html.push_str(&cases_table(&records, &study, &info));
     let _ = writeln!(
         html,

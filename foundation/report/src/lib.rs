@@ -9,6 +9,7 @@ pub mod files;
 pub mod html;
 pub mod info;
 pub mod numbers;
+pub mod spread;
 pub mod summary;
 
 pub use csv::{PivotOptions, pivot};

@@ -534,10 +534,11 @@ pub(crate) fn differing(records: &[&Record]) -> Vec<String> {
 /// Published figures beside ours, and how round trips grow with the link's delay
 /// (study S1's laws: stable RTT grows by 2 x delay; a first RTT that grows by k x delay
 /// implies about k/2 round trips of set-up). Where the references cover several delays,
-/// their own line is fitted too, so the two slopes can be compared directly.
-/// Tables are fitted to `width` columns without splitting words, as far as the longest
+/// their own line is fitted too, so the two slopes can be compared directly. Then a
+/// warning for each run of a `study` metric or a published one that stands far from
+/// its case's other runs ([`crate::spread::far_runs`]). Tables are fitted to `width` columns without splitting words, as far as the longest
 /// words allow.
-pub fn comparisons(records: &[Record], width: usize) -> String {
+pub fn comparisons(records: &[Record], study: &[String], width: usize) -> String {
     let ok: Vec<&Record> = records.iter().filter(|r| r.status == Status::Ok).collect();
     let mut out = String::new();
     let mut t = Table::new();
@@ -559,58 +560,58 @@ pub fn comparisons(records: &[Record], width: usize) -> String {
         .filter(|r| !r.references.is_empty())
         .collect();
     let differing = differing(&with_refs);
-    // One row per case and metric: a case's repeats share its published figure, so ours
-    // is their mean.
-    let mut cases: Vec<usize> = with_refs.iter().map(|r| r.case).collect();
-    cases.sort_unstable();
-    cases.dedup();
-    for case in cases {
-        let reps: Vec<&Record> = with_refs
-            .iter()
-            .copied()
-            .filter(|r| r.case == case)
-            .collect();
-        let r = reps[0];
-        for (metric, reference) in &r.references {
-            let ours: Vec<wirebench_model::Metric> =
-                reps.iter().filter_map(|r| r.metric(metric)).collect();
-            let (Some(rv), Some(first)) = (reference["value"].as_f64(), ours.first()) else {
-                continue;
-            };
-            let mean = ours.iter().map(|m| m.value).sum::<f64>() / ours.len() as f64;
-            let ratio = if rv != 0.0 {
-                crate::numbers::sig3(mean / rv)
-            } else {
-                "-".into()
-            };
-            let mut value = human(mean, &first.unit);
-            if ours.len() > 1 {
-                value.push_str(&format!(" (mean of {})", ours.len()));
-            }
-            t.add_row(vec![
-                Cell::new(case.to_string()),
-                Cell::new(
-                    differing
-                        .iter()
-                        .filter(|p| r.labels.contains_key(p.as_str()))
-                        .map(|p| format!("{p}={}", label(r, p)))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                ),
-                Cell::new(metric),
-                Cell::new(value).set_alignment(CellAlignment::Right),
-                Cell::new(human(rv, &first.unit)).set_alignment(CellAlignment::Right),
-                Cell::new(ratio).set_alignment(CellAlignment::Right),
-                Cell::new(reference["source"].as_str().unwrap_or("reference")),
-            ]);
-            rows += 1;
-        }
+    // One row per case and metric: ours is the mean of the case's runs, with their range.
+    for p in crate::spread::published(records) {
+        let r = p.first;
+        t.add_row(vec![
+            Cell::new(p.case.to_string()),
+            Cell::new(
+                differing
+                    .iter()
+                    .filter(|d| r.labels.contains_key(d.as_str()))
+                    .map(|d| format!("{d}={}", label(r, d)))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            Cell::new(&p.metric),
+            // The range on a line of its own: the mean stays whole in a narrow column.
+            Cell::new(p.ours().replacen(" (", "\n(", 1)).set_alignment(CellAlignment::Right),
+            Cell::new(human(p.published, &p.unit)).set_alignment(CellAlignment::Right),
+            Cell::new(p.ratio().replacen(" (", "\n(", 1)).set_alignment(CellAlignment::Right),
+            Cell::new(&p.source),
+        ]);
+        rows += 1;
     }
     if rows > 0 {
         wrap_at_words(&mut t, width);
         out.push_str("Published figures beside ours:\n");
         out.push_str(&t.to_string());
         out.push('\n');
+    }
+    let all_differing = self::differing(&ok);
+    let far = crate::spread::far_runs(records, study, |r| {
+        all_differing
+            .iter()
+            .filter(|p| r.labels.contains_key(p.as_str()))
+            .map(|p| format!("{p}={}", label(r, p)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    if !far.is_empty() {
+        out.push_str(
+            "Runs that stand far from their case's others (a busy moment? re-run the case):\n",
+        );
+        // A few lines here; report.html lists them all.
+        const SHOWN: usize = 5;
+        for f in far.iter().take(SHOWN) {
+            out.push_str(&format!("  warning: {f}\n"));
+        }
+        if far.len() > SHOWN {
+            out.push_str(&format!(
+                "  ... and {} more (report.html lists them all)\n",
+                far.len() - SHOWN
+            ));
+        }
     }
     // Groups of cases that differ only in link.delay.
     let mut groups: Vec<(String, Vec<&Record>)> = Vec::new();
@@ -729,9 +730,12 @@ mod comparison_tests {
         let mut again = record(1, 0.0, "0", 17.0, 36.3);
         again.repeat = 2;
         let rs = vec![record(1, 0.0, "0", 15.0, 36.3), again];
-        let out = super::comparisons(&rs, 100);
+        let out = super::comparisons(&rs, &[], 160);
         assert_eq!(out.matches("S1 standard S2S").count(), 1, "{out}");
-        assert!(out.contains("16s (mean of 2)"), "{out}");
+        assert!(
+            out.contains("16s ┆") && out.contains("(15s-17s, 2 runs)"),
+            "{out}"
+        );
         assert!(!out.contains(" r1 ") && !out.contains(" r2 "), "{out}");
     }
 
@@ -742,7 +746,7 @@ mod comparison_tests {
             record(2, 0.5, "500ms", 22.1, 57.0),
             record(3, 1.0, "1s", 31.1, 78.5),
         ];
-        let out = super::comparisons(&rs, 100);
+        let out = super::comparisons(&rs, &[], 100);
         assert!(out.contains("Published figures beside ours"), "{out}");
         assert!(out.contains("S1 standard S2S"), "{out}");
         // 15.0 / 36.3
@@ -927,7 +931,7 @@ mod published_width_tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         for width in [80, 120] {
-            let out = super::comparisons(&rs, width);
+            let out = super::comparisons(&rs, &[], width);
             for word in [
                 "wire.stable.overhead_per_message",
                 "workload=pingpong",
