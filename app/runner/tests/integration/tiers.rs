@@ -1,14 +1,20 @@
 //! The folders are the tiers (docs/architecture.md): `foundation/` knows no protocol,
-//! `workloads/` and `protocols/<name>/` build on it, `app/` on everything. This test
-//! reads every workspace manifest's path dependencies (`cargo metadata`) and fails on an
-//! edge that points up, on a protocol folder reaching into another one other than
-//! through its engine crates, on a binary that depends on a plugin, on a cycle between
-//! folders, and on a protocol or workload crate that reaches the lab other than through
-//! the plugin interface's narrow handle.
+//! `workloads/` builds on it, `protocols/<name>/` on both, `app/` on everything. A
+//! workload family knows no protocol, so that the several protocols built on it stay
+//! interchangeable. This test reads every workspace manifest's path dependencies
+//! (`cargo metadata`) and fails on an edge that points up, on a protocol folder reaching
+//! into another one other than through its engine crates, on a binary that depends on a
+//! plugin, on a cycle between folders, and on a protocol or workload crate that reaches
+//! the lab other than through the plugin interface's narrow handle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+const FOUNDATION: u8 = 0;
+const WORKLOADS: u8 = 1;
+const PROTOCOLS: u8 = 2;
+const APP: u8 = 3;
 
 /// Where a crate sits: its tier and its folder (`protocols/xmpp`, `foundation/model`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -26,10 +32,10 @@ fn place(root: &Path, manifest_dir: &Path) -> Place {
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
     let (tier, width) = match parts.first().map(String::as_str) {
-        Some("foundation") => (0, 2),
-        Some("workloads") => (1, 2),
-        Some("protocols") => (1, 2),
-        Some("app") => (2, 2),
+        Some("foundation") => (FOUNDATION, 2),
+        Some("workloads") => (WORKLOADS, 2),
+        Some("protocols") => (PROTOCOLS, 2),
+        Some("app") => (APP, 2),
         _ => panic!("{} is outside the tier folders", rel.display()),
     };
     Place {
@@ -97,20 +103,16 @@ fn imports_point_down_only() {
     for (name, at, deps) in graph() {
         for (dep, to) in deps {
             let ok = match (at.tier, to.tier) {
-                (0, 0) => true,
-                (0, _) => false,
-                // A protocol or workload family: the foundation, the shared workload
-                // families, its own folder, another protocol's engine only.
-                (1, 0) => true,
-                (1, 1) => {
-                    to.folder == at.folder
-                        || to.folder.starts_with("workloads/")
-                        || to.part == "engine"
-                }
-                (1, _) => false,
+                (FOUNDATION, FOUNDATION) => true,
+                // A workload family: the foundation and the other families.
+                (WORKLOADS, FOUNDATION | WORKLOADS) => true,
+                // A protocol: the foundation, the workload families, its own folder,
+                // another protocol's engine only.
+                (PROTOCOLS, FOUNDATION | WORKLOADS) => true,
+                (PROTOCOLS, PROTOCOLS) => to.folder == at.folder || to.part == "engine",
                 // The binary reaches protocols only through the plan's registry.
-                (2, 1) => name != "wirebench" || !to.folder.starts_with("protocols/"),
-                (2, _) => true,
+                (APP, PROTOCOLS) => name != "wirebench",
+                (APP, _) => true,
                 _ => false,
             };
             if !ok {
@@ -133,7 +135,7 @@ fn imports_point_down_only() {
 fn plugins_reach_the_lab_only_through_its_handle() {
     let wrong: Vec<String> = graph()
         .into_iter()
-        .filter(|(_, at, _)| at.tier == 1)
+        .filter(|(_, at, _)| at.tier == WORKLOADS || at.tier == PROTOCOLS)
         .flat_map(|(name, at, deps)| {
             deps.into_iter()
                 .filter(|(_, to)| to.folder == "foundation/lab")

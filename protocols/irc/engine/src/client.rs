@@ -22,7 +22,8 @@
 use std::collections::VecDeque;
 
 use crate::error::IrcError;
-use crate::line::{LineBuffer, MAX_LINE, Message, build, split_mask};
+use crate::limits::MAX_LINE;
+use crate::line::{LineBuffer, Message, build, split_mask};
 use crate::split;
 
 /// One session's identity.

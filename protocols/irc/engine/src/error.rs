@@ -2,7 +2,7 @@
 //! that break RFC 1459 / RFC 2812 framing or syntax), the server's decision (nickname
 //! refused), the local configuration, or the caller.
 
-use crate::line::{MAX_LINE, MAX_TAGS};
+use crate::limits::{MAX_LINE, MAX_TAGS};
 
 /// Why the engine stopped or refused a command. After any error from
 /// [`crate::Client::handle_input`] the session is over: the engine is in

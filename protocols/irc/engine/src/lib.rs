@@ -4,7 +4,8 @@
 //!
 //! Layers, bottom up:
 //!
-//! - [`line`]: CR LF framing within 512 bytes per line, message parsing and building.
+//! - [`line`]: CR LF framing within 512 bytes per line ([`limits`]), message parsing and
+//!   building.
 //! - [`split`]: payloads longer than one line, split so that each piece survives the
 //!   server's relaying (prefix included), with a `SEQ/TOTAL ` header per piece, and
 //!   reassembled on the other side.
@@ -16,12 +17,14 @@
 
 pub mod client;
 pub mod error;
+pub mod limits;
 pub mod line;
 pub mod split;
 
 pub use client::{Client, Config, Event, State};
 pub use error::IrcError;
-pub use line::{LineBuffer, MAX_LINE, Message};
+pub use limits::MAX_LINE;
+pub use line::{LineBuffer, Message};
 pub use split::{Reassembled, Reassembler, split_payload, text_room};
 
 /// Feeds arbitrary bytes to a fresh client, for a cargo-fuzz target. The first byte picks

@@ -13,12 +13,8 @@
 //!   the 512. ngircd never sends them.
 
 use crate::error::IrcError;
+use crate::limits::{MAX_LINE, MAX_TAGS};
 use std::ops::Range;
-
-/// Longest line RFC 2812 §2.3 allows, CR LF included.
-pub const MAX_LINE: usize = 512;
-/// Longest IRCv3 tag section (with its `@` and the space after it).
-pub const MAX_TAGS: usize = 8191;
 
 /// Cuts a byte stream into lines (without their CR LF).
 #[derive(Debug, Default)]

@@ -41,7 +41,7 @@
 //! split. Payloads must not contain NUL, CR or LF (IRC text cannot carry them).
 
 use crate::error::IrcError;
-use crate::line::MAX_LINE;
+use crate::limits::MAX_LINE;
 use std::collections::HashMap;
 
 /// Longest host name assumed for a prefix the server has not revealed.

@@ -10,7 +10,8 @@
 //!   cross-worker tests), with the address checks every load tool here applies.
 //! - [`tls`]: the sessions' STARTTLS client configuration.
 //! - `room`: whether the machine can hold the case's peak of sessions (memory, open
-//!   files, tracked connections), and what it needs per session.
+//!   files, tracked connections), what it needs per session, and how many sessions one
+//!   process holds.
 //! - `usage`: what the case's processes use, sampled beside it, and each side's CPU per
 //!   login.
 

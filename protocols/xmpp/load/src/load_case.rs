@@ -6,13 +6,13 @@
 //! Layout: one generator thread inside wirebench while the peak of concurrent sessions
 //! fits beside the server in one process's open files; beyond that the server runs worker
 //! processes and the generator too (`EXE xmpp-load-worker`, each at most
-//! [`PER_GENERATOR`] sessions, each from its own 127.0.x.y source address). A generator
+//! `room::PER_GENERATOR` sessions, each from its own 127.0.x.y source address). A generator
 //! process gets its part on stdin as JSON and sends its closed intervals back on stdout,
 //! one JSON line each; the parent adds them up, so the merged histograms are exact.
 
 use crate::hold::{ALLOW_ANY_TARGET, target_allowed};
 use crate::open_loop::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
-use crate::room::{Ends, Machine, Needs};
+use crate::room::{Ends, IN_PROCESS, Machine, Needs, PER_GENERATOR};
 use crate::usage::{ServerProbe, Usage, UsageSampler, push_login_cpu};
 use std::io::{self, BufRead, Write};
 use std::net::{IpAddr, Ipv4Addr};
@@ -30,14 +30,6 @@ use wirebench_xmpp_server as serve;
 
 /// The subcommand a generator process runs as; `wirebench` routes it to [`worker_main`].
 pub const WORKER_COMMAND: &str = "xmpp-load-worker";
-
-/// Sessions one generator process holds at most (open files are capped at 20,000 per
-/// process here; each session is one socket).
-pub const PER_GENERATOR: usize = 15_000;
-
-/// Up to this peak everything runs inside wirebench: the server's sessions and the
-/// generator's share one process's open files.
-pub const IN_PROCESS: usize = 8_000;
 
 const LOAD: &[&str] = &["load"];
 

@@ -3,9 +3,17 @@
 //! kernel's per session, measured), open files system-wide and, when the kernel tracks
 //! connections, its connection-tracking table. [`Needs`] says what the case needs per
 //! session and in all, so a run that does not fit is refused with the figures and one
-//! that fits says what it will use.
+//! that fits says what it will use. The per-process caps that decide how many processes
+//! the case starts are here too, since what a process holds is a question of its open
+//! files.
 
-use crate::load_case::{IN_PROCESS, PER_GENERATOR};
+/// Sessions one generator process holds at most (open files are capped at 20,000 per
+/// process here; each session is one socket).
+pub(crate) const PER_GENERATOR: usize = 15_000;
+
+/// Up to this peak everything runs inside wirebench: the server's sessions and the
+/// generator's share one process's open files.
+pub(crate) const IN_PROCESS: usize = 8_000;
 
 /// Resident memory per session, bytes, measured at a million sessions (issue #33,
 /// 2026-11-27: 1,000,000 logged in, 9.3 GiB in all): the generator's 1.55 KiB, the

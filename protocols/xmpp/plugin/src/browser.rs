@@ -30,11 +30,6 @@ use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::stats::{push_counts, push_rtts, secs};
 use wirebench_protocol::{Case, Ctx, Install, Lookup, Outcome, Requirement, WorkloadError};
 
-/// The `xmpp.client` choices.
-pub const CLIENTS: &[&str] = &["native", "browser"];
-/// The `xmpp.flush` choices.
-pub const FLUSH: &[&str] = &["on", "all", "off"];
-
 /// The script that installs Strophe.js, named in errors.
 pub const SETUP: &str = "scripts/install-strophe.sh";
 

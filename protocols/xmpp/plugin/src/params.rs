@@ -2,7 +2,7 @@
 //! values of them typed ([`Params`]), read once per case: the drivers take a [`Params`],
 //! never a case's words.
 
-use crate::transport::Transport;
+use crate::transport::{TRANSPORTS, Transport};
 use std::time::Duration;
 use wirebench_protocol::Case;
 use wirebench_protocol::params::{Kind, ON_OFF, ParamSpec};
@@ -14,7 +14,7 @@ pub use wirebench_xmpp_peers::peer::{S2S, SERVER};
 
 pub const TRANSPORT: ParamSpec = ParamSpec {
     name: "xmpp.transport",
-    kind: Kind::Choice(crate::transport::TRANSPORTS),
+    kind: Kind::Choice(TRANSPORTS),
     default: "tcp",
     workloads: &["pingpong", "stream"],
     help: "what carries the clients' XMPP streams to the built-in server: tcp (RFC 6120), websocket (RFC 7395, through wirebench's WebSocket endpoint) or bosh (XEP-0124/0206, through wirebench's BOSH connection manager), or SockJS 0.3.3 through wirebench's SockJS endpoint: sockjs-websocket, xhr-streaming, xhr-polling, jsonp-polling, eventsource or htmlfile (each SockJS message one RFC 7395 element); the endpoint runs in front of the server, each session with its own TCP connection to it; with xmpp.server=prosody or ejabberd (xmpp.ping=server only), tcp, websocket or bosh straight to that server's own endpoint (Prosody's mod_websocket and mod_bosh, ejabberd's ejabberd_http_ws and mod_bosh)",
@@ -23,7 +23,7 @@ pub const TRANSPORT: ParamSpec = ParamSpec {
 
 pub const PING: ParamSpec = ParamSpec {
     name: "xmpp.ping",
-    kind: Kind::Choice(crate::workload::PINGS),
+    kind: Kind::Choice(&["message", "server"]),
     default: "message",
     workloads: &["pingpong"],
     help: "what one ping-pong round is: message (client1 -> client2 -> client1 chat messages) or server (study S2: client1 alone sends XEP-0199 iq pings to its server, each waiting for its pong; s2.total times connect, login and every round)",
@@ -32,7 +32,7 @@ pub const PING: ParamSpec = ParamSpec {
 
 pub const CLIENT: ParamSpec = ParamSpec {
     name: "xmpp.client",
-    kind: Kind::Choice(crate::browser::CLIENTS),
+    kind: Kind::Choice(&["native", "browser"]),
     default: "native",
     workloads: &["pingpong"],
     help: "who is client1 in study S2 (xmpp.ping=server): native (wirebench's own client engine) or browser (headless Chromium running Strophe.js from npm in a page wirebench serves; needs xmpp.transport=websocket, bosh or a SockJS transport (sockjs-client under Strophe's WebSocket transport), `apt-get install chromium` and scripts/install-strophe.sh)",
@@ -41,7 +41,7 @@ pub const CLIENT: ParamSpec = ParamSpec {
 
 pub const ENDPOINT: ParamSpec = ParamSpec {
     name: "xmpp.endpoint",
-    kind: Kind::Choice(crate::s2::ENDPOINTS),
+    kind: Kind::Choice(&["own", "wirebench"]),
     default: "own",
     workloads: &["pingpong"],
     help: "xmpp.ping=server with xmpp.server=prosody or ejabberd: whose web endpoint the client reaches, the server's own (own: Prosody's mod_websocket and mod_bosh, ejabberd's ejabberd_http_ws and mod_bosh) or wirebench's gateway in front of the server's client port (wirebench; the only way to SockJS, which neither server has)",
@@ -50,7 +50,7 @@ pub const ENDPOINT: ParamSpec = ParamSpec {
 
 pub const FLUSH: ParamSpec = ParamSpec {
     name: "xmpp.flush",
-    kind: Kind::Choice(crate::browser::FLUSH),
+    kind: Kind::Choice(&["on", "all", "off"]),
     default: "on",
     workloads: &["pingpong"],
     help: "xmpp.client=browser: the page calls Strophe's connection.flush() after each ping (on), after every stanza Strophe sends, the login's too (all), or leaves sending to Strophe (off: its BOSH transport sends a queued stanza from a 100 ms idle timer)",

@@ -23,9 +23,6 @@ use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
 use wirebench_xmpp_peers::peer::{PeerConfig, Server};
 
-/// `xmpp.endpoint`: the server's own web endpoint, or wirebench's gateway in front of it.
-pub const ENDPOINTS: &[&str] = &["own", "wirebench"];
-
 /// The same domain and accounts as the built-in server's, so every row of the study's
 /// table logs in as the same user.
 const DOMAIN: &str = "wirebench.test";

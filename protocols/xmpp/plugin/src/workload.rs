@@ -65,10 +65,6 @@ impl Topology {
     }
 }
 
-/// The `xmpp.ping` choices: chat messages between the clients, or XEP-0199 pings to the
-/// server (study S2).
-pub const PINGS: &[&str] = &["message", "server"];
-
 #[derive(Debug, Clone)]
 pub struct XmppRun {
     pub topology: Topology,
