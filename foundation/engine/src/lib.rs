@@ -24,14 +24,15 @@
 //! always "no destination, no segments", and every stream driver would branch on them
 //! per write. Two traits keep the stream engines and their drivers as they are, byte for
 //! byte, while the drivers that differ by transport are exactly the ones that must:
-//! [`blocking::Driver`] over a stream [`blocking::Io`], [`blocking::udp::DatagramDriver`]
-//! over a [`blocking::udp::DatagramIo`] (its socket, [`blocking::udp::Udp`], with GSO
+//! [`blocking::Driver`] over a stream [`blocking::Io`], [`blocking::datagram::DatagramDriver`]
+//! over a [`blocking::datagram::DatagramIo`] (its socket, [`blocking::datagram::Udp`], with GSO
 //! and GRO where the kernel has them), and the harness, which takes either kind of side
 //! ([`harness::Side`]): a stream's transmits cut into segments that may not be lost, a
 //! datagram engine's ([`harness::Datagrams`]) one packet per datagram, lost whole.
 //!
 //! - [`blocking`]: the one blocking driver (a socket, read-timeout ticks, the engine's
-//!   timer served between reads), for the client drivers on the measurement path.
+//!   timer served between reads), for the client drivers on the measurement path, and
+//!   [`blocking::datagram`], its twin for datagram engines.
 //! - [`harness`]: two engines against each other over [`wirebench_link::Link`] in virtual
 //!   time, where a round trip can be checked against the link's arithmetic to the
 //!   nanosecond.
