@@ -45,7 +45,7 @@ pub mod harness;
 pub trait Engine {
     /// What the engine tells its driver (a message arrived, the session is up, ...).
     type Event;
-    /// A broken session: the peer broke the protocol, or the session failed.
+    /// The peer broke the protocol, or the exchange failed. the peer broke the protocol, or the session failed.
     type Error;
 
     /// Bytes read from the connection at `now`.
@@ -192,7 +192,7 @@ pub struct Received<'a> {
 pub trait DatagramEngine {
     /// What the engine tells its driver.
     type Event;
-    /// A broken session.
+    /// The peer broke the protocol, or the exchange failed.
     type Error;
 
     /// One datagram received at `now`.
