@@ -4,19 +4,19 @@
 
 use crate::{Case, CaseLink};
 use wirebench_lab::{CLIENT_ADDR, Counters, DirCounters};
-use wirebench_link::{LinkSpec, Loss, serialization_ns};
+use wirebench_link::{LinkSpec, Loss, Transport, serialization_ns};
 use wirebench_model::Metric;
-use wirebench_plan::link::TCP_IPV4_OVERHEAD;
 use wirebench_protocol::Outcome;
 use wirebench_protocol::params;
 
-/// The data connection's packets in one direction (its flow in the emulator's counters).
-fn flow(dir: &DirCounters, local_port: u16, outgoing: bool) -> (u64, u64) {
+/// The data connection's packets and bytes in one direction: its flow in the emulator's
+/// counters, the client's `local_port` over `transport`.
+fn flow(dir: &DirCounters, local_port: u16, transport: Transport, outgoing: bool) -> (u64, u64) {
     let client = CLIENT_ADDR.octets();
     dir.flows
         .iter()
         .filter(|(k, _)| {
-            k.proto == 6
+            k.proto == transport.ip_proto()
                 && if outgoing {
                     k.src == client && k.sport == local_port
                 } else {
@@ -27,11 +27,9 @@ fn flow(dir: &DirCounters, local_port: u16, outgoing: bool) -> (u64, u64) {
 }
 
 /// One-way time of a message of `frame` bytes over `spec`: serialization of its
-/// segments (pipelined: the last bit leaves after all bytes) plus propagation.
-fn one_way_ns(frame: u64, spec: &LinkSpec) -> u64 {
-    let mss = (spec.mtu as u64).saturating_sub(TCP_IPV4_OVERHEAD).max(1);
-    let segments = frame.div_ceil(mss).max(1);
-    let bytes = frame + segments * TCP_IPV4_OVERHEAD;
+/// packets (pipelined: the last bit leaves after all bytes) plus propagation.
+fn one_way_ns(frame: u64, spec: &LinkSpec, transport: Transport) -> u64 {
+    let (_, bytes) = transport.ipv4_packets(frame, spec.mtu as u64);
     spec.rate_bps
         .map(|r| serialization_ns(bytes, r))
         .unwrap_or(0)
@@ -76,23 +74,36 @@ pub fn add_wire_metrics(
             m.extend(utilization(out, link, payload, sent));
         }
         Some(port) => {
-            let (up_p, up_b) = flow(&after.up, port, true);
-            let (down_p, down_b) = flow(&after.down, port, false);
-            m.push(metric("wire.up.packets", up_p as f64, "count"));
-            m.push(metric("wire.up.bytes", up_b as f64, "B"));
-            m.push(metric("wire.down.packets", down_p as f64, "count"));
-            m.push(metric("wire.down.bytes", down_b as f64, "B"));
-            m.push(metric("wire.bytes", (up_b + down_b) as f64, "B"));
-            m.push(metric("wire.packets", (up_p + down_p) as f64, "count"));
-            per_message(&mut m, "wire", up_b + down_b, crossings, payload);
+            let bytes = flow_metrics(&mut m, after, port, out.transport);
+            per_message(&mut m, "wire", bytes, crossings, payload);
         }
     }
     if let Some(mark) = stable {
-        stable_metrics(&mut m, case, out.local_port, mark, after, payload);
+        let conn = out.local_port.map(|p| (p, out.transport));
+        stable_metrics(&mut m, case, conn, mark, after, payload);
     }
     drop_metrics(&mut m, before, after);
     rtt_model(out, &mut m, case, link, payload);
     out.metrics.extend(m);
+}
+
+/// `wire.*` of the data connection's flow (its `local_port` over `transport`); returns
+/// the bytes of both directions.
+fn flow_metrics(
+    m: &mut Vec<(String, Metric)>,
+    after: &Counters,
+    port: u16,
+    transport: Transport,
+) -> u64 {
+    let (up_p, up_b) = flow(&after.up, port, transport, true);
+    let (down_p, down_b) = flow(&after.down, port, transport, false);
+    m.push(metric("wire.up.packets", up_p as f64, "count"));
+    m.push(metric("wire.up.bytes", up_b as f64, "B"));
+    m.push(metric("wire.down.packets", down_p as f64, "count"));
+    m.push(metric("wire.down.bytes", down_b as f64, "B"));
+    m.push(metric("wire.bytes", (up_b + down_b) as f64, "B"));
+    m.push(metric("wire.packets", (up_p + down_p) as f64, "count"));
+    up_b + down_b
 }
 
 fn metric(name: &str, value: f64, unit: &str) -> (String, Metric) {
@@ -153,7 +164,7 @@ fn utilization(
 fn stable_metrics(
     m: &mut Vec<(String, Metric)>,
     case: &Case,
-    local_port: Option<u16>,
+    conn: Option<(u16, Transport)>,
     mark: &Counters,
     after: &Counters,
     payload: u64,
@@ -163,10 +174,10 @@ fn stable_metrics(
     } else {
         case.count(&params::COUNT).unwrap_or(0) as f64
     };
-    let bytes = match local_port {
-        Some(port) => {
-            let now = flow(&after.up, port, true).1 + flow(&after.down, port, false).1;
-            let then = flow(&mark.up, port, true).1 + flow(&mark.down, port, false).1;
+    let bytes = match conn {
+        Some((port, t)) => {
+            let now = flow(&after.up, port, t, true).1 + flow(&after.down, port, t, false).1;
+            let then = flow(&mark.up, port, t, true).1 + flow(&mark.down, port, t, false).1;
             now - then
         }
         None => {
@@ -244,7 +255,8 @@ fn rtt_model(
         return;
     };
     let frame = payload + overhead;
-    let model = one_way_ns(frame, &link.up) + one_way_ns(frame, &link.down);
+    let t = out.transport;
+    let model = one_way_ns(frame, &link.up, t) + one_way_ns(frame, &link.down, t);
     m.push(metric("rtt.model", model as f64 / 1e9, "s"));
     if let (Some(ru), Some(rd)) = (link.up.rate_bps, link.down.rate_bps) {
         let theory = serialization_ns(payload, ru) + serialization_ns(payload, rd);
@@ -256,14 +268,23 @@ fn rtt_model(
     }
     if !link.up.outages.is_empty() || !link.down.outages.is_empty() {
         // The closed form holds between outages only: a round that meets one waits
-        // for the link to come back and then for TCP's backed-off retransmission
-        // timer (RFC 6298 §5.5), which no fixed formula predicts.
-        out.notes.push(
-            "rtt.model is the round trip while the link is up: rounds that meet an \
-             outage also wait for it to end and for TCP's retransmission back-off \
-             (see link.dropped.outage)"
-                .into(),
-        );
+        // for the link to come back and then for a retransmission timer, TCP's
+        // backed-off one (RFC 6298 §5.5) or the datagram protocol's own, which no fixed
+        // formula predicts.
+        out.notes.push(match t {
+            Transport::Tcp => {
+                "rtt.model is the round trip while the link is up: rounds that meet an \
+                 outage also wait for it to end and for TCP's retransmission back-off \
+                 (see link.dropped.outage)"
+                    .into()
+            }
+            Transport::Udp => {
+                "rtt.model is the round trip while the link is up: rounds that meet an \
+                 outage also wait for it to end and for the protocol's own retransmission \
+                 (see link.dropped.outage)"
+                    .into()
+            }
+        });
     }
 }
 
@@ -275,12 +296,74 @@ mod tests {
     fn model_rtt_at_2400_bits() {
         // 2-byte payload: 23-byte frame + 52 bytes of headers = 75 B = 250 ms per way.
         let spec = LinkSpec::parse("2400bit/500ms").unwrap();
-        assert_eq!(one_way_ns(23, &spec), 250_000_000 + 500_000_000);
+        assert_eq!(
+            one_way_ns(23, &spec, Transport::Tcp),
+            250_000_000 + 500_000_000
+        );
+        // Over UDP: 23 + 28 bytes = 51 B = 170 ms per way.
+        assert_eq!(
+            one_way_ns(23, &spec, Transport::Udp),
+            170_000_000 + 500_000_000
+        );
         // A frame larger than one MSS pays the headers of every segment.
         let spec = LinkSpec::parse("rate=8kbit,mtu=552").unwrap();
         assert_eq!(
-            one_way_ns(1000, &spec),
+            one_way_ns(1000, &spec, Transport::Tcp),
             serialization_ns(1000 + 2 * 52, 8000)
         );
+        // A datagram larger than the MTU pays an IPv4 header per fragment, UDP's once.
+        assert_eq!(
+            one_way_ns(1000, &spec, Transport::Udp),
+            serialization_ns(1000 + 8 + 2 * 20, 8000)
+        );
+    }
+
+    /// Counters with one TCP and one UDP flow of the client's port 40000, and another
+    /// host's UDP flow on the same port, which is not the client's.
+    fn two_flows() -> Counters {
+        use wirebench_lab::emulator::FlowKey;
+        let client = CLIENT_ADDR.octets();
+        let server = wirebench_lab::SERVER_ADDR.octets();
+        let key = |proto, src, sport, dst, dport| FlowKey {
+            proto,
+            src,
+            sport,
+            dst,
+            dport,
+        };
+        let mut c = Counters::default();
+        c.up.flows
+            .insert(key(6, client, 40000, server, 7), (10, 1000));
+        c.up.flows
+            .insert(key(17, client, 40000, server, 5683), (3, 150));
+        c.up.flows
+            .insert(key(17, server, 40000, client, 5683), (99, 9900));
+        c.down
+            .flows
+            .insert(key(6, server, 7, client, 40000), (8, 800));
+        c.down
+            .flows
+            .insert(key(17, server, 5683, client, 40000), (2, 90));
+        c
+    }
+
+    fn value(m: &[(String, Metric)], name: &str) -> f64 {
+        m.iter().find(|(n, _)| n == name).unwrap().1.value
+    }
+
+    #[test]
+    fn wire_metrics_count_the_data_connections_flow_by_transport() {
+        let c = two_flows();
+        let mut m = Vec::new();
+        assert_eq!(flow_metrics(&mut m, &c, 40000, Transport::Udp), 240);
+        assert_eq!(value(&m, "wire.up.packets"), 3.0);
+        assert_eq!(value(&m, "wire.up.bytes"), 150.0);
+        assert_eq!(value(&m, "wire.down.packets"), 2.0);
+        assert_eq!(value(&m, "wire.packets"), 5.0);
+        let mut m = Vec::new();
+        assert_eq!(flow_metrics(&mut m, &c, 40000, Transport::Tcp), 1800);
+        assert_eq!(value(&m, "wire.up.packets"), 10.0);
+        assert_eq!(value(&m, "wire.down.bytes"), 800.0);
+        assert_eq!(flow(&c.up, 40001, Transport::Udp, true), (0, 0));
     }
 }

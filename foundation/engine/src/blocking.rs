@@ -4,6 +4,11 @@
 //! its bytes were read; the engine's timer is served between reads; a read never waits
 //! longer than [`TICK`], so callers see their stop request ([`wirebench_model::Shutdown`]
 //! or a case's flag) within a tick.
+//!
+//! That driver is for byte streams ([`Io`], [`Tcp`]); [`datagram`] holds its twin for
+//! datagram engines and the UDP socket it runs on.
+
+pub mod datagram;
 
 use crate::Engine;
 use std::io::{self, Read, Write};

@@ -104,6 +104,9 @@
 //!   default is unbounded (see [`spec`]).
 //! * Trace format and opportunity semantics from Mahimahi's `mm-link`.
 //!
+//! What a message becomes on the wire, headers, segments and fragments included, is
+//! [`Transport`]'s (TCP or UDP over IPv4).
+//!
 //! # Reproducibility
 //!
 //! The random generators are xoshiro256** seeded through SplitMix64, written out in this
@@ -117,6 +120,7 @@ mod rng;
 pub mod sim;
 pub mod spec;
 pub mod trace;
+pub mod transport;
 
 pub use link::{
     Counter, DEFAULT_MTU, DEFAULT_QUEUE_PACKETS, DropCause, Link, LinkParams, Loss, ParamsError,
@@ -126,6 +130,7 @@ pub use outage::Outage;
 pub use paths::{PathRtts, PathsError, path_key};
 pub use spec::{LinkSpec, SpecError};
 pub use trace::{OPPORTUNITY_BYTES, Trace, TraceError};
+pub use transport::Transport;
 
 #[cfg(test)]
 mod tests;

@@ -34,6 +34,8 @@ pub use plugin::{AloneLimits, Env, PeerModel, Placement, Protocol, RunEnv, RunSe
 pub use prereq::{Install, Lookup, Prerequisite, Requirement};
 pub use shard::{Align, Shard, Start};
 pub use surface::{LoadServer, LoadSizing, MainServer, PluginCommand, ServePlan, Serving};
+/// The transport of a workload's data connection ([`Outcome::transport`]).
+pub use wirebench_link::Transport;
 /// Message accounting by sequence number (lost, duplicated, reordered), shared by every
 /// protocol's drivers; it lives with raw's engine, whose frames carry the sequence.
 pub use wirebench_payload::tally;
@@ -83,6 +85,9 @@ pub struct Outcome {
     pub notes: Vec<String>,
     /// Local port of the data connection, to find its packets in link counters.
     pub local_port: Option<u16>,
+    /// The data connection's transport (TCP unless the workload says otherwise): which
+    /// flow at `local_port` is its, and what headers its packets carry.
+    pub transport: Transport,
 }
 
 impl Outcome {
