@@ -909,3 +909,214 @@ impl Op {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> SocketAddr {
+        "10.0.0.2:5683".parse().unwrap()
+    }
+
+    fn sent(c: &mut Client, now: u64) -> Message {
+        Message::decode(&c.poll_transmit(now).expect("a datagram").datagram).unwrap()
+    }
+
+    fn response(kind: Type, mid: u16, token: &[u8], payload: &[u8]) -> Vec<u8> {
+        let mut m = Message::new(kind, Code::CONTENT, mid);
+        m.token = token.to_vec();
+        m.payload = payload.to_vec();
+        m.encode().unwrap()
+    }
+
+    fn client_with_request(confirmable: bool) -> (Client, Message) {
+        let mut c = Client::new(ClientConfig::default(), 3).unwrap();
+        c.request(Request::get(server(), "x", confirmable)).unwrap();
+        let req = sent(&mut c, 0);
+        (c, req)
+    }
+
+    #[test]
+    fn separate_response_acknowledged_once_delivered_once() {
+        let (mut c, req) = client_with_request(true);
+        assert_eq!((req.kind, req.token.len()), (Type::Confirmable, 4));
+        let ack = Message::empty(Type::Acknowledgement, req.message_id)
+            .encode()
+            .unwrap();
+        c.handle_datagram(1000, server(), &ack).unwrap();
+        // Acknowledged: no retransmission, only the response timeout is left.
+        assert_eq!(
+            c.poll_timeout(),
+            Some(1000 + c.config().response_timeout_ns)
+        );
+        let resp = response(Type::Confirmable, 0x5555, &req.token, b"late");
+        c.handle_datagram(2000, server(), &resp).unwrap();
+        let our_ack = sent(&mut c, 2000);
+        assert_eq!(
+            (our_ack.kind, our_ack.code, our_ack.message_id),
+            (Type::Acknowledgement, Code::EMPTY, 0x5555)
+        );
+        let Some(Event::Response(r)) = c.poll_event() else {
+            panic!()
+        };
+        assert_eq!(
+            (r.payload.as_slice(), r.round_trip_ns),
+            (&b"late"[..], 2000)
+        );
+        // The server's retransmission of its response: ACKed again, not delivered.
+        c.handle_datagram(3000, server(), &resp).unwrap();
+        assert_eq!(sent(&mut c, 3000).message_id, 0x5555);
+        assert_eq!(c.poll_event(), None);
+        let s = c.stats();
+        assert_eq!((s.acks_sent, s.duplicate_responses, s.responses), (2, 1, 1));
+        assert_eq!(c.pending(), 0);
+    }
+
+    #[test]
+    fn response_before_the_empty_ack() {
+        let (mut c, req) = client_with_request(true);
+        let resp = response(Type::Confirmable, 9, &req.token, b"r");
+        c.handle_datagram(10, server(), &resp).unwrap();
+        assert!(matches!(c.poll_event(), Some(Event::Response(_))));
+        // The Empty ACK after it is the first ACK, not an extra one.
+        let ack = Message::empty(Type::Acknowledgement, req.message_id)
+            .encode()
+            .unwrap();
+        c.handle_datagram(20, server(), &ack).unwrap();
+        assert_eq!(
+            (c.stats().duplicate_acks, c.stats().spurious_retransmissions),
+            (0, 0)
+        );
+    }
+
+    #[test]
+    fn piggybacked_duplicate_is_spurious_only_after_a_retransmission() {
+        let (mut c, req) = client_with_request(true);
+        let first_timeout = c.poll_timeout().unwrap();
+        c.handle_timeout(first_timeout);
+        assert_eq!(sent(&mut c, first_timeout).message_id, req.message_id);
+        let ack = {
+            let mut m = Message::new(Type::Acknowledgement, Code::CONTENT, req.message_id);
+            m.token = req.token.clone();
+            m.encode().unwrap()
+        };
+        for t in 1..=3 {
+            c.handle_datagram(first_timeout + t, server(), &ack)
+                .unwrap();
+        }
+        // Three ACKs for two copies: one spurious retransmission, and a third ACK (a
+        // duplicated datagram) that is not one.
+        let s = c.stats();
+        assert_eq!(
+            (
+                s.retransmissions,
+                s.spurious_retransmissions,
+                s.duplicate_acks
+            ),
+            (1, 1, 2)
+        );
+        assert_eq!(s.responses, 1);
+        assert_eq!(
+            c.poll_event().map(|e| matches!(e, Event::Response(_))),
+            Some(true)
+        );
+        assert_eq!(c.poll_event(), None);
+    }
+
+    #[test]
+    fn reset_fails_the_request() {
+        let (mut c, req) = client_with_request(true);
+        let rst = Message::empty(Type::Reset, req.message_id)
+            .encode()
+            .unwrap();
+        c.handle_datagram(5, server(), &rst).unwrap();
+        assert!(matches!(
+            c.poll_event(),
+            Some(Event::Failed {
+                failure: Failure::Reset,
+                ..
+            })
+        ));
+        assert_eq!(c.poll_timeout(), None);
+    }
+
+    #[test]
+    fn unmatched_and_malformed_datagrams() {
+        let (mut c, req) = client_with_request(false);
+        assert_eq!(req.kind, Type::NonConfirmable);
+        // A Confirmable response with an unknown token: rejected with RST (§5.3.2, §4.2).
+        let stray = response(Type::Confirmable, 77, &[1, 2, 3, 4, 5], b"");
+        assert!(c.handle_datagram(1, server(), &stray).is_err());
+        let rst = sent(&mut c, 1);
+        assert_eq!((rst.kind, rst.message_id), (Type::Reset, 77));
+        // The same from another address does not match either.
+        let other: SocketAddr = "10.0.0.3:5683".parse().unwrap();
+        let right = response(Type::NonConfirmable, 78, &req.token, b"");
+        assert!(c.handle_datagram(1, other, &right).is_err());
+        // A malformed Non-confirmable datagram is dropped silently.
+        assert!(matches!(
+            c.handle_datagram(1, server(), &[0x50, 0x45, 0, 1, 0xff]),
+            Err(DatagramError::Malformed(DecodeError::EmptyPayload))
+        ));
+        assert_eq!(c.poll_transmit(1), None);
+        c.handle_datagram(2, server(), &right).unwrap();
+        assert!(matches!(c.poll_event(), Some(Event::Response(_))));
+        let s = c.stats();
+        assert_eq!((s.malformed, s.unexpected, s.resets_sent), (1, 2, 1));
+    }
+
+    #[test]
+    fn nstart_two_sends_two_at_once() {
+        let mut config = ClientConfig::default();
+        config.params.nstart = 2;
+        let mut c = Client::new(config, 3).unwrap();
+        for _ in 0..3 {
+            c.request(Request::get(server(), "x", true)).unwrap();
+        }
+        let a = sent(&mut c, 0);
+        let b = sent(&mut c, 0);
+        assert_eq!(c.poll_transmit(0), None);
+        assert_ne!(a.message_id, b.message_id);
+        assert_ne!(a.token, b.token);
+        let ack = Message::empty(Type::Acknowledgement, a.message_id)
+            .encode()
+            .unwrap();
+        c.handle_datagram(1, server(), &ack).unwrap();
+        // An acknowledged request is no longer outstanding (§4.7): the third goes.
+        assert!(c.poll_transmit(1).is_some());
+    }
+
+    #[test]
+    fn same_seed_same_run() {
+        let run = |seed| {
+            let mut c = Client::new(ClientConfig::default(), seed).unwrap();
+            c.request(Request::get(server(), "x", true)).unwrap();
+            let d = c.poll_transmit(0).unwrap().datagram;
+            (d, c.poll_timeout())
+        };
+        assert_eq!(run(5), run(5));
+        assert_ne!(run(5), run(6));
+    }
+
+    #[test]
+    fn invalid_requests() {
+        let mut c = Client::new(ClientConfig::default(), 3).unwrap();
+        let mut r = Request::get(server(), "x", true);
+        r.method = Code::CONTENT;
+        assert_eq!(
+            c.request(r.clone()),
+            Err(RequestError::NotAMethod(Code::CONTENT))
+        );
+        r.method = Code::PUT;
+        r.payload = vec![0; MAX_DATAGRAM];
+        assert!(matches!(c.request(r), Err(RequestError::TooLarge(_))));
+        let config = ClientConfig {
+            token_len: 9,
+            ..ClientConfig::default()
+        };
+        assert!(matches!(
+            Client::new(config, 1),
+            Err(RequestError::TokenLength(9))
+        ));
+    }
+}

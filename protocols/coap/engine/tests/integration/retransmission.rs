@@ -208,8 +208,10 @@ fn non_confirmable_requests_are_sent_once() {
 fn a_lost_non_confirmable_request_times_out() {
     let mut pipe = satcom(0, 1);
     pipe.drop.push((Dir::Up, 0));
-    let mut config = ClientConfig::default();
-    config.response_timeout_ns = 10 * SECOND;
+    let config = ClientConfig {
+        response_timeout_ns: 10 * SECOND,
+        ..ClientConfig::default()
+    };
     let mut client = Client::new(config, 7).unwrap();
     let mut server = Server::new(ServerConfig::default(), 8);
     echo_requests(&mut client, 2, false);
