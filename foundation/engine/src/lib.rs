@@ -41,11 +41,12 @@ use std::net::SocketAddr;
 
 pub mod blocking;
 pub mod harness;
+
 /// A sans-IO session engine: no sockets, clocks or threads.
 pub trait Engine {
     /// What the engine tells its driver (a message arrived, the session is up, ...).
     type Event;
-    /// The peer broke the protocol, or the exchange failed. the peer broke the protocol, or the session failed.
+    /// A broken session: the peer broke the protocol, or the session failed.
     type Error;
 
     /// Bytes read from the connection at `now`.
