@@ -45,17 +45,21 @@ impl Published<'_> {
 
     /// `201ms`, or `201ms (160ms-240ms, 3 runs)` over repeats.
     pub fn ours(&self) -> String {
-        let mean = human(self.mean(), &self.unit);
-        if self.runs.len() < 2 {
-            return mean;
+        match self.ours_range() {
+            Some(range) => format!(
+                "{} ({range}, {} runs)",
+                human(self.mean(), &self.unit),
+                self.runs.len()
+            ),
+            None => human(self.mean(), &self.unit),
         }
+    }
+
+    /// `160ms-240ms` over repeats; `None` for one run.
+    pub fn ours_range(&self) -> Option<String> {
         let (lo, hi) = self.range();
-        format!(
-            "{mean} ({}-{}, {} runs)",
-            human(lo, &self.unit),
-            human(hi, &self.unit),
-            self.runs.len()
-        )
+        (self.runs.len() > 1)
+            .then(|| format!("{}-{}", human(lo, &self.unit), human(hi, &self.unit)))
     }
 
     /// Ours over published: `1.92`, or `1.92 (1.53-2.3)` over repeats.

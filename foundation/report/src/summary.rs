@@ -553,6 +553,7 @@ pub fn comparisons(records: &[Record], study: &[String], width: usize) -> String
         "source",
     ]);
     let mut rows = 0;
+    let mut repeated = false;
     // Only what differs between the rows; the rest is the same for all of them.
     let with_refs: Vec<&Record> = ok
         .iter()
@@ -574,17 +575,28 @@ pub fn comparisons(records: &[Record], study: &[String], width: usize) -> String
                     .join(" "),
             ),
             Cell::new(&p.metric),
-            // The range on a line of its own: the mean stays whole in a narrow column.
-            Cell::new(p.ours().replacen(" (", "\n(", 1)).set_alignment(CellAlignment::Right),
+            // The range on a line of its own (the title says so): no word to break.
+            Cell::new(match p.ours_range() {
+                Some(range) => format!("{}\n{range}", human(p.mean(), &p.unit)),
+                None => human(p.mean(), &p.unit),
+            })
+            .set_alignment(CellAlignment::Right),
             Cell::new(human(p.published, &p.unit)).set_alignment(CellAlignment::Right),
-            Cell::new(p.ratio().replacen(" (", "\n(", 1)).set_alignment(CellAlignment::Right),
+            Cell::new(p.ratio().replacen(" (", "\n", 1).replace(')', ""))
+                .set_alignment(CellAlignment::Right),
             Cell::new(&p.source),
         ]);
         rows += 1;
+        repeated |= p.runs.len() > 1;
     }
     if rows > 0 {
         wrap_at_words(&mut t, width);
-        out.push_str("Published figures beside ours:\n");
+        out.push_str(if repeated {
+            "Published figures beside ours (ours: the mean of the case's runs, their range \
+             under it):\n"
+        } else {
+            "Published figures beside ours:\n"
+        });
         out.push_str(&t.to_string());
         out.push('\n');
     }
@@ -732,8 +744,13 @@ mod comparison_tests {
         let rs = vec![record(1, 0.0, "0", 15.0, 36.3), again];
         let out = super::comparisons(&rs, &[], 160);
         assert_eq!(out.matches("S1 standard S2S").count(), 1, "{out}");
+        assert!(out.contains("16s ┆") && out.contains("15s-17s ┆"), "{out}");
         assert!(
-            out.contains("16s ┆") && out.contains("(15s-17s, 2 runs)"),
+            out.contains("0.441 ┆") && out.contains("0.413-0.468 ┆"),
+            "{out}"
+        );
+        assert!(
+            out.contains("the mean of the case's runs, their range"),
             "{out}"
         );
         assert!(!out.contains(" r1 ") && !out.contains(" r2 "), "{out}");
