@@ -531,15 +531,8 @@ pub(crate) fn differing(records: &[&Record]) -> Vec<String> {
         .collect()
 }
 
-/// Published figures beside ours, and how round trips grow with the link's delay
-/// (study S1's laws: stable RTT grows by 2 x delay; a first RTT that grows by k x delay
-/// implies about k/2 round trips of set-up). Where the references cover several delays,
-/// their own line is fitted too, so the two slopes can be compared directly. Then a
-/// warning for each run of a `study` metric or a published one that stands far from
-/// its case's other runs ([`crate::spread::far_runs`]). Tables are fitted to `width` columns without splitting words, as far as the longest
-/// words allow.
-pub fn comparisons(records: &[Record], study: &[String], width: usize) -> String {
-    let ok: Vec<&Record> = records.iter().filter(|r| r.status == Status::Ok).collect();
+/// "Published figures beside ours", one row per case and metric; empty without any.
+fn published_table(records: &[Record], ok: &[&Record], width: usize) -> String {
     let mut out = String::new();
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
@@ -600,7 +593,13 @@ pub fn comparisons(records: &[Record], study: &[String], width: usize) -> String
         out.push_str(&t.to_string());
         out.push('\n');
     }
-    let all_differing = self::differing(&ok);
+    out
+}
+
+/// The runs far from their case's others ([`crate::spread::far_runs`]), a few lines.
+fn far_warnings(records: &[Record], ok: &[&Record], study: &[String]) -> String {
+    let mut out = String::new();
+    let all_differing = self::differing(ok);
     let far = crate::spread::far_runs(records, study, |r| {
         all_differing
             .iter()
@@ -625,6 +624,20 @@ pub fn comparisons(records: &[Record], study: &[String], width: usize) -> String
             ));
         }
     }
+    out
+}
+
+/// Published figures beside ours, and how round trips grow with the link's delay
+/// (study S1's laws: stable RTT grows by 2 x delay; a first RTT that grows by k x delay
+/// implies about k/2 round trips of set-up). Where the references cover several delays,
+/// their own line is fitted too, so the two slopes can be compared directly. Then a
+/// warning for each run of a `study` metric or a published one that stands far from
+/// its case's other runs ([`crate::spread::far_runs`]). Tables are fitted to `width` columns without splitting words, as far as the longest
+/// words allow.
+pub fn comparisons(records: &[Record], study: &[String], width: usize) -> String {
+    let ok: Vec<&Record> = records.iter().filter(|r| r.status == Status::Ok).collect();
+    let mut out = published_table(records, &ok, width);
+    out.push_str(&far_warnings(records, &ok, study));
     // Groups of cases that differ only in link.delay.
     let mut groups: Vec<(String, Vec<&Record>)> = Vec::new();
     for r in ok.iter().filter(|r| r.params.contains_key("link.delay")) {
