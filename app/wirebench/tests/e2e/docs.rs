@@ -680,7 +680,7 @@ fn claims_are_read() {
     );
     assert_eq!(
         estimated("wirebench: 6 cases x 1, estimated 1h02m"),
-        Some((6, 1, 3720.0))
+        Some((6, 6, 3720.0))
     );
 }
 
