@@ -5,6 +5,7 @@ mod browser;
 mod browser_transports;
 mod caps;
 mod cli;
+mod coap;
 mod common;
 mod conformance;
 mod docs;
