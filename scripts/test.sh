@@ -66,6 +66,15 @@ if ((${#missing[@]})); then
 fi
 # Strophe.js for tests/e2e/browser.rs, from the committed lock file (does nothing when current).
 bash scripts/install-strophe.sh
+# The built-in scenarios' peers that this repository's own scripts install (aiocoap, ...):
+# the `script` lines of `wirebench doctor --install-plan`, so this script names none.
+if ((built)); then
+    while read -r kind rest; do
+        if [[ $kind == script ]]; then
+            bash "$rest"
+        fi
+    done < <("$target/release/wirebench" doctor --install-plan)
+fi
 # shadowsocks-rust (ssserver, sslocal), the Shadowsocks 2022 peer, pinned (built once per
 # machine, several minutes; does nothing when there).
 bash scripts/install-shadowsocks-rust.sh
