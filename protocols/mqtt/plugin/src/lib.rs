@@ -24,7 +24,7 @@ pub mod workload;
 use mosquitto::{MOSQUITTO, Mosquitto};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
-use wirebench_link::{LinkSpec, serialization_ns};
+use wirebench_link::{LinkSpec, Transport, serialization_ns};
 use wirebench_model::Kind;
 use wirebench_mqtt::QoS;
 use wirebench_protocol::hosts::SERVER_ADDR;
@@ -56,8 +56,8 @@ pub const QOS: ParamSpec = ParamSpec {
 
 const PARAMS: &[ParamSpec] = &[VERSION, QOS];
 
-/// Bytes of IPv4 and TCP headers (with timestamps) per segment.
-const TCP_IP: u64 = 52;
+/// Bytes of IPv4 and TCP headers (with timestamps) per segment: the link crate's figure.
+const TCP_IP: u64 = Transport::Tcp.ipv4_overhead();
 
 /// Mosquitto starts in ~20 ms; client1 then opens TCP (one round trip), CONNECT/CONNACK
 /// (one) and SUBSCRIBE/SUBACK (one), about 300 bytes with headers; a QoS 0 message is
@@ -253,8 +253,7 @@ fn window_bytes(link: &CaseLink) -> Option<u64> {
 /// One segment of `frame` bytes across `spec`: its bytes with TCP/IP headers, serialized,
 /// plus the delay.
 fn one_way_ns(frame: u64, spec: &LinkSpec) -> u64 {
-    let mss = u64::from(spec.mtu).saturating_sub(TCP_IP).max(1);
-    let bytes = frame + frame.div_ceil(mss).max(1) * TCP_IP;
+    let (_, bytes) = Transport::Tcp.ipv4_packets(frame, u64::from(spec.mtu));
     spec.rate_bps.map_or(0, |r| serialization_ns(bytes, r)) + spec.delay_ns
 }
 
