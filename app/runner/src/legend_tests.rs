@@ -48,6 +48,12 @@ fn fake_run(scenario: &Scenario, dir: &std::path::Path) -> Vec<Record> {
         for (name, k, unit) in metrics {
             r.set_metric(name, Metric::new(value(i, k), unit));
         }
+        // A protocol's own metric a chart of the scenario draws (CoAP's `coap.spurious`).
+        for c in &scenario.charts {
+            if r.metric(&c.metric).is_none() {
+                r.set_metric(&c.metric, Metric::new(value(i, 1.0), "count"));
+            }
+        }
         let stem = format!("case-{i:04}-r1");
         let mut rounds = String::from("round,rtt_s\n");
         for j in 0..50 {
