@@ -73,9 +73,12 @@ pub(crate) fn loadable(name: &str) -> bool {
 /// Words `ip route show` prints that `ip route replace` does not take.
 const SHOWN_ONLY: &[&str] = &["linkdown", "dead"];
 
-/// The main table's routes of a lab host, as `ip route replace` arguments without any
-/// `congctl`, each with the congestion control it names, if any.
-fn routes(ns: &str) -> Result<Vec<(Vec<String>, Option<String>)>, RunError> {
+/// A route as `ip route replace` arguments without any `congctl`, and the congestion
+/// control it names, if any.
+type Route = (Vec<String>, Option<String>);
+
+/// The main table's routes of a lab host.
+fn routes(ns: &str) -> Result<Vec<Route>, RunError> {
     let out = wirebench_lab::netns::run("ip", &["-n", ns, "route", "show"])?;
     Ok(out
         .lines()
@@ -84,7 +87,7 @@ fn routes(ns: &str) -> Result<Vec<(Vec<String>, Option<String>)>, RunError> {
         .collect())
 }
 
-fn parse_route(line: &str) -> (Vec<String>, Option<String>) {
+fn parse_route(line: &str) -> Route {
     let mut args = Vec::new();
     let mut cc = None;
     let mut words = line.split_whitespace();
