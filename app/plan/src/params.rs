@@ -73,9 +73,13 @@ pub fn applies(param: &str, protocol: &str, workload: &str) -> bool {
 }
 
 /// Whether cases of `protocol` read `param` in some workload: its own parameters, the
-/// shared ones, and `duration` only where streams are not bounded by a count.
+/// shared ones, `duration` only where streams are not bounded by a count, and the TCP
+/// knobs (`tcp.*`) only where the connections are TCP.
 pub fn read_by(param: &str, protocol: &str) -> bool {
     if param == "duration" && registry::get(protocol).is_some_and(|p| p.stream_count().is_some()) {
+        return false;
+    }
+    if param.starts_with("tcp.") && registry::get(protocol).is_some_and(|p| !p.over_tcp()) {
         return false;
     }
     let owners = owners(param);
@@ -123,6 +127,10 @@ mod tests {
         assert!(!applies("mode", "irc", "stream"));
         assert!(applies("payload", "irc", "stream"));
         assert!(applies("link.delay", "xmpp", "stream"));
+        // The TCP knobs: every protocol over TCP, not CoAP's UDP.
+        assert!(applies("tcp.cc", "raw", "pingpong"));
+        assert!(applies("tcp.cc", "mqtt", "stream"));
+        assert!(!applies("tcp.cc", "coap", "stream"));
         assert!(applies("duration", "raw", "stream"));
         assert!(!applies("duration", "irc", "stream"));
     }

@@ -4,6 +4,7 @@
 //! (each case's workload against its server), and the results directory, with one record
 //! per case written as soon as the case ends; the report and `wirebench merge` glue.
 
+mod cc;
 pub mod host;
 pub mod link;
 pub mod preflight;
@@ -267,6 +268,12 @@ pub fn check_plan(
     };
     let lab = runs().any(|(_, l)| l.is_some());
     check_where(opts, lab)?;
+    cc::check(
+        runs().map(|(c, _)| c),
+        lab,
+        &wirebench_net::sock::congestion_available(),
+        &cc::loadable,
+    )?;
     if let Some(o) = &opts.shard {
         check_shardable(cases, links, o)?;
     }
@@ -625,6 +632,7 @@ impl Job<'_> {
                 .map(|(_, s)| &*s.state),
             shard: self.shard.map(|(s, _)| s),
         };
+        let client_cc = self.case_cc(case)?;
         let result = registry::of(case).run(&env, case, repeat, link, &ctx);
         let elapsed = t0.elapsed();
         record.set_metric(
@@ -638,6 +646,8 @@ impl Job<'_> {
             }
             outcome
         });
+        let client_cc = client_cc.as_ref().map(|(cc, from)| (cc.as_str(), *from));
+        let result = record_cc(&mut record, case, result, client_cc);
         let stem = format!("case-{:04}-r{}", case.index, repeat);
         let interrupted = self
             .record_result(dir, &mut record, &stem, result, started, elapsed)
@@ -769,6 +779,52 @@ struct CaseRun<'a> {
     link: Option<&'a CaseLink>,
     repeat: u32,
     connect_timeout: Duration,
+}
+
+impl Job<'_> {
+    /// Puts the case's congestion control on the lab hosts' routes (or takes it off
+    /// them when it asks for none) before its servers start, and returns what the client
+    /// host gives a new connection, with where that comes from: the lab's client host, or
+    /// on loopback this machine's own default.
+    fn case_cc(&self, case: &Case) -> Result<Option<(String, &'static str)>, RunError> {
+        let Some(lab) = self.lab else {
+            return Ok(
+                wirebench_net::sock::congestion_default().map(|d| (d, "client host default"))
+            );
+        };
+        cc::set(lab, cc::asked(case))?;
+        Ok(Some(cc::client_effective(lab)?))
+    }
+}
+
+/// Says in the record which congestion control the data connection used; one other than
+/// the case asked for fails the case, keeping what it measured.
+fn record_cc(
+    record: &mut Record,
+    case: &Case,
+    result: Result<Outcome, WorkloadError>,
+    client: Option<(&str, &str)>,
+) -> Result<Outcome, WorkloadError> {
+    let asked = cc::asked(case);
+    match result {
+        // A UDP data connection (CoAP) has no congestion control to report.
+        Ok(outcome) if outcome.transport == wirebench_protocol::Transport::Udp => Ok(outcome),
+        Ok(outcome) => {
+            let socket = outcome.congestion.as_deref();
+            match cc::record(record, asked, socket, client) {
+                Ok(()) => Ok(outcome),
+                Err(e) => Err(WorkloadError::FailedAfter {
+                    outcome: Box::new(outcome),
+                    error: Box::new(WorkloadError::Environment(e)),
+                }),
+            }
+        }
+        Err(e) => {
+            // Failed: what its connections were given is still known.
+            let _ = cc::record(record, None, None, client);
+            Err(e)
+        }
+    }
 }
 
 /// What crossed the emulated link during the case (see [`link::add_wire_metrics`]),
@@ -903,6 +959,7 @@ fn base_record(
         histograms: serde_json::Map::new(),
         references: references(scenario, case),
         notes: Vec::new(),
+        transport: serde_json::Map::new(),
         seed: scenario.seed,
         started: humantime::format_rfc3339_millis(started).to_string(),
         wirebench: env!("CARGO_PKG_VERSION").to_string(),

@@ -482,6 +482,12 @@ pub struct RunArgs {
         help_heading = "Emulated link (any of these runs the case between two network namespaces; needs root)"
     )]
     pub link_paths: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Transport (both lab hosts' kernel TCP; needs an emulated link)"
+    )]
+    pub tcp_cc: Option<String>,
     /// Write every packet that crosses the link to this pcap file (tshark/Wireshark).
     #[arg(
         long,
@@ -729,6 +735,7 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("think", "0,5s,10s"),
     ("count", "100k"),
     ("duration", "1s,5s"),
+    ("tcp.cc", "cubic,reno,bbr"),
     ("link.rate", "2400bit,19.2kbit"),
     ("link.delay", "0,500ms,1s"),
     ("link.outage", "none,30s+10s,30s+60s"),
@@ -1020,6 +1027,7 @@ impl RunArgs {
             ("think", &self.think),
             ("count", &self.count),
             ("duration", &self.duration),
+            ("tcp.cc", &self.tcp_cc),
         ];
         let link = [
             ("link", &self.link),

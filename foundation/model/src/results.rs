@@ -489,6 +489,13 @@ pub struct Record {
     /// Remarks needed to read the numbers right (e.g. how a throughput was timed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the kernel reported about the data connection's transport, beside what was
+    /// asked in `params`: `tcp.cc` (the congestion control), `tcp.cc.from` (`socket`:
+    /// read back from the connection with `TCP_CONGESTION`; `client host default`: the
+    /// default of the network namespace the client ran in, where the workload does not
+    /// hold the socket).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub transport: Map<String, serde_json::Value>,
     pub seed: u64,
     /// RFC 3339 UTC start time of the case.
     pub started: String,

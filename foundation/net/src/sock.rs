@@ -440,6 +440,37 @@ pub fn mptcp_subflows(s: &impl AsRawFd) -> Option<u8> {
     (r == 0 && len > 0).then_some(info[0])
 }
 
+// ---------------------------------------------------------------------------------------
+// Congestion control
+// ---------------------------------------------------------------------------------------
+
+/// The congestion control a connected socket uses (`TCP_CONGESTION` read back), so a
+/// record says what the kernel ran rather than what was asked.
+pub fn congestion(s: &impl AsFd) -> Option<String> {
+    let name = SockRef::from(s).tcp_congestion().ok()?;
+    // The kernel fills the option's 16 bytes and pads the name with NULs.
+    let name = String::from_utf8_lossy(&name);
+    let name = name.trim_end_matches('\0');
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+/// `net.ipv4.tcp_congestion_control`, the default new sockets get, as the calling
+/// thread's network namespace sees it (per namespace since Linux 4.15).
+pub fn congestion_default() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").ok()?;
+    Some(text.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// `net.ipv4.tcp_available_congestion_control`: the algorithms the kernel has loaded
+/// (one list for the whole machine).
+pub fn congestion_available() -> Vec<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

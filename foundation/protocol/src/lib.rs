@@ -88,6 +88,10 @@ pub struct Outcome {
     /// The data connection's transport (TCP unless the workload says otherwise): which
     /// flow at `local_port` is its, and what headers its packets carry.
     pub transport: Transport,
+    /// The data connection's congestion control as its socket reports it
+    /// (`TCP_CONGESTION`), where the workload holds that socket; `None` leaves the
+    /// record to the client namespace's default.
+    pub congestion: Option<String>,
 }
 
 impl Outcome {

@@ -84,7 +84,9 @@ pub struct ParamSpec {
 
 /// Parameters every protocol reads. The choices of `protocol` are the registry's names
 /// and its default the registry's first, which the runner fills in.
-pub const PARAMS: &[ParamSpec] = &[PROTOCOL, WORKLOAD, PAYLOAD, ROUNDS, THINK, COUNT, DURATION];
+pub const PARAMS: &[ParamSpec] = &[
+    PROTOCOL, WORKLOAD, PAYLOAD, ROUNDS, THINK, COUNT, DURATION, TCP_CC,
+];
 
 pub const PROTOCOL: ParamSpec = ParamSpec {
     name: "protocol",
@@ -148,6 +150,40 @@ pub const DURATION: ParamSpec = ParamSpec {
     help: "how long a stream of raw or a request/response protocol sends (2s unless count is given); with count, whichever ends first",
     words: "stream duration",
 };
+
+/// `tcp.cc`: the TCP congestion control of both lab hosts' routes. The kernel's list of
+/// what it has is checked when the run is planned (the runner knows the machine); here,
+/// only that the value can be an algorithm's name at all.
+pub const TCP_CC: ParamSpec = ParamSpec {
+    name: "tcp.cc",
+    kind: Kind::Custom {
+        what: "congestion control",
+        check: check_cc_name,
+    },
+    default: "",
+    workloads: WORKLOADS,
+    help: "TCP congestion control of every connection across the link, both lab hosts (real peers too): any in net.ipv4.tcp_available_congestion_control or a tcp_NAME module the lab can load; needs an emulated link; unset: the machine's default",
+    words: "congestion control",
+};
+
+/// The longest name the kernel takes (`TCP_CA_NAME_MAX` is 16, with its NUL).
+const CC_NAME_MAX: usize = 15;
+
+/// A congestion control's name as the kernel spells them: lower case, digits and `_`,
+/// at most 15 bytes. Anything else could never be had, and would reach a module name.
+pub fn check_cc_name(s: &str) -> Result<(), String> {
+    let ok = !s.is_empty()
+        && s.len() <= CC_NAME_MAX
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "a congestion control's name is 1 to {CC_NAME_MAX} lower-case letters, digits or `_` (cubic, reno, bbr)"
+        ))
+    }
+}
 
 fn check_link(s: &str) -> Result<(), String> {
     LinkSpec::parse(s).map(|_| ()).map_err(|e| e.to_string())
@@ -420,6 +456,16 @@ mod tests {
                 .collect(),
             ignored: Vec::new(),
             runs: 1,
+        }
+    }
+
+    #[test]
+    fn congestion_control_names() {
+        for ok in ["cubic", "reno", "bbr", "bbr2", "htcp", "dctcp", "a_b"] {
+            assert!(TCP_CC.parse(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "Cubic", "bbr,", "../x", "tcp cubic", "sixteen_letters_"] {
+            assert!(check_cc_name(bad).is_err(), "{bad:?}");
         }
     }
 

@@ -124,6 +124,11 @@ pub trait Protocol: Sync {
     fn start_run(&self, _run: &RunEnv) -> Result<Option<RunService>, WorkloadError> {
         Ok(None)
     }
+    /// Whether its connections are TCP, which the TCP knobs (`tcp.cc`) apply to; CoAP's
+    /// are UDP.
+    fn over_tcp(&self) -> bool {
+        true
+    }
     /// A stream of this protocol is bounded by a message count, this one unless given,
     /// rather than by a duration.
     fn stream_count(&self) -> Option<u64> {

@@ -234,6 +234,7 @@ pub(crate) mod tests {
             histograms: Map::new(),
             references: Map::new(),
             notes: vec![],
+            transport: Map::new(),
             seed: 1,
             started: String::new(),
             wirebench: "0".into(),

@@ -25,5 +25,6 @@ mod s2_real;
 mod shadowsocks;
 mod shards;
 mod soapstone;
+mod tcp_cc;
 mod x2x;
 mod xmpp_bad_clients;

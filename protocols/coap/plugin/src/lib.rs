@@ -212,6 +212,10 @@ impl Protocol for Coap {
         })
     }
 
+    fn over_tcp(&self) -> bool {
+        false
+    }
+
     fn stream_count(&self) -> Option<u64> {
         Some(PEER_STREAM_COUNT)
     }

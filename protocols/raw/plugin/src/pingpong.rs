@@ -130,6 +130,7 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
 
     let mut out = Outcome {
         local_port: conn.stream.local_addr().ok().map(|a| a.port()),
+        congestion: wirebench_net::sock::congestion(&conn.stream),
         ..Default::default()
     };
     out.push("connect.handshake", secs(setup.handshake_ns), "s");

@@ -1,0 +1,84 @@
+//! `tcp.cc` end to end: the congestion control asked for is the one each record says the
+//! data connection used, in a lab; values that cannot be had are refused before anything
+//! starts. Needs root (the lab).
+
+use std::process::Stdio;
+
+use crate::common;
+use common::{namespaces_of, records, wirebench};
+
+fn machine_default() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// Raw reads its own socket back; HTTP's client socket is hyper's, so its records say
+/// what the client host's routes give. The machine's default is left as it was.
+#[test]
+fn each_record_reports_the_congestion_control_asked_for() {
+    let before = machine_default();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let child = wirebench()
+        .args(["run", "--protocol", "raw,http", "--link", "10Mbit/5ms"])
+        .args(["--tcp-cc", "cubic,reno", "--workload", "stream"])
+        .args(["--payload", "1KiB", "--duration", "0.3s", "--quiet"])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{err}");
+    assert!(namespaces_of(pid).is_empty(), "namespaces left behind");
+    assert_eq!(machine_default(), before, "the machine's default changed");
+
+    let recs = records(&out);
+    assert_eq!(recs.len(), 4, "{err}");
+    for r in &recs {
+        assert_eq!(r["status"], "ok", "{r}");
+        let asked = &r["params"]["tcp.cc"];
+        assert_eq!(&r["transport"]["tcp.cc"], asked, "{r}");
+        let from = match r["params"]["protocol"].as_str() {
+            Some("raw") => "socket",
+            _ => "client host route",
+        };
+        assert_eq!(r["transport"]["tcp.cc.from"], from, "{r}");
+    }
+}
+
+/// A name the kernel has no algorithm or module for is refused at planning, naming the
+/// ones it has; so is `tcp.cc` without a link, where only the machine's default exists.
+#[test]
+fn what_cannot_be_had_is_refused_before_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let run = |extra: &[&str]| {
+        let o = wirebench()
+            .args(["run", "--workload", "stream", "--payload", "1KiB"])
+            .args(["--duration", "0.3s", "--out", out.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["--link", "10Mbit/5ms", "--tcp-cc", "nosuch"]);
+    assert_eq!(code, Some(2), "{err}");
+    let available =
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap();
+    assert!(
+        err.contains("nosuch") && err.contains(available.trim()),
+        "{err}"
+    );
+    let (code, err) = run(&["--tcp-cc", "cubic"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("needs an emulated link"), "{err}");
+    assert!(!out.exists(), "a refused run wrote {}", out.display());
+}
