@@ -4,37 +4,33 @@
 //! its first copy arrived (coap.spurious > 0); tuned above it (1 s, RFC 7252 §4.8.1) none
 //! is. The UDP flow is counted on the wire. Needs root and libcoap3-bin.
 
-use std::process::{Command, Stdio};
-
 use crate::common;
-use common::{m, namespaces_of, records};
+use common::{lab_run_ok, m, records};
 
 #[test]
 fn coap_spurious_retransmissions_with_a_short_ack_timeout_and_none_tuned() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
-    let child = Command::new(env!("CARGO_BIN_EXE_wirebench"))
-        .args(["run", "--protocol", "coap", "--workload", "pingpong"])
-        .args([
-            "--payload",
-            "64",
-            "--rounds",
-            "4",
-            "--link",
-            "300ms",
-            "--quiet",
-        ])
-        .args(["--coap-server", "builtin,libcoap"])
-        .args(["--coap-ack-timeout", "200ms,1s"])
-        .args(["--out", out.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
+    lab_run_ok(&[
+        "run",
+        "--protocol",
+        "coap",
+        "--workload",
+        "pingpong",
+        "--payload",
+        "64",
+        "--rounds",
+        "4",
+        "--link",
+        "300ms",
+        "--quiet",
+        "--coap-server",
+        "builtin,libcoap",
+        "--coap-ack-timeout",
+        "200ms,1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
 
     let recs = records(&out);
     assert_eq!(recs.len(), 4);

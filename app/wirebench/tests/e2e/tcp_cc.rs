@@ -2,10 +2,8 @@
 //! data connection used, in a lab; values that cannot be had are refused before anything
 //! starts. Needs root (the lab).
 
-use std::process::Stdio;
-
 use crate::common;
-use common::{namespaces_of, records, wirebench};
+use common::{lab_run_ok, records, wirebench};
 
 fn machine_default() -> String {
     std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
@@ -21,20 +19,24 @@ fn each_record_reports_the_congestion_control_asked_for() {
     let before = machine_default();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
-    let child = wirebench()
-        .args(["run", "--protocol", "raw,http", "--link", "10Mbit/5ms"])
-        .args(["--tcp-cc", "cubic,reno", "--workload", "stream"])
-        .args(["--payload", "1KiB", "--duration", "0.3s", "--quiet"])
-        .args(["--out", out.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let done = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&done.stderr);
-    assert!(done.status.success(), "{err}");
-    assert!(namespaces_of(pid).is_empty(), "namespaces left behind");
+    let err = lab_run_ok(&[
+        "run",
+        "--protocol",
+        "raw,http",
+        "--link",
+        "10Mbit/5ms",
+        "--tcp-cc",
+        "cubic,reno",
+        "--workload",
+        "stream",
+        "--payload",
+        "1KiB",
+        "--duration",
+        "0.3s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(machine_default(), before, "the machine's default changed");
 
     let recs = records(&out);

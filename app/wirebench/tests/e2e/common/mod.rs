@@ -20,6 +20,27 @@ pub fn run_ok(args: &[&str]) -> Output {
     out
 }
 
+/// Runs the binary, which builds a lab, and fails the test unless it exits 0 and leaves
+/// none of its network namespaces behind; its stderr.
+pub fn lab_run_ok(args: &[&str]) -> String {
+    let child = wirebench()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr).to_string();
+    assert!(done.status.success(), "wirebench {args:?} failed: {err}");
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "namespaces left: {:?}",
+        namespaces_of(pid)
+    );
+    err
+}
+
 /// The records of a results directory (none if it has no results.jsonl yet).
 pub fn records(dir: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join("results.jsonl"))
