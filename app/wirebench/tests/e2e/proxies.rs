@@ -450,13 +450,22 @@ fn open_loop_connections_keep_their_schedule() {
         ok_connects(r, 600.0);
         assert_eq!(m(r, "rate.offered"), 1000.0, "{r}");
         // 600 connections at 1000/s: 0.6 s of schedule (starts 0 to 599 ms), the last
-        // one's own time after it.
+        // one's own time after it. How late the starts came is a measurement of this
+        // machine's load (bench/load.sh measures it), not a property to assert here: a
+        // busy CI machine once lagged 0.4 s. What must hold is that the figures agree.
         let achieved = m(r, "rate.achieved");
+        let duration = m(r, "case.duration");
+        assert!(duration > 0.599, "the schedule alone is 0.6 s: {r}");
+        assert!(achieved < 1010.0, "faster than offered: {achieved}: {r}");
         assert!(
-            achieved > 500.0 && achieved < 1010.0,
-            "rate.achieved {achieved}: {r}"
+            (achieved - 600.0 / duration).abs() < 0.1 * achieved,
+            "rate.achieved {achieved} is not 600 connections over {duration} s: {r}"
         );
-        assert!(m(r, "rate.send_lag.p50") < 0.05, "{r}");
+        let lag = ["p50", "p99", "max"].map(|q| m(r, &format!("rate.send_lag.{q}")));
+        assert!(
+            0.0 <= lag[0] && lag[0] <= lag[1] && lag[1] <= lag[2] && lag[2] < duration,
+            "send lag {lag:?} out of order or longer than the case: {r}"
+        );
     }
     // An unset concurrency does not bound the open loop; a given one does, and the lag
     // shows it: one at a time cannot keep a 1 ms schedule through a proxy on loopback
