@@ -307,8 +307,9 @@ fn polling_pings_cost_one_round_trip_over_a_link() {
     for r in &recs {
         let t = r["params"]["xmpp.transport"].as_str().unwrap();
         assert_eq!(common::m(r, "messages.received"), 20.0, "{r}");
-        // 20 pings of one 50 ms round trip each: 1.0 s; two each would be 2.0 s.
+        // 20 pings of one 50 ms round trip each: 1.0 s; two each would be 2.0 s. The bound
+        // splits the two (a busy CI machine once took 1.42 s for one each).
         let pings = common::m(r, "s2.pings");
-        assert!((0.99..1.4).contains(&pings), "{t}: 20 pings took {pings} s");
+        assert!((0.99..1.6).contains(&pings), "{t}: 20 pings took {pings} s");
     }
 }
