@@ -478,7 +478,7 @@ impl Job<'_> {
     /// in the order of the protocols' first cases that will run.
     fn start_services(&self, connect_timeout: Duration) -> Result<Services, RunError> {
         let run = wirebench_protocol::RunEnv {
-            lab: self.lab.map(wirebench_protocol::Hosts::new),
+            lab: self.lab.map(|lab| wirebench_protocol::Hosts::new(lab)),
             server: self.opts.server.as_deref(),
             connect_timeout,
         };
@@ -623,7 +623,7 @@ impl Job<'_> {
             link_budget: &budget,
         };
         let env = Env {
-            lab: self.lab.map(wirebench_protocol::Hosts::new),
+            lab: self.lab.map(|lab| wirebench_protocol::Hosts::new(lab)),
             out: &opts.out,
             seed: scenario.seed,
             service: services

@@ -9,12 +9,12 @@
 use crate::pcap::{PcapStats, PcapWriter};
 use crate::tun::Tun;
 use hdrhistogram::Histogram;
-use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
+pub use wirebench_host::counters::{Counters, DirCounters, FlowKey};
 use wirebench_link::{DropCause, Link, LinkParams};
 use wirebench_model::clock::monotonic_ns;
 
@@ -33,109 +33,39 @@ const IDLE_NS: u64 = 10_000_000;
 /// Distinct flows counted before the rest are lumped together.
 const MAX_FLOWS: usize = 4096;
 
-/// A TCP/UDP 5-tuple (IPv4), or the lump for anything else.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FlowKey {
-    pub proto: u8,
-    pub src: [u8; 4],
-    pub sport: u16,
-    pub dst: [u8; 4],
-    pub dport: u16,
+/// The flow a packet belongs to (the lump when it is not IPv4).
+fn flow_key(pkt: &[u8]) -> FlowKey {
+    let mut k = FlowKey {
+        proto: 0,
+        src: [0; 4],
+        sport: 0,
+        dst: [0; 4],
+        dport: 0,
+    };
+    if pkt.len() < 20 || pkt[0] >> 4 != 4 {
+        return k;
+    }
+    let ihl = ((pkt[0] & 0x0f) as usize) * 4;
+    k.proto = pkt[9];
+    k.src.copy_from_slice(&pkt[12..16]);
+    k.dst.copy_from_slice(&pkt[16..20]);
+    if (k.proto == 6 || k.proto == 17) && pkt.len() >= ihl + 4 {
+        k.sport = u16::from_be_bytes([pkt[ihl], pkt[ihl + 1]]);
+        k.dport = u16::from_be_bytes([pkt[ihl + 2], pkt[ihl + 3]]);
+    }
+    k
 }
 
-impl FlowKey {
-    fn parse(pkt: &[u8]) -> FlowKey {
-        let mut k = FlowKey {
-            proto: 0,
-            src: [0; 4],
-            sport: 0,
-            dst: [0; 4],
-            dport: 0,
-        };
-        if pkt.len() < 20 || pkt[0] >> 4 != 4 {
-            return k;
-        }
-        let ihl = ((pkt[0] & 0x0f) as usize) * 4;
-        k.proto = pkt[9];
-        k.src.copy_from_slice(&pkt[12..16]);
-        k.dst.copy_from_slice(&pkt[16..20]);
-        if (k.proto == 6 || k.proto == 17) && pkt.len() >= ihl + 4 {
-            k.sport = u16::from_be_bytes([pkt[ihl], pkt[ihl + 1]]);
-            k.dport = u16::from_be_bytes([pkt[ihl + 2], pkt[ihl + 3]]);
-        }
-        k
-    }
-
-    /// The flow's key for per-connection path round trips: its client-side endpoint,
-    /// the source of a packet going up (direction 0) and the destination of one coming
-    /// down, so both directions agree.
-    fn path(&self, direction: usize) -> u64 {
-        let client = if direction == 0 {
-            (self.src, self.sport)
-        } else {
-            (self.dst, self.dport)
-        };
-        wirebench_link::path_key(self.proto, client)
-    }
-}
-
-/// Counters of one direction.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DirCounters {
-    /// Packets and IP bytes the sending host handed to its TUN device.
-    pub offered_packets: u64,
-    pub offered_bytes: u64,
-    /// Packets and IP bytes delivered to the other host.
-    pub delivered_packets: u64,
-    pub delivered_bytes: u64,
-    pub dropped_queue: u64,
-    pub dropped_loss: u64,
-    pub dropped_mtu: u64,
-    /// Offered while a scheduled outage had the link down, or held by the link (queued,
-    /// serializing, propagating) when an outage began.
-    pub dropped_outage: u64,
-    /// The receiving TUN device refused a packet.
-    pub dropped_tx: u64,
-    /// Packets discarded when the link was reconfigured while holding them.
-    pub dropped_reset: u64,
-    pub flows: HashMap<FlowKey, (u64, u64)>,
-}
-
-impl DirCounters {
-    pub fn dropped(&self) -> u64 {
-        self.dropped_queue
-            + self.dropped_loss
-            + self.dropped_mtu
-            + self.dropped_outage
-            + self.dropped_tx
-            + self.dropped_reset
-    }
-
-    /// `self - earlier`, for per-case figures (flows are not subtracted).
-    pub fn since(&self, earlier: &DirCounters) -> DirCounters {
-        DirCounters {
-            offered_packets: self.offered_packets - earlier.offered_packets,
-            offered_bytes: self.offered_bytes - earlier.offered_bytes,
-            delivered_packets: self.delivered_packets - earlier.delivered_packets,
-            delivered_bytes: self.delivered_bytes - earlier.delivered_bytes,
-            dropped_queue: self.dropped_queue - earlier.dropped_queue,
-            dropped_loss: self.dropped_loss - earlier.dropped_loss,
-            dropped_mtu: self.dropped_mtu - earlier.dropped_mtu,
-            dropped_outage: self.dropped_outage - earlier.dropped_outage,
-            dropped_tx: self.dropped_tx - earlier.dropped_tx,
-            dropped_reset: self.dropped_reset - earlier.dropped_reset,
-            flows: HashMap::new(),
-        }
-    }
-}
-
-/// Both directions: `up` is A -> B (client to server), `down` is B -> A.
-#[derive(Debug, Clone, Default)]
-pub struct Counters {
-    pub up: DirCounters,
-    pub down: DirCounters,
-    /// Release error (ns late) of delivered packets since the last reset.
-    pub release_error: Option<Histogram<u64>>,
+/// A flow's key for per-connection path round trips: its client-side endpoint, the
+/// source of a packet going up (direction 0) and the destination of one coming down, so
+/// both directions agree.
+fn path_of(key: &FlowKey, direction: usize) -> u64 {
+    let client = if direction == 0 {
+        (key.src, key.sport)
+    } else {
+        (key.dst, key.dport)
+    };
+    wirebench_link::path_key(key.proto, client)
 }
 
 struct Shared {
@@ -434,8 +364,12 @@ impl Worker {
                 moved += 1;
                 let now = monotonic_ns();
                 let pkt = buf[..n].to_vec();
-                let key = FlowKey::parse(&pkt);
-                let path = self.links[i].params().paths.is_some().then(|| key.path(i));
+                let key = flow_key(&pkt);
+                let path = self.links[i]
+                    .params()
+                    .paths
+                    .is_some()
+                    .then(|| path_of(&key, i));
                 let verdict = self.links[i].enqueue_on_path(pkt, now, path);
                 let mut c = self
                     .shared

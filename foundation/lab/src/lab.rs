@@ -6,9 +6,9 @@
 //!                     <──fd── [emulator: down model] <──fd──
 //! ```
 //!
-//! Addresses come from 198.18.0.0/15, the range RFC 2544 reserves for benchmarking, so
-//! they can never be mistaken for (or routed to) a real network. The hosts run real
-//! kernel TCP; the emulator sees every IP packet they exchange.
+//! Addresses ([`wirebench_host::view`]) come from 198.18.0.0/15, the range RFC 2544
+//! reserves for benchmarking. The hosts run real kernel TCP and UDP; the emulator sees
+//! every IP packet they exchange.
 
 use crate::emulator::{Counters, Emulator};
 use crate::netns::{LabError, Netns};
@@ -20,11 +20,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use wirebench_link::{LinkParams, PathRtts};
 
-pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
-pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
-/// The hosts' addresses on the second path (`link2`), for Multipath TCP.
-pub const CLIENT_ADDR2: Ipv4Addr = Ipv4Addr::new(198, 18, 1, 1);
-pub const SERVER_ADDR2: Ipv4Addr = Ipv4Addr::new(198, 18, 1, 2);
+pub use wirebench_host::view::{CLIENT_ADDR, CLIENT_ADDR2, SERVER_ADDR, SERVER_ADDR2};
 /// The second path's TUN device in each host.
 const IFNAME2: &str = "wbtun1";
 
@@ -402,4 +398,22 @@ fn start_emulator(
         what: "cannot start the emulator thread".into(),
         error,
     })
+}
+
+impl wirebench_host::LabView for Lab {
+    fn client_name(&self) -> &str {
+        self.client().name()
+    }
+    fn server_name(&self) -> &str {
+        self.server().name()
+    }
+    fn counters(&self) -> Counters {
+        Lab::counters(self)
+    }
+    fn has_paths(&self) -> bool {
+        Lab::has_paths(self)
+    }
+    fn path_rtt_ns(&self, client: SocketAddr) -> Option<u64> {
+        Lab::path_rtt_ns(self, client)
+    }
 }

@@ -12,10 +12,11 @@ pub mod emulator;
 pub mod lab;
 pub mod netns;
 pub mod pcap;
-pub mod program;
 pub mod shell;
 pub mod tun;
 
 pub use emulator::{Counters, DirCounters};
 pub use lab::{CLIENT_ADDR, Lab, SERVER_ADDR, ShellAddrs};
 pub use netns::{LabError, Netns};
+/// The one program lookup, with the commands and the lab's view, in `wirebench-host`.
+pub use wirebench_host::program;

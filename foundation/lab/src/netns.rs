@@ -8,12 +8,10 @@
 //! Every name starts with `wb-<pid>-` so leftovers of a killed run are easy to find and
 //! [`clean`] can tell a live run's namespaces from a dead one's.
 
-use std::fs::File;
-use std::io;
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
-use std::process::Command;
 use std::sync::Mutex;
+/// Why making, entering or running in a namespace failed.
+pub use wirebench_host::HostError as LabError;
+pub use wirebench_host::command::{check_privileges, enter, run, run_in};
 
 /// Prefix of every namespace wirebench creates.
 pub const PREFIX: &str = "wb-";
@@ -21,74 +19,6 @@ pub const PREFIX: &str = "wb-";
 /// Namespaces created by this process and not yet deleted: an emergency exit (second
 /// Ctrl-C) deletes them through [`cleanup_registered`].
 static REGISTERED: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-// Causes are part of the messages, not `source`s, so a chain printed with `{:#}` does not
-// repeat them.
-#[derive(Debug, thiserror::Error)]
-pub enum LabError {
-    #[error(
-        "network namespaces need root (or CAP_NET_ADMIN and CAP_SYS_ADMIN); \
-         run as root, or drop the link parameters to measure on loopback"
-    )]
-    NotRoot,
-    #[error("`{command}` failed: {detail}")]
-    Command { command: String, detail: String },
-    #[error("{what}: {error}")]
-    Io { what: String, error: io::Error },
-    #[error("{0}")]
-    Busy(String),
-}
-
-/// Runs a command, turning a non-zero exit into an error carrying its stderr.
-pub fn run(program: &str, args: &[&str]) -> Result<String, LabError> {
-    let command = format!("{program} {}", args.join(" "));
-    // Its own process group: a Ctrl-C at the terminal is for wirebench, which then
-    // tears the lab down in order; an `ip` killed half-way would leave it half-built.
-    let out = Command::new(crate::program::program_path(program))
-        .args(args)
-        .process_group(0)
-        .output()
-        .map_err(|e| LabError::Command {
-            command: command.clone(),
-            detail: match crate::program::on_path(program) {
-                Err(looked) if e.kind() == io::ErrorKind::NotFound => looked,
-                _ => e.to_string(),
-            },
-        })?;
-    if !out.status.success() {
-        return Err(LabError::Command {
-            command,
-            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Runs `program` with `args` in namespace `ns` (`ip netns exec NS PROGRAM ...`), the
-/// program the one lookup finds ([`crate::program`]) rather than whatever `ip` would find
-/// by name; a non-zero exit is an error carrying its stderr.
-pub fn run_in(ns: &str, program: &str, args: &[&str]) -> Result<String, LabError> {
-    if let Err(looked) = crate::program::on_path(program) {
-        return Err(LabError::Command {
-            command: format!("ip netns exec {ns} {program} {}", args.join(" ")),
-            detail: looked,
-        });
-    }
-    let path = crate::program::program_path(program);
-    let path = path.to_string_lossy();
-    let mut all = vec!["netns", "exec", ns, &path];
-    all.extend_from_slice(args);
-    run("ip", &all)
-}
-
-/// Fails early, with a message a user can act on, when namespaces cannot be made.
-pub fn check_privileges() -> Result<(), LabError> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err(LabError::NotRoot);
-    }
-    Ok(())
-}
 
 /// A network namespace that is deleted when dropped.
 #[derive(Debug)]
@@ -171,24 +101,6 @@ impl Drop for Netns {
             .unwrap_or_else(|p| p.into_inner())
             .retain(|n| n != &self.name);
     }
-}
-
-/// Moves the calling thread into the named namespace.
-pub fn enter(name: &str) -> Result<(), LabError> {
-    let path = format!("/run/netns/{name}");
-    let f = File::open(&path).map_err(|error| LabError::Io {
-        what: format!("cannot open {path}"),
-        error,
-    })?;
-    // SAFETY: f is an open namespace file; setns affects only the calling thread.
-    let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
-    if r != 0 {
-        return Err(LabError::Io {
-            what: format!("setns into {name}"),
-            error: io::Error::last_os_error(),
-        });
-    }
-    Ok(())
 }
 
 fn exists(name: &str) -> bool {

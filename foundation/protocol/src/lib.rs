@@ -11,8 +11,9 @@
 //! - [`Ctx`], [`Outcome`], [`WorkloadError`]: a running case's shutdown flag and progress
 //!   callbacks, its metrics, and its errors typed by who is at fault ([`Fault`]);
 //! - [`surface`]: a protocol's own commands and `wirebench serve` endpoints;
-//! - [`stats`] (the one RTT-metrics function), [`params`] (parameter specs), [`peer`]
-//!   (starting and stopping third-party servers).
+//! - [`stats`] (the one RTT-metrics function), [`params`] (parameter specs);
+//!   starting and stopping third-party servers is the process toolkit's
+//!   (`foundation/peer`), for the plugins that start them.
 //!
 //! Workloads run on a dedicated thread with blocking system calls; they poll a shutdown
 //! flag at least every [`TICK`] so Ctrl-C ends a case promptly.
@@ -20,7 +21,6 @@
 pub mod case;
 pub mod hosts;
 pub mod params;
-pub mod peer;
 pub mod plugin;
 pub mod prereq;
 pub mod shard;
@@ -246,13 +246,25 @@ impl std::error::Error for Caused {
     }
 }
 
-impl From<peer::PeerError> for WorkloadError {
-    fn from(e: peer::PeerError) -> Self {
+/// A third-party peer's failures (the process toolkit, `wirebench-peer`, starts them; a
+/// [`Requirement`] finds them missing).
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    #[error("{program} is not installed; install it with: {install}")]
+    Missing { program: String, install: String },
+    #[error("{what}: {error}")]
+    Io { what: String, error: std::io::Error },
+    #[error("{what}\n{detail}")]
+    Failed { what: String, detail: String },
+}
+
+impl From<PeerError> for WorkloadError {
+    fn from(e: PeerError) -> Self {
         match e {
-            peer::PeerError::Missing { .. } | peer::PeerError::Io { .. } => {
+            PeerError::Missing { .. } | PeerError::Io { .. } => {
                 WorkloadError::Environment(e.to_string())
             }
-            peer::PeerError::Failed { .. } => WorkloadError::Peer(e.to_string()),
+            PeerError::Failed { .. } => WorkloadError::Peer(e.to_string()),
         }
     }
 }
@@ -313,7 +325,7 @@ mod tests {
             panic!("{e:?}")
         };
         assert!(c.error.downcast_ref::<std::io::Error>().is_some());
-        let missing = peer::PeerError::Missing {
+        let missing = PeerError::Missing {
             program: "prosody".into(),
             install: "apt-get install prosody".into(),
         };

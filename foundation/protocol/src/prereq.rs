@@ -69,13 +69,13 @@ impl Requirement {
 
     /// [`Requirement::find`], failing with the error a case reports: what is missing and
     /// how to install it.
-    pub fn require(&self) -> Result<PathBuf, crate::peer::PeerError> {
+    pub fn require(&self) -> Result<PathBuf, crate::PeerError> {
         self.find().map_err(|_| self.missing())
     }
 
     /// The error of a case that finds it missing.
-    pub fn missing(&self) -> crate::peer::PeerError {
-        crate::peer::PeerError::Missing {
+    pub fn missing(&self) -> crate::PeerError {
+        crate::PeerError::Missing {
             program: self.name.to_string(),
             install: self.install.to_string(),
         }
@@ -98,15 +98,15 @@ pub struct Prerequisite {
     pub why: String,
 }
 
-/// The one program lookup ([`wirebench_lab::program`]): what a [`Lookup::Program`] finds
+/// The one program lookup ([`wirebench_host::program`]): what a [`Lookup::Program`] finds
 /// is the file the run starts.
-pub use wirebench_lab::program::{find_program, on_path, program_path};
+pub use wirebench_host::program::{find_program, on_path, program_path};
 
 /// What a case in the lab needs: namespaces are made by root with iproute2's `ip`.
 pub const ROOT: Requirement = Requirement {
     name: "root",
     lookup: Lookup::Find(|| {
-        wirebench_lab::netns::check_privileges()
+        wirebench_host::command::check_privileges()
             .map(|()| PathBuf::new())
             .map_err(|e| e.to_string())
     }),

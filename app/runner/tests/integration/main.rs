@@ -3,4 +3,5 @@
 
 mod folders;
 mod foundation_names;
+mod hosts;
 mod tiers;

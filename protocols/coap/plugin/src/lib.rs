@@ -274,7 +274,7 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
     // Datagrams of an earlier case still queued on a 2400 bit/s link would delay this
     // one's first round.
     if let Some(lab) = env.lab {
-        wirebench_protocol::peer::wait_link_quiet(lab, Duration::from_secs(120), ctx)?;
+        wirebench_peer::wait_link_quiet(lab, Duration::from_secs(120), ctx)?;
     }
     let netns = env.lab.map(|l| l.server().name().to_string());
     let ip: IpAddr = match env.lab {
@@ -315,7 +315,7 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
     if let Err(e) = workload::run(&run, ctx, &mut out) {
         return Err(peers::with_log(e, &mut peer));
     }
-    wirebench_protocol::peer::record_usage(&mut out, peer.usage());
+    wirebench_peer::record_usage(&mut out, peer.usage());
     let p = run.params;
     out.notes.push(format!(
         "CoAP {} {} to {} at {} ({}); ACK_TIMEOUT {:.3} s, ACK_RANDOM_FACTOR {}, \

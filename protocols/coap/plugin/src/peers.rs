@@ -25,7 +25,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use wirebench_coap_engine::{Message, Server, ServerConfig, ServerStats, Szx, Type};
 use wirebench_model::clock::monotonic_ns;
-use wirebench_protocol::peer::{self, PeerError, PeerProcess, command_in, tail_lines};
+use wirebench_peer::{self as peer, PeerError, PeerProcess, command_in, tail_lines};
 use wirebench_protocol::{Install, Lookup, Requirement, WorkloadError};
 
 /// libcoap's server, as cases check for it and `wirebench doctor` lists it.

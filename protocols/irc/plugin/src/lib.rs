@@ -164,7 +164,7 @@ impl Drop for ServerDirs {
 /// link, client1 here (client host), client2 in the server host.
 fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     let lab = env.need_lab("IRC")?;
-    let drained = wirebench_protocol::peer::wait_link_quiet(lab, Duration::from_secs(120), ctx)?;
+    let drained = wirebench_peer::wait_link_quiet(lab, Duration::from_secs(120), ctx)?;
     let dirs = ServerDirs::new(
         env.peer_dir(case, repeat),
         &format!("{:04}-r{repeat}", case.index),
@@ -204,10 +204,10 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
     let mut r = workload::run(&run, ctx);
     if let Ok(o) = &mut r {
         let both = a.usage().zip(b.usage()).map(|(x, y)| x + y);
-        wirebench_protocol::peer::record_usage(o, both);
+        wirebench_peer::record_usage(o, both);
         // One client on each server.
-        wirebench_protocol::peer::record_sessions(o, 2);
-        wirebench_protocol::peer::record_kernel_tcp(o);
+        wirebench_peer::record_sessions(o, 2);
+        wirebench_peer::record_kernel_tcp(o);
     }
     if let Ok(out) = &mut r {
         // Quiet means at least 100 ms of checks; more means something was in flight.

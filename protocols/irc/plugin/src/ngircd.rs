@@ -40,8 +40,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use wirebench_irc::Config;
+use wirebench_peer::{PeerError, PeerProcess, tail_lines};
 use wirebench_protocol::WorkloadError;
-use wirebench_protocol::peer::{PeerError, PeerProcess, tail_lines};
 use wirebench_protocol::{Install, Lookup, Requirement};
 
 /// ngircd, as cases check for it and `wirebench doctor` lists it.
@@ -476,7 +476,7 @@ impl Ngircd {
     }
 
     /// What the server uses now (`None` once stopped).
-    pub fn usage(&self) -> Option<wirebench_protocol::peer::Usage> {
+    pub fn usage(&self) -> Option<wirebench_peer::Usage> {
         self.process.usage()
     }
 

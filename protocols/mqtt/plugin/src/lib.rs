@@ -157,7 +157,7 @@ fn run_case(
     ctx: &Ctx,
 ) -> Result<Outcome, WorkloadError> {
     let drained = match env.lab {
-        Some(lab) => Some(wirebench_protocol::peer::wait_link_quiet(
+        Some(lab) => Some(wirebench_peer::wait_link_quiet(
             lab,
             Duration::from_secs(120),
             ctx,
@@ -186,9 +186,9 @@ fn run_case(
     if let Err(e) = workload::run(&run, ctx, &mut out) {
         return Err(with_log(e, &mut broker));
     }
-    wirebench_protocol::peer::record_usage(&mut out, broker.usage());
-    wirebench_protocol::peer::record_sessions(&mut out, 2);
-    wirebench_protocol::peer::record_kernel_tcp(&mut out);
+    wirebench_peer::record_usage(&mut out, broker.usage());
+    wirebench_peer::record_sessions(&mut out, 2);
+    wirebench_peer::record_kernel_tcp(&mut out);
     if let Some(d) = drained.filter(|d| *d > Duration::from_millis(250)) {
         out.push("mqtt.drain_wait", d.as_secs_f64(), "s");
         out.notes.push(format!(

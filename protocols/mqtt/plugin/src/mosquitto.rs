@@ -27,7 +27,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use wirebench_protocol::peer::{self, PeerError, PeerProcess, command_in, tail_lines};
+use wirebench_peer::{self as peer, PeerError, PeerProcess, command_in, tail_lines};
 use wirebench_protocol::{Install, Lookup, Requirement};
 
 /// mosquitto, as cases check for it and `wirebench doctor` lists it.
@@ -158,7 +158,7 @@ impl Mosquitto {
     }
 
     /// Its memory and CPU time so far, while it runs.
-    pub fn usage(&self) -> Option<wirebench_protocol::peer::Usage> {
+    pub fn usage(&self) -> Option<wirebench_peer::Usage> {
         self.process.usage()
     }
 

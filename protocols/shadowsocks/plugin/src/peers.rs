@@ -9,9 +9,9 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use wirebench_peer::{self as peer, command_in, start_listening};
 use wirebench_protocol::Fault;
 use wirebench_protocol::Hosts;
-use wirebench_protocol::peer::{self, command_in, start_listening};
 use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::{Install, Lookup, Requirement, WorkloadError};
 use wirebench_shadowsocks::Cipher;
@@ -65,7 +65,7 @@ fn find_rust(name: &str) -> Result<PathBuf, String> {
 }
 
 /// A proxy of ours to stop (by its PID) when the case ends.
-pub use wirebench_protocol::peer::ListeningPeer as External;
+pub use wirebench_peer::ListeningPeer as External;
 
 /// A free port on `ip` inside `netns` (bound and released: ss-server binds it next).
 fn free_port(netns: Option<&str>, ip: IpAddr) -> Result<u16, WorkloadError> {

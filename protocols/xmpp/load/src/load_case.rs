@@ -458,14 +458,14 @@ pub fn worker_main(stop: &AtomicBool) -> io::Result<()> {
     let schedule = Schedule::new(&w.spec.phases, w.spec.arrivals, w.spec.seed)
         .map_err(|e| io::Error::other(e.to_string()))?;
     let me = std::process::id();
-    let rss_start = wirebench_protocol::peer::usage(me).map(|u| u.rss_bytes / 1024);
+    let rss_start = wirebench_peer::usage(me).map(|u| u.rss_bytes / 1024);
     let last = match run_worker(&schedule, w.part, &w.spec.script, stop, |i| {
         let _ = tx.send(Ok(i));
     }) {
         Ok(mut summary) => {
             summary.rss_start_kib = rss_start;
             summary.rss_peak_kib = peak_rss_kib();
-            summary.cpu_s = wirebench_protocol::peer::usage(me).map(|u| u.cpu_s);
+            summary.cpu_s = wirebench_peer::usage(me).map(|u| u.cpu_s);
             WorkerLine::Done(summary)
         }
         Err(e) => WorkerLine::Failed(e.to_string()),
@@ -568,14 +568,14 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     }
     if let Some(s) = &server {
         out.push("server.routed", s.routed as f64, "count");
-        wirebench_protocol::peer::record_sessions(&mut out, s.bound);
+        wirebench_peer::record_sessions(&mut out, s.bound);
     }
     if let Some(p) = &placed
         && let Some(u) = p.end
     {
         push_placed_usage(&mut out, p, u, &usage, peak_active, logged_in);
     }
-    wirebench_protocol::peer::record_kernel_tcp(&mut out);
+    wirebench_peer::record_kernel_tcp(&mut out);
     // The intervals, whole, for `wirebench merge`: case-NNNN-rK.load.intervals.jsonl.
     let intervals = format!("case-{:04}-r{repeat}.load.intervals.jsonl", case.index);
     write_result(env, &intervals, series.to_intervals_file(total, spec.width))?;
@@ -900,7 +900,7 @@ fn push_generator_usage(
 fn push_placed_usage(
     out: &mut Outcome,
     p: &PlacedUsage,
-    end: wirebench_protocol::peer::Usage,
+    end: wirebench_peer::Usage,
     usage: &Usage,
     peak_active: i64,
     logged_in: u64,
@@ -923,7 +923,7 @@ fn push_placed_usage(
     if logged_in > 0 {
         out.push("server.cpu_per_session", cpu / logged_in as f64, "s");
     }
-    wirebench_protocol::peer::record_sessions(out, logged_in);
+    wirebench_peer::record_sessions(out, logged_in);
 }
 
 /// This shard's place and how well it kept the agreed start.
@@ -979,16 +979,16 @@ struct Placed {
     addr: std::net::SocketAddr,
     dir: std::path::PathBuf,
     /// What it used once started, before the first session.
-    start: wirebench_protocol::peer::Usage,
+    start: wirebench_peer::Usage,
 }
 
 /// What a [`Placed`] server used, read as it stops.
 struct PlacedUsage {
     name: &'static str,
     dir: std::path::PathBuf,
-    start: wirebench_protocol::peer::Usage,
+    start: wirebench_peer::Usage,
     /// At the end of the case (`None` if it had died).
-    end: Option<wirebench_protocol::peer::Usage>,
+    end: Option<wirebench_peer::Usage>,
 }
 
 impl Placed {
@@ -1257,7 +1257,7 @@ fn run_processes(
             unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
         }
         for c in children.iter_mut() {
-            wirebench_protocol::peer::stop_child(c, Duration::from_secs(10));
+            wirebench_peer::stop_child(c, Duration::from_secs(10));
         }
     };
     if let Err(e) = spawn_all {

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wirebench_load::Series;
+use wirebench_peer::usage as process_usage;
 use wirebench_protocol::Outcome;
-use wirebench_protocol::peer::usage as process_usage;
 use wirebench_xmpp_server as serve;
 
 /// The built-in server's worker threads when it runs inside wirebench (`wb-xmpp-w<N>`).
@@ -109,10 +109,10 @@ impl Probes {
     /// The generator's memory and CPU: wirebench's own when it is a thread inside it
     /// (less the server's threads beside it, for the CPU clocks), else its processes'
     /// summed (`None` in `whole` if one could not be read).
-    fn generator(&self) -> (wirebench_protocol::peer::Usage, Option<Cpu>) {
+    fn generator(&self) -> (wirebench_peer::Usage, Option<Cpu>) {
         if self.in_process {
             let me = process_usage(std::process::id()).unwrap_or_default();
-            let (su, ss) = wirebench_protocol::peer::threads_cpu(SERVER_THREADS);
+            let (su, ss) = wirebench_peer::threads_cpu(SERVER_THREADS);
             let cpu = Cpu {
                 user: (me.user_s - su).max(0.0),
                 sys: (me.sys_s - ss).max(0.0),
@@ -149,7 +149,7 @@ impl Probes {
                 (Some(series), Some(cpu))
             }
             Some(ServerProbe::Threads) => {
-                let (user, sys) = wirebench_protocol::peer::threads_cpu(SERVER_THREADS);
+                let (user, sys) = wirebench_peer::threads_cpu(SERVER_THREADS);
                 (None, Some(Cpu { user, sys }))
             }
             Some(ServerProbe::Pid(p)) => match process_usage(*p) {

@@ -86,4 +86,4 @@ impl PeerConfig {
 }
 
 // Shared with every plugin that starts third-party servers.
-pub(crate) use wirebench_protocol::peer::{command_in, in_netns};
+pub(crate) use wirebench_peer::{command_in, in_netns};

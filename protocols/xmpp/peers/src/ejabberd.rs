@@ -20,7 +20,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use wirebench_protocol::peer::{PeerError, PeerProcess, tail_lines};
+use wirebench_peer::{PeerError, PeerProcess, tail_lines};
 use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::{Install, Lookup, Requirement};
 
@@ -205,7 +205,7 @@ impl Ejabberd {
     ) -> Result<Ejabberd, PeerError> {
         EJABBERD.require()?;
         if cfg.http_port.is_none() && cfg.api_port.is_none() {
-            cfg.api_port = wirebench_protocol::peer::free_port(netns, cfg.addr);
+            cfg.api_port = wirebench_peer::free_port(netns, cfg.addr);
         }
         let io = |what: String| move |error| PeerError::Io { what, error };
         // Erlang takes these paths literally; a relative results directory is the default.
@@ -344,7 +344,7 @@ impl Ejabberd {
     }
 
     /// What the server uses now (`None` once stopped).
-    pub fn usage(&self) -> Option<wirebench_protocol::peer::Usage> {
+    pub fn usage(&self) -> Option<wirebench_peer::Usage> {
         self.process.usage()
     }
 

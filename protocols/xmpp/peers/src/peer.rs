@@ -12,9 +12,9 @@ pub use crate::config::{PeerConfig, TlsFiles};
 use crate::ejabberd::Ejabberd;
 use crate::prosody::Prosody;
 use std::path::Path;
+use wirebench_peer::{PeerError, Usage};
 use wirebench_protocol::Case;
 use wirebench_protocol::params::{Kind, ParamSpec, WORKLOADS};
-use wirebench_protocol::peer::{PeerError, Usage};
 
 /// Server set-ups (`xmpp.server`): the built-in server, or two (one for study S2) real
 /// servers of a kind.

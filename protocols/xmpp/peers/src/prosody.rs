@@ -14,7 +14,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use wirebench_protocol::peer::{PeerError, PeerProcess, tail_lines};
+use wirebench_peer::{PeerError, PeerProcess, tail_lines};
 use wirebench_protocol::prereq::{on_path, program_path};
 use wirebench_protocol::{Install, Lookup, Requirement};
 
@@ -298,7 +298,7 @@ impl Prosody {
     }
 
     /// What the server uses now (`None` once stopped).
-    pub fn usage(&self) -> Option<wirebench_protocol::peer::Usage> {
+    pub fn usage(&self) -> Option<wirebench_peer::Usage> {
         self.process.usage()
     }
 

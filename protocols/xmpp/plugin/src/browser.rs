@@ -75,7 +75,7 @@ impl Progress {
         match self {
             Progress::Endpoint(s) => s.requests.load(Ordering::Relaxed),
             Progress::ServerCpu(pid) => {
-                wirebench_protocol::peer::usage(*pid).map_or(0, |u| (u.cpu_s * 1000.0) as u64)
+                wirebench_peer::usage(*pid).map_or(0, |u| (u.cpu_s * 1000.0) as u64)
             }
         }
     }
@@ -376,7 +376,7 @@ impl Browser {
         let stderr = std::fs::File::create(&log).map_err(|e| {
             WorkloadError::because(Fault::Environment, format!("{}", log.display()), e)
         })?;
-        let mut cmd = wirebench_protocol::peer::command_in(netns, &program);
+        let mut cmd = wirebench_peer::command_in(netns, &program);
         cmd.args([
             "--headless=new",
             // Root (the lab needs it) cannot use Chromium's sandbox.

@@ -114,8 +114,8 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
         // The server shares this process with the clients: its CPU is its threads', its
         // memory is not separable and is not recorded.
         o.push("server.cpu", cpu, "s");
-        wirebench_protocol::peer::record_sessions(o, stats.bound.load(Ordering::Relaxed));
-        wirebench_protocol::peer::record_kernel_tcp(o);
+        wirebench_peer::record_sessions(o, stats.bound.load(Ordering::Relaxed));
+        wirebench_peer::record_kernel_tcp(o);
     }
     out
 }

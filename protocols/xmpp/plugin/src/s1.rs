@@ -102,10 +102,10 @@ pub(crate) fn run(
     let mut out = workload::run(&run, ctx);
     if let Ok(o) = &mut out {
         let both = a.usage().zip(b.usage()).map(|(x, y)| x + y);
-        wirebench_protocol::peer::record_usage(o, both);
+        wirebench_peer::record_usage(o, both);
         // One client on each server.
-        wirebench_protocol::peer::record_sessions(o, 2);
-        wirebench_protocol::peer::record_kernel_tcp(o);
+        wirebench_peer::record_sessions(o, 2);
+        wirebench_peer::record_kernel_tcp(o);
     }
     if let Some(pair) = gateways {
         let (a, b) = pair.stop();

@@ -147,8 +147,8 @@ pub fn run(
             o.push("server.cpu", (a.cpu_s - b.cpu_s).max(0.0), "s");
             o.push("server.rss", a.rss_bytes as f64, "B");
         }
-        wirebench_protocol::peer::record_sessions(o, 1);
-        wirebench_protocol::peer::record_kernel_tcp(o);
+        wirebench_peer::record_sessions(o, 1);
+        wirebench_peer::record_kernel_tcp(o);
         let what = describe(server, web.is_some(), &transport, &url, c2s);
         if let Some(st) = &web {
             endpoint::push_stats(o, st, warm_counts);

@@ -137,7 +137,7 @@ pub(crate) fn run(
         }
     }
     for c in &mut children {
-        wirebench_protocol::peer::stop_child(c, Duration::from_secs(5));
+        wirebench_peer::stop_child(c, Duration::from_secs(5));
     }
     for r in readers {
         let _ = r.join();
@@ -294,7 +294,7 @@ fn report(stats: &ServerStats, last: &mut Option<StatsSnapshot>) {
     };
     stats.rss_kib.store(kib("VmRSS:"), Ordering::Relaxed);
     stats.rss_peak_kib.store(kib("VmHWM:"), Ordering::Relaxed);
-    if let Some(u) = wirebench_protocol::peer::usage(std::process::id()) {
+    if let Some(u) = wirebench_peer::usage(std::process::id()) {
         stats
             .cpu_ms
             .store((u.cpu_s * 1000.0) as u64, Ordering::Relaxed);

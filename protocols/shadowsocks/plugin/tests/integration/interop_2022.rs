@@ -108,7 +108,7 @@ struct Proc(Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
-        wirebench_protocol::peer::stop_child(&mut self.0, Duration::from_secs(2));
+        wirebench_peer::stop_child(&mut self.0, Duration::from_secs(2));
     }
 }
 

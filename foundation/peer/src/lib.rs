@@ -1,5 +1,5 @@
-//! What every protocol that places third-party servers (Prosody, ngircd, microsocks, ...)
-//! in lab hosts shares: their errors, finding and starting them in a host's namespace,
+//! The process toolkit: what every protocol that places third-party servers (Prosody,
+//! ngircd, microsocks, ...) in lab hosts shares: their errors, finding and starting them in a host's namespace,
 //! waiting for their ports, stopping a child by its PID, and quoting its logs. Each server's
 //! own configuration, start and readiness live in its protocol's folder
 //! (`protocols/xmpp/plugin/src/prosody.rs`, `protocols/irc/plugin/src/ngircd.rs`).
@@ -9,15 +9,9 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-#[derive(Debug, thiserror::Error)]
-pub enum PeerError {
-    #[error("{program} is not installed; install it with: {install}")]
-    Missing { program: String, install: String },
-    #[error("{what}: {error}")]
-    Io { what: String, error: std::io::Error },
-    #[error("{what}\n{detail}")]
-    Failed { what: String, detail: String },
-}
+/// A peer's failures, typed as the interface's (a case's `?` turns them into its
+/// [`wirebench_protocol::WorkloadError`], by who is at fault).
+pub use wirebench_protocol::PeerError;
 
 /// Stops a server we started: SIGTERM, then SIGKILL after `grace`. Only this child's PID
 /// is signalled (never by name); `ip netns exec` execs the server in place, so the PID is
@@ -152,8 +146,8 @@ pub fn start_listening(
     (ip, port): (IpAddr, u16),
     netns: Option<&str>,
     logs: &[std::path::PathBuf],
-) -> Result<ListeningPeer, crate::WorkloadError> {
-    use crate::WorkloadError;
+) -> Result<ListeningPeer, wirebench_protocol::WorkloadError> {
+    use wirebench_protocol::WorkloadError;
     let out_path = dir.join(format!("{name}.out"));
     let out = std::fs::File::create(&out_path)
         .map_err(|e| WorkloadError::Environment(format!("{name} output: {e}")))?;
@@ -296,7 +290,7 @@ pub fn threads_cpu(prefix: &str) -> (f64, f64) {
 }
 
 /// Records the placed servers' combined usage as `server.rss` and `server.cpu`.
-pub fn record_usage(out: &mut crate::Outcome, usage: Option<Usage>) {
+pub fn record_usage(out: &mut wirebench_protocol::Outcome, usage: Option<Usage>) {
     if let Some(u) = usage {
         out.push("server.rss", u.rss_bytes as f64, "B");
         out.push("server.cpu", u.cpu_s, "s");
@@ -305,7 +299,7 @@ pub fn record_usage(out: &mut crate::Outcome, usage: Option<Usage>) {
 
 /// Records `server.sessions` (sessions the server held for the case) and, where
 /// `server.rss` and `server.cpu` were recorded, each divided by it.
-pub fn record_sessions(out: &mut crate::Outcome, sessions: u64) {
+pub fn record_sessions(out: &mut wirebench_protocol::Outcome, sessions: u64) {
     out.push("server.sessions", sessions as f64, "count");
     if sessions == 0 {
         return;
@@ -348,7 +342,7 @@ pub fn kernel_tcp_mem() -> Option<u64> {
 
 /// Records [`kernel_tcp_mem`] as `kernel.tcp_mem`, read while the case's sessions are
 /// still open.
-pub fn record_kernel_tcp(out: &mut crate::Outcome) {
+pub fn record_kernel_tcp(out: &mut wirebench_protocol::Outcome) {
     if let Some(b) = kernel_tcp_mem() {
         out.push("kernel.tcp_mem", b as f64, "B");
     }
@@ -358,10 +352,10 @@ pub fn record_kernel_tcp(out: &mut crate::Outcome) {
 /// with SIGTERM as its parent-death signal.
 pub fn command_in(netns: Option<&str>, program: &str) -> Command {
     // The files the prerequisites' lookup finds, not a second lookup by name.
-    let program = wirebench_lab::program::program_path(program);
+    let program = wirebench_host::program::program_path(program);
     let mut cmd = match netns {
         Some(ns) => {
-            let mut c = Command::new(wirebench_lab::program::program_path("ip"));
+            let mut c = Command::new(wirebench_host::program::program_path("ip"));
             c.args(["netns", "exec", ns]).arg(program);
             c
         }
@@ -389,7 +383,7 @@ pub fn in_netns<T: Send>(netns: Option<&str>, f: impl FnOnce() -> T + Send) -> O
     std::thread::scope(|s| {
         s.spawn(|| {
             if let Some(ns) = netns {
-                crate::hosts::enter(ns).ok()?;
+                wirebench_protocol::hosts::enter(ns).ok()?;
             }
             Some(f())
         })
@@ -473,16 +467,16 @@ fn busy_sockets() -> usize {
 /// stream's tail (seconds per segment at 2400 bit/s) does not delay this case's set-up.
 /// Returns how long it waited.
 pub fn wait_link_quiet(
-    lab: crate::Hosts,
+    lab: wirebench_protocol::Hosts,
     limit: Duration,
-    ctx: &crate::Ctx,
-) -> Result<Duration, crate::WorkloadError> {
+    ctx: &wirebench_protocol::Ctx,
+) -> Result<Duration, wirebench_protocol::WorkloadError> {
     let t = Instant::now();
     let server_ns = lab.server().name().to_string();
     let mut quiet_since: Option<Instant> = None;
     loop {
         if ctx.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(crate::WorkloadError::Interrupted);
+            return Err(wirebench_protocol::WorkloadError::Interrupted);
         }
         let c = lab.counters();
         let held = [&c.up, &c.down]
@@ -593,7 +587,7 @@ mod tests {
 
     #[test]
     fn per_session_figures_divide_what_was_recorded() {
-        let mut o = crate::Outcome::default();
+        let mut o = wirebench_protocol::Outcome::default();
         o.push("server.rss", 2048.0, "B");
         o.push("server.cpu", 0.5, "s");
         record_sessions(&mut o, 4);
@@ -601,7 +595,7 @@ mod tests {
         assert_eq!(get("server.sessions"), Some(4.0));
         assert_eq!(get("server.rss_per_session"), Some(512.0));
         assert_eq!(get("server.cpu_per_session"), Some(0.125));
-        let mut none = crate::Outcome::default();
+        let mut none = wirebench_protocol::Outcome::default();
         record_sessions(&mut none, 0);
         assert_eq!(none.metrics.len(), 1);
     }
