@@ -6,7 +6,7 @@
 //! axis over `link.delay` varies the delay of whatever link was described.
 
 use crate::{Case, CaseLink};
-use wirebench_link::{LinkSpec, PathRtts, Trace, Transport};
+use wirebench_link::{Direction, LinkSpec, PathRtts, Trace, Transport};
 use wirebench_protocol::params::{self, ParamSpec, is_link};
 
 /// IPv4 (20) + TCP (20) + timestamp option (12): what Linux puts in front of every data
@@ -29,17 +29,23 @@ pub fn case_link(case: &Case) -> Result<Option<CaseLink>, CaseLinkError> {
         case: case.index,
         msg,
     };
-    let spec = |p: &ParamSpec| -> Result<Option<LinkSpec>, CaseLinkError> {
+    // A named link (`geo`) gives each direction its own spec.
+    let spec = |p: &ParamSpec, d: Direction| -> Result<Option<LinkSpec>, CaseLinkError> {
         match case.text(p) {
-            Some(text) => LinkSpec::parse(text)
+            Some(text) => LinkSpec::parse_direction(text, d)
                 .map(Some)
                 .map_err(|e| err(format!("{}: {e}", p.name))),
             None => Ok(None),
         }
     };
-    let both = spec(&params::LINK)?.unwrap_or_default();
-    let mut up = spec(&params::UPLINK)?.unwrap_or_else(|| both.clone());
-    let mut down = spec(&params::DOWNLINK)?.unwrap_or(both);
+    let mut up = match spec(&params::UPLINK, Direction::Up)? {
+        Some(up) => up,
+        None => spec(&params::LINK, Direction::Up)?.unwrap_or_default(),
+    };
+    let mut down = match spec(&params::DOWNLINK, Direction::Down)? {
+        Some(down) => down,
+        None => spec(&params::LINK, Direction::Down)?.unwrap_or_default(),
+    };
     // The link fields one at a time, over the whole-link specs, in both directions.
     for dir in [&mut up, &mut down] {
         if let Some(r) = case.rate(&params::LINK_RATE) {

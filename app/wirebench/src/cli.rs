@@ -5,7 +5,7 @@
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
-use wirebench_link::LinkSpec;
+use wirebench_link::{Direction, LinkSpec};
 use wirebench_net::DEFAULT_PORT;
 use wirebench_runner::RunRequest;
 use wirebench_runner::request::{MAX_CASE_TIME, PCAP_LIMIT};
@@ -83,6 +83,14 @@ pub enum Command {
     Doctor(Box<DoctorArgs>),
     /// List the protocols, with the workloads and parameters each one uses.
     Protocols,
+    /// List the named links (`--link geo`): each direction's spec and where its figures
+    /// come from.
+    #[command(after_help = "Examples:\n  \
+        wirebench links\n  \
+        wirebench run --link geo --workload stream --payload 1KiB --duration 10s\n  \
+        wirebench run --link geo,loss=2% --workload pingpong    # fields after a name override it\n  \
+        wirebench run --link-delay 0,500ms,1s --link satcom     # so do the link.* parameters")]
+    Links,
     /// Run any command in a host whose traffic to this machine crosses an emulated link
     /// (needs root).
     ///
@@ -1098,14 +1106,19 @@ impl ShellArgs {
     /// The host's uplink and downlink: `--link` for both, `--uplink` / `--downlink`
     /// replacing one direction.
     pub fn links(&self) -> Result<(LinkSpec, LinkSpec)> {
-        let parse = |flag: &str, s: &Option<String>| -> Result<Option<LinkSpec>> {
+        let parse = |flag: &str, s: &Option<String>, d| -> Result<Option<LinkSpec>> {
             s.as_deref()
-                .map(|t| LinkSpec::parse(t).with_context(|| format!("--{flag}")))
+                .map(|t| LinkSpec::parse_direction(t, d).with_context(|| format!("--{flag}")))
                 .transpose()
         };
-        let both = parse("link", &self.link)?;
-        let up = parse("uplink", &self.uplink)?.or_else(|| both.clone());
-        let down = parse("downlink", &self.downlink)?.or(both);
+        let up = match parse("uplink", &self.uplink, Direction::Up)? {
+            Some(up) => Some(up),
+            None => parse("link", &self.link, Direction::Up)?,
+        };
+        let down = match parse("downlink", &self.downlink, Direction::Down)? {
+            Some(down) => Some(down),
+            None => parse("link", &self.link, Direction::Down)?,
+        };
         let (Some(up), Some(down)) = (up, down) else {
             bail!(
                 "describe the link with --link (or both --uplink and --downlink), e.g. --link 2400bit/500ms"

@@ -45,6 +45,10 @@ fn main() -> ExitCode {
             render::protocols(&wirebench_runner::catalog::protocols());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Links => {
+            render::links(wirebench_link::NAMED_LINKS);
+            Ok(ExitCode::SUCCESS)
+        }
     };
     exit(result)
 }

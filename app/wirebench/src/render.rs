@@ -449,6 +449,26 @@ pub fn protocols(protocols: &[ProtocolInfo]) {
 }
 
 /// `wirebench scenarios`: each built-in scenario with its case count and estimated time.
+/// `wirebench links`: each named link, its two directions and its source.
+pub fn links(links: &[wirebench_link::NamedLink]) {
+    let w = links.iter().map(|l| l.name.len()).max().unwrap_or(0).max(4);
+    for l in links {
+        println!("{:<w$}  {}", l.name, l.summary);
+        let pad = "";
+        if l.up == l.down {
+            println!("{pad:<w$}  both ways: {}", l.up);
+        } else {
+            println!("{pad:<w$}  uplink:    {}", l.up);
+            println!("{pad:<w$}  downlink:  {}", l.down);
+        }
+        println!("{pad:<w$}  source:    {}", l.source);
+    }
+    println!(
+        "\nUse a name as --link NAME (or NAME,field=value to change a field); --uplink and \
+         --downlink take a name's own direction. The specs' grammar: docs/links.md."
+    );
+}
+
 pub fn scenarios(scenarios: &[ScenarioInfo]) {
     let w = scenarios
         .iter()

@@ -114,6 +114,7 @@
 //! losses and jitter in every version (see [`Link::try_new`] for the derivation).
 
 mod link;
+pub mod named;
 pub mod outage;
 pub mod paths;
 mod rng;
@@ -126,6 +127,7 @@ pub use link::{
     Counter, DEFAULT_MTU, DEFAULT_QUEUE_PACKETS, DropCause, Link, LinkParams, Loss, ParamsError,
     Released, Stats, serialization_ns,
 };
+pub use named::{Direction, NAMED_LINKS, NamedLink, named_link};
 pub use outage::Outage;
 pub use paths::{PathRtts, PathsError, path_key};
 pub use spec::{LinkSpec, SpecError};

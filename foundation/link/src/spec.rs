@@ -145,6 +145,8 @@ pub enum SpecError {
          form RATE/DELAY (example: 2400bit/500ms,loss=1%)"
     )]
     NotAField { part: String },
+    #[error("unknown named link {name:?}; the names are {names} (wirebench links describes each)")]
+    UnknownName { name: String, names: String },
 }
 
 #[derive(Clone, Copy)]
@@ -414,11 +416,22 @@ fn format_outage(o: &Outage) -> String {
 impl LinkSpec {
     /// Parses a spec; see the module docs for the grammar.
     pub fn parse(s: &str) -> Result<LinkSpec, SpecError> {
+        LinkSpec::parse_items(LinkSpec::default(), s, true)
+    }
+
+    /// The `field=value` items of `s` over `base`: each field given replaces base's
+    /// (an outage adds to them). What follows a named link
+    /// ([`LinkSpec::parse_direction`]).
+    pub(crate) fn parse_onto(base: LinkSpec, s: &str) -> Result<LinkSpec, SpecError> {
+        LinkSpec::parse_items(base, s, false)
+    }
+
+    fn parse_items(base: LinkSpec, s: &str, short_first: bool) -> Result<LinkSpec, SpecError> {
         let s = s.trim();
         if s.is_empty() {
             return Err(SpecError::Empty);
         }
-        let mut spec = LinkSpec::default();
+        let mut spec = base;
         let mut seen = [false; Field::ALL.len()];
         let mut set = |f: Field| {
             if std::mem::replace(&mut seen[f.index()], true) {
@@ -429,7 +442,7 @@ impl LinkSpec {
         };
         for (i, item) in s.split(',').map(str::trim).enumerate() {
             let Some((key, value)) = item.split_once('=') else {
-                if i > 0 {
+                if i > 0 || !short_first {
                     return Err(SpecError::NotAField {
                         part: item.to_string(),
                     });

@@ -4,7 +4,7 @@
 //! documents the same list for users.
 
 use std::time::Duration;
-use wirebench_link::LinkSpec;
+use wirebench_link::{Direction, LinkSpec};
 /// Re-exported so that a crate declaring specs needs no other import.
 pub use wirebench_model::Kind;
 use wirebench_model::param::ValueError;
@@ -185,8 +185,12 @@ pub fn check_cc_name(s: &str) -> Result<(), String> {
     }
 }
 
+/// A spec, or a named link with fields after it, both directions.
 fn check_link(s: &str) -> Result<(), String> {
-    LinkSpec::parse(s).map(|_| ()).map_err(|e| e.to_string())
+    for d in [Direction::Up, Direction::Down] {
+        LinkSpec::parse_direction(s, d).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 fn check_loss(s: &str) -> Result<(), String> {
@@ -245,7 +249,7 @@ pub const LINK: ParamSpec = ParamSpec {
     kind: LINK_KIND,
     default: "",
     workloads: WORKLOADS,
-    help: "emulated link, both directions: RATE/DELAY (2400bit/500ms) or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..,outage=30s+10s",
+    help: "emulated link, both directions: a named link (geo, satcom: `wirebench links`), RATE/DELAY (2400bit/500ms) or rate=..,delay=..,jitter=..,loss=..,queue=..,mtu=..,outage=30s+10s",
     words: "link",
 };
 
@@ -254,7 +258,7 @@ pub const UPLINK: ParamSpec = ParamSpec {
     kind: LINK_KIND,
     default: "",
     workloads: WORKLOADS,
-    help: "client-to-server direction (replaces link)",
+    help: "client-to-server direction (replaces link); a named link gives its uplink",
     words: "uplink",
 };
 
@@ -263,7 +267,7 @@ pub const DOWNLINK: ParamSpec = ParamSpec {
     kind: LINK_KIND,
     default: "",
     workloads: WORKLOADS,
-    help: "server-to-client direction (replaces link)",
+    help: "server-to-client direction (replaces link); a named link gives its downlink",
     words: "downlink",
 };
 
