@@ -105,8 +105,28 @@ pub fn case_link(case: &Case) -> Result<Option<CaseLink>, CaseLinkError> {
         down,
         trace,
         paths,
-        second: spec(&params::LINK2)?,
+        second: second_path(case, &spec)?,
     }))
+}
+
+/// A link parameter's spec of one direction, if the case sets it.
+type SpecOf<'a> = dyn Fn(&ParamSpec, Direction) -> Result<Option<LinkSpec>, CaseLinkError> + 'a;
+
+/// `link2`: one spec for both directions, so a named link whose directions differ is
+/// refused rather than halved.
+fn second_path(case: &Case, spec: &SpecOf) -> Result<Option<LinkSpec>, CaseLinkError> {
+    let up = spec(&params::LINK2, Direction::Up)?;
+    if up != spec(&params::LINK2, Direction::Down)? {
+        return Err(CaseLinkError {
+            case: case.index,
+            msg: format!(
+                "{}: one spec serves both directions of the second path, and this named \
+                 link's directions differ; give its uplink or downlink spec (wirebench links)",
+                params::LINK2.name
+            ),
+        });
+    }
+    Ok(up)
 }
 
 #[cfg(test)]

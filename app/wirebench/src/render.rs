@@ -449,24 +449,28 @@ pub fn protocols(protocols: &[ProtocolInfo]) {
 }
 
 /// `wirebench scenarios`: each built-in scenario with its case count and estimated time.
-/// `wirebench links`: each named link, its two directions and its source.
+/// `wirebench links`: each named link, its two directions and its source. Written at
+/// once and a closed pipe ignored (`wirebench links | head`).
 pub fn links(links: &[wirebench_link::NamedLink]) {
+    use std::fmt::Write as _;
+    use std::io::Write as _;
     let w = links.iter().map(|l| l.name.len()).max().unwrap_or(0).max(4);
+    let mut out = String::new();
     for l in links {
-        println!("{:<w$}  {}", l.name, l.summary);
-        let pad = "";
+        let _ = writeln!(out, "{:<w$}  {}", l.name, l.summary);
         if l.up == l.down {
-            println!("{pad:<w$}  both ways: {}", l.up);
+            let _ = writeln!(out, "{:<w$}  both ways: {}", "", l.up);
         } else {
-            println!("{pad:<w$}  uplink:    {}", l.up);
-            println!("{pad:<w$}  downlink:  {}", l.down);
+            let _ = writeln!(out, "{:<w$}  uplink:    {}", "", l.up);
+            let _ = writeln!(out, "{:<w$}  downlink:  {}", "", l.down);
         }
-        println!("{pad:<w$}  source:    {}", l.source);
+        let _ = writeln!(out, "{:<w$}  source:    {}", "", l.source);
     }
-    println!(
+    out.push_str(
         "\nUse a name as --link NAME (or NAME,field=value to change a field); --uplink and \
-         --downlink take a name's own direction. The specs' grammar: docs/links.md."
+         --downlink take a name's own direction. The specs' grammar: docs/links.md.\n",
     );
+    let _ = std::io::stdout().write_all(out.as_bytes());
 }
 
 pub fn scenarios(scenarios: &[ScenarioInfo]) {

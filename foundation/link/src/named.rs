@@ -140,9 +140,7 @@ pub fn names() -> String {
 /// and dashes with a letter first, no `=` (`geo`, `sat-10-2`; not `2400bit`, `500ms`).
 fn looks_like_name(item: &str) -> bool {
     item.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-        && item
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-')
+        && item.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
         && !matches!(item, "unlimited" | "inf" | "none")
 }
 
@@ -223,9 +221,19 @@ mod tests {
 
     #[test]
     fn an_unknown_name_lists_the_names_and_specs_are_unchanged() {
-        let e = LinkSpec::parse_direction("gep", Direction::Up).unwrap_err().to_string();
-        assert!(e.contains("\"gep\"") && e.contains("geo") && e.contains("wirebench links"), "{e}");
-        for s in ["2400bit/500ms", "500ms", "rate=1Gbit,delay=10ms", "unlimited"] {
+        let e = LinkSpec::parse_direction("gep", Direction::Up)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"gep\"") && e.contains("geo") && e.contains("wirebench links"),
+            "{e}"
+        );
+        for s in [
+            "2400bit/500ms",
+            "500ms",
+            "rate=1Gbit,delay=10ms",
+            "unlimited",
+        ] {
             assert_eq!(
                 LinkSpec::parse_direction(s, Direction::Down),
                 LinkSpec::parse(s),
@@ -243,11 +251,20 @@ mod tests {
         let rows: Vec<&str> = text
             .lines()
             .filter(|l| l.starts_with("| `"))
-            .filter(|l| NAMED_LINKS.iter().any(|n| l.starts_with(&format!("| `{}` |", n.name))))
+            .filter(|l| {
+                NAMED_LINKS
+                    .iter()
+                    .any(|n| l.starts_with(&format!("| `{}` |", n.name)))
+            })
             .collect();
         let want: Vec<String> = NAMED_LINKS
             .iter()
-            .map(|l| format!("| `{}` | `{}` | `{}` | {} |", l.name, l.up, l.down, l.source))
+            .map(|l| {
+                format!(
+                    "| `{}` | `{}` | `{}` | {} |",
+                    l.name, l.up, l.down, l.source
+                )
+            })
             .collect();
         assert_eq!(rows, want, "docs/links.md, section Named links");
     }
