@@ -376,6 +376,10 @@ impl DatagramEngine for Endpoint {
         }
         let handles: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
         let at = self.at(now);
+        // A GSO send is one IP packet's worth at most (udp(7): EMSGSIZE beyond 64 KiB),
+        // whatever segment count the socket allows.
+        let fit = (usize::from(u16::MAX) - 48) / usize::from(self.transport.max_datagram);
+        let max_datagrams = max_datagrams.min(fit).max(1);
         for i in 0..handles.len() {
             let h = handles[(self.turn + i) % handles.len()];
             let Some(c) = self.conns.get_mut(&h) else {
