@@ -18,6 +18,7 @@ mod load_open_loop;
 mod load_real;
 mod load_target;
 mod openings;
+mod quic;
 mod prereq;
 mod proxies;
 mod report;

@@ -1,0 +1,79 @@
+//! TLS 1.3 for QUIC (RFC 9001) through rustls with the ring provider: a self-signed
+//! certificate made per run, which our client trusts alone, and the ALPN of our own
+//! services (RFC 9001 §8.1: a QUIC handshake must agree on an application protocol).
+
+use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use std::sync::Arc;
+
+/// The ALPN of our echo service: every bidirectional stream's bytes come back on it.
+pub const ALPN_ECHO: &[u8] = b"wirebench-echo";
+/// The ALPN of our sink service: a bidirectional stream is read to its end, then
+/// answered with the byte count it carried (8 bytes, big-endian) and finished.
+pub const ALPN_SINK: &[u8] = b"wirebench-sink";
+
+/// A TLS failure while building a configuration: ours, never a peer's.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot make a self-signed certificate: {0}")]
+    Certificate(#[from] rcgen::Error),
+    #[error("rustls refused the configuration: {0}")]
+    Rustls(#[from] rustls::Error),
+    #[error(
+        "the TLS configuration has no TLS 1.3 AES-128-GCM suite, which QUIC's Initial packets need (RFC 9001 §5.2)"
+    )]
+    NoInitialSuite,
+}
+
+/// A server's certificate and key, and the name it is valid for.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub name: String,
+    pub cert: CertificateDer<'static>,
+    key: Vec<u8>,
+}
+
+impl Identity {
+    /// A fresh self-signed certificate for `name` (an ECDSA P-256 key).
+    pub fn generate(name: &str) -> Result<Identity, TlsError> {
+        let ck = rcgen::generate_simple_self_signed(vec![name.to_string()])?;
+        Ok(Identity {
+            name: name.to_string(),
+            cert: ck.cert.der().clone(),
+            key: ck.signing_key.serialize_der(),
+        })
+    }
+
+    fn key(&self) -> PrivateKeyDer<'static> {
+        PrivatePkcs8KeyDer::from(self.key.clone()).into()
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A client configuration that trusts `cert` alone and offers `alpn`.
+pub fn client(cert: &CertificateDer<'static>, alpn: &[u8]) -> Result<QuicClientConfig, TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.clone())?;
+    let mut c = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    c.alpn_protocols = vec![alpn.to_vec()];
+    QuicClientConfig::try_from(c).map_err(|_| TlsError::NoInitialSuite)
+}
+
+/// A server configuration for `identity` that accepts every ALPN of `alpns`.
+pub fn server(identity: &Identity, alpns: &[&[u8]]) -> Result<QuicServerConfig, TlsError> {
+    let mut c = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_no_client_auth()
+        .with_single_cert(vec![identity.cert.clone()], identity.key())?;
+    c.alpn_protocols = alpns.iter().map(|a| a.to_vec()).collect();
+    // 0-RTT is not offered: no workload asks for it yet, and it would change what the
+    // first flight carries.
+    c.max_early_data_size = 0;
+    QuicServerConfig::try_from(c).map_err(|_| TlsError::NoInitialSuite)
+}

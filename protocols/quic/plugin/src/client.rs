@@ -1,0 +1,139 @@
+//! Our QUIC client on the measurement path: the engine's [`Endpoint`] on the one
+//! blocking datagram driver ([`DatagramDriver`] over [`Udp`], GSO and GRO where the
+//! kernel has them), one connection to the case's server.
+//!
+//! The driver fits as it is: quinn-proto's transmit is the shape the driver was made for
+//! (a destination, a GSO batch of equal segments, an ECN codepoint), its timer is one
+//! deadline, and every event comes back stamped with the time its datagram was read, so
+//! a round trip ends when the echo's datagram arrived, not when the workload looked.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+use wirebench_engine::blocking::DriveError;
+use wirebench_engine::blocking::datagram::{DatagramDriver, Udp};
+use wirebench_model::clock::monotonic_ns;
+use wirebench_protocol::WorkloadError;
+use wirebench_quic_engine::proto::{ConnectionError, ConnectionHandle, ConnectionStats};
+use wirebench_quic_engine::{Endpoint, Event, Handshake, Identity, MAX_DATAGRAM, Transport};
+
+/// The engine on a UDP socket of its own, and the one connection.
+pub struct Conn {
+    pub engine: Endpoint,
+    pub driver: DatagramDriver<Udp>,
+    pub handle: ConnectionHandle,
+    pub local_port: u16,
+}
+
+impl Conn {
+    /// Binds a socket (the case's thread is in the client host already) and queues the
+    /// first Initial to `server`, which the next poll sends.
+    pub fn open(
+        transport: Transport,
+        identity: &Identity,
+        alpn: &[u8],
+        server: SocketAddr,
+        seed: u64,
+        qlog: Option<Box<dyn std::io::Write + Send + Sync>>,
+    ) -> Result<Conn, WorkloadError> {
+        let any: IpAddr = match server {
+            SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+            SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+        };
+        let socket = UdpSocket::bind((any, 0)).map_err(|error| WorkloadError::Io {
+            during: "binding the client's UDP socket",
+            error,
+        })?;
+        let local_port = socket.local_addr().map(|a| a.port()).unwrap_or(0);
+        let mut engine = Endpoint::client(transport, Instant::now(), seed)
+            .map_err(|e| WorkloadError::Input(format!("QUIC client: {e}")))?;
+        let handle = engine
+            .connect(
+                monotonic_ns(),
+                server,
+                &identity.name,
+                &identity.cert,
+                alpn,
+                qlog,
+            )
+            .map_err(|e| WorkloadError::Input(format!("QUIC client: {e}")))?;
+        Ok(Conn {
+            engine,
+            driver: DatagramDriver::new(Udp::new(socket), usize::from(MAX_DATAGRAM) + 1),
+            handle,
+            local_port,
+        })
+    }
+
+    /// The connection's quinn-proto state, to open, write and read streams.
+    pub fn quic(&mut self) -> Result<&mut wirebench_quic_engine::proto::Connection, WorkloadError> {
+        self.engine
+            .connection(self.handle)
+            .ok_or(WorkloadError::Closed {
+                during: "the QUIC connection",
+            })
+    }
+
+    pub fn handshake(&self) -> Handshake {
+        self.engine
+            .conn(self.handle)
+            .map(|c| c.handshake)
+            .unwrap_or_default()
+    }
+
+    pub fn stats(&self) -> Option<ConnectionStats> {
+        self.engine.conn(self.handle).map(|c| c.conn.stats())
+    }
+
+    /// The next event of our connection with the time its datagram was read, or `None`
+    /// at `deadline`. A lost connection is an error naming why.
+    pub fn poll(
+        &mut self,
+        deadline: Instant,
+    ) -> Result<Option<(u64, wirebench_quic_engine::proto::Event)>, WorkloadError> {
+        let e = self
+            .driver
+            .poll_event(&mut self.engine, deadline)
+            .map_err(|e| match e {
+                DriveError::Io { write, error } => WorkloadError::Io {
+                    during: if write {
+                        "sending a datagram"
+                    } else {
+                        "receiving a datagram"
+                    },
+                    error,
+                },
+                DriveError::Engine(never) => match never {},
+                DriveError::Eof(_) => WorkloadError::Closed {
+                    during: "receiving a datagram",
+                },
+            })?;
+        match e {
+            Some((at, Event::Conn(h, ev))) if h == self.handle => match ev {
+                wirebench_quic_engine::proto::Event::ConnectionLost { reason } => Err(lost(reason)),
+                ev => Ok(Some((at, ev))),
+            },
+            _ => Ok(None),
+        }
+    }
+
+    /// Closes the connection (RFC 9000 §10.2) and sends the CONNECTION_CLOSE, so the
+    /// server's side ends now rather than at its idle timeout.
+    pub fn close(&mut self) {
+        self.engine.close(monotonic_ns(), self.handle, b"done");
+        let _ = self.driver.flush(&mut self.engine);
+        // The close may be paced behind data still queued: a short linger sends it.
+        let _ = self.poll(Instant::now() + Duration::from_millis(5));
+    }
+}
+
+/// A lost connection as a case's error: the peer's close or a protocol error is the
+/// peer's fault, an idle timeout the link's.
+fn lost(reason: ConnectionError) -> WorkloadError {
+    match reason {
+        ConnectionError::TimedOut => WorkloadError::Link(
+            "the QUIC connection timed out: nothing arrived within the idle timeout (RFC 9000 §10.1)"
+                .into(),
+        ),
+        other => WorkloadError::Peer(format!("the QUIC connection was lost: {other}")),
+    }
+}

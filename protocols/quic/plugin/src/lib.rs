@@ -1,0 +1,380 @@
+//! QUIC cases (RFC 9000 transport, RFC 9001 TLS 1.3 handshake, RFC 9002 loss detection
+//! and congestion control): our client against our server, both on quinn-proto through
+//! `wirebench-quic-engine`, the server started per case.
+//!
+//! ```text
+//!   loopback:   client ── server (127.0.0.1)
+//!   with link:  client host (198.18.0.1)          server host (198.18.0.2)
+//!               client ═════════link═════════ server
+//! ```
+//!
+//! Without link parameters both run on loopback (no root needed). With them the server
+//! runs in the lab's server host and the client in the client host, one UDP flow
+//! between them, counted by the runner as UDP (`Outcome::transport`).
+//!
+//! What the cases are for: a QUIC connection costs one round trip before the client's
+//! first 1-RTT data (RFC 9001 §4.1) and two before its handshake is confirmed (the
+//! server's HANDSHAKE_DONE, §4.1.2); the client's first datagram is padded to 1200 bytes
+//! (RFC 9000 §14.1), and its probe timeout starts from an initial RTT of 333 ms (RFC
+//! 9002 §6.2.2). On a slow, long link these collide: `quic.initial-rtt` tunes the
+//! latter, and the record carries the engine's loss, congestion and RTT state to show
+//! what happened.
+//!
+//! The folder: the sans-IO endpoint and our echo and sink services in
+//! `protocols/quic/engine` (`wirebench-quic-engine`); here the client on the blocking
+//! datagram driver ([`client`]), the server's thread ([`server`]), the workloads
+//! ([`workload`]) and the plugin.
+
+pub mod client;
+pub mod server;
+pub mod workload;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+use wirebench_model::{Kind as ParamKind, MetricSpec};
+use wirebench_protocol::hosts::SERVER_ADDR;
+use wirebench_protocol::params::{ON_OFF, PEER_STREAM_COUNT, ParamSpec};
+use wirebench_protocol::{
+    Case, CaseLink, Ctx, Env, Outcome, PeerModel, Placement, Protocol, WorkloadError,
+};
+use wirebench_quic_engine::{Cc, Identity, Transport};
+use workload::QuicRun;
+
+const WORKLOADS: &[&str] = &["pingpong", "stream"];
+
+pub const CC: ParamSpec = ParamSpec {
+    name: "quic.cc",
+    kind: ParamKind::Choice(&["cubic", "newreno", "bbr"]),
+    default: "cubic",
+    workloads: WORKLOADS,
+    help: "congestion controller of both endpoints (quinn-proto's): cubic (RFC 9438), newreno (RFC 9002 §7) or bbr (BBRv1, experimental in quinn)",
+    words: "QUIC congestion control",
+};
+
+pub const INITIAL_RTT: ParamSpec = ParamSpec {
+    name: "quic.initial-rtt",
+    kind: ParamKind::Duration,
+    default: "333ms",
+    workloads: WORKLOADS,
+    help: "the RTT both endpoints assume before measuring one (RFC 9002 §6.2.2, kInitialRtt 333ms): the first probe timeout is three times it",
+    words: "initial RTT",
+};
+
+pub const MAX_DATAGRAM: ParamSpec = ParamSpec {
+    name: "quic.max-datagram",
+    kind: ParamKind::Bytes,
+    default: "1200",
+    workloads: WORKLOADS,
+    help: "UDP payload of every QUIC datagram, from 1200 (RFC 9000 §14, the default) to 65507 bytes; path MTU discovery is off, so this is the size on the wire",
+    words: "QUIC datagram size",
+};
+
+pub const IDLE_TIMEOUT: ParamSpec = ParamSpec {
+    name: "quic.idle-timeout",
+    kind: ParamKind::Duration,
+    default: "30s",
+    workloads: WORKLOADS,
+    help: "max_idle_timeout both endpoints advertise (RFC 9000 §10.1); 0s: none",
+    words: "QUIC idle timeout",
+};
+
+pub const STREAMS: ParamSpec = ParamSpec {
+    name: "quic.streams",
+    kind: ParamKind::Choice(&["one", "per-message"]),
+    default: "one",
+    workloads: &["pingpong"],
+    help: "ping-pong streams: one (every message on one bidirectional stream) or per-message (a new stream per message, finished after it; RFC 9000 §2)",
+    words: "QUIC streams",
+};
+
+pub const QLOG: ParamSpec = ParamSpec {
+    name: "quic.qlog",
+    kind: ParamKind::Choice(ON_OFF),
+    default: "on",
+    workloads: WORKLOADS,
+    help: "write the client's qlog (JSON-SEQ, draft-ietf-quic-qlog; qvis reads it) to peers/case-NNNN-rK/client.sqlog",
+    words: "qlog",
+};
+
+const PARAMS: &[ParamSpec] = &[CC, INITIAL_RTT, MAX_DATAGRAM, IDLE_TIMEOUT, STREAMS, QLOG];
+
+pub const SERVER_START: MetricSpec = MetricSpec::new(
+    "quic.server_start",
+    "s",
+    "the builtin server's start to its socket bound",
+);
+pub const HANDSHAKE: MetricSpec = MetricSpec::new(
+    "quic.handshake",
+    "s",
+    "the client's first Initial to its handshake confirmed by HANDSHAKE_DONE (RFC 9001 §4.1.2): two round trips on an idle path",
+);
+pub const HANDSHAKE_COMPLETE: MetricSpec = MetricSpec::new(
+    "quic.handshake_complete",
+    "s",
+    "the client's first Initial to its handshake complete, when 1-RTT data may flow (RFC 9001 §4.1.1): one round trip on an idle path",
+);
+pub const SENT_PACKETS: MetricSpec = MetricSpec::new(
+    "quic.sent_packets",
+    "count",
+    "QUIC packets our client sent (coalesced packets count each, RFC 9000 §12.2)",
+);
+pub const LOST_PACKETS: MetricSpec = MetricSpec::new(
+    "quic.lost_packets",
+    "count",
+    "packets our client declared lost (RFC 9002 §6.1: packet or time threshold)",
+);
+pub const LOST_BYTES: MetricSpec = MetricSpec::new(
+    "quic.lost_bytes",
+    "B",
+    "bytes of the packets our client declared lost (RFC 9002 §6.1)",
+);
+pub const CONGESTION_EVENTS: MetricSpec = MetricSpec::new(
+    "quic.congestion_events",
+    "count",
+    "recovery periods our client's congestion controller entered (RFC 9002 §7.3.2)",
+);
+pub const CWND: MetricSpec = MetricSpec::new(
+    "quic.cwnd",
+    "B",
+    "our client's congestion window at the end (RFC 9002 §7)",
+);
+pub const PATH_RTT: MetricSpec = MetricSpec::new(
+    "quic.path_rtt",
+    "s",
+    "our client's smoothed RTT at the end (RFC 9002 §5.3)",
+);
+pub const MIN_RTT: MetricSpec = MetricSpec::new(
+    "quic.min_rtt",
+    "s",
+    "our client's min_rtt, the smallest sample without ACK delay (RFC 9002 §5.2)",
+);
+pub const DATAGRAMS: MetricSpec = MetricSpec::new(
+    "quic.datagrams",
+    "count",
+    "UDP datagrams our client sent and received",
+);
+
+static METRICS: &[MetricSpec] = &[
+    SERVER_START,
+    HANDSHAKE,
+    HANDSHAKE_COMPLETE,
+    SENT_PACKETS,
+    LOST_PACKETS,
+    LOST_BYTES,
+    CONGESTION_EVENTS,
+    CWND,
+    PATH_RTT,
+    MIN_RTT,
+    DATAGRAMS,
+];
+
+/// The name our per-case certificate is for, and the client verifies.
+const SERVER_NAME: &str = "quic.wirebench.test";
+
+/// Bytes a short-header packet adds to a message on the wire: 28 of IPv4 and UDP, about
+/// 1 + 8 + 2 of header (flags, our 8-byte connection ID, packet number), a STREAM frame's
+/// 4 and the AEAD tag's 16 (RFC 9001 §5.3); the echo carries the ACK, a few bytes more.
+const PER_MESSAGE: f64 = 28.0 + 11.0 + 4.0 + 16.0 + 4.0;
+
+/// The handshake's bytes in its larger direction: the server's Initial padded to 1200
+/// bytes (RFC 9000 §14.1) and its Handshake packet with the self-signed certificate.
+const HANDSHAKE_BYTES: f64 = 2_000.0;
+
+pub struct Quic;
+
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn Protocol = &Quic;
+
+/// The transport settings of a case's `quic.*` parameters.
+pub fn transport_of(case: &Case) -> Result<Transport, WorkloadError> {
+    let mut t = Transport {
+        cc: Cc::from_word(case.choice(&CC)).unwrap_or(Cc::Cubic),
+        ..Transport::default()
+    };
+    if let Some(d) = case.duration(&INITIAL_RTT) {
+        t.initial_rtt = d;
+    }
+    if let Some(b) = case.bytes(&MAX_DATAGRAM) {
+        t.max_datagram = u16::try_from(b).unwrap_or(u16::MAX);
+        if u64::from(t.max_datagram) != b {
+            return Err(WorkloadError::Input(format!(
+                "quic.max-datagram={b}: {}",
+                wirebench_quic_engine::ConfigError::Datagram(b)
+            )));
+        }
+    }
+    if let Some(d) = case.duration(&IDLE_TIMEOUT) {
+        t.idle_timeout = (!d.is_zero()).then_some(d);
+    }
+    t.validate()
+        .map_err(|e| WorkloadError::Input(format!("quic transport parameters: {e}")))?;
+    Ok(t)
+}
+
+impl Protocol for Quic {
+    fn name(&self) -> &'static str {
+        "quic"
+    }
+
+    fn summary(&self) -> &'static str {
+        "QUIC (RFC 9000/9001/9002, quinn-proto) over UDP: our client against our echo and sink server started per case (loopback; with a link: the server in the lab's server host)"
+    }
+
+    fn workloads(&self) -> &'static [&'static str] {
+        WORKLOADS
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn metrics(&self) -> &'static [MetricSpec] {
+        METRICS
+    }
+
+    fn legend_by_value(&self) -> &'static [&'static str] {
+        &["quic.cc"]
+    }
+
+    fn servers(&self, _case: &Case) -> Option<&'static str> {
+        Some("our QUIC server (quinn-proto) started per case")
+    }
+
+    fn over_tcp(&self) -> bool {
+        false
+    }
+
+    fn stream_count(&self) -> Option<u64> {
+        Some(PEER_STREAM_COUNT)
+    }
+
+    fn peer_model(&self, case: &Case) -> Option<PeerModel> {
+        let per_stream = case.workload() == "pingpong" && case.choice(&STREAMS) == "per-message";
+        Some(PeerModel {
+            // A certificate, two TLS configurations and the server's thread.
+            start_s: 0.02,
+            start_delays: 0.0,
+            // One round trip before the first 1-RTT data (RFC 9001 §4.1).
+            setup_bytes: HANDSHAKE_BYTES,
+            setup_delays: 2.0,
+            // A new stream's FIN rides with its data: a byte or two more.
+            per_message: PER_MESSAGE + if per_stream { 2.0 } else { 0.0 },
+            processing_s: 0.0001,
+        })
+    }
+
+    fn check(&self, case: &Case, _at: &Placement) -> Result<(), WorkloadError> {
+        transport_of(case).map(|_| ())
+    }
+
+    fn run(
+        &self,
+        env: &Env,
+        case: &Case,
+        repeat: u32,
+        _link: Option<&CaseLink>,
+        ctx: &Ctx,
+    ) -> Result<Outcome, WorkloadError> {
+        run_case(env, case, repeat, ctx)
+    }
+}
+
+fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+    let transport = transport_of(case)?;
+    // Datagrams of an earlier case still queued on a slow link would delay this one's
+    // handshake.
+    if let Some(lab) = env.lab {
+        wirebench_protocol::peer::wait_link_quiet(lab, Duration::from_secs(120), ctx)?;
+    }
+    let netns = env.lab.map(|l| l.server().name().to_string());
+    let ip: IpAddr = match env.lab {
+        Some(_) => SERVER_ADDR.into(),
+        None => Ipv4Addr::LOCALHOST.into(),
+    };
+    let identity = Identity::generate(SERVER_NAME)
+        .map_err(|e| WorkloadError::Environment(format!("QUIC certificate: {e}")))?;
+    let server = server::Server::start(netns.as_deref(), ip, &identity, &transport, env.seed)?;
+    let qlog = if case.is_on(&QLOG) {
+        let dir = env.peer_dir(case, repeat);
+        std::fs::create_dir_all(&dir).map_err(|error| WorkloadError::Io {
+            during: "creating the case's peer directory",
+            error,
+        })?;
+        Some(dir.join("client.sqlog"))
+    } else {
+        None
+    };
+    let w = case.workload_params();
+    let run = QuicRun {
+        transport,
+        identity,
+        server: SocketAddr::new(ip, server.addr.port()),
+        payload: case.payload() as usize,
+        count: if w.is_stream() {
+            w.messages().max(1)
+        } else {
+            w.messages()
+        },
+        think: w.think(),
+        stream: w.is_stream(),
+        per_message: case.choice(&STREAMS) == "per-message",
+        seed: env.seed,
+        qlog,
+    };
+    let mut out = Outcome::default();
+    out.push(SERVER_START.name, server.start_time.as_secs_f64(), "s");
+    workload::run(&run, ctx, &mut out)?;
+    let t = &run.transport;
+    out.notes.push(format!(
+        "QUIC v1 to our server at {} ({}); {}, initial RTT {:?}, {}-byte datagrams, idle timeout {}{}",
+        run.server,
+        if env.lab.is_some() {
+            "in the lab's server host, the client across the link"
+        } else {
+            "loopback"
+        },
+        t.cc.name(),
+        t.initial_rtt,
+        t.max_datagram,
+        t.idle_timeout
+            .map_or_else(|| "none".to_string(), |d| format!("{d:?}")),
+        if run.stream {
+            format!(
+                "; {} messages of {} B on one stream to the sink, timed to its count",
+                run.count, run.payload
+            )
+        } else if run.per_message {
+            "; a stream per message".to_string()
+        } else {
+            "; one stream".to_string()
+        }
+    ));
+    if let Some(s) = server.finish() {
+        out.notes.push(format!(
+            "the builtin server saw {} connection(s), {} stream(s), {} B in and {} B out{}",
+            s.connections,
+            s.streams,
+            s.bytes_in,
+            s.bytes_out,
+            if s.failed > 0 {
+                format!(", {} connection(s) failed", s.failed)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The specs and the enum cannot drift: a choice added to `quic.cc` needs a variant.
+    #[test]
+    fn every_cc_choice_parses() {
+        for w in CC.choices() {
+            assert_eq!(Cc::from_word(w).map(Cc::name), Some(*w));
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! The QUIC workloads, our client against the case's builtin server:
+//!
+//! - ping-pong (ALPN `wirebench-echo`): `rounds` messages of exactly `payload` seeded
+//!   random bytes, each echoed by the server, checked against what was sent
+//!   (`messages.corrupt`). `quic.streams=one`: all on one bidirectional stream (RFC 9000
+//!   §2.1), a round ending when `payload` bytes came back; `per-message`: a new stream
+//!   per message, finished (FIN) after it, a round ending at the echo's FIN. Round 1 is
+//!   timed from the connection's start, its first Initial (RFC 9000 §17.2.2), with the
+//!   first message written as soon as the handshake completes (no stream may open
+//!   before the server's transport parameters allow it, §4.6): it leaves with the
+//!   client's Finished, so round 1 is the handshake's round trip and the echo's, what a
+//!   client that connects to send sees. The other rounds are timed from their write.
+//! - stream (ALPN `wirebench-sink`): after the handshake, `count` messages of `payload`
+//!   bytes on one stream, then FIN; timed from the first write to the server's answer
+//!   (the byte count it read), so the duration includes the answer's one-way trip, as
+//!   CoAP's stream includes its last response.
+//!
+//! Every event is stamped with the time its datagram was read (see [`crate::client`]).
+//! After the last round the engine's statistics go into the record (RFC 9002's loss,
+//! congestion and RTT state) and the connection is closed with CONNECTION_CLOSE.
+
+use crate::client::Conn;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use wirebench_model::clock::monotonic_ns;
+use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
+use wirebench_protocol::tally::Tally;
+use wirebench_protocol::{Ctx, Outcome, TICK, Transport, WorkloadError};
+use wirebench_quic_engine::proto::{Dir, ReadError, StreamId, WriteError};
+use wirebench_quic_engine::{ALPN_ECHO, ALPN_SINK, Identity};
+
+/// What a case runs.
+#[derive(Debug, Clone)]
+pub struct QuicRun {
+    pub transport: wirebench_quic_engine::Transport,
+    pub identity: Identity,
+    pub server: SocketAddr,
+    pub payload: usize,
+    /// Ping-pong rounds, or stream messages.
+    pub count: u64,
+    pub think: Duration,
+    pub stream: bool,
+    /// `quic.streams=per-message`.
+    pub per_message: bool,
+    pub seed: u64,
+    /// Where the client's qlog goes, if anywhere.
+    pub qlog: Option<PathBuf>,
+}
+
+/// Seeded random bytes (xorshift64): the same run sends the same bodies.
+pub fn random_bytes(state: &mut u64, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|_| {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            (*state >> 24) as u8
+        })
+        .collect()
+}
+
+/// Tracks progress so that a connection that stops moving fails the case.
+struct Watch {
+    last: Instant,
+    seen: u64,
+    stall: Duration,
+}
+
+impl Watch {
+    fn new(ctx: &Ctx, transport: &wirebench_quic_engine::Transport) -> Watch {
+        // The idle timeout is quinn's own end: give it the chance to say so first.
+        let idle = transport.idle_timeout.unwrap_or_default();
+        Watch {
+            last: Instant::now(),
+            seen: 0,
+            stall: ctx.stall_timeout.max(idle) + Duration::from_secs(1),
+        }
+    }
+
+    fn check(&mut self, conn: &Conn, during: &'static str) -> Result<(), WorkloadError> {
+        let now = conn.driver.datagrams_in;
+        if now != self.seen {
+            self.seen = now;
+            self.last = Instant::now();
+        } else if self.last.elapsed() > self.stall {
+            return Err(WorkloadError::Stalled {
+                secs: self.stall.as_secs(),
+                during,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// One poll of the connection, with the stall and shutdown checks.
+fn step(
+    conn: &mut Conn,
+    ctx: &Ctx,
+    watch: &mut Watch,
+    during: &'static str,
+) -> Result<(), WorkloadError> {
+    if ctx.shutdown.load(Ordering::Relaxed) {
+        return Err(WorkloadError::Interrupted);
+    }
+    conn.poll(Instant::now() + TICK)?;
+    watch.check(conn, during)
+}
+
+/// Writes all of `data` on `id`, serving the connection while flow or congestion
+/// control holds it back.
+fn write_all(
+    conn: &mut Conn,
+    id: StreamId,
+    data: &[u8],
+    ctx: &Ctx,
+    watch: &mut Watch,
+) -> Result<(), WorkloadError> {
+    let mut off = 0;
+    while off < data.len() {
+        match conn.quic()?.send_stream(id).write(&data[off..]) {
+            Ok(n) => off += n,
+            Err(WriteError::Blocked) => step(conn, ctx, watch, "writing to the QUIC stream")?,
+            Err(e) => {
+                return Err(WorkloadError::Peer(format!(
+                    "the server refused the stream: {e}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Appends what `id` has to `into`; true once its FIN was read.
+fn read_some(conn: &mut Conn, id: StreamId, into: &mut Vec<u8>) -> Result<bool, WorkloadError> {
+    let mut recv = conn.quic()?.recv_stream(id);
+    let Ok(mut chunks) = recv.read(true) else {
+        return Ok(true);
+    };
+    let mut ended = false;
+    loop {
+        match chunks.next(usize::MAX) {
+            Ok(Some(c)) => into.extend_from_slice(&c.bytes),
+            Ok(None) => {
+                ended = true;
+                break;
+            }
+            Err(ReadError::Blocked) => break,
+            Err(ReadError::Reset(code)) => {
+                let _ = chunks.finalize();
+                return Err(WorkloadError::Peer(format!(
+                    "the server reset the stream (code {code})"
+                )));
+            }
+        }
+    }
+    let _ = chunks.finalize();
+    Ok(ended)
+}
+
+/// Reads `id` until `want` bytes came back (and its FIN, if `fin`); returns the bytes
+/// and the time the datagram that completed them was read.
+fn read_echo(
+    conn: &mut Conn,
+    id: StreamId,
+    want: usize,
+    fin: bool,
+    ctx: &Ctx,
+    watch: &mut Watch,
+) -> Result<(Vec<u8>, u64), WorkloadError> {
+    let mut got = Vec::with_capacity(want);
+    let mut ended = false;
+    loop {
+        ended |= read_some(conn, id, &mut got)?;
+        if got.len() >= want && (ended || !fin) {
+            return Ok((got, conn.driver.read_ns()));
+        }
+        if ended {
+            return Err(WorkloadError::Peer(format!(
+                "the echo ended after {} of {want} bytes",
+                got.len()
+            )));
+        }
+        step(conn, ctx, watch, "waiting for the QUIC echo")?;
+    }
+}
+
+fn wait_handshake(conn: &mut Conn, ctx: &Ctx, watch: &mut Watch) -> Result<(), WorkloadError> {
+    while conn.handshake().completed.is_none() {
+        step(conn, ctx, watch, "the QUIC handshake")?;
+    }
+    Ok(())
+}
+
+/// Runs one case's workload against the server at `run.server`.
+pub fn run(run: &QuicRun, ctx: &Ctx, out: &mut Outcome) -> Result<(), WorkloadError> {
+    let qlog: Option<Box<dyn std::io::Write + Send + Sync>> = match &run.qlog {
+        Some(path) => Some(Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path).map_err(|error| WorkloadError::Io {
+                during: "creating the qlog file",
+                error,
+            })?,
+        ))),
+        None => None,
+    };
+    let alpn = if run.stream { ALPN_SINK } else { ALPN_ECHO };
+    let mut conn = Conn::open(
+        run.transport.clone(),
+        &run.identity,
+        alpn,
+        run.server,
+        run.seed,
+        qlog,
+    )?;
+    out.local_port = Some(conn.local_port);
+    out.transport = Transport::Udp;
+    let r = if run.stream {
+        stream(run, ctx, &mut conn, out)
+    } else {
+        ping_pong(run, ctx, &mut conn, out)
+    };
+    push_stats(&conn, out);
+    conn.close();
+    r
+}
+
+fn ping_pong(
+    run: &QuicRun,
+    ctx: &Ctx,
+    conn: &mut Conn,
+    out: &mut Outcome,
+) -> Result<(), WorkloadError> {
+    let mut watch = Watch::new(ctx, &run.transport);
+    let mut rng = run.seed | 1;
+    let mut rtts = Vec::with_capacity(run.count as usize);
+    let mut tally = Tally::new();
+    let mut one: Option<StreamId> = None;
+    // No stream opens before the server's transport parameters grant one (RFC 9000
+    // §4.6), which arrive with its handshake flight.
+    wait_handshake(conn, ctx, &mut watch)?;
+    for i in 0..run.count {
+        if ctx.shutdown.load(Ordering::Relaxed) {
+            return Err(interrupted(rtts, run.count, tally));
+        }
+        if i == 2 {
+            (ctx.mark_stable)();
+        }
+        let body = random_bytes(&mut rng, run.payload);
+        let t0 = if i == 0 {
+            conn.handshake().started
+        } else {
+            monotonic_ns()
+        };
+        let id = match one {
+            Some(id) if !run.per_message => id,
+            _ => {
+                let id = conn.quic()?.streams().open(Dir::Bi).ok_or_else(|| {
+                    WorkloadError::Peer("the server allows no more streams".into())
+                })?;
+                one = Some(id);
+                id
+            }
+        };
+        let round = write_all(conn, id, &body, ctx, &mut watch).and_then(|()| {
+            if run.per_message {
+                conn.quic()?
+                    .send_stream(id)
+                    .finish()
+                    .map_err(|e| WorkloadError::Peer(format!("cannot finish the stream: {e}")))?;
+            }
+            read_echo(conn, id, body.len(), run.per_message, ctx, &mut watch)
+        });
+        match round {
+            Ok((back, at)) => {
+                tally.observe(i, back != body);
+                rtts.push(at.saturating_sub(t0));
+            }
+            Err(WorkloadError::Interrupted) => return Err(interrupted(rtts, run.count, tally)),
+            Err(e) => return Err(e),
+        }
+        if i == 0 {
+            push_handshake(conn, out);
+        }
+        (ctx.progress)(i + 1, run.count);
+        if !run.think.is_zero() {
+            let until = Instant::now() + run.think;
+            while Instant::now() < until {
+                conn.poll(until.min(Instant::now() + TICK))?;
+            }
+        }
+    }
+    tally.finish(run.count);
+    push_counts(out, run.count, &tally);
+    push_rtts(out, rtts);
+    Ok(())
+}
+
+fn stream(
+    run: &QuicRun,
+    ctx: &Ctx,
+    conn: &mut Conn,
+    out: &mut Outcome,
+) -> Result<(), WorkloadError> {
+    let mut watch = Watch::new(ctx, &run.transport);
+    wait_handshake(conn, ctx, &mut watch)?;
+    (ctx.mark_stable)();
+    let mut rng = run.seed | 1;
+    // The sink counts, it does not check: one body serves every message.
+    let body = random_bytes(&mut rng, run.payload);
+    let id = conn
+        .quic()?
+        .streams()
+        .open(Dir::Bi)
+        .ok_or_else(|| WorkloadError::Peer("the server allows no streams".into()))?;
+    let start = monotonic_ns();
+    for i in 0..run.count {
+        write_all(conn, id, &body, ctx, &mut watch)?;
+        (ctx.progress)(i + 1, run.count);
+    }
+    conn.quic()?
+        .send_stream(id)
+        .finish()
+        .map_err(|e| WorkloadError::Peer(format!("cannot finish the stream: {e}")))?;
+    let (answer, at) = read_echo(conn, id, 8, true, ctx, &mut watch)?;
+    push_handshake(conn, out);
+    let counted = answer
+        .get(..8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map_or(0, u64::from_be_bytes);
+    let sent = run.count * run.payload as u64;
+    let mut tally = Tally::new();
+    // The stream is reliable: a short count is messages lost, which cannot happen
+    // unless the server broke.
+    let whole = counted.checked_div(run.payload as u64).unwrap_or(run.count);
+    for i in 0..whole.min(run.count) {
+        tally.observe(i, false);
+    }
+    tally.finish(run.count);
+    push_counts(out, run.count, &tally);
+    if counted != sent {
+        return Err(WorkloadError::Peer(format!(
+            "the server counted {counted} of the {sent} bytes sent"
+        )));
+    }
+    if at > start {
+        let t = secs(at - start);
+        out.push("throughput.duration", t, "s");
+        out.push("throughput.bits_per_s", (sent * 8) as f64 / t, "bit/s");
+        out.push("throughput.messages_per_s", run.count as f64 / t, "msg/s");
+    }
+    Ok(())
+}
+
+fn push_handshake(conn: &Conn, out: &mut Outcome) {
+    let hs = conn.handshake();
+    if let Some(t) = hs.completed {
+        out.push(
+            crate::HANDSHAKE_COMPLETE.name,
+            secs(t.saturating_sub(hs.started)),
+            "s",
+        );
+    }
+    if let Some(t) = hs.confirmed {
+        out.push(
+            crate::HANDSHAKE.name,
+            secs(t.saturating_sub(hs.started)),
+            "s",
+        );
+    }
+}
+
+fn push_stats(conn: &Conn, out: &mut Outcome) {
+    out.push(
+        crate::DATAGRAMS.name,
+        (conn.driver.datagrams_out + conn.driver.datagrams_in) as f64,
+        "count",
+    );
+    let Some(s) = conn.stats() else {
+        return;
+    };
+    let p = s.path;
+    out.push(crate::SENT_PACKETS.name, p.sent_packets as f64, "count");
+    out.push(crate::LOST_PACKETS.name, p.lost_packets as f64, "count");
+    out.push(crate::LOST_BYTES.name, p.lost_bytes as f64, "B");
+    out.push(
+        crate::CONGESTION_EVENTS.name,
+        p.congestion_events as f64,
+        "count",
+    );
+    out.push(crate::CWND.name, p.cwnd as f64, "B");
+    out.push(crate::PATH_RTT.name, p.rtt.as_secs_f64(), "s");
+    out.push(crate::MIN_RTT.name, p.min_rtt.as_secs_f64(), "s");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_are_reproducible() {
+        let (mut a, mut b) = (7u64, 7u64);
+        let x = random_bytes(&mut a, 100);
+        assert_eq!(x, random_bytes(&mut b, 100));
+        assert_ne!(x, random_bytes(&mut a, 100));
+    }
+}
