@@ -1,4 +1,4 @@
-//! Every metric a case can record: the shared ones ([`wirebench_model::results::SHARED`]),
+//! Every metric a case can record: the shared ones ([`wirebench_model::metric::SHARED`]),
 //! the connect workload's, and each registered plugin's own. `--columns`, scenario
 //! references and `wirebench merge` read this list; a test refuses a recorded metric
 //! that nobody declares.
@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use wirebench_model::MetricSpec;
 
 static DECLARED: LazyLock<Vec<MetricSpec>> = LazyLock::new(|| {
-    let mut all: Vec<MetricSpec> = wirebench_model::results::SHARED.to_vec();
+    let mut all: Vec<MetricSpec> = wirebench_model::metric::SHARED.to_vec();
     all.extend_from_slice(wirebench_connect::metrics::METRICS);
     for p in crate::registry::REGISTRY {
         all.extend_from_slice(p.metrics());
@@ -103,106 +103,125 @@ mod tests {
         );
     }
 
-    /// Metric names written as literals where a workload records them
-    /// (`out.push("convert.onward_tfo", ...)`, `rec.set_metric("shards.count", ...)`,
-    /// `push_distribution(out, "convert.leg", ...)` and its siblings, which add the
-    /// statistics' suffixes), outside tests. Names built with `format!` are not seen; the
-    /// recorded runs' names are checked above.
-    fn recorded_literals(text: &str) -> Vec<String> {
-        const STATS: &[&str] = &["mean", "min", "p50", "p90", "p99", "max"];
-        let text = text.split("#[cfg(test)]").next().unwrap_or(text);
-        let mut out = Vec::new();
-        for (call, suffixes) in [
-            ("push(", &[][..]),
-            ("set_metric(", &[]),
-            ("per_conn(", &[]),
-            ("push_distribution(", STATS),
-            ("push_ratios(", STATS),
-        ] {
-            for (at, _) in text.match_indices(call) {
-                // Arguments up to the call's end: metric names hold no parentheses.
-                let args = &text[at + call.len()..];
-                if args.trim_start().starts_with('(') {
-                    continue; // a tuple: a histogram's name, not a metric
-                }
-                let args = &args[..args.find(')').unwrap_or(args.len())];
-                let Some(name) = args.split('"').skip(1).step_by(2).find(|n| {
-                    n.starts_with(|c: char| c.is_ascii_lowercase())
-                        && n.contains('.')
-                        && n.chars().all(|c| {
-                            c.is_ascii_lowercase() || c.is_ascii_digit() || "._".contains(c)
-                        })
-                }) else {
-                    continue;
-                };
-                if suffixes.is_empty() {
-                    out.push(name.to_string());
-                }
-                out.extend(suffixes.iter().map(|s| format!("{name}.{s}")));
-            }
-        }
-        out
-    }
-
     fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap().flatten() {
             let path = entry.path();
             let name = entry.file_name();
+            let name = name.to_str().unwrap_or("");
             if path.is_dir() {
-                if !["tests", "target", "fuzz", "node_modules", "java"]
-                    .contains(&name.to_str().unwrap_or(""))
-                {
+                if !["tests", "target", "fuzz", "node_modules", "java"].contains(&name) {
                     sources(&path, out);
                 }
-            } else if path.extension().is_some_and(|e| e == "rs") {
+            } else if name.ends_with(".rs") && !name.ends_with("tests.rs") {
                 out.push(path);
             }
         }
     }
 
-    /// The names the code records as literals are declared too (a metric no committed run
-    /// has yet is caught here).
-    #[test]
-    fn every_metric_the_code_records_is_declared() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let mut files = Vec::new();
-        for dir in [
-            "foundation",
-            "workloads",
-            "protocols",
-            "app/runner/src",
-            "app/plan/src",
-        ] {
-            sources(&root.join(dir), &mut files);
-        }
-        let mut missing = Vec::new();
-        let mut seen = 0;
-        for f in &files {
-            for name in recorded_literals(&std::fs::read_to_string(f).unwrap()) {
-                seen += 1;
-                if spec(&name).is_none() {
-                    missing.push(format!("{name} ({})", f.display()));
+    /// Whether the literal ending just before `at` in `code` names the metric a
+    /// declaration declares (`MetricSpec::new("rtt.first", ...)`, the model's `m(...)`), or
+    /// a parameter of the same name (`name: "proxy.threads"`).
+    fn is_declaration(code: &str, at: usize) -> bool {
+        let before = code[..at].trim_end();
+        [
+            "MetricSpec::new(",
+            "MetricSpec::dist(",
+            " m(",
+            "\tm(",
+            "name:",
+        ]
+        .iter()
+        .any(|d| before.ends_with(d))
+    }
+
+    /// The metric names written as string literals in `text` outside declarations,
+    /// outside comments and tests: `known` holds every declared name (statistics
+    /// included), and a recording call with a literal name (`out.push("a.b", ...)`) is
+    /// one too, declared or not.
+    fn literal_names(text: &str, known: &std::collections::BTreeSet<String>) -> Vec<String> {
+        let text = text.split("#[cfg(test)]").next().unwrap_or(text);
+        let code: String = text
+            .lines()
+            .map(|l| match l.trim_start().starts_with("//") {
+                true => "",
+                false => l,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut out = Vec::new();
+        let bytes = code.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                // A quote as a character ('"' or '\"') opens no string.
+                b'\'' if bytes.get(i + 1) == Some(&b'"') => i += 3,
+                b'\'' if bytes[i + 1..].starts_with(b"\\\"'") => i += 4,
+                b'"' => {
+                    let start = i + 1;
+                    let mut end = start;
+                    while end < bytes.len() && bytes[end] != b'"' {
+                        end += if bytes[end] == b'\\' { 2 } else { 1 };
+                    }
+                    let lit = &code[start..end.min(code.len())];
+                    let metric_like = lit.contains('.')
+                        && lit.starts_with(|c: char| c.is_ascii_lowercase())
+                        && lit.chars().all(|c| {
+                            c.is_ascii_lowercase() || c.is_ascii_digit() || "._".contains(c)
+                        });
+                    let recorded = ["push(", "set_metric("]
+                        .iter()
+                        .any(|c| code[..i].trim_end().ends_with(c));
+                    if metric_like && (known.contains(lit) || recorded) && !is_declaration(&code, i)
+                    {
+                        out.push(lit.to_string());
+                    }
+                    i = end + 1;
                 }
+                _ => i += 1,
             }
         }
-        // The scan itself must find the workloads' calls, or it would pass on nothing.
-        assert!(
-            seen > 50,
-            "only {seen} metric names found under {}",
-            root.display()
-        );
-        assert!(
-            missing.is_empty(),
-            "recorded but declared by nobody: {missing:?}"
-        );
+        out
+    }
+
+    /// Every metric is written once, where it is declared: code records and reads it
+    /// through its constant (`out.put(RTT_STABLE, v)`, `record.get(TTFB.at("p50"))`), so a
+    /// renamed or mistyped metric fails to compile instead of reading nothing.
+    #[test]
+    fn no_metric_name_is_written_outside_its_declaration() {
+        let known: std::collections::BTreeSet<String> = names().iter().cloned().collect();
         assert_eq!(
-            recorded_literals(
-                "out.push(\n    \"a.b\", 1.0, \"s\"); v.push(\"127.0.0.1\"); \
-                 push_ratios(o, \"c.d\", v, \"round trips\")"
+            literal_names(
+                "out.push(\"a.b\", 1.0, \"s\"); v.push(\"127.0.0.1\"); l.split('\"');\n\
+                 x.get(\"rtt.stable\");\n\
+                 // \"rtt.first\" in a comment\n\
+                 const A: MetricSpec = MetricSpec::new(\"rtt.first\", \"s\", \"\");",
+                &known
             ),
-            [
-                "a.b", "c.d.mean", "c.d.min", "c.d.p50", "c.d.p90", "c.d.p99", "c.d.max"
-            ]
+            ["a.b", "rtt.stable"]
+        );
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files = Vec::new();
+        for dir in ["foundation", "workloads", "protocols", "app"] {
+            sources(&root.join(dir), &mut files);
+        }
+        // The scan must see the declarations, or it would pass on nothing.
+        let declared: usize = files
+            .iter()
+            .map(|f| {
+                let t = std::fs::read_to_string(f).unwrap();
+                t.matches("MetricSpec::new(").count() + t.matches("MetricSpec::dist(").count()
+            })
+            .sum();
+        assert!(declared > 60, "only {declared} declarations found");
+        let mut found = Vec::new();
+        for f in &files {
+            for name in literal_names(&std::fs::read_to_string(f).unwrap(), &known) {
+                found.push(format!("{name} ({})", f.display()));
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "metric names written outside their declarations (use the constant): {found:?}"
         );
     }
 }

@@ -964,7 +964,7 @@ fn output(cx: &Ctx, o: &OutputFile, sc: &mut Scenario) -> Result<(), ScenarioErr
     }
     if let Some(columns) = &o.columns {
         for c in columns.get_ref() {
-            wirebench_model::results::check_column(c, crate::metrics::names())
+            wirebench_model::metric::check_column(c, crate::metrics::names())
                 .map_err(|e| cx.err(span_of(columns), "output.columns", e))?;
         }
         sc.columns = Some(columns.get_ref().clone());

@@ -28,6 +28,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 use wirebench_lab::Lab;
 use wirebench_lab::pcap::PcapOptions;
+use wirebench_model::metric::CASE_DURATION;
+use wirebench_model::metric::LINK_DROPPED_TUN;
+use wirebench_model::metric::LINK_EMULATOR_CPU;
+use wirebench_model::metric::LINK2_BYTES;
+use wirebench_model::metric::LINK2_PACKETS;
+use wirebench_model::metric::ROUNDS_HISTOGRAM;
 use wirebench_model::{HostFacts, Record, Status, results::SCHEMA};
 use wirebench_protocol::{Ctx, Env, Outcome, WorkloadError};
 use wirebench_report::{PivotOptions, ResultsDir};
@@ -635,10 +641,7 @@ impl Job<'_> {
         let client_cc = self.case_cc(case)?;
         let result = registry::of(case).run(&env, case, repeat, link, &ctx);
         let elapsed = t0.elapsed();
-        record.set_metric(
-            "case.duration",
-            wirebench_model::Metric::new(elapsed.as_secs_f64(), "s"),
-        );
+        record.set(CASE_DURATION, elapsed.as_secs_f64());
         let result = result.map(|mut outcome| {
             if let (Some(lab), Some(before), Some(l)) = (self.lab, &before, link) {
                 let mark = marked.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -843,14 +846,14 @@ fn link_metrics(
     if let (Some(s0), Some(s1)) = (&before.second, lab.second_counters()) {
         let d = |c: &wirebench_lab::Counters| c.up.delivered_packets + c.down.delivered_packets;
         let b = |c: &wirebench_lab::Counters| c.up.delivered_bytes + c.down.delivered_bytes;
-        outcome.push("link2.packets", (d(&s1) - d(s0)) as f64, "count");
-        outcome.push("link2.bytes", (b(&s1) - b(s0)) as f64, "B");
+        outcome.put(LINK2_PACKETS, (d(&s1) - d(s0)) as f64);
+        outcome.put(LINK2_BYTES, (b(&s1) - b(s0)) as f64);
     }
     let tun = lab.tun_drops().saturating_sub(before.tun_drops);
-    outcome.push("link.dropped.tun", tun as f64, "count");
+    outcome.put(LINK_DROPPED_TUN, tun as f64);
     if let (Some(c0), Some(c1)) = (before.emulator_cpu_ns, lab.emulator_cpu_ns()) {
         let share = c1.saturating_sub(c0) as f64 / elapsed.as_nanos().max(1) as f64;
-        outcome.push("link.emulator_cpu", share, "cores");
+        outcome.put(LINK_EMULATOR_CPU, share);
     }
 }
 
@@ -986,7 +989,9 @@ fn attach(
     }
     if let Some(rounds) = &outcome.rounds {
         let file = dir.write_rounds(stem, "rtt", rounds)?;
-        record.histograms.insert("rtt.rounds".into(), file.into());
+        record
+            .histograms
+            .insert(ROUNDS_HISTOGRAM.into(), file.into());
     }
     record.notes.extend(outcome.notes);
     Ok(())
@@ -1048,6 +1053,10 @@ pub fn report_declared() -> wirebench_report::Declared {
             .iter()
             .flat_map(|p| p.legend_by_value())
             .map(|p| p.to_string())
+            .collect(),
+        words: metrics::declared()
+            .iter()
+            .filter_map(|m| m.words.map(|w| (m.name.to_string(), w.to_string())))
             .collect(),
     }
 }

@@ -5,9 +5,35 @@
 use crate::{Case, CaseLink};
 use wirebench_lab::{CLIENT_ADDR, Counters, DirCounters};
 use wirebench_link::{LinkSpec, Loss, Transport, serialization_ns};
-use wirebench_model::Metric;
+use wirebench_model::metric::LINK_DROPPED_LOSS;
+use wirebench_model::metric::LINK_DROPPED_MTU;
+use wirebench_model::metric::LINK_DROPPED_OTHER;
+use wirebench_model::metric::LINK_DROPPED_OUTAGE;
+use wirebench_model::metric::LINK_DROPPED_QUEUE;
+use wirebench_model::metric::LINK_RELEASE_ERROR;
+use wirebench_model::metric::LINK_UTILIZATION;
+use wirebench_model::metric::RTT_MODEL;
+use wirebench_model::metric::RTT_THEORY_PAYLOAD;
+use wirebench_model::metric::WIRE_BYTES;
+use wirebench_model::metric::WIRE_DOWN_BYTES;
+use wirebench_model::metric::WIRE_DOWN_PACKETS;
+use wirebench_model::metric::WIRE_PACKETS;
+use wirebench_model::metric::WIRE_UP_BYTES;
+use wirebench_model::metric::WIRE_UP_PACKETS;
+use wirebench_model::metric::{
+    MESSAGES_SENT, THROUGHPUT_DURATION, THROUGHPUT_MESSAGES_PER_S, WIRE_BYTES_PER_MESSAGE,
+    WIRE_OVERHEAD_PER_MESSAGE, WIRE_STABLE_BYTES_PER_MESSAGE, WIRE_STABLE_OVERHEAD_PER_MESSAGE,
+};
+use wirebench_model::{Key, Metric, MetricSpec};
 use wirebench_protocol::Outcome;
 use wirebench_protocol::params;
+
+const WIRE_PER_MESSAGE: (MetricSpec, MetricSpec) =
+    (WIRE_BYTES_PER_MESSAGE, WIRE_OVERHEAD_PER_MESSAGE);
+const STABLE_PER_MESSAGE: (MetricSpec, MetricSpec) = (
+    WIRE_STABLE_BYTES_PER_MESSAGE,
+    WIRE_STABLE_OVERHEAD_PER_MESSAGE,
+);
 
 /// The data connection's packets and bytes in one direction: its flow in the emulator's
 /// counters, the client's `local_port` over `transport`.
@@ -45,7 +71,7 @@ pub fn add_wire_metrics(
     after: &Counters,
 ) {
     let mut m = Vec::new();
-    let sent = metric_value(out, "messages.sent").unwrap_or(0.0);
+    let sent = out.value(MESSAGES_SENT).unwrap_or(0.0);
     let workload = case.workload();
     let echoed = workload == "pingpong" || crate::registry::of(case).stream_echoes(case);
     let crossings = if echoed { 2.0 * sent } else { sent };
@@ -56,26 +82,18 @@ pub fn add_wire_metrics(
         None => {
             let up = after.up.since(&before.up);
             let down = after.down.since(&before.down);
-            m.push(metric(
-                "wire.up.packets",
-                up.delivered_packets as f64,
-                "count",
-            ));
-            m.push(metric("wire.up.bytes", up.delivered_bytes as f64, "B"));
-            m.push(metric(
-                "wire.down.packets",
-                down.delivered_packets as f64,
-                "count",
-            ));
-            m.push(metric("wire.down.bytes", down.delivered_bytes as f64, "B"));
+            m.push(metric(WIRE_UP_PACKETS, up.delivered_packets as f64));
+            m.push(metric(WIRE_UP_BYTES, up.delivered_bytes as f64));
+            m.push(metric(WIRE_DOWN_PACKETS, down.delivered_packets as f64));
+            m.push(metric(WIRE_DOWN_BYTES, down.delivered_bytes as f64));
             let bytes = up.delivered_bytes + down.delivered_bytes;
-            m.push(metric("wire.bytes", bytes as f64, "B"));
-            per_message(&mut m, "wire", bytes, crossings, payload);
+            m.push(metric(WIRE_BYTES, bytes as f64));
+            per_message(&mut m, WIRE_PER_MESSAGE, bytes, crossings, payload);
             m.extend(utilization(out, link, payload, sent));
         }
         Some(port) => {
             let bytes = flow_metrics(&mut m, after, port, out.transport);
-            per_message(&mut m, "wire", bytes, crossings, payload);
+            per_message(&mut m, WIRE_PER_MESSAGE, bytes, crossings, payload);
         }
     }
     if let Some(mark) = stable {
@@ -97,44 +115,34 @@ fn flow_metrics(
 ) -> u64 {
     let (up_p, up_b) = flow(&after.up, port, transport, true);
     let (down_p, down_b) = flow(&after.down, port, transport, false);
-    m.push(metric("wire.up.packets", up_p as f64, "count"));
-    m.push(metric("wire.up.bytes", up_b as f64, "B"));
-    m.push(metric("wire.down.packets", down_p as f64, "count"));
-    m.push(metric("wire.down.bytes", down_b as f64, "B"));
-    m.push(metric("wire.bytes", (up_b + down_b) as f64, "B"));
-    m.push(metric("wire.packets", (up_p + down_p) as f64, "count"));
+    m.push(metric(WIRE_UP_PACKETS, up_p as f64));
+    m.push(metric(WIRE_UP_BYTES, up_b as f64));
+    m.push(metric(WIRE_DOWN_PACKETS, down_p as f64));
+    m.push(metric(WIRE_DOWN_BYTES, down_b as f64));
+    m.push(metric(WIRE_BYTES, (up_b + down_b) as f64));
+    m.push(metric(WIRE_PACKETS, (up_p + down_p) as f64));
     up_b + down_b
 }
 
-fn metric(name: &str, value: f64, unit: &str) -> (String, Metric) {
-    (name.to_string(), Metric::new(value, unit))
+/// A declared metric's entry in its declared unit.
+fn metric(key: impl Into<Key>, value: f64) -> (String, Metric) {
+    let key = key.into();
+    (key.name().into_owned(), Metric::new(value, key.unit()))
 }
 
-/// The value of the workload's own metric `name`, if it recorded one.
-fn metric_value(out: &Outcome, name: &str) -> Option<f64> {
-    out.metrics
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, v)| v.value)
-}
-
-/// `PREFIX.bytes_per_message` and `PREFIX.overhead_per_message` (beyond the payload),
-/// when any message crossed.
+/// Link bytes per message and, beyond the payload, overhead per message (`wire.*` or
+/// `wire.stable.*`: `names`), when any message crossed.
 fn per_message(
     m: &mut Vec<(String, Metric)>,
-    prefix: &str,
+    names: (MetricSpec, MetricSpec),
     bytes: u64,
     crossings: f64,
     payload: u64,
 ) {
     if crossings > 0.0 {
         let per = bytes as f64 / crossings;
-        m.push(metric(&format!("{prefix}.bytes_per_message"), per, "B"));
-        m.push(metric(
-            &format!("{prefix}.overhead_per_message"),
-            per - payload as f64,
-            "B",
-        ));
+        m.push(metric(names.0, per));
+        m.push(metric(names.1, per - payload as f64));
     }
 }
 
@@ -146,16 +154,12 @@ fn utilization(
     payload: u64,
     sent: f64,
 ) -> Option<(String, Metric)> {
-    let t = metric_value(out, "throughput.duration")?;
+    let t = out.value(THROUGHPUT_DURATION)?;
     let rate = link.up.rate_bps?;
     // Messages delivered in the timed interval.
-    let timed = metric_value(out, "throughput.messages_per_s").map(|v| v * t);
+    let timed = out.value(THROUGHPUT_MESSAGES_PER_S).map(|v| v * t);
     let bits = payload as f64 * 8.0 * timed.unwrap_or(sent);
-    Some(metric(
-        "link.utilization",
-        bits / (rate as f64 * t),
-        "ratio",
-    ))
+    Some(metric(LINK_UTILIZATION, bits / (rate as f64 * t)))
 }
 
 /// Steady state: from the stable mark (ping-pong: round 3; XMPP stream: after the
@@ -185,7 +189,7 @@ fn stable_metrics(
                 + (after.down.delivered_bytes - mark.down.delivered_bytes)
         }
     };
-    per_message(m, "wire.stable", bytes, crossings, payload);
+    per_message(m, STABLE_PER_MESSAGE, bytes, crossings, payload);
 }
 
 /// What the link dropped during the case, by reason, and how late it released packets.
@@ -193,43 +197,36 @@ fn drop_metrics(m: &mut Vec<(String, Metric)>, before: &Counters, after: &Counte
     let up = after.up.since(&before.up);
     let down = after.down.since(&before.down);
     m.push(metric(
-        "link.dropped.queue",
+        LINK_DROPPED_QUEUE,
         (up.dropped_queue + down.dropped_queue) as f64,
-        "count",
     ));
     m.push(metric(
-        "link.dropped.loss",
+        LINK_DROPPED_LOSS,
         (up.dropped_loss + down.dropped_loss) as f64,
-        "count",
     ));
     m.push(metric(
-        "link.dropped.mtu",
+        LINK_DROPPED_MTU,
         (up.dropped_mtu + down.dropped_mtu) as f64,
-        "count",
     ));
     m.push(metric(
-        "link.dropped.outage",
+        LINK_DROPPED_OUTAGE,
         (up.dropped_outage + down.dropped_outage) as f64,
-        "count",
     ));
     m.push(metric(
-        "link.dropped.other",
+        LINK_DROPPED_OTHER,
         (up.dropped_tx + up.dropped_reset + down.dropped_tx + down.dropped_reset) as f64,
-        "count",
     ));
     if let Some(h) = &after.release_error {
         if !h.is_empty() {
             m.push(metric(
-                "link.release_error.p50",
+                LINK_RELEASE_ERROR.at("p50"),
                 h.value_at_quantile(0.5) as f64 / 1e9,
-                "s",
             ));
             m.push(metric(
-                "link.release_error.p99",
+                LINK_RELEASE_ERROR.at("p99"),
                 h.value_at_quantile(0.99) as f64 / 1e9,
-                "s",
             ));
-            m.push(metric("link.release_error.max", h.max() as f64 / 1e9, "s"));
+            m.push(metric(LINK_RELEASE_ERROR.at("max"), h.max() as f64 / 1e9));
         }
     }
 }
@@ -257,10 +254,10 @@ fn rtt_model(
     let frame = payload + overhead;
     let t = out.transport;
     let model = one_way_ns(frame, &link.up, t) + one_way_ns(frame, &link.down, t);
-    m.push(metric("rtt.model", model as f64 / 1e9, "s"));
+    m.push(metric(RTT_MODEL, model as f64 / 1e9));
     if let (Some(ru), Some(rd)) = (link.up.rate_bps, link.down.rate_bps) {
         let theory = serialization_ns(payload, ru) + serialization_ns(payload, rd);
-        m.push(metric("rtt.theory_payload", theory as f64 / 1e9, "s"));
+        m.push(metric(RTT_THEORY_PAYLOAD, theory as f64 / 1e9));
     }
     if !matches!(link.up.loss, Loss::None) || link.up.jitter_ns > 0 {
         out.notes

@@ -162,7 +162,7 @@ pub fn prepare(req: &RunRequest) -> Result<Prepared, RunError> {
     if let Some(c) = &req.columns {
         let columns = list(c);
         for c in &columns {
-            wirebench_model::results::check_column(c, crate::metrics::names())
+            wirebench_model::metric::check_column(c, crate::metrics::names())
                 .map_err(|e| usage(format!("--columns: {e}")))?;
         }
         scenario.columns = Some(columns);

@@ -16,6 +16,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use wirebench_load::Series;
+use wirebench_model::metric::CASE_DURATION;
+use wirebench_model::metric::SHARDS_CLOCK_ERROR_MAX;
+use wirebench_model::metric::SHARDS_CLOCK_OFFSET_MAX;
+use wirebench_model::metric::SHARDS_COUNT;
+use wirebench_model::metric::SHARDS_START_MARGIN_MIN;
 use wirebench_model::{Merge, Metric, Record, Status};
 use wirebench_report::{PivotOptions, ResultsDir, RunInfo};
 
@@ -271,7 +276,7 @@ fn merge_case(
     let duration = parts
         .iter()
         .flatten()
-        .filter_map(|r| r.metric("case.duration"))
+        .filter_map(|r| r.get(CASE_DURATION))
         .map(|m| m.value)
         .fold(0.0, f64::max);
     let started = humantime::parse_rfc3339_weak(&base.started).unwrap_or(SystemTime::now());
@@ -288,7 +293,7 @@ fn merge_case(
     for (name, v, unit) in &figures.metrics {
         rec.set_metric(name, Metric::new(*v, unit));
     }
-    rec.set_metric("case.duration", Metric::new(duration, "s"));
+    rec.set(CASE_DURATION, duration);
     let recs: Vec<&Record> = parts.iter().flatten().copied().collect();
     merge_other(&mut rec, &recs, rule_of);
     // Where the shards stood at the start.
@@ -301,22 +306,22 @@ fn merge_case(
         })
         .collect();
     if !mine.is_empty() {
-        rec.set_metric("shards.count", Metric::new(shards.len() as f64, "count"));
+        rec.set(SHARDS_COUNT, shards.len() as f64);
         let margin = mine
             .iter()
             .map(|c| c.start.margin_s)
             .fold(f64::MAX, f64::min);
-        rec.set_metric("shards.start_margin.min", Metric::new(margin, "s"));
+        rec.set(SHARDS_START_MARGIN_MIN, margin);
         let err = mine
             .iter()
             .filter_map(|c| c.start.error_s)
             .fold(0.0, f64::max);
-        rec.set_metric("shards.clock_error.max", Metric::new(err, "s"));
+        rec.set(SHARDS_CLOCK_ERROR_MAX, err);
         let off = mine
             .iter()
             .filter_map(|c| c.start.offset_s)
             .fold(0.0, |a: f64, b| a.max(b.abs()));
-        rec.set_metric("shards.clock_offset.max", Metric::new(off, "s"));
+        rec.set(SHARDS_CLOCK_OFFSET_MAX, off);
         if margin < 0.0 {
             rec.notes.push(format!(
                 "a shard was {:.3} s late for the agreed start: its first sessions started late, which their latencies show",

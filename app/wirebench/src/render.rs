@@ -8,6 +8,10 @@ use wirebench_lab::netns::Owner;
 use wirebench_lab::pcap::PcapOptions;
 use wirebench_lab::shell::ShellOutcome;
 use wirebench_link::LinkSpec;
+use wirebench_model::metric::RTT;
+use wirebench_model::metric::RTT_STABLE;
+use wirebench_model::metric::THROUGHPUT_BITS_PER_S;
+use wirebench_model::metric::connect::TTFB;
 use wirebench_model::{Record, Status};
 use wirebench_report::summary::human;
 use wirebench_runner::catalog::{ProtocolInfo, ScenarioInfo};
@@ -339,9 +343,9 @@ impl Observer for Terminal {
         // trip), else the first of the usual ones it has.
         let study = self.study.iter().find_map(|m| Some((m, record.metric(m)?)));
         let headline = match (
-            record.metric("rtt.stable").or(record.metric("rtt.p50")),
-            record.metric("throughput.bits_per_s"),
-            record.metric("ttfb.p50"),
+            record.get(RTT_STABLE).or(record.get(RTT.at("p50"))),
+            record.get(THROUGHPUT_BITS_PER_S),
+            record.get(TTFB.at("p50")),
         ) {
             (_, Some(t), _) => human(t.value, &t.unit),
             (Some(r), None, _) => format!("RTT {}", human(r.value, &r.unit)),

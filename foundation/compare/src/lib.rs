@@ -27,13 +27,14 @@ use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
-use wirebench_model::{Record, Status};
+use wirebench_model::metric::{LINK_EMULATOR_CPU, LINK_RELEASE_ERROR, RTT_MODEL};
+use wirebench_model::{MetricSpec, Record, Status};
 use wirebench_report::html::{ReportError, esc, head, read_records};
 use wirebench_report::numbers::human;
 use wirebench_report::summary::wrap_at_words;
 
 /// Metrics that describe the set-up rather than a result; left out of comparisons.
-const SKIP: &[&str] = &["link.release_error", "link.emulator_cpu", "rtt.model"];
+const SKIP: &[MetricSpec] = &[LINK_RELEASE_ERROR, LINK_EMULATOR_CPU, RTT_MODEL];
 
 /// Significance level of the t-test. Strict, because a run has about a hundred metrics
 /// and each is tested: at 0.05 about five would be flagged by chance alone.
@@ -522,7 +523,7 @@ pub fn compare_by(a: &[Record], b: Option<&[Record]>, by: &[String], threshold: 
     for (ra, rb) in &pairs {
         let vb = values(rb);
         for (metric, unit, va) in values(ra) {
-            if SKIP.iter().any(|s| metric.starts_with(s)) {
+            if SKIP.iter().any(|s| s.declares(&metric)) {
                 continue;
             }
             let Some((_, _, vb)) = vb.iter().find(|(n, _, _)| *n == metric) else {

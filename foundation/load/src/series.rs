@@ -14,6 +14,12 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use std::collections::BTreeMap;
 use std::time::Duration;
+use wirebench_model::metric::{
+    LOAD_CONNECT, LOAD_FAILED, LOAD_FAILED_BY_CAUSE, LOAD_LOGGED_IN, LOAD_LOGIN,
+    LOAD_LOGINS_PER_S_MAX, LOAD_MESSAGE, LOAD_PEAK_ACTIVE, LOAD_SESSIONS, MESSAGES_LOST,
+    MESSAGES_RECEIVED, MESSAGES_SENT,
+};
+use wirebench_model::{Key, MetricSpec};
 
 /// Why a session failed, as a user asks about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -115,6 +121,8 @@ pub enum Latency {
 }
 
 pub const LATENCY_NAMES: [&str; 3] = ["connect", "login", "message"];
+/// The distributions each of [`LATENCY_NAMES`] is recorded as (`load.login.p99`...).
+const LATENCY_METRICS: [MetricSpec; 3] = [LOAD_CONNECT, LOAD_LOGIN, LOAD_MESSAGE];
 
 fn new_histogram() -> Histogram<u64> {
     Histogram::<u64>::new(3).unwrap_or_else(|_| unreachable!("3 digits is valid"))
@@ -340,37 +348,34 @@ impl Series {
     /// `sessions`: the sessions scheduled; `width`: the intervals' width.
     pub fn figures(&self, sessions: u64, width: Duration) -> Figures {
         let mut m: Vec<(String, f64, &'static str)> = Vec::new();
-        let mut push = |n: &str, v: f64, u: &'static str| m.push((n.to_string(), v, u));
+        let mut push = |k: Key, v: f64| m.push((k.name().into_owned(), v, k.unit()));
         let t = self.totals();
         let c = &t.counts;
-        push("load.sessions", sessions as f64, "count");
-        push("load.logged_in", c.logged_in as f64, "count");
-        push("load.failed", c.failures() as f64, "count");
+        push(LOAD_SESSIONS.key(), sessions as f64);
+        push(LOAD_LOGGED_IN.key(), c.logged_in as f64);
+        push(LOAD_FAILED.key(), c.failures() as f64);
         for cause in Cause::ALL {
             push(
-                &format!("load.failed.{}", cause.name()),
+                LOAD_FAILED_BY_CAUSE.at(cause.name()),
                 c.failures_of(cause) as f64,
-                "count",
             );
         }
         let peak_active = self.active().iter().map(|a| a.1).max().unwrap_or(0);
-        push("load.peak_active", peak_active as f64, "count");
+        push(LOAD_PEAK_ACTIVE.key(), peak_active as f64);
         let best = self
             .intervals()
             .map(|i| i.counts.logged_in)
             .max()
             .unwrap_or(0);
         push(
-            "load.logins_per_s.max",
+            LOAD_LOGINS_PER_S_MAX.key(),
             best as f64 / width.as_secs_f64(),
-            "1/s",
         );
-        push("messages.sent", c.sent as f64, "count");
-        push("messages.received", c.received as f64, "count");
+        push(MESSAGES_SENT.key(), c.sent as f64);
+        push(MESSAGES_RECEIVED.key(), c.received as f64);
         push(
-            "messages.lost",
+            MESSAGES_LOST.key(),
             c.sent.saturating_sub(c.received) as f64,
-            "count",
         );
         let mut histograms = Vec::new();
         for (k, name) in LATENCY_NAMES.iter().enumerate() {
@@ -379,20 +384,14 @@ impl Series {
                 continue;
             }
             let s = |v: u64| v as f64 / 1e9;
-            push(
-                &format!("load.{name}.p50"),
-                s(h.value_at_quantile(0.5)),
-                "s",
-            );
-            push(
-                &format!("load.{name}.p99"),
-                s(h.value_at_quantile(0.99)),
-                "s",
-            );
-            push(&format!("load.{name}.max"), s(h.max()), "s");
+            let dist = LATENCY_METRICS[k];
+            debug_assert!(dist.name.ends_with(name));
+            push(dist.at("p50"), s(h.value_at_quantile(0.5)));
+            push(dist.at("p99"), s(h.value_at_quantile(0.99)));
+            push(dist.at("max"), s(h.max()));
             // Tsung reports means only: this one is for comparing with it.
-            push(&format!("load.{name}.mean"), h.mean() / 1e9, "s");
-            histograms.push((format!("load.{name}"), h.clone()));
+            push(dist.at("mean"), h.mean() / 1e9);
+            histograms.push((dist.name.to_string(), h.clone()));
         }
         Figures {
             metrics: m,

@@ -8,6 +8,12 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
+use wirebench_model::metric::KERNEL_TCP_MEM;
+use wirebench_model::metric::SERVER_CPU;
+use wirebench_model::metric::SERVER_CPU_PER_SESSION;
+use wirebench_model::metric::SERVER_RSS;
+use wirebench_model::metric::SERVER_RSS_PER_SESSION;
+use wirebench_model::metric::SERVER_SESSIONS;
 
 /// A peer's failures, typed as the interface's (a case's `?` turns them into its
 /// [`wirebench_protocol::WorkloadError`], by who is at fault).
@@ -292,33 +298,31 @@ pub fn threads_cpu(prefix: &str) -> (f64, f64) {
 /// Records the placed servers' combined usage as `server.rss` and `server.cpu`.
 pub fn record_usage(out: &mut wirebench_protocol::Outcome, usage: Option<Usage>) {
     if let Some(u) = usage {
-        out.push("server.rss", u.rss_bytes as f64, "B");
-        out.push("server.cpu", u.cpu_s, "s");
+        out.put(SERVER_RSS, u.rss_bytes as f64);
+        out.put(SERVER_CPU, u.cpu_s);
     }
 }
 
 /// Records `server.sessions` (sessions the server held for the case) and, where
 /// `server.rss` and `server.cpu` were recorded, each divided by it.
 pub fn record_sessions(out: &mut wirebench_protocol::Outcome, sessions: u64) {
-    out.push("server.sessions", sessions as f64, "count");
+    out.put(SERVER_SESSIONS, sessions as f64);
     if sessions == 0 {
         return;
     }
-    let get = |name: &str| {
-        out.metrics
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, m)| m.value)
-    };
     // A caller that measured a figure per session more closely (memory from before the
     // first session to the peak, say) has pushed it already: that one stands.
-    let rss = get("server.rss").filter(|_| get("server.rss_per_session").is_none());
-    let cpu = get("server.cpu").filter(|_| get("server.cpu_per_session").is_none());
+    let rss = out
+        .value(SERVER_RSS)
+        .filter(|_| out.value(SERVER_RSS_PER_SESSION).is_none());
+    let cpu = out
+        .value(SERVER_CPU)
+        .filter(|_| out.value(SERVER_CPU_PER_SESSION).is_none());
     if let Some(rss) = rss {
-        out.push("server.rss_per_session", rss / sessions as f64, "B");
+        out.put(SERVER_RSS_PER_SESSION, rss / sessions as f64);
     }
     if let Some(cpu) = cpu {
-        out.push("server.cpu_per_session", cpu / sessions as f64, "s");
+        out.put(SERVER_CPU_PER_SESSION, cpu / sessions as f64);
     }
 }
 
@@ -344,7 +348,7 @@ pub fn kernel_tcp_mem() -> Option<u64> {
 /// still open.
 pub fn record_kernel_tcp(out: &mut wirebench_protocol::Outcome) {
     if let Some(b) = kernel_tcp_mem() {
-        out.push("kernel.tcp_mem", b as f64, "B");
+        out.put(KERNEL_TCP_MEM, b as f64);
     }
 }
 

@@ -43,7 +43,7 @@ pub use wirebench_payload::tally;
 use hdrhistogram::Histogram;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
-use wirebench_model::Metric;
+use wirebench_model::{Key, Metric};
 
 /// How often blocked calls wake up to look at the shutdown flag.
 pub const TICK: Duration = Duration::from_millis(100);
@@ -95,9 +95,29 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Records a declared metric ([`wirebench_model::metric`]) in its declared unit.
+    pub fn put(&mut self, key: impl Into<Key>, value: f64) {
+        let key = key.into();
+        self.metrics
+            .push((key.name().into_owned(), Metric::new(value, key.unit())));
+    }
+    /// Records a declared metric in a unit of the workload's own: a rate of the shared
+    /// `rate.*` family in `conn/s` or `req/s`, where the declaration says `msg/s`.
+    pub fn put_in(&mut self, key: impl Into<Key>, value: f64, unit: &str) {
+        self.push(&key.into().name(), value, unit);
+    }
+    /// Records a metric by a name built at run time; [`Outcome::put`] is for the declared.
     pub fn push(&mut self, name: &str, value: f64, unit: &str) {
         self.metrics
             .push((name.to_string(), Metric::new(value, unit)));
+    }
+    /// A value recorded so far.
+    pub fn value(&self, key: impl Into<Key>) -> Option<f64> {
+        let key = key.into();
+        self.metrics
+            .iter()
+            .find(|(n, _)| key.is(n))
+            .map(|(_, m)| m.value)
     }
 }
 

@@ -44,7 +44,7 @@ pub trait Protocol: Sync {
         &[]
     }
     /// The metrics only its cases record (the shared ones are
-    /// [`wirebench_model::results::SHARED`]): `--columns` accepts them, `wirebench merge`
+    /// [`wirebench_model::metric::SHARED`]): `--columns` accepts them, `wirebench merge`
     /// merges them by their rule, and a test refuses a recorded metric nobody declares.
     fn metrics(&self) -> &'static [MetricSpec] {
         &[]

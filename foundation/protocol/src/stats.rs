@@ -5,6 +5,16 @@
 
 use crate::{Outcome, WorkloadError};
 use hdrhistogram::Histogram;
+use wirebench_model::metric::MESSAGES_CORRUPT;
+use wirebench_model::metric::MESSAGES_DUPLICATED;
+use wirebench_model::metric::MESSAGES_LOST;
+use wirebench_model::metric::MESSAGES_RECEIVED;
+use wirebench_model::metric::MESSAGES_REORDERED;
+use wirebench_model::metric::MESSAGES_SENT;
+use wirebench_model::metric::RTT;
+use wirebench_model::metric::RTT_FIRST;
+use wirebench_model::metric::RTT_SECOND;
+use wirebench_model::metric::RTT_STABLE;
 use wirebench_payload::tally::Tally;
 
 /// Nearest-rank percentile of sorted samples, `q` in 0..=100.
@@ -36,12 +46,12 @@ pub fn secs(ns: u64) -> f64 {
 
 pub fn push_counts(out: &mut Outcome, sent: u64, tally: &Tally) {
     let c = &tally.counts;
-    out.push("messages.sent", sent as f64, "count");
-    out.push("messages.received", c.received as f64, "count");
-    out.push("messages.lost", c.lost as f64, "count");
-    out.push("messages.duplicated", c.duplicated as f64, "count");
-    out.push("messages.reordered", c.reordered as f64, "count");
-    out.push("messages.corrupt", c.corrupt as f64, "count");
+    out.put(MESSAGES_SENT, sent as f64);
+    out.put(MESSAGES_RECEIVED, c.received as f64);
+    out.put(MESSAGES_LOST, c.lost as f64);
+    out.put(MESSAGES_DUPLICATED, c.duplicated as f64);
+    out.put(MESSAGES_REORDERED, c.reordered as f64);
+    out.put(MESSAGES_CORRUPT, c.corrupt as f64);
 }
 
 /// HdrHistogram of nanosecond samples, 3 significant digits, auto-resizing.
@@ -59,34 +69,34 @@ pub fn histogram(samples: &[u64]) -> Histogram<u64> {
 /// the histogram and the rounds themselves.
 pub fn push_rtts(out: &mut Outcome, rtts: Vec<u64>) {
     if let Some(first) = rtts.first() {
-        out.push("rtt.first", secs(*first), "s");
+        out.put(RTT_FIRST, secs(*first));
     }
     if let Some(second) = rtts.get(1) {
-        out.push("rtt.second", secs(*second), "s");
+        out.put(RTT_SECOND, secs(*second));
     }
     if rtts.len() > 2 {
         let mut stable = rtts[2..].to_vec();
         stable.sort_unstable();
         if let Some(m) = median(&stable) {
-            out.push("rtt.stable", m / 1e9, "s");
+            out.put(RTT_STABLE, m / 1e9);
         }
     }
     let mut sorted = rtts.clone();
     sorted.sort_unstable();
     if let (Some(min), Some(max), Some(avg)) = (sorted.first(), sorted.last(), mean(&sorted)) {
-        out.push("rtt.min", secs(*min), "s");
-        out.push("rtt.mean", avg / 1e9, "s");
+        out.put(RTT.at("min"), secs(*min));
+        out.put(RTT.at("mean"), avg / 1e9);
         for (name, q) in [
-            ("rtt.p50", 50.0),
-            ("rtt.p90", 90.0),
-            ("rtt.p99", 99.0),
-            ("rtt.p999", 99.9),
+            (RTT.at("p50"), 50.0),
+            (RTT.at("p90"), 90.0),
+            (RTT.at("p99"), 99.0),
+            (RTT.at("p999"), 99.9),
         ] {
             if let Some(v) = percentile(&sorted, q) {
-                out.push(name, secs(v), "s");
+                out.put(name, secs(v));
             }
         }
-        out.push("rtt.max", secs(*max), "s");
+        out.put(RTT.at("max"), secs(*max));
     }
     out.histograms.push(("rtt".into(), histogram(&rtts)));
     out.rounds = Some(rtts);
@@ -101,16 +111,16 @@ pub fn push_load_rtts(out: &mut Outcome, rtts: &[u64]) {
     let mut sorted = rtts.to_vec();
     sorted.sort_unstable();
     if let Some(m) = mean(&sorted) {
-        out.push("rtt.mean", m / 1e9, "s");
+        out.put(RTT.at("mean"), m / 1e9);
     }
     for (name, q) in [
-        ("rtt.p50", 50.0),
-        ("rtt.p90", 90.0),
-        ("rtt.p99", 99.0),
-        ("rtt.max", 100.0),
+        (RTT.at("p50"), 50.0),
+        (RTT.at("p90"), 90.0),
+        (RTT.at("p99"), 99.0),
+        (RTT.at("max"), 100.0),
     ] {
         if let Some(v) = percentile(&sorted, q) {
-            out.push(name, secs(v), "s");
+            out.put(name, secs(v));
         }
     }
     out.histograms.push(("rtt".into(), histogram(rtts)));

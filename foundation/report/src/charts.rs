@@ -15,29 +15,39 @@
 use crate::info::{ChartSpec, RunInfo};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::LazyLock;
 use wirebench_chart::{Axis, Chart, Guide, Kind, Marker, Point, Series, Unit};
+use wirebench_model::metric::connect::{TTFB, TTFB_ROUND_TRIPS};
+use wirebench_model::metric::{
+    CONNECT_TIME, LINK_UTILIZATION, LOAD_PEAK_ACTIVE, ROUNDS_HISTOGRAM, RTT, RTT_FIRST, RTT_STABLE,
+    THROUGHPUT_BITS_PER_S, THROUGHPUT_MESSAGES_PER_S, WIRE_STABLE_OVERHEAD_PER_MESSAGE, named,
+};
 use wirebench_model::{Record, Status};
 
 /// The shared headline delays worth a chart, in order, with their names in words; the
 /// protocols' own ([`crate::info::Declared::delays`]) follow them.
-const DELAYS: &[(&str, &str)] = &[
-    ("rtt.first", "First round trip"),
-    ("rtt.stable", "Stable round trip"),
-    ("rtt.p50", "Median round trip"),
-    ("rtt.p99", "99th-percentile round trip"),
-    ("connect.time", "Connection set-up"),
-];
+static DELAYS: LazyLock<Vec<(String, &str)>> = LazyLock::new(|| {
+    named(&[
+        (RTT_FIRST.key(), "First round trip"),
+        (RTT_STABLE.key(), "Stable round trip"),
+        (RTT.at("p50"), "Median round trip"),
+        (RTT.at("p99"), "99th-percentile round trip"),
+        (CONNECT_TIME.key(), "Connection set-up"),
+    ])
+});
 
 /// The other headline metrics worth a chart, after every delay.
-const RATES: &[(&str, &str)] = &[
-    ("throughput.bits_per_s", "Throughput"),
-    ("throughput.messages_per_s", "Messages per second"),
-    ("link.utilization", "Link utilization"),
-    (
-        "wire.stable.overhead_per_message",
-        "Wire overhead per message (steady state)",
-    ),
-];
+static RATES: LazyLock<Vec<(String, &str)>> = LazyLock::new(|| {
+    named(&[
+        (THROUGHPUT_BITS_PER_S.key(), "Throughput"),
+        (THROUGHPUT_MESSAGES_PER_S.key(), "Messages per second"),
+        (LINK_UTILIZATION.key(), "Link utilization"),
+        (
+            WIRE_STABLE_OVERHEAD_PER_MESSAGE.key(),
+            "Wire overhead per message (steady state)",
+        ),
+    ])
+});
 
 /// Metrics worth a chart, in order, with their names in words: the shared delays, the
 /// protocols' declared ones, then rates and overheads.
@@ -47,26 +57,24 @@ pub fn headline(info: &RunInfo) -> Vec<(&str, &str)> {
         .delays
         .iter()
         .map(|(m, w)| (m.as_str(), w.as_str()));
-    DELAYS
-        .iter()
-        .copied()
+    let shared = |l: &'static [(String, &'static str)]| l.iter().map(|(m, w)| (m.as_str(), *w));
+    shared(&DELAYS)
         .chain(declared)
-        .chain(RATES.iter().copied())
+        .chain(shared(&RATES))
         .collect()
 }
 
-/// The studies' own metrics in words, for their lead figures and tables (not charted
-/// unless a scenario asks).
-const STUDY_METRICS: &[(&str, &str)] = &[
-    ("s2.total", "Time for 100 pings"),
-    ("s2.login", "Connect and log in"),
-    ("s2.pings", "100 pings"),
-    ("ttfb.p50", "Time to first byte, median"),
-    ("ttfb.p85", "Time to first byte, p85"),
-    ("ttfb.p95", "Time to first byte, p95"),
-    ("ttfb.round_trips.p50", "Round trips to the first byte"),
-    ("load.peak_active", "Peak sessions logged in"),
-];
+/// The studies' shared metrics in words, for their lead figures and tables (not charted
+/// unless a scenario asks); the protocols' own are [`crate::info::Declared::words`].
+static STUDY_METRICS: LazyLock<Vec<(String, &str)>> = LazyLock::new(|| {
+    named(&[
+        (TTFB.at("p50"), "Time to first byte, median"),
+        (TTFB.at("p85"), "Time to first byte, p85"),
+        (TTFB.at("p95"), "Time to first byte, p95"),
+        (TTFB_ROUND_TRIPS.at("p50"), "Round trips to the first byte"),
+        (LOAD_PEAK_ACTIVE.key(), "Peak sessions logged in"),
+    ])
+});
 
 /// Most series one chart carries before it stops being legible.
 const MAX_SERIES: usize = 12;
@@ -225,9 +233,16 @@ pub fn unit_of(unit: &str) -> Unit {
 }
 
 pub fn words_of(metric: &str, info: &RunInfo) -> String {
+    let study = STUDY_METRICS.iter().map(|(m, w)| (m.as_str(), *w));
+    let declared = info
+        .declared
+        .words
+        .iter()
+        .map(|(m, w)| (m.as_str(), w.as_str()));
     headline(info)
         .into_iter()
-        .chain(STUDY_METRICS.iter().copied())
+        .chain(study)
+        .chain(declared)
         .find(|(m, _)| *m == metric)
         .map(|(_, w)| w.to_string())
         .unwrap_or_else(|| metric.to_string())
@@ -596,7 +611,7 @@ fn bar_chart(all: &[&Case], metric: &str, cats: &[String], info: &RunInfo) -> Op
 
 /// Per-round values of the cases that wrote them (`*.rounds.csv`), in seconds.
 fn rounds_of(dir: &Path, r: &Record) -> Option<Vec<f64>> {
-    let file = r.histograms.get("rtt.rounds")?.as_str()?;
+    let file = r.histograms.get(ROUNDS_HISTOGRAM)?.as_str()?;
     let text = std::fs::read_to_string(dir.join(file)).ok()?;
     let v: Vec<f64> = text
         .lines()
@@ -837,7 +852,7 @@ fn load_column_chart(cs: &[&Case], dir: &Path, info: &RunInfo, spec: &ChartSpec)
     }
     if def.key == "active" {
         for c in &cases {
-            let Some(r) = c.first.references.get("load.peak_active") else {
+            let Some(r) = c.first.references.get(LOAD_PEAK_ACTIVE.name) else {
                 continue;
             };
             let Some(v) = r["value"].as_f64() else {

@@ -40,6 +40,9 @@ pub struct Declared {
     pub delays: Vec<(String, String)>,
     /// Parameters whose value alone names a series, as `protocol`'s does.
     pub legend_by_value: Vec<String>,
+    /// The protocols' metrics with names in words for a study's lead figures and tables
+    /// (`MetricSpec::words`), charted only when a scenario asks.
+    pub words: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -9,6 +9,14 @@ use comfy_table::{
 };
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
+use std::sync::LazyLock;
+use wirebench_model::metric::MESSAGES_RECEIVED;
+use wirebench_model::metric::connect::{CONNECT_PROXY, CONNECT_TCP, CONNECTS_PER_S, TTFB};
+use wirebench_model::metric::{
+    CONNECT_TIME, LOAD_FAILED, LOAD_LOGGED_IN, LOAD_LOGIN, LOAD_LOGINS_PER_S_MAX, LOAD_MESSAGE,
+    LOAD_PEAK_ACTIVE, MESSAGES_CORRUPT, MESSAGES_LOST, RTT, RTT_FIRST, RTT_STABLE,
+    THROUGHPUT_BITS_PER_S, THROUGHPUT_MESSAGES_PER_S, named,
+};
 use wirebench_model::{Record, Status};
 
 pub use crate::numbers::human;
@@ -28,43 +36,50 @@ pub fn study_metrics(lead: &[String], columns: Option<&[String]>) -> Vec<String>
 }
 
 /// Headline metrics, in display order, with their column titles.
-const HEADLINE: &[(&str, &str)] = &[
-    ("connect.time", "connect"),
-    ("rtt.first", "first RTT"),
-    ("rtt.stable", "stable RTT"),
-    ("rtt.p50", "p50"),
-    ("rtt.p99", "p99"),
-    ("rtt.max", "max"),
-    ("throughput.bits_per_s", "throughput"),
-    ("throughput.messages_per_s", "messages/s"),
-    ("load.logged_in", "logged in"),
-    ("load.failed", "failed"),
-    ("load.peak_active", "peak sessions"),
-    ("load.logins_per_s.max", "logins/s"),
-    ("load.login.p99", "login p99"),
-    ("load.message.p99", "message p99"),
-    ("connect.tcp.p50", "TCP p50"),
-    ("connect.proxy.p50", "proxy p50"),
-    ("ttfb.p50", "TTFB p50"),
-    ("ttfb.p99", "TTFB p99"),
-    ("connects.per_s", "conn/s"),
-];
+static HEADLINE: LazyLock<Vec<(String, &str)>> = LazyLock::new(|| {
+    named(&[
+        (CONNECT_TIME.key(), "connect"),
+        (RTT_FIRST.key(), "first RTT"),
+        (RTT_STABLE.key(), "stable RTT"),
+        (RTT.at("p50"), "p50"),
+        (RTT.at("p99"), "p99"),
+        (RTT.at("max"), "max"),
+        (THROUGHPUT_BITS_PER_S.key(), "throughput"),
+        (THROUGHPUT_MESSAGES_PER_S.key(), "messages/s"),
+        (LOAD_LOGGED_IN.key(), "logged in"),
+        (LOAD_FAILED.key(), "failed"),
+        (LOAD_PEAK_ACTIVE.key(), "peak sessions"),
+        (LOAD_LOGINS_PER_S_MAX.key(), "logins/s"),
+        (LOAD_LOGIN.at("p99"), "login p99"),
+        (LOAD_MESSAGE.at("p99"), "message p99"),
+        (CONNECT_TCP.at("p50"), "TCP p50"),
+        (CONNECT_PROXY.at("p50"), "proxy p50"),
+        (TTFB.at("p50"), "TTFB p50"),
+        (TTFB.at("p99"), "TTFB p99"),
+        (CONNECTS_PER_S.key(), "conn/s"),
+    ])
+});
 
 /// Metric columns given up when the table is too wide, first to go first. The median is
 /// nearly the stable RTT (the median after the first two rounds); the maximum and the
 /// connection time are the least read. What stays is the first and stable round trip
 /// and the throughput, the figures the studies compare.
-const DROP_ORDER: &[&str] = &[
-    "connects.per_s",
-    "connect.tcp.p50",
-    "load.logins_per_s.max",
-    "load.peak_active",
-    "rtt.p50",
-    "rtt.max",
-    "connect.time",
-    "throughput.messages_per_s",
-    "rtt.p99",
-];
+static DROP_ORDER: LazyLock<Vec<String>> = LazyLock::new(|| {
+    [
+        CONNECTS_PER_S.key(),
+        CONNECT_TCP.at("p50"),
+        LOAD_LOGINS_PER_S_MAX.key(),
+        LOAD_PEAK_ACTIVE.key(),
+        RTT.at("p50"),
+        RTT.at("max"),
+        CONNECT_TIME.key(),
+        THROUGHPUT_MESSAGES_PER_S.key(),
+        RTT.at("p99"),
+    ]
+    .iter()
+    .map(|k| k.name().into_owned())
+    .collect()
+});
 
 /// Width assumed when stdout is not a terminal and `COLUMNS` is not set: wide enough for
 /// the default scenario's table, narrow enough for a log viewer.
@@ -375,9 +390,9 @@ fn fit_columns<'a>(
         if study.iter().any(|s| s == m) {
             continue;
         }
-        if let Some(i) = shown.iter().position(|c| c.metric.as_deref() == Some(*m)) {
+        if let Some(i) = shown.iter().position(|c| c.metric.as_ref() == Some(m)) {
             shown.remove(i);
-            dropped.push(*m);
+            dropped.push(m.as_str());
         }
     }
     (shown, dropped)
@@ -437,7 +452,7 @@ pub fn wrap_at_words(t: &mut Table, width: usize) {
 fn status(reps: &[&Record], ok: &[&Record]) -> String {
     if let [r] = reps {
         if r.status == Status::Interrupted {
-            return match r.metric("messages.received") {
+            return match r.get(MESSAGES_RECEIVED) {
                 Some(n) => format!("interrupted after {} rounds", n.value),
                 None => "interrupted".into(),
             };
@@ -462,10 +477,10 @@ fn status(reps: &[&Record], ok: &[&Record]) -> String {
             failed.into_iter().collect::<Vec<_>>().join(",")
         )
     };
-    for (metric, word) in [("messages.lost", "lost"), ("messages.corrupt", "corrupt")] {
+    for (metric, word) in [(MESSAGES_LOST, "lost"), (MESSAGES_CORRUPT, "corrupt")] {
         let n: f64 = ok
             .iter()
-            .filter_map(|r| r.metric(metric))
+            .filter_map(|r| r.get(metric))
             .map(|x| x.value)
             .filter(|v| v.is_finite())
             .sum();
@@ -684,11 +699,17 @@ pub fn comparisons(records: &[Record], study: &[String], width: usize) -> String
         let mut parts = Vec::new();
         // A connect case's time to first byte and its proxy's share: study S3's round
         // trips per handshake, read off the slope.
-        for metric in ["rtt.first", "rtt.stable", "ttfb.p50", "connect.proxy.p50"] {
+        for key in [
+            RTT_FIRST.key(),
+            RTT_STABLE.key(),
+            TTFB.at("p50"),
+            CONNECT_PROXY.at("p50"),
+        ] {
+            let metric = &*key.name();
             let delay = |r: &Record| r.params.get("link.delay")?.as_f64();
             let ours: Vec<(f64, f64)> = rs
                 .iter()
-                .filter_map(|r| Some((delay(r)?, r.metric(metric)?.value)))
+                .filter_map(|r| Some((delay(r)?, r.get(key)?.value)))
                 .collect();
             let published: Vec<(f64, f64)> = rs
                 .iter()

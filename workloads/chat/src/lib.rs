@@ -17,7 +17,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use wirebench_model::MetricSpec;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_model::metric::THROUGHPUT_BITS_PER_S;
+use wirebench_model::metric::THROUGHPUT_DURATION;
+use wirebench_model::metric::THROUGHPUT_MESSAGES_PER_S;
 use wirebench_protocol::Fault;
 use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
@@ -308,16 +312,15 @@ fn stream_seq(tag: &str) -> Option<u64> {
 /// How the shared loops differ between protocols.
 #[derive(Debug, Clone)]
 pub struct Style {
-    /// Metric prefix: `<name>.first_delivery`.
-    pub name: &'static str,
+    /// The protocol's `<name>.first_delivery`: the warm-up message's trip.
+    pub first_delivery: MetricSpec,
     /// Waiting for an answer may take this much longer than the case's stall timeout
     /// (XMPP's first round includes the server-to-server set-up).
     pub answer_grace: Duration,
     /// How long client1's session is served per turn while it waits for client2.
     pub service_wait: Duration,
-    /// The metric (name, unit) of the first message's [`Chat::send`] result (MQTT's
-    /// PUBLISH size).
-    pub send_metric: Option<(&'static str, &'static str)>,
+    /// The metric of the first message's [`Chat::send`] result (MQTT's PUBLISH size).
+    pub send_metric: Option<MetricSpec>,
     /// Stream messages tagged `s<N>`, counted by sequence number (else by count).
     pub tagged: bool,
 }
@@ -349,8 +352,8 @@ pub fn ping_pong<C: Chat>(
         let tag = format!("p{i}");
         let t0 = monotonic_ns();
         let sent = c1.send(&body, &tag)?;
-        if let (0, Some((name, unit))) = (i, style.send_metric) {
-            out.push(name, sent as f64, unit);
+        if let (0, Some(metric)) = (i, style.send_metric) {
+            out.put(metric, sent as f64);
         }
         let deadline = Instant::now() + stall + style.answer_grace;
         let answer = format!("r{tag}");
@@ -418,16 +421,12 @@ pub fn stream<C: Chat>(
     let t_warm = monotonic_ns();
     let (body, tag) = C::warm_up(&mut rng, plan.payload);
     let sent = c1.send(&body, tag)?;
-    if let Some((name, unit)) = style.send_metric {
-        out.push(name, sent as f64, unit);
+    if let Some(metric) = style.send_metric {
+        out.put(metric, sent as f64);
     }
     wait_received(c1, client2, 1, stall, style.service_wait, ctx)?;
     let first = client2.shared.first_ns.load(Ordering::SeqCst);
-    out.push(
-        &format!("{}.first_delivery", style.name),
-        secs(first.saturating_sub(t_warm)),
-        "s",
-    );
+    out.put(style.first_delivery, secs(first.saturating_sub(t_warm)));
     // From here on the link carries only the timed messages (and their ACKs).
     (ctx.mark_stable)();
     let start = monotonic_ns();
@@ -485,13 +484,12 @@ pub fn stream<C: Chat>(
         return Ok(false);
     }
     let t = secs(last - start);
-    out.push("throughput.duration", t, "s");
-    out.push(
-        "throughput.bits_per_s",
+    out.put(THROUGHPUT_DURATION, t);
+    out.put(
+        THROUGHPUT_BITS_PER_S,
         (plan.count * plan.payload as u64 * 8) as f64 / t,
-        "bit/s",
     );
-    out.push("throughput.messages_per_s", plan.count as f64 / t, "msg/s");
+    out.put(THROUGHPUT_MESSAGES_PER_S, plan.count as f64 / t);
     Ok(true)
 }
 

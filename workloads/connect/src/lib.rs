@@ -24,6 +24,17 @@ pub mod metrics;
 pub mod params;
 pub mod proxy;
 
+use crate::metrics::CONNECTS_MPTCP;
+use crate::metrics::CONNECTS_PER_S;
+use crate::metrics::CONNECTS_TFO;
+use crate::metrics::MPTCP_JOINED;
+use crate::metrics::MPTCP_SUBFLOWS;
+use crate::metrics::PROXY_THREADS;
+use crate::metrics::{
+    CONNECT_PROXY, CONNECT_PROXY_ROUND_TRIPS, CONNECT_TCP, CONNECT_TCP_ROUND_TRIPS, CONNECTS_OK,
+    ORIGIN_CPU_PER_CONNECTION, PATH_RTT, PROXY_BUSIEST_THREAD_CPU_PER_CONNECTION,
+    PROXY_CPU_PER_CONNECTION, TTFB, TTFB_ROUND_TRIPS,
+};
 use futures_util::StreamExt;
 use futures_util::future::try_join_all;
 pub use proxy::{Proxy, place_proxy};
@@ -34,7 +45,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use wirebench_model::MetricSpec;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_model::metric::RATE_ACHIEVED;
+use wirebench_model::metric::RATE_OFFERED;
+use wirebench_model::metric::RATE_SEND_LAG;
 use wirebench_protocol::Fault;
 use wirebench_protocol::stats::{histogram, mean, percentile, secs};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, TICK, WorkloadError};
@@ -372,15 +387,11 @@ pub fn run_case<D: Dial>(
     drop(proxies);
     let origin_cpu = origin.counters.clone();
     drop(origin);
-    let per_conn = |c: &[Arc<Counters>], out: &mut Outcome, name: &str| {
+    let per_conn = |c: &[Arc<Counters>], out: &mut Outcome, metric: MetricSpec| {
         let ns: u64 = c.iter().map(|c| c.cpu_ns.load(Ordering::Relaxed)).sum();
-        let n = out
-            .metrics
-            .iter()
-            .find(|(k, _)| k == "connects.ok")
-            .map_or(0.0, |(_, m)| m.value);
+        let n = out.value(CONNECTS_OK).unwrap_or(0.0);
         if ns > 0 && n > 0.0 {
-            out.push(name, ns as f64 / 1e9 / n, "s");
+            out.put(metric, ns as f64 / 1e9 / n);
         }
     };
     let r = match r {
@@ -388,17 +399,17 @@ pub fn run_case<D: Dial>(
             per_conn(
                 std::slice::from_ref(&origin_cpu),
                 &mut out,
-                "origin.cpu_per_connection",
+                ORIGIN_CPU_PER_CONNECTION,
             );
             if !cpu.is_empty() {
-                per_conn(&cpu, &mut out, "proxy.cpu_per_connection");
-                out.push("proxy.threads", cpu.len() as f64, "count");
+                per_conn(&cpu, &mut out, PROXY_CPU_PER_CONNECTION);
+                out.put(PROXY_THREADS, cpu.len() as f64);
                 // How evenly the kernel spread the connections over the threads.
                 if let Some(busiest) = cpu.iter().max_by_key(|c| c.cpu_ns.load(Ordering::Relaxed)) {
                     per_conn(
                         std::slice::from_ref(busiest),
                         &mut out,
-                        "proxy.busiest_thread_cpu_per_connection",
+                        PROXY_BUSIEST_THREAD_CPU_PER_CONNECTION,
                     );
                 }
             }
@@ -708,16 +719,12 @@ async fn exchange<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + ?Siz
 }
 
 /// `name.min`, `.mean`, `.p50`, `.p90`, `.p99`, `.max` of dimensionless values.
-fn push_ratios(out: &mut Outcome, name: &str, mut v: Vec<f64>, unit: &str) {
+fn push_ratios(out: &mut Outcome, dist: MetricSpec, mut v: Vec<f64>) {
     if v.is_empty() {
         return;
     }
     v.sort_unstable_by(f64::total_cmp);
-    out.push(
-        &format!("{name}.mean"),
-        v.iter().sum::<f64>() / v.len() as f64,
-        unit,
-    );
+    out.put(dist.at("mean"), v.iter().sum::<f64>() / v.len() as f64);
     for (q_name, q) in [
         ("min", 0.0),
         ("p50", 50.0),
@@ -727,16 +734,17 @@ fn push_ratios(out: &mut Outcome, name: &str, mut v: Vec<f64>, unit: &str) {
     ] {
         // Nearest rank, as `stats::percentile` does for the times.
         let i = ((q / 100.0 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
-        out.push(&format!("{name}.{q_name}"), v[i], unit);
+        out.put(dist.at(q_name), v[i]);
     }
 }
 
-/// `name.min`, `.mean`, `.p50`, `.p90`, `.p99`, `.max` and the histogram `name`.
-pub fn push_distribution(out: &mut Outcome, name: &str, samples: &[u64]) {
+/// A distribution of times (ns) declared with [`STATS`](wirebench_model::metric::STATS):
+/// its `min`, `mean`, `p50`, `p90`, `p99`, `max` and its histogram, named as it is.
+pub fn push_distribution(out: &mut Outcome, dist: MetricSpec, samples: &[u64]) {
     let mut sorted = samples.to_vec();
     sorted.sort_unstable();
     if let Some(m) = mean(&sorted) {
-        out.push(&format!("{name}.mean"), m / 1e9, "s");
+        out.put(dist.at("mean"), m / 1e9);
     }
     for (q_name, q) in [
         ("min", 0.0),
@@ -746,29 +754,29 @@ pub fn push_distribution(out: &mut Outcome, name: &str, samples: &[u64]) {
         ("max", 100.0),
     ] {
         if let Some(v) = percentile(&sorted, q) {
-            out.push(&format!("{name}.{q_name}"), secs(v), "s");
+            out.put(dist.at(q_name), secs(v));
         }
     }
-    out.histograms.push((name.into(), histogram(samples)));
+    out.histograms.push((dist.name.into(), histogram(samples)));
 }
 
 fn outcome(plan: &Plan, s: Samples, lag: &[u64], elapsed: u64) -> Outcome {
     let mut out = Outcome::default();
     let n = s.ttfb.len() as u64;
-    out.push("connects.ok", n as f64, "count");
+    out.put(CONNECTS_OK, n as f64);
     if elapsed > 0 {
-        out.push("connects.per_s", n as f64 / secs(elapsed), "conn/s");
+        out.put(CONNECTS_PER_S, n as f64 / secs(elapsed));
     }
     if let Some(rate) = plan.rate {
-        out.push("rate.offered", rate, "conn/s");
+        out.put_in(RATE_OFFERED, rate, "conn/s");
         if elapsed > 0 {
-            out.push("rate.achieved", n as f64 / secs(elapsed), "conn/s");
+            out.put_in(RATE_ACHIEVED, n as f64 / secs(elapsed), "conn/s");
         }
         let mut sorted = lag.to_vec();
         sorted.sort_unstable();
         for (q_name, q) in [("p50", 50.0), ("p99", 99.0), ("max", 100.0)] {
             if let Some(v) = percentile(&sorted, q) {
-                out.push(&format!("rate.send_lag.{q_name}"), secs(v), "s");
+                out.put(RATE_SEND_LAG.at(q_name), secs(v));
             }
         }
         out.notes.push(format!(
@@ -778,7 +786,7 @@ fn outcome(plan: &Plan, s: Samples, lag: &[u64], elapsed: u64) -> Outcome {
         ));
     }
     if plan.tfo {
-        out.push("connects.tfo", s.syn_data as f64, "count");
+        out.put(CONNECTS_TFO, s.syn_data as f64);
         out.notes.push(format!(
             "TCP Fast Open: {} of {n} connections carried their message in the SYN (the first fetches the cookie)",
             s.syn_data
@@ -786,63 +794,47 @@ fn outcome(plan: &Plan, s: Samples, lag: &[u64], elapsed: u64) -> Outcome {
     }
     if plan.mptcp {
         let n_mp = s.joined.len();
-        out.push("connects.mptcp", n_mp as f64, "count");
+        out.put(CONNECTS_MPTCP, n_mp as f64);
         if n_mp > 0 {
             let sum: u64 = s.joined.iter().map(|j| u64::from(*j)).sum();
             let with = s.joined.iter().filter(|j| **j > 0).count();
-            out.push("mptcp.subflows.mean", sum as f64 / n_mp as f64, "count");
-            out.push(
-                "mptcp.subflows.max",
+            out.put(MPTCP_SUBFLOWS.at("mean"), sum as f64 / n_mp as f64);
+            out.put(
+                MPTCP_SUBFLOWS.at("max"),
                 f64::from(*s.joined.iter().max().unwrap_or(&0)),
-                "count",
             );
-            out.push("mptcp.joined", with as f64, "count");
+            out.put(MPTCP_JOINED, with as f64);
         }
         out.notes.push(format!(
             "Multipath TCP: {n_mp} of {n} connections spoke it (the rest fell back to TCP); {} had joined a subflow when their echo was back",
             s.joined.iter().filter(|j| **j > 0).count()
         ));
     }
-    push_distribution(&mut out, "connect.tcp", &s.tcp);
-    push_distribution(&mut out, "connect.proxy", &s.proxy);
-    push_distribution(&mut out, "ttfb", &s.ttfb);
+    push_distribution(&mut out, CONNECT_TCP, &s.tcp);
+    push_distribution(&mut out, CONNECT_PROXY, &s.proxy);
+    push_distribution(&mut out, TTFB, &s.ttfb);
     // Study S3's own reading points: the slowest 15% and 5% of connections.
     let mut sorted = s.ttfb.clone();
     sorted.sort_unstable();
     for (q_name, q) in [("p85", 85.0), ("p95", 95.0)] {
         if let Some(v) = percentile(&sorted, q) {
-            out.push(&format!("ttfb.{q_name}"), secs(v), "s");
+            out.put(TTFB.at(q_name), secs(v));
         }
     }
     // Over a link: each connection's times in round trips of its own path, the cost of
     // each handshake read off the measurement (a path without delay has no round trip
     // to count in).
     if s.path.len() == s.ttfb.len() && s.path.iter().all(|p| *p > 0) {
-        push_distribution(&mut out, "path.rtt", &s.path);
+        push_distribution(&mut out, PATH_RTT, &s.path);
         let per_path = |v: &[u64]| -> Vec<f64> {
             v.iter()
                 .zip(&s.path)
                 .map(|(t, p)| *t as f64 / *p as f64)
                 .collect()
         };
-        push_ratios(
-            &mut out,
-            "ttfb.round_trips",
-            per_path(&s.ttfb),
-            "round trips",
-        );
-        push_ratios(
-            &mut out,
-            "connect.tcp.round_trips",
-            per_path(&s.tcp),
-            "round trips",
-        );
-        push_ratios(
-            &mut out,
-            "connect.proxy.round_trips",
-            per_path(&s.proxy),
-            "round trips",
-        );
+        push_ratios(&mut out, TTFB_ROUND_TRIPS, per_path(&s.ttfb));
+        push_ratios(&mut out, CONNECT_TCP_ROUND_TRIPS, per_path(&s.tcp));
+        push_ratios(&mut out, CONNECT_PROXY_ROUND_TRIPS, per_path(&s.proxy));
     }
     // Per connection, in order: the per-connection chart and the CDF.
     out.rounds = Some(s.ttfb);

@@ -19,6 +19,17 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_model::metric::BYTES_PAYLOAD;
+use wirebench_model::metric::CONNECT_HANDSHAKE;
+use wirebench_model::metric::MESSAGES_CORRUPT;
+use wirebench_model::metric::RATE_ACHIEVED;
+use wirebench_model::metric::RATE_OFFERED;
+use wirebench_model::metric::RATE_SEND_LAG;
+use wirebench_model::metric::RTT_UNCORRECTED;
+use wirebench_model::metric::THROUGHPUT_BITS_PER_S;
+use wirebench_model::metric::THROUGHPUT_DURATION;
+use wirebench_model::metric::THROUGHPUT_MESSAGES_PER_S;
+use wirebench_model::metric::THROUGHPUT_REQUESTS_PER_S;
 use wirebench_payload::Pattern;
 use wirebench_payload::tally::Tally;
 use wirebench_protocol::Fault;
@@ -214,7 +225,7 @@ fn all_answered(local_port: Option<u16>, handshake: u64, n: u64, corrupt: u64) -
         local_port,
         ..Default::default()
     };
-    out.push("connect.handshake", secs(handshake), "s");
+    out.put(CONNECT_HANDSHAKE, secs(handshake));
     let mut tally = Tally::new();
     for k in 0..n {
         tally.observe(k, false);
@@ -318,11 +329,7 @@ async fn pingpong<C: Connect>(
     (ctx.progress)(n, n);
     let mut out = all_answered(local_port, handshake, n, corrupt.get());
     push_rtts(&mut out, std::mem::take(&mut *rtts.borrow_mut()));
-    out.push(
-        "throughput.requests_per_s",
-        n as f64 / secs(elapsed),
-        "req/s",
-    );
+    out.put_in(THROUGHPUT_REQUESTS_PER_S, n as f64 / secs(elapsed), "req/s");
     if think_ns > 0 {
         out.notes.push(format!(
             "rtt.* exclude the responder's think time of {} per round",
@@ -460,22 +467,22 @@ async fn rate<C: Connect>(
     lag.sort_unstable();
     for (name, q) in [("p50", 50.0), ("p99", 99.0), ("p999", 99.9), ("max", 100.0)] {
         if let Some(v) = percentile(&uncorrected, q) {
-            out.push(&format!("rtt.uncorrected.{name}"), secs(v), "s");
+            out.put(RTT_UNCORRECTED.at(name), secs(v));
         }
     }
     if let Some(m) = mean(&uncorrected) {
-        out.push("rtt.uncorrected.mean", m / 1e9, "s");
+        out.put(RTT_UNCORRECTED.at("mean"), m / 1e9);
     }
     out.histograms
-        .push(("rtt.uncorrected".into(), histogram(&uncorrected)));
+        .push((RTT_UNCORRECTED.name.into(), histogram(&uncorrected)));
     for (name, q) in [("p50", 50.0), ("p99", 99.0), ("max", 100.0)] {
         if let Some(v) = percentile(&lag, q) {
-            out.push(&format!("rate.send_lag.{name}"), secs(v), "s");
+            out.put(RATE_SEND_LAG.at(name), secs(v));
         }
     }
-    out.push("rate.offered", per_s, "req/s");
-    out.push(
-        "rate.achieved",
+    out.put_in(RATE_OFFERED, per_s, "req/s");
+    out.put_in(
+        RATE_ACHIEVED,
         n as f64 / secs(end.saturating_sub(t0)),
         "req/s",
     );
@@ -697,7 +704,7 @@ fn stream_outcome(
         local_port: s.local_port,
         ..Default::default()
     };
-    out.push("connect.handshake", secs(s.handshake), "s");
+    out.put(CONNECT_HANDSHAKE, secs(s.handshake));
     let mut tally = Tally::new();
     tally.counts.received = s.delivered;
     tally.counts.lost = s.sent.saturating_sub(s.delivered);
@@ -706,15 +713,11 @@ fn stream_outcome(
     let elapsed = s.end.saturating_sub(s.start);
     if elapsed > 0 && s.delivered > 0 {
         let t = secs(elapsed);
-        out.push("throughput.duration", t, "s");
-        out.push(
-            "throughput.bits_per_s",
-            s.payload_bytes as f64 * 8.0 / t,
-            "bit/s",
-        );
-        out.push("throughput.messages_per_s", s.delivered as f64 / t, "msg/s");
+        out.put(THROUGHPUT_DURATION, t);
+        out.put(THROUGHPUT_BITS_PER_S, s.payload_bytes as f64 * 8.0 / t);
+        out.put(THROUGHPUT_MESSAGES_PER_S, s.delivered as f64 / t);
     }
-    out.push("bytes.payload", s.payload_bytes as f64, "B");
+    out.put(BYTES_PAYLOAD, s.payload_bytes as f64);
     if echo {
         push_load_rtts(&mut out, &s.rtts);
     }
@@ -796,7 +799,7 @@ where
         && seen.corrupt > 0
     {
         for (name, m) in &mut out.metrics {
-            if name == "messages.corrupt" {
+            if MESSAGES_CORRUPT.key().is(name) {
                 m.value = m.value.max(seen.corrupt as f64);
             }
         }

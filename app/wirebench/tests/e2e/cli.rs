@@ -626,7 +626,7 @@ fn every_metric_a_run_records_is_known_to_columns() {
         for name in r["metrics"].as_object().unwrap().keys() {
             assert!(
                 wirebench_runner::metrics::spec(name).is_some(),
-                "{name} is declared by nobody (wirebench_model::results::SHARED or a plugin)"
+                "{name} is declared by nobody (wirebench_model::metric::SHARED or a plugin)"
             );
         }
     }

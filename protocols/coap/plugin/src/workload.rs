@@ -26,6 +26,9 @@ use wirebench_coap_engine::{
     ClientConfig, Code, Event, Failure, Request, RequestId, Response, Szx, TransmissionParams,
 };
 use wirebench_model::clock::monotonic_ns;
+use wirebench_model::metric::THROUGHPUT_BITS_PER_S;
+use wirebench_model::metric::THROUGHPUT_DURATION;
+use wirebench_model::metric::THROUGHPUT_MESSAGES_PER_S;
 use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
 use wirebench_protocol::{Ctx, Outcome, TICK, Transport, WorkloadError};
@@ -300,17 +303,12 @@ fn stream(
     out.push(crate::EXCHANGES.name, exchanges as f64, "count");
     if last > start {
         let t = secs(last - start);
-        out.push("throughput.duration", t, "s");
-        out.push(
-            "throughput.bits_per_s",
+        out.put(THROUGHPUT_DURATION, t);
+        out.put(
+            THROUGHPUT_BITS_PER_S,
             (tally.counts.received * run.payload as u64 * 8) as f64 / t,
-            "bit/s",
         );
-        out.push(
-            "throughput.messages_per_s",
-            tally.counts.received as f64 / t,
-            "msg/s",
-        );
+        out.put(THROUGHPUT_MESSAGES_PER_S, tally.counts.received as f64 / t);
     }
     Ok(())
 }

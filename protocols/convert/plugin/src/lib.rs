@@ -117,19 +117,19 @@ pub struct Convert;
 pub static PLUGIN: &dyn Protocol = &Convert;
 
 /// The metrics only convert's cases record (docs/results.md).
-static METRICS: &[MetricSpec] = &[
-    MetricSpec::new(
-        "convert.onward_tfo",
-        "count",
-        "connections onwards whose SYN carried the client's data and were accepted",
-    ),
-    MetricSpec::dist(
-        "convert.leg",
-        wirebench_model::results::STATS,
-        "s",
-        "the converter's own connection onwards, from its start to the server's accept",
-    ),
-];
+pub const CONVERT_ONWARD_TFO: MetricSpec = MetricSpec::new(
+    "convert.onward_tfo",
+    "count",
+    "connections onwards whose SYN carried the client's data and were accepted",
+);
+pub const CONVERT_LEG: MetricSpec = MetricSpec::dist(
+    "convert.leg",
+    wirebench_model::metric::STATS,
+    "s",
+    "the converter's own connection onwards, from its start to the server's accept",
+);
+
+static METRICS: &[MetricSpec] = &[CONVERT_ONWARD_TFO, CONVERT_LEG];
 
 impl Protocol for Convert {
     fn metrics(&self) -> &'static [MetricSpec] {
@@ -230,10 +230,10 @@ impl Protocol for Convert {
         let add = |out: &mut Outcome| {
             let times = legs.take();
             if !times.is_empty() {
-                wirebench_connect::push_distribution(out, "convert.leg", &times);
+                wirebench_connect::push_distribution(out, CONVERT_LEG, &times);
             }
             if tfo {
-                out.push("convert.onward_tfo", legs.syn_data() as f64, "count");
+                out.put(CONVERT_ONWARD_TFO, legs.syn_data() as f64);
             }
             out.notes.push(
                 "Convert (RFC 8803): the Connect TLV and the first message share one write (the SYN with tfo=on; the converter's SYN onwards carries the message too); connect.proxy is the converter's answer, from that write; convert.leg is the converter's own connection onwards, from its start to the origin's first byte; convert.onward_tfo counts those whose SYN carried the client's data".into(),

@@ -19,6 +19,7 @@ use ngircd::{Ngircd, NgircdConfig};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::Duration;
+use wirebench_model::MetricSpec;
 use wirebench_protocol::Fault;
 use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::params::PEER_STREAM_COUNT;
@@ -46,29 +47,39 @@ pub struct Irc;
 pub static PLUGIN: &dyn Protocol = &Irc;
 
 /// The metrics only its cases record (docs/results.md).
-static METRICS: &[wirebench_model::MetricSpec] = &[
-    wirebench_model::MetricSpec::new("irc.login", "s", "client1's registration with its server"),
-    wirebench_model::MetricSpec::new("irc.link_setup", "s", "the servers' link set-up"),
-    wirebench_model::MetricSpec::new(
-        "irc.nick_known",
-        "s",
-        "until client2's nick was known across the link",
-    ),
-    wirebench_model::MetricSpec::new(
-        "irc.first_delivery",
-        "s",
-        "the first message's trip between the clients",
-    ),
-    wirebench_model::MetricSpec::new("irc.lines_per_message", "count", "IRC lines per message"),
-    wirebench_model::MetricSpec::new(
-        "irc.drain_wait",
-        "s",
-        "waiting for the link to drain before the case",
-    ),
+pub const IRC_LOGIN: MetricSpec =
+    MetricSpec::new("irc.login", "s", "client1's registration with its server");
+pub const IRC_LINK_SETUP: MetricSpec =
+    MetricSpec::new("irc.link_setup", "s", "the servers' link set-up");
+pub const IRC_NICK_KNOWN: MetricSpec = MetricSpec::new(
+    "irc.nick_known",
+    "s",
+    "until client2's nick was known across the link",
+);
+pub const IRC_FIRST_DELIVERY: MetricSpec = MetricSpec::new(
+    "irc.first_delivery",
+    "s",
+    "the first message's trip between the clients",
+);
+pub const IRC_LINES_PER_MESSAGE: MetricSpec =
+    MetricSpec::new("irc.lines_per_message", "count", "IRC lines per message");
+pub const IRC_DRAIN_WAIT: MetricSpec = MetricSpec::new(
+    "irc.drain_wait",
+    "s",
+    "waiting for the link to drain before the case",
+);
+
+static METRICS: &[MetricSpec] = &[
+    IRC_LOGIN,
+    IRC_LINK_SETUP,
+    IRC_NICK_KNOWN,
+    IRC_FIRST_DELIVERY,
+    IRC_LINES_PER_MESSAGE,
+    IRC_DRAIN_WAIT,
 ];
 
 impl Protocol for Irc {
-    fn metrics(&self) -> &'static [wirebench_model::MetricSpec] {
+    fn metrics(&self) -> &'static [MetricSpec] {
         METRICS
     }
     fn name(&self) -> &'static str {
@@ -212,7 +223,7 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
     if let Ok(out) = &mut r {
         // Quiet means at least 100 ms of checks; more means something was in flight.
         if drained > Duration::from_millis(250) {
-            out.push("irc.drain_wait", drained.as_secs_f64(), "s");
+            out.put(IRC_DRAIN_WAIT, drained.as_secs_f64());
             out.notes.push(format!(
                 "waited {:.1} s before starting the servers for packets of earlier \
                      connections to leave the link; they count in this case's wire.* totals \

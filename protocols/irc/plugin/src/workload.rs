@@ -23,6 +23,11 @@
 //! The loops are the shared chat workloads' (`wirebench-chat`); this module brings IRC's
 //! session (`crate::conn`, the one blocking driver under the sans-IO engine) and figures.
 
+use crate::IRC_FIRST_DELIVERY;
+use crate::IRC_LINES_PER_MESSAGE;
+use crate::IRC_LINK_SETUP;
+use crate::IRC_LOGIN;
+use crate::IRC_NICK_KNOWN;
 use crate::conn::{IrcConn, err, lines_for};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
@@ -110,7 +115,7 @@ impl IrcRun {
 
 /// What differs in IRC's chat: client1 is served every 5 ms while client2 reads.
 const STYLE: Style = Style {
-    name: "irc",
+    first_delivery: IRC_FIRST_DELIVERY,
     answer_grace: Duration::ZERO,
     service_wait: Duration::from_millis(5),
     send_metric: None,
@@ -231,18 +236,18 @@ pub fn run(run: &IrcRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     )?;
     let mut out = Outcome::default();
     if let Some(s) = run.link_setup {
-        out.push("irc.link_setup", s.as_secs_f64(), "s");
+        out.put(IRC_LINK_SETUP, s.as_secs_f64());
     }
-    out.push("irc.login", login.as_secs_f64(), "s");
+    out.put(IRC_LOGIN, login.as_secs_f64());
     // bob registered on B: wait until A knows him (his NICK crossed the link).
     let t_known = Instant::now();
     alice.wait_known(&t.b_nick, ctx.stall_timeout, ctx.shutdown, &|| {
         client2.failed()
     })?;
-    out.push("irc.nick_known", t_known.elapsed().as_secs_f64(), "s");
+    out.put(IRC_NICK_KNOWN, t_known.elapsed().as_secs_f64());
 
     let lines = lines_for(&alice.client, &t.b_nick, &random_text(&mut 1, run.payload));
-    out.push("irc.lines_per_message", lines as f64, "count");
+    out.put(IRC_LINES_PER_MESSAGE, lines as f64);
     let mut alice = IrcChat::new(alice, &t.b_nick);
     if run.stream {
         let window = (STREAM_WINDOW_BYTES / (run.payload + 64)).max(1) as u64;

@@ -26,6 +26,8 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 use wirebench_link::{LinkSpec, Transport, serialization_ns};
 use wirebench_model::Kind;
+use wirebench_model::MetricSpec;
+use wirebench_model::metric::RTT_MODEL;
 use wirebench_mqtt::QoS;
 use wirebench_protocol::hosts::SERVER_ADDR;
 use wirebench_protocol::params::{PEER_STREAM_COUNT, ParamSpec};
@@ -85,25 +87,36 @@ pub struct Mqtt;
 pub static PLUGIN: &dyn Protocol = &Mqtt;
 
 /// The metrics only its cases record (docs/results.md).
-static METRICS: &[wirebench_model::MetricSpec] = &[
-    wirebench_model::MetricSpec::new("mqtt.broker_start", "s", "the brokers' start"),
-    wirebench_model::MetricSpec::new("mqtt.connect", "s", "client1's CONNECT to CONNACK"),
-    wirebench_model::MetricSpec::new("mqtt.subscribe", "s", "SUBSCRIBE to SUBACK"),
-    wirebench_model::MetricSpec::new("mqtt.publish_bytes", "B", "bytes of one PUBLISH packet"),
-    wirebench_model::MetricSpec::new(
-        "mqtt.first_delivery",
-        "s",
-        "the first message's trip between the clients",
-    ),
-    wirebench_model::MetricSpec::new(
-        "mqtt.drain_wait",
-        "s",
-        "waiting for the link to drain before the case",
-    ),
+pub const MQTT_BROKER_START: MetricSpec =
+    MetricSpec::new("mqtt.broker_start", "s", "the brokers' start");
+pub const MQTT_CONNECT: MetricSpec =
+    MetricSpec::new("mqtt.connect", "s", "client1's CONNECT to CONNACK");
+pub const MQTT_SUBSCRIBE: MetricSpec =
+    MetricSpec::new("mqtt.subscribe", "s", "SUBSCRIBE to SUBACK");
+pub const MQTT_PUBLISH_BYTES: MetricSpec =
+    MetricSpec::new("mqtt.publish_bytes", "B", "bytes of one PUBLISH packet");
+pub const MQTT_FIRST_DELIVERY: MetricSpec = MetricSpec::new(
+    "mqtt.first_delivery",
+    "s",
+    "the first message's trip between the clients",
+);
+pub const MQTT_DRAIN_WAIT: MetricSpec = MetricSpec::new(
+    "mqtt.drain_wait",
+    "s",
+    "waiting for the link to drain before the case",
+);
+
+static METRICS: &[MetricSpec] = &[
+    MQTT_BROKER_START,
+    MQTT_CONNECT,
+    MQTT_SUBSCRIBE,
+    MQTT_PUBLISH_BYTES,
+    MQTT_FIRST_DELIVERY,
+    MQTT_DRAIN_WAIT,
 ];
 
 impl Protocol for Mqtt {
-    fn metrics(&self) -> &'static [wirebench_model::MetricSpec] {
+    fn metrics(&self) -> &'static [MetricSpec] {
         METRICS
     }
     fn name(&self) -> &'static str {
@@ -182,7 +195,7 @@ fn run_case(
         run.window_bytes = w;
     }
     let mut out = Outcome::default();
-    out.push("mqtt.broker_start", broker.start_time.as_secs_f64(), "s");
+    out.put(MQTT_BROKER_START, broker.start_time.as_secs_f64());
     if let Err(e) = workload::run(&run, ctx, &mut out) {
         return Err(with_log(e, &mut broker));
     }
@@ -190,7 +203,7 @@ fn run_case(
     wirebench_peer::record_sessions(&mut out, 2);
     wirebench_peer::record_kernel_tcp(&mut out);
     if let Some(d) = drained.filter(|d| *d > Duration::from_millis(250)) {
-        out.push("mqtt.drain_wait", d.as_secs_f64(), "s");
+        out.put(MQTT_DRAIN_WAIT, d.as_secs_f64());
         out.notes.push(format!(
             "waited {:.1} s before starting the broker for packets of earlier connections to \
              leave the link; they count in this case's wire.* totals (not in wire.stable.*)",
@@ -263,11 +276,7 @@ fn one_way_ns(frame: u64, spec: &LinkSpec) -> u64 {
 /// previous pong before the next ping, from round 2 on). Not with a trace, per-connection
 /// paths or jitter, which no closed form covers.
 fn push_model(out: &mut Outcome, link: &CaseLink, qos: QoS) {
-    let size = out
-        .metrics
-        .iter()
-        .find(|(n, _)| n == "mqtt.publish_bytes")
-        .map(|(_, m)| m.value as u64);
+    let size = out.value(MQTT_PUBLISH_BYTES).map(|v| v as u64);
     let (Some(size), None, None) = (size, &link.trace, &link.paths) else {
         return;
     };
@@ -279,7 +288,7 @@ fn push_model(out: &mut Outcome, link: &CaseLink, qos: QoS) {
         let ack = |s: &LinkSpec| s.rate_bps.map_or(0, |r| serialization_ns(4 + TCP_IP, r));
         model += ack(&link.up) + ack(&link.down);
     }
-    out.push("rtt.model", model as f64 / 1e9, "s");
+    out.put(RTT_MODEL, model as f64 / 1e9);
     out.notes.push(format!(
         "rtt.model: the {size}-byte PUBLISH in one segment each way (+{TCP_IP} bytes of \
          TCP/IP){}, serialized, plus the delays",

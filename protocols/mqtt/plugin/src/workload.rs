@@ -19,6 +19,10 @@
 //! messages and its subscription. The loops are the shared chat workloads'
 //! (`wirebench-chat`); this module brings MQTT's session and figures.
 
+use crate::MQTT_CONNECT;
+use crate::MQTT_FIRST_DELIVERY;
+use crate::MQTT_PUBLISH_BYTES;
+use crate::MQTT_SUBSCRIBE;
 use crate::conn::MqttConn;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -143,10 +147,10 @@ impl MqttRun {
 
 /// What differs in MQTT's chat: PUBLISH sizes are a metric, client2 is served every 2 ms.
 const STYLE: Style = Style {
-    name: "mqtt",
+    first_delivery: MQTT_FIRST_DELIVERY,
     answer_grace: Duration::ZERO,
     service_wait: Duration::from_millis(2),
-    send_metric: Some(("mqtt.publish_bytes", "B")),
+    send_metric: Some(MQTT_PUBLISH_BYTES),
     tagged: false,
 };
 
@@ -224,7 +228,7 @@ pub fn run(run: &MqttRun, ctx: &Ctx, out: &mut Outcome) -> Result<(), WorkloadEr
         timeout,
         ctx.shutdown,
     )?;
-    out.push("mqtt.connect", conn.connect_time.as_secs_f64(), "s");
+    out.put(MQTT_CONNECT, conn.connect_time.as_secs_f64());
     let mut c1 = MqttChat {
         conn,
         to: PING,
@@ -233,7 +237,7 @@ pub fn run(run: &MqttRun, ctx: &Ctx, out: &mut Outcome) -> Result<(), WorkloadEr
     };
     if !run.stream {
         let t = c1.conn.subscribe(PONG, run.qos, timeout)?;
-        out.push("mqtt.subscribe", t.as_secs_f64(), "s");
+        out.put(MQTT_SUBSCRIBE, t.as_secs_f64());
     }
     let r = if run.stream {
         let window = (run.window_bytes / (run.payload as u64 + 64)).clamp(2, MAX_AHEAD);

@@ -25,6 +25,9 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use wirebench_model::clock::monotonic_ns;
+use wirebench_model::metric::THROUGHPUT_BITS_PER_S;
+use wirebench_model::metric::THROUGHPUT_DURATION;
+use wirebench_model::metric::THROUGHPUT_MESSAGES_PER_S;
 use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
 use wirebench_protocol::{Ctx, Outcome, TICK, Transport, WorkloadError};
@@ -345,9 +348,9 @@ fn stream(
     }
     if at > start {
         let t = secs(at - start);
-        out.push("throughput.duration", t, "s");
-        out.push("throughput.bits_per_s", (sent * 8) as f64 / t, "bit/s");
-        out.push("throughput.messages_per_s", run.count as f64 / t, "msg/s");
+        out.put(THROUGHPUT_DURATION, t);
+        out.put(THROUGHPUT_BITS_PER_S, (sent * 8) as f64 / t);
+        out.put(THROUGHPUT_MESSAGES_PER_S, run.count as f64 / t);
     }
     Ok(())
 }

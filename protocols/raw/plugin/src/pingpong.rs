@@ -10,6 +10,10 @@ use crate::conn::{Conn, Wait};
 use std::cell::RefCell;
 use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_model::metric::BYTES_RECEIVED;
+use wirebench_model::metric::BYTES_SENT;
+use wirebench_model::metric::CONNECT_HANDSHAKE;
+use wirebench_model::metric::CONNECT_TIME;
 use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::{Ctx, Outcome, WorkloadError};
 use wirebench_raw::control::{Behaviour, Open};
@@ -133,12 +137,12 @@ pub fn run(ctl: &mut ControlClient, p: &PingPong, ctx: &Ctx) -> Result<Outcome, 
         congestion: wirebench_net::sock::congestion(&conn.stream),
         ..Default::default()
     };
-    out.push("connect.handshake", secs(setup.handshake_ns), "s");
-    out.push("connect.time", secs(setup.first_byte_ns), "s");
+    out.put(CONNECT_HANDSHAKE, secs(setup.handshake_ns));
+    out.put(CONNECT_TIME, secs(setup.first_byte_ns));
     push_rtts(&mut out, engine.into_rtts());
     push_counts(&mut out, p.rounds, &tally);
-    out.push("bytes.sent", conn.bytes_out as f64, "B");
-    out.push("bytes.received", conn.bytes_in as f64, "B");
+    out.put(BYTES_SENT, conn.bytes_out as f64);
+    out.put(BYTES_RECEIVED, conn.bytes_in as f64);
     if think_ns > 0 {
         out.notes.push(format!(
             "rtt.* exclude the responder's think time of {} per round",

@@ -17,6 +17,15 @@ use crate::conn::{Conn, Wait};
 use std::cell::RefCell;
 use std::time::Duration;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_model::metric::BYTES_PAYLOAD;
+use wirebench_model::metric::BYTES_SENT;
+use wirebench_model::metric::CONNECT_HANDSHAKE;
+use wirebench_model::metric::CONNECT_TIME;
+use wirebench_model::metric::RTT;
+use wirebench_model::metric::THROUGHPUT_BITS_PER_S;
+use wirebench_model::metric::THROUGHPUT_DURATION;
+use wirebench_model::metric::THROUGHPUT_FRAME_BITS_PER_S;
+use wirebench_model::metric::THROUGHPUT_MESSAGES_PER_S;
 use wirebench_payload::tally::Tally;
 use wirebench_protocol::stats::{histogram, mean, percentile, push_counts, secs};
 use wirebench_protocol::{Ctx, Outcome, WorkloadError};
@@ -165,8 +174,8 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
         congestion: wirebench_net::sock::congestion(&conn.stream),
         ..Default::default()
     };
-    out.push("connect.handshake", secs(setup.handshake_ns), "s");
-    out.push("connect.time", secs(setup.first_byte_ns), "s");
+    out.put(CONNECT_HANDSHAKE, secs(setup.handshake_ns));
+    out.put(CONNECT_TIME, secs(setup.first_byte_ns));
     let payload_bytes = push_throughput(
         &mut out,
         s,
@@ -182,8 +191,8 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
             wirebench_model::format_duration(d)
         ));
     }
-    out.push("bytes.payload", payload_bytes as f64, "B");
-    out.push("bytes.sent", conn.bytes_out as f64, "B");
+    out.put(BYTES_PAYLOAD, payload_bytes as f64);
+    out.put(BYTES_SENT, conn.bytes_out as f64);
     if echo {
         push_echo_rtts(&mut out, engine.rtts());
     }
@@ -230,19 +239,11 @@ fn push_throughput(
     };
     if elapsed_ns > 0 {
         let t = secs(elapsed_ns);
-        out.push("throughput.duration", t, "s");
-        out.push(
-            "throughput.bits_per_s",
-            payload_bytes as f64 * 8.0 / t,
-            "bit/s",
-        );
+        out.put(THROUGHPUT_DURATION, t);
+        out.put(THROUGHPUT_BITS_PER_S, payload_bytes as f64 * 8.0 / t);
         let frame_bytes = payload_bytes + delivered * HEADER_LEN as u64;
-        out.push(
-            "throughput.frame_bits_per_s",
-            frame_bytes as f64 * 8.0 / t,
-            "bit/s",
-        );
-        out.push("throughput.messages_per_s", delivered as f64 / t, "msg/s");
+        out.put(THROUGHPUT_FRAME_BITS_PER_S, frame_bytes as f64 * 8.0 / t);
+        out.put(THROUGHPUT_MESSAGES_PER_S, delivered as f64 / t);
     }
     payload_bytes
 }
@@ -255,16 +256,16 @@ fn push_echo_rtts(out: &mut Outcome, rtts: &[u64]) {
     let mut sorted = rtts.to_vec();
     sorted.sort_unstable();
     if let Some(m) = mean(&sorted) {
-        out.push("rtt.mean", m / 1e9, "s");
+        out.put(RTT.at("mean"), m / 1e9);
     }
     for (name, q) in [
-        ("rtt.p50", 50.0),
-        ("rtt.p90", 90.0),
-        ("rtt.p99", 99.0),
-        ("rtt.max", 100.0),
+        (RTT.at("p50"), 50.0),
+        (RTT.at("p90"), 90.0),
+        (RTT.at("p99"), 99.0),
+        (RTT.at("max"), 100.0),
     ] {
         if let Some(v) = percentile(&sorted, q) {
-            out.push(name, secs(v), "s");
+            out.put(name, secs(v));
         }
     }
     out.histograms.push(("rtt".into(), histogram(rtts)));

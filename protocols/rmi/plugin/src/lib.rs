@@ -14,6 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use wirebench_model::metric::BYTES_PAYLOAD;
+use wirebench_model::metric::CONNECT_HANDSHAKE;
+use wirebench_model::metric::THROUGHPUT_BITS_PER_S;
+use wirebench_model::metric::THROUGHPUT_DURATION;
+use wirebench_model::metric::THROUGHPUT_MESSAGES_PER_S;
 use wirebench_peer::stop_child;
 use wirebench_protocol::Fault;
 use wirebench_protocol::params::{MODE, Mode, ParamSpec};
@@ -400,7 +405,7 @@ fn run_client(
 
 fn outcome(case: &Case, r: Report, think: Duration) -> Result<Outcome, WorkloadError> {
     let mut out = Outcome::default();
-    out.push("connect.handshake", secs(r.lookup_ns), "s");
+    out.put(CONNECT_HANDSHAKE, secs(r.lookup_ns));
     out.notes.push(
         "connect.handshake is the RMI registry lookup in a fresh JVM (class loading included)"
             .into(),
@@ -430,11 +435,11 @@ fn outcome(case: &Case, r: Report, think: Duration) -> Result<Outcome, WorkloadE
             let bytes = delivered * case.payload();
             if r.elapsed_ns > 0 {
                 let t = secs(r.elapsed_ns);
-                out.push("throughput.duration", t, "s");
-                out.push("throughput.bits_per_s", bytes as f64 * 8.0 / t, "bit/s");
-                out.push("throughput.messages_per_s", delivered as f64 / t, "msg/s");
+                out.put(THROUGHPUT_DURATION, t);
+                out.put(THROUGHPUT_BITS_PER_S, bytes as f64 * 8.0 / t);
+                out.put(THROUGHPUT_MESSAGES_PER_S, delivered as f64 / t);
             }
-            out.push("bytes.payload", bytes as f64, "B");
+            out.put(BYTES_PAYLOAD, bytes as f64);
             if echo {
                 push_load_rtts(&mut out, &r.rtts_ns);
             }

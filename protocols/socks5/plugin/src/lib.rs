@@ -22,6 +22,8 @@ use wirebench_connect::params::{CONCURRENCY, CONNECTS};
 use wirebench_connect::{Dial, Dialed};
 use wirebench_model::Kind;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_model::metric::connect::CONNECTS_OK;
+use wirebench_model::metric::connect::PROXY_CPU_PER_CONNECTION;
 use wirebench_protocol::params::ParamSpec;
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
 use wirebench_socks5 as s5;
@@ -431,14 +433,10 @@ impl Protocol for Socks5 {
             Ok((d, placed))
         })?;
         // A third-party proxy's CPU per connection, as ours is recorded.
-        let ok = out
-            .metrics
-            .iter()
-            .find(|(k, _)| k == "connects.ok")
-            .map_or(0.0, |(_, m)| m.value);
+        let ok = out.value(CONNECTS_OK).unwrap_or(0.0);
         let cpu = *external_cpu.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(cpu) = cpu.filter(|c| *c > 0.0 && ok > 0.0) {
-            out.push("proxy.cpu_per_connection", cpu / ok, "s");
+            out.put(PROXY_CPU_PER_CONNECTION, cpu / ok);
         }
         out.notes.push(format!(
             "SOCKS5 handshake: {} round trip(s) before the client's first byte",

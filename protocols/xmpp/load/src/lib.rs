@@ -17,6 +17,7 @@
 
 pub mod hold;
 pub mod load_case;
+pub mod metrics;
 pub mod open_loop;
 mod room;
 pub mod tls;

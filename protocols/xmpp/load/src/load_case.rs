@@ -11,6 +11,12 @@
 //! one JSON line each; the parent adds them up, so the merged histograms are exact.
 
 use crate::hold::{ALLOW_ANY_TARGET, target_allowed};
+use crate::metrics::GENERATOR_CPU;
+use crate::metrics::GENERATOR_CPU_PER_SESSION;
+use crate::metrics::GENERATOR_RSS;
+use crate::metrics::GENERATOR_RSS_PER_SESSION;
+use crate::metrics::LOAD_PRESENCES;
+use crate::metrics::LOAD_ROSTER_ITEMS;
 use crate::open_loop::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
 use crate::room::{Ends, IN_PROCESS, Machine, Needs, PER_GENERATOR};
 use crate::usage::{ServerProbe, Usage, UsageSampler, push_login_cpu};
@@ -22,6 +28,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wirebench_load::{Arrivals, Cause, Dist, Interval, Phase, Schedule, Series, Wire};
 use wirebench_model::Kind;
+use wirebench_model::metric::SERVER_CPU;
+use wirebench_model::metric::SERVER_CPU_PER_SESSION;
+use wirebench_model::metric::SERVER_ROUTED;
+use wirebench_model::metric::SERVER_RSS;
+use wirebench_model::metric::SERVER_RSS_PER_SESSION;
+use wirebench_model::metric::SHARD_CLOCK_ERROR;
+use wirebench_model::metric::SHARD_CLOCK_OFFSET;
+use wirebench_model::metric::SHARD_COUNT;
+use wirebench_model::metric::SHARD_INDEX;
+use wirebench_model::metric::SHARD_START_MARGIN;
 use wirebench_protocol::Fault;
 use wirebench_protocol::params::{ON_OFF, ParamSpec};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, Start, WorkloadError};
@@ -567,7 +583,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         push_login_cpu(&mut out, &l);
     }
     if let Some(s) = &server {
-        out.push("server.routed", s.routed as f64, "count");
+        out.put(SERVER_ROUTED, s.routed as f64);
         wirebench_peer::record_sessions(&mut out, s.bound);
     }
     if let Some(p) = &placed
@@ -843,27 +859,23 @@ fn push_session_figures(
     let roster_items: u64 = summaries.iter().map(|s| s.roster_items).sum();
     let presences: u64 = summaries.iter().map(|s| s.presences).sum();
     if logged_in > 0 {
-        out.push(
-            "load.roster_items",
-            roster_items as f64 / logged_in as f64,
-            "count",
-        );
+        out.put(LOAD_ROSTER_ITEMS, roster_items as f64 / logged_in as f64);
     }
-    out.push("load.presences", presences as f64, "count");
+    out.put(LOAD_PRESENCES, presences as f64);
     (figures.peak_active, logged_in)
 }
 
 /// What the built-in server used.
 fn push_builtin_usage(out: &mut Outcome, s: &BuiltinUsage, in_process: bool, peak_active: i64) {
-    out.push("server.cpu", s.cpu, "s");
+    out.put(SERVER_CPU, s.cpu);
     // A server inside wirebench shares its memory with the generator thread: not
     // separable, not recorded.
     if !in_process && s.rss_peak_kib > 0 {
-        out.push("server.rss", (s.rss_peak_kib * 1024) as f64, "B");
+        out.put(SERVER_RSS, (s.rss_peak_kib * 1024) as f64);
         if peak_active > 0 {
             let per =
                 s.rss_peak_kib.saturating_sub(s.rss_start_kib) as f64 * 1024.0 / peak_active as f64;
-            out.push("server.rss_per_session", per, "B");
+            out.put(SERVER_RSS_PER_SESSION, per);
         }
     }
 }
@@ -883,14 +895,14 @@ fn push_generator_usage(
         let peak: u64 = gens.iter().filter_map(|s| s.rss_peak_kib).sum();
         let start: u64 = gens.iter().filter_map(|s| s.rss_start_kib).sum();
         let cpu: f64 = gens.iter().filter_map(|s| s.cpu_s).sum();
-        out.push("generator.rss", (peak * 1024) as f64, "B");
-        out.push("generator.cpu", cpu, "s");
+        out.put(GENERATOR_RSS, (peak * 1024) as f64);
+        out.put(GENERATOR_CPU, cpu);
         if peak_active > 0 {
             let per = peak.saturating_sub(start) as f64 * 1024.0 / peak_active as f64;
-            out.push("generator.rss_per_session", per, "B");
+            out.put(GENERATOR_RSS_PER_SESSION, per);
         }
         if logged_in > 0 {
-            out.push("generator.cpu_per_session", cpu / logged_in as f64, "s");
+            out.put(GENERATOR_CPU_PER_SESSION, cpu / logged_in as f64);
         }
     }
 }
@@ -911,17 +923,17 @@ fn push_placed_usage(
         .filter_map(|r| r.server.map(|s| s.0))
         .max();
     let cpu = end.cpu_s - p.start.cpu_s;
-    out.push("server.cpu", cpu, "s");
+    out.put(SERVER_CPU, cpu);
     if let Some(top) = top {
-        out.push("server.rss", (top * 1024) as f64, "B");
+        out.put(SERVER_RSS, (top * 1024) as f64);
         if peak_active > 0 {
             let per =
                 top.saturating_sub(p.start.rss_bytes / 1024) as f64 * 1024.0 / peak_active as f64;
-            out.push("server.rss_per_session", per, "B");
+            out.put(SERVER_RSS_PER_SESSION, per);
         }
     }
     if logged_in > 0 {
-        out.push("server.cpu_per_session", cpu / logged_in as f64, "s");
+        out.put(SERVER_CPU_PER_SESSION, cpu / logged_in as f64);
     }
     wirebench_peer::record_sessions(out, logged_in);
 }
@@ -934,14 +946,14 @@ fn push_shard(
     total: u64,
     sessions: usize,
 ) {
-    out.push("shard.index", sh.index as f64, "count");
-    out.push("shard.count", sh.count as f64, "count");
-    out.push("shard.start_margin", start.margin_s, "s");
+    out.put(SHARD_INDEX, sh.index as f64);
+    out.put(SHARD_COUNT, sh.count as f64);
+    out.put(SHARD_START_MARGIN, start.margin_s);
     if let Some(o) = start.offset_s {
-        out.push("shard.clock_offset", o, "s");
+        out.put(SHARD_CLOCK_OFFSET, o);
     }
     if let Some(e) = start.error_s {
-        out.push("shard.clock_error", e, "s");
+        out.put(SHARD_CLOCK_ERROR, e);
     }
     out.notes.push(format!(
         "shard {}/{}: {total} of the schedule's {sessions} sessions; started by {} at {}, {}",

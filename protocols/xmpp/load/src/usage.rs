@@ -8,6 +8,11 @@
 //! blamed on the other, and a side's start-up (the server building its accounts, a
 //! generator its schedule) is left out: the first reading is at the schedule's start.
 
+use crate::metrics::LOAD_LOGIN_PHASE;
+use crate::metrics::{
+    GENERATOR_CPU_SYS_PER_LOGIN, GENERATOR_CPU_USER_PER_LOGIN, SERVER_CPU_SYS_PER_LOGIN,
+    SERVER_CPU_USER_PER_LOGIN,
+};
 use crate::open_loop::monotonic_ns;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -337,11 +342,22 @@ impl Usage {
 /// (`generator.cpu_user_per_login`, `.cpu_sys_per_login`, the same for `server.`), and
 /// the login phase they were read over (`load.login_phase`).
 pub(crate) fn push_login_cpu(out: &mut Outcome, l: &LoginCpu) {
-    out.push("load.login_phase", l.phase_s, "s");
-    for (side, cpu) in [("generator", l.generator), ("server", l.server)] {
+    out.put(LOAD_LOGIN_PHASE, l.phase_s);
+    for (cpu, user, sys) in [
+        (
+            l.generator,
+            GENERATOR_CPU_USER_PER_LOGIN,
+            GENERATOR_CPU_SYS_PER_LOGIN,
+        ),
+        (
+            l.server,
+            SERVER_CPU_USER_PER_LOGIN,
+            SERVER_CPU_SYS_PER_LOGIN,
+        ),
+    ] {
         if let Some(c) = cpu {
-            out.push(&format!("{side}.cpu_user_per_login"), c.user, "s");
-            out.push(&format!("{side}.cpu_sys_per_login"), c.sys, "s");
+            out.put(user, c.user);
+            out.put(sys, c.sys);
         }
     }
 }

@@ -4,11 +4,43 @@
 //! link. Prosody's own server-to-server module is off, so nothing can bypass them.
 
 use std::net::{IpAddr, SocketAddr};
+use wirebench_model::MetricSpec;
 use wirebench_protocol::Fault;
 use wirebench_protocol::Hosts;
 use wirebench_protocol::WorkloadError;
 use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_x2x_gateway::{Compression, Config, Gateway, LogLevel, Stats};
+
+/// The gateways' metrics (docs/x2x.md), declared with XMPP's by its plugin.
+pub const X2X_CONNECTIONS: MetricSpec = MetricSpec::new(
+    "x2x.connections",
+    "count",
+    "connections between the gateways",
+);
+pub const X2X_TFO_USED: MetricSpec = MetricSpec::new(
+    "x2x.tfo_used",
+    "count",
+    "gateway connections opened with TCP Fast Open",
+);
+pub const X2X_TIMESTAMPS_USED: MetricSpec = MetricSpec::new(
+    "x2x.timestamps_used",
+    "count",
+    "gateway connections with TCP timestamps",
+);
+pub const X2X_OVERHEAD_PER_STANZA: MetricSpec = MetricSpec::new(
+    "x2x.overhead_per_stanza",
+    "B",
+    "gateway link bytes per stanza beyond its payload",
+);
+
+pub const X2X_LINK_BYTES: MetricSpec =
+    MetricSpec::new("x2x.link_bytes", "B", "bytes the gateways sent each other");
+pub const X2X_STANZAS: MetricSpec =
+    MetricSpec::new("x2x.stanzas", "count", "stanzas the gateways carried");
+pub const X2X_BYTES_PER_STANZA: MetricSpec =
+    MetricSpec::new("x2x.bytes_per_stanza", "B", "gateway link bytes per stanza");
+pub const X2X_RESENT: MetricSpec =
+    MetricSpec::new("x2x.resent", "count", "stanzas resent after a link outage");
 
 pub const SECRET: &str = "wirebench-x2x";
 const PORT: u16 = 5270;
@@ -198,38 +230,28 @@ impl Pair {
 /// The gateways' own counters beside the workload's metrics: what crossed the link
 /// (compressed), how many connections it took and whether their SYNs carried data.
 pub fn record(out: &mut wirebench_protocol::Outcome, a: &Stats, b: &Stats, payload: Option<usize>) {
-    out.push(
-        "x2x.link_bytes",
-        (a.link_bytes_out + b.link_bytes_out) as f64,
-        "B",
-    );
-    out.push(
-        "x2x.stanzas",
-        (a.stanzas_out + b.stanzas_out) as f64,
-        "count",
-    );
-    out.push(
-        "x2x.connections",
+    out.put(X2X_LINK_BYTES, (a.link_bytes_out + b.link_bytes_out) as f64);
+    out.put(X2X_STANZAS, (a.stanzas_out + b.stanzas_out) as f64);
+    out.put(
+        X2X_CONNECTIONS,
         (a.link_connections + b.link_connections) as f64,
-        "count",
     );
-    out.push("x2x.tfo_used", (a.tfo_used + b.tfo_used) as f64, "count");
-    out.push(
-        "x2x.timestamps_used",
+    out.put(X2X_TFO_USED, (a.tfo_used + b.tfo_used) as f64);
+    out.put(
+        X2X_TIMESTAMPS_USED,
         (a.timestamps_used + b.timestamps_used) as f64,
-        "count",
     );
     let stanzas = a.stanzas_out + b.stanzas_out;
     if stanzas > 0 {
         // Compressed XMPP bytes per stanza, markers, acks and the cold start of the
         // compressor included (TCP/IP headers are not: see wire.*).
         let per = (a.link_bytes_out + b.link_bytes_out) as f64 / stanzas as f64;
-        out.push("x2x.bytes_per_stanza", per, "B");
+        out.put(X2X_BYTES_PER_STANZA, per);
         if let Some(p) = payload {
-            out.push("x2x.overhead_per_stanza", per - p as f64, "B");
+            out.put(X2X_OVERHEAD_PER_STANZA, per - p as f64);
         }
     }
-    out.push("x2x.resent", (a.resent + b.resent) as f64, "count");
+    out.put(X2X_RESENT, (a.resent + b.resent) as f64);
     out.notes.push(
         "XMPP server link: wirebench x2x gateways (XEP-0361 zero handshake, zlib with preset \
          dictionary, connection opened on demand by the first stanza; Prosody s2s off)"

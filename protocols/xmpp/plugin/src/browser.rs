@@ -16,6 +16,10 @@
 //! removed when the case ends, however it ends (success, error, Ctrl-C: [`Browser`]'s
 //! `Drop`). If wirebench itself is killed, the parent-death signal ends the browser.
 
+use crate::metrics::S2_BROWSER_START;
+use crate::metrics::S2_LOGIN;
+use crate::metrics::S2_PINGS;
+use crate::metrics::S2_TOTAL;
 use crate::params::Params;
 use crate::transport::Transport;
 use std::io::{Read, Write};
@@ -593,15 +597,11 @@ pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     }
     tally.finish(run.count);
     let mut out = Outcome::default();
-    out.push("s2.total", secs(ms(r.total_ms)), "s");
-    out.push("s2.login", secs(ms(r.login_ms)), "s");
-    out.push("s2.pings", secs(ms(r.total_ms - r.login_ms)), "s");
+    out.put(S2_TOTAL, secs(ms(r.total_ms)));
+    out.put(S2_LOGIN, secs(ms(r.login_ms)));
+    out.put(S2_PINGS, secs(ms(r.total_ms - r.login_ms)));
     if let Some(at) = loaded {
-        out.push(
-            "s2.browser_start",
-            at.duration_since(launched).as_secs_f64(),
-            "s",
-        );
+        out.put(S2_BROWSER_START, at.duration_since(launched).as_secs_f64());
     }
     push_counts(&mut out, run.count, &tally);
     (ctx.progress)(rtts.len() as u64, run.count);

@@ -5,6 +5,8 @@
 use crate::params::Params;
 use crate::workload::{self, Topology, XmppRun};
 use crate::{browser, endpoint};
+use wirebench_model::metric::SERVER_CPU;
+use wirebench_model::metric::SERVER_ROUTED;
 use wirebench_protocol::Fault;
 use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
@@ -106,14 +108,10 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
     stop.store(true, Ordering::SeqCst);
     let _ = thread.join();
     if let Ok(o) = &mut out {
-        o.push(
-            "server.routed",
-            stats.routed.load(Ordering::Relaxed) as f64,
-            "count",
-        );
+        o.put(SERVER_ROUTED, stats.routed.load(Ordering::Relaxed) as f64);
         // The server shares this process with the clients: its CPU is its threads', its
         // memory is not separable and is not recorded.
-        o.push("server.cpu", cpu, "s");
+        o.put(SERVER_CPU, cpu);
         wirebench_peer::record_sessions(o, stats.bound.load(Ordering::Relaxed));
         wirebench_peer::record_kernel_tcp(o);
     }

@@ -2,6 +2,8 @@
 //! `wirebench-xmpp-gateway`: WebSocket, BOSH, SockJS), started for the case's transport,
 //! and what it saw of the case.
 
+use crate::metrics::TRANSPORT_REQUESTS;
+use crate::metrics::TRANSPORT_SESSIONS;
 use crate::transport::Transport;
 use wirebench_protocol::Outcome;
 use wirebench_protocol::hosts::SERVER_ADDR;
@@ -62,16 +64,8 @@ pub(crate) fn start(
 /// (WebSocket messages or HTTP requests from the clients).
 pub(crate) fn push_stats(o: &mut Outcome, st: &web::WebStats, since: (u64, u64)) {
     let (sessions, requests) = web_counts(st);
-    o.push(
-        "transport.sessions",
-        sessions.saturating_sub(since.0) as f64,
-        "count",
-    );
-    o.push(
-        "transport.requests",
-        requests.saturating_sub(since.1) as f64,
-        "count",
-    );
+    o.put(TRANSPORT_SESSIONS, sessions.saturating_sub(since.0) as f64);
+    o.put(TRANSPORT_REQUESTS, requests.saturating_sub(since.1) as f64);
 }
 
 /// An endpoint's (sessions, requests) so far.

@@ -1,106 +1,63 @@
 //! The metrics only XMPP cases record (docs/results.md defines them), with how `wirebench
 //! merge` combines a sharded load case's.
 
-use wirebench_model::{Merge, MetricSpec};
+use wirebench_model::MetricSpec;
+pub use wirebench_xmpp_load::metrics::*;
+pub use wirebench_xmpp_peers::x2x::{
+    X2X_BYTES_PER_STANZA, X2X_CONNECTIONS, X2X_LINK_BYTES, X2X_OVERHEAD_PER_STANZA, X2X_RESENT,
+    X2X_STANZAS, X2X_TFO_USED, X2X_TIMESTAMPS_USED,
+};
 
-const LOGGED_IN: Merge = Merge::WeightedBy("load.logged_in");
-
+pub const XMPP_LOGIN: MetricSpec = MetricSpec::new(
+    "xmpp.login",
+    "s",
+    "client1's login, connect to bound resource",
+);
+pub const XMPP_FIRST_DELIVERY: MetricSpec = MetricSpec::new(
+    "xmpp.first_delivery",
+    "s",
+    "the first message's trip between the servers' clients",
+)
+.charted("First delivery (incl. server-to-server set-up)");
+pub const S2_TOTAL: MetricSpec =
+    MetricSpec::new("s2.total", "s", "study S2's test: login and pings")
+        .named("Time for 100 pings");
+pub const S2_LOGIN: MetricSpec =
+    MetricSpec::new("s2.login", "s", "study S2's login").named("Connect and log in");
+pub const S2_PINGS: MetricSpec =
+    MetricSpec::new("s2.pings", "s", "study S2's pings after the login").named("100 pings");
+pub const S2_BROWSER_START: MetricSpec =
+    MetricSpec::new("s2.browser_start", "s", "headless Chromium's start");
+pub const TRANSPORT_SESSIONS: MetricSpec =
+    MetricSpec::new("transport.sessions", "count", "web gateway sessions opened");
+pub const TRANSPORT_REQUESTS: MetricSpec =
+    MetricSpec::new("transport.requests", "count", "web gateway requests made");
 pub static METRICS: &[MetricSpec] = &[
-    MetricSpec::new(
-        "xmpp.login",
-        "s",
-        "client1's login, connect to bound resource",
-    ),
-    MetricSpec::new(
-        "xmpp.first_delivery",
-        "s",
-        "the first message's trip between the servers' clients",
-    )
-    .charted("First delivery (incl. server-to-server set-up)"),
-    MetricSpec::new("s2.total", "s", "study S2's test: login and pings"),
-    MetricSpec::new("s2.login", "s", "study S2's login"),
-    MetricSpec::new("s2.pings", "s", "study S2's pings after the login"),
-    MetricSpec::new("s2.browser_start", "s", "headless Chromium's start"),
-    MetricSpec::new("transport.sessions", "count", "web gateway sessions opened"),
-    MetricSpec::new("transport.requests", "count", "web gateway requests made"),
-    MetricSpec::new("x2x.link_bytes", "B", "bytes the gateways sent each other"),
-    MetricSpec::new("x2x.stanzas", "count", "stanzas the gateways carried"),
-    MetricSpec::new(
-        "x2x.connections",
-        "count",
-        "connections between the gateways",
-    ),
-    MetricSpec::new(
-        "x2x.tfo_used",
-        "count",
-        "gateway connections opened with TCP Fast Open",
-    ),
-    MetricSpec::new(
-        "x2x.timestamps_used",
-        "count",
-        "gateway connections with TCP timestamps",
-    ),
-    MetricSpec::new("x2x.bytes_per_stanza", "B", "gateway link bytes per stanza"),
-    MetricSpec::new(
-        "x2x.overhead_per_stanza",
-        "B",
-        "gateway link bytes per stanza beyond its payload",
-    ),
-    MetricSpec::new("x2x.resent", "count", "stanzas resent after a link outage"),
-    MetricSpec::new("load.roster_items", "count", "items per session's roster").merged(LOGGED_IN),
-    MetricSpec::new(
-        "load.presences",
-        "count",
-        "available presences from contacts, as the clients saw them",
-    )
-    .merged(Merge::Sum),
-    MetricSpec::new(
-        "generator.rss",
-        "B",
-        "the generator processes' peak resident memory, summed",
-    )
-    .merged(Merge::Sum),
-    MetricSpec::new("generator.cpu", "s", "the generator processes' CPU time").merged(Merge::Sum),
-    MetricSpec::new(
-        "generator.rss_per_session",
-        "B",
-        "generator memory per peak session",
-    )
-    .merged(Merge::WeightedBy("load.peak_active")),
-    MetricSpec::new(
-        "generator.cpu_per_session",
-        "s",
-        "generator CPU time per session logged in",
-    )
-    .merged(LOGGED_IN),
-    MetricSpec::new(
-        "load.login_phase",
-        "s",
-        "the login phase the CPU per login is read over: the schedule's start to the end of the last interval with a login",
-    )
-    .merged(Merge::OneShard),
-    MetricSpec::new(
-        "generator.cpu_user_per_login",
-        "s",
-        "generator CPU time in user mode per login, over the login phase",
-    )
-    .merged(LOGGED_IN),
-    MetricSpec::new(
-        "generator.cpu_sys_per_login",
-        "s",
-        "generator CPU time in the kernel per login, over the login phase",
-    )
-    .merged(LOGGED_IN),
-    MetricSpec::new(
-        "server.cpu_user_per_login",
-        "s",
-        "server CPU time in user mode per login, over the login phase",
-    )
-    .merged(LOGGED_IN),
-    MetricSpec::new(
-        "server.cpu_sys_per_login",
-        "s",
-        "server CPU time in the kernel per login, over the login phase",
-    )
-    .merged(LOGGED_IN),
+    XMPP_LOGIN,
+    XMPP_FIRST_DELIVERY,
+    S2_TOTAL,
+    S2_LOGIN,
+    S2_PINGS,
+    S2_BROWSER_START,
+    TRANSPORT_SESSIONS,
+    TRANSPORT_REQUESTS,
+    X2X_LINK_BYTES,
+    X2X_STANZAS,
+    X2X_CONNECTIONS,
+    X2X_TFO_USED,
+    X2X_TIMESTAMPS_USED,
+    X2X_BYTES_PER_STANZA,
+    X2X_OVERHEAD_PER_STANZA,
+    X2X_RESENT,
+    LOAD_ROSTER_ITEMS,
+    LOAD_PRESENCES,
+    GENERATOR_RSS,
+    GENERATOR_CPU,
+    GENERATOR_RSS_PER_SESSION,
+    GENERATOR_CPU_PER_SESSION,
+    LOAD_LOGIN_PHASE,
+    GENERATOR_CPU_USER_PER_LOGIN,
+    GENERATOR_CPU_SYS_PER_LOGIN,
+    SERVER_CPU_USER_PER_LOGIN,
+    SERVER_CPU_SYS_PER_LOGIN,
 ];

@@ -18,6 +18,8 @@ use crate::transport::Transport;
 use crate::workload::{Topology, XmppRun};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
+use wirebench_model::metric::SERVER_CPU;
+use wirebench_model::metric::SERVER_RSS;
 use wirebench_protocol::Fault;
 use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
@@ -144,8 +146,8 @@ pub fn run(
     if let Ok(o) = &mut out {
         if let (Some(b), Some(a)) = (before, after) {
             // What the case cost the server, its start-up left out.
-            o.push("server.cpu", (a.cpu_s - b.cpu_s).max(0.0), "s");
-            o.push("server.rss", a.rss_bytes as f64, "B");
+            o.put(SERVER_CPU, (a.cpu_s - b.cpu_s).max(0.0));
+            o.put(SERVER_RSS, a.rss_bytes as f64);
         }
         wirebench_peer::record_sessions(o, 1);
         wirebench_peer::record_kernel_tcp(o);

@@ -14,6 +14,11 @@
 //! The ping-pong and stream loops are the shared chat workloads' (`wirebench-chat`); this
 //! module brings XMPP's session and figures, and study S2's server pings.
 
+use crate::metrics::S2_LOGIN;
+use crate::metrics::S2_PINGS;
+use crate::metrics::S2_TOTAL;
+use crate::metrics::XMPP_FIRST_DELIVERY;
+use crate::metrics::XMPP_LOGIN;
 use crate::params::Params;
 use crate::session::{XmppDriveError, XmppSession};
 use crate::transport::Transport;
@@ -137,7 +142,7 @@ impl XmppRun {
 /// them), the first answer may wait for the server-to-server set-up, client1 is served
 /// every 50 ms while client2 reads.
 const STYLE: Style = Style {
-    name: "xmpp",
+    first_delivery: XMPP_FIRST_DELIVERY,
     answer_grace: Duration::from_secs(600),
     service_wait: Duration::from_millis(50),
     send_metric: None,
@@ -242,7 +247,7 @@ pub fn run(run: &XmppRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
         ctx,
     )?;
     let mut out = Outcome::default();
-    out.push("xmpp.login", login_a.as_secs_f64(), "s");
+    out.put(XMPP_LOGIN, login_a.as_secs_f64());
     let mut alice = XmppChat {
         session: alice,
         peer: run.topology.b_jid.clone(),
@@ -293,7 +298,7 @@ fn server_pings(run: &XmppRun, ctx: &Ctx, timeout: Duration) -> Result<Outcome, 
         .unwrap_or_default()
         .to_string();
     let mut out = Outcome::default();
-    out.push("xmpp.login", login_a.as_secs_f64(), "s");
+    out.put(XMPP_LOGIN, login_a.as_secs_f64());
     let stall = ctx.stall_timeout;
     let mut rtts = Vec::with_capacity(run.count as usize);
     let mut tally = Tally::new();
@@ -334,9 +339,9 @@ fn server_pings(run: &XmppRun, ctx: &Ctx, timeout: Duration) -> Result<Outcome, 
         (ctx.progress)(i + 1, run.count);
     }
     tally.finish(run.count);
-    out.push("s2.total", secs(last.saturating_sub(t0)), "s");
-    out.push("s2.login", secs(t_first.saturating_sub(t0)), "s");
-    out.push("s2.pings", secs(last.saturating_sub(t_first)), "s");
+    out.put(S2_TOTAL, secs(last.saturating_sub(t0)));
+    out.put(S2_LOGIN, secs(t_first.saturating_sub(t0)));
+    out.put(S2_PINGS, secs(last.saturating_sub(t_first)));
     push_counts(&mut out, run.count, &tally);
     push_rtts(&mut out, rtts);
     alice.close();
