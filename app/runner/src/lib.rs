@@ -960,6 +960,7 @@ fn base_record(
         labels,
         metrics: serde_json::Map::new(),
         histograms: serde_json::Map::new(),
+        series: serde_json::Map::new(),
         references: references(scenario, case),
         notes: Vec::new(),
         transport: serde_json::Map::new(),
@@ -992,6 +993,10 @@ fn attach(
         record
             .histograms
             .insert(ROUNDS_HISTOGRAM.into(), file.into());
+    }
+    for (name, csv) in &outcome.series {
+        let file = dir.write_series(stem, name, csv)?;
+        record.series.insert(name.clone(), file.into());
     }
     record.notes.extend(outcome.notes);
     Ok(())

@@ -403,6 +403,16 @@ pub const WIRE_STABLE_OVERHEAD_PER_MESSAGE: MetricSpec = m(
     "B",
     "link bytes per message beyond its payload after set-up",
 );
+pub const TCP_CWND_MAX: MetricSpec = m(
+    "tcp.cwnd_max",
+    "count",
+    "the data connection's largest congestion window sampled (tcp.info), in segments",
+);
+pub const TCP_RETRANSMITS: MetricSpec = m(
+    "tcp.retransmits",
+    "count",
+    "segments the data connection retransmitted (TCP_INFO total_retrans at its end)",
+);
 pub const SERVER_RSS: MetricSpec = m("server.rss", "B", "the placed servers' resident memory");
 pub const SERVER_CPU: MetricSpec = m("server.cpu", "s", "the placed servers' CPU time");
 pub const SERVER_ROUTED: MetricSpec = m("server.routed", "count", "messages the servers routed");
@@ -563,6 +573,8 @@ pub static SHARED: &[MetricSpec] = &[
     WIRE_OVERHEAD_PER_MESSAGE,
     WIRE_STABLE_BYTES_PER_MESSAGE,
     WIRE_STABLE_OVERHEAD_PER_MESSAGE,
+    TCP_CWND_MAX,
+    TCP_RETRANSMITS,
     SERVER_RSS,
     SERVER_CPU,
     SERVER_ROUTED,

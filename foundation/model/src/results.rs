@@ -71,6 +71,10 @@ pub struct Record {
     /// Histogram files beside results.jsonl, by metric family (e.g. `rtt`).
     #[serde(default)]
     pub histograms: Map<String, serde_json::Value>,
+    /// Time series files beside results.jsonl, by name (`tcp_info`: the data
+    /// connection's TCP_INFO over time, a CSV).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub series: Map<String, serde_json::Value>,
     /// Published figures for this case's parameters, by metric:
     /// `{"rtt.stable": {"value": 1.2, "source": "S1 ..."}}`.
     #[serde(default, skip_serializing_if = "Map::is_empty")]

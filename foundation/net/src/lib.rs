@@ -14,6 +14,7 @@ pub mod ban;
 pub mod cap;
 pub mod head;
 pub mod sock;
+pub mod tcpinfo;
 pub mod threads;
 pub mod timing;
 pub mod trim;

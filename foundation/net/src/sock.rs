@@ -345,7 +345,7 @@ pub fn delay_acks(s: &TcpStream) {
 
 /// The kernel's TCP_INFO for a connection, if it can be read (neither nix nor socket2
 /// reads it).
-fn tcp_info(s: &impl AsRawFd) -> Option<libc::tcp_info> {
+pub fn tcp_info(s: &impl AsRawFd) -> Option<libc::tcp_info> {
     // SAFETY: tcp_info is plain data (all-zero is a valid value); the kernel writes at
     // most `len` bytes into it, and `s` is a live socket borrowed for the call.
     unsafe {

@@ -26,6 +26,7 @@ pub mod prereq;
 pub mod shard;
 pub mod stats;
 pub mod surface;
+pub mod tcpinfo;
 
 pub use case::{Case, CaseLink, Workload};
 pub use hosts::{Host, Hosts};
@@ -81,6 +82,9 @@ pub struct Outcome {
     pub histograms: Vec<(String, Histogram<u64>)>,
     /// Per-round RTTs in nanoseconds (ping-pong), in round order.
     pub rounds: Option<Vec<u64>>,
+    /// Time series the case sampled, by name, as CSV text (header first): `tcp_info`,
+    /// the data connection's TCP_INFO over time. Written beside the record.
+    pub series: Vec<(String, String)>,
     /// Remarks a reader needs to interpret the numbers.
     pub notes: Vec<String>,
     /// Local port of the data connection, to find its packets in link counters.

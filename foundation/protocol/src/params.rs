@@ -61,6 +61,17 @@ pub const NODELAY: ParamSpec = ParamSpec {
     words: "TCP_NODELAY",
 };
 
+/// `tcp.info`: how often a workload that holds its data connection's socket samples its
+/// TCP_INFO into the case's `tcp_info` series (`wirebench_net::tcpinfo`).
+pub const TCP_INFO: ParamSpec = ParamSpec {
+    name: "tcp.info",
+    kind: Kind::Duration,
+    default: "10ms",
+    workloads: &["stream"],
+    help: "sample the data connection's TCP_INFO (cwnd, ssthresh, RTT, delivery and pacing rate, retransmits) this often into the case's <case>.tcp_info.csv; 0: off",
+    words: "TCP_INFO interval",
+};
+
 /// A stream case with neither `count` nor `duration`, of a protocol without its own
 /// [`crate::Protocol::stream_count`], sends for this long: long enough for repeats to
 /// agree within a few percent on loopback (docs/performance.md, "Stream duration").

@@ -232,6 +232,7 @@ pub(crate) mod tests {
             labels: p,
             metrics: Map::new(),
             histograms: Map::new(),
+            series: Map::new(),
             references: Map::new(),
             notes: vec![],
             transport: Map::new(),

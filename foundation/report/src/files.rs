@@ -129,6 +129,13 @@ impl ResultsDir {
     }
 
     /// Writes per-round values (nanoseconds) as `round,seconds` CSV. Returns the file name.
+    /// A case's time series `name` (CSV text) as `{stem}.{name}.csv`; returns the file name.
+    pub fn write_series(&self, stem: &str, name: &str, csv: &str) -> io::Result<String> {
+        let file = format!("{stem}.{name}.csv");
+        atomic_write(&self.path.join(&file), csv.as_bytes())?;
+        Ok(file)
+    }
+
     pub fn write_rounds(&self, stem: &str, family: &str, rounds: &[u64]) -> io::Result<String> {
         let name = format!("{stem}.{family}.rounds.csv");
         let mut s = String::with_capacity(rounds.len() * 16 + 16);

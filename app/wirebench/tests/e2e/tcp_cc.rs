@@ -50,7 +50,39 @@ fn each_record_reports_the_congestion_control_asked_for() {
             _ => "client host route",
         };
         assert_eq!(r["transport"]["tcp.cc.from"], from, "{r}");
+        if from == "socket" {
+            tcp_info_series_shows_the_link(&out, r);
+        } else {
+            assert!(r.get("series").is_none(), "{r}");
+        }
     }
+}
+
+/// The raw stream's TCP_INFO series (`tcp.info`, 10 ms by default): a row per sample
+/// over the 0.3 s stream, whose smoothed round trip is the link's 10 ms at least.
+fn tcp_info_series_shows_the_link(out: &std::path::Path, r: &serde_json::Value) {
+    let file = r["series"]["tcp_info"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"));
+    let text = std::fs::read_to_string(out.join(file)).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(&header[..3], ["seconds", "cwnd", "ssthresh"], "{text}");
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.len() >= 10, "{} samples in 0.3 s: {text}", rows.len());
+    let srtt: f64 = rows.last().unwrap()[col("srtt_s")].parse().unwrap();
+    assert!(
+        (0.009..0.5).contains(&srtt),
+        "srtt {srtt} s over a 10 ms round trip"
+    );
+    let cwnd_max = r["metrics"]["tcp.cwnd_max"]["value"].as_f64().unwrap();
+    let cwnd: Vec<f64> = rows
+        .iter()
+        .map(|x| x[col("cwnd")].parse().unwrap())
+        .collect();
+    assert_eq!(cwnd.iter().copied().fold(0.0, f64::max), cwnd_max, "{r}");
+    assert!(r["metrics"]["tcp.retransmits"]["value"].is_number(), "{r}");
 }
 
 /// A name the kernel has no algorithm or module for is refused at planning, naming the

@@ -18,7 +18,7 @@ use pingpong::PingPong;
 use std::sync::Mutex;
 use std::time::Duration;
 use stream::{Mode, Stream};
-use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
+use wirebench_protocol::params::{MODE, NODELAY, ParamSpec, TCP_INFO};
 use wirebench_protocol::{
     Case, CaseLink, Ctx, Env, Fault, Outcome, Protocol, RunEnv, RunService, Workload, WorkloadError,
 };
@@ -27,7 +27,7 @@ use wirebench_raw_server::{ControlClient, Server, ServerConfig, ServerHandle};
 
 pub const MODES: &[&str] = &["oneway", "echo"];
 
-const PARAMS: &[ParamSpec] = &[MODE, NODELAY];
+const PARAMS: &[ParamSpec] = &[MODE, NODELAY, TCP_INFO];
 
 /// The plugin.
 pub struct Raw;

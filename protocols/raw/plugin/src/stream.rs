@@ -28,7 +28,7 @@ use wirebench_model::metric::THROUGHPUT_FRAME_BITS_PER_S;
 use wirebench_model::metric::THROUGHPUT_MESSAGES_PER_S;
 use wirebench_payload::tally::Tally;
 use wirebench_protocol::stats::{histogram, mean, percentile, push_counts, secs};
-use wirebench_protocol::{Ctx, Outcome, WorkloadError};
+use wirebench_protocol::{Ctx, Outcome, WorkloadError, tcpinfo};
 use wirebench_raw::control::{Behaviour, Open, SessionReport};
 use wirebench_raw::engine::Stream as StreamEngine;
 use wirebench_raw::raw::{HEADER_LEN, Pattern};
@@ -51,6 +51,8 @@ pub struct Stream {
     pub duration: Option<Duration>,
     pub seed: u64,
     pub nodelay: bool,
+    /// How often the data connection's TCP_INFO is sampled (`tcp.info`); `None`: never.
+    pub tcp_info: Option<Duration>,
 }
 
 impl Stream {
@@ -74,6 +76,7 @@ impl Stream {
             duration,
             seed,
             nodelay: crate::nodelay_of(case),
+            tcp_info: tcpinfo::interval(case),
         })
     }
 }
@@ -115,6 +118,7 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
         &mut feed,
         &|| engine.borrow().hello_at(),
     )?;
+    let sampler = tcpinfo::start(s.tcp_info, &conn.stream);
 
     let duration = match (s.count, s.duration) {
         (None, None) => Some(wirebench_protocol::params::STREAM_DURATION),
@@ -174,6 +178,7 @@ pub fn run(ctl: &mut ControlClient, s: &Stream, ctx: &Ctx) -> Result<Outcome, Wo
         congestion: wirebench_net::sock::congestion(&conn.stream),
         ..Default::default()
     };
+    tcpinfo::record(&mut out, sampler);
     out.put(CONNECT_HANDSHAKE, secs(setup.handshake_ns));
     out.put(CONNECT_TIME, secs(setup.first_byte_ns));
     let payload_bytes = push_throughput(

@@ -124,6 +124,7 @@ fn streams_deliver_everything_both_modes() {
                 duration: Some(Duration::from_secs(60)),
                 seed: 3,
                 nodelay: true,
+                tcp_info: None,
             };
             let o = stream::run(&mut ctl, &s, &ctx(&flag)).unwrap();
             assert_eq!(
@@ -156,6 +157,7 @@ fn a_stream_with_a_duration_stops_sending_when_it_is_over() {
             duration: Some(Duration::from_millis(300)),
             seed: 3,
             nodelay: true,
+            tcp_info: None,
         };
         let started = std::time::Instant::now();
         let o = stream::run(&mut ctl, &s, &ctx(&flag)).unwrap();
@@ -185,6 +187,7 @@ fn a_stream_with_a_duration_stops_sending_when_it_is_over() {
         duration: Some(Duration::from_secs(30)),
         seed: 3,
         nodelay: true,
+        tcp_info: None,
     };
     let o = stream::run(&mut ctl, &s, &ctx(&flag)).unwrap();
     assert_eq!(metric(&o, "messages.sent"), 50.0);
