@@ -418,6 +418,7 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         },
     );
     let exited = broker.exited();
+    let stopped = ctx.shutdown.load(std::sync::atomic::Ordering::Relaxed);
     let summary = match result {
         Ok(s) => s,
         Err(e) => {
@@ -447,6 +448,25 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     ));
     if let Some(e) = &summary.first_error {
         out.notes.push(format!("first failure: {e}"));
+    }
+    let ended_at = Duration::from_nanos(monotonic_ns().saturating_sub(t0)).as_secs_f64();
+    if stopped {
+        // Interrupted: the runner records the case so, with what it measured.
+        let error = WorkloadError::Environment(format!(
+            "stopped at {ended_at:.1} s of the schedule; {} session(s) open then were closed",
+            summary.cut_short
+        ));
+        return Err(WorkloadError::FailedAfter {
+            outcome: Box::new(out),
+            error: Box::new(error),
+        });
+    }
+    if summary.cut_short > 0 {
+        out.notes.push(format!(
+            "the load reached its deadline at {ended_at:.1} s with {} session(s) still open, \
+             closed then (the generator or the broker fell far behind)",
+            summary.cut_short
+        ));
     }
     match broker_gone(&series, spec.width, &mut broker, exited) {
         Some(error) => Err(WorkloadError::FailedAfter {

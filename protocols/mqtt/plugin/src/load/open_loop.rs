@@ -112,6 +112,8 @@ pub struct Summary {
     pub acked: u64,
     /// Messages the engine would not send (5.0 Receive Maximum reached, a broker limit).
     pub unsent: u64,
+    /// Sessions still open when the loop ended (stopped, or at its deadline), closed then.
+    pub cut_short: u64,
     /// The first failure, in words.
     pub first_error: Option<String>,
 }
@@ -613,6 +615,7 @@ impl<F: FnMut(Interval)> Loop<'_, F> {
     /// hands over the last interval.
     fn finish(mut self) -> Summary {
         let now = monotonic_ns();
+        self.summary.cut_short = self.open;
         for slot in 0..self.slots.len() {
             let Some(s) = self.slots[slot].as_mut() else {
                 continue;
