@@ -1,4 +1,5 @@
-//! MQTT cases: two clients through one Mosquitto broker started per case.
+//! MQTT cases: two clients through one Mosquitto broker started per case, or a session load
+//! against one ([`load`]).
 //!
 //! ```text
 //!   loopback:   client1 ── mosquitto (127.0.0.1) ── client2
@@ -155,7 +156,7 @@ impl Protocol for Mqtt {
     }
 
     fn summary(&self) -> &'static str {
-        "MQTT 3.1.1 / 5.0 between two clients through a Mosquitto broker started per case (loopback; with a link: the broker and client2 in the lab's server host)"
+        "MQTT 3.1.1 / 5.0 between two clients through a Mosquitto broker started per case (loopback; with a link: the broker and client2 in the lab's server host), or thousands of sessions against it (load)"
     }
 
     fn params(&self) -> &'static [ParamSpec] {
