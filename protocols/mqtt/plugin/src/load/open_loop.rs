@@ -193,6 +193,7 @@ pub fn run(
         body,
         on_interval,
     };
+    let wake = Wake::new(&w.poll)?;
     let mut events = Events::with_capacity(1024);
     let mut next = 0usize;
     loop {
@@ -208,16 +209,19 @@ pub fn run(
         if stopping || (next >= schedule.len() && w.open == 0) {
             break;
         }
-        // Sleep until the next arrival or timer (1 s at most, so that stop is seen).
+        // Sleep until the next arrival or timer, woken by the timer fd to the microsecond;
+        // epoll's own timeout (1 s at most, so that stop is seen) is the backstop.
         let next_arrival = (next < schedule.len()).then(|| w.intended(next));
         let next_timer = w.timers.peek().map(|Reverse((d, ..))| *d);
-        let wake = [next_arrival, next_timer]
+        let at = [next_arrival, next_timer]
             .into_iter()
             .flatten()
             .min()
             .unwrap_or(u64::MAX)
             .min(now + 1_000_000_000);
-        let timeout = Duration::from_nanos(wake.saturating_sub(monotonic_ns()));
+        wake.set(at);
+        let timeout =
+            Duration::from_nanos(at.saturating_sub(monotonic_ns())) + Duration::from_millis(1);
         match w.poll.poll(&mut events, Some(timeout)) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -225,10 +229,84 @@ pub fn run(
         }
         let now = monotonic_ns();
         for ev in events.iter() {
-            w.on_readiness(ev, now);
+            if ev.token() == WAKE {
+                wake.clear();
+            } else {
+                w.on_readiness(ev, now);
+            }
         }
     }
     Ok(w.finish())
+}
+
+/// The timer fd's token: no session's slot.
+const WAKE: Token = Token(usize::MAX);
+
+/// A timer fd (timerfd_create(2)) on CLOCK_MONOTONIC, the clock of every intended time,
+/// that wakes the event loop when the next arrival or timer is due. epoll's own timeout
+/// counts whole milliseconds (mio rounds it up): every timed connect and publish would
+/// leave up to 1 ms late, and open-loop timing would count that against the broker.
+struct Wake {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl Wake {
+    fn new(poll: &Poll) -> std::io::Result<Wake> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: timerfd_create takes no pointers; a valid fd is owned from here on.
+        let raw = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if raw < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a new fd that nothing else owns.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
+        poll.registry().register(
+            &mut mio::unix::SourceFd(&fd.as_raw_fd()),
+            WAKE,
+            Interest::READABLE,
+        )?;
+        Ok(Wake { fd })
+    }
+
+    /// Arms the timer for `at_ns` (CLOCK_MONOTONIC, absolute); a time already past fires
+    /// at once.
+    fn set(&self, at_ns: u64) {
+        use std::os::fd::AsRawFd;
+        let at = at_ns.max(1);
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (at / 1_000_000_000) as libc::time_t,
+                tv_nsec: (at % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: `spec` is a valid itimerspec; the old value is not asked for (null).
+        unsafe {
+            libc::timerfd_settime(
+                self.fd.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+
+    /// Reads the expirations, so that the next one is a new edge for epoll.
+    fn clear(&self) {
+        use std::os::fd::AsRawFd;
+        let mut n = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into `n`; a non-blocking fd with nothing to read
+        // returns EAGAIN, which is ignored.
+        unsafe { libc::read(self.fd.as_raw_fd(), n.as_mut_ptr().cast(), n.len()) };
+    }
 }
 
 /// The event loop's state: its sessions, their timers and what it recorded.
