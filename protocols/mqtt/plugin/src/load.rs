@@ -432,6 +432,11 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     let mut out = Outcome::default();
     let peak_active = push_figures(&mut out, &series, &summary, total, spec.width);
     push_usage(&mut out, &sampler, peak_active, series.counts().logged_in);
+    out.push("generator.cpu", summary.cpu_s, "s");
+    if series.counts().logged_in > 0 {
+        let per = summary.cpu_s / series.counts().logged_in as f64;
+        out.push("generator.cpu_per_session", per, "s");
+    }
     wirebench_peer::record_kernel_tcp(&mut out);
     let intervals = format!("case-{:04}-r{repeat}.load.intervals.jsonl", case.index);
     write_result(env, &intervals, series.to_intervals_file(total, spec.width))?;
