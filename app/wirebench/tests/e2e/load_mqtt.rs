@@ -3,7 +3,8 @@
 //! each other's topic at QoS 0 and at QoS 1. The figures must agree with each other (every
 //! session connected, subscribed and held; delivered at most what was expected; each
 //! latency's p50 at most its p99, CONNACK before SUBACK; at QoS 1 a PUBACK for every
-//! message), not reach a speed. Needs Debian's mosquitto (scripts/test.sh installs it).
+//! message), not reach a speed; and a schedule beyond what one process may open is refused.
+//! Needs Debian's mosquitto (scripts/test.sh installs it).
 
 use crate::common;
 use common::{m, records, run_ok};
@@ -87,5 +88,38 @@ fn pairs_at_qos_0_and_1_agree_with_themselves() {
         assert_eq!(sum("sent"), sent, "{csv}");
         assert_eq!(cell(csv.lines().last().unwrap(), "active"), 0.0, "{csv}");
         assert!(header.contains(&"server_rss_mib"), "{csv}");
+    }
+}
+
+/// A schedule that would hold more sessions at once than one process may open files for
+/// (the broker is one process) is refused before anything starts, saying why and what to
+/// lower.
+#[test]
+fn a_peak_beyond_one_process_files_is_refused_before_it_starts() {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct it is given.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) }, 0);
+    let phases = format!("1s@{}/s", r.rlim_max.min(10_000_000));
+    let o = common::wirebench()
+        .args([
+            "run",
+            "--protocol",
+            "mqtt",
+            "--workload",
+            "load",
+            "--payload",
+            "64",
+        ])
+        .args(["--load-arrivals", "uniform", "--load-phases", &phases])
+        .args(["--load-stay", "10s", "--dry-run"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    for needle in ["MQTT sessions at once", "ulimit -Hn", "lower load.phases"] {
+        assert!(stderr.contains(needle), "{needle:?} missing: {stderr}");
     }
 }
