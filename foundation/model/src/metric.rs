@@ -472,6 +472,26 @@ pub const LOAD_LOGIN: MetricSpec =
 pub const LOAD_MESSAGE: MetricSpec =
     MetricSpec::dist("load.message", LOAD_STATS, "s", "open-loop message latency")
         .merged(Merge::Rebuilt);
+pub const GENERATOR_RSS: MetricSpec = m(
+    "generator.rss",
+    "B",
+    "the generator processes' peak resident memory, summed",
+)
+.merged(Merge::Sum);
+pub const GENERATOR_CPU: MetricSpec =
+    m("generator.cpu", "s", "the generator processes' CPU time").merged(Merge::Sum);
+pub const GENERATOR_RSS_PER_SESSION: MetricSpec = m(
+    "generator.rss_per_session",
+    "B",
+    "generator memory per peak session",
+)
+.merged(Merge::WeightedBy(LOAD_PEAK_ACTIVE.name));
+pub const GENERATOR_CPU_PER_SESSION: MetricSpec = m(
+    "generator.cpu_per_session",
+    "s",
+    "generator CPU time per session logged in",
+)
+.merged(Merge::WeightedBy(LOAD_LOGGED_IN.name));
 pub const SHARD_INDEX: MetricSpec =
     m("shard.index", "count", "which slice this run generated").merged(Merge::OneShard);
 pub const SHARD_COUNT: MetricSpec =
@@ -591,6 +611,10 @@ pub static SHARED: &[MetricSpec] = &[
     LOAD_CONNECT,
     LOAD_LOGIN,
     LOAD_MESSAGE,
+    GENERATOR_RSS,
+    GENERATOR_CPU,
+    GENERATOR_RSS_PER_SESSION,
+    GENERATOR_CPU_PER_SESSION,
     SHARD_INDEX,
     SHARD_COUNT,
     SHARD_START_MARGIN,

@@ -14,6 +14,7 @@ mod k8s;
 mod k8s_pods;
 mod lab;
 mod load;
+mod load_mqtt;
 mod load_open_loop;
 mod load_real;
 mod load_target;

@@ -1,4 +1,5 @@
-//! MQTT cases: two clients through one Mosquitto broker started per case.
+//! MQTT cases: two clients through one Mosquitto broker started per case, or a session load
+//! against one ([`load`]).
 //!
 //! ```text
 //!   loopback:   client1 ── mosquitto (127.0.0.1) ── client2
@@ -15,9 +16,10 @@
 //!
 //! The folder: the sans-IO client engine in `protocols/mqtt/engine` (`wirebench-mqtt`);
 //! here the Mosquitto peer ([`mosquitto`]), the blocking driver ([`conn`]), the workloads
-//! ([`workload`]) and the plugin.
+//! ([`workload`]), the session load on a mio event loop ([`load`]) and the plugin.
 
 pub mod conn;
+pub mod load;
 pub mod mosquitto;
 pub mod workload;
 
@@ -25,16 +27,15 @@ use mosquitto::{MOSQUITTO, Mosquitto};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 use wirebench_link::{LinkSpec, Transport, serialization_ns};
-use wirebench_model::Kind;
-use wirebench_model::MetricSpec;
 use wirebench_model::metric::RTT_MODEL;
+use wirebench_model::{Kind, Merge, MetricSpec};
 use wirebench_mqtt::QoS;
 use wirebench_protocol::hosts::SERVER_ADDR;
 use wirebench_protocol::params::{PEER_STREAM_COUNT, ParamSpec};
 use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, PeerModel, Protocol, WorkloadError};
 use workload::{MqttRun, Topology};
 
-const WORKLOADS: &[&str] = &["pingpong", "stream"];
+const WORKLOADS: &[&str] = &["pingpong", "stream", "load"];
 
 pub const VERSION: ParamSpec = ParamSpec {
     name: "mqtt.version",
@@ -56,7 +57,9 @@ pub const QOS: ParamSpec = ParamSpec {
     words: "QoS",
 };
 
-const PARAMS: &[ParamSpec] = &[VERSION, QOS];
+/// The plugin's parameters: version and QoS, then the load workload's.
+static ALL_PARAMS: std::sync::LazyLock<Vec<ParamSpec>> =
+    std::sync::LazyLock::new(|| [VERSION, QOS].iter().chain(load::PARAMS).copied().collect());
 
 /// Bytes of IPv4 and TCP headers (with timestamps) per segment: the link crate's figure.
 const TCP_IP: u64 = Transport::Tcp.ipv4_overhead();
@@ -106,6 +109,48 @@ pub const MQTT_DRAIN_WAIT: MetricSpec = MetricSpec::new(
     "waiting for the link to drain before the case",
 );
 
+pub const MQTT_LOAD_CONNECTS_PER_S_MAX: MetricSpec = MetricSpec::new(
+    "mqtt.load.connects_per_s.max",
+    "1/s",
+    "CONNACKs in a load's busiest interval, per second",
+);
+pub const MQTT_LOAD_EXPECTED: MetricSpec = MetricSpec::new(
+    "mqtt.load.expected",
+    "count",
+    "load messages published while their subscriber was subscribed",
+)
+.merged(Merge::Sum);
+pub const MQTT_LOAD_DELIVERED: MetricSpec = MetricSpec::new(
+    "mqtt.load.delivered",
+    "count",
+    "expected load messages that reached their subscriber (once)",
+)
+.merged(Merge::Sum);
+pub const MQTT_LOAD_MISSING: MetricSpec = MetricSpec::new(
+    "mqtt.load.missing",
+    "count",
+    "expected load messages that never arrived",
+)
+.merged(Merge::Sum);
+pub const MQTT_LOAD_DUPLICATES: MetricSpec = MetricSpec::new(
+    "mqtt.load.duplicates",
+    "count",
+    "load messages that arrived again or out of order",
+)
+.merged(Merge::Sum);
+pub const MQTT_LOAD_ACKED: MetricSpec = MetricSpec::new(
+    "mqtt.load.acked",
+    "count",
+    "PUBACKs for the load's QoS 1 messages",
+)
+.merged(Merge::Sum);
+pub const MQTT_LOAD_UNSENT: MetricSpec = MetricSpec::new(
+    "mqtt.load.unsent",
+    "count",
+    "load messages the client could not send (a broker limit reached)",
+)
+.merged(Merge::Sum);
+
 static METRICS: &[MetricSpec] = &[
     MQTT_BROKER_START,
     MQTT_CONNECT,
@@ -113,6 +158,13 @@ static METRICS: &[MetricSpec] = &[
     MQTT_PUBLISH_BYTES,
     MQTT_FIRST_DELIVERY,
     MQTT_DRAIN_WAIT,
+    MQTT_LOAD_CONNECTS_PER_S_MAX,
+    MQTT_LOAD_EXPECTED,
+    MQTT_LOAD_DELIVERED,
+    MQTT_LOAD_MISSING,
+    MQTT_LOAD_DUPLICATES,
+    MQTT_LOAD_ACKED,
+    MQTT_LOAD_UNSENT,
 ];
 
 impl Protocol for Mqtt {
@@ -124,11 +176,28 @@ impl Protocol for Mqtt {
     }
 
     fn summary(&self) -> &'static str {
-        "MQTT 3.1.1 / 5.0 between two clients through a Mosquitto broker started per case (loopback; with a link: the broker and client2 in the lab's server host)"
+        "MQTT 3.1.1 / 5.0 between two clients through a Mosquitto broker started per case (loopback; with a link: the broker and client2 in the lab's server host), or thousands of sessions against it (load)"
     }
 
     fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+        &ALL_PARAMS
+    }
+
+    fn workloads(&self) -> &'static [&'static str] {
+        WORKLOADS
+    }
+
+    fn estimate_secs(&self, case: &Case) -> Option<f64> {
+        (case.workload() == "load")
+            .then(|| load::estimate_secs(case))
+            .flatten()
+    }
+
+    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
+        if case.workload() == "load" {
+            return load::check(case, at);
+        }
+        Ok(())
     }
 
     fn prerequisites(&self, _case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
@@ -158,6 +227,9 @@ impl Protocol for Mqtt {
         link: Option<&CaseLink>,
         ctx: &Ctx,
     ) -> Result<Outcome, WorkloadError> {
+        if case.workload() == "load" {
+            return load::run(env, case, repeat, ctx);
+        }
         run_case(env, case, repeat, link, ctx)
     }
 }

@@ -21,6 +21,10 @@
 //!   with mosquitto's default (Nagle on) a QoS 1 answer written right after the broker's
 //!   PUBACK waits for the PUBACK to be acknowledged: a whole extra round trip on a slow
 //!   link (see docs/protocols/mqtt.md).
+//! - For a load (`Mosquitto::start_for_load`): `log_type error` and `log_type warning`
+//!   only, and `connection_messages false`, so that thousands of connects a second do not
+//!   write a log line each; the open-file limit is the one it inherits from wirebench,
+//!   which the load raises to its hard limit first.
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
@@ -44,6 +48,8 @@ pub struct MosquittoConfig {
     pub port: u16,
     /// `set_tcp_nodelay`: the broker's sockets without Nagle.
     pub nodelay: bool,
+    /// Set up for a load: errors and warnings only in its log.
+    pub load: bool,
 }
 
 impl MosquittoConfig {
@@ -61,6 +67,11 @@ impl MosquittoConfig {
         let _ = writeln!(s, "set_tcp_nodelay {}", self.nodelay);
         let _ = writeln!(s, "log_dest file {}", log.display());
         let _ = writeln!(s, "log_timestamp_format %Y-%m-%dT%H:%M:%S");
+        if self.load {
+            let _ = writeln!(s, "log_type error");
+            let _ = writeln!(s, "log_type warning");
+            let _ = writeln!(s, "connection_messages false");
+        }
         if as_root {
             let _ = writeln!(s, "user root");
         }
@@ -97,6 +108,21 @@ impl Mosquitto {
         ip: IpAddr,
         nodelay: bool,
     ) -> Result<Mosquitto, PeerError> {
+        Self::start_as(netns, dir, ip, nodelay, false)
+    }
+
+    /// A broker here on `ip`, set up for a load (its log quiet; Nagle off).
+    pub fn start_for_load(dir: &Path, ip: IpAddr) -> Result<Mosquitto, PeerError> {
+        Self::start_as(None, dir, ip, true, true)
+    }
+
+    fn start_as(
+        netns: Option<&str>,
+        dir: &Path,
+        ip: IpAddr,
+        nodelay: bool,
+        load: bool,
+    ) -> Result<Mosquitto, PeerError> {
         let program = MOSQUITTO.require()?;
         let io = |what: String| move |error| PeerError::Io { what, error };
         std::fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
@@ -107,6 +133,7 @@ impl Mosquitto {
             addr: ip,
             port: free_port(netns, ip)?,
             nodelay,
+            load,
         };
         let conf = dir.join("mosquitto.conf");
         let log = dir.join("mosquitto.log");
@@ -183,6 +210,7 @@ mod tests {
             addr: "198.18.0.2".parse().unwrap(),
             port: 1883,
             nodelay: true,
+            load: false,
         };
         let s = c.render(Path::new("/r/peers/case-0001-r1/mosquitto.log"), true);
         for line in [
@@ -197,5 +225,17 @@ mod tests {
             assert!(s.lines().any(|l| l == line), "{line} missing from\n{s}");
         }
         assert!(!c.render(Path::new("/l"), false).contains("user "));
+        assert!(!s.contains("log_type"));
+        let quiet = MosquittoConfig { load: true, ..c }.render(Path::new("/l"), false);
+        for line in [
+            "log_type error",
+            "log_type warning",
+            "connection_messages false",
+        ] {
+            assert!(
+                quiet.lines().any(|l| l == line),
+                "{line} missing from\n{quiet}"
+            );
+        }
     }
 }

@@ -1,7 +1,10 @@
 //! The metrics of XMPP's session load (docs/load.md, docs/results.md), with how `wirebench
 //! merge` combines a sharded load case's; the plugin declares them with its own.
 
-use wirebench_model::metric::{LOAD_LOGGED_IN, LOAD_PEAK_ACTIVE};
+use wirebench_model::metric::LOAD_LOGGED_IN;
+pub use wirebench_model::metric::{
+    GENERATOR_CPU, GENERATOR_CPU_PER_SESSION, GENERATOR_RSS, GENERATOR_RSS_PER_SESSION,
+};
 use wirebench_model::{Merge, MetricSpec};
 
 /// A figure per session logged in, weighted by each shard's sessions.
@@ -15,26 +18,6 @@ pub const LOAD_PRESENCES: MetricSpec = MetricSpec::new(
     "available presences from contacts, as the clients saw them",
 )
 .merged(Merge::Sum);
-pub const GENERATOR_RSS: MetricSpec = MetricSpec::new(
-    "generator.rss",
-    "B",
-    "the generator processes' peak resident memory, summed",
-)
-.merged(Merge::Sum);
-pub const GENERATOR_CPU: MetricSpec =
-    MetricSpec::new("generator.cpu", "s", "the generator processes' CPU time").merged(Merge::Sum);
-pub const GENERATOR_RSS_PER_SESSION: MetricSpec = MetricSpec::new(
-    "generator.rss_per_session",
-    "B",
-    "generator memory per peak session",
-)
-.merged(Merge::WeightedBy(LOAD_PEAK_ACTIVE.name));
-pub const GENERATOR_CPU_PER_SESSION: MetricSpec = MetricSpec::new(
-    "generator.cpu_per_session",
-    "s",
-    "generator CPU time per session logged in",
-)
-.merged(LOGGED_IN);
 pub const LOAD_LOGIN_PHASE: MetricSpec = MetricSpec::new(
         "load.login_phase",
         "s",
