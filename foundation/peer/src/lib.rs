@@ -439,69 +439,6 @@ pub fn wait_ports(
     }
 }
 
-/// TCP sockets of the calling thread's network namespace that still have something to
-/// put on the link: unacknowledged data, or a connection opening or closing.
-fn busy_sockets() -> usize {
-    let Ok(t) = std::fs::read_to_string("/proc/thread-self/net/tcp") else {
-        return 0;
-    };
-    t.lines()
-        .skip(1)
-        .filter(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let (Some(st), Some(queues)) = (f.get(3), f.get(4)) else {
-                return false;
-            };
-            let st = u8::from_str_radix(st, 16).unwrap_or(0);
-            let tx = queues
-                .split(':')
-                .next()
-                .and_then(|x| u64::from_str_radix(x, 16).ok())
-                .unwrap_or(0);
-            // LISTEN (0A) shows its backlog as tx_queue; SYN_SENT, SYN_RECV, FIN_WAIT1,
-            // LAST_ACK and CLOSING still expect an answer across the link.
-            st != 0x0A && (tx > 0 || matches!(st, 0x02 | 0x03 | 0x04 | 0x09 | 0x0B))
-        })
-        .count()
-}
-
-/// Waits until nothing from earlier cases is left on the link (S1's real-peer cases: IRC,
-/// MQTT) (no packet held by the
-/// emulator, no socket in either host with data or a FIN to send), so that a previous
-/// stream's tail (seconds per segment at 2400 bit/s) does not delay this case's set-up.
-/// Returns how long it waited.
-pub fn wait_link_quiet(
-    lab: wirebench_protocol::Hosts,
-    limit: Duration,
-    ctx: &wirebench_protocol::Ctx,
-) -> Result<Duration, wirebench_protocol::WorkloadError> {
-    let t = Instant::now();
-    let server_ns = lab.server().name().to_string();
-    let mut quiet_since: Option<Instant> = None;
-    loop {
-        if ctx.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(wirebench_protocol::WorkloadError::Interrupted);
-        }
-        let c = lab.counters();
-        let held = [&c.up, &c.down]
-            .iter()
-            .any(|d| d.offered_packets > d.delivered_packets + d.dropped());
-        let server_busy = in_netns(Some(&server_ns), busy_sockets).unwrap_or(0);
-        let busy = held || busy_sockets() > 0 || server_busy > 0;
-        match (busy, quiet_since) {
-            (true, _) => quiet_since = None,
-            (false, None) => quiet_since = Some(Instant::now()),
-            (false, Some(q)) if q.elapsed() >= Duration::from_millis(100) => return Ok(t.elapsed()),
-            (false, Some(_)) => {}
-        }
-        if t.elapsed() > limit {
-            // Go ahead: the case's figures will show the disturbance.
-            return Ok(t.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

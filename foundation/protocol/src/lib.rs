@@ -23,6 +23,7 @@ pub mod hosts;
 pub mod params;
 pub mod plugin;
 pub mod prereq;
+mod quiet;
 pub mod shard;
 pub mod stats;
 pub mod surface;

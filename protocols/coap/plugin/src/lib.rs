@@ -274,7 +274,7 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
     // Datagrams of an earlier case still queued on a 2400 bit/s link would delay this
     // one's first round.
     if let Some(lab) = env.lab {
-        wirebench_peer::wait_link_quiet(lab, Duration::from_secs(120), ctx)?;
+        lab.wait_quiet(Duration::from_secs(120), ctx)?;
     }
     let netns = env.lab.map(|l| l.server().name().to_string());
     let ip: IpAddr = match env.lab {

@@ -175,7 +175,7 @@ impl Drop for ServerDirs {
 /// link, client1 here (client host), client2 in the server host.
 fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     let lab = env.need_lab("IRC")?;
-    let drained = wirebench_peer::wait_link_quiet(lab, Duration::from_secs(120), ctx)?;
+    let drained = lab.wait_quiet(Duration::from_secs(120), ctx)?;
     let dirs = ServerDirs::new(
         env.peer_dir(case, repeat),
         &format!("{:04}-r{repeat}", case.index),

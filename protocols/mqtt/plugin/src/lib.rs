@@ -242,11 +242,7 @@ fn run_case(
     ctx: &Ctx,
 ) -> Result<Outcome, WorkloadError> {
     let drained = match env.lab {
-        Some(lab) => Some(wirebench_peer::wait_link_quiet(
-            lab,
-            Duration::from_secs(120),
-            ctx,
-        )?),
+        Some(lab) => Some(lab.wait_quiet(Duration::from_secs(120), ctx)?),
         None => None,
     };
     let netns = env.lab.map(|l| l.server().name().to_string());
