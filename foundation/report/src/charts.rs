@@ -12,6 +12,8 @@
 //!
 //! Repeats of a case are averaged; their min and max become error bars.
 
+mod tcp_info;
+
 use crate::info::{ChartSpec, RunInfo};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -261,7 +263,7 @@ fn wide(values: impl Iterator<Item = f64>, ratio: f64) -> bool {
     hi > 0.0 && lo.is_finite() && hi / lo >= ratio
 }
 
-fn params_varying(cases: &[&Case], info: &RunInfo) -> Vec<String> {
+fn params_varying(cases: &[&Case]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for c in cases {
         for k in c.first.params.keys() {
@@ -270,7 +272,7 @@ fn params_varying(cases: &[&Case], info: &RunInfo) -> Vec<String> {
             }
         }
     }
-    names
+    let varying: Vec<String> = names
         .into_iter()
         .filter(|p| {
             cases
@@ -281,8 +283,13 @@ fn params_varying(cases: &[&Case], info: &RunInfo) -> Vec<String> {
                 .len()
                 > 1
         })
-        // `link` and its parts say the same thing; the parts chart better.
-        .filter(|p| !(p == "link" && info.params.contains_key("link.delay")))
+        .collect();
+    // `link` and its parts say the same thing; the parts chart better, where they vary
+    // (a list of whole links, `--link A,B`, has no parts).
+    let parts = varying.iter().any(|p| p.starts_with("link."));
+    varying
+        .into_iter()
+        .filter(|p| !(p == "link" && parts))
         .collect()
 }
 
@@ -630,7 +637,7 @@ fn rounds_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planne
         return;
     }
     let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
-    let varying = params_varying(&cases, info);
+    let varying = params_varying(&cases);
     let chunks: Vec<&[(&Case, Vec<f64>)]> = with.chunks(CASES_PER_CHART).collect();
     let n = chunks.len();
     for (i, chunk) in chunks.into_iter().enumerate() {
@@ -833,7 +840,7 @@ fn load_column_chart(cs: &[&Case], dir: &Path, info: &RunInfo, spec: &ChartSpec)
         .take(MAX_SERIES)
         .collect();
     let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
-    let varying = params_varying(&cases, info);
+    let varying = params_varying(&cases);
     let names = case_names(&cases, info);
     let mut chart = Chart::new(
         def.title,
@@ -910,7 +917,7 @@ fn load_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planned>
         return;
     }
     let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
-    let varying = params_varying(&cases, info);
+    let varying = params_varying(&cases);
     let names = case_names(&cases, info);
     let name = |c: &Case| {
         let i = cases.iter().position(|x| x.first.case == c.first.case);
@@ -1030,6 +1037,7 @@ pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
     let mut extra = Vec::new();
     rounds_charts(&all, dir, info, &mut extra);
     load_charts(&all, dir, info, &mut extra);
+    tcp_info::charts(&all, dir, info, &mut extra);
     let own = |kind: &str| info.charts.iter().any(|c| c.kind.as_deref() == Some(kind));
     for p in extra {
         // The scenario's own per-round, CDF or load charts already drew these cases.
@@ -1037,6 +1045,8 @@ pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
             "rounds"
         } else if p.stem.starts_with("cdf") {
             "cdf"
+        } else if p.stem.starts_with("tcp-") {
+            "tcp_info"
         } else {
             "load"
         };
@@ -1093,10 +1103,7 @@ fn spec_charts(spec: &ChartSpec, cs: &[&Case], dir: &Path, info: &RunInfo, out: 
             let chart = match &spec.x {
                 Some(x) => grouped_bars(cs, spec, x, info),
                 None => {
-                    let cats = spec
-                        .series
-                        .clone()
-                        .unwrap_or_else(|| params_varying(cs, info));
+                    let cats = spec.series.clone().unwrap_or_else(|| params_varying(cs));
                     bar_chart(cs, &spec.metric, &cats, info)
                 }
             };
@@ -1109,12 +1116,10 @@ fn spec_charts(spec: &ChartSpec, cs: &[&Case], dir: &Path, info: &RunInfo, out: 
         }
         _ => {
             let Some(x) = spec.x.clone() else { return };
-            let series = spec.series.clone().unwrap_or_else(|| {
-                params_varying(cs, info)
-                    .into_iter()
-                    .filter(|p| *p != x)
-                    .collect()
-            });
+            let series = spec
+                .series
+                .clone()
+                .unwrap_or_else(|| params_varying(cs).into_iter().filter(|p| *p != x).collect());
             if let Some((chart, notes)) =
                 line_chart(cs, &spec.metric, &x, &series, info, Some(spec))
             {
@@ -1138,7 +1143,7 @@ fn generic_charts(all: &[&Case], info: &RunInfo, out: &mut Vec<Planned>) {
         if with.len() < 2 {
             continue;
         }
-        let varying = params_varying(&with, info);
+        let varying = params_varying(&with);
         let numeric_params: Vec<&String> =
             varying.iter().filter(|p| numeric(&with, p, info)).collect();
         let mut drew = false;
@@ -1184,7 +1189,7 @@ fn compact(r: &Record, params: &[String], info: &RunInfo) -> String {
 
 /// Each case's name from the parameters that vary among `cases` ("case N" when none do).
 fn case_names(cases: &[&Case], info: &RunInfo) -> Vec<String> {
-    let varying = params_varying(cases, info);
+    let varying = params_varying(cases);
     let named: Vec<(&Case, String)> = cases
         .iter()
         .map(|c| (*c, format!("case {}", c.first.case)))
@@ -1247,7 +1252,7 @@ fn grouped_bars(cs: &[&Case], spec: &ChartSpec, x: &str, info: &RunInfo) -> Opti
         }
     }
     let series_params: Vec<String> = spec.series.clone().unwrap_or_else(|| {
-        params_varying(&with, info)
+        params_varying(&with)
             .into_iter()
             .filter(|p| p != x)
             .collect()
@@ -1332,7 +1337,7 @@ fn one_cdf(cs: &[&Case], dir: &Path, info: &RunInfo, spec: &ChartSpec) -> Option
         return None;
     }
     let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
-    let varying = params_varying(&cases, info);
+    let varying = params_varying(&cases);
     let names = case_names(&cases, info);
     let connect = cases
         .iter()

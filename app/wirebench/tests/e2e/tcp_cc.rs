@@ -38,6 +38,18 @@ fn each_record_reports_the_congestion_control_asked_for() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(machine_default(), before, "the machine's default changed");
+    // The report draws the raw cases' windows and round trips over time.
+    let charts: Vec<String> = std::fs::read_dir(out.join("charts"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    for stem in ["tcp-cwnd", "tcp-srtt"] {
+        assert!(
+            charts.iter().any(|c| c.contains(stem)),
+            "{stem}: {charts:?}"
+        );
+    }
 
     let recs = records(&out);
     assert_eq!(recs.len(), 4, "{err}");
