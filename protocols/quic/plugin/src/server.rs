@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use wirebench_engine::blocking::datagram::{DatagramDriver, Udp};
 use wirebench_protocol::WorkloadError;
 use wirebench_quic_engine::{
-    ALPN_ECHO, ALPN_SINK, Endpoint, Identity, MAX_DATAGRAM, Service, ServiceStats, Transport,
+    ALPN_ECHO, ALPN_H3, ALPN_SINK, Endpoint, Identity, MAX_DATAGRAM, Service, ServiceStats,
+    Transport,
 };
 
 /// How often the loop looks at its stop flag when nothing arrives.
@@ -41,7 +42,7 @@ impl Server {
         let endpoint = Endpoint::server(
             transport.clone(),
             identity,
-            &[ALPN_ECHO, ALPN_SINK],
+            &[ALPN_ECHO, ALPN_SINK, ALPN_H3],
             Instant::now(),
             seed,
         )
