@@ -30,6 +30,7 @@
 pub mod client;
 pub mod download;
 pub mod peers;
+pub mod serve;
 pub mod server;
 pub mod workload;
 
@@ -271,6 +272,18 @@ impl Protocol for Quic {
 
     fn legend_by_value(&self) -> &'static [&'static str] {
         &["quic.server", "quic.cc"]
+    }
+
+    fn serve_flags(&self, serve: clap::Command) -> clap::Command {
+        serve::serve_flags(serve)
+    }
+
+    fn serve_plan(
+        &self,
+        flags: &clap::ArgMatches,
+        quiet: bool,
+    ) -> anyhow::Result<Option<Box<dyn wirebench_protocol::ServePlan>>> {
+        serve::serve_plan(flags, quiet)
     }
 
     fn prerequisites(&self, case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
