@@ -32,7 +32,7 @@ if built "$LINK"; then
 fi
 if ! built "$ROOT"; then
     command -v go >/dev/null || {
-        echo "install-quic-go.sh: needs Go 1.21 or later (apt-get install golang-go, or go.dev/dl)" >&2
+        echo "install-quic-go.sh: needs Go 1.21 or later on PATH (Debian bookworm's golang-go is 1.19: too old)" >&2
         exit 1
     }
     echo "install-quic-go.sh: building quic-go $VERSION's example server and client into $ROOT (a minute or two, once per machine)" >&2
