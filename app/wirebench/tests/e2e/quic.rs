@@ -260,3 +260,61 @@ fn quic_first_round_over_a_link_carries_the_handshake() {
     // The padded Initial alone is 1200 bytes (RFC 9000 §14.1).
     assert!(m(r, "wire.bytes") > 1200.0, "{r}");
 }
+
+/// The interop runner's `retry`: ngtcp2 validates our client's address with a Retry
+/// (RFC 9000 §8.1.2), which our client follows; the server's transport parameters then
+/// carry retry_source_connection_id (§7.3), as its qlog shows.
+#[test]
+fn quic_retry_from_ngtcp2_is_followed() {
+    if !have("gtlsserver", "ngtcp2-server") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    run_ok(&[
+        "run",
+        "--protocol",
+        "quic",
+        "--quic-app",
+        "h3",
+        "--quic-server",
+        "ngtcp2",
+        "--quic-retry",
+        "on",
+        "--workload",
+        "pingpong",
+        "--payload",
+        "1000",
+        "--rounds",
+        "2",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let recs = records(&out);
+    assert_eq!(recs[0]["status"], "ok", "{}", recs[0]);
+    assert_eq!(m(&recs[0], "messages.corrupt"), 0.0);
+    let dir = std::fs::read_dir(out.join("peers"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let server_qlogs: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sqlog") && !p.ends_with("client.sqlog"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(
+        !server_qlogs.is_empty(),
+        "no qlog of gtlsserver in {}",
+        dir.display()
+    );
+    assert!(
+        server_qlogs
+            .iter()
+            .all(|q| q.contains("\"retry_source_connection_id\"")),
+        "a connection without Retry"
+    );
+}

@@ -120,9 +120,19 @@ pub const APP: ParamSpec = ParamSpec {
     words: "QUIC application",
 };
 
+pub const RETRY: ParamSpec = ParamSpec {
+    name: "quic.retry",
+    kind: ParamKind::Choice(ON_OFF),
+    default: "off",
+    workloads: WORKLOADS,
+    help: "ngtcp2 only: the server validates the client's address with a Retry packet before the handshake (RFC 9000 §8.1.2, gtlsserver -V), one round trip more",
+    words: "QUIC Retry",
+};
+
 const PARAMS: &[ParamSpec] = &[
     SERVER,
     APP,
+    RETRY,
     CC,
     INITIAL_RTT,
     MAX_DATAGRAM,
@@ -322,7 +332,7 @@ impl Protocol for Quic {
             start_delays: 0.0,
             // One round trip before the first 1-RTT data (RFC 9001 §4.1).
             setup_bytes: HANDSHAKE_BYTES,
-            setup_delays: 2.0,
+            setup_delays: if case.is_on(&RETRY) { 4.0 } else { 2.0 },
             // A new stream's FIN rides with its data: a byte or two more.
             per_message: PER_MESSAGE + if per_stream { 2.0 } else { 0.0 },
             processing_s: 0.0001,
@@ -334,6 +344,12 @@ impl Protocol for Quic {
         if kind != Kind::Builtin && case.choice(&APP) != "h3" {
             return Err(WorkloadError::Input(format!(
                 "quic.server={} speaks HTTP/3 only (ALPN h3), not our echo and sink: add --quic-app h3",
+                kind.name()
+            )));
+        }
+        if case.is_on(&RETRY) && kind != Kind::Ngtcp2 {
+            return Err(WorkloadError::Input(format!(
+                "quic.retry=on: only ngtcp2's server can be asked for a Retry (gtlsserver -V), not quic.server={}",
                 kind.name()
             )));
         }
@@ -378,6 +394,7 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
             identity: &identity,
             transport: &transport,
             qlog: case.is_on(&QLOG),
+            retry: case.is_on(&RETRY),
             seed: env.seed,
         },
     )?;

@@ -144,6 +144,8 @@ pub struct Setup<'a> {
     pub identity: &'a Identity,
     pub transport: &'a Transport,
     pub qlog: bool,
+    /// `quic.retry=on`: ngtcp2 sends a Retry first (RFC 9000 §8.1.2).
+    pub retry: bool,
     pub seed: u64,
 }
 
@@ -176,6 +178,7 @@ impl Peer {
             identity,
             transport,
             qlog,
+            retry,
             seed,
         } = *at;
         if kind == Kind::Builtin {
@@ -216,6 +219,10 @@ impl Peer {
                 let program = NGTCP2.require()?;
                 let mut c = command_in(netns, &program.to_string_lossy());
                 ngtcp2_args(&mut c, transport, &dir, qlog);
+                if retry {
+                    // --validate-addr: every new connection's first Initial gets a Retry.
+                    c.arg("-V");
+                }
                 c.arg(ip.to_string())
                     .arg(port.to_string())
                     .arg(&key)
