@@ -21,6 +21,9 @@ use crate::workload::{QuicRun, Watch, step, wait_handshake};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_model::metric::{
+    THROUGHPUT_BITS_PER_S, THROUGHPUT_DURATION, THROUGHPUT_MESSAGES_PER_S,
+};
 use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
 use wirebench_protocol::{Ctx, Outcome, TICK, WorkloadError};
@@ -249,9 +252,9 @@ fn download(
     }
     if r.at > start {
         let t = secs(r.at - start);
-        out.push("throughput.duration", t, "s");
-        out.push("throughput.bits_per_s", (want * 8) as f64 / t, "bit/s");
-        out.push("throughput.messages_per_s", run.count as f64 / t, "msg/s");
+        out.put(THROUGHPUT_DURATION, t);
+        out.put(THROUGHPUT_BITS_PER_S, (want * 8) as f64 / t);
+        out.put(THROUGHPUT_MESSAGES_PER_S, run.count as f64 / t);
     }
     Ok(())
 }
