@@ -45,10 +45,11 @@ cargo test --workspace --release --locked --no-run --quiet || built=0
 # only the tests use: tsung (a real client; slixmpp comes from PyPI through
 # scripts/install-interop.sh, which the interop tests run), curl (a README example runs
 # it behind a link), nghttp2-server (nghttpd, a strict HTTP/2 server the conformance
-# test runs our HTTP/2 client against) and shellcheck (scripts/check-scripts.sh).
+# test runs our HTTP/2 client against), ngtcp2-client (gtlsclient, which the QUIC interop
+# test runs against our server) and shellcheck (scripts/check-scripts.sh).
 # A package counts as there when Debian has it installed or a program of its name is on
 # PATH (an npm from elsewhere).
-packages=(tsung curl nghttp2-server shellcheck)
+packages=(tsung curl nghttp2-server ngtcp2-client shellcheck)
 if ((built)); then
     mapfile -t -O ${#packages[@]} packages < <("$target/release/wirebench" doctor --packages)
 else
@@ -78,6 +79,8 @@ fi
 # shadowsocks-rust (ssserver, sslocal), the Shadowsocks 2022 peer, pinned (built once per
 # machine, several minutes; does nothing when there).
 bash scripts/install-shadowsocks-rust.sh
+# quic-go's example HTTP/3 server and client, pinned (no built-in scenario runs them).
+bash scripts/install-quic-go.sh
 
 # --no-fail-fast (also nextest's config): one failing test must not hide the others.
 # The log stays (target/test-suite.log): scripts/test-times.sh makes docs/testing.md's

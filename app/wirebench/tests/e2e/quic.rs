@@ -3,9 +3,152 @@
 //! is written), and in the lab across a 20 ms one-way link, where the first round
 //! carries the handshake's round trip (RFC 9001 §4.1) and the later ones do not. The
 //! UDP flow is counted on the wire. The lab test needs root.
+//!
+//! Interop with real peers (docs/conformance.md's QUIC table), on loopback: our client in
+//! HTTP/3 against quic-go's and ngtcp2's example servers (the interop runner's
+//! `handshake` and `transfer`, every body checked byte by byte), and their clients
+//! against `wirebench serve --quic`. A peer that is not installed is skipped with the
+//! command that installs it; the builtin server always runs.
 
 use crate::common;
 use common::{lab_run_ok, m, records, run_ok};
+use std::path::PathBuf;
+
+/// quic-go's example binaries as scripts/install-quic-go.sh leaves them.
+fn quic_go(name: &str) -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/peers/quic-go-0.65.0/bin")
+        .join(name);
+    if p.is_file() {
+        Some(p)
+    } else {
+        eprintln!(
+            "{} is missing (bash scripts/install-quic-go.sh): its cases skipped",
+            p.display()
+        );
+        None
+    }
+}
+
+fn have(program: &str, package: &str) -> bool {
+    let ok = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("{program} is missing (apt-get install {package}): its cases skipped");
+    }
+    ok
+}
+
+#[test]
+fn quic_h3_handshake_and_transfer_against_real_servers() {
+    let mut servers = vec!["builtin"];
+    if quic_go("quic-go-server").is_some() {
+        servers.push("quic-go");
+    }
+    if have("gtlsserver", "ngtcp2-server") {
+        servers.push("ngtcp2");
+    }
+    let list = servers.join(",");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    run_ok(&[
+        "run",
+        "--protocol",
+        "quic",
+        "--quic-app",
+        "h3",
+        "--quic-server",
+        &list,
+        "--workload",
+        "pingpong,stream",
+        "--payload",
+        "16KiB",
+        "--rounds",
+        "5",
+        "--count",
+        "64",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let recs = records(&out);
+    assert_eq!(recs.len(), 2 * servers.len());
+    for r in &recs {
+        assert_eq!(r["status"], "ok", "{r}");
+        // Every body is checked against the server's own generator: none corrupt.
+        assert_eq!(m(r, "messages.corrupt"), 0.0, "{r}");
+        let hs = m(r, "quic.handshake");
+        assert!(hs > 0.0 && hs >= m(r, "quic.handshake_complete"), "{r}");
+        if r["params"]["workload"] == "stream" {
+            // 1 MiB in one GET; above a megabit even on a busy machine.
+            assert_eq!(m(r, "messages.received"), 64.0, "{r}");
+            assert!(m(r, "throughput.bits_per_s") > 1e6, "{r}");
+        } else {
+            assert_eq!(m(r, "messages.received"), 5.0, "{r}");
+            assert!(m(r, "rtt.first") >= m(r, "quic.handshake_complete"), "{r}");
+        }
+    }
+}
+
+/// quic-go's example generator (`generatePRData`), which our server's bodies follow.
+fn lehmer(n: usize) -> Vec<u8> {
+    let mut x: u64 = 1;
+    (0..n)
+        .map(|_| {
+            x = x * 48271 % 2_147_483_647;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn quic_real_clients_against_serve_quic() {
+    let port = common::free_port();
+    let at = format!("127.0.0.1:{port}");
+    let server = common::Serve::start(
+        ["--listen", "127.0.0.1:0", "--quic", &at],
+        "wirebench serve: QUIC on udp",
+    );
+    const N: usize = 1 << 20;
+    let mut answered = 0;
+    if let Some(client) = quic_go("quic-go-client") {
+        let url = format!("https://{at}/{N}");
+        let o = std::process::Command::new(client)
+            .args(["-insecure", "-q", &url, &format!("https://{at}/1000")])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert!(err.contains(&format!("Response Body: {N} bytes")), "{err}");
+        assert!(err.contains("Response Body: 1000 bytes"), "{err}");
+        answered += 2;
+    }
+    if have("gtlsclient", "ngtcp2-client") {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("https://{at}/{N}");
+        let o = std::process::Command::new("gtlsclient")
+            .args(["-q", "--exit-on-all-streams-close", "--download"])
+            .arg(dir.path())
+            .args(["127.0.0.1", &port.to_string(), &url])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let got = std::fs::read(dir.path().join(N.to_string())).unwrap();
+        assert!(
+            got == lehmer(N),
+            "gtlsclient's download differs ({} bytes)",
+            got.len()
+        );
+        answered += 1;
+    }
+    let log = server.stop();
+    assert!(
+        log.contains(&format!("{answered} HTTP/3 request(s) answered, 0 refused")),
+        "{log}"
+    );
+}
 
 #[test]
 fn quic_pingpong_on_loopback_echoes_every_message() {
@@ -116,4 +259,62 @@ fn quic_first_round_over_a_link_carries_the_handshake() {
     assert!(m(r, "wire.bytes") > 0.0, "{r}");
     // The padded Initial alone is 1200 bytes (RFC 9000 §14.1).
     assert!(m(r, "wire.bytes") > 1200.0, "{r}");
+}
+
+/// The interop runner's `retry`: ngtcp2 validates our client's address with a Retry
+/// (RFC 9000 §8.1.2), which our client follows; the server's transport parameters then
+/// carry retry_source_connection_id (§7.3), as its qlog shows.
+#[test]
+fn quic_retry_from_ngtcp2_is_followed() {
+    if !have("gtlsserver", "ngtcp2-server") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    run_ok(&[
+        "run",
+        "--protocol",
+        "quic",
+        "--quic-app",
+        "h3",
+        "--quic-server",
+        "ngtcp2",
+        "--quic-retry",
+        "on",
+        "--workload",
+        "pingpong",
+        "--payload",
+        "1000",
+        "--rounds",
+        "2",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let recs = records(&out);
+    assert_eq!(recs[0]["status"], "ok", "{}", recs[0]);
+    assert_eq!(m(&recs[0], "messages.corrupt"), 0.0);
+    let dir = std::fs::read_dir(out.join("peers"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let server_qlogs: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sqlog") && !p.ends_with("client.sqlog"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(
+        !server_qlogs.is_empty(),
+        "no qlog of gtlsserver in {}",
+        dir.display()
+    );
+    assert!(
+        server_qlogs
+            .iter()
+            .all(|q| q.contains("\"retry_source_connection_id\"")),
+        "a connection without Retry"
+    );
 }

@@ -237,10 +237,16 @@ impl Endpoint {
 
     /// Closes a connection with application error code 0 (RFC 9000 §10.2).
     pub fn close(&mut self, now: u64, h: ConnectionHandle, reason: &[u8]) {
+        self.close_with(now, h, 0, reason);
+    }
+
+    /// Closes a connection with application error `code`: HTTP/3 has its own
+    /// (H3_NO_ERROR is 0x100, RFC 9114 §8.1).
+    pub fn close_with(&mut self, now: u64, h: ConnectionHandle, code: u32, reason: &[u8]) {
         let at = self.at(now);
         if let Some(c) = self.conns.get_mut(&h) {
             c.conn
-                .close(at, 0u32.into(), bytes::Bytes::copy_from_slice(reason));
+                .close(at, code.into(), bytes::Bytes::copy_from_slice(reason));
         }
         self.service(now, h);
         self.refresh_timeout();

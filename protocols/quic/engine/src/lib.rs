@@ -6,7 +6,10 @@
 //!   [`wirebench_engine::DatagramEngine`]: datagrams in with their source and ECN, GSO
 //!   batches out with their destination, one timer, events; the handshake's times
 //!   (started, completed, confirmed: RFC 9001 §4.1) kept per connection.
-//! - [`service`]: our server side, an echo and a sink service chosen by ALPN.
+//! - [`service`]: our server side, an echo, a sink and an HTTP/3 download service
+//!   chosen by ALPN.
+//! - [`h3`]: HTTP/3 (RFC 9114) and QPACK (RFC 9204) as far as `GET /N` needs, the
+//!   language of real peers' example servers and clients.
 //! - [`config`]: the transport knobs a case sets (congestion controller, initial RTT,
 //!   datagram size, idle timeout), checked before use.
 //! - [`tls`]: rustls with the ring provider, a self-signed certificate made per run.
@@ -21,11 +24,13 @@
 
 pub mod config;
 pub mod endpoint;
+pub mod h3;
 pub mod service;
 pub mod tls;
 
 pub use config::{Cc, ConfigError, INITIAL_RTT, MAX_DATAGRAM, MIN_DATAGRAM, Transport};
 pub use endpoint::{Conn, Endpoint, EndpointError, Event, Handshake};
+pub use h3::ALPN_H3;
 pub use service::{Service, ServiceStats};
 pub use tls::{ALPN_ECHO, ALPN_SINK, Identity, TlsError};
 

@@ -8,14 +8,20 @@
 //!   stream.
 //! - [`ALPN_SINK`]: each stream is read to its end and counted; the answer is the count,
 //!   8 bytes big-endian, then FIN. A one-way transfer is timed to that answer.
+//! - [`ALPN_H3`]: HTTP/3 (RFC 9114, [`crate::h3`]): a request `GET /N` is answered with
+//!   status 200 and N bytes of quic-go's example server's generator ([`Body::Lehmer`]),
+//!   N up to [`h3::MAX_BODY`]; any other request with 400. The body is made as flow
+//!   control takes it, never held whole. Each connection gets our control stream with
+//!   SETTINGS; the client's control and QPACK streams are read and discarded.
 //!
 //! The service emits no events: it consumes its endpoint's, and counts in
 //! [`ServiceStats`].
 
 use crate::endpoint::{Endpoint, Event};
-use crate::tls::{ALPN_ECHO, ALPN_SINK};
+use crate::h3::{self, ALPN_H3, Body, FrameReader, Part};
+use crate::tls::ALPN_SINK;
 use quinn_proto::{ConnectionHandle, Dir, ReadError, StreamEvent, StreamId, WriteError};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use wirebench_engine::{DatagramEngine, Received, Transmit};
 
 /// What the service did.
@@ -29,6 +35,26 @@ pub struct ServiceStats {
     /// Connections that ended with an error other than the client's close or the idle
     /// timeout.
     pub failed: u64,
+    /// HTTP/3 requests answered, and those refused (400) or malformed.
+    pub requests: u64,
+    pub bad_requests: u64,
+}
+
+/// The service a connection's ALPN chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum App {
+    #[default]
+    Echo,
+    Sink,
+    H3,
+}
+
+/// An HTTP/3 request stream's state.
+#[derive(Debug, Default)]
+struct Request {
+    reader: FrameReader,
+    /// The response's body still to make, once the request was read.
+    body: Option<(Body, u64)>,
 }
 
 #[derive(Debug, Default)]
@@ -39,15 +65,18 @@ struct Stream {
     ended: bool,
     /// Our FIN was sent.
     finished: bool,
-    sink: bool,
+    app: App,
     count: u64,
+    h3: Request,
 }
 
 /// The echo and sink services on one endpoint.
 pub struct Service {
     pub endpoint: Endpoint,
     streams: BTreeMap<(ConnectionHandle, StreamId), Stream>,
-    sinks: BTreeMap<ConnectionHandle, bool>,
+    apps: BTreeMap<ConnectionHandle, App>,
+    /// The client's unidirectional streams (HTTP/3 control and QPACK), drained.
+    uni: BTreeSet<(ConnectionHandle, StreamId)>,
     stats: ServiceStats,
 }
 
@@ -56,7 +85,8 @@ impl Service {
         Service {
             endpoint,
             streams: BTreeMap::new(),
-            sinks: BTreeMap::new(),
+            apps: BTreeMap::new(),
+            uni: BTreeSet::new(),
             stats: ServiceStats::default(),
         }
     }
@@ -71,9 +101,17 @@ impl Service {
             match e {
                 Event::Accepted(_) => self.stats.connections += 1,
                 Event::Conn(h, quinn_proto::Event::HandshakeDataReady) => {
-                    let sink = self.endpoint.alpn(h).as_deref() == Some(ALPN_SINK);
-                    debug_assert!(sink || self.endpoint.alpn(h).as_deref() == Some(ALPN_ECHO));
-                    self.sinks.insert(h, sink);
+                    let app = match self.endpoint.alpn(h).as_deref() {
+                        Some(ALPN_SINK) => App::Sink,
+                        Some(ALPN_H3) => App::H3,
+                        _ => App::Echo,
+                    };
+                    self.apps.insert(h, app);
+                }
+                Event::Conn(h, quinn_proto::Event::Connected) => {
+                    if self.apps.get(&h) == Some(&App::H3) {
+                        self.open_control(h);
+                    }
                 }
                 Event::Conn(h, quinn_proto::Event::Stream(s)) => self.stream_event(h, s),
                 Event::Conn(h, quinn_proto::Event::ConnectionLost { reason }) => {
@@ -82,7 +120,8 @@ impl Service {
                         self.stats.failed += 1;
                     }
                     self.streams.retain(|(c, _), _| *c != h);
-                    self.sinks.remove(&h);
+                    self.uni.retain(|(c, _)| *c != h);
+                    self.apps.remove(&h);
                 }
                 Event::Conn(..) => {}
             }
@@ -91,8 +130,19 @@ impl Service {
 
     fn stream_event(&mut self, h: ConnectionHandle, e: StreamEvent) {
         match e {
+            StreamEvent::Opened { dir: Dir::Uni } => {
+                while let Some(id) = self
+                    .endpoint
+                    .connection(h)
+                    .and_then(|c| c.streams().accept(Dir::Uni))
+                {
+                    self.uni.insert((h, id));
+                    self.drain(h, id);
+                }
+            }
+            StreamEvent::Readable { id } if self.uni.contains(&(h, id)) => self.drain(h, id),
             StreamEvent::Opened { dir: Dir::Bi } => {
-                let sink = self.sinks.get(&h).copied().unwrap_or(false);
+                let app = self.apps.get(&h).copied().unwrap_or_default();
                 while let Some(id) = self
                     .endpoint
                     .connection(h)
@@ -100,7 +150,7 @@ impl Service {
                 {
                     self.stats.streams += 1;
                     let s = Stream {
-                        sink,
+                        app,
                         ..Stream::default()
                     };
                     self.streams.insert((h, id), s);
@@ -124,6 +174,12 @@ impl Service {
         let Some(conn) = self.endpoint.connection(h) else {
             return;
         };
+        if s.app == App::H3 {
+            if !serve_h3(conn, id, s, &mut self.stats) {
+                self.streams.remove(&(h, id));
+            }
+            return;
+        }
         let gone = loop {
             if !flush(conn, id, s, &mut self.stats) || s.finished {
                 break true;
@@ -141,6 +197,152 @@ impl Service {
             self.streams.remove(&(h, id));
         }
     }
+}
+
+impl Service {
+    /// Opens our HTTP/3 control stream with its SETTINGS (RFC 9114 §6.2.1); a few bytes,
+    /// which the stream's initial credit always takes.
+    fn open_control(&mut self, h: ConnectionHandle) {
+        let Some(conn) = self.endpoint.connection(h) else {
+            return;
+        };
+        if let Some(id) = conn.streams().open(Dir::Uni) {
+            let _ = conn.send_stream(id).write(&h3::control_stream());
+        }
+    }
+
+    /// Reads and discards what a client's unidirectional stream has.
+    fn drain(&mut self, h: ConnectionHandle, id: StreamId) {
+        let Some(conn) = self.endpoint.connection(h) else {
+            return;
+        };
+        let mut recv = conn.recv_stream(id);
+        let Ok(mut chunks) = recv.read(true) else {
+            self.uni.remove(&(h, id));
+            return;
+        };
+        let end = loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(_)) => {}
+                Ok(None) | Err(ReadError::Reset(_)) => break true,
+                Err(ReadError::Blocked) => break false,
+            }
+        };
+        let _ = chunks.finalize();
+        if end {
+            self.uni.remove(&(h, id));
+        }
+    }
+}
+
+/// How much body is made at a time: what one write usually takes.
+const BODY_CHUNK: u64 = 16 * 1024;
+
+/// Serves one HTTP/3 request stream: reads the request until its HEADERS, then writes
+/// the response as flow control allows. False: the stream is done or gone.
+fn serve_h3(
+    conn: &mut quinn_proto::Connection,
+    id: StreamId,
+    s: &mut Stream,
+    stats: &mut ServiceStats,
+) -> bool {
+    if s.h3.body.is_none() {
+        match read_request(conn, id, s, stats) {
+            Ok(Some(path)) => {
+                let n = path
+                    .strip_prefix(b"/")
+                    .and_then(|p| std::str::from_utf8(p).ok())
+                    .and_then(|p| p.parse::<u64>().ok())
+                    .filter(|n| (1..=h3::MAX_BODY).contains(n));
+                match n {
+                    Some(n) => {
+                        stats.requests += 1;
+                        s.pending = h3::response(200, Some(n));
+                        s.pending.extend(h3::data_header(n));
+                        s.h3.body = Some((Body::lehmer(), n));
+                    }
+                    None => {
+                        stats.bad_requests += 1;
+                        s.pending = h3::response(400, Some(0));
+                        s.h3.body = Some((Body::lehmer(), 0));
+                    }
+                }
+            }
+            Ok(None) => return true,
+            Err(()) => {
+                stats.bad_requests += 1;
+                return false;
+            }
+        }
+    } else {
+        // The request's FIN, if it came after its HEADERS: read so quinn can free the
+        // stream's receive side.
+        let _ = read_request(conn, id, s, stats);
+    }
+    loop {
+        if !flush(conn, id, s, stats) {
+            return false;
+        }
+        if !s.pending.is_empty() {
+            return true;
+        }
+        let Some((body, left)) = &mut s.h3.body else {
+            return true;
+        };
+        if *left == 0 {
+            s.ended = true;
+            return flush(conn, id, s, stats) && !s.finished;
+        }
+        let n = (*left).min(BODY_CHUNK) as usize;
+        s.pending.resize(n, 0);
+        body.fill(&mut s.pending);
+        *left -= n as u64;
+    }
+}
+
+/// Reads a request stream's frames; the `:path` of a GET once its HEADERS arrived,
+/// `None` while they have not. Err: the request is malformed, ended without HEADERS or
+/// was reset, and the stream is abandoned.
+fn read_request(
+    conn: &mut quinn_proto::Connection,
+    id: StreamId,
+    s: &mut Stream,
+    stats: &mut ServiceStats,
+) -> Result<Option<Vec<u8>>, ()> {
+    let mut recv = conn.recv_stream(id);
+    let mut chunks = recv.read(true).map_err(|_| ())?;
+    let mut path = None;
+    let mut bad = false;
+    loop {
+        match chunks.next(usize::MAX) {
+            Ok(Some(c)) => {
+                stats.bytes_in += c.bytes.len() as u64;
+                let r = s.h3.reader.push(&c.bytes, &mut |p| {
+                    if let Part::Headers(f) = p {
+                        if path.is_none() {
+                            path = Some(match h3::field(&f, ":method") {
+                                Some(b"GET") => h3::field(&f, ":path").unwrap_or(b"").to_vec(),
+                                _ => Vec::new(),
+                            });
+                        }
+                    }
+                    Ok(())
+                });
+                bad |= r.is_err();
+            }
+            Ok(None) => {
+                bad |= path.is_none();
+                break;
+            }
+            Err(ReadError::Blocked) => break,
+            Err(ReadError::Reset(_)) => {
+                bad = true;
+                break;
+            }
+        }
+    }
+    let _ = chunks.finalize();
+    if bad { Err(()) } else { Ok(path) }
 }
 
 enum Read {
@@ -170,14 +372,14 @@ fn read(
                 stats.bytes_in += n;
                 s.count += n;
                 got = Read::More;
-                if !s.sink {
+                if s.app == App::Echo {
                     s.pending.extend_from_slice(&c.bytes);
                     break;
                 }
             }
             Ok(None) => {
                 s.ended = true;
-                if s.sink {
+                if s.app == App::Sink {
                     s.pending.extend_from_slice(&s.count.to_be_bytes());
                 }
                 got = Read::More;

@@ -31,6 +31,9 @@ pub struct Identity {
     pub name: String,
     pub cert: CertificateDer<'static>,
     key: Vec<u8>,
+    /// The certificate and its PKCS #8 key in PEM, for a real peer's files.
+    pub cert_pem: String,
+    pub key_pem: String,
 }
 
 impl Identity {
@@ -41,6 +44,8 @@ impl Identity {
             name: name.to_string(),
             cert: ck.cert.der().clone(),
             key: ck.signing_key.serialize_der(),
+            cert_pem: ck.cert.pem(),
+            key_pem: ck.signing_key.serialize_pem(),
         })
     }
 

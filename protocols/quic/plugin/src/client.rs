@@ -119,7 +119,17 @@ impl Conn {
     /// Closes the connection (RFC 9000 §10.2) and sends the CONNECTION_CLOSE, so the
     /// server's side ends now rather than at its idle timeout.
     pub fn close(&mut self) {
-        self.engine.close(monotonic_ns(), self.handle, b"done");
+        self.close_with(0);
+    }
+
+    /// [`Conn::close`] for an HTTP/3 connection: H3_NO_ERROR (RFC 9114 §8.1).
+    pub fn close_h3(&mut self) {
+        self.close_with(wirebench_quic_engine::h3::H3_NO_ERROR);
+    }
+
+    fn close_with(&mut self, code: u32) {
+        self.engine
+            .close_with(monotonic_ns(), self.handle, code, b"done");
         let _ = self.driver.flush(&mut self.engine);
         // The close may be paced behind data still queued: a short linger sends it.
         let _ = self.poll(Instant::now() + Duration::from_millis(5));

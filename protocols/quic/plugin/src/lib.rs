@@ -1,6 +1,8 @@
 //! QUIC cases (RFC 9000 transport, RFC 9001 TLS 1.3 handshake, RFC 9002 loss detection
-//! and congestion control): our client against our server, both on quinn-proto through
-//! `wirebench-quic-engine`, the server started per case.
+//! and congestion control): our client on quinn-proto through `wirebench-quic-engine`
+//! against a server started per case (`quic.server`): ours, quic-go's or ngtcp2's
+//! example server ([`peers`]). In our own ALPNs (`quic.app=raw`, ours only) or in
+//! HTTP/3 (`quic.app=h3`, RFC 9114: every server; [`download`]).
 //!
 //! ```text
 //!   loopback:   client ── server (127.0.0.1)
@@ -23,13 +25,17 @@
 //! The folder: the sans-IO endpoint and our echo and sink services in
 //! `protocols/quic/engine` (`wirebench-quic-engine`); here the client on the blocking
 //! datagram driver ([`client`]), the server's thread ([`server`]), the workloads
-//! ([`workload`]) and the plugin.
+//! ([`workload`], [`download`]), the servers of a case ([`peers`]) and the plugin.
 
 pub mod client;
+pub mod download;
+pub mod peers;
+pub mod serve;
 pub mod server;
 pub mod workload;
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use peers::{Kind, Peer};
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 use wirebench_model::{Kind as ParamKind, MetricSpec};
 use wirebench_protocol::hosts::SERVER_ADDR;
@@ -96,12 +102,49 @@ pub const QLOG: ParamSpec = ParamSpec {
     words: "qlog",
 };
 
-const PARAMS: &[ParamSpec] = &[CC, INITIAL_RTT, MAX_DATAGRAM, IDLE_TIMEOUT, STREAMS, QLOG];
+pub const SERVER: ParamSpec = ParamSpec {
+    name: "quic.server",
+    kind: ParamKind::Choice(&["builtin", "quic-go", "ngtcp2"]),
+    default: "builtin",
+    workloads: WORKLOADS,
+    help: "the server started per case: builtin (our engine's), quic-go (0.65.0's example server, scripts/install-quic-go.sh) or ngtcp2 (gtlsserver, Debian ngtcp2-server); the real ones speak HTTP/3 only (quic.app=h3)",
+    words: "QUIC server",
+};
+
+pub const APP: ParamSpec = ParamSpec {
+    name: "quic.app",
+    kind: ParamKind::Choice(&["raw", "h3"]),
+    default: "raw",
+    workloads: WORKLOADS,
+    help: "what the streams carry: raw (our echo and sink ALPNs, builtin server only) or h3 (HTTP/3, RFC 9114: GET /N answered with N bytes; a request per round, or one download of count x payload)",
+    words: "QUIC application",
+};
+
+pub const RETRY: ParamSpec = ParamSpec {
+    name: "quic.retry",
+    kind: ParamKind::Choice(ON_OFF),
+    default: "off",
+    workloads: WORKLOADS,
+    help: "ngtcp2 only: the server validates the client's address with a Retry packet before the handshake (RFC 9000 §8.1.2, gtlsserver -V), one round trip more",
+    words: "QUIC Retry",
+};
+
+const PARAMS: &[ParamSpec] = &[
+    SERVER,
+    APP,
+    RETRY,
+    CC,
+    INITIAL_RTT,
+    MAX_DATAGRAM,
+    IDLE_TIMEOUT,
+    STREAMS,
+    QLOG,
+];
 
 pub const SERVER_START: MetricSpec = MetricSpec::new(
     "quic.server_start",
     "s",
-    "the builtin server's start to its socket bound",
+    "the server's start to its socket bound (builtin) or to our first QUIC handshake with it (a real peer)",
 );
 pub const HANDSHAKE: MetricSpec = MetricSpec::new(
     "quic.handshake",
@@ -169,7 +212,7 @@ static METRICS: &[MetricSpec] = &[
 ];
 
 /// The name our per-case certificate is for, and the client verifies.
-const SERVER_NAME: &str = "quic.wirebench.test";
+pub(crate) const SERVER_NAME: &str = "quic.wirebench.test";
 
 /// Bytes a short-header packet adds to a message on the wire: 28 of IPv4 and UDP, about
 /// 1 + 8 + 2 of header (flags, our 8-byte connection ID, packet number), a STREAM frame's
@@ -184,6 +227,11 @@ pub struct Quic;
 
 /// The plugin, for the runner's registry.
 pub static PLUGIN: &dyn Protocol = &Quic;
+
+/// `quic.server` as a kind of server.
+pub fn kind_of(case: &Case) -> Kind {
+    Kind::from_word(case.choice(&SERVER)).unwrap_or(Kind::Builtin)
+}
 
 /// The transport settings of a case's `quic.*` parameters.
 pub fn transport_of(case: &Case) -> Result<Transport, WorkloadError> {
@@ -233,11 +281,35 @@ impl Protocol for Quic {
     }
 
     fn legend_by_value(&self) -> &'static [&'static str] {
-        &["quic.cc"]
+        &["quic.server", "quic.cc"]
     }
 
-    fn servers(&self, _case: &Case) -> Option<&'static str> {
-        Some("our QUIC server (quinn-proto) started per case")
+    fn serve_flags(&self, serve: clap::Command) -> clap::Command {
+        serve::serve_flags(serve)
+    }
+
+    fn serve_plan(
+        &self,
+        flags: &clap::ArgMatches,
+        quiet: bool,
+    ) -> anyhow::Result<Option<Box<dyn wirebench_protocol::ServePlan>>> {
+        serve::serve_plan(flags, quiet)
+    }
+
+    fn prerequisites(&self, case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
+        let kind = kind_of(case);
+        kind.requirement()
+            .map(|r| r.because(format!("quic.server={}", kind.name())))
+            .into_iter()
+            .collect()
+    }
+
+    fn servers(&self, case: &Case) -> Option<&'static str> {
+        Some(match kind_of(case) {
+            Kind::Builtin => "our QUIC server (quinn-proto) started per case",
+            Kind::QuicGo => "quic-go's example HTTP/3 server started per case",
+            Kind::Ngtcp2 => "ngtcp2's example HTTP/3 server (gtlsserver) started per case",
+        })
     }
 
     fn over_tcp(&self) -> bool {
@@ -251,12 +323,16 @@ impl Protocol for Quic {
     fn peer_model(&self, case: &Case) -> Option<PeerModel> {
         let per_stream = case.workload() == "pingpong" && case.choice(&STREAMS) == "per-message";
         Some(PeerModel {
-            // A certificate, two TLS configurations and the server's thread.
-            start_s: 0.02,
+            // A certificate, two TLS configurations and the server's thread; a real
+            // peer's process and our first handshake with it (measured on loopback).
+            start_s: match kind_of(case) {
+                Kind::Builtin => 0.02,
+                Kind::QuicGo | Kind::Ngtcp2 => 0.25,
+            },
             start_delays: 0.0,
             // One round trip before the first 1-RTT data (RFC 9001 §4.1).
             setup_bytes: HANDSHAKE_BYTES,
-            setup_delays: 2.0,
+            setup_delays: if case.is_on(&RETRY) { 4.0 } else { 2.0 },
             // A new stream's FIN rides with its data: a byte or two more.
             per_message: PER_MESSAGE + if per_stream { 2.0 } else { 0.0 },
             processing_s: 0.0001,
@@ -264,6 +340,19 @@ impl Protocol for Quic {
     }
 
     fn check(&self, case: &Case, _at: &Placement) -> Result<(), WorkloadError> {
+        let kind = kind_of(case);
+        if kind != Kind::Builtin && case.choice(&APP) != "h3" {
+            return Err(WorkloadError::Input(format!(
+                "quic.server={} speaks HTTP/3 only (ALPN h3), not our echo and sink: add --quic-app h3",
+                kind.name()
+            )));
+        }
+        if case.is_on(&RETRY) && kind != Kind::Ngtcp2 {
+            return Err(WorkloadError::Input(format!(
+                "quic.retry=on: only ngtcp2's server can be asked for a Retry (gtlsserver -V), not quic.server={}",
+                kind.name()
+            )));
+        }
         transport_of(case).map(|_| ())
     }
 
@@ -280,6 +369,7 @@ impl Protocol for Quic {
 }
 
 fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+    Quic.check(case, &Placement::default())?;
     let transport = transport_of(case)?;
     // Datagrams of an earlier case still queued on a slow link would delay this one's
     // handshake.
@@ -293,9 +383,22 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
     };
     let identity = Identity::generate(SERVER_NAME)
         .map_err(|e| WorkloadError::Environment(format!("QUIC certificate: {e}")))?;
-    let server = server::Server::start(netns.as_deref(), ip, &identity, &transport, env.seed)?;
+    let kind = kind_of(case);
+    let dir = env.peer_dir(case, repeat);
+    let mut peer = Peer::start(
+        kind,
+        &peers::Setup {
+            netns: netns.as_deref(),
+            dir: &dir,
+            ip,
+            identity: &identity,
+            transport: &transport,
+            qlog: case.is_on(&QLOG),
+            retry: case.is_on(&RETRY),
+            seed: env.seed,
+        },
+    )?;
     let qlog = if case.is_on(&QLOG) {
-        let dir = env.peer_dir(case, repeat);
         std::fs::create_dir_all(&dir).map_err(|error| WorkloadError::Io {
             during: "creating the case's peer directory",
             error,
@@ -308,7 +411,7 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
     let run = QuicRun {
         transport,
         identity,
-        server: SocketAddr::new(ip, server.addr.port()),
+        server: peer.addr,
         payload: case.payload() as usize,
         count: if w.is_stream() {
             w.messages().max(1)
@@ -320,42 +423,31 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
         per_message: case.choice(&STREAMS) == "per-message",
         seed: env.seed,
         qlog,
+        kind,
+        h3: case.choice(&APP) == "h3",
     };
     let mut out = Outcome::default();
-    out.push(SERVER_START.name, server.start_time.as_secs_f64(), "s");
-    workload::run(&run, ctx, &mut out)?;
-    let t = &run.transport;
-    out.notes.push(format!(
-        "QUIC v1 to our server at {} ({}); {}, initial RTT {:?}, {}-byte datagrams, idle timeout {}{}",
-        run.server,
-        if env.lab.is_some() {
-            "in the lab's server host, the client across the link"
-        } else {
-            "loopback"
-        },
-        t.cc.name(),
-        t.initial_rtt,
-        t.max_datagram,
-        t.idle_timeout
-            .map_or_else(|| "none".to_string(), |d| format!("{d:?}")),
-        if run.stream {
-            format!(
-                "; {} messages of {} B on one stream to the sink, timed to its count",
-                run.count, run.payload
-            )
-        } else if run.per_message {
-            "; a stream per message".to_string()
-        } else {
-            "; one stream".to_string()
-        }
-    ));
-    if let Some(s) = server.finish() {
+    out.push(SERVER_START.name, peer.start_time.as_secs_f64(), "s");
+    if let Err(e) = workload::run(&run, ctx, &mut out) {
+        return Err(peer.with_log(e));
+    }
+    wirebench_peer::record_usage(&mut out, peer.usage());
+    out.notes.push(note(&run, env.lab.is_some()));
+    if let Some(s) = peer.finish() {
         out.notes.push(format!(
-            "the builtin server saw {} connection(s), {} stream(s), {} B in and {} B out{}",
+            "the builtin server saw {} connection(s), {} stream(s), {} B in and {} B out{}{}",
             s.connections,
             s.streams,
             s.bytes_in,
             s.bytes_out,
+            if s.requests + s.bad_requests > 0 {
+                format!(
+                    ", {} HTTP/3 request(s) answered, {} refused",
+                    s.requests, s.bad_requests
+                )
+            } else {
+                String::new()
+            },
             if s.failed > 0 {
                 format!(", {} connection(s) failed", s.failed)
             } else {
@@ -366,11 +458,58 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
     Ok(out)
 }
 
+/// The record's note: who was talked to, where, with which settings.
+fn note(run: &QuicRun, lab: bool) -> String {
+    let t = &run.transport;
+    let what = match (run.h3, run.stream) {
+        (true, true) => format!(
+            "; HTTP/3 GET /{} on one stream, timed to its FIN",
+            run.count * run.payload as u64
+        ),
+        (true, false) => format!("; HTTP/3 GET /{} on a stream per round", run.payload),
+        (false, true) => format!(
+            "; {} messages of {} B on one stream to the sink, timed to its count",
+            run.count, run.payload
+        ),
+        (false, false) if run.per_message => "; a stream per message".to_string(),
+        (false, false) => "; one stream".to_string(),
+    };
+    format!(
+        "QUIC v1 to {} at {} ({}); our client: {}, initial RTT {:?}, {}-byte datagrams, idle timeout {}{}{}",
+        run.kind.name(),
+        run.server,
+        if lab {
+            "in the lab's server host, the client across the link"
+        } else {
+            "loopback"
+        },
+        t.cc.name(),
+        t.initial_rtt,
+        t.max_datagram,
+        t.idle_timeout
+            .map_or_else(|| "none".to_string(), |d| format!("{d:?}")),
+        what,
+        match run.kind {
+            Kind::Builtin => "",
+            Kind::Ngtcp2 =>
+                "; gtlsserver given the same controller, initial RTT, datagram size and idle timeout",
+            Kind::QuicGo => "; quic-go's server at its own defaults (it takes no transport flags)",
+        }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// The specs and the enum cannot drift: a choice added to `quic.cc` needs a variant.
+    #[test]
+    fn every_server_choice_parses() {
+        for w in SERVER.choices() {
+            assert_eq!(Kind::from_word(w).map(Kind::name), Some(*w));
+        }
+    }
+
     #[test]
     fn every_cc_choice_parses() {
         for w in CC.choices() {

@@ -5,7 +5,7 @@
 //! client's first Initial waits in the socket's buffer until the loop reads it.
 //! Stopped when dropped, after a case, a failed one, an interrupt or a panic.
 
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use wirebench_engine::blocking::datagram::{DatagramDriver, Udp};
 use wirebench_protocol::WorkloadError;
 use wirebench_quic_engine::{
-    ALPN_ECHO, ALPN_SINK, Endpoint, Identity, MAX_DATAGRAM, Service, ServiceStats, Transport,
+    ALPN_ECHO, ALPN_H3, ALPN_SINK, Endpoint, Identity, MAX_DATAGRAM, Service, ServiceStats,
+    Transport,
 };
 
 /// How often the loop looks at its stop flag when nothing arrives.
@@ -28,11 +29,11 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts the service for `identity` on `ip` (in `netns` if given) with the case's
-    /// transport settings.
+    /// Starts the service for `identity` on `at` (port 0: any; in `netns` if given) with
+    /// the case's transport settings.
     pub fn start(
         netns: Option<&str>,
-        ip: IpAddr,
+        at: SocketAddr,
         identity: &Identity,
         transport: &Transport,
         seed: u64,
@@ -41,7 +42,7 @@ impl Server {
         let endpoint = Endpoint::server(
             transport.clone(),
             identity,
-            &[ALPN_ECHO, ALPN_SINK],
+            &[ALPN_ECHO, ALPN_SINK, ALPN_H3],
             Instant::now(),
             seed,
         )
@@ -58,7 +59,7 @@ impl Server {
                     .map_or(Ok(()), |ns| {
                         wirebench_protocol::hosts::enter(ns).map_err(|e| e.to_string())
                     })
-                    .and_then(|()| UdpSocket::bind((ip, 0)).map_err(|e| e.to_string()));
+                    .and_then(|()| UdpSocket::bind(at).map_err(|e| e.to_string()));
                 match socket {
                     Ok(s) => {
                         let _ = tx.send(s.local_addr().map_err(|e| e.to_string()));
@@ -80,7 +81,7 @@ impl Server {
             .and_then(|r| r)
             .map_err(|e| {
                 WorkloadError::Environment(format!(
-                    "the builtin QUIC server could not bind {ip}: {e}"
+                    "the builtin QUIC server could not bind {at}: {e}"
                 ))
             })?;
         Ok(Server {

@@ -1,4 +1,5 @@
-//! The QUIC workloads, our client against the case's builtin server:
+//! The QUIC workloads in our own ALPNs, our client against the builtin server (in
+//! HTTP/3, against every server: [`crate::download`]):
 //!
 //! - ping-pong (ALPN `wirebench-echo`): `rounds` messages of exactly `payload` seeded
 //!   random bytes, each echoed by the server, checked against what was sent
@@ -32,7 +33,7 @@ use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
 use wirebench_protocol::{Ctx, Outcome, TICK, Transport, WorkloadError};
 use wirebench_quic_engine::proto::{Dir, ReadError, StreamId, WriteError};
-use wirebench_quic_engine::{ALPN_ECHO, ALPN_SINK, Identity};
+use wirebench_quic_engine::{ALPN_ECHO, ALPN_H3, ALPN_SINK, Identity};
 
 /// What a case runs.
 #[derive(Debug, Clone)]
@@ -50,6 +51,10 @@ pub struct QuicRun {
     pub seed: u64,
     /// Where the client's qlog goes, if anywhere.
     pub qlog: Option<PathBuf>,
+    /// The server, whose generated bodies an HTTP/3 response is checked against.
+    pub kind: crate::peers::Kind,
+    /// `quic.app=h3`: the workload in HTTP/3 ([`crate::download`]).
+    pub h3: bool,
 }
 
 /// Seeded random bytes (xorshift64): the same run sends the same bodies.
@@ -65,14 +70,14 @@ pub fn random_bytes(state: &mut u64, len: usize) -> Vec<u8> {
 }
 
 /// Tracks progress so that a connection that stops moving fails the case.
-struct Watch {
+pub(crate) struct Watch {
     last: Instant,
     seen: u64,
     stall: Duration,
 }
 
 impl Watch {
-    fn new(ctx: &Ctx, transport: &wirebench_quic_engine::Transport) -> Watch {
+    pub(crate) fn new(ctx: &Ctx, transport: &wirebench_quic_engine::Transport) -> Watch {
         // The idle timeout is quinn's own end: give it the chance to say so first.
         let idle = transport.idle_timeout.unwrap_or_default();
         Watch {
@@ -98,7 +103,7 @@ impl Watch {
 }
 
 /// One poll of the connection, with the stall and shutdown checks.
-fn step(
+pub(crate) fn step(
     conn: &mut Conn,
     ctx: &Ctx,
     watch: &mut Watch,
@@ -189,7 +194,11 @@ fn read_echo(
     }
 }
 
-fn wait_handshake(conn: &mut Conn, ctx: &Ctx, watch: &mut Watch) -> Result<(), WorkloadError> {
+pub(crate) fn wait_handshake(
+    conn: &mut Conn,
+    ctx: &Ctx,
+    watch: &mut Watch,
+) -> Result<(), WorkloadError> {
     while conn.handshake().completed.is_none() {
         step(conn, ctx, watch, "the QUIC handshake")?;
     }
@@ -207,7 +216,11 @@ pub fn run(run: &QuicRun, ctx: &Ctx, out: &mut Outcome) -> Result<(), WorkloadEr
         ))),
         None => None,
     };
-    let alpn = if run.stream { ALPN_SINK } else { ALPN_ECHO };
+    let alpn = match (run.h3, run.stream) {
+        (true, _) => ALPN_H3,
+        (false, true) => ALPN_SINK,
+        (false, false) => ALPN_ECHO,
+    };
     let mut conn = Conn::open(
         run.transport.clone(),
         &run.identity,
@@ -218,13 +231,19 @@ pub fn run(run: &QuicRun, ctx: &Ctx, out: &mut Outcome) -> Result<(), WorkloadEr
     )?;
     out.local_port = Some(conn.local_port);
     out.transport = Transport::Udp;
-    let r = if run.stream {
+    let r = if run.h3 {
+        crate::download::run(run, ctx, &mut conn, out)
+    } else if run.stream {
         stream(run, ctx, &mut conn, out)
     } else {
         ping_pong(run, ctx, &mut conn, out)
     };
     push_stats(&conn, out);
-    conn.close();
+    if run.h3 {
+        conn.close_h3();
+    } else {
+        conn.close();
+    }
     r
 }
 
@@ -355,7 +374,7 @@ fn stream(
     Ok(())
 }
 
-fn push_handshake(conn: &Conn, out: &mut Outcome) {
+pub(crate) fn push_handshake(conn: &Conn, out: &mut Outcome) {
     let hs = conn.handshake();
     if let Some(t) = hs.completed {
         out.push(

@@ -1,7 +1,8 @@
 //! A client [`Endpoint`] against the [`Service`] over the link model in virtual time
 //! (`wirebench_engine::harness`): the handshake's round trips (RFC 9001 §4.1), an echo
 //! on one bidirectional stream (RFC 9000 §2), the sink's count, and a lost first
-//! Initial recovered by the probe timeout of RFC 9002 §6.2 at the initial RTT.
+//! Initial recovered by the probe timeout of RFC 9002 §6.2 at the initial RTT, and an
+//! HTTP/3 `GET /N` (RFC 9114) answered with N bytes of the generator.
 //!
 //! The links have a delay and no rate, so that every time below is exact: TLS's
 //! randomness changes a signature's length by a byte or two, which a rate would turn
@@ -12,8 +13,11 @@ use std::time::{Duration, Instant};
 use wirebench_engine::harness::{Datagrams, Pair};
 use wirebench_engine::{DatagramEngine, Received, Transmit};
 use wirebench_link::{LinkParams, Outage};
+use wirebench_quic_engine::h3::{self, Body, FrameReader, Part};
 use wirebench_quic_engine::proto::{ConnectionHandle, Dir, StreamEvent, StreamId};
-use wirebench_quic_engine::{ALPN_ECHO, ALPN_SINK, Endpoint, Event, Identity, Service, Transport};
+use wirebench_quic_engine::{
+    ALPN_ECHO, ALPN_H3, ALPN_SINK, Endpoint, Event, Identity, Service, Transport,
+};
 
 const MS: u64 = 1_000_000;
 
@@ -83,10 +87,12 @@ impl Client {
                     self.write(&d);
                 }
             }
+            // Only our own stream: an HTTP/3 server opens its control stream too.
             if let Event::Conn(
                 _,
                 wirebench_quic_engine::proto::Event::Stream(StreamEvent::Readable { id }),
             ) = e
+                && self.stream == Some(id)
             {
                 let c = self.ep.connection(self.h).unwrap();
                 let mut recv = c.recv_stream(id);
@@ -137,8 +143,14 @@ impl DatagramEngine for Client {
 }
 
 fn service(id: &Identity, epoch: Instant) -> Datagrams<Service> {
-    let mut ep =
-        Endpoint::server(Transport::default(), id, &[ALPN_ECHO, ALPN_SINK], epoch, 2).unwrap();
+    let mut ep = Endpoint::server(
+        Transport::default(),
+        id,
+        &[ALPN_ECHO, ALPN_SINK, ALPN_H3],
+        epoch,
+        2,
+    )
+    .unwrap();
     ep.assume_peer(client_addr());
     Datagrams(Service::new(ep))
 }
@@ -225,4 +237,55 @@ fn a_lost_first_initial_is_sent_again_at_the_probe_timeout() {
     let path = p.a.ep.conn(p.a.h).unwrap().conn.stats().path;
     assert_eq!((path.lost_packets, path.lost_bytes), (1, 1200), "{path:?}");
     assert_eq!(path.congestion_events, 1, "{path:?}");
+}
+
+/// The status, body length and whether the body is the generator's, of a response.
+fn response(bytes: &[u8]) -> (Vec<u8>, u64, bool) {
+    let (mut status, mut n, mut body) = (Vec::new(), 0u64, Body::lehmer());
+    let mut intact = true;
+    let mut r = FrameReader::default();
+    r.push(bytes, &mut |p| {
+        match p {
+            Part::Headers(f) => status = h3::field(&f, ":status").unwrap().to_vec(),
+            Part::Data(d) => {
+                n += d.len() as u64;
+                intact &= body.check(d);
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    r.finish().unwrap();
+    (status, n, intact)
+}
+
+#[test]
+fn an_http3_get_is_answered_with_n_bytes_of_the_generator() {
+    let id = Identity::generate("quic.test").unwrap();
+    let epoch = Instant::now();
+    let mut client = Client::new(&id, ALPN_H3, epoch);
+    client.send(&h3::request("quic.test", "/300000"));
+    let mut p = Pair::new(Datagrams(client), service(&id, epoch), link(10), link(10));
+    p.run_until(|now, c, _| {
+        c.pump(now);
+        c.ended
+    });
+    assert_eq!(response(&p.a.got), (b"200".to_vec(), 300_000, true));
+    let s = p.b.stats();
+    assert_eq!((s.requests, s.bad_requests), (1, 0));
+}
+
+#[test]
+fn an_http3_get_of_no_number_is_refused() {
+    let id = Identity::generate("quic.test").unwrap();
+    let epoch = Instant::now();
+    let mut client = Client::new(&id, ALPN_H3, epoch);
+    client.send(&h3::request("quic.test", "/a-file"));
+    let mut p = Pair::new(Datagrams(client), service(&id, epoch), link(10), link(10));
+    p.run_until(|now, c, _| {
+        c.pump(now);
+        c.ended
+    });
+    assert_eq!(response(&p.a.got), (b"400".to_vec(), 0, true));
+    assert_eq!(p.b.stats().bad_requests, 1);
 }
