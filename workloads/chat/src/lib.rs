@@ -14,6 +14,7 @@
 //! `messages.corrupt`. A protocol brings its session as a [`Chat`] and keeps the rest:
 //! its set-up and its metrics around these loops, and its notes.
 
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,6 +26,7 @@ use wirebench_model::metric::THROUGHPUT_MESSAGES_PER_S;
 use wirebench_protocol::Fault;
 use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
+use wirebench_protocol::tcpinfo;
 use wirebench_protocol::{Ctx, Outcome, TICK, WorkloadError};
 
 /// One client's session, as the chat workloads use it.
@@ -60,6 +62,13 @@ pub trait Chat: Send + 'static {
     /// Messages waiting for the server's acknowledgement (a stream's progress counts them).
     fn unacked(&self) -> u64 {
         0
+    }
+
+    /// Client1's TCP connection, where it is the one that crosses the link (MQTT's, to
+    /// the broker in the server host), for its TCP_INFO series; `None` where the
+    /// servers' link carries the messages across (IRC's and XMPP's S1 topologies).
+    fn socket(&self) -> Option<&TcpStream> {
+        None
     }
 
     /// Ends the session politely (QUIT, DISCONNECT, `</stream:stream>`).
@@ -104,6 +113,9 @@ pub struct Plan {
     pub think: Duration,
     pub seed: u64,
     pub stream: bool,
+    /// How often a stream samples client1's TCP_INFO (`tcp.info`), where [`Chat::socket`]
+    /// gives its connection; `None`: never.
+    pub tcp_info: Option<Duration>,
 }
 
 /// What client2's thread shares with client1's.
@@ -415,6 +427,10 @@ pub fn stream<C: Chat>(
 ) -> Result<bool, WorkloadError> {
     let stall = ctx.stall_timeout + plan.think;
     let mut rng = seed_a(plan.seed);
+    let sampler = match c1.socket() {
+        Some(s) => tcpinfo::start(plan.tcp_info, s),
+        None => Ok(None),
+    };
     // A warm-up message first: the first messages on a new connection meet delayed
     // ACKs (and XMPP's the server-to-server set-up), which a flood's figure should not
     // carry.
@@ -463,6 +479,7 @@ pub fn stream<C: Chat>(
         }
     }
     wait_received(c1, client2, plan.count + 1, stall, style.service_wait, ctx)?;
+    tcpinfo::record(out, sampler);
     let last = client2.shared.last_ns.load(Ordering::SeqCst);
     let tally = if style.tagged {
         let mut t = client2

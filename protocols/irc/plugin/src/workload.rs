@@ -109,6 +109,7 @@ impl IrcRun {
             think: self.think,
             seed: self.seed,
             stream: self.stream,
+            tcp_info: None,
         }
     }
 }

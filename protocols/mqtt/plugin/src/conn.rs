@@ -25,6 +25,11 @@ pub struct MqttConn {
 }
 
 impl MqttConn {
+    /// The connection to the broker, for its TCP_INFO series.
+    pub fn socket(&self) -> &TcpStream {
+        &self.driver.io.stream
+    }
+
     /// An engine error as a case error, typed by who is at fault.
     pub fn error(&self, e: MqttError) -> WorkloadError {
         let what = format!("MQTT {} with the broker at {}: {e}", self.who, self.addr);

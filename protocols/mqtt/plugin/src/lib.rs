@@ -58,8 +58,13 @@ pub const QOS: ParamSpec = ParamSpec {
 };
 
 /// The plugin's parameters: version and QoS, then the load workload's.
-static ALL_PARAMS: std::sync::LazyLock<Vec<ParamSpec>> =
-    std::sync::LazyLock::new(|| [VERSION, QOS].iter().chain(load::PARAMS).copied().collect());
+static ALL_PARAMS: std::sync::LazyLock<Vec<ParamSpec>> = std::sync::LazyLock::new(|| {
+    [VERSION, QOS, wirebench_protocol::params::TCP_INFO]
+        .iter()
+        .chain(load::PARAMS)
+        .copied()
+        .collect()
+});
 
 /// Bytes of IPv4 and TCP headers (with timestamps) per segment: the link crate's figure.
 const TCP_IP: u64 = Transport::Tcp.ipv4_overhead();

@@ -28,6 +28,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use wirebench_chat::{self as chat, Chat, Client2, Incoming, Plan, Style, xorshift};
 use wirebench_mqtt::{Config, Event, QoS, Version};
+use wirebench_protocol::tcpinfo;
 use wirebench_protocol::{Case, Ctx, Outcome, WorkloadError};
 
 /// client1 publishes here and client2 subscribes (short: every byte crosses a 2400 bit/s
@@ -69,6 +70,8 @@ pub struct MqttRun {
     pub stream: bool,
     /// Bytes a stream keeps ahead of client2 (at least two messages).
     pub window_bytes: u64,
+    /// How often a stream samples client1's TCP_INFO (`tcp.info`); `None`: never.
+    pub tcp_info: Option<Duration>,
 }
 
 /// `mqtt.version` as the engine's version.
@@ -111,6 +114,7 @@ impl MqttRun {
             seed,
             stream: w.is_stream(),
             window_bytes: STREAM_WINDOW_BYTES,
+            tcp_info: tcpinfo::interval(case),
         }
     }
 
@@ -141,6 +145,7 @@ impl MqttRun {
             think: self.think,
             seed: self.seed,
             stream: self.stream,
+            tcp_info: self.tcp_info,
         }
     }
 }
@@ -191,6 +196,10 @@ impl Chat for MqttChat {
 
     fn unacked(&self) -> u64 {
         u64::from(self.conn.client.in_flight())
+    }
+
+    fn socket(&self) -> Option<&std::net::TcpStream> {
+        Some(self.conn.socket())
     }
 
     fn close(self) {

@@ -63,6 +63,7 @@ fn run(
         seed: 7,
         stream,
         window_bytes: STREAM_WINDOW_BYTES,
+        tcp_info: Some(Duration::from_millis(5)),
     };
     let flag = AtomicBool::new(false);
     let mut out = Outcome::default();
@@ -98,6 +99,20 @@ fn ping_pong_and_stream_through_mosquitto_on_loopback() {
             assert_eq!(metric(&o, "messages.received"), 2000.0);
             assert_eq!(metric(&o, "messages.corrupt"), 0.0);
             assert!(metric(&o, "throughput.messages_per_s") > 100.0);
+            // client1's connection to the broker, sampled every 5 ms: what the broker
+            // acknowledged only grows, and it is most of the stream (the broker's
+            // delayed ACK may still hold the last segment, 64 KiB on loopback).
+            let (name, csv) = &o.series[0];
+            assert_eq!(name, "tcp_info");
+            let acked: Vec<f64> = csv
+                .lines()
+                .skip(1)
+                .map(|l| l.split(',').nth(10).unwrap().parse().unwrap())
+                .collect();
+            assert!(acked.len() >= 2, "{csv}");
+            assert!(acked.windows(2).all(|w| w[0] <= w[1]), "{csv}");
+            assert!(acked[acked.len() - 1] >= 2000.0 * 72.0 - 65536.0, "{csv}");
+            assert!(metric(&o, "tcp.cwnd_max") >= 10.0);
         }
     }
     // Every session said goodbye: the broker logged each DISCONNECT.

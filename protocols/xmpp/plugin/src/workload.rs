@@ -134,6 +134,7 @@ impl XmppRun {
             think: self.think,
             seed: self.seed,
             stream: self.stream,
+            tcp_info: None,
         }
     }
 }
