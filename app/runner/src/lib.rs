@@ -721,6 +721,18 @@ impl Job<'_> {
         elapsed: Duration,
     ) -> std::io::Result<bool> {
         match result {
+            // A workload that stops at Ctrl-C with what it measured so far (a session
+            // load's phases cut short) returns its figures: the case is interrupted all
+            // the same, and its record says so.
+            Ok(outcome) if self.shutdown.load(Ordering::SeqCst) => {
+                record.status = Status::Interrupted;
+                record.error = Some(
+                    "interrupted before the case finished; its figures are those measured until then"
+                        .into(),
+                );
+                attach(dir, record, stem, outcome, started, elapsed)?;
+                Ok(true)
+            }
             Ok(outcome) => {
                 attach(dir, record, stem, outcome, started, elapsed)?;
                 Ok(false)

@@ -452,9 +452,11 @@ pub fn wrap_at_words(t: &mut Table, width: usize) {
 fn status(reps: &[&Record], ok: &[&Record]) -> String {
     if let [r] = reps {
         if r.status == Status::Interrupted {
+            // Rounds are a ping-pong's; a load's progress is its sessions' column.
+            let pingpong = r.params.get("workload").and_then(|w| w.as_str()) == Some("pingpong");
             return match r.get(MESSAGES_RECEIVED) {
-                Some(n) => format!("interrupted after {} rounds", n.value),
-                None => "interrupted".into(),
+                Some(n) if pingpong => format!("interrupted after {} rounds", n.value),
+                _ => "interrupted".into(),
             };
         }
     }

@@ -6,7 +6,8 @@
 //! time series agree.
 
 use crate::common;
-use common::{m, records, run_ok};
+use common::{m, records, run_ok, wirebench};
+use std::time::Duration;
 
 #[test]
 fn twenty_thousand_sessions_over_worker_processes_on_both_sides() {
@@ -194,4 +195,47 @@ fn a_killed_generator_fails_the_case_and_names_it() {
     );
     assert!(m(r, "load.logged_in") > 0.0, "{r}");
     assert!(out.join("case-0001-r1.load.csv").exists());
+}
+
+/// Ctrl-C during a load's phases: the generators close their sessions, and the record is
+/// `interrupted` with the figures measured until then, not `ok`.
+#[test]
+fn an_interrupted_load_is_recorded_as_interrupted_with_its_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut child = wirebench()
+        .args(["run", "--protocol", "xmpp", "--workload", "load", "--quiet"])
+        .args(["--load-phases", "30s@50/s", "--load-stay", "30s"])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run says whom it runs against when its first case starts; sessions arrive at
+    // 50/s from then on.
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("running against") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the load never started");
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let rs = records(&out);
+    assert_eq!(rs.len(), 1);
+    let r = &rs[0];
+    assert_eq!(r["status"], "interrupted", "{r}");
+    assert!(m(r, "load.logged_in") > 0.0, "{r}");
+    assert!(m(r, "load.sessions") < 1500.0, "{r}");
 }
