@@ -47,18 +47,8 @@ use wirebench_xmpp_server as serve;
 /// The subcommand a generator process runs as; `wirebench` routes it to [`worker_main`].
 pub const WORKER_COMMAND: &str = "xmpp-load-worker";
 
-const LOAD: &[&str] = &["load"];
-
-fn check_phases(s: &str) -> Result<(), String> {
-    let phases = wirebench_load::parse_phases(s)?;
-    Schedule::new(&phases, Arrivals::Uniform, 0)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-}
-
-fn check_dist(s: &str) -> Result<(), String> {
-    Dist::parse(s).map(|_| ())
-}
+use wirebench_session_load::LOAD;
+pub use wirebench_session_load::{ARRIVALS, EVERY, INTERVAL, PHASES, STAY, THINK, TIMEOUT};
 
 fn check_domain(s: &str) -> Result<(), String> {
     if s.is_empty()
@@ -181,63 +171,6 @@ pub const SERVER_DOMAIN: ParamSpec = ParamSpec {
     words: "domain",
 };
 
-pub const PHASES: ParamSpec = ParamSpec {
-    name: "load.phases",
-    kind: Kind::Custom {
-        what: "arrival phases",
-        check: check_phases,
-    },
-    default: "5s@200/s",
-    workloads: LOAD,
-    help: "arrival phases, DURATION@RATE[:max=N] joined by +, e.g. 30s@1000/s+10m@0 (Tsung's arrivalphase: sessions per second, at most N; rate 0 holds)",
-    words: "arrival phases",
-};
-
-pub const ARRIVALS: ParamSpec = ParamSpec {
-    name: "load.arrivals",
-    kind: Kind::Choice(&["poisson", "uniform"]),
-    default: "poisson",
-    workloads: LOAD,
-    help: "gaps between arrivals: poisson (exponential, as Tsung) or uniform",
-    words: "arrivals",
-};
-
-pub const STAY: ParamSpec = ParamSpec {
-    name: "load.stay",
-    kind: Kind::Custom {
-        what: "duration or distribution",
-        check: check_dist,
-    },
-    default: "10s",
-    workloads: LOAD,
-    help: "how long each session stays, from its intended start, before it leaves: a duration, exp:MEAN (exponential, Tsung's random thinktime) or uniform:MIN..MAX, drawn per session",
-    words: "session stay",
-};
-
-pub const EVERY: ParamSpec = ParamSpec {
-    name: "load.every",
-    kind: Kind::Custom {
-        what: "duration or distribution",
-        check: check_dist,
-    },
-    default: "1s",
-    workloads: LOAD,
-    help: "each session sends its partner (user 2k-1 <-> 2k) a message this often until it leaves (0: no messages); a duration, exp:MEAN or uniform:MIN..MAX drawn for each gap",
-    words: "message interval",
-};
-
-pub const THINK: ParamSpec = ParamSpec {
-    name: "load.think",
-    kind: Kind::Custom {
-        what: "duration or distribution",
-        check: check_dist,
-    },
-    default: "2s",
-    workloads: LOAD,
-    help: "think time before the first message: it is meant this long after the session's intended start (a duration, exp:MEAN or uniform:MIN..MAX, drawn per session)",
-    words: "first message",
-};
-
 pub const MECH: ParamSpec = ParamSpec {
     name: "load.mech",
     kind: Kind::Choice(&["PLAIN", "SCRAM-SHA-1", "SCRAM-SHA-256"]),
@@ -292,15 +225,6 @@ pub const ONLINE: ParamSpec = ParamSpec {
     words: "users online",
 };
 
-pub const INTERVAL: ParamSpec = ParamSpec {
-    name: "load.interval",
-    kind: Kind::Duration,
-    default: "1s",
-    workloads: LOAD,
-    help: "width of the time series' intervals (the .load.csv file)",
-    words: "interval",
-};
-
 pub const SAMPLES: ParamSpec = ParamSpec {
     name: "load.samples",
     kind: Kind::Choice(ON_OFF),
@@ -308,15 +232,6 @@ pub const SAMPLES: ParamSpec = ParamSpec {
     workloads: LOAD,
     help: "also write every latency sample, raw, beside the record (case-NNNN-rK.load.samples.wW.csv, about 20 bytes a sample): to check percentiles against the histograms",
     words: "raw samples",
-};
-
-pub const TIMEOUT: ParamSpec = ParamSpec {
-    name: "load.timeout",
-    kind: Kind::Duration,
-    default: "30s",
-    workloads: LOAD,
-    help: "a session not logged in this long after its intended start fails (timeout)",
-    words: "login timeout",
 };
 
 /// A load case's settings, read from the case.
