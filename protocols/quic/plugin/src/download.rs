@@ -17,16 +17,15 @@
 
 use crate::client::Conn;
 use crate::peers::Kind;
-use crate::workload::{QuicRun, Watch, step, wait_handshake};
+use crate::workload::{QuicRun, Watch, end_round, end_rounds, step, wait_handshake};
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_model::metric::{
     THROUGHPUT_BITS_PER_S, THROUGHPUT_DURATION, THROUGHPUT_MESSAGES_PER_S,
 };
-use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
+use wirebench_protocol::stats::{interrupted, push_counts, secs};
 use wirebench_protocol::tally::Tally;
-use wirebench_protocol::{Ctx, Outcome, TICK, WorkloadError};
+use wirebench_protocol::{Ctx, Outcome, WorkloadError};
 use wirebench_quic_engine::h3::{self, Body, FrameReader, Part};
 use wirebench_quic_engine::proto::{Dir, ReadError, StreamId};
 
@@ -290,19 +289,8 @@ fn requests(
         status_ok(&r, &path, run.kind)?;
         tally.observe(i, r.bytes != run.payload as u64 || !r.intact);
         rtts.push(r.at.saturating_sub(t0));
-        if i == 0 {
-            crate::workload::push_handshake(conn, out);
-        }
-        (ctx.progress)(i + 1, run.count);
-        if !run.think.is_zero() {
-            let until = Instant::now() + run.think;
-            while Instant::now() < until {
-                conn.poll(until.min(Instant::now() + TICK))?;
-            }
-        }
+        end_round(conn, out, run, ctx, i)?;
     }
-    tally.finish(run.count);
-    push_counts(out, run.count, &tally);
-    push_rtts(out, rtts);
+    end_rounds(out, run.count, tally, rtts);
     Ok(())
 }

@@ -301,21 +301,40 @@ fn ping_pong(
             Err(WorkloadError::Interrupted) => return Err(interrupted(rtts, run.count, tally)),
             Err(e) => return Err(e),
         }
-        if i == 0 {
-            push_handshake(conn, out);
-        }
-        (ctx.progress)(i + 1, run.count);
-        if !run.think.is_zero() {
-            let until = Instant::now() + run.think;
-            while Instant::now() < until {
-                conn.poll(until.min(Instant::now() + TICK))?;
-            }
+        end_round(conn, out, run, ctx, i)?;
+    }
+    end_rounds(out, run.count, tally, rtts);
+    Ok(())
+}
+
+/// What follows each ping-pong round, over either application: the handshake's figures
+/// after the first, progress, then the think time, during which the connection keeps
+/// answering its peer (ACKs, PINGs) rather than sleeping.
+pub(crate) fn end_round(
+    conn: &mut Conn,
+    out: &mut Outcome,
+    run: &QuicRun,
+    ctx: &Ctx,
+    i: u64,
+) -> Result<(), WorkloadError> {
+    if i == 0 {
+        push_handshake(conn, out);
+    }
+    (ctx.progress)(i + 1, run.count);
+    if !run.think.is_zero() {
+        let until = Instant::now() + run.think;
+        while Instant::now() < until {
+            conn.poll(until.min(Instant::now() + TICK))?;
         }
     }
-    tally.finish(run.count);
-    push_counts(out, run.count, &tally);
-    push_rtts(out, rtts);
     Ok(())
+}
+
+/// The rounds' counts and round trips, once all `count` are done.
+pub(crate) fn end_rounds(out: &mut Outcome, count: u64, mut tally: Tally, rtts: Vec<u64>) {
+    tally.finish(count);
+    push_counts(out, count, &tally);
+    push_rtts(out, rtts);
 }
 
 fn stream(
