@@ -12,19 +12,13 @@
 #
 #   bash scripts/install-quic-go.sh [--help]
 set -euo pipefail
-case ${1:-} in
--h | --help)
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-    exit 0
-    ;;
-esac
+# shellcheck source=scripts/lib/cached-peer.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cached-peer.sh"
+script_help "${BASH_SOURCE[0]}" "${1:-}"
 cd "$(dirname "$0")/.."
 
 VERSION=0.65.0
-NAME=quic-go-$VERSION
-LINK=target/peers/$NAME
-CACHE=${WIREBENCH_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wirebench}
-ROOT=$CACHE/$NAME
+cached_peer quic-go-$VERSION
 
 built() { [[ -x $1/bin/quic-go-server && -x $1/bin/quic-go-client ]]; }
 if built "$LINK"; then
@@ -47,6 +41,4 @@ if ! built "$ROOT"; then
     mv "$tmp/bin/example" "$ROOT/bin/quic-go-server"
     mv "$tmp/bin/client" "$ROOT/bin/quic-go-client"
 fi
-mkdir -p target/peers
-rm -rf "$LINK"
-ln -s "$ROOT" "$LINK"
+link_cached_peer

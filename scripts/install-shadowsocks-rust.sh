@@ -9,19 +9,13 @@
 #
 #   bash scripts/install-shadowsocks-rust.sh [--help]
 set -euo pipefail
-case ${1:-} in
--h | --help)
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-    exit 0
-    ;;
-esac
+# shellcheck source=scripts/lib/cached-peer.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cached-peer.sh"
+script_help "${BASH_SOURCE[0]}" "${1:-}"
 cd "$(dirname "$0")/.."
 
 VERSION=1.25.0
-NAME=shadowsocks-rust-$VERSION
-LINK=target/peers/$NAME
-CACHE=${WIREBENCH_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wirebench}
-ROOT=$CACHE/$NAME
+cached_peer shadowsocks-rust-$VERSION
 
 built() { [[ -x $1/bin/ssserver && -x $1/bin/sslocal ]]; }
 if built "$LINK"; then
@@ -32,6 +26,4 @@ if ! built "$ROOT"; then
     cargo install --quiet --locked --root "$ROOT" shadowsocks-rust --version "$VERSION" \
         --no-default-features --features "server local aead-cipher aead-cipher-2022 multi-threaded"
 fi
-mkdir -p target/peers
-rm -rf "$LINK"
-ln -s "$ROOT" "$LINK"
+link_cached_peer
