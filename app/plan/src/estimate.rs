@@ -5,20 +5,15 @@
 //! they exist to warn before a case takes hours and to size a pcap. The formulas and the
 //! figures they were checked against are in docs/scenarios.md ("Estimates").
 
-use crate::link::TCP_IPV4_OVERHEAD;
 use crate::{Case, CaseLink, PlanError, Scenario};
 use std::time::Duration;
 use wirebench_connect::params::{CONCURRENCY, CONNECTS};
 use wirebench_lab::pcap::{FILE_HEADER, capture_bytes};
 use wirebench_link::LinkSpec;
-use wirebench_protocol::params;
+use wirebench_protocol::{Transport, params};
 
 /// The raw protocol's frame header.
 const FRAME_HEADER: f64 = 21.0;
-/// A bare TCP segment (an ACK, with the timestamp option).
-const ACK: f64 = TCP_IPV4_OVERHEAD as f64;
-/// A SYN or SYN-ACK with its options.
-const SYN: f64 = 60.0;
 /// Everything estimated is multiplied by this, so estimates err on the long side.
 const MARGIN: f64 = 1.1;
 
@@ -44,7 +39,8 @@ const CONTROL_RESULT: (f64, f64) = (60.0, 450.0);
 /// Real peers (docs/xmpp.md, docs/irc.md): servers' start-up, the lab's wait for a quiet
 /// link (1 s) and logins, in seconds plus one-way delays, then the servers' link set-up
 /// (bytes each way and one-way delays on its critical path), then each message's bytes
-/// beyond its payload in each direction (IP headers and the peer's ACK included).
+/// beyond its payload in each direction (the transport's headers, `Transport::ipv4_overhead`,
+/// and over TCP the peer's ACK included).
 /// Each protocol with real peers gives its own ([`wirebench_protocol::Protocol::peer_model`]).
 pub use wirebench_protocol::PeerModel;
 
@@ -303,9 +299,10 @@ pub fn estimate_cases(cases: &[Case], links: &[Option<CaseLink>]) -> PlanEstimat
     }
 }
 
-/// One direction of a link, as the estimates see it.
+/// One direction of a link, as the estimates see it, for the case's transport.
 #[derive(Debug, Clone, Copy)]
 struct Dir {
+    transport: Transport,
     /// bit/s; `None`: unlimited.
     rate: Option<f64>,
     /// One-way delay plus the mean jitter, seconds.
@@ -317,12 +314,13 @@ struct Dir {
 }
 
 impl Dir {
-    fn of(spec: &LinkSpec, trace_bps: Option<f64>) -> Dir {
+    fn of(spec: &LinkSpec, trace_bps: Option<f64>, transport: Transport) -> Dir {
         let mtu = spec.mtu.max(68) as f64;
         Dir {
+            transport,
             rate: trace_bps.or(spec.rate_bps.map(|r| r as f64)),
             delay: (spec.delay_ns as f64 + spec.jitter_ns as f64 / 2.0) * 1e-9,
-            mss: (mtu - ACK).max(1.0),
+            mss: (mtu - transport.ipv4_overhead() as f64).max(1.0),
             mtu,
             loss: spec.loss.mean_loss(),
         }
@@ -336,13 +334,39 @@ impl Dir {
         }
     }
 
-    /// IP bytes of a message of `bytes` of TCP payload sent as its own segments.
-    fn wire(&self, bytes: f64) -> f64 {
-        bytes + (bytes / self.mss).ceil().max(1.0) * ACK
+    /// The transport's headers in front of each packet.
+    fn header(&self) -> f64 {
+        self.transport.ipv4_overhead() as f64
     }
 
-    /// One-way time of a message of `bytes` of TCP payload: serialization of its segments
-    /// (pipelined) plus propagation.
+    /// IP bytes of a message of `bytes` of transport payload sent as its own packets (a
+    /// protocol over UDP cuts a long message into datagrams of at most `mss` itself).
+    fn wire(&self, bytes: f64) -> f64 {
+        bytes + (bytes / self.mss).ceil().max(1.0) * self.header()
+    }
+
+    /// Seconds to serialize the transport's own acknowledgement (none over UDP).
+    fn ser_ack(&self) -> f64 {
+        self.transport
+            .ack_packet()
+            .map_or(0.0, |ack| self.ser(ack as f64))
+    }
+
+    /// Seconds to serialize the packet that opens a connection (none over UDP).
+    fn ser_open(&self) -> f64 {
+        self.transport
+            .open_packet()
+            .map_or(0.0, |open| self.ser(open as f64))
+    }
+
+    /// `(count, bytes)` of the transport's acknowledgements of `count` data packets, for
+    /// a capture's size: one bare ACK a segment over TCP, nothing over UDP.
+    fn acks(&self, count: f64) -> Option<(f64, u64)> {
+        self.transport.ack_packet().map(|ack| (count, ack))
+    }
+
+    /// One-way time of a message of `bytes` of transport payload: serialization of its
+    /// packets (pipelined) plus propagation.
     fn one_way(&self, bytes: f64) -> f64 {
         self.ser(self.wire(bytes)) + self.delay
     }
@@ -419,10 +443,10 @@ fn estimate_workload(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
 
 /// Both directions of a link, its round trip without queueing, and how loss stretches
 /// a time.
-fn dirs(link: &CaseLink) -> (Dir, Dir, f64) {
+fn dirs(link: &CaseLink, transport: Transport) -> (Dir, Dir, f64) {
     let trace_bps = link.trace.as_ref().map(|t| t.mean_rate_bps());
-    let up = Dir::of(&link.up, trace_bps);
-    let down = Dir::of(&link.down, trace_bps);
+    let up = Dir::of(&link.up, trace_bps, transport);
+    let down = Dir::of(&link.down, trace_bps, transport);
     let rtt0 = up.delay + down.delay + paths_mean_s(link);
     (up, down, rtt0)
 }
@@ -446,14 +470,14 @@ fn peer_estimate(
         .duration(&params::THINK)
         .unwrap_or_default()
         .as_secs_f64();
-    let (up, down, rtt0) = dirs(link);
+    let (up, down, rtt0) = dirs(link, crate::registry::of(case).transport());
     let setup = up.ser(model.setup_bytes).max(down.ser(model.setup_bytes))
         + model.setup_delays * up.delay.max(down.delay);
     e.fixed = model.start_s + model.start_delays * up.delay.max(down.delay) + setup;
     let msg = payload + model.per_message;
     // `per_message` holds one segment's headers; a payload above the MSS adds its other
     // segments' headers.
-    let wire = |d: &Dir| msg + ((payload / d.mss).ceil() - 1.0).max(0.0) * ACK;
+    let wire = |d: &Dir| msg + ((payload / d.mss).ceil() - 1.0).max(0.0) * d.header();
     if case.workload() == "stream" {
         // A warm-up message, then `count` back to back: each takes its bytes' time.
         let n = case
@@ -464,7 +488,8 @@ fn peer_estimate(
         e.payload_share = up.ser(payload) / each.max(1e-12);
         e.knob = Knob::Count { n, each };
         let segs = (n + 1) as f64 * (msg / up.mss).ceil().max(1.0);
-        e.packets = vec![(segs, (msg.min(up.mss) + ACK) as u64), (segs, ACK as u64)];
+        e.packets = vec![(segs, (msg.min(up.mss) + up.header()) as u64)];
+        e.packets.extend(down.acks(segs));
     } else {
         let rounds = case.rounds();
         let rt = up.ser(wire(&up)) + down.ser(wire(&down)) + rtt0 + 2.0 * model.processing_s;
@@ -473,11 +498,11 @@ fn peer_estimate(
         e.payload_share = (up.ser(payload) + down.ser(payload)) / each;
         e.think_share = think / each;
         e.knob = Knob::Rounds { n: rounds, each };
-        e.packets = vec![(2.0 * rounds as f64, (msg + ACK) as u64)];
+        e.packets = vec![(2.0 * rounds as f64, (msg + up.header()) as u64)];
     }
     e.packets.push((
         2.0 * (model.setup_bytes / 200.0).ceil() + 20.0,
-        200 + ACK as u64,
+        200 + up.header() as u64,
     ));
     e.secs = lossy(&up, &down, e.fixed + scaled(e.knob)) * MARGIN;
     e
@@ -493,19 +518,19 @@ fn raw_link_estimate(case: &Case, link: &CaseLink, mut e: CaseEstimate) -> CaseE
     let stream = case.workload() == "stream";
     let echo = crate::registry::of(case).stream_echoes(case);
     let duration = case.duration(&params::DURATION).map(|d| d.as_secs_f64());
-    let (up, down, rtt0) = dirs(link);
+    let (up, down, rtt0) = dirs(link, crate::registry::of(case).transport());
     // The control exchange (open, hello, result) and the data
     // connection's handshake cross it too.
     let frame = payload + FRAME_HEADER;
     let control = up.one_way(CONTROL_OPEN.0)
         + down.one_way(CONTROL_OPEN.1)
-        + up.ser(SYN)
-        + down.ser(SYN)
+        + up.ser_open()
+        + down.ser_open()
         + rtt0
         + down.one_way(40.0)
         + up.one_way(CONTROL_RESULT.0)
         + down.one_way(CONTROL_RESULT.1);
-    let mut packets = vec![(16.0, 200 + ACK as u64)];
+    let mut packets = vec![(16.0, 200 + up.header() as u64)];
     if stream {
         let each = message_time(frame, echo, &up, &down)
             .unwrap_or_else(|| up.ser(up.wire(frame)))
@@ -531,12 +556,12 @@ fn raw_link_estimate(case: &Case, link: &CaseLink, mut e: CaseEstimate) -> CaseE
         e.fixed = control + rtt0 + slow_start;
         let sent = scaled(e.knob) / each;
         let data = sent * frame / frame.min(up.mss).max(1.0);
-        let size = (frame.min(up.mss) + ACK) as u64;
+        let size = (frame.min(up.mss) + up.header()) as u64;
         packets.push((data, size));
-        packets.push((data / 2.0, ACK as u64));
+        packets.extend(down.acks(data / 2.0));
         if echo {
             packets.push((data, size));
-            packets.push((data / 2.0, ACK as u64));
+            packets.extend(up.acks(data / 2.0));
         }
     } else {
         let rounds = case.rounds();
@@ -546,15 +571,15 @@ fn raw_link_estimate(case: &Case, link: &CaseLink, mut e: CaseEstimate) -> CaseE
         // and a message larger than the initial window needs more round trips.
         let segments = (frame / up.mss).ceil();
         let slow_start = (segments / 10.0).max(1.0).log2().ceil() * rtt0;
-        e.fixed = control + up.ser(ACK) + down.ser(ACK) + slow_start;
+        e.fixed = control + up.ser_ack() + down.ser_ack() + slow_start;
         e.payload_share = (up.ser(payload) + down.ser(payload)) / each;
         e.think_share = think / each;
         e.knob = Knob::Rounds { n: rounds, each };
         let n = rounds as f64 * segments.max(1.0);
-        let size = (frame.min(up.mss) + ACK) as u64;
+        let size = (frame.min(up.mss) + up.header()) as u64;
         packets.push((2.0 * n, size));
         if segments > 1.0 {
-            packets.push((n, ACK as u64));
+            packets.extend(down.acks(n));
         }
     }
     e.packets = packets;
@@ -580,11 +605,8 @@ fn connect_estimate(case: &Case, link: Option<&CaseLink>, mut e: CaseEstimate) -
         // About 150 us per round trip of set-up and echo on this machine's loopback.
         None => trips * LOOPBACK_ROUND_S,
         Some(link) => {
-            let trace_bps = link.trace.as_ref().map(|t| t.mean_rate_bps());
-            let up = Dir::of(&link.up, trace_bps);
-            let down = Dir::of(&link.down, trace_bps);
-            let rtt0 = up.delay + down.delay + paths_mean_s(link);
-            trips * (rtt0 + up.ser(SYN) + down.ser(SYN))
+            let (up, down, rtt0) = dirs(link, crate::registry::of(case).transport());
+            trips * (rtt0 + up.ser_open() + down.ser_open())
                 + up.ser(up.wire(payload))
                 + down.ser(down.wire(payload))
         }
@@ -606,7 +628,9 @@ fn connect_estimate(case: &Case, link: Option<&CaseLink>, mut e: CaseEstimate) -
             each,
         },
     };
-    e.packets = vec![(connects as f64 * (2.0 * trips + 4.0), (SYN + ACK) as u64)];
+    let transport = crate::registry::of(case).transport();
+    let open = transport.open_packet().unwrap_or(0) + transport.ack_packet().unwrap_or(0);
+    e.packets = vec![(connects as f64 * (2.0 * trips + 4.0), open.max(1))];
     e.secs = (e.fixed + scaled(e.knob)) * MARGIN;
     e
 }
@@ -664,14 +688,14 @@ fn message_time(frame: f64, echo: bool, up: &Dir, down: &Dir) -> Option<f64> {
     }
 }
 
-/// Messages of `frame` bytes above TCP a stream can put on `link` in `d` (at least one): what stops a
+/// Messages of `frame` bytes above TCP (the raw stream's) a stream can put on `link` in `d` (at least one): what stops a
 /// duration-bound stream on a rate-limited link, so that data buffered in the sockets and
 /// the link's queue (minutes of it at 2400 bit/s) does not outlast the duration. `None`
 /// for an unlimited link (the duration alone stops the sender there).
 pub fn stream_budget(frame: u64, echo: bool, link: &CaseLink, d: Duration) -> Option<u64> {
     let trace_bps = link.trace.as_ref().map(|t| t.mean_rate_bps());
-    let up = Dir::of(&link.up, trace_bps);
-    let down = Dir::of(&link.down, trace_bps);
+    let up = Dir::of(&link.up, trace_bps, Transport::Tcp);
+    let down = Dir::of(&link.down, trace_bps, Transport::Tcp);
     let each = message_time(frame as f64, echo, &up, &down)?;
     Some(((d.as_secs_f64() / each).ceil() as u64).max(1))
 }

@@ -6,12 +6,8 @@
 //! axis over `link.delay` varies the delay of whatever link was described.
 
 use crate::{Case, CaseLink};
-use wirebench_link::{Direction, LinkSpec, PathRtts, Trace, Transport};
+use wirebench_link::{Direction, LinkSpec, PathRtts, Trace};
 use wirebench_protocol::params::{self, ParamSpec, is_link};
-
-/// IPv4 (20) + TCP (20) + timestamp option (12): what Linux puts in front of every data
-/// segment of a connection between two Linux hosts.
-pub const TCP_IPV4_OVERHEAD: u64 = Transport::Tcp.ipv4_overhead();
 
 #[derive(Debug, thiserror::Error)]
 #[error("case {case}: {msg}")]

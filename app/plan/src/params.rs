@@ -6,6 +6,7 @@
 use crate::registry::{self, REGISTRY};
 use std::sync::LazyLock;
 use wirebench_model::Kind;
+use wirebench_protocol::Transport;
 pub use wirebench_protocol::params::{
     LINK_PARAMS, MAX_PAYLOAD, PEER_STREAM_COUNT, ParamSpec, STREAM_DURATION, WORKLOADS, is_link,
 };
@@ -79,7 +80,9 @@ pub fn read_by(param: &str, protocol: &str) -> bool {
     if param == "duration" && registry::get(protocol).is_some_and(|p| p.stream_count().is_some()) {
         return false;
     }
-    if param.starts_with("tcp.") && registry::get(protocol).is_some_and(|p| !p.over_tcp()) {
+    if param.starts_with("tcp.")
+        && registry::get(protocol).is_some_and(|p| p.transport() != Transport::Tcp)
+    {
         return false;
     }
     let owners = owners(param);

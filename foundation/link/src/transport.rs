@@ -1,5 +1,7 @@
 //! What a transport puts in front of a message on an IPv4 link: the bytes a message of
-//! a given length becomes on the wire, for the link arithmetic of the runner's models.
+//! a given length becomes on the wire, and the packets the transport adds of its own
+//! (a connection's opening, acknowledgements), for the link arithmetic of the runner's
+//! models and the planner's estimates.
 //!
 //! TCP: a message is cut into segments of at most one MSS (the MTU less the headers),
 //! each behind IPv4 (RFC 791, 20 bytes), TCP (RFC 9293, 20) and the timestamp option
@@ -34,6 +36,27 @@ impl Transport {
         match self {
             Transport::Tcp => IPV4_HEADER + 20 + 12,
             Transport::Udp => IPV4_HEADER + 8,
+        }
+    }
+
+    /// The bytes of the packets that open a connection (SYN, SYN-ACK), headers included:
+    /// TCP's 20-byte header plus Linux's options (MSS 4, SACK permitted 2, timestamps 10,
+    /// window scale 3 and one NOP) behind IPv4. UDP opens nothing: a protocol over it
+    /// counts its own handshake (QUIC's Initial packets) in its own figures.
+    pub const fn open_packet(self) -> Option<u64> {
+        match self {
+            Transport::Tcp => Some(IPV4_HEADER + 20 + 20),
+            Transport::Udp => None,
+        }
+    }
+
+    /// The bytes of the bare acknowledgement the transport itself sends for received
+    /// data (at most one per segment), headers included. UDP acknowledges nothing: a
+    /// protocol over it (QUIC's ACK frames, CoAP's ACK messages) counts its own.
+    pub const fn ack_packet(self) -> Option<u64> {
+        match self {
+            Transport::Tcp => Some(self.ipv4_overhead()),
+            Transport::Udp => None,
         }
     }
 
@@ -77,6 +100,14 @@ mod tests {
         assert_eq!(Transport::Udp.ipv4_packets(1473, 1500), (2, 1473 + 8 + 40));
         // MTU 552: 528 data bytes a fragment (532 rounded down to a multiple of 8).
         assert_eq!(Transport::Udp.ipv4_packets(1000, 552), (2, 1048));
+    }
+
+    #[test]
+    fn only_tcp_opens_and_acknowledges() {
+        assert_eq!(Transport::Tcp.open_packet(), Some(60));
+        assert_eq!(Transport::Tcp.ack_packet(), Some(52));
+        assert_eq!(Transport::Udp.open_packet(), None);
+        assert_eq!(Transport::Udp.ack_packet(), None);
     }
 
     #[test]

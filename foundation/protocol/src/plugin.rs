@@ -8,7 +8,7 @@
 
 use crate::params::ParamSpec;
 use crate::surface::{PluginCommand, ServePlan};
-use crate::{Case, CaseLink, Ctx, Hosts, Outcome, WorkloadError};
+use crate::{Case, CaseLink, Ctx, Hosts, Outcome, Transport, WorkloadError};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -124,10 +124,11 @@ pub trait Protocol: Sync {
     fn start_run(&self, _run: &RunEnv) -> Result<Option<RunService>, WorkloadError> {
         Ok(None)
     }
-    /// Whether its connections are TCP, which the TCP knobs (`tcp.cc`) apply to; CoAP's
-    /// are UDP.
-    fn over_tcp(&self) -> bool {
-        true
+    /// The transport its cases' traffic uses: the TCP knobs (`tcp.*`) apply to TCP's
+    /// only, and the estimator counts each transport's headers, handshake and
+    /// acknowledgements (`Transport::ipv4_packets`). CoAP and QUIC run over UDP.
+    fn transport(&self) -> Transport {
+        Transport::Tcp
     }
     /// A stream of this protocol is bounded by a message count, this one unless given,
     /// rather than by a duration.
@@ -289,9 +290,10 @@ impl<'a> Env<'a> {
 
 /// A protocol's real peers for the estimator: start-up in seconds plus one-way delays,
 /// then the servers' link set-up (bytes each way and one-way delays on its critical
-/// path), then each message's bytes beyond its payload in each direction (IP headers and
-/// the peer's ACK included). Without a link (loopback) the same model applies with no
-/// delay and the emulator's rate, so start-up and processing remain.
+/// path), then each message's bytes beyond its payload in each direction (the transport's
+/// headers, `Transport::ipv4_overhead`, and over TCP the peer's ACK included). Without a
+/// link (loopback) the same model applies with no delay and the emulator's rate, so
+/// start-up and processing remain.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PeerModel {
     pub start_s: f64,

@@ -5,7 +5,8 @@
 //! (`cargo metadata`) and fails on an edge that points up, on a protocol folder reaching
 //! into another one other than through its engine crates, on a binary that depends on a
 //! plugin, on a cycle between folders, and on a protocol or workload crate that reaches
-//! the lab other than through the plugin interface's narrow handle.
+//! the lab other than through the plugin interface's narrow handle. A last test fails on
+//! a declared dependency that no source file of its crate names.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -194,4 +195,95 @@ fn no_cycle_between_folders() {
             panic!("a cycle between folders: {}", c.join(" -> "));
         }
     }
+}
+
+/// Dependencies whose library is named other than their package (`md-5` is `md5`).
+const LIB_NAMES: &[(&str, &str)] = &[("md-5", "md5")];
+
+/// The `.rs` files under `dir` (its `fuzz/` crate and build output aside), comments cut.
+fn sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() {
+            if !matches!(name.to_str(), Some("target" | "fuzz" | "node_modules")) {
+                sources(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let code: String = text
+                .lines()
+                .map(|l| l.split("//").next().unwrap_or(""))
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.push((path, code));
+        }
+    }
+}
+
+/// Whether `code` names the crate `ident` as a whole word (`ident::`, `use ident`).
+fn names(code: &str, ident: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(ident)
+        .any(|(i, _)| !code[..i].ends_with(word) && !code[i + ident.len()..].starts_with(word))
+}
+
+/// A dependency no source names is compiled for nothing (and may hide an edge the
+/// tiers forbid behind a test that only reads manifests). The plan's plugins are named
+/// by the registry its build script writes from the manifest.
+#[test]
+fn every_declared_dependency_is_used() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(&root)
+        .output()
+        .expect("cargo metadata runs");
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut unused = Vec::new();
+    for p in meta["packages"].as_array().unwrap() {
+        let package = p["name"].as_str().unwrap();
+        let dir = Path::new(p["manifest_path"].as_str().unwrap())
+            .parent()
+            .unwrap();
+        let mut files = Vec::new();
+        sources(dir, &mut files);
+        for d in p["dependencies"].as_array().unwrap() {
+            let name = d["name"].as_str().unwrap();
+            if package == "wirebench-plan" && name.starts_with("wirebench-plugin-") {
+                continue;
+            }
+            let ident = d["rename"].as_str().unwrap_or(name);
+            let ident = LIB_NAMES
+                .iter()
+                .find(|(n, _)| *n == ident)
+                .map_or(ident.replace('-', "_"), |(_, lib)| lib.to_string());
+            // A normal dependency must be named by the library or binary sources, a
+            // build one by build.rs; a dev one anywhere.
+            let kind = d["kind"].as_str().unwrap_or("normal");
+            let used = files.iter().any(|(path, code)| {
+                let rel = path.strip_prefix(dir).unwrap();
+                let fits = match kind {
+                    "build" => rel == Path::new("build.rs"),
+                    "dev" => true,
+                    _ => rel.starts_with("src"),
+                };
+                fits && names(code, &ident)
+            });
+            if !used {
+                unused.push(format!("{package}: {name} ({kind})"));
+            }
+        }
+    }
+    assert!(
+        unused.is_empty(),
+        "declared dependencies no source file names (remove them from Cargo.toml):\n{}",
+        unused.join("\n")
+    );
 }

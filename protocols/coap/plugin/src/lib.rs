@@ -36,7 +36,7 @@ use wirebench_model::{Kind as ParamKind, MetricSpec};
 use wirebench_protocol::hosts::SERVER_ADDR;
 use wirebench_protocol::params::{PEER_STREAM_COUNT, ParamSpec};
 use wirebench_protocol::{
-    Case, CaseLink, Ctx, Env, Outcome, PeerModel, Placement, Protocol, WorkloadError,
+    Case, CaseLink, Ctx, Env, Outcome, PeerModel, Placement, Protocol, Transport, WorkloadError,
 };
 use workload::CoapRun;
 
@@ -135,10 +135,10 @@ static METRICS: &[MetricSpec] = &[
     DATAGRAMS,
 ];
 
-/// Bytes a request adds to its payload on the wire: 28 of IPv4 and UDP, 4 of CoAP
+/// Bytes a request adds to its payload on the wire: IPv4 and UDP's headers, 4 of CoAP
 /// header, a 4-byte token, the Uri-Path option (~13) and the payload marker; the
 /// piggybacked response is a little shorter (no Uri-Path), which the model ignores.
-const PER_MESSAGE: f64 = 28.0 + 4.0 + 4.0 + 13.0 + 1.0;
+const PER_MESSAGE: f64 = Transport::Udp.ipv4_overhead() as f64 + 4.0 + 4.0 + 13.0 + 1.0;
 
 pub struct Coap;
 
@@ -212,8 +212,8 @@ impl Protocol for Coap {
         })
     }
 
-    fn over_tcp(&self) -> bool {
-        false
+    fn transport(&self) -> Transport {
+        Transport::Udp
     }
 
     fn stream_count(&self) -> Option<u64> {

@@ -71,21 +71,22 @@ const TCP_IP: u64 = Transport::Tcp.ipv4_overhead();
 
 /// Mosquitto starts in ~20 ms; client1 then opens TCP (one round trip), CONNECT/CONNACK
 /// (one) and SUBSCRIBE/SUBACK (one), about 300 bytes with headers; a QoS 0 message is
-/// 8 bytes of MQTT (fixed header, topic) beyond its payload plus 52 of TCP/IP.
+/// 8 bytes of MQTT (fixed header, topic) beyond its payload plus TCP/IP's headers.
 const MQTT_QOS0: PeerModel = PeerModel {
     start_s: 0.3,
     start_delays: 0.0,
     setup_bytes: 300.0,
     setup_delays: 6.0,
-    per_message: 60.0,
+    per_message: 8.0 + TCP_IP as f64,
     // A loopback round trip through Mosquitto is ~34 µs and a stream moves 50-90k
     // messages a second (docs/protocols/mqtt.md): 50 µs holds both within 2x.
     processing_s: 0.00005,
 };
 
-/// QoS 1 adds the Packet Identifier and a PUBACK segment (4 + 52 bytes) each way.
+/// QoS 1 adds the Packet Identifier and a PUBACK segment (4 bytes and its headers) each
+/// way.
 const MQTT_QOS1: PeerModel = PeerModel {
-    per_message: 60.0 + 2.0 + 56.0,
+    per_message: MQTT_QOS0.per_message + 2.0 + 4.0 + TCP_IP as f64,
     ..MQTT_QOS0
 };
 

@@ -214,10 +214,11 @@ static METRICS: &[MetricSpec] = &[
 /// The name our per-case certificate is for, and the client verifies.
 pub(crate) const SERVER_NAME: &str = "quic.wirebench.test";
 
-/// Bytes a short-header packet adds to a message on the wire: 28 of IPv4 and UDP, about
+/// Bytes a short-header packet adds to a message on the wire: IPv4 and UDP's headers, about
 /// 1 + 8 + 2 of header (flags, our 8-byte connection ID, packet number), a STREAM frame's
 /// 4 and the AEAD tag's 16 (RFC 9001 §5.3); the echo carries the ACK, a few bytes more.
-const PER_MESSAGE: f64 = 28.0 + 11.0 + 4.0 + 16.0 + 4.0;
+const PER_MESSAGE: f64 =
+    wirebench_protocol::Transport::Udp.ipv4_overhead() as f64 + 11.0 + 4.0 + 16.0 + 4.0;
 
 /// The handshake's bytes in its larger direction: the server's Initial padded to 1200
 /// bytes (RFC 9000 §14.1) and its Handshake packet with the self-signed certificate.
@@ -312,8 +313,8 @@ impl Protocol for Quic {
         })
     }
 
-    fn over_tcp(&self) -> bool {
-        false
+    fn transport(&self) -> wirebench_protocol::Transport {
+        wirebench_protocol::Transport::Udp
     }
 
     fn stream_count(&self) -> Option<u64> {
