@@ -302,6 +302,23 @@ fn serve_alone(
     let at: std::net::SocketAddr = addr.trim().parse().map_err(|_| {
         anyhow::anyhow!("--also {also}: expected NAME=IP:PORT, e.g. http=127.0.0.1:8080")
     })?;
+    let no_server = || {
+        anyhow::anyhow!(
+            "--also {also}: {name} has no server of its own to run alone (its cases use the reference server or third-party servers)"
+        )
+    };
+    if p.transport() == wirebench_protocol::Transport::Udp {
+        let socket = std::net::UdpSocket::bind(at)
+            .with_context(|| format!("--also {also}: cannot bind UDP {addr}"))?;
+        let at = socket.local_addr()?;
+        let limits = limits(format!("wirebench serve: {name} udp {at}"));
+        match p.serve_alone_udp(socket, &limits) {
+            Some(Ok(())) => eprintln!("wirebench serve: {name} on udp {at}"),
+            Some(Err(e)) => anyhow::bail!("--also {also}: {e}"),
+            None => return Err(no_server()),
+        }
+        return Ok(());
+    }
     let listeners = if p.serve_alone_per_core() {
         let n = wirebench_net::threads::per_core(threads);
         wirebench_net::threads::reuseport_listeners(at, n)
@@ -315,9 +332,7 @@ fn serve_alone(
         match p.serve_alone_limited(l, &limits) {
             Some(Ok(())) => {}
             Some(Err(e)) => anyhow::bail!("--also {also}: {e}"),
-            None => anyhow::bail!(
-                "--also {also}: {name} has no server of its own to run alone (its cases use the reference server or third-party servers)"
-            ),
+            None => return Err(no_server()),
         }
     }
     eprintln!("wirebench serve: {name} on {at}");

@@ -188,6 +188,16 @@ pub trait Protocol: Sync {
     ) -> Option<Result<(), String>> {
         self.serve_alone(listener, limits.max_payload)
     }
+    /// [`Protocol::serve_alone_limited`] for a protocol over UDP (its
+    /// [`Protocol::transport`]): its own server on `socket`, alone, for `wirebench serve
+    /// --also NAME=ADDR`, on a thread of its own until the process ends.
+    fn serve_alone_udp(
+        &self,
+        _socket: std::net::UdpSocket,
+        _limits: &AloneLimits,
+    ) -> Option<Result<(), String>> {
+        None
+    }
     /// Refuses, before anything runs, a case this protocol cannot run as planned: its
     /// parameters together (`connections` above `rounds`), or where the run places it (a
     /// server of the user's in a run with a link). These are the checks [`Protocol::run`]

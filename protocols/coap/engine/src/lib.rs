@@ -108,6 +108,7 @@ pub fn fuzz_input(bytes: &[u8]) {
             block_size: Szx::MIN,
             max_upload: 4096,
             dedup_capacity: 64,
+            max_uploads: 2,
             ..ServerConfig::default()
         },
         2,
@@ -133,7 +134,10 @@ pub fn fuzz_input(bytes: &[u8]) {
             now = client.poll_timeout().unwrap_or(now).max(now);
             client.handle_timeout(now);
         }
-        let _ = server.handle_datagram(now, client_addr, &datagram);
+        // Bits 3-4 pick one of four source ports, so that uploads from several clients
+        // meet the server's bound on them.
+        let from = SocketAddr::new(client_addr.ip(), 40000 + u16::from((mode >> 3) & 3));
+        let _ = server.handle_datagram(now, from, &datagram);
         let _ = client.handle_datagram(now, server_addr, &datagram);
         while let Some(t) = client.poll_transmit(now) {
             let _ = server.handle_datagram(now, client_addr, &t.datagram);
@@ -149,6 +153,7 @@ pub fn fuzz_input(bytes: &[u8]) {
         while server.poll_event().is_some() {}
         assert!(client.pending() <= 3);
         assert!(client.acked_len() <= 1024 && server.cached_len() <= 64);
+        assert!(server.uploads_held() <= 2);
     }
 }
 

@@ -37,11 +37,15 @@ pub struct ServerConfig {
     pub max_upload: usize,
     /// Entries of the dedup cache (§4.5), to bound memory.
     pub dedup_capacity: usize,
+    /// Block1 uploads held at once, one per client address, to bound memory: a new one
+    /// beyond them drops the least recently continued (whose client then gets 4.08
+    /// Request Entity Incomplete for its next block and starts again).
+    pub max_uploads: usize,
 }
 
 impl Default for ServerConfig {
-    /// The default parameters, an empty blob, 1024-byte blocks, 16 MiB uploads and 4096
-    /// remembered Message IDs.
+    /// The default parameters, an empty blob, 1024-byte blocks, 16 MiB uploads, 64 of
+    /// them at once and 4096 remembered Message IDs.
     fn default() -> ServerConfig {
         ServerConfig {
             params: TransmissionParams::default(),
@@ -49,6 +53,7 @@ impl Default for ServerConfig {
             block_size: Szx::MAX,
             max_upload: 16 << 20,
             dedup_capacity: 4096,
+            max_uploads: 64,
         }
     }
 }
@@ -88,8 +93,10 @@ pub struct Server {
     /// The response to each request by peer and Message ID; `None` for a
     /// Non-confirmable request, whose duplicates are ignored.
     cache: Recent<Option<Vec<u8>>>,
-    /// Block1 bodies being uploaded, by client.
-    uploads: HashMap<SocketAddr, Vec<u8>>,
+    /// Block1 bodies being uploaded, by client, each with the turn of its latest block.
+    uploads: HashMap<SocketAddr, (u64, Vec<u8>)>,
+    /// Counts blocks received, to find the least recently continued upload.
+    turn: u64,
     out: VecDeque<Transmit>,
     events: VecDeque<ServerEvent>,
     stats: ServerStats,
@@ -105,6 +112,7 @@ impl Server {
             config,
             next_message_id,
             uploads: HashMap::new(),
+            turn: 0,
             out: VecDeque::new(),
             events: VecDeque::new(),
             stats: ServerStats::default(),
@@ -307,10 +315,15 @@ impl Server {
             Some(Err(_)) => return answer(Code::BAD_REQUEST, Vec::new()),
         };
         if block.num == 0 {
-            self.uploads.insert(from, Vec::new());
+            self.start_upload(from);
         }
         let max = self.config.max_upload;
-        let body = self.uploads.get_mut(&from);
+        self.turn += 1;
+        let turn = self.turn;
+        let body = self.uploads.get_mut(&from).map(|(at, body)| {
+            *at = turn;
+            body
+        });
         let in_order = body.as_ref().is_some_and(|b| b.len() == block.offset());
         let full = !block.more || m.payload.len() == block.szx.size();
         let Some(body) = body.filter(|_| in_order && full) else {
@@ -329,7 +342,7 @@ impl Server {
         let code = if block.more {
             Code::CONTINUE
         } else {
-            let body = self.uploads.remove(&from).unwrap_or_default();
+            let (_, body) = self.uploads.remove(&from).unwrap_or_default();
             self.events.push_back(ServerEvent::Uploaded { from, body });
             Code::CHANGED
         };
@@ -338,6 +351,28 @@ impl Server {
             r.add_option(option::BLOCK1, v);
         }
         r
+    }
+}
+
+impl Server {
+    /// A new upload from `from`, in place of its own earlier one or, at
+    /// [`ServerConfig::max_uploads`], of the least recently continued.
+    fn start_upload(&mut self, from: SocketAddr) {
+        if !self.uploads.contains_key(&from) && self.uploads.len() >= self.config.max_uploads {
+            let oldest = self.uploads.iter().min_by_key(|(_, (at, _))| *at);
+            if let Some(addr) = oldest.map(|(addr, _)| *addr) {
+                self.uploads.remove(&addr);
+            }
+        }
+        if self.config.max_uploads > 0 {
+            self.uploads.insert(from, (self.turn, Vec::new()));
+        }
+    }
+
+    /// Uploads held now (for the fuzz target's bound check and tests).
+    #[doc(hidden)]
+    pub fn uploads_held(&self) -> usize {
+        self.uploads.len()
     }
 }
 
@@ -365,6 +400,42 @@ mod tests {
 
     fn answer_of(s: &mut Server) -> Message {
         Message::decode(&s.poll_transmit(0).unwrap().datagram).unwrap()
+    }
+
+    /// Block `num` (16 bytes, more to come) of a PUT to `upload`.
+    fn block(mid: u16, num: u32) -> Vec<u8> {
+        let mut m = Message::new(Type::Confirmable, Code::PUT, mid);
+        m.set_path("upload");
+        let b = Block {
+            num,
+            more: true,
+            szx: Szx::MIN,
+        };
+        m.add_option(option::BLOCK1, b.encode().unwrap());
+        m.payload = vec![1; 16];
+        m.encode().unwrap()
+    }
+
+    #[test]
+    fn uploads_beyond_the_bound_drop_the_least_recently_continued() {
+        let config = ServerConfig {
+            max_uploads: 2,
+            ..ServerConfig::default()
+        };
+        let mut s = Server::new(config, 1);
+        let at = |port: u16| SocketAddr::new(peer().ip(), port);
+        let code = |s: &mut Server, mid: u16, port: u16, num: u32| {
+            s.handle_datagram(0, at(port), &block(mid, num)).unwrap();
+            answer_of(s).code
+        };
+        assert_eq!(code(&mut s, 1, 1, 0), Code::CONTINUE);
+        assert_eq!(code(&mut s, 2, 2, 0), Code::CONTINUE);
+        // Client 1 continues, so client 2's is the older when client 3 starts.
+        assert_eq!(code(&mut s, 3, 1, 1), Code::CONTINUE);
+        assert_eq!(code(&mut s, 4, 3, 0), Code::CONTINUE);
+        assert_eq!(s.uploads_held(), 2);
+        assert_eq!(code(&mut s, 5, 2, 1), Code::REQUEST_ENTITY_INCOMPLETE);
+        assert_eq!(code(&mut s, 6, 1, 2), Code::CONTINUE);
     }
 
     #[test]

@@ -216,6 +216,28 @@ impl Protocol for Coap {
         Transport::Udp
     }
 
+    fn serve_alone_help(&self) -> Option<&'static str> {
+        Some("(UDP: /echo answers with the payload, /upload takes Block1 uploads)")
+    }
+
+    fn serve_alone_udp(
+        &self,
+        socket: std::net::UdpSocket,
+        limits: &wirebench_protocol::AloneLimits,
+    ) -> Option<Result<(), String>> {
+        // The server stops with the process: nothing ever sets the flag.
+        static NEVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        let max_upload = limits.max_payload;
+        let started = std::thread::Builder::new()
+            .name("wb-coap-alone".into())
+            .spawn(move || peers::serve(&socket, max_upload, &NEVER));
+        Some(
+            started
+                .map(drop)
+                .map_err(|e| format!("cannot start its thread: {e}")),
+        )
+    }
+
     fn stream_count(&self) -> Option<u64> {
         Some(PEER_STREAM_COUNT)
     }

@@ -400,7 +400,7 @@ fn builtin(
 /// The builtin server's loop: each datagram to the endpoint, its answers out, until
 /// `stop`. Send errors are dropped as the network would drop the datagram: the client
 /// retransmits or times out.
-fn serve(socket: &UdpSocket, max_upload: usize, stop: &AtomicBool) -> ServerStats {
+pub fn serve(socket: &UdpSocket, max_upload: usize, stop: &AtomicBool) -> ServerStats {
     let mut server = Server::new(
         ServerConfig {
             max_upload,
