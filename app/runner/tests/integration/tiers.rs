@@ -49,8 +49,8 @@ fn place(root: &Path, manifest_dir: &Path) -> Place {
 /// A workspace crate: its name, its place, and its path dependencies' names and places.
 type Crate = (String, Place, Vec<(String, Place)>);
 
-/// Every workspace crate.
-fn graph() -> Vec<Crate> {
+/// The workspace's root and its `cargo metadata` (no dependencies' own).
+fn metadata() -> (PathBuf, serde_json::Value) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let root = root.canonicalize().unwrap();
     let out = Command::new(env!("CARGO"))
@@ -69,7 +69,12 @@ fn graph() -> Vec<Crate> {
         "cargo metadata: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (root, serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// Every workspace crate.
+fn graph() -> Vec<Crate> {
+    let (root, meta) = metadata();
     let mut crates = Vec::new();
     for p in meta["packages"].as_array().unwrap() {
         let dir = Path::new(p["manifest_path"].as_str().unwrap())
@@ -233,19 +238,7 @@ fn names(code: &str, ident: &str) -> bool {
 /// by the registry its build script writes from the manifest.
 #[test]
 fn every_declared_dependency_is_used() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .current_dir(&root)
-        .output()
-        .expect("cargo metadata runs");
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, meta) = metadata();
     let mut unused = Vec::new();
     for p in meta["packages"].as_array().unwrap() {
         let package = p["name"].as_str().unwrap();
