@@ -9,9 +9,11 @@
 pub mod client;
 pub mod http;
 pub mod params;
+pub mod plugin;
 pub mod server;
 pub mod workload;
 
 pub use client::{Call, Connect, Connected, Incoming, MsgRx, MsgTx, NoStreams, Opened, Streams};
+pub use plugin::RpcProtocol;
 pub use server::{Behaviour, Counters, Placed, Summary, place, place_on};
 pub use workload::{Plan, What, run};

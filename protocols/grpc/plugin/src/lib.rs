@@ -18,10 +18,12 @@ use tonic::transport::{Channel, Endpoint};
 use wirebench_model::Kind;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::Fault;
-use wirebench_protocol::params::{MODE, Mode, ParamSpec};
-use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
+use wirebench_protocol::params::{MODE, ParamSpec};
+use wirebench_protocol::{Case, Protocol, WorkloadError};
 use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
-use wirebench_rpc::{Call, Connect, Connected, Incoming, MsgRx, MsgTx, Opened, Streams, Summary};
+use wirebench_rpc::{
+    Call, Connect, Connected, Incoming, MsgRx, MsgTx, Opened, RpcProtocol, Streams, Summary,
+};
 
 pub const CALL: ParamSpec = ParamSpec {
     name: "grpc.call",
@@ -61,85 +63,31 @@ const OVERHEAD: u64 = 70;
 
 pub const SERVICE: &str = "/wirebench.Bench/";
 
-pub struct Grpc;
-
 /// The plugin, for the runner's registry.
-pub static PLUGIN: &dyn Protocol = &Grpc;
+pub static PLUGIN: &dyn Protocol = &GRPC;
 
-impl Protocol for Grpc {
-    fn name(&self) -> &'static str {
-        "grpc"
-    }
-
-    fn summary(&self) -> &'static str {
-        "gRPC unary or bidirectional-streaming calls (tonic) against a server of ours started per case"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn servers(&self, case: &Case) -> Option<&'static str> {
-        Some(if wirebench_rpc::params::has_target(case) {
-            "the gRPC server at --target (started apart)"
-        } else {
-            "gRPC servers of ours started per case"
-        })
-    }
-
-    fn stream_echoes(&self, case: &Case) -> bool {
-        Mode::of(case).is_echo()
-    }
-
-    fn serve_alone_help(&self) -> Option<&'static str> {
-        Some("(wirebench.Bench, protocols/grpc/plugin/proto/wirebench.proto)")
-    }
-
-    fn serve_alone_limited(
-        &self,
-        listener: std::net::TcpListener,
-        limits: &wirebench_protocol::AloneLimits,
-    ) -> Option<Result<(), String>> {
-        Some(wirebench_rpc::server::serve_alone_timed(
-            listener,
-            "grpc",
-            limits,
-            server::serve,
-        ))
-    }
-
-    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
-        wirebench_rpc::workload::check(case, at)
-    }
-
-    fn run(
-        &self,
-        env: &Env,
-        case: &Case,
-        _repeat: u32,
-        _link: Option<&CaseLink>,
-        ctx: &Ctx,
-    ) -> Result<Outcome, WorkloadError> {
+static GRPC: RpcProtocol<Client, Client> = RpcProtocol {
+    name: "grpc",
+    summary: "gRPC unary or bidirectional-streaming calls (tonic) against a server of ours started per case",
+    params: PARAMS,
+    servers: [
+        "the gRPC server at --target (started apart)",
+        "gRPC servers of ours started per case",
+    ],
+    serves: "(wirebench.Bench, protocols/grpc/plugin/proto/wirebench.proto)",
+    overhead: OVERHEAD,
+    serve: |l, c, b| Box::pin(server::serve(l, c, b)),
+    client: |case, addr, plan| {
         let streaming = CallKind::of(case) == CallKind::Stream;
-        wirebench_rpc::workload::run_case(
-            env,
-            case,
-            ctx,
-            "grpc",
-            server::serve,
-            |addr, plan| {
-                let c = Client {
-                    addr,
-                    max_payload: plan.payload,
-                    streaming,
-                };
-                // Unary streams are calls one after another: no message-stream half.
-                (c.clone(), streaming.then_some(c))
-            },
-            OVERHEAD,
-        )
-    }
-}
+        let c = Client {
+            addr,
+            max_payload: plan.payload,
+            streaming,
+        };
+        // Unary streams are calls one after another: no message-stream half.
+        (c.clone(), streaming.then_some(c))
+    },
+};
 
 fn status_error(s: tonic::Status, during: &'static str) -> WorkloadError {
     use tonic::Code;

@@ -11,10 +11,10 @@ pub use wirebench_rpc::http::{client, codec, h1, server};
 use client::{HttpClient, Version};
 use std::sync::Arc;
 use wirebench_model::Kind;
-use wirebench_protocol::params::{MODE, Mode, NODELAY, ParamSpec};
-use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
-use wirebench_rpc::NoStreams;
+use wirebench_protocol::Protocol;
+use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
 use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
+use wirebench_rpc::{NoStreams, RpcProtocol};
 
 pub const VERSION: ParamSpec = ParamSpec {
     name: "http.version",
@@ -31,86 +31,31 @@ const PARAMS: &[ParamSpec] = &[VERSION, MODE, NODELAY, RATE, CONNECTIONS, TARGET
 /// line and headers): for link budgets only.
 const OVERHEAD: u64 = 200;
 
-pub struct Http;
-
 /// The plugin, for the runner's registry.
-pub static PLUGIN: &dyn Protocol = &Http;
+pub static PLUGIN: &dyn Protocol = &HTTP;
 
-impl Protocol for Http {
-    fn name(&self) -> &'static str {
-        "http"
-    }
-
-    fn summary(&self) -> &'static str {
-        "HTTP/1.1 or HTTP/2 POSTs (hyper) against a server of ours started per case; open-loop with --rate"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn servers(&self, case: &Case) -> Option<&'static str> {
-        Some(if wirebench_rpc::params::has_target(case) {
-            "the HTTP server at --target (started apart)"
-        } else {
-            "HTTP servers of ours started per case"
-        })
-    }
-
-    fn stream_echoes(&self, case: &Case) -> bool {
-        Mode::of(case).is_echo()
-    }
-
-    fn serve_alone_help(&self) -> Option<&'static str> {
-        Some("(HTTP/1.1 and h2c: POST /echo, /sink)")
-    }
-
-    fn serve_alone_limited(
-        &self,
-        listener: std::net::TcpListener,
-        limits: &wirebench_protocol::AloneLimits,
-    ) -> Option<Result<(), String>> {
-        Some(wirebench_rpc::server::serve_alone_timed(
-            listener,
-            "http",
-            limits,
-            |l, c, b| server::serve(l, c, b, Arc::new(codec::Plain)),
-        ))
-    }
-
-    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
-        wirebench_rpc::workload::check(case, at)
-    }
-
-    fn run(
-        &self,
-        env: &Env,
-        case: &Case,
-        _repeat: u32,
-        _link: Option<&CaseLink>,
-        ctx: &Ctx,
-    ) -> Result<Outcome, WorkloadError> {
-        let version = Version::from_word(case.choice(&VERSION)).unwrap_or(Version::Http1);
-        wirebench_rpc::workload::run_case(
-            env,
-            case,
-            ctx,
-            "http",
-            |l, c, b| server::serve(l, c, b, Arc::new(codec::Plain)),
-            |addr, plan| {
-                let client = HttpClient {
-                    addr,
-                    version,
-                    codec: Arc::new(codec::Plain),
-                    max_payload: plan.payload,
-                    nodelay: plan.nodelay,
-                };
-                (client, None::<NoStreams>)
-            },
-            OVERHEAD,
-        )
-    }
-}
+static HTTP: RpcProtocol<HttpClient<codec::Plain>, NoStreams> = RpcProtocol {
+    name: "http",
+    summary: "HTTP/1.1 or HTTP/2 POSTs (hyper) against a server of ours started per case; open-loop with --rate",
+    params: PARAMS,
+    servers: [
+        "the HTTP server at --target (started apart)",
+        "HTTP servers of ours started per case",
+    ],
+    serves: "(HTTP/1.1 and h2c: POST /echo, /sink)",
+    overhead: OVERHEAD,
+    serve: |l, c, b| Box::pin(server::serve(l, c, b, Arc::new(codec::Plain))),
+    client: |case, addr, plan| {
+        let client = HttpClient {
+            addr,
+            version: Version::from_word(case.choice(&VERSION)).unwrap_or(Version::Http1),
+            codec: Arc::new(codec::Plain),
+            max_payload: plan.payload,
+            nodelay: plan.nodelay,
+        };
+        (client, None)
+    },
+};
 
 #[cfg(test)]
 mod tests {

@@ -8,12 +8,12 @@
 
 use bytes::Bytes;
 use std::sync::Arc;
+use wirebench_protocol::Protocol;
 use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
-use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
-use wirebench_rpc::NoStreams;
 use wirebench_rpc::http::client::{HttpClient, Version};
 use wirebench_rpc::http::codec::{Codec, Parsed, Refusal};
 use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
+use wirebench_rpc::{NoStreams, RpcProtocol};
 use wirebench_soap::Response;
 
 const PARAMS: &[ParamSpec] = &[MODE, NODELAY, RATE, CONNECTIONS, TARGET];
@@ -101,82 +101,35 @@ impl Codec for Envelope {
     }
 }
 
-pub struct Soap;
-
 /// The plugin, for the runner's registry.
-pub static PLUGIN: &dyn Protocol = &Soap;
+pub static PLUGIN: &dyn Protocol = &SOAP;
 
-impl Protocol for Soap {
-    fn name(&self) -> &'static str {
-        "soap"
-    }
-
-    fn summary(&self) -> &'static str {
-        "SOAP 1.1 envelopes (payload as base64 in XML) over HTTP/1.1 against a server of ours started per case"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn servers(&self, case: &Case) -> Option<&'static str> {
-        Some(if wirebench_rpc::params::has_target(case) {
-            "the SOAP server at --target (started apart)"
-        } else {
-            "SOAP servers of ours started per case"
-        })
-    }
-
-    fn stream_echoes(&self, case: &Case) -> bool {
-        wirebench_protocol::params::Mode::of(case).is_echo()
-    }
-
-    fn serve_alone_help(&self) -> Option<&'static str> {
-        Some("(POST /soap)")
-    }
-
-    fn serve_alone_limited(
-        &self,
-        listener: std::net::TcpListener,
-        limits: &wirebench_protocol::AloneLimits,
-    ) -> Option<Result<(), String>> {
-        Some(wirebench_rpc::server::serve_alone_timed(
-            listener,
-            "soap",
-            limits,
-            |l, c, b| wirebench_rpc::http::server::serve(l, c, b, Arc::new(Envelope)),
+static SOAP: RpcProtocol<HttpClient<Envelope>, NoStreams> = RpcProtocol {
+    name: "soap",
+    summary: "SOAP 1.1 envelopes (payload as base64 in XML) over HTTP/1.1 against a server of ours started per case",
+    params: PARAMS,
+    servers: [
+        "the SOAP server at --target (started apart)",
+        "SOAP servers of ours started per case",
+    ],
+    serves: "(POST /soap)",
+    overhead: OVERHEAD,
+    serve: |l, c, b| {
+        Box::pin(wirebench_rpc::http::server::serve(
+            l,
+            c,
+            b,
+            Arc::new(Envelope),
         ))
-    }
-
-    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
-        wirebench_rpc::workload::check(case, at)
-    }
-
-    fn run(
-        &self,
-        env: &Env,
-        case: &Case,
-        _repeat: u32,
-        _link: Option<&CaseLink>,
-        ctx: &Ctx,
-    ) -> Result<Outcome, WorkloadError> {
-        wirebench_rpc::workload::run_case(
-            env,
-            case,
-            ctx,
-            "soap",
-            |l, c, b| wirebench_rpc::http::server::serve(l, c, b, Arc::new(Envelope)),
-            |addr, plan| {
-                let client = HttpClient {
-                    addr,
-                    version: Version::Http1,
-                    codec: Arc::new(Envelope),
-                    max_payload: plan.payload,
-                    nodelay: plan.nodelay,
-                };
-                (client, None::<NoStreams>)
-            },
-            OVERHEAD,
-        )
-    }
-}
+    },
+    client: |_, addr, plan| {
+        let client = HttpClient {
+            addr,
+            version: Version::Http1,
+            codec: Arc::new(Envelope),
+            max_payload: plan.payload,
+            nodelay: plan.nodelay,
+        };
+        (client, None)
+    },
+};

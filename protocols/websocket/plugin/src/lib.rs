@@ -24,11 +24,12 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::Fault;
 use wirebench_protocol::params::{MODE, NODELAY, ParamSpec};
-use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
+use wirebench_protocol::{Protocol, WorkloadError};
 use wirebench_rpc::params::{CONNECTIONS, RATE, TARGET};
 use wirebench_rpc::server::{Closed, accept_loop};
 use wirebench_rpc::{
-    Behaviour, Call, Connect, Connected, Counters, Incoming, MsgRx, MsgTx, Opened, Streams, Summary,
+    Behaviour, Call, Connect, Connected, Counters, Incoming, MsgRx, MsgTx, Opened, RpcProtocol,
+    Streams, Summary,
 };
 
 const PARAMS: &[ParamSpec] = &[MODE, NODELAY, RATE, CONNECTIONS, TARGET];
@@ -36,83 +37,29 @@ const PARAMS: &[ParamSpec] = &[MODE, NODELAY, RATE, CONNECTIONS, TARGET];
 /// A binary frame's header, client to server (masked): up to 14 bytes.
 const OVERHEAD: u64 = 14;
 
-pub struct WebSocket;
-
 /// The plugin, for the runner's registry.
-pub static PLUGIN: &dyn Protocol = &WebSocket;
+pub static PLUGIN: &dyn Protocol = &WEBSOCKET;
 
-impl Protocol for WebSocket {
-    fn name(&self) -> &'static str {
-        "websocket"
-    }
-
-    fn summary(&self) -> &'static str {
-        "binary WebSocket messages (RFC 6455, tokio-tungstenite) against a server of ours started per case"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn servers(&self, case: &Case) -> Option<&'static str> {
-        Some(if wirebench_rpc::params::has_target(case) {
-            "the WebSocket server at --target (started apart)"
-        } else {
-            "WebSocket servers of ours started per case"
-        })
-    }
-
-    fn stream_echoes(&self, case: &Case) -> bool {
-        wirebench_protocol::params::Mode::of(case).is_echo()
-    }
-
-    fn serve_alone_help(&self) -> Option<&'static str> {
-        Some("(ws://ADDR/echo, /sink; /conformance echoes text too, for Autobahn)")
-    }
-
-    fn serve_alone_limited(
-        &self,
-        listener: std::net::TcpListener,
-        limits: &wirebench_protocol::AloneLimits,
-    ) -> Option<Result<(), String>> {
-        Some(wirebench_rpc::server::serve_alone_timed(
-            listener,
-            "websocket",
-            limits,
-            serve,
-        ))
-    }
-
-    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
-        wirebench_rpc::workload::check(case, at)
-    }
-
-    fn run(
-        &self,
-        env: &Env,
-        case: &Case,
-        _repeat: u32,
-        _link: Option<&CaseLink>,
-        ctx: &Ctx,
-    ) -> Result<Outcome, WorkloadError> {
-        wirebench_rpc::workload::run_case(
-            env,
-            case,
-            ctx,
-            "websocket",
-            serve,
-            |addr, plan| {
-                let c = Client {
-                    addr,
-                    max_payload: plan.payload,
-                    nodelay: plan.nodelay,
-                };
-                (c.clone(), Some(c))
-            },
-            OVERHEAD,
-        )
-    }
-}
+static WEBSOCKET: RpcProtocol<Client, Client> = RpcProtocol {
+    name: "websocket",
+    summary: "binary WebSocket messages (RFC 6455, tokio-tungstenite) against a server of ours started per case",
+    params: PARAMS,
+    servers: [
+        "the WebSocket server at --target (started apart)",
+        "WebSocket servers of ours started per case",
+    ],
+    serves: "(ws://ADDR/echo, /sink; /conformance echoes text too, for Autobahn)",
+    overhead: OVERHEAD,
+    serve: |l, c, b| Box::pin(serve(l, c, b)),
+    client: |_, addr, plan| {
+        let c = Client {
+            addr,
+            max_payload: plan.payload,
+            nodelay: plan.nodelay,
+        };
+        (c.clone(), Some(c))
+    },
+};
 
 /// Frames and messages bounded by the case's payload (plus room for the text summary),
 /// so a peer cannot make either side buffer more.
