@@ -1,6 +1,8 @@
-//! `tcp.cc`: the TCP congestion control of a case, set on every route of both lab hosts
-//! (`ip route ... congctl NAME`), so every connection across the link gets it, real
-//! peers' included; and what each record says the data connection used.
+//! The TCP knobs a case sets on every route of both lab hosts, so that every connection
+//! across the link gets them, real peers' included: `tcp.cc` (`ip route ... congctl
+//! NAME`), `tcp.initcwnd` and `tcp.initrwnd` (`initcwnd N`, `initrwnd N`, RFC 6928's
+//! initial window and its receive side); and what each record says the data connection
+//! used.
 //!
 //! Why routes rather than `net.ipv4.tcp_congestion_control`: that default is per network
 //! namespace, but outside the initial one the kernel lets it name only the algorithms in
@@ -17,13 +19,82 @@ use crate::RunError;
 use wirebench_lab::Lab;
 use wirebench_model::Record;
 use wirebench_protocol::Case;
-use wirebench_protocol::params::TCP_CC;
+use wirebench_protocol::params::{INIT_WINDOW_MAX, TCP_CC, TCP_INITCWND, TCP_INITRWND};
 
 const SYSCTL: &str = "net.ipv4.tcp_congestion_control";
 
 /// The congestion control a case asks for, if any.
 pub(crate) fn asked(case: &Case) -> Option<&str> {
     case.text(&TCP_CC)
+}
+
+/// What a route carries of the knobs: each `None` where the kernel's default applies.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Knobs {
+    pub cc: Option<String>,
+    pub initcwnd: Option<u64>,
+    pub initrwnd: Option<u64>,
+}
+
+impl Knobs {
+    /// The knobs a case asks for.
+    pub(crate) fn of(case: &Case) -> Knobs {
+        Knobs {
+            cc: asked(case).map(str::to_string),
+            initcwnd: case.count(&TCP_INITCWND),
+            initrwnd: case.count(&TCP_INITRWND),
+        }
+    }
+
+    /// As `ip route replace` arguments.
+    fn args(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        if let Some(cc) = &self.cc {
+            a.extend(["congctl".to_string(), cc.clone()]);
+        }
+        for (word, n) in [("initcwnd", self.initcwnd), ("initrwnd", self.initrwnd)] {
+            if let Some(n) = n {
+                a.extend([word.to_string(), n.to_string()]);
+            }
+        }
+        a
+    }
+
+    /// The initial windows for the record's `transport`, as the routes carry them.
+    pub(crate) fn record_windows(&self, record: &mut Record) {
+        for (name, n) in [
+            (TCP_INITCWND.name, self.initcwnd),
+            (TCP_INITRWND.name, self.initrwnd),
+        ] {
+            if let Some(n) = n {
+                record.transport.insert(name.into(), n.into());
+            }
+        }
+    }
+}
+
+/// Refuses an initial window on loopback (no lab routes to carry it) or out of range.
+fn check_windows(case: &Case, lab: bool) -> Result<(), RunError> {
+    for spec in [&TCP_INITCWND, &TCP_INITRWND] {
+        let Some(n) = case.count(spec) else { continue };
+        let flag = format!("--{}", spec.name.replace('.', "-"));
+        if !lab {
+            return Err(RunError::Usage(format!(
+                "case {}: {flag} {n} needs an emulated link (add --link ..., e.g. --link \
+                 10Mbit/50ms): it is set on the routes of the lab's two hosts, and on loopback \
+                 that would change this machine's own",
+                case.index
+            )));
+        }
+        if !(1..=INIT_WINDOW_MAX).contains(&n) {
+            return Err(RunError::Usage(format!(
+                "case {}: {flag} {n}: give 1 to {INIT_WINDOW_MAX} segments (unset it for the \
+                 kernel's own)",
+                case.index
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses, before anything starts, a `tcp.cc` that cannot be had: on loopback, or an
@@ -37,6 +108,7 @@ pub(crate) fn check<'a>(
 ) -> Result<(), RunError> {
     let mut seen: Vec<&str> = Vec::new();
     for c in cases {
+        check_windows(c, lab)?;
         let Some(want) = asked(c) else { continue };
         if !lab {
             return Err(RunError::Usage(format!(
@@ -73,9 +145,8 @@ pub(crate) fn loadable(name: &str) -> bool {
 /// Words `ip route show` prints that `ip route replace` does not take.
 const SHOWN_ONLY: &[&str] = &["linkdown", "dead"];
 
-/// A route as `ip route replace` arguments without any `congctl`, and the congestion
-/// control it names, if any.
-type Route = (Vec<String>, Option<String>);
+/// A route as `ip route replace` arguments without the knobs, and the knobs it carries.
+type Route = (Vec<String>, Knobs);
 
 /// The main table's routes of a lab host.
 fn routes(ns: &str) -> Result<Vec<Route>, RunError> {
@@ -89,41 +160,46 @@ fn routes(ns: &str) -> Result<Vec<Route>, RunError> {
 
 fn parse_route(line: &str) -> Route {
     let mut args = Vec::new();
-    let mut cc = None;
+    let mut knobs = Knobs::default();
     let mut words = line.split_whitespace();
     while let Some(w) = words.next() {
         match w {
-            "congctl" => {
-                // `congctl [lock] NAME`
-                let mut n = words.next();
-                if n == Some("lock") {
-                    n = words.next();
+            "congctl" | "initcwnd" | "initrwnd" => {
+                // `congctl [lock] NAME`, `initcwnd [lock] N`
+                let mut v = words.next();
+                if v == Some("lock") {
+                    v = words.next();
                 }
-                cc = n.map(str::to_string);
+                match w {
+                    "congctl" => knobs.cc = v.map(str::to_string),
+                    "initcwnd" => knobs.initcwnd = v.and_then(|n| n.parse().ok()),
+                    _ => knobs.initrwnd = v.and_then(|n| n.parse().ok()),
+                }
             }
             w if SHOWN_ONLY.contains(&w) => {}
             w => args.push(w.to_string()),
         }
     }
-    (args, cc)
+    (args, knobs)
 }
 
 /// The congestion control the client host gives a new connection across the link: its
 /// routes' (`tcp.cc` set), else its namespace's default, with which of the two it is.
 pub(crate) fn client_effective(lab: &Lab) -> Result<(String, &'static str), RunError> {
     let ns = lab.client().name();
-    if let Some(cc) = routes(ns)?.into_iter().find_map(|(_, cc)| cc) {
+    if let Some(cc) = routes(ns)?.into_iter().find_map(|(_, k)| k.cc) {
         return Ok((cc, "client host route"));
     }
     let out = wirebench_lab::netns::run_in(ns, "sysctl", &["-n", SYSCTL])?;
     Ok((out.trim().to_string(), "client host default"))
 }
 
-/// Puts `want` on every route of both lab hosts (none: their routes lose it, and the
-/// hosts' default applies again), loading its module first when the kernel lacks it, and
-/// reads the routes back: a value that did not take is an error.
-pub(crate) fn set(lab: &Lab, want: Option<&str>) -> Result<(), RunError> {
-    if let Some(w) = want {
+/// Puts `want` on every route of both lab hosts (a knob it leaves unset: their routes
+/// lose it, and the kernel's default applies again), loading a congestion control's
+/// module first when the kernel lacks it, and reads the routes back: a value that did
+/// not take is an error.
+pub(crate) fn set(lab: &Lab, want: &Knobs) -> Result<(), RunError> {
+    if let Some(w) = &want.cc {
         if !wirebench_net::sock::congestion_available()
             .iter()
             .any(|a| a == w)
@@ -131,25 +207,23 @@ pub(crate) fn set(lab: &Lab, want: Option<&str>) -> Result<(), RunError> {
             wirebench_lab::netns::run("modprobe", &[&format!("tcp_{w}")])?;
         }
     }
+    let extra = want.args();
     for ns in [lab.client().name(), lab.server().name()] {
-        for (args, cc) in routes(ns)? {
-            if cc.as_deref() == want {
+        for (args, knobs) in routes(ns)? {
+            if &knobs == want {
                 continue;
             }
             let mut all: Vec<&str> = vec!["-n", ns, "route", "replace"];
-            all.extend(args.iter().map(String::as_str));
-            if let Some(w) = want {
-                all.extend(["congctl", w]);
-            }
+            all.extend(args.iter().chain(&extra).map(String::as_str));
             wirebench_lab::netns::run("ip", &all)?;
         }
-        for (args, cc) in routes(ns)? {
-            if cc.as_deref() != want {
+        for (args, knobs) in routes(ns)? {
+            if &knobs != want {
                 return Err(RunError::Usage(format!(
-                    "--tcp-cc {}: lab host {ns}'s route `{}` has congctl {} after setting it",
-                    want.unwrap_or("(none)"),
+                    "lab host {ns}'s route `{}` carries {:?} after setting {:?}",
                     args.join(" "),
-                    cc.as_deref().unwrap_or("(none)")
+                    knobs.args().join(" "),
+                    extra.join(" ")
                 )));
             }
         }
@@ -236,16 +310,26 @@ mod tests {
 
     #[test]
     fn routes_parse_to_replace_arguments() {
-        let (args, cc) = parse_route(
-            "198.18.0.0/24 dev wbtun0 proto kernel scope link src 198.18.0.1 linkdown congctl lock cubic",
+        let (args, k) = parse_route(
+            "198.18.0.0/24 dev wbtun0 proto kernel scope link src 198.18.0.1 linkdown initcwnd 4 initrwnd lock 40 congctl lock cubic",
         );
         assert_eq!(
             args.join(" "),
             "198.18.0.0/24 dev wbtun0 proto kernel scope link src 198.18.0.1"
         );
-        assert_eq!(cc.as_deref(), Some("cubic"));
-        let (_, cc) = parse_route("198.18.1.0/24 dev wbtun1 scope link");
-        assert_eq!(cc, None);
+        let want = Knobs {
+            cc: Some("cubic".into()),
+            initcwnd: Some(4),
+            initrwnd: Some(40),
+        };
+        assert_eq!(k, want);
+        assert_eq!(
+            want.args().join(" "),
+            "congctl cubic initcwnd 4 initrwnd 40"
+        );
+        let (_, k) = parse_route("198.18.1.0/24 dev wbtun1 scope link");
+        assert_eq!(k, Knobs::default());
+        assert!(k.args().is_empty());
     }
 
     #[test]

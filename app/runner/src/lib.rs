@@ -651,6 +651,10 @@ impl Job<'_> {
         });
         let client_cc = client_cc.as_ref().map(|(cc, from)| (cc.as_str(), *from));
         let result = record_cc(&mut record, case, result, client_cc);
+        if self.lab.is_some() {
+            // The routes were read back with these on them (cc::set).
+            cc::Knobs::of(case).record_windows(&mut record);
+        }
         let stem = format!("case-{:04}-r{}", case.index, repeat);
         let interrupted = self
             .record_result(dir, &mut record, &stem, result, started, elapsed)
@@ -797,8 +801,8 @@ struct CaseRun<'a> {
 }
 
 impl Job<'_> {
-    /// Puts the case's congestion control on the lab hosts' routes (or takes it off
-    /// them when it asks for none) before its servers start, and returns what the client
+    /// Puts the case's TCP knobs (congestion control, initial windows) on the lab hosts'
+    /// routes (or takes them off where it asks for none) before its servers start, and returns what the client
     /// host gives a new connection, with where that comes from: the lab's client host, or
     /// on loopback this machine's own default.
     fn case_cc(&self, case: &Case) -> Result<Option<(String, &'static str)>, RunError> {
@@ -807,7 +811,7 @@ impl Job<'_> {
                 wirebench_net::sock::congestion_default().map(|d| (d, "client host default"))
             );
         };
-        cc::set(lab, cc::asked(case))?;
+        cc::set(lab, &cc::Knobs::of(case))?;
         Ok(Some(cc::client_effective(lab)?))
     }
 }

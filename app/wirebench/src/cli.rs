@@ -496,6 +496,18 @@ pub struct RunArgs {
         help_heading = "Transport (both lab hosts' kernel TCP; needs an emulated link)"
     )]
     pub tcp_cc: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Transport (both lab hosts' kernel TCP; needs an emulated link)"
+    )]
+    pub tcp_initcwnd: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Transport (both lab hosts' kernel TCP; needs an emulated link)"
+    )]
+    pub tcp_initrwnd: Option<String>,
     /// Write every packet that crosses the link to this pcap file (tshark/Wireshark).
     #[arg(
         long,
@@ -744,6 +756,8 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("count", "100k"),
     ("duration", "1s,5s"),
     ("tcp.cc", "cubic,reno,bbr"),
+    ("tcp.initcwnd", "4,10,40"),
+    ("tcp.initrwnd", "10,100"),
     ("link.rate", "2400bit,19.2kbit"),
     ("link.delay", "0,500ms,1s"),
     ("link.outage", "none,30s+10s,30s+60s"),
@@ -1036,6 +1050,8 @@ impl RunArgs {
             ("count", &self.count),
             ("duration", &self.duration),
             ("tcp.cc", &self.tcp_cc),
+            ("tcp.initcwnd", &self.tcp_initcwnd),
+            ("tcp.initrwnd", &self.tcp_initrwnd),
         ];
         let link = [
             ("link", &self.link),

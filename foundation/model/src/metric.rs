@@ -408,6 +408,11 @@ pub const TCP_CWND_MAX: MetricSpec = m(
     "count",
     "the data connection's largest congestion window sampled (tcp.info), in segments",
 );
+pub const TCP_CWND_FIRST: MetricSpec = m(
+    "tcp.cwnd_first",
+    "count",
+    "the data connection's initial congestion window, in segments: its first TCP_INFO sample's (tcp.info), when taken before any of its data was acknowledged (absent otherwise)",
+);
 pub const TCP_RETRANSMITS: MetricSpec = m(
     "tcp.retransmits",
     "count",
@@ -594,6 +599,7 @@ pub static SHARED: &[MetricSpec] = &[
     WIRE_STABLE_BYTES_PER_MESSAGE,
     WIRE_STABLE_OVERHEAD_PER_MESSAGE,
     TCP_CWND_MAX,
+    TCP_CWND_FIRST,
     TCP_RETRANSMITS,
     SERVER_RSS,
     SERVER_CPU,

@@ -96,7 +96,16 @@ pub struct ParamSpec {
 /// Parameters every protocol reads. The choices of `protocol` are the registry's names
 /// and its default the registry's first, which the runner fills in.
 pub const PARAMS: &[ParamSpec] = &[
-    PROTOCOL, WORKLOAD, PAYLOAD, ROUNDS, THINK, COUNT, DURATION, TCP_CC,
+    PROTOCOL,
+    WORKLOAD,
+    PAYLOAD,
+    ROUNDS,
+    THINK,
+    COUNT,
+    DURATION,
+    TCP_CC,
+    TCP_INITCWND,
+    TCP_INITRWND,
 ];
 
 pub const PROTOCOL: ParamSpec = ParamSpec {
@@ -176,6 +185,33 @@ pub const TCP_CC: ParamSpec = ParamSpec {
     help: "TCP congestion control of every connection across the link, both lab hosts (real peers too): any in net.ipv4.tcp_available_congestion_control or a tcp_NAME module the lab can load; needs an emulated link; unset: the machine's default",
     words: "congestion control",
 };
+
+/// `tcp.initcwnd`: the initial congestion window of both lab hosts' routes (RFC 6928's
+/// 10 segments is Linux's default), in segments.
+pub const TCP_INITCWND: ParamSpec = ParamSpec {
+    name: "tcp.initcwnd",
+    kind: Kind::Count,
+    default: "",
+    workloads: WORKLOADS,
+    help: "initial congestion window, in segments, of every connection across the link, both lab hosts (real peers too); needs an emulated link; unset: the kernel's (10, RFC 6928)",
+    words: "initial window",
+};
+
+/// `tcp.initrwnd`: the initial receive window both lab hosts' routes advertise, in
+/// segments.
+pub const TCP_INITRWND: ParamSpec = ParamSpec {
+    name: "tcp.initrwnd",
+    kind: Kind::Count,
+    default: "",
+    workloads: WORKLOADS,
+    help: "initial receive window, in segments, that every connection across the link advertises, both lab hosts (real peers too); needs an emulated link; unset: the kernel's",
+    words: "initial receive window",
+};
+
+/// The largest initial window `tcp.initcwnd` and `tcp.initrwnd` take: a bound of
+/// wirebench's own, far above what any deployment uses (RFC 6928 argues for 10), so that
+/// a typo is refused before the run rather than handed to the kernel.
+pub const INIT_WINDOW_MAX: u64 = 1000;
 
 /// The longest name the kernel takes (`TCP_CA_NAME_MAX` is 16, with its NUL).
 const CC_NAME_MAX: usize = 15;

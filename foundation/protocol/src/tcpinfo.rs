@@ -1,13 +1,13 @@
 //! The `tcp.info` series for workloads that hold their data connection's socket: its
 //! TCP_INFO sampled while the case runs ([`wirebench_net::tcpinfo`]), written beside the
-//! record as `<case>.tcp_info.csv`, with the largest congestion window and the
-//! retransmissions as metrics.
+//! record as `<case>.tcp_info.csv`, with the first and the largest congestion window and
+//! the retransmissions as metrics.
 
 use crate::params::TCP_INFO;
 use crate::{Case, Outcome};
 use std::net::TcpStream;
 use std::time::Duration;
-use wirebench_model::metric::{TCP_CWND_MAX, TCP_RETRANSMITS};
+use wirebench_model::metric::{TCP_CWND_FIRST, TCP_CWND_MAX, TCP_RETRANSMITS};
 use wirebench_net::tcpinfo::{MAX_SAMPLES, Sampler, csv};
 
 /// The series' name in the record (`series.tcp_info`).
@@ -41,6 +41,13 @@ pub fn record(out: &mut Outcome, sampler: Result<Option<Sampler>, String>) {
         }
     };
     let samples = &series.samples;
+    if let Some(first) = samples.first() {
+        // The initial window only while nothing was acknowledged: on a fast path the
+        // first ACK may come before the first sample.
+        if first.bytes_acked <= 1 {
+            out.put(TCP_CWND_FIRST, first.cwnd as f64);
+        }
+    }
     if let Some(max) = samples.iter().map(|s| s.cwnd).max() {
         out.put(TCP_CWND_MAX, max as f64);
     }

@@ -1,5 +1,6 @@
-//! `tcp.cc` end to end: the congestion control asked for is the one each record says the
-//! data connection used, in a lab; values that cannot be had are refused before anything
+//! `tcp.cc` and `tcp.initcwnd` end to end: the congestion control asked for is the one
+//! each record says the data connection used, in a lab, and the initial window the one
+//! its first TCP_INFO sample shows; values that cannot be had are refused before anything
 //! starts. Needs root (the lab).
 
 use crate::common;
@@ -126,5 +127,51 @@ fn what_cannot_be_had_is_refused_before_the_run() {
     let (code, err) = run(&["--tcp-cc", "cubic"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("needs an emulated link"), "{err}");
+    let (code, err) = run(&["--tcp-initcwnd", "4"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--tcp-initcwnd 4 needs an emulated link"),
+        "{err}"
+    );
+    let (code, err) = run(&["--link", "10Mbit/5ms", "--tcp-initrwnd", "0"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("give 1 to 1000 segments"), "{err}");
     assert!(!out.exists(), "a refused run wrote {}", out.display());
+}
+
+/// The initial window both lab hosts' routes carry is the data connection's: over a
+/// 100 ms one-way link no ACK can come back before the first samples, so the first one
+/// shows the window the route gave the new connection.
+#[test]
+fn the_initial_window_asked_for_is_the_connections_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let err = lab_run_ok(&[
+        "run",
+        "--link",
+        "10Mbit/100ms",
+        "--tcp-initcwnd",
+        "4,40",
+        "--tcp-initrwnd",
+        "20",
+        "--workload",
+        "stream",
+        "--payload",
+        "16KiB",
+        "--duration",
+        "0.3s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let recs = records(&out);
+    assert_eq!(recs.len(), 2, "{err}");
+    for r in &recs {
+        assert_eq!(r["status"], "ok", "{r}");
+        let asked = r["params"]["tcp.initcwnd"].as_f64().unwrap();
+        assert_eq!(r["transport"]["tcp.initcwnd"].as_f64(), Some(asked), "{r}");
+        assert_eq!(r["transport"]["tcp.initrwnd"].as_f64(), Some(20.0), "{r}");
+        let first = r["metrics"]["tcp.cwnd_first"]["value"].as_f64();
+        assert_eq!(first, Some(asked), "{r}");
+    }
 }
