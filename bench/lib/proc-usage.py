@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Memory and CPU of a group of processes, sampled until told to stop.
 
-    proc-usage.py TAG OUT
+    proc-usage.py TAG OUT [SKIP]
 
 The group: every process whose environment holds WB_BENCH_TAG=TAG (the benchmark sets it
 on the command it runs; children inherit it, including Tsung's detached Erlang VMs, which
 a process tree would miss). Every 0.5 s it reads /proc/PID/stat and status of each, and
-on SIGTERM or SIGINT writes OUT as JSON:
+on SIGTERM or SIGINT writes OUT as JSON. SKIP, when given, is a command name
+(/proc/PID/comm) left out of the group: a server the measured generator starts itself,
+such as the Mosquitto of a wirebench MQTT load, is not the generator's cost.
 
     peak_rss_kib   highest sum of the group's resident memory seen in one sample
     cpu_s          user + system CPU, summed over every process seen (the last reading of
@@ -21,6 +23,7 @@ import sys
 import time
 
 TAG, OUT = sys.argv[1], sys.argv[2]
+SKIP = sys.argv[3].encode() if len(sys.argv) > 3 else None
 MARK = b"WB_BENCH_TAG=" + TAG.encode()
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -61,6 +64,10 @@ while not stop:
                 with open(f"/proc/{pid}/environ", "rb") as f:
                     if MARK not in f.read().split(b"\0"):
                         continue
+                if SKIP is not None:
+                    with open(f"/proc/{pid}/comm", "rb") as f:
+                        if f.read().strip() == SKIP:
+                            continue
             c, start, rss = stat(pid)
         except (OSError, IndexError, ValueError):
             continue
