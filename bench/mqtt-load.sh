@@ -6,7 +6,7 @@
 #   bench/mqtt-load.sh [--quick] [--help]
 #
 # The broker: Mosquitto with the configuration wirebench's load gives it
-# (protocols/mqtt/plugin/src/mosquitto.rs: anonymous, no persistence, no connection cap,
+# (docs/load.md: anonymous, no persistence, no connection cap,
 # Nagle off, errors only in its log), on 127.0.0.1. wirebench's case starts its own; Tsung
 # gets one started here the same way. The script, for each of SESSIONS sessions arriving
 # at RATE a second (Poisson): connect (CONNECT, CONNACK), subscribe to a topic of its own

@@ -1,8 +1,9 @@
 //! The TCP knobs a case sets on every route of both lab hosts, so that every connection
 //! across the link gets them, real peers' included: `tcp.cc` (`ip route ... congctl
 //! NAME`), `tcp.initcwnd` and `tcp.initrwnd` (`initcwnd N`, `initrwnd N`, RFC 6928's
-//! initial window and its receive side); and what each record says the data connection
-//! used.
+//! initial window and its receive side); and as each lab host's own sysctls,
+//! `tcp.rmem` and `tcp.wmem` (the largest buffers a connection may grow to); and what
+//! each record says the data connection used.
 //!
 //! Why routes rather than `net.ipv4.tcp_congestion_control`: that default is per network
 //! namespace, but outside the initial one the kernel lets it name only the algorithms in
@@ -19,7 +20,9 @@ use crate::RunError;
 use wirebench_lab::Lab;
 use wirebench_model::Record;
 use wirebench_protocol::Case;
-use wirebench_protocol::params::{INIT_WINDOW_MAX, TCP_CC, TCP_INITCWND, TCP_INITRWND};
+use wirebench_protocol::params::{
+    BUFFER_MIN, INIT_WINDOW_MAX, TCP_CC, TCP_INITCWND, TCP_INITRWND, TCP_RMEM, TCP_WMEM,
+};
 
 const SYSCTL: &str = "net.ipv4.tcp_congestion_control";
 
@@ -73,6 +76,122 @@ impl Knobs {
     }
 }
 
+/// The largest buffers a case asks of both lab hosts, in bytes (`None`: the machine's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Buffers {
+    pub rmem: Option<u64>,
+    pub wmem: Option<u64>,
+}
+
+/// A buffer sysctl's three values: min, default and max (tcp(7)).
+type Triple = [u64; 3];
+
+impl Buffers {
+    pub(crate) fn of(case: &Case) -> Buffers {
+        Buffers {
+            rmem: case.bytes(&TCP_RMEM),
+            wmem: case.bytes(&TCP_WMEM),
+        }
+    }
+
+    /// Each knob with its sysctl.
+    fn each(&self) -> [(&'static str, &'static str, Option<u64>); 2] {
+        [
+            (TCP_RMEM.name, "net.ipv4.tcp_rmem", self.rmem),
+            (TCP_WMEM.name, "net.ipv4.tcp_wmem", self.wmem),
+        ]
+    }
+
+    /// The buffers for the record's `transport`, as both lab hosts' sysctls were read
+    /// back with them.
+    pub(crate) fn record(&self, record: &mut Record) {
+        for (name, _, max) in self.each() {
+            if let Some(max) = max {
+                record.transport.insert(name.into(), max.into());
+            }
+        }
+    }
+}
+
+/// A buffer sysctl as the kernel prints it (`4096\t131072\t6291456`).
+fn parse_triple(text: &str) -> Option<Triple> {
+    let v: Vec<u64> = text
+        .split_whitespace()
+        .map(|w| w.parse().ok())
+        .collect::<Option<_>>()?;
+    v.try_into().ok()
+}
+
+/// What a lab host's sysctl should hold: this machine's own (`machine`, which a new
+/// network namespace starts from), or its min with `max` as max and the default lowered
+/// to it when above.
+fn wanted(machine: Triple, max: Option<u64>) -> Triple {
+    match max {
+        Some(max) => [machine[0].min(max), machine[1].min(max), max],
+        None => machine,
+    }
+}
+
+/// Puts `want` in both lab hosts' `net.ipv4.tcp_rmem` and `tcp_wmem` (none: this
+/// machine's values, which the runner's own network namespace holds), and reads them
+/// back: a value that did not take is an error.
+pub(crate) fn set_buffers(lab: &Lab, want: &Buffers) -> Result<(), RunError> {
+    for (_, sysctl, max) in want.each() {
+        let path = format!("/proc/sys/{}", sysctl.replace('.', "/"));
+        let machine = std::fs::read_to_string(&path)
+            .ok()
+            .as_deref()
+            .and_then(parse_triple)
+            .ok_or_else(|| RunError::Usage(format!("cannot read {path}")))?;
+        let want = wanted(machine, max);
+        let text = |t: Triple| format!("{} {} {}", t[0], t[1], t[2]);
+        for ns in [lab.client().name(), lab.server().name()] {
+            let read = || -> Result<Option<Triple>, RunError> {
+                let out = wirebench_lab::netns::run_in(ns, "sysctl", &["-n", sysctl])?;
+                Ok(parse_triple(&out))
+            };
+            if read()? == Some(want) {
+                continue;
+            }
+            let arg = format!("{sysctl}={}", text(want));
+            wirebench_lab::netns::run_in(ns, "sysctl", &["-q", "-w", &arg])?;
+            let got = read()?;
+            if got != Some(want) {
+                return Err(RunError::Usage(format!(
+                    "lab host {ns}'s {sysctl} is {} after setting {}",
+                    got.map_or("unreadable".to_string(), text),
+                    text(want)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a buffer on loopback (the machine's own sysctls) or below the kernel's page.
+fn check_buffers(case: &Case, lab: bool) -> Result<(), RunError> {
+    for spec in [&TCP_RMEM, &TCP_WMEM] {
+        let Some(n) = case.bytes(spec) else { continue };
+        let flag = format!("--{}", spec.name.replace('.', "-"));
+        if !lab {
+            return Err(RunError::Usage(format!(
+                "case {}: {flag} {n} needs an emulated link (add --link ..., e.g. --link \
+                 20Mbit/300ms): it is set in the lab's two hosts, and on loopback that would \
+                 change this machine's own net.ipv4 buffers",
+                case.index
+            )));
+        }
+        if n < BUFFER_MIN {
+            return Err(RunError::Usage(format!(
+                "case {}: {flag} {n}: give at least {BUFFER_MIN} bytes (one page, the kernel's \
+                 own minimum)",
+                case.index
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses an initial window on loopback (no lab routes to carry it) or out of range.
 fn check_windows(case: &Case, lab: bool) -> Result<(), RunError> {
     for spec in [&TCP_INITCWND, &TCP_INITRWND] {
@@ -109,6 +228,7 @@ pub(crate) fn check<'a>(
     let mut seen: Vec<&str> = Vec::new();
     for c in cases {
         check_windows(c, lab)?;
+        check_buffers(c, lab)?;
         let Some(want) = asked(c) else { continue };
         if !lab {
             return Err(RunError::Usage(format!(
@@ -306,6 +426,16 @@ mod tests {
                      "memory_bytes": 0}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn buffers_keep_the_machines_min_and_lower_its_default() {
+        let machine = parse_triple("4096\t131072\t33554432\n").unwrap();
+        assert_eq!(machine, [4096, 131072, 33554432]);
+        assert_eq!(wanted(machine, None), machine);
+        assert_eq!(wanted(machine, Some(65536)), [4096, 65536, 65536]);
+        assert_eq!(wanted(machine, Some(1 << 22)), [4096, 131072, 1 << 22]);
+        assert_eq!(parse_triple("4096 131072"), None);
     }
 
     #[test]

@@ -654,6 +654,7 @@ impl Job<'_> {
         if self.lab.is_some() {
             // The routes were read back with these on them (cc::set).
             cc::Knobs::of(case).record_windows(&mut record);
+            cc::Buffers::of(case).record(&mut record);
         }
         let stem = format!("case-{:04}-r{}", case.index, repeat);
         let interrupted = self
@@ -802,7 +803,8 @@ struct CaseRun<'a> {
 
 impl Job<'_> {
     /// Puts the case's TCP knobs (congestion control, initial windows) on the lab hosts'
-    /// routes (or takes them off where it asks for none) before its servers start, and returns what the client
+    /// routes and its buffers in their sysctls (or takes them back where it asks for
+    /// none) before its servers start, and returns what the client
     /// host gives a new connection, with where that comes from: the lab's client host, or
     /// on loopback this machine's own default.
     fn case_cc(&self, case: &Case) -> Result<Option<(String, &'static str)>, RunError> {
@@ -812,6 +814,7 @@ impl Job<'_> {
             );
         };
         cc::set(lab, &cc::Knobs::of(case))?;
+        cc::set_buffers(lab, &cc::Buffers::of(case))?;
         Ok(Some(cc::client_effective(lab)?))
     }
 }

@@ -508,6 +508,18 @@ pub struct RunArgs {
         help_heading = "Transport (both lab hosts' kernel TCP; needs an emulated link)"
     )]
     pub tcp_initrwnd: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Transport (both lab hosts' kernel TCP; needs an emulated link)"
+    )]
+    pub tcp_rmem: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Transport (both lab hosts' kernel TCP; needs an emulated link)"
+    )]
+    pub tcp_wmem: Option<String>,
     /// Write every packet that crosses the link to this pcap file (tshark/Wireshark).
     #[arg(
         long,
@@ -758,6 +770,8 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("tcp.cc", "cubic,reno,bbr"),
     ("tcp.initcwnd", "4,10,40"),
     ("tcp.initrwnd", "10,100"),
+    ("tcp.rmem", "64KiB,4MiB"),
+    ("tcp.wmem", "64KiB,4MiB"),
     ("link.rate", "2400bit,19.2kbit"),
     ("link.delay", "0,500ms,1s"),
     ("link.outage", "none,30s+10s,30s+60s"),
@@ -1052,6 +1066,8 @@ impl RunArgs {
             ("tcp.cc", &self.tcp_cc),
             ("tcp.initcwnd", &self.tcp_initcwnd),
             ("tcp.initrwnd", &self.tcp_initrwnd),
+            ("tcp.rmem", &self.tcp_rmem),
+            ("tcp.wmem", &self.tcp_wmem),
         ];
         let link = [
             ("link", &self.link),

@@ -106,6 +106,8 @@ pub const PARAMS: &[ParamSpec] = &[
     TCP_CC,
     TCP_INITCWND,
     TCP_INITRWND,
+    TCP_RMEM,
+    TCP_WMEM,
 ];
 
 pub const PROTOCOL: ParamSpec = ParamSpec {
@@ -207,6 +209,30 @@ pub const TCP_INITRWND: ParamSpec = ParamSpec {
     help: "initial receive window, in segments, that every connection across the link advertises, both lab hosts (real peers too); needs an emulated link; unset: the kernel's",
     words: "initial receive window",
 };
+
+/// `tcp.rmem`: the largest receive buffer a connection across the link may grow to, in
+/// both lab hosts (`net.ipv4.tcp_rmem`'s max; its default lowered to it when above).
+pub const TCP_RMEM: ParamSpec = ParamSpec {
+    name: "tcp.rmem",
+    kind: Kind::Bytes,
+    default: "",
+    workloads: WORKLOADS,
+    help: "largest receive buffer (and so window) a connection across the link may grow to, both lab hosts (real peers too): net.ipv4.tcp_rmem's max in each; needs an emulated link; unset: this machine's",
+    words: "receive buffer",
+};
+
+/// `tcp.wmem`: the largest send buffer, as [`TCP_RMEM`] (`net.ipv4.tcp_wmem`).
+pub const TCP_WMEM: ParamSpec = ParamSpec {
+    name: "tcp.wmem",
+    kind: Kind::Bytes,
+    default: "",
+    workloads: WORKLOADS,
+    help: "largest send buffer a connection across the link may grow to, both lab hosts (real peers too): net.ipv4.tcp_wmem's max in each; needs an emulated link; unset: this machine's",
+    words: "send buffer",
+};
+
+/// The smallest `tcp.rmem` and `tcp.wmem`: the kernel's own minimum buffer (one page).
+pub const BUFFER_MIN: u64 = 4096;
 
 /// The largest initial window `tcp.initcwnd` and `tcp.initrwnd` take: a bound of
 /// wirebench's own, far above what any deployment uses (RFC 6928 argues for 10), so that

@@ -1,7 +1,8 @@
-//! `tcp.cc` and `tcp.initcwnd` end to end: the congestion control asked for is the one
-//! each record says the data connection used, in a lab, and the initial window the one
-//! its first TCP_INFO sample shows; values that cannot be had are refused before anything
-//! starts. Needs root (the lab).
+//! `tcp.cc`, `tcp.initcwnd` and `tcp.rmem` end to end: the congestion control asked for
+//! is the one each record says the data connection used, in a lab, the initial window the
+//! one its first TCP_INFO sample shows, and a small receive buffer bounds the stream's
+//! throughput; values that cannot be had are refused before anything starts. Needs root
+//! (the lab).
 
 use crate::common;
 use common::{lab_run_ok, records, wirebench};
@@ -136,6 +137,12 @@ fn what_cannot_be_had_is_refused_before_the_run() {
     let (code, err) = run(&["--link", "10Mbit/5ms", "--tcp-initrwnd", "0"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("give 1 to 1000 segments"), "{err}");
+    let (code, err) = run(&["--tcp-rmem", "64KiB"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("needs an emulated link"), "{err}");
+    let (code, err) = run(&["--link", "10Mbit/5ms", "--tcp-wmem", "1KiB"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("at least 4096 bytes"), "{err}");
     assert!(!out.exists(), "a refused run wrote {}", out.display());
 }
 
@@ -174,4 +181,48 @@ fn the_initial_window_asked_for_is_the_connections_first() {
         let first = r["metrics"]["tcp.cwnd_first"]["value"].as_f64();
         assert_eq!(first, Some(asked), "{r}");
     }
+}
+
+/// A 64 KiB receive buffer caps the window, so over a 300 ms round trip the stream moves
+/// at most 64 KiB a round trip (1.75 Mbit/s), where 4 MiB lets it past; the lab hosts'
+/// sysctls are read back into the record, and the machine's own stay as they were.
+#[test]
+fn a_small_receive_buffer_bounds_the_window() {
+    let machine = || std::fs::read_to_string("/proc/sys/net/ipv4/tcp_rmem").unwrap();
+    let before = machine();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let err = lab_run_ok(&[
+        "run",
+        "--link",
+        "20Mbit/150ms",
+        "--tcp-rmem",
+        "64KiB,4MiB",
+        "--workload",
+        "stream",
+        "--payload",
+        "64KiB",
+        "--duration",
+        "2s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(machine(), before, "the machine's tcp_rmem changed");
+    let recs = records(&out);
+    assert_eq!(recs.len(), 2, "{err}");
+    let rate = |r: &serde_json::Value| r["metrics"]["throughput.bits_per_s"]["value"].as_f64();
+    let mut by_buffer = std::collections::BTreeMap::new();
+    for r in &recs {
+        assert_eq!(r["status"], "ok", "{r}");
+        let asked = r["params"]["tcp.rmem"].as_u64().unwrap();
+        assert_eq!(r["transport"]["tcp.rmem"].as_u64(), Some(asked), "{r}");
+        by_buffer.insert(asked, rate(r).unwrap());
+    }
+    let (small, large) = (by_buffer[&65536], by_buffer[&4194304]);
+    assert!(small < 64.0 * 1024.0 * 8.0 / 0.3, "64 KiB: {small} bit/s");
+    assert!(
+        large > 3.0 * small,
+        "4 MiB {large} bit/s against 64 KiB {small}"
+    );
 }
