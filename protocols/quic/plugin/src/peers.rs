@@ -315,6 +315,9 @@ fn ngtcp2_args(c: &mut std::process::Command, t: &Transport, dir: &Path, qlog: b
     // 0 would not mean "none" to it: an hour stands in.
     let idle = t.idle_timeout.unwrap_or(Duration::from_secs(3600));
     c.arg(format!("--timeout={}ms", idle.as_millis().max(1)));
+    // Its own handshake timeout (10 s by default) would end every handshake over a slow
+    // link (4 s a 1200-byte Initial at 2400 bit/s): the idle timeout bounds it instead.
+    c.arg(format!("--handshake-timeout={}ms", idle.as_millis().max(1)));
     c.arg("-d").arg(dir);
     if qlog {
         c.arg("--qlog-dir").arg(dir);
