@@ -28,6 +28,7 @@ pub mod browser;
 mod builtin;
 pub mod commands;
 mod endpoint;
+pub mod load_case;
 pub mod metrics;
 pub mod params;
 mod s1;
@@ -39,7 +40,7 @@ pub mod workload;
 // The other crates of the folder, under the paths the binary and the tests know.
 pub use wirebench_xmpp_gateway as web;
 pub use wirebench_xmpp_load::open_loop as load;
-pub use wirebench_xmpp_load::{hold, load_case, tls};
+pub use wirebench_xmpp_load::{hold, tls};
 pub use wirebench_xmpp_peers::{ejabberd, peer, prosody, x2x};
 pub use wirebench_xmpp_server as serve;
 

@@ -1,8 +1,8 @@
 //! The metrics only XMPP cases record (docs/results.md defines them), with how `wirebench
 //! merge` combines a sharded load case's.
 
+pub use crate::load_case::metrics::*;
 use wirebench_model::MetricSpec;
-pub use wirebench_xmpp_load::metrics::*;
 pub use wirebench_xmpp_peers::x2x::{
     X2X_BYTES_PER_STANZA, X2X_CONNECTIONS, X2X_LINK_BYTES, X2X_OVERHEAD_PER_STANZA, X2X_RESENT,
     X2X_STANZAS, X2X_TFO_USED, X2X_TIMESTAMPS_USED,
