@@ -10,7 +10,6 @@ use wirebench_model::metric::SERVER_ROUTED;
 use wirebench_protocol::Fault;
 use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
-use wirebench_xmpp_server as serve;
 
 /// A case against the built-in server, started for this case: in the lab's server host
 /// when the case has a link (client1 then crosses it), else on loopback.
@@ -28,7 +27,7 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
         Some(_) => (SERVER_ADDR, 5222).into(),
         None => ([127, 0, 0, 1], 0).into(),
     };
-    let mut cfg = serve::XmppServerConfig::new(listen, DOMAIN, 2);
+    let mut cfg = wirebench_xmpp_server::XmppServerConfig::new(listen, DOMAIN, 2);
     // Two sessions: one worker, so every case relays the same way (no thread hand-off
     // that depends on where the kernel put each connection).
     cfg.workers = 1;
@@ -41,7 +40,8 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
         if let Some(ns) = &ns {
             wirebench_protocol::hosts::enter(ns).map_err(|e| e.to_string())?;
         }
-        serve::XmppServer::bind(cfg).map_err(|e| format!("cannot listen on {listen}: {e}"))
+        wirebench_xmpp_server::XmppServer::bind(cfg)
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))
     })
     .join()
     .map_err(|_| WorkloadError::Environment("the XMPP server's start-up panicked".into()))?
@@ -98,7 +98,7 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
         None => workload::run(&run, ctx),
     };
     // Read before the worker threads end with the server.
-    let cpu = serve::worker_cpu_seconds();
+    let cpu = wirebench_xmpp_server::worker_cpu_seconds();
     if let Some(e) = endpoint {
         if let Ok(o) = &mut out {
             endpoint::push_stats(o, &e.stats, (0, 0));

@@ -53,7 +53,7 @@ fn x2x(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
 }
 
 fn worker_command() -> clap::Command {
-    clap::Command::new(crate::serve::procs::WORKER_COMMAND)
+    clap::Command::new(wirebench_xmpp_server::procs::WORKER_COMMAND)
         .about("One worker process of `serve --xmpp` (started by it, not by hand)")
         .hide(true)
         .arg(
@@ -89,7 +89,7 @@ fn die_with_parent() {
 fn worker(m: &clap::ArgMatches, shutdown: &Shutdown) -> Result<u8> {
     let index = *m.get_one::<usize>("index").context("--index")?;
     die_with_parent();
-    crate::serve::procs::worker_main(index, shutdown.flag())
+    wirebench_xmpp_server::procs::worker_main(index, shutdown.flag())
         .with_context(|| format!("XMPP worker {index}"))?;
     Ok(0)
 }
@@ -293,8 +293,8 @@ pub fn serve_plan(m: &clap::ArgMatches, quiet: bool) -> Result<Option<Box<dyn Se
 
 struct Plan {
     flags: ServeFlags,
-    server: Option<crate::serve::XmppServerConfig>,
-    web: Vec<(crate::web::Kind, String)>,
+    server: Option<wirebench_xmpp_server::XmppServerConfig>,
+    web: Vec<(wirebench_xmpp_gateway::Kind, String)>,
     upstream: Option<std::net::SocketAddr>,
     /// --xmpp-web-opening-timeout.
     opening: std::time::Duration,
@@ -305,13 +305,13 @@ type ServerThread = std::thread::JoinHandle<std::io::Result<()>>;
 
 struct Running {
     stop: Arc<AtomicBool>,
-    server: Option<(ServerThread, Arc<crate::serve::ServerStats>)>,
-    endpoints: Vec<(&'static str, crate::web::Endpoint)>,
+    server: Option<(ServerThread, Arc<wirebench_xmpp_server::ServerStats>)>,
+    endpoints: Vec<(&'static str, wirebench_xmpp_gateway::Endpoint)>,
 }
 
 impl ServePlan for Plan {
     fn start(self: Box<Self>, _shutdown: &Shutdown) -> Result<Box<dyn Serving>> {
-        use crate::serve::XmppServer;
+        use wirebench_xmpp_server::XmppServer;
         let Plan {
             flags,
             server,
@@ -372,12 +372,12 @@ impl ServePlan for Plan {
 
 /// Starts one web gateway in front of `upstream` and says where it is.
 fn start_endpoint(
-    kind: crate::web::Kind,
+    kind: wirebench_xmpp_gateway::Kind,
     addr: &str,
     upstream: std::net::SocketAddr,
     opening: std::time::Duration,
     quiet: bool,
-) -> Result<(&'static str, crate::web::Endpoint)> {
+) -> Result<(&'static str, wirebench_xmpp_gateway::Endpoint)> {
     let at: std::net::SocketAddr = addr
         .trim()
         .parse()
@@ -385,19 +385,21 @@ fn start_endpoint(
     let l =
         wirebench_net::sock::listener(at).with_context(|| format!("cannot listen on {addr}"))?;
     let (what, path, any) = match kind {
-        crate::web::Kind::WebSocket { .. } => (
+        wirebench_xmpp_gateway::Kind::WebSocket { .. } => (
             "XMPP over WebSocket (RFC 7395)",
             "ws://{}/xmpp-websocket",
             "any path",
         ),
-        crate::web::Kind::Bosh(_) => (
+        wirebench_xmpp_gateway::Kind::Bosh(_) => (
             "XMPP over BOSH (XEP-0124/0206)",
             "http://{}/http-bind",
             "any path",
         ),
-        crate::web::Kind::SockJs(_) => ("XMPP over SockJS 0.3.3", "http://{}/xmpp", "any prefix"),
+        wirebench_xmpp_gateway::Kind::SockJs(_) => {
+            ("XMPP over SockJS 0.3.3", "http://{}/xmpp", "any prefix")
+        }
     };
-    let e = crate::web::spawn_timed(l, upstream, kind, opening, !quiet)?;
+    let e = wirebench_xmpp_gateway::spawn_timed(l, upstream, kind, opening, !quiet)?;
     let url = path.replace("{}", &e.addr.to_string());
     eprintln!("wirebench serve: {what} on {url} ({any}), in front of {upstream}");
     Ok((what, e))
@@ -427,7 +429,7 @@ impl Serving for Running {
 }
 
 /// The counters a user of `serve --xmpp` watches, in one line.
-fn totals(s: &crate::serve::StatsSnapshot) -> String {
+fn totals(s: &wirebench_xmpp_server::StatsSnapshot) -> String {
     format!(
         "{} open, {} logged in, {} stanzas routed ({} to another worker), {} unroutable; \
          closed: {} on handshake timeout, {} slow readers, {} on stream errors, {} over \
@@ -445,7 +447,7 @@ fn totals(s: &crate::serve::StatsSnapshot) -> String {
 }
 
 /// Prints the XMPP counters every 5 s while they change, until `stop`.
-fn progress(stats: Arc<crate::serve::ServerStats>, stop: Arc<AtomicBool>) {
+fn progress(stats: Arc<wirebench_xmpp_server::ServerStats>, stop: Arc<AtomicBool>) {
     std::thread::spawn(move || {
         let mut last = stats.snapshot();
         let mut waited = 0;
@@ -468,7 +470,7 @@ fn progress(stats: Arc<crate::serve::ServerStats>, stop: Arc<AtomicBool>) {
 impl ServeFlags {
     /// The WebSocket and BOSH endpoints asked for: (kind, listen address), checked
     /// before anything listens. The upstream is resolved by the caller.
-    fn web_endpoints(&self) -> Result<Vec<(crate::web::Kind, String)>> {
+    fn web_endpoints(&self) -> Result<Vec<(wirebench_xmpp_gateway::Kind, String)>> {
         let mut v = Vec::new();
         if self.xmpp_websocket.is_none() && self.xmpp_bosh.is_none() && self.xmpp_sockjs.is_none() {
             return Ok(v);
@@ -492,14 +494,14 @@ impl ServeFlags {
         let max_stanza = size("--xmpp-max-stanza", &self.xmpp_max_stanza)?;
         if let Some(a) = &self.xmpp_websocket {
             let rate = size("--xmpp-websocket-max-rate", &self.xmpp_websocket_max_rate)?;
-            let kind = crate::web::Kind::WebSocket {
+            let kind = wirebench_xmpp_gateway::Kind::WebSocket {
                 max_stanza,
                 max_rate: (rate > 0).then_some(rate as u64),
             };
             v.push((kind, a.clone()));
         }
         if let Some(a) = &self.xmpp_bosh {
-            let cfg = crate::web::BoshConfig {
+            let cfg = wirebench_xmpp_gateway::BoshConfig {
                 max_wait: secs("--xmpp-bosh-wait", &self.xmpp_bosh_wait)?,
                 inactivity: secs("--xmpp-bosh-inactivity", &self.xmpp_bosh_inactivity)?,
                 max_body: size("--xmpp-bosh-max-body", &self.xmpp_bosh_max_body)?,
@@ -507,10 +509,10 @@ impl ServeFlags {
                 max_stanza,
                 ..Default::default()
             };
-            v.push((crate::web::Kind::Bosh(cfg), a.clone()));
+            v.push((wirebench_xmpp_gateway::Kind::Bosh(cfg), a.clone()));
         }
         if let Some(a) = &self.xmpp_sockjs {
-            let mut o = crate::web::sockjs::SockJsOptions {
+            let mut o = wirebench_xmpp_gateway::sockjs::SockJsOptions {
                 max_stanza,
                 jsessionid: self.xmpp_sockjs_cookie,
                 test_services: self.xmpp_sockjs_test_services,
@@ -528,14 +530,14 @@ impl ServeFlags {
                 // spec's default is 128 KiB), so its response-limit tests end quickly.
                 o.cfg.response_limit = 4096;
             }
-            v.push((crate::web::Kind::SockJs(o), a.clone()));
+            v.push((wirebench_xmpp_gateway::Kind::SockJs(o), a.clone()));
         }
         Ok(v)
     }
 
     /// The built-in XMPP server's configuration, if `--xmpp` was given: its address,
     /// accounts (files read and checked here) and layout wishes.
-    fn xmpp_config(&self) -> Result<Option<crate::serve::XmppServerConfig>> {
+    fn xmpp_config(&self) -> Result<Option<wirebench_xmpp_server::XmppServerConfig>> {
         let Some(addr) = &self.xmpp else {
             return Ok(None);
         };
@@ -543,7 +545,8 @@ impl ServeFlags {
             .trim()
             .parse()
             .map_err(|_| anyhow::anyhow!("--xmpp {addr}: expected IP:PORT, e.g. 127.0.0.1:5222"))?;
-        let mut cfg = crate::serve::XmppServerConfig::new(at, &self.xmpp_domain, self.xmpp_users);
+        let mut cfg =
+            wirebench_xmpp_server::XmppServerConfig::new(at, &self.xmpp_domain, self.xmpp_users);
         cfg.workers = self.xmpp_workers.unwrap_or(0);
         cfg.sessions = self.xmpp_sessions;
         cfg.processes = self.xmpp_processes;
@@ -575,7 +578,7 @@ impl ServeFlags {
         }
         if self.xmpp_tls {
             cfg.tls = Some(
-                crate::serve::self_signed(&self.xmpp_domain)
+                wirebench_xmpp_server::self_signed(&self.xmpp_domain)
                     .map_err(|e| anyhow::anyhow!("--xmpp-tls: {e}"))?,
             );
         }

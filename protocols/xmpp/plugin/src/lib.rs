@@ -1,14 +1,14 @@
 //! XMPP cases (RFC 6120/6121 between clients and servers), against one of three server
 //! set-ups chosen by the `xmpp.server` parameter, each started fresh per case:
 //!
-//! - `builtin` (the default unless `s2s` is given): wirebench's own server ([`serve`]), on loopback or, with a
+//! - `builtin` (the default unless `s2s` is given): wirebench's own server (`wirebench-xmpp-server`), on loopback or, with a
 //!   link, in the lab's server host; client1 crosses the link, client2 sits beside the
 //!   server. Needs neither root nor an installed server.
 //! - `prosody`: study S1's topology, two Prosody servers, `a.test` in the client host and
 //!   `b.test` in the server host, linked by RFC 6120 server-to-server or XEP-0361 x2x
 //!   gateways (`s2s`, which implies this set-up); only their server link crosses the
 //!   emulated link. Needs root.
-//! - `ejabberd`: the same topology with two ejabberd 23.01 servers ([`ejabberd`]): its
+//! - `ejabberd`: the same topology with two ejabberd 23.01 servers (`wirebench_xmpp_peers::ejabberd`): its
 //!   dialback s2s, or the x2x gateways as its XEP-0114 components. Needs root.
 //!
 //! Study S2's test (`xmpp.ping=server`) against `prosody` or `ejabberd` runs one server,
@@ -17,12 +17,13 @@
 //!
 //! The folder, one crate per job, imports pointing down only: the sans-IO client and
 //! server engine in `engine` (`wirebench-xmpp`); the built-in server on mio event loops in
-//! `server` ([`serve`]); the web gateways on tokio in `gateway` ([`web`]); the session
-//! load generator in `load` ([`load`], [`load_case`], [`hold`]); the real servers and
-//! the x2x gateway pair as lab peers in `peers` ([`peer`], [`prosody`], [`ejabberd`],
-//! [`x2x`]). Here, on blocking threads: the plugin, its client driver ([`session`] over
-//! a [`transport`]), the S1 workloads ([`workload`]), study S2 ([`s2`]) and its browser
-//! client (headless Chromium with Strophe.js, [`browser`], `xmpp.client=browser`).
+//! `server` (`wirebench-xmpp-server`); the web gateways on tokio in `gateway`
+//! (`wirebench-xmpp-gateway`); the session load generator on mio loops in `load`
+//! (`wirebench-xmpp-load`); the real servers and the x2x gateway pair as lab peers in
+//! `peers` (`wirebench-xmpp-peers`). Here, on blocking threads: the plugin, its client
+//! driver ([`session`] over a [`transport`]), the S1 workloads ([`workload`]), study S2
+//! ([`s2`]) and its browser client (headless Chromium with Strophe.js, [`browser`],
+//! `xmpp.client=browser`), and the load workload's case ([`load_case`]).
 
 pub mod browser;
 mod builtin;
@@ -36,13 +37,6 @@ pub mod s2;
 pub mod session;
 pub mod transport;
 pub mod workload;
-
-// The other crates of the folder, under the paths the binary and the tests know.
-pub use wirebench_xmpp_gateway as web;
-pub use wirebench_xmpp_load::open_loop as load;
-pub use wirebench_xmpp_load::{hold, tls};
-pub use wirebench_xmpp_peers::{ejabberd, peer, prosody, x2x};
-pub use wirebench_xmpp_server as serve;
 
 use params::{Params, S2sLink};
 use std::net::Ipv4Addr;
@@ -212,12 +206,17 @@ impl Protocol for Xmpp {
         let s2_refused = |s: Server| p.is_s2() && s2::check_input(&p, s.name()).is_err();
         match p.real_server {
             Some(s) if s2_refused(s) => return out,
-            Some(Server::Prosody) => out.push(prosody::PROSODY.because(p.server_reason())),
+            Some(Server::Prosody) => {
+                out.push(wirebench_xmpp_peers::prosody::PROSODY.because(p.server_reason()))
+            }
             Some(Server::Ejabberd) => {
-                out.push(ejabberd::EJABBERD.because(p.server_reason()));
+                out.push(wirebench_xmpp_peers::ejabberd::EJABBERD.because(p.server_reason()));
                 // A load case's accounts are imported from files that luerl reads.
                 if case.workload() == "load" {
-                    out.push(ejabberd::LUERL.because("xmpp.server=ejabberd workload=load"));
+                    out.push(
+                        wirebench_xmpp_peers::ejabberd::LUERL
+                            .because("xmpp.server=ejabberd workload=load"),
+                    );
                 }
             }
             None => {}

@@ -47,7 +47,6 @@ use wirebench_protocol::{Case, Ctx, Env, Outcome, Start, WorkloadError};
 use wirebench_xmpp_load::hold::{ALLOW_ANY_TARGET, target_allowed};
 use wirebench_xmpp_load::open_loop::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
 use wirebench_xmpp_peers::peer::{PeerConfig, RealServer, Server};
-use wirebench_xmpp_server as serve;
 
 /// The subcommand a generator process runs as; `wirebench` routes it to [`worker_main`].
 pub const WORKER_COMMAND: &str = "xmpp-load-worker";
@@ -1012,7 +1011,7 @@ struct Builtin {
     cert: Option<Vec<u8>>,
     addrs: Vec<std::net::SocketAddr>,
     layout: String,
-    stats: Arc<serve::ServerStats>,
+    stats: Arc<wirebench_xmpp_server::ServerStats>,
     stop: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<io::Result<()>>,
     /// Its worker processes' memory before the first session, KiB.
@@ -1037,7 +1036,7 @@ fn start_builtin(
     peak: usize,
     in_process: bool,
 ) -> Result<Builtin, WorkloadError> {
-    let mut cfg = serve::XmppServerConfig::new(
+    let mut cfg = wirebench_xmpp_server::XmppServerConfig::new(
         ([127, 0, 0, 1], 0).into(),
         &spec.script.domain,
         spec.script.user(sessions),
@@ -1052,11 +1051,12 @@ fn start_builtin(
     cfg.max_stanza = cfg.max_stanza.max(spec.script.payload + 4096);
     let mut cert = None;
     if spec.script.tls {
-        let id = serve::self_signed(&spec.script.domain).map_err(WorkloadError::Environment)?;
+        let id = wirebench_xmpp_server::self_signed(&spec.script.domain)
+            .map_err(WorkloadError::Environment)?;
         cert = Some(id.cert_der().to_vec());
         cfg.tls = Some(id);
     }
-    let server = serve::XmppServer::bind(cfg).map_err(|e| {
+    let server = wirebench_xmpp_server::XmppServer::bind(cfg).map_err(|e| {
         WorkloadError::because(Fault::Environment, "cannot start the XMPP server", e)
     })?;
     let layout = server.layout().to_string();
@@ -1092,7 +1092,7 @@ impl Builtin {
     /// their highest and CPU) and stops it.
     fn stop(self, in_process: bool) -> BuiltinUsage {
         let cpu = if in_process {
-            serve::worker_cpu_seconds()
+            wirebench_xmpp_server::worker_cpu_seconds()
         } else {
             self.stats.cpu_ms.load(Ordering::Relaxed) as f64 / 1000.0
         };

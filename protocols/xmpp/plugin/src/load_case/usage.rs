@@ -20,7 +20,6 @@ use wirebench_load::Series;
 use wirebench_peer::usage as process_usage;
 use wirebench_protocol::Outcome;
 use wirebench_xmpp_load::open_loop::monotonic_ns;
-use wirebench_xmpp_server as serve;
 
 /// The built-in server's worker threads when it runs inside wirebench (`wb-xmpp-w<N>`).
 const SERVER_THREADS: &str = "wb-xmpp-w";
@@ -98,7 +97,7 @@ fn sockstat() -> (u64, u64) {
 /// Where the sampler reads the server's memory and CPU: the built-in server's worker
 /// processes' reports, its threads inside wirebench, or a real server's process.
 pub(crate) enum ServerProbe {
-    Builtin(Arc<serve::ServerStats>),
+    Builtin(Arc<wirebench_xmpp_server::ServerStats>),
     Threads,
     Pid(u32),
 }
