@@ -21,7 +21,6 @@ use crate::metrics::S2_LOGIN;
 use crate::metrics::S2_PINGS;
 use crate::metrics::S2_TOTAL;
 use crate::params::Params;
-use crate::transport::Transport;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -33,6 +32,7 @@ use wirebench_protocol::Fault;
 use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::stats::{push_counts, push_rtts, secs};
 use wirebench_protocol::{Case, Ctx, Install, Lookup, Outcome, Requirement, WorkloadError};
+use wirebench_xmpp_client::transport::Transport;
 
 /// The script that installs Strophe.js, named in errors.
 pub const SETUP: &str = "scripts/install-strophe.sh";

@@ -4,9 +4,9 @@
 
 use crate::metrics::TRANSPORT_REQUESTS;
 use crate::metrics::TRANSPORT_SESSIONS;
-use crate::transport::Transport;
 use wirebench_protocol::Outcome;
 use wirebench_protocol::hosts::SERVER_ADDR;
+use wirebench_xmpp_client::transport::Transport;
 
 /// Starts wirebench's endpoint for `transport` (none for tcp) in front of the XMPP server
 /// at `upstream`, in `netns` when given (the lab's server host, on the usual port 5280),

@@ -21,7 +21,7 @@
 //! (`wirebench-xmpp-gateway`); the session load generator on mio loops in `load`
 //! (`wirebench-xmpp-load`); the real servers and the x2x gateway pair as lab peers in
 //! `peers` (`wirebench-xmpp-peers`). Here, on blocking threads: the plugin, its client
-//! driver ([`session`] over a [`transport`]), the S1 workloads ([`workload`]), study S2
+//! client (`wirebench-xmpp-client`), the S1 workloads ([`workload`]), study S2
 //! ([`s2`]) and its browser client (headless Chromium with Strophe.js, [`browser`],
 //! `xmpp.client=browser`), and the load workload's case ([`load_case`]).
 
@@ -34,8 +34,6 @@ pub mod metrics;
 pub mod params;
 mod s1;
 pub mod s2;
-pub mod session;
-pub mod transport;
 pub mod workload;
 
 use params::{Params, S2sLink};
@@ -126,7 +124,10 @@ const BROWSER_START_S: f64 = 1.0;
 /// transports 29 ms (xhr-polling, eventsource) and 51-58 ms (xhr-streaming,
 /// jsonp-polling; htmlfile taken as these). BOSH without flushing waits for Strophe's
 /// 100 ms idle timer: 107 ms a round (docs/browser-transports.md).
-fn browser_costs(transport: &transport::Transport, flush: params::Flush) -> (f64, f64) {
+fn browser_costs(
+    transport: &wirebench_xmpp_client::transport::Transport,
+    flush: params::Flush,
+) -> (f64, f64) {
     match transport.word() {
         "websocket" | "sockjs-websocket" => (0.05, 0.0015),
         "bosh" if flush == params::Flush::Off => (0.6, 0.107),

@@ -2,10 +2,10 @@
 //! values of them typed ([`Params`]), read once per case: the drivers take a [`Params`],
 //! never a case's words.
 
-use crate::transport::{TRANSPORTS, Transport};
 use std::time::Duration;
 use wirebench_protocol::Case;
 use wirebench_protocol::params::{Kind, ON_OFF, ParamSpec, WORKLOADS};
+use wirebench_xmpp_client::transport::{TRANSPORTS, Transport};
 use wirebench_xmpp_peers::peer::Server;
 use wirebench_xmpp_peers::x2x;
 

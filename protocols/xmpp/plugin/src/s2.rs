@@ -14,7 +14,6 @@
 
 use crate::endpoint;
 use crate::params::{Endpoint, Params};
-use crate::transport::Transport;
 use crate::workload::{Topology, XmppRun};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -23,6 +22,7 @@ use wirebench_model::metric::SERVER_RSS;
 use wirebench_protocol::Fault;
 use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
+use wirebench_xmpp_client::transport::Transport;
 use wirebench_xmpp_peers::peer::{PeerConfig, Server};
 
 /// The same domain and accounts as the built-in server's, so every row of the study's
@@ -282,8 +282,9 @@ fn warm_up(t: &Transport, addr: SocketAddr, netns: Option<&str>) -> Result<(), S
         let timeout = Duration::from_secs(20);
         let mut cfg = ClientConfig::new(&format!("user1@{DOMAIN}"), "pass1");
         cfg.tls = TlsMode::Never;
-        let (mut s, _) = crate::session::XmppSession::login_via(&t, addr, cfg, None, 7, timeout)
-            .map_err(|e| e.to_string())?;
+        let (mut s, _) =
+            wirebench_xmpp_client::session::XmppSession::login_via(&t, addr, cfg, None, 7, timeout)
+                .map_err(|e| e.to_string())?;
         for i in 0..5 {
             let id = format!("warm-{i}");
             s.client.send_ping(DOMAIN, &id);

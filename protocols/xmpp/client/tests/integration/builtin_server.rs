@@ -7,8 +7,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use wirebench_plugin_xmpp::session::XmppSession;
 use wirebench_xmpp::{ClientConfig, Event, Mechanism, TlsMode};
+use wirebench_xmpp_client::session::XmppSession;
 use wirebench_xmpp_server::{XmppServer, XmppServerConfig};
 
 struct Running {

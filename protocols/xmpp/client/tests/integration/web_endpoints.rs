@@ -11,9 +11,9 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use wirebench_plugin_xmpp::session::XmppSession;
-use wirebench_plugin_xmpp::transport::Transport;
 use wirebench_xmpp::{ClientConfig, Event, Mechanism, TlsMode};
+use wirebench_xmpp_client::session::XmppSession;
+use wirebench_xmpp_client::transport::Transport;
 use wirebench_xmpp_gateway::{BoshConfig, Endpoint, Kind};
 use wirebench_xmpp_server::{XmppServer, XmppServerConfig};
 
@@ -410,7 +410,7 @@ fn bosh_clients_that_misbehave_are_shed_and_others_carry_on() {
     let idle = Instant::now() + Duration::from_millis(2500);
     while Instant::now() < idle {
         match good.next_event(idle, "nothing") {
-            Ok(_) | Err(wirebench_plugin_xmpp::session::XmppDriveError::Timeout { .. }) => {}
+            Ok(_) | Err(wirebench_xmpp_client::session::XmppDriveError::Timeout { .. }) => {}
             Err(e) => panic!("idle: {e}"),
         }
     }
