@@ -4,7 +4,7 @@
 
 use crate::params::Params;
 use crate::workload::{self, Topology, XmppRun};
-use crate::{browser, endpoint};
+use crate::{endpoint, s2};
 use wirebench_model::metric::SERVER_CPU;
 use wirebench_model::metric::SERVER_ROUTED;
 use wirebench_protocol::Fault;
@@ -20,7 +20,7 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
     let in_browser = p.in_browser();
     if in_browser {
         // Before the server starts.
-        browser::check_case(case, p)?;
+        s2::check_browser_case(case, p)?;
     }
     let server_ns = env.lab.map(|l| l.server().name().to_string());
     let listen: std::net::SocketAddr = match server_ns {
@@ -67,9 +67,9 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
         }
     };
     let front = endpoint.as_ref().map_or(addr, |e| e.addr);
-    let browser_run = in_browser.then(|| browser::BrowserRun {
+    let browser_run = in_browser.then(|| wirebench_xmpp_browser::BrowserRun {
         url: endpoint::url(&transport, front),
-        sockjs: browser::sockjs_transport(&transport),
+        sockjs: s2::sockjs_transport(&transport),
         jid: format!("user1@{DOMAIN}"),
         password: "pass1".into(),
         count: case.workload_params().messages(),
@@ -80,7 +80,7 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
             Some(_) => (CLIENT_ADDR, 0).into(),
             None => ([127, 0, 0, 1], 0).into(),
         },
-        progress: browser::Progress::Endpoint(
+        progress: wirebench_xmpp_browser::Progress::Endpoint(
             endpoint
                 .as_ref()
                 .map(|e| e.stats.clone())
@@ -94,7 +94,7 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
         env.seed,
     );
     let mut out = match &browser_run {
-        Some(b) => browser::run(b, ctx),
+        Some(b) => wirebench_xmpp_browser::run(b, ctx),
         None => workload::run(&run, ctx),
     };
     // Read before the worker threads end with the server.

@@ -25,7 +25,6 @@
 //! ([`s2`]) and its browser client (headless Chromium with Strophe.js, [`browser`],
 //! `xmpp.client=browser`), and the load workload's case ([`load_case`]).
 
-pub mod browser;
 mod builtin;
 pub mod commands;
 mod endpoint;
@@ -222,9 +221,9 @@ impl Protocol for Xmpp {
             }
             None => {}
         }
-        if p.in_browser() && browser::check_input(case, &p).is_ok() {
-            out.push(browser::CHROMIUM.because("xmpp.client=browser"));
-            out.push(browser::STROPHE.because("xmpp.client=browser"));
+        if p.in_browser() && s2::check_browser(case, &p).is_ok() {
+            out.push(wirebench_xmpp_browser::CHROMIUM.because("xmpp.client=browser"));
+            out.push(wirebench_xmpp_browser::STROPHE.because("xmpp.client=browser"));
         }
         out
     }
@@ -286,7 +285,7 @@ impl Protocol for Xmpp {
             None => {}
         }
         if p.in_browser() {
-            browser::check_input(case, &p)?;
+            s2::check_browser(case, &p)?;
         }
         Ok(())
     }
