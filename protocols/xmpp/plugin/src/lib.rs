@@ -149,17 +149,17 @@ impl Protocol for Xmpp {
         commands::COMMANDS
     }
     fn serve_flags(&self, serve: clap::Command) -> clap::Command {
-        commands::serve_flags(serve)
+        wirebench_xmpp_serve::serve_flags(serve)
     }
     fn serve_plan(
         &self,
         flags: &clap::ArgMatches,
         quiet: bool,
     ) -> anyhow::Result<Option<Box<dyn wirebench_protocol::ServePlan>>> {
-        commands::serve_plan(flags, quiet)
+        wirebench_xmpp_serve::serve_plan(flags, quiet)
     }
     fn load_server(&self) -> Option<wirebench_protocol::LoadServer> {
-        Some(commands::LOAD_SERVER)
+        Some(wirebench_xmpp_serve::LOAD_SERVER)
     }
     fn legend_by_value(&self) -> &'static [&'static str] {
         // Their values (prosody, browser) read as names in a legend on their own.
