@@ -15,15 +15,22 @@
 //! placed as the built-in one is, with client1 on its own BOSH or WebSocket endpoint
 //! ([`s2`]); it needs root only for a link.
 //!
+//! The plugin's one job is the plugin: its parameters ([`params`]), metrics ([`metrics`])
+//! and commands ([`commands`]), and each case's set-up and figures, S1's workloads
+//! ([`workload`]), study S2 ([`s2`]) and the load workload's case ([`load_case`]).
+//! Concurrency: blocking threads; a case runs on the runner's thread, with client2 on a
+//! thread of its own, beside what the case starts in the models of the crates below
+//! (the server's mio loops, the gateways' tokio threads, the generators' mio loops).
+//!
 //! The folder, one crate per job, imports pointing down only: the sans-IO client and
 //! server engine in `engine` (`wirebench-xmpp`); the built-in server on mio event loops in
 //! `server` (`wirebench-xmpp-server`); the web gateways on tokio in `gateway`
-//! (`wirebench-xmpp-gateway`); the session load generator on mio loops in `load`
-//! (`wirebench-xmpp-load`); the real servers and the x2x gateway pair as lab peers in
-//! `peers` (`wirebench-xmpp-peers`). Here, on blocking threads: the plugin, its client
-//! client (`wirebench-xmpp-client`), the S1 workloads ([`workload`]), study S2
-//! ([`s2`]) and its browser client (headless Chromium with Strophe.js, [`browser`],
-//! `xmpp.client=browser`), and the load workload's case ([`load_case`]).
+//! (`wirebench-xmpp-gateway`); the native client driver, blocking, in `client`
+//! (`wirebench-xmpp-client`); study S2's headless Chromium with Strophe.js in `browser`
+//! (`wirebench-xmpp-browser`, `xmpp.client=browser`); the session load generator on mio
+//! loops in `load` (`wirebench-xmpp-load`); the real servers and the x2x gateway pair as
+//! lab peers in `peers` (`wirebench-xmpp-peers`); `wirebench serve`'s XMPP flags in
+//! `serve` (`wirebench-xmpp-serve`).
 
 mod builtin;
 pub mod commands;

@@ -263,6 +263,19 @@ mod tests {
         assert!(n.check(&tracked).unwrap_err().contains("nf_conntrack_max"));
     }
 
+    /// One thread up to the in-process peak; beyond it a process per 15,000 sessions,
+    /// two at least beside the built-in server, whose workers the needs add.
+    #[test]
+    fn generators_are_counted_as_the_case_starts_them() {
+        assert_eq!(generators(IN_PROCESS, true), 1);
+        assert_eq!(generators(IN_PROCESS + 1, true), 2);
+        assert_eq!(generators(IN_PROCESS + 1, false), 1);
+        assert_eq!(generators(100_000, true), 7);
+        assert_eq!(Needs::of(IN_PROCESS, Ends::BothOurs, 3).processes, 1);
+        assert_eq!(Needs::of(20_000, Ends::BothOurs, 3).processes, 2 + 3);
+        assert_eq!(Needs::of(20_000, Ends::BothHere, 3).processes, 2);
+    }
+
     /// Only the generator's end here: one socket a session, no server memory.
     #[test]
     fn a_server_elsewhere_costs_one_socket() {
