@@ -12,9 +12,9 @@ use common::{Serve, free_port};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
-use wirebench_plugin_xmpp::session::XmppSession;
-use wirebench_plugin_xmpp::transport::Transport;
 use wirebench_xmpp::{ClientConfig, Event, TlsMode};
+use wirebench_xmpp_client::session::XmppSession;
+use wirebench_xmpp_client::transport::Transport;
 
 /// `wirebench serve` fronting its XMPP server with WebSocket and BOSH.
 fn serve(xmpp: u16, ws: u16, bosh: u16) -> Serve {

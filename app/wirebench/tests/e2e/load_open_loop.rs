@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 use wirebench_load::{Arrivals, Dist, Interval, Phase, Schedule, Series};
-use wirebench_plugin_xmpp::load::{Part, Script, monotonic_ns, run_worker};
+use wirebench_xmpp_load::open_loop::{Part, Script, monotonic_ns, run_worker};
 
 #[test]
 fn a_server_pause_shows_in_the_open_loop_percentiles() {

@@ -11,8 +11,8 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::io::AsRawFd;
 use std::time::{Duration, Instant};
-use wirebench_plugin_xmpp::session::XmppSession;
 use wirebench_xmpp::{ClientConfig, Event, Mechanism, TlsMode};
+use wirebench_xmpp_client::session::XmppSession;
 
 use crate::common;
 use common::{Serve, free_port};

@@ -843,7 +843,7 @@ fn upgrade(
         let cfg = WebSocketConfig::default()
             .max_message_size(Some(limit * 2))
             .max_frame_size(Some(limit * 2))
-            .read_buffer_size(crate::ws::XMPP_READ_BUFFER);
+            .read_buffer_size(wirebench_xmpp_web::framing::XMPP_READ_BUFFER);
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(up), Role::Server, Some(cfg)).await;
         if service != Service::Xmpp {
             let hb = std::time::Duration::from_nanos(ctx.opt.cfg.heartbeat_ns.max(1_000_000));

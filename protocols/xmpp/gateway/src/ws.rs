@@ -18,12 +18,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{self, Message};
 use wirebench_xmpp_web::Framing;
-use wirebench_xmpp_web::framing::SUBPROTOCOL;
-
-/// tungstenite's read buffer for XMPP: it zero-fills the whole buffer before every read
-/// (snapview/tungstenite-rs#547), and its 128 KiB default cost a chat message's relay
-/// more than it read; stanzas are small, a larger one takes a few reads.
-pub const XMPP_READ_BUFFER: usize = 8 * 1024;
+use wirebench_xmpp_web::framing::{SUBPROTOCOL, XMPP_READ_BUFFER};
 
 /// A connection's limits.
 #[derive(Debug, Clone, Copy)]

@@ -1,24 +1,17 @@
-//! XMPP session load (study S4, issue #14): many client sessions driven by mio event
-//! loops, one per generator thread or process, against the built-in server, a Prosody or
-//! ejabberd started for the case, or a server at an address.
+//! XMPP session load's generator (study S4, issue #14): many client sessions (RFC
+//! 6120/6121 logins, rosters, presence and chat messages, STARTTLS per RFC 6120 section
+//! 5) driven by mio event loops, one event loop per generator thread or process, each
+//! owning its sessions' sockets; nothing here blocks on a session.
 //!
 //! - [`open_loop`]: one event loop running its share of an open-loop schedule of sessions
 //!   through a script, recording latencies per interval.
-//! - [`load_case`]: the `load` workload of `--protocol xmpp`: the server, the generator
-//!   threads or processes, and the case's metrics and time series.
 //! - [`hold`]: many sessions logged in and held (the `hold_sessions` example, the
 //!   cross-worker tests), with the address checks every load tool here applies.
 //! - [`tls`]: the sessions' STARTTLS client configuration.
-//! - `room`: whether the machine can hold the case's peak of sessions (memory, open
-//!   files, tracked connections), what it needs per session, and how many sessions one
-//!   process holds.
-//! - `usage`: what the case's processes use, sampled beside it, and each side's CPU per
-//!   login.
+//!
+//! The `load` workload that places a server and these generators for a case is the
+//! plugin's (`wirebench-plugin-xmpp`, its `load_case`).
 
 pub mod hold;
-pub mod load_case;
-pub mod metrics;
 pub mod open_loop;
-mod room;
 pub mod tls;
-mod usage;

@@ -4,13 +4,12 @@
 
 use crate::params::Params;
 use crate::workload::{self, Topology, XmppRun};
-use crate::{browser, endpoint};
+use crate::{endpoint, s2};
 use wirebench_model::metric::SERVER_CPU;
 use wirebench_model::metric::SERVER_ROUTED;
 use wirebench_protocol::Fault;
 use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
-use wirebench_xmpp_server as serve;
 
 /// A case against the built-in server, started for this case: in the lab's server host
 /// when the case has a link (client1 then crosses it), else on loopback.
@@ -21,14 +20,14 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
     let in_browser = p.in_browser();
     if in_browser {
         // Before the server starts.
-        browser::check_case(case, p)?;
+        s2::check_browser_case(case, p)?;
     }
     let server_ns = env.lab.map(|l| l.server().name().to_string());
     let listen: std::net::SocketAddr = match server_ns {
         Some(_) => (SERVER_ADDR, 5222).into(),
         None => ([127, 0, 0, 1], 0).into(),
     };
-    let mut cfg = serve::XmppServerConfig::new(listen, DOMAIN, 2);
+    let mut cfg = wirebench_xmpp_server::XmppServerConfig::new(listen, DOMAIN, 2);
     // Two sessions: one worker, so every case relays the same way (no thread hand-off
     // that depends on where the kernel put each connection).
     cfg.workers = 1;
@@ -41,7 +40,8 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
         if let Some(ns) = &ns {
             wirebench_protocol::hosts::enter(ns).map_err(|e| e.to_string())?;
         }
-        serve::XmppServer::bind(cfg).map_err(|e| format!("cannot listen on {listen}: {e}"))
+        wirebench_xmpp_server::XmppServer::bind(cfg)
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))
     })
     .join()
     .map_err(|_| WorkloadError::Environment("the XMPP server's start-up panicked".into()))?
@@ -67,9 +67,9 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
         }
     };
     let front = endpoint.as_ref().map_or(addr, |e| e.addr);
-    let browser_run = in_browser.then(|| browser::BrowserRun {
+    let browser_run = in_browser.then(|| wirebench_xmpp_browser::BrowserRun {
         url: endpoint::url(&transport, front),
-        sockjs: browser::sockjs_transport(&transport),
+        sockjs: s2::sockjs_transport(&transport),
         jid: format!("user1@{DOMAIN}"),
         password: "pass1".into(),
         count: case.workload_params().messages(),
@@ -80,7 +80,7 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
             Some(_) => (CLIENT_ADDR, 0).into(),
             None => ([127, 0, 0, 1], 0).into(),
         },
-        progress: browser::Progress::Endpoint(
+        progress: wirebench_xmpp_browser::Progress::Endpoint(
             endpoint
                 .as_ref()
                 .map(|e| e.stats.clone())
@@ -94,11 +94,11 @@ pub(crate) fn run(env: &Env, case: &Case, p: &Params, ctx: &Ctx) -> Result<Outco
         env.seed,
     );
     let mut out = match &browser_run {
-        Some(b) => browser::run(b, ctx),
+        Some(b) => wirebench_xmpp_browser::run(b, ctx),
         None => workload::run(&run, ctx),
     };
     // Read before the worker threads end with the server.
-    let cpu = serve::worker_cpu_seconds();
+    let cpu = wirebench_xmpp_server::worker_cpu_seconds();
     if let Some(e) = endpoint {
         if let Ok(o) = &mut out {
             endpoint::push_stats(o, &e.stats, (0, 0));

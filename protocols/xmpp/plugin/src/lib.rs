@@ -1,47 +1,46 @@
 //! XMPP cases (RFC 6120/6121 between clients and servers), against one of three server
 //! set-ups chosen by the `xmpp.server` parameter, each started fresh per case:
 //!
-//! - `builtin` (the default unless `s2s` is given): wirebench's own server ([`serve`]), on loopback or, with a
+//! - `builtin` (the default unless `s2s` is given): wirebench's own server (`wirebench-xmpp-server`), on loopback or, with a
 //!   link, in the lab's server host; client1 crosses the link, client2 sits beside the
 //!   server. Needs neither root nor an installed server.
 //! - `prosody`: study S1's topology, two Prosody servers, `a.test` in the client host and
 //!   `b.test` in the server host, linked by RFC 6120 server-to-server or XEP-0361 x2x
 //!   gateways (`s2s`, which implies this set-up); only their server link crosses the
 //!   emulated link. Needs root.
-//! - `ejabberd`: the same topology with two ejabberd 23.01 servers ([`ejabberd`]): its
+//! - `ejabberd`: the same topology with two ejabberd 23.01 servers (`wirebench_xmpp_peers::ejabberd`): its
 //!   dialback s2s, or the x2x gateways as its XEP-0114 components. Needs root.
 //!
 //! Study S2's test (`xmpp.ping=server`) against `prosody` or `ejabberd` runs one server,
 //! placed as the built-in one is, with client1 on its own BOSH or WebSocket endpoint
 //! ([`s2`]); it needs root only for a link.
 //!
+//! The plugin's one job is the plugin: its parameters ([`params`]), metrics ([`metrics`])
+//! and commands ([`commands`]), and each case's set-up and figures, S1's workloads
+//! ([`workload`]), study S2 ([`s2`]) and the load workload's case ([`load_case`]).
+//! Concurrency: blocking threads; a case runs on the runner's thread, with client2 on a
+//! thread of its own, beside what the case starts in the models of the crates below
+//! (the server's mio loops, the gateways' tokio threads, the generators' mio loops).
+//!
 //! The folder, one crate per job, imports pointing down only: the sans-IO client and
 //! server engine in `engine` (`wirebench-xmpp`); the built-in server on mio event loops in
-//! `server` ([`serve`]); the web gateways on tokio in `gateway` ([`web`]); the session
-//! load generator in `load` ([`load`], [`load_case`], [`hold`]); the real servers and
-//! the x2x gateway pair as lab peers in `peers` ([`peer`], [`prosody`], [`ejabberd`],
-//! [`x2x`]). Here, on blocking threads: the plugin, its client driver ([`session`] over
-//! a [`transport`]), the S1 workloads ([`workload`]), study S2 ([`s2`]) and its browser
-//! client (headless Chromium with Strophe.js, [`browser`], `xmpp.client=browser`).
+//! `server` (`wirebench-xmpp-server`); the web gateways on tokio in `gateway`
+//! (`wirebench-xmpp-gateway`); the native client driver, blocking, in `client`
+//! (`wirebench-xmpp-client`); study S2's headless Chromium with Strophe.js in `browser`
+//! (`wirebench-xmpp-browser`, `xmpp.client=browser`); the session load generator on mio
+//! loops in `load` (`wirebench-xmpp-load`); the real servers and the x2x gateway pair as
+//! lab peers in `peers` (`wirebench-xmpp-peers`); `wirebench serve`'s XMPP flags in
+//! `serve` (`wirebench-xmpp-serve`).
 
-pub mod browser;
 mod builtin;
 pub mod commands;
 mod endpoint;
+pub mod load_case;
 pub mod metrics;
 pub mod params;
 mod s1;
 pub mod s2;
-pub mod session;
-pub mod transport;
 pub mod workload;
-
-// The other crates of the folder, under the paths the binary and the tests know.
-pub use wirebench_xmpp_gateway as web;
-pub use wirebench_xmpp_load::open_loop as load;
-pub use wirebench_xmpp_load::{hold, load_case, tls};
-pub use wirebench_xmpp_peers::{ejabberd, peer, prosody, x2x};
-pub use wirebench_xmpp_server as serve;
 
 use params::{Params, S2sLink};
 use std::net::Ipv4Addr;
@@ -131,7 +130,10 @@ const BROWSER_START_S: f64 = 1.0;
 /// transports 29 ms (xhr-polling, eventsource) and 51-58 ms (xhr-streaming,
 /// jsonp-polling; htmlfile taken as these). BOSH without flushing waits for Strophe's
 /// 100 ms idle timer: 107 ms a round (docs/browser-transports.md).
-fn browser_costs(transport: &transport::Transport, flush: params::Flush) -> (f64, f64) {
+fn browser_costs(
+    transport: &wirebench_xmpp_client::transport::Transport,
+    flush: params::Flush,
+) -> (f64, f64) {
     match transport.word() {
         "websocket" | "sockjs-websocket" => (0.05, 0.0015),
         "bosh" if flush == params::Flush::Off => (0.6, 0.107),
@@ -154,17 +156,17 @@ impl Protocol for Xmpp {
         commands::COMMANDS
     }
     fn serve_flags(&self, serve: clap::Command) -> clap::Command {
-        commands::serve_flags(serve)
+        wirebench_xmpp_serve::serve_flags(serve)
     }
     fn serve_plan(
         &self,
         flags: &clap::ArgMatches,
         quiet: bool,
     ) -> anyhow::Result<Option<Box<dyn wirebench_protocol::ServePlan>>> {
-        commands::serve_plan(flags, quiet)
+        wirebench_xmpp_serve::serve_plan(flags, quiet)
     }
     fn load_server(&self) -> Option<wirebench_protocol::LoadServer> {
-        Some(commands::LOAD_SERVER)
+        Some(wirebench_xmpp_serve::LOAD_SERVER)
     }
     fn legend_by_value(&self) -> &'static [&'static str] {
         // Their values (prosody, browser) read as names in a legend on their own.
@@ -211,19 +213,24 @@ impl Protocol for Xmpp {
         let s2_refused = |s: Server| p.is_s2() && s2::check_input(&p, s.name()).is_err();
         match p.real_server {
             Some(s) if s2_refused(s) => return out,
-            Some(Server::Prosody) => out.push(prosody::PROSODY.because(p.server_reason())),
+            Some(Server::Prosody) => {
+                out.push(wirebench_xmpp_peers::prosody::PROSODY.because(p.server_reason()))
+            }
             Some(Server::Ejabberd) => {
-                out.push(ejabberd::EJABBERD.because(p.server_reason()));
+                out.push(wirebench_xmpp_peers::ejabberd::EJABBERD.because(p.server_reason()));
                 // A load case's accounts are imported from files that luerl reads.
                 if case.workload() == "load" {
-                    out.push(ejabberd::LUERL.because("xmpp.server=ejabberd workload=load"));
+                    out.push(
+                        wirebench_xmpp_peers::ejabberd::LUERL
+                            .because("xmpp.server=ejabberd workload=load"),
+                    );
                 }
             }
             None => {}
         }
-        if p.in_browser() && browser::check_input(case, &p).is_ok() {
-            out.push(browser::CHROMIUM.because("xmpp.client=browser"));
-            out.push(browser::STROPHE.because("xmpp.client=browser"));
+        if p.in_browser() && s2::check_browser(case, &p).is_ok() {
+            out.push(wirebench_xmpp_browser::CHROMIUM.because("xmpp.client=browser"));
+            out.push(wirebench_xmpp_browser::STROPHE.because("xmpp.client=browser"));
         }
         out
     }
@@ -285,7 +292,7 @@ impl Protocol for Xmpp {
             None => {}
         }
         if p.in_browser() {
-            browser::check_input(case, &p)?;
+            s2::check_browser(case, &p)?;
         }
         Ok(())
     }

@@ -1,8 +1,9 @@
 //! The metrics only XMPP cases record (docs/results.md defines them), with how `wirebench
 //! merge` combines a sharded load case's.
 
+pub use crate::load_case::metrics::*;
 use wirebench_model::MetricSpec;
-pub use wirebench_xmpp_load::metrics::*;
+pub use wirebench_xmpp_browser::{S2_BROWSER_START, S2_LOGIN, S2_PINGS, S2_TOTAL};
 pub use wirebench_xmpp_peers::x2x::{
     X2X_BYTES_PER_STANZA, X2X_CONNECTIONS, X2X_LINK_BYTES, X2X_OVERHEAD_PER_STANZA, X2X_RESENT,
     X2X_STANZAS, X2X_TFO_USED, X2X_TIMESTAMPS_USED,
@@ -19,15 +20,6 @@ pub const XMPP_FIRST_DELIVERY: MetricSpec = MetricSpec::new(
     "the first message's trip between the servers' clients",
 )
 .charted("First delivery (incl. server-to-server set-up)");
-pub const S2_TOTAL: MetricSpec =
-    MetricSpec::new("s2.total", "s", "study S2's test: login and pings")
-        .named("Time for 100 pings");
-pub const S2_LOGIN: MetricSpec =
-    MetricSpec::new("s2.login", "s", "study S2's login").named("Connect and log in");
-pub const S2_PINGS: MetricSpec =
-    MetricSpec::new("s2.pings", "s", "study S2's pings after the login").named("100 pings");
-pub const S2_BROWSER_START: MetricSpec =
-    MetricSpec::new("s2.browser_start", "s", "headless Chromium's start");
 pub const TRANSPORT_SESSIONS: MetricSpec =
     MetricSpec::new("transport.sessions", "count", "web gateway sessions opened");
 pub const TRANSPORT_REQUESTS: MetricSpec =

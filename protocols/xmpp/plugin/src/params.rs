@@ -1,16 +1,40 @@
-//! The plugin's parameters (the load workload's are `load_case::PARAMS`), and a case's
+//! The plugin's parameters (the load workload's are [`crate::load_case::PARAMS`]), and a case's
 //! values of them typed ([`Params`]), read once per case: the drivers take a [`Params`],
 //! never a case's words.
 
-use crate::transport::{TRANSPORTS, Transport};
 use std::time::Duration;
 use wirebench_protocol::Case;
-use wirebench_protocol::params::{Kind, ON_OFF, ParamSpec};
-use wirebench_xmpp_peers::peer::{Server, real_server};
+use wirebench_protocol::params::{Kind, ON_OFF, ParamSpec, WORKLOADS};
+use wirebench_xmpp_client::transport::{TRANSPORTS, Transport};
+use wirebench_xmpp_peers::peer::Server;
 use wirebench_xmpp_peers::x2x;
 
-/// Declared with the real servers, which read them too ([`real_server`]).
-pub use wirebench_xmpp_peers::peer::{S2S, SERVER};
+/// Server set-ups (`xmpp.server`): the built-in server, or two (one for study S2) real
+/// servers of a kind.
+pub const SERVERS: &[&str] = &["builtin", "prosody", "ejabberd"];
+
+/// XMPP server-to-server links (`s2s`); absent means standard.
+pub const S2S_LINKS: &[&str] = &["standard", "x2x", "x2x-tfo"];
+
+/// `xmpp.server`.
+pub const SERVER: ParamSpec = ParamSpec {
+    name: "xmpp.server",
+    kind: Kind::Choice(SERVERS),
+    default: "",
+    workloads: WORKLOADS,
+    help: "XMPP servers: builtin (wirebench's own, one server, no root needed; the default unless s2s is given), prosody (two Prosody 0.12 servers in lab hosts, study S1's topology; needs root; the default with s2s) or ejabberd (the same with two ejabberd 23.01 servers); for workload load, one server of the kind on loopback with the accounts and rosters the sessions need; with xmpp.ping=server (study S2), one server of the kind in the server host (loopback without a link), client1 on its own endpoint for xmpp.transport (tcp, websocket or bosh)",
+    words: "XMPP server",
+};
+
+/// `s2s`.
+pub const S2S: ParamSpec = ParamSpec {
+    name: "s2s",
+    kind: Kind::Choice(S2S_LINKS),
+    default: "",
+    workloads: WORKLOADS,
+    help: "server-to-server link between the two real servers (xmpp.server=prosody or ejabberd): standard (dialback over TCP), x2x (wirebench's zero-handshake XEP-0361 gateways as each server's XEP-0114 component, zlib + dictionary, connect on demand) or x2x-tfo (the same with TCP Fast Open)",
+    words: "server link",
+};
 
 pub const TRANSPORT: ParamSpec = ParamSpec {
     name: "xmpp.transport",
@@ -191,6 +215,18 @@ impl S2sLink {
             S2sLink::X2x => x2x::S2s::X2x { tfo: false },
             S2sLink::X2xTfo => x2x::S2s::X2x { tfo: true },
         }
+    }
+}
+
+/// The real servers a case runs, if any: `xmpp.server=prosody` or `ejabberd`, or Prosody
+/// when `s2s` is given without `xmpp.server` (a server-to-server link only exists
+/// between two servers).
+pub fn real_server(case: &Case) -> Option<Server> {
+    match case.text(&SERVER) {
+        Some("prosody") => Some(Server::Prosody),
+        Some("ejabberd") => Some(Server::Ejabberd),
+        Some(_) => None,
+        None => case.has(&S2S).then_some(Server::Prosody),
     }
 }
 

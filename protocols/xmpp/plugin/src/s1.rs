@@ -3,11 +3,11 @@
 //! link (RFC 6120 dialback) or by the x2x gateways (XEP-0361).
 
 use crate::params::{Params, S2sLink};
-use crate::transport::Transport;
 use crate::workload::{self, Topology, XmppRun};
 use std::time::Duration;
 use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
+use wirebench_xmpp_client::transport::Transport;
 use wirebench_xmpp_peers::peer::{PeerConfig, Server};
 use wirebench_xmpp_peers::x2x;
 

@@ -14,7 +14,6 @@
 
 use crate::endpoint;
 use crate::params::{Endpoint, Params};
-use crate::transport::Transport;
 use crate::workload::{Topology, XmppRun};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -23,6 +22,7 @@ use wirebench_model::metric::SERVER_RSS;
 use wirebench_protocol::Fault;
 use wirebench_protocol::hosts::{CLIENT_ADDR, SERVER_ADDR};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
+use wirebench_xmpp_client::transport::Transport;
 use wirebench_xmpp_peers::peer::{PeerConfig, Server};
 
 /// The same domain and accounts as the built-in server's, so every row of the study's
@@ -71,7 +71,7 @@ pub fn run(
     let gateway = p.endpoint == Endpoint::Wirebench;
     let in_browser = p.in_browser();
     if in_browser {
-        crate::browser::check_case(case, p)?;
+        check_browser_case(case, p)?;
     }
     let server_ns = env.lab.map(|l| l.server().name().to_string());
     let addr: IpAddr = match &server_ns {
@@ -116,11 +116,11 @@ pub fn run(
         let progress = match &endpoint {
             // Our gateway counts the page's requests; a server's own endpoint does not,
             // so its CPU time shows the page at work.
-            Some(e) => crate::browser::Progress::Endpoint(e.stats.clone()),
-            None => crate::browser::Progress::ServerCpu(real.pid().unwrap_or_default()),
+            Some(e) => wirebench_xmpp_browser::Progress::Endpoint(e.stats.clone()),
+            None => wirebench_xmpp_browser::Progress::ServerCpu(real.pid().unwrap_or_default()),
         };
         let b = browser_run(env, case, p, url.clone(), progress);
-        crate::browser::run(&b, ctx)
+        wirebench_xmpp_browser::run(&b, ctx)
     } else {
         let run = XmppRun::from_case(
             case,
@@ -215,11 +215,11 @@ fn browser_run(
     case: &Case,
     p: &Params,
     url: String,
-    progress: crate::browser::Progress,
-) -> crate::browser::BrowserRun {
-    crate::browser::BrowserRun {
+    progress: wirebench_xmpp_browser::Progress,
+) -> wirebench_xmpp_browser::BrowserRun {
+    wirebench_xmpp_browser::BrowserRun {
         url,
-        sockjs: crate::browser::sockjs_transport(&p.transport),
+        sockjs: sockjs_transport(&p.transport),
         jid: format!("user1@{DOMAIN}"),
         password: "pass1".into(),
         count: case.workload_params().messages(),
@@ -230,6 +230,47 @@ fn browser_run(
             None => ([127, 0, 0, 1], 0).into(),
         },
         progress,
+    }
+}
+
+/// What a browser case needs, checked before anything starts: a browser speaks only the
+/// web transports, its page runs study S2's test alone, and the page must be servable.
+pub(crate) fn check_browser_case(case: &Case, p: &Params) -> Result<(), WorkloadError> {
+    check_browser(case, p)?;
+    wirebench_xmpp_browser::strophe_bundle()?;
+    Ok(())
+}
+
+/// A browser case's parameters that a browser can run.
+pub(crate) fn check_browser(case: &Case, p: &Params) -> Result<(), WorkloadError> {
+    if !p.is_s2() {
+        return Err(WorkloadError::Input(
+            "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
+        ));
+    }
+    if p.transport == Transport::Tcp {
+        return Err(WorkloadError::Input(
+            "xmpp.client=browser needs xmpp.transport=websocket, bosh or a SockJS transport \
+             (a browser cannot open a raw XMPP TCP connection)"
+                .into(),
+        ));
+    }
+    if case.workload() != "pingpong" {
+        return Err(WorkloadError::Input(
+            "xmpp.client=browser needs workload pingpong".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The sockjs-client transport a page asks for (`None`: not SockJS).
+pub(crate) fn sockjs_transport(t: &Transport) -> Option<&'static str> {
+    match t {
+        Transport::SockJs { .. } => Some(match t.word() {
+            "sockjs-websocket" => "websocket",
+            w => w,
+        }),
+        _ => None,
     }
 }
 
@@ -282,8 +323,9 @@ fn warm_up(t: &Transport, addr: SocketAddr, netns: Option<&str>) -> Result<(), S
         let timeout = Duration::from_secs(20);
         let mut cfg = ClientConfig::new(&format!("user1@{DOMAIN}"), "pass1");
         cfg.tls = TlsMode::Never;
-        let (mut s, _) = crate::session::XmppSession::login_via(&t, addr, cfg, None, 7, timeout)
-            .map_err(|e| e.to_string())?;
+        let (mut s, _) =
+            wirebench_xmpp_client::session::XmppSession::login_via(&t, addr, cfg, None, 7, timeout)
+                .map_err(|e| e.to_string())?;
         for i in 0..5 {
             let id = format!("warm-{i}");
             s.client.send_ping(DOMAIN, &id);

@@ -20,8 +20,6 @@ use crate::metrics::S2_TOTAL;
 use crate::metrics::XMPP_FIRST_DELIVERY;
 use crate::metrics::XMPP_LOGIN;
 use crate::params::Params;
-use crate::session::{XmppDriveError, XmppSession};
-use crate::transport::Transport;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -30,6 +28,8 @@ use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
 use wirebench_protocol::{Case, Ctx, Outcome, WorkloadError};
 use wirebench_xmpp::{ClientConfig, Event, TlsMode};
+use wirebench_xmpp_client::session::{XmppDriveError, XmppSession};
+use wirebench_xmpp_client::transport::Transport;
 
 /// Where the two clients log in.
 #[derive(Debug, Clone)]
@@ -95,25 +95,6 @@ impl XmppRun {
             seed,
             stream: w.is_stream(),
             server_pings: p.is_s2(),
-        }
-    }
-}
-
-impl From<XmppDriveError> for WorkloadError {
-    fn from(e: XmppDriveError) -> Self {
-        let msg = e.to_string();
-        match e {
-            XmppDriveError::Connect { error, .. }
-                if error.kind() == std::io::ErrorKind::ConnectionRefused =>
-            {
-                WorkloadError::Peer(msg)
-            }
-            XmppDriveError::Connect { .. }
-            | XmppDriveError::Io { .. }
-            | XmppDriveError::Timeout { .. } => WorkloadError::Link(msg),
-            XmppDriveError::Protocol { .. } | XmppDriveError::Closed { .. } => {
-                WorkloadError::Peer(msg)
-            }
         }
     }
 }

@@ -21,6 +21,12 @@ use wirebench_xmpp::framer::{Frame, Framer};
 /// The WebSocket subprotocol an RFC 7395 client asks for and the server echoes (§3.1).
 pub const SUBPROTOCOL: &str = "xmpp";
 
+/// tungstenite's read buffer for XMPP, for the gateway's and the native client's
+/// WebSocket (both use tungstenite): it zero-fills the whole buffer before every read
+/// (snapview/tungstenite-rs#547), and its 128 KiB default cost a chat message's relay
+/// more than it read; stanzas are small, a larger one takes a few reads.
+pub const XMPP_READ_BUFFER: usize = 8 * 1024;
+
 /// One WebSocket connection's translation state.
 #[derive(Debug)]
 pub struct Framing {

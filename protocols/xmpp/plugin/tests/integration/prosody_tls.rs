@@ -7,10 +7,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wirebench_lab::netns::Netns;
-use wirebench_plugin_xmpp::prosody::{Prosody, ProsodyConfig, TlsFiles};
-use wirebench_plugin_xmpp::session::{XmppDriveError, XmppSession};
 use wirebench_xmpp::rustls;
 use wirebench_xmpp::{ClientConfig, Event, TlsMode, XmppError};
+use wirebench_xmpp_client::session::{XmppDriveError, XmppSession};
+use wirebench_xmpp_peers::prosody::{Prosody, ProsodyConfig, TlsFiles};
 
 const LOCAL: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 

@@ -7,9 +7,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 use wirebench_lab::{CLIENT_ADDR, Lab, SERVER_ADDR};
 use wirebench_link::LinkSpec;
-use wirebench_plugin_xmpp::peer::{PeerConfig, Server};
-use wirebench_plugin_xmpp::session::XmppSession;
 use wirebench_xmpp::{ClientConfig, Event, TlsMode};
+use wirebench_xmpp_client::session::XmppSession;
+use wirebench_xmpp_peers::peer::{PeerConfig, Server};
 
 fn login(ns: &str, addr: IpAddr, jid: &str) -> XmppSession {
     let ns = ns.to_string();

@@ -25,6 +25,28 @@ pub enum XmppDriveError {
     Closed { addr: SocketAddr, what: String },
 }
 
+/// What a failed session means to the case that ran it: a refused connection or a
+/// broken session is the server's fault, I/O errors and timeouts the link's.
+impl From<XmppDriveError> for wirebench_protocol::WorkloadError {
+    fn from(e: XmppDriveError) -> Self {
+        use wirebench_protocol::WorkloadError;
+        let msg = e.to_string();
+        match e {
+            XmppDriveError::Connect { error, .. }
+                if error.kind() == std::io::ErrorKind::ConnectionRefused =>
+            {
+                WorkloadError::Peer(msg)
+            }
+            XmppDriveError::Connect { .. }
+            | XmppDriveError::Io { .. }
+            | XmppDriveError::Timeout { .. } => WorkloadError::Link(msg),
+            XmppDriveError::Protocol { .. } | XmppDriveError::Closed { .. } => {
+                WorkloadError::Peer(msg)
+            }
+        }
+    }
+}
+
 pub struct XmppSession {
     driver: Driver<Conn>,
     pub client: Client,

@@ -8,19 +8,18 @@
 //! blamed on the other, and a side's start-up (the server building its accounts, a
 //! generator its schedule) is left out: the first reading is at the schedule's start.
 
-use crate::metrics::LOAD_LOGIN_PHASE;
-use crate::metrics::{
+use super::metrics::LOAD_LOGIN_PHASE;
+use super::metrics::{
     GENERATOR_CPU_SYS_PER_LOGIN, GENERATOR_CPU_USER_PER_LOGIN, SERVER_CPU_SYS_PER_LOGIN,
     SERVER_CPU_USER_PER_LOGIN,
 };
-use crate::open_loop::monotonic_ns;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wirebench_load::Series;
 use wirebench_peer::usage as process_usage;
 use wirebench_protocol::Outcome;
-use wirebench_xmpp_server as serve;
+use wirebench_xmpp_load::open_loop::monotonic_ns;
 
 /// The built-in server's worker threads when it runs inside wirebench (`wb-xmpp-w<N>`).
 const SERVER_THREADS: &str = "wb-xmpp-w";
@@ -98,7 +97,7 @@ fn sockstat() -> (u64, u64) {
 /// Where the sampler reads the server's memory and CPU: the built-in server's worker
 /// processes' reports, its threads inside wirebench, or a real server's process.
 pub(crate) enum ServerProbe {
-    Builtin(Arc<serve::ServerStats>),
+    Builtin(Arc<wirebench_xmpp_server::ServerStats>),
     Threads,
     Pid(u32),
 }

@@ -1,6 +1,6 @@
 //! The `load` workload of `--protocol xmpp` (study S4, issue #14): sessions arriving in
 //! Tsung-style phases against a built-in server started for the case, each running the
-//! script of [`crate::open_loop`], with the per-interval time series written beside the
+//! script of [`wirebench_xmpp_load::open_loop`], with the per-interval time series written beside the
 //! records and the totals as the case's metrics.
 //!
 //! Layout: one generator thread inside wirebench while the peak of concurrent sessions
@@ -10,22 +10,25 @@
 //! process gets its part on stdin as JSON and sends its closed intervals back on stdout,
 //! one JSON line each; the parent adds them up, so the merged histograms are exact.
 
-use crate::hold::{ALLOW_ANY_TARGET, target_allowed};
-use crate::metrics::GENERATOR_CPU;
-use crate::metrics::GENERATOR_CPU_PER_SESSION;
-use crate::metrics::GENERATOR_RSS;
-use crate::metrics::GENERATOR_RSS_PER_SESSION;
-use crate::metrics::LOAD_PRESENCES;
-use crate::metrics::LOAD_ROSTER_ITEMS;
-use crate::open_loop::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
-use crate::room::{Ends, IN_PROCESS, Machine, Needs, PER_GENERATOR};
-use crate::usage::{ServerProbe, Usage, UsageSampler, push_login_cpu};
+pub mod metrics;
+mod room;
+mod usage;
+
+use crate::params::{S2S, real_server};
+use metrics::GENERATOR_CPU;
+use metrics::GENERATOR_CPU_PER_SESSION;
+use metrics::GENERATOR_RSS;
+use metrics::GENERATOR_RSS_PER_SESSION;
+use metrics::LOAD_PRESENCES;
+use metrics::LOAD_ROSTER_ITEMS;
+use room::{Ends, IN_PROCESS, Machine, Needs};
 use std::io::{self, BufRead, Write};
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use usage::{ServerProbe, Usage, UsageSampler, push_login_cpu};
 use wirebench_load::{Arrivals, Cause, Dist, Interval, Phase, Schedule, Series, Wire};
 use wirebench_model::Kind;
 use wirebench_model::metric::SERVER_CPU;
@@ -41,8 +44,9 @@ use wirebench_model::metric::SHARD_START_MARGIN;
 use wirebench_protocol::Fault;
 use wirebench_protocol::params::{ON_OFF, ParamSpec};
 use wirebench_protocol::{Case, Ctx, Env, Outcome, Start, WorkloadError};
-use wirebench_xmpp_peers::peer::{PeerConfig, RealServer, Server, real_server};
-use wirebench_xmpp_server as serve;
+use wirebench_xmpp_load::hold::{ALLOW_ANY_TARGET, target_allowed};
+use wirebench_xmpp_load::open_loop::{Part, Script, WorkerSummary, monotonic_ns, run_worker};
+use wirebench_xmpp_peers::peer::{PeerConfig, RealServer, Server};
 
 /// The subcommand a generator process runs as; `wirebench` routes it to [`worker_main`].
 pub const WORKER_COMMAND: &str = "xmpp-load-worker";
@@ -431,16 +435,9 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     // sized for the peak (worker processes when one process cannot hold it).
     let in_process = spec.target.is_none() && real.is_none() && peak <= IN_PROCESS;
     let (server, placed) = place_server(env, case, &mut spec, schedule.len(), peak, in_process)?;
-    let generators = if in_process {
-        1
-    } else if server.is_none() {
-        // As many as the open files need, and no more (a Tsung run beside it uses as
-        // many VMs).
-        peak.div_ceil(PER_GENERATOR).max(1)
-    } else {
-        // At least two, so that partners' messages cross between generators.
-        peak.div_ceil(PER_GENERATOR).max(2)
-    };
+    // As many as the open files need, and no more (a Tsung run beside it uses as many
+    // VMs).
+    let generators = room::generators(peak, server.is_some());
     // Start far enough ahead for every generator process to be up; a shard at the start
     // all shards agree on.
     let lead = Duration::from_millis(if in_process { 100 } else { 500 });
@@ -619,7 +616,7 @@ pub fn check(case: &Case, at: &wirebench_protocol::Placement) -> Result<(), Work
             "the load workload runs on loopback for now (no link parameters)".into(),
         ));
     }
-    if case.has(&wirebench_xmpp_peers::peer::S2S) {
+    if case.has(&S2S) {
         return Err(WorkloadError::Input(
             "the load workload runs one server: no s2s (xmpp.server chooses the server)".into(),
         ));
@@ -1014,7 +1011,7 @@ struct Builtin {
     cert: Option<Vec<u8>>,
     addrs: Vec<std::net::SocketAddr>,
     layout: String,
-    stats: Arc<serve::ServerStats>,
+    stats: Arc<wirebench_xmpp_server::ServerStats>,
     stop: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<io::Result<()>>,
     /// Its worker processes' memory before the first session, KiB.
@@ -1039,7 +1036,7 @@ fn start_builtin(
     peak: usize,
     in_process: bool,
 ) -> Result<Builtin, WorkloadError> {
-    let mut cfg = serve::XmppServerConfig::new(
+    let mut cfg = wirebench_xmpp_server::XmppServerConfig::new(
         ([127, 0, 0, 1], 0).into(),
         &spec.script.domain,
         spec.script.user(sessions),
@@ -1054,11 +1051,12 @@ fn start_builtin(
     cfg.max_stanza = cfg.max_stanza.max(spec.script.payload + 4096);
     let mut cert = None;
     if spec.script.tls {
-        let id = serve::self_signed(&spec.script.domain).map_err(WorkloadError::Environment)?;
+        let id = wirebench_xmpp_server::self_signed(&spec.script.domain)
+            .map_err(WorkloadError::Environment)?;
         cert = Some(id.cert_der().to_vec());
         cfg.tls = Some(id);
     }
-    let server = serve::XmppServer::bind(cfg).map_err(|e| {
+    let server = wirebench_xmpp_server::XmppServer::bind(cfg).map_err(|e| {
         WorkloadError::because(Fault::Environment, "cannot start the XMPP server", e)
     })?;
     let layout = server.layout().to_string();
@@ -1094,7 +1092,7 @@ impl Builtin {
     /// their highest and CPU) and stops it.
     fn stop(self, in_process: bool) -> BuiltinUsage {
         let cpu = if in_process {
-            serve::worker_cpu_seconds()
+            wirebench_xmpp_server::worker_cpu_seconds()
         } else {
             self.stats.cpu_ms.load(Ordering::Relaxed) as f64 / 1000.0
         };

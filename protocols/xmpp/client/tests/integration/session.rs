@@ -4,8 +4,8 @@
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
-use wirebench_plugin_xmpp::session::XmppSession;
 use wirebench_xmpp::{ClientConfig, TlsMode};
+use wirebench_xmpp_client::session::XmppSession;
 
 /// A one-shot server that reads the client's stream header and answers `reply`, then
 /// closes (or lingers, with `close = false`).

@@ -7,15 +7,15 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use wirebench_plugin_xmpp::serve::{XmppServer, XmppServerConfig};
-use wirebench_plugin_xmpp::session::XmppSession;
 use wirebench_xmpp::{ClientConfig, Event, Mechanism, TlsMode};
+use wirebench_xmpp_client::session::XmppSession;
+use wirebench_xmpp_server::{XmppServer, XmppServerConfig};
 
 struct Running {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
-    stats: Arc<wirebench_plugin_xmpp::serve::ServerStats>,
+    stats: Arc<wirebench_xmpp_server::ServerStats>,
 }
 
 impl Drop for Running {

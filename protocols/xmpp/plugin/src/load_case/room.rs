@@ -15,6 +15,21 @@ pub(crate) const PER_GENERATOR: usize = 15_000;
 /// generator's share one process's open files.
 pub(crate) const IN_PROCESS: usize = 8_000;
 
+/// The generators a case with this peak starts: one thread inside wirebench up to
+/// [`IN_PROCESS`] sessions, else a process per [`PER_GENERATOR`] sessions, and at least
+/// two beside the built-in server (`builtin`) so that partners' messages cross between
+/// generators. The case and its needs both count them here, so they cannot disagree.
+pub(crate) fn generators(peak: usize, builtin: bool) -> usize {
+    let processes = peak.div_ceil(PER_GENERATOR);
+    if peak <= IN_PROCESS {
+        1
+    } else if builtin {
+        processes.max(2)
+    } else {
+        processes.max(1)
+    }
+}
+
 /// Resident memory per session, bytes, measured at a million sessions (issue #33,
 /// 2026-11-27: 1,000,000 logged in, 9.3 GiB in all): the generator's 1.55 KiB, the
 /// built-in server's 0.90 KiB, and the kernel's 3.3 KiB per loopback TCP socket (socket,
@@ -125,17 +140,11 @@ impl Needs {
             0
         };
         let per_session = (GENERATOR_PER_SESSION, server, sockets * KERNEL_PER_SOCKET);
-        let processes = if peak as usize <= IN_PROCESS {
-            1
-        } else {
-            // As the case starts them: at least two generators beside our server, so
-            // that partners' messages cross between them.
-            let generators = peak.div_ceil(PER_GENERATOR as u64);
-            match ends {
-                Ends::BothOurs => generators.max(2) + server_workers as u64,
-                _ => generators.max(1),
-            }
-        };
+        let ours = ends == Ends::BothOurs;
+        let mut processes = generators(peak as usize, ours) as u64;
+        if ours && peak as usize > IN_PROCESS {
+            processes += server_workers as u64;
+        }
         Needs {
             peak,
             ends,
@@ -252,6 +261,19 @@ mod tests {
             ..roomy
         };
         assert!(n.check(&tracked).unwrap_err().contains("nf_conntrack_max"));
+    }
+
+    /// One thread up to the in-process peak; beyond it a process per 15,000 sessions,
+    /// two at least beside the built-in server, whose workers the needs add.
+    #[test]
+    fn generators_are_counted_as_the_case_starts_them() {
+        assert_eq!(generators(IN_PROCESS, true), 1);
+        assert_eq!(generators(IN_PROCESS + 1, true), 2);
+        assert_eq!(generators(IN_PROCESS + 1, false), 1);
+        assert_eq!(generators(100_000, true), 7);
+        assert_eq!(Needs::of(IN_PROCESS, Ends::BothOurs, 3).processes, 1);
+        assert_eq!(Needs::of(20_000, Ends::BothOurs, 3).processes, 2 + 3);
+        assert_eq!(Needs::of(20_000, Ends::BothHere, 3).processes, 2);
     }
 
     /// Only the generator's end here: one socket a session, no server memory.

@@ -198,7 +198,7 @@ impl WsConn {
         let cfg = tungstenite::protocol::WebSocketConfig::default()
             .max_message_size(Some(limit))
             .max_frame_size(Some(limit))
-            .read_buffer_size(wirebench_xmpp_gateway::ws::XMPP_READ_BUFFER);
+            .read_buffer_size(wirebench_xmpp_web::framing::XMPP_READ_BUFFER);
         let (ws, resp) = tungstenite::client::client_with_config(req, s, Some(cfg))
             .map_err(|e| proto(format!("WebSocket handshake with {addr}: {e}")))?;
         let agreed = resp

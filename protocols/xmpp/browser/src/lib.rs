@@ -15,13 +15,14 @@
 //! Chromium runs in its own process group with a throw-away profile directory; both are
 //! removed when the case ends, however it ends (success, error, Ctrl-C: [`Browser`]'s
 //! `Drop`). If wirebench itself is killed, the parent-death signal ends the browser.
+//!
+//! Its one job is that harness: the page, its server, Chromium, the page's timings as a
+//! case's figures. Concurrency: blocking threads beside one child process. The page
+//! server is a thread polling a non-blocking listener, with a thread per HTTP/1.1
+//! connection (the page, the scripts, the result); the caller's thread waits on their
+//! channel for the page's load and result, reading a progress counter in between, while
+//! Chromium runs the page in its own process group.
 
-use crate::metrics::S2_BROWSER_START;
-use crate::metrics::S2_LOGIN;
-use crate::metrics::S2_PINGS;
-use crate::metrics::S2_TOTAL;
-use crate::params::Params;
-use crate::transport::Transport;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -29,16 +30,29 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use wirebench_model::MetricSpec;
 use wirebench_protocol::Fault;
 use wirebench_protocol::prereq::on_path;
 use wirebench_protocol::stats::{push_counts, push_rtts, secs};
-use wirebench_protocol::{Case, Ctx, Install, Lookup, Outcome, Requirement, WorkloadError};
+use wirebench_protocol::{Ctx, Install, Lookup, Outcome, Requirement, WorkloadError};
+
+// Study S2's figures, declared here, the lowest crate that records them; the plugin's
+// native S2 client records the first three too.
+pub const S2_TOTAL: MetricSpec =
+    MetricSpec::new("s2.total", "s", "study S2's test: login and pings")
+        .named("Time for 100 pings");
+pub const S2_LOGIN: MetricSpec =
+    MetricSpec::new("s2.login", "s", "study S2's login").named("Connect and log in");
+pub const S2_PINGS: MetricSpec =
+    MetricSpec::new("s2.pings", "s", "study S2's pings after the login").named("100 pings");
+pub const S2_BROWSER_START: MetricSpec =
+    MetricSpec::new("s2.browser_start", "s", "headless Chromium's start");
 
 /// The script that installs Strophe.js, named in errors.
 pub const SETUP: &str = "scripts/install-strophe.sh";
 
 /// The S2 page. Parameters come in its query string; the result goes to `POST /result`.
-const PAGE: &str = include_str!("browser/s2.html");
+const PAGE: &str = include_str!("s2.html");
 
 /// What the browser case needs to know.
 pub struct BrowserRun {
@@ -620,47 +634,6 @@ pub fn run(run: &BrowserRun, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
     drop(browser);
     drop(pages);
     Ok(out)
-}
-
-/// What a browser case needs, checked before anything starts: a browser speaks only the
-/// web transports, its page runs study S2's test alone, and the page must be servable.
-pub(crate) fn check_case(case: &Case, p: &Params) -> Result<(), WorkloadError> {
-    check_input(case, p)?;
-    strophe_bundle()?;
-    Ok(())
-}
-
-/// A browser case's parameters that a browser can run.
-pub(crate) fn check_input(case: &Case, p: &Params) -> Result<(), WorkloadError> {
-    if !p.is_s2() {
-        return Err(WorkloadError::Input(
-            "xmpp.client=browser runs study S2's test: it needs xmpp.ping=server".into(),
-        ));
-    }
-    if p.transport == Transport::Tcp {
-        return Err(WorkloadError::Input(
-            "xmpp.client=browser needs xmpp.transport=websocket, bosh or a SockJS transport \
-             (a browser cannot open a raw XMPP TCP connection)"
-                .into(),
-        ));
-    }
-    if case.workload() != "pingpong" {
-        return Err(WorkloadError::Input(
-            "xmpp.client=browser needs workload pingpong".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// The sockjs-client transport a page asks for (`None`: not SockJS).
-pub(crate) fn sockjs_transport(t: &Transport) -> Option<&'static str> {
-    match t {
-        Transport::SockJs { .. } => Some(match t.word() {
-            "sockjs-websocket" => "websocket",
-            w => w,
-        }),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

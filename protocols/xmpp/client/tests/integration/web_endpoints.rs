@@ -11,11 +11,11 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use wirebench_plugin_xmpp::serve::{XmppServer, XmppServerConfig};
-use wirebench_plugin_xmpp::session::XmppSession;
-use wirebench_plugin_xmpp::transport::Transport;
-use wirebench_plugin_xmpp::web::{self, BoshConfig, Endpoint, Kind};
 use wirebench_xmpp::{ClientConfig, Event, Mechanism, TlsMode};
+use wirebench_xmpp_client::session::XmppSession;
+use wirebench_xmpp_client::transport::Transport;
+use wirebench_xmpp_gateway::{BoshConfig, Endpoint, Kind};
+use wirebench_xmpp_server::{XmppServer, XmppServerConfig};
 
 struct Running {
     addr: SocketAddr,
@@ -23,7 +23,7 @@ struct Running {
     bosh: Option<Endpoint>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
-    stats: Arc<wirebench_plugin_xmpp::serve::ServerStats>,
+    stats: Arc<wirebench_xmpp_server::ServerStats>,
 }
 
 impl Drop for Running {
@@ -50,7 +50,7 @@ fn start(bosh: BoshConfig) -> Running {
     let stop = Arc::new(AtomicBool::new(false));
     let thread = Some(server.spawn(stop.clone()).unwrap());
     let l = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let ws = web::spawn(
+    let ws = wirebench_xmpp_gateway::spawn(
         l(),
         addr,
         Kind::WebSocket {
@@ -60,7 +60,7 @@ fn start(bosh: BoshConfig) -> Running {
         false,
     )
     .unwrap();
-    let bosh = web::spawn(l(), addr, Kind::Bosh(bosh), false).unwrap();
+    let bosh = wirebench_xmpp_gateway::spawn(l(), addr, Kind::Bosh(bosh), false).unwrap();
     Running {
         addr,
         ws: Some(ws),
@@ -410,7 +410,7 @@ fn bosh_clients_that_misbehave_are_shed_and_others_carry_on() {
     let idle = Instant::now() + Duration::from_millis(2500);
     while Instant::now() < idle {
         match good.next_event(idle, "nothing") {
-            Ok(_) | Err(wirebench_plugin_xmpp::session::XmppDriveError::Timeout { .. }) => {}
+            Ok(_) | Err(wirebench_xmpp_client::session::XmppDriveError::Timeout { .. }) => {}
             Err(e) => panic!("idle: {e}"),
         }
     }
@@ -497,7 +497,7 @@ impl SockJsRunning {
     fn addr(&self) -> SocketAddr {
         self.sj.as_ref().unwrap().addr
     }
-    fn stats(&self) -> &web::WebStats {
+    fn stats(&self) -> &wirebench_xmpp_gateway::WebStats {
         &self.sj.as_ref().unwrap().stats
     }
 }
@@ -512,7 +512,7 @@ impl Drop for SockJsRunning {
 
 fn start_sockjs(disconnect_delay: Duration) -> SockJsRunning {
     let server = start(BoshConfig::default());
-    let opt = web::sockjs::SockJsOptions {
+    let opt = wirebench_xmpp_gateway::sockjs::SockJsOptions {
         max_stanza: 16 * 1024,
         jsessionid: true,
         cfg: wirebench_xmpp_web::sockjs::SockJsConfig {
@@ -523,7 +523,7 @@ fn start_sockjs(disconnect_delay: Duration) -> SockJsRunning {
         test_services: false,
     };
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let sj = web::spawn(l, server.addr, Kind::SockJs(opt), false).unwrap();
+    let sj = wirebench_xmpp_gateway::spawn(l, server.addr, Kind::SockJs(opt), false).unwrap();
     SockJsRunning {
         sj: Some(sj),
         _server: server,
