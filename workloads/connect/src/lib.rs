@@ -22,6 +22,7 @@
 pub mod allow;
 pub mod metrics;
 pub mod params;
+pub mod plugin;
 pub mod proxy;
 
 use crate::metrics::CONNECTS_MPTCP;
@@ -37,6 +38,7 @@ use crate::metrics::{
 };
 use futures_util::StreamExt;
 use futures_util::future::try_join_all;
+pub use plugin::ConnectProtocol;
 pub use proxy::{Proxy, place_proxy};
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;

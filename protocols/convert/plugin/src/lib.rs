@@ -18,12 +18,12 @@ pub mod local;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use wirebench_connect::params::{CONCURRENCY, CONNECTS, MPTCP, TFO};
-use wirebench_connect::{Dial, Dialed};
+use wirebench_connect::{ConnectProtocol, Dial, Dialed, plugin};
 use wirebench_convert as cv;
 use wirebench_model::MetricSpec;
 use wirebench_protocol::Fault;
 use wirebench_protocol::params::ParamSpec;
-use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
+use wirebench_protocol::{Case, Ctx, Env, Outcome, Protocol, WorkloadError};
 
 /// `wirebench converter-client`: runs `serve` on `listener` in this
 /// thread (a single-threaded runtime with a `LocalSet`) until `stop` is set, which it
@@ -111,11 +111,6 @@ impl Dial for ConvertDial {
     }
 }
 
-pub struct Convert;
-
-/// The plugin, for the runner's registry.
-pub static PLUGIN: &dyn Protocol = &Convert;
-
 /// The metrics only convert's cases record (docs/results.md).
 pub const CONVERT_ONWARD_TFO: MetricSpec = MetricSpec::new(
     "convert.onward_tfo",
@@ -131,124 +126,85 @@ pub const CONVERT_LEG: MetricSpec = MetricSpec::dist(
 
 static METRICS: &[MetricSpec] = &[CONVERT_ONWARD_TFO, CONVERT_LEG];
 
-impl Protocol for Convert {
-    fn metrics(&self) -> &'static [MetricSpec] {
-        METRICS
-    }
-    fn commands(&self) -> &'static [wirebench_protocol::PluginCommand] {
-        commands::COMMANDS
-    }
-    fn name(&self) -> &'static str {
-        "convert"
-    }
+/// The plugin, for the runner's registry.
+pub static PLUGIN: &dyn Protocol = &ConnectProtocol {
+    name: "convert",
+    summary: "connections through an RFC 8803 0-RTT Transport Converter of ours to an echo server (workload connect: time to first byte)",
+    params: PARAMS,
+    metrics: METRICS,
+    commands: commands::COMMANDS,
+    servers: |_| "a Transport Converter and an echo server of ours started per case",
+    prerequisites: plugin::none_needed,
+    round_trips: wirebench_connect::tcp_round_trips,
+    serves: "(an RFC 8803 converter to loopback destinations)",
+    serve_alone,
+    check: plugin::no_check,
+    run,
+};
 
-    fn summary(&self) -> &'static str {
-        "connections through an RFC 8803 0-RTT Transport Converter of ours to an echo server (workload connect: time to first byte)"
-    }
+fn serve_alone(
+    listener: std::net::TcpListener,
+    limits: &wirebench_protocol::AloneLimits,
+) -> Result<(), String> {
+    let cfg = Arc::new(converter::Config {
+        allow: converter::Allow::loopback(),
+        tfo: true,
+        log: limits.log,
+        legs: None,
+        cap: Some(limits.connections.clone()),
+    });
+    wirebench_rpc::server::serve_alone(listener, "convert", limits, move |l, c, _| {
+        converter::serve(l, c, cfg)
+    })
+}
 
-    fn workloads(&self) -> &'static [&'static str] {
-        &["connect"]
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn servers(&self, _case: &Case) -> Option<&'static str> {
-        Some("a Transport Converter and an echo server of ours started per case")
-    }
-
-    fn connect_round_trips(&self, case: &Case) -> f64 {
-        wirebench_connect::tcp_round_trips(case)
-    }
-
-    fn serve_alone_help(&self) -> Option<&'static str> {
-        Some("(an RFC 8803 converter to loopback destinations)")
-    }
-
-    fn serve_alone_per_core(&self) -> bool {
-        true
-    }
-
-    fn serve_alone_limited(
-        &self,
-        listener: std::net::TcpListener,
-        limits: &wirebench_protocol::AloneLimits,
-    ) -> Option<Result<(), String>> {
+fn run(env: &Env, case: &Case, _repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+    let tfo = case.is_on(&wirebench_connect::params::TFO);
+    let mptcp = case.is_on(&wirebench_connect::params::MPTCP);
+    let lab = env.lab;
+    let threads = wirebench_connect::proxy::threads(case);
+    let legs = Arc::new(converter::Legs::default());
+    let kept = legs.clone();
+    let r = wirebench_connect::run_case(env, case, ctx, |origin| {
         let cfg = Arc::new(converter::Config {
-            allow: converter::Allow::loopback(),
-            tfo: true,
-            log: limits.log,
-            legs: None,
-            cap: Some(limits.connections.clone()),
+            allow: converter::Allow::Only(vec![origin]),
+            tfo,
+            log: false,
+            legs: Some(kept),
+            cap: None,
         });
-        Some(wirebench_rpc::server::serve_alone(
-            listener,
-            "convert",
-            limits,
-            move |l, c, _| converter::serve(l, c, cfg),
-        ))
-    }
-
-    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
-        wirebench_connect::check(case, at)
-    }
-
-    fn run(
-        &self,
-        env: &Env,
-        case: &Case,
-        _repeat: u32,
-        _link: Option<&CaseLink>,
-        ctx: &Ctx,
-    ) -> Result<Outcome, WorkloadError> {
-        let tfo = case.is_on(&wirebench_connect::params::TFO);
-        let mptcp = case.is_on(&wirebench_connect::params::MPTCP);
-        let lab = env.lab;
-        let threads = wirebench_connect::proxy::threads(case);
-        let legs = Arc::new(converter::Legs::default());
-        let kept = legs.clone();
-        let r = wirebench_connect::run_case(env, case, ctx, |origin| {
-            let cfg = Arc::new(converter::Config {
-                allow: converter::Allow::Only(vec![origin]),
-                tfo,
-                log: false,
-                legs: Some(kept),
-                cap: None,
-            });
-            let placed = wirebench_connect::place_proxy(lab, "convert", mptcp, threads, {
-                move |l, c| converter::serve(l, c, cfg.clone())
-            })?;
-            let d = ConvertDial {
-                converter: placed.addr,
-                tfo,
-                mptcp,
-            };
-            Ok((d, vec![placed]))
-        });
-        // The legs go with partial results too: an interrupted case keeps what it has.
-        let add = |out: &mut Outcome| {
-            let times = legs.take();
-            if !times.is_empty() {
-                wirebench_connect::push_distribution(out, CONVERT_LEG, &times);
-            }
-            if tfo {
-                out.put(CONVERT_ONWARD_TFO, legs.syn_data() as f64);
-            }
-            out.notes.push(
-                "Convert (RFC 8803): the Connect TLV and the first message share one write (the SYN with tfo=on; the converter's SYN onwards carries the message too); connect.proxy is the converter's answer, from that write; convert.leg is the converter's own connection onwards, from its start to the origin's first byte; convert.onward_tfo counts those whose SYN carried the client's data".into(),
-            );
+        let placed = wirebench_connect::place_proxy(lab, "convert", mptcp, threads, {
+            move |l, c| converter::serve(l, c, cfg.clone())
+        })?;
+        let d = ConvertDial {
+            converter: placed.addr,
+            tfo,
+            mptcp,
         };
-        match r {
-            Ok(mut out) => {
-                add(&mut out);
-                Ok(out)
-            }
-            Err(WorkloadError::InterruptedAfter(mut out)) => {
-                add(&mut out);
-                Err(WorkloadError::InterruptedAfter(out))
-            }
-            Err(e) => Err(e),
+        Ok((d, vec![placed]))
+    });
+    // The legs go with partial results too: an interrupted case keeps what it has.
+    let add = |out: &mut Outcome| {
+        let times = legs.take();
+        if !times.is_empty() {
+            wirebench_connect::push_distribution(out, CONVERT_LEG, &times);
         }
+        if tfo {
+            out.put(CONVERT_ONWARD_TFO, legs.syn_data() as f64);
+        }
+        out.notes.push(
+            "Convert (RFC 8803): the Connect TLV and the first message share one write (the SYN with tfo=on; the converter's SYN onwards carries the message too); connect.proxy is the converter's answer, from that write; convert.leg is the converter's own connection onwards, from its start to the origin's first byte; convert.onward_tfo counts those whose SYN carried the client's data".into(),
+        );
+    };
+    match r {
+        Ok(mut out) => {
+            add(&mut out);
+            Ok(out)
+        }
+        Err(WorkloadError::InterruptedAfter(mut out)) => {
+            add(&mut out);
+            Err(WorkloadError::InterruptedAfter(out))
+        }
+        Err(e) => Err(e),
     }
 }

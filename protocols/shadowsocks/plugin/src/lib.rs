@@ -18,10 +18,10 @@ mod plugin;
 pub mod server;
 pub mod stream;
 
-pub use plugin::{Shadowsocks, ShadowsocksDial};
+pub use plugin::{SHADOWSOCKS, ShadowsocksDial};
 
 /// The plugin, for the runner's registry.
-pub static PLUGIN: &dyn wirebench_protocol::Protocol = &Shadowsocks;
+pub static PLUGIN: &dyn wirebench_protocol::Protocol = &SHADOWSOCKS;
 pub use method::{Method, Secret};
 
 use wirebench_model::Kind;

@@ -1,13 +1,13 @@
-//! The client (`Dial`) and `impl Protocol`.
+//! The client (`Dial`) and the plugin's declaration.
 
 use crate::{CIPHER, Method, SERVER, Secret, peers, server, stream::SsStream};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use wirebench_connect::params::{CONCURRENCY, CONNECTS, TFO};
-use wirebench_connect::{Dial, Dialed};
+use wirebench_connect::{ConnectProtocol, Dial, Dialed};
 use wirebench_protocol::Fault;
 use wirebench_protocol::params::ParamSpec;
-use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
+use wirebench_protocol::{Case, Ctx, Env, Outcome, WorkloadError};
 use wirebench_shadowsocks::v2022::Psk;
 use wirebench_shadowsocks::{Key, Target};
 
@@ -127,166 +127,125 @@ impl Params {
     }
 }
 
-pub struct Shadowsocks;
+/// `shadowsocks`, for the runner's registry.
+pub static SHADOWSOCKS: ConnectProtocol = ConnectProtocol {
+    name: "shadowsocks",
+    summary: "connections through a Shadowsocks AEAD or 2022 server (ours, shadowsocks-libev or shadowsocks-rust) to an echo server (workload connect: time to first byte)",
+    params: PARAMS,
+    metrics: &[],
+    commands: &[],
+    servers: |case| match Server::of(case) {
+        Server::Libev => {
+            "shadowsocks-libev's ss-server and an echo server of ours started per case"
+        }
+        Server::Rust => "shadowsocks-rust's ssserver and an echo server of ours started per case",
+        Server::Ours => "a Shadowsocks server and an echo server of ours started per case",
+    },
+    prerequisites,
+    round_trips: wirebench_connect::tcp_round_trips,
+    serves: "(every AEAD cipher, password WIREBENCH_SHADOWSOCKS_PASSWORD or the default, to loopback destinations)",
+    serve_alone,
+    check: |case| Params::from_case(case).map(|_| ()),
+    run,
+};
 
-impl Protocol for Shadowsocks {
-    fn name(&self) -> &'static str {
-        "shadowsocks"
+fn prerequisites(case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
+    let server = Server::of(case);
+    let why = format!("{}={}", SERVER.name, server.word());
+    match server {
+        Server::Libev => vec![crate::peers::LIBEV.because(why)],
+        Server::Rust => vec![crate::peers::RUST.because(why)],
+        Server::Ours => Vec::new(),
     }
+}
 
-    fn summary(&self) -> &'static str {
-        "connections through a Shadowsocks AEAD or 2022 server (ours, shadowsocks-libev or shadowsocks-rust) to an echo server (workload connect: time to first byte)"
-    }
+fn serve_alone(
+    listener: std::net::TcpListener,
+    limits: &wirebench_protocol::AloneLimits,
+) -> Result<(), String> {
+    let password = std::env::var("WIREBENCH_SHADOWSOCKS_PASSWORD")
+        .unwrap_or_else(|_| crate::DEFAULT_PASSWORD.into());
+    let cfg = Arc::new(server::Config {
+        keys: crate::every_cipher(password.as_bytes()),
+        psk: None,
+        allow: server::Allow::loopback(),
+        tfo: true,
+        log: limits.log,
+        cap: Some(limits.connections.clone()),
+    });
+    wirebench_rpc::server::serve_alone(listener, "shadowsocks", limits, move |l, c, _| {
+        server::serve(l, c, cfg)
+    })
+}
 
-    fn workloads(&self) -> &'static [&'static str] {
-        &["connect"]
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn servers(&self, case: &Case) -> Option<&'static str> {
-        Some(match Server::of(case) {
+fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+    let Params {
+        server: which,
+        method,
+        tfo,
+    } = Params::from_case(case)?;
+    // The password (AEAD) or the base64 key (2022), as the peers' -k takes it.
+    let (secret, password) = match method {
+        Method::Aead(c) => {
+            let password = case_password()?;
+            (
+                Secret::Aead(Key::from_password(c, password.as_bytes())),
+                password,
+            )
+        }
+        Method::V2022(c) => {
+            let key = crate::stream::random_bytes(c.key_len())
+                .map_err(|e| WorkloadError::because(Fault::Environment, "no random key", e))?;
+            let psk = Psk::from_bytes(c, &key).map_err(|e| WorkloadError::Input(e.to_string()))?;
+            let b64 = psk.to_base64();
+            (Secret::V2022(psk), b64)
+        }
+    };
+    let lab = env.lab;
+    let threads = wirebench_connect::proxy::threads(case);
+    let dir = env.peer_dir(case, repeat);
+    let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
+        let (addr, placed, external) = match which {
             Server::Libev => {
-                "shadowsocks-libev's ss-server and an echo server of ours started per case"
+                let e = peers::start(lab, &dir, origin, method.cipher(), &password, tfo)?;
+                (e.addr, Vec::new(), Some(e))
             }
             Server::Rust => {
-                "shadowsocks-rust's ssserver and an echo server of ours started per case"
+                let e = peers::start_rust(lab, &dir, origin, method.name(), &password, tfo)?;
+                (e.addr, Vec::new(), Some(e))
             }
-            Server::Ours => "a Shadowsocks server and an echo server of ours started per case",
-        })
-    }
-
-    fn prerequisites(&self, case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
-        let server = Server::of(case);
-        let why = format!("{}={}", SERVER.name, server.word());
-        match server {
-            Server::Libev => vec![crate::peers::LIBEV.because(why)],
-            Server::Rust => vec![crate::peers::RUST.because(why)],
-            Server::Ours => Vec::new(),
-        }
-    }
-
-    fn connect_round_trips(&self, case: &Case) -> f64 {
-        wirebench_connect::tcp_round_trips(case)
-    }
-
-    fn serve_alone_help(&self) -> Option<&'static str> {
-        Some(
-            "(every AEAD cipher, password WIREBENCH_SHADOWSOCKS_PASSWORD or the default, to loopback destinations)",
-        )
-    }
-
-    fn serve_alone_per_core(&self) -> bool {
-        true
-    }
-
-    fn serve_alone_limited(
-        &self,
-        listener: std::net::TcpListener,
-        limits: &wirebench_protocol::AloneLimits,
-    ) -> Option<Result<(), String>> {
-        let password = std::env::var("WIREBENCH_SHADOWSOCKS_PASSWORD")
-            .unwrap_or_else(|_| crate::DEFAULT_PASSWORD.into());
-        let cfg = Arc::new(server::Config {
-            keys: crate::every_cipher(password.as_bytes()),
-            psk: None,
-            allow: server::Allow::loopback(),
-            tfo: true,
-            log: limits.log,
-            cap: Some(limits.connections.clone()),
-        });
-        Some(wirebench_rpc::server::serve_alone(
-            listener,
-            "shadowsocks",
-            limits,
-            move |l, c, _| server::serve(l, c, cfg),
-        ))
-    }
-
-    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
-        wirebench_connect::check(case, at)?;
-        Params::from_case(case).map(|_| ())
-    }
-
-    fn run(
-        &self,
-        env: &Env,
-        case: &Case,
-        repeat: u32,
-        _link: Option<&CaseLink>,
-        ctx: &Ctx,
-    ) -> Result<Outcome, WorkloadError> {
-        let Params {
-            server: which,
-            method,
-            tfo,
-        } = Params::from_case(case)?;
-        // The password (AEAD) or the base64 key (2022), as the peers' -k takes it.
-        let (secret, password) = match method {
-            Method::Aead(c) => {
-                let password = case_password()?;
-                (
-                    Secret::Aead(Key::from_password(c, password.as_bytes())),
-                    password,
-                )
-            }
-            Method::V2022(c) => {
-                let key = crate::stream::random_bytes(c.key_len())
-                    .map_err(|e| WorkloadError::because(Fault::Environment, "no random key", e))?;
-                let psk =
-                    Psk::from_bytes(c, &key).map_err(|e| WorkloadError::Input(e.to_string()))?;
-                let b64 = psk.to_base64();
-                (Secret::V2022(psk), b64)
+            Server::Ours => {
+                let (keys, psk) = match &secret {
+                    Secret::Aead(k) => (vec![k.clone()], None),
+                    Secret::V2022(p) => (Vec::new(), Some(p.clone())),
+                };
+                let cfg = Arc::new(server::Config {
+                    keys,
+                    psk,
+                    allow: server::Allow::Only(vec![origin]),
+                    tfo,
+                    log: false,
+                    cap: None,
+                });
+                let p = wirebench_connect::place_proxy(lab, "shadowsocks", false, threads, {
+                    move |l, c| server::serve(l, c, cfg.clone())
+                })?;
+                (p.addr, vec![p], None)
             }
         };
-        let lab = env.lab;
-        let threads = wirebench_connect::proxy::threads(case);
-        let dir = env.peer_dir(case, repeat);
-        let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
-            let (addr, placed, external) = match which {
-                Server::Libev => {
-                    let e = peers::start(lab, &dir, origin, method.cipher(), &password, tfo)?;
-                    (e.addr, Vec::new(), Some(e))
-                }
-                Server::Rust => {
-                    let e = peers::start_rust(lab, &dir, origin, method.name(), &password, tfo)?;
-                    (e.addr, Vec::new(), Some(e))
-                }
-                Server::Ours => {
-                    let (keys, psk) = match &secret {
-                        Secret::Aead(k) => (vec![k.clone()], None),
-                        Secret::V2022(p) => (Vec::new(), Some(p.clone())),
-                    };
-                    let cfg = Arc::new(server::Config {
-                        keys,
-                        psk,
-                        allow: server::Allow::Only(vec![origin]),
-                        tfo,
-                        log: false,
-                        cap: None,
-                    });
-                    let p = wirebench_connect::place_proxy(lab, "shadowsocks", false, threads, {
-                        move |l, c| server::serve(l, c, cfg.clone())
-                    })?;
-                    (p.addr, vec![p], None)
-                }
-            };
-            let d = ShadowsocksDial {
-                server: addr,
-                secret: secret.clone(),
-                tfo,
-                _external: external,
-            };
-            Ok((d, placed))
-        })?;
-        out.notes.push(format!(
-            "Shadowsocks {} ({method}): no handshake; the salt, the origin's address and the message share one write (the SYN with tfo=on)",
-            if method.is_2022() { "2022" } else { "AEAD" }
-        ));
-        Ok(out)
-    }
+        let d = ShadowsocksDial {
+            server: addr,
+            secret: secret.clone(),
+            tfo,
+            _external: external,
+        };
+        Ok((d, placed))
+    })?;
+    out.notes.push(format!(
+        "Shadowsocks {} ({method}): no handshake; the salt, the origin's address and the message share one write (the SYN with tfo=on)",
+        if method.is_2022() { "2022" } else { "AEAD" }
+    ));
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -19,13 +19,13 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wirebench_connect::params::{CONCURRENCY, CONNECTS};
-use wirebench_connect::{Dial, Dialed};
+use wirebench_connect::{ConnectProtocol, Dial, Dialed};
 use wirebench_model::Kind;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_model::metric::connect::CONNECTS_OK;
 use wirebench_model::metric::connect::PROXY_CPU_PER_CONNECTION;
 use wirebench_protocol::params::ParamSpec;
-use wirebench_protocol::{Case, CaseLink, Ctx, Env, Outcome, Protocol, WorkloadError};
+use wirebench_protocol::{Case, Ctx, Env, Outcome, Protocol, WorkloadError};
 use wirebench_socks5 as s5;
 
 pub const AUTH: ParamSpec = ParamSpec {
@@ -301,149 +301,105 @@ fn check_params(p: Params) -> Result<(), WorkloadError> {
     Ok(())
 }
 
-pub struct Socks5;
-
 /// The plugin, for the runner's registry.
-pub static PLUGIN: &dyn Protocol = &Socks5;
+pub static PLUGIN: &dyn Protocol = &ConnectProtocol {
+    name: "socks5",
+    summary: "connections through a SOCKS5 proxy of ours (RFC 1928/1929) to an echo server (workload connect: time to first byte)",
+    params: PARAMS,
+    metrics: &[],
+    commands: &[],
+    servers: |case| match Params::from_case(case).server {
+        Server::Microsocks => "microsocks and an echo server of ours started per case",
+        Server::Dante => "Dante and an echo server of ours started per case",
+        Server::Ours => "a SOCKS5 proxy and an echo server of ours started per case",
+    },
+    prerequisites,
+    round_trips: |case| 2.0 + f64::from(handshake_round_trips(Params::from_case(case))),
+    serves: "(a SOCKS5 proxy to loopback destinations)",
+    serve_alone,
+    check: |case| check_params(Params::from_case(case)),
+    run,
+};
 
-impl Protocol for Socks5 {
-    fn name(&self) -> &'static str {
-        "socks5"
-    }
+fn prerequisites(case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
+    let server = Params::from_case(case).server;
+    let kind = match server {
+        Server::Microsocks => peers::Kind::Microsocks,
+        Server::Dante => peers::Kind::Dante,
+        Server::Ours => return Vec::new(),
+    };
+    let why = format!("{}={}", SERVER.name, server.word());
+    vec![kind.requirement().because(why)]
+}
 
-    fn summary(&self) -> &'static str {
-        "connections through a SOCKS5 proxy of ours (RFC 1928/1929) to an echo server (workload connect: time to first byte)"
-    }
+fn serve_alone(
+    listener: std::net::TcpListener,
+    limits: &wirebench_protocol::AloneLimits,
+) -> Result<(), String> {
+    let cfg = Arc::new(server::Config {
+        userpass: None,
+        allow: server::Allow::loopback(),
+        log: limits.log,
+        cap: Some(limits.connections.clone()),
+    });
+    wirebench_rpc::server::serve_alone(listener, "socks5", limits, move |l, c, _| {
+        server::serve(l, c, cfg)
+    })
+}
 
-    fn workloads(&self) -> &'static [&'static str] {
-        &["connect"]
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn servers(&self, case: &Case) -> Option<&'static str> {
-        Some(match Params::from_case(case).server {
-            Server::Microsocks => "microsocks and an echo server of ours started per case",
-            Server::Dante => "Dante and an echo server of ours started per case",
-            Server::Ours => "a SOCKS5 proxy and an echo server of ours started per case",
-        })
-    }
-
-    fn prerequisites(&self, case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
-        let server = Params::from_case(case).server;
-        let kind = match server {
-            Server::Microsocks => peers::Kind::Microsocks,
-            Server::Dante => peers::Kind::Dante,
-            Server::Ours => return Vec::new(),
+fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, WorkloadError> {
+    let params = Params::from_case(case);
+    let userpass = (params.auth == Auth::UserPass).then(|| (USER.to_vec(), PASS.to_vec()));
+    let pipeline = params.pipeline;
+    let lab = env.lab;
+    let threads = wirebench_connect::proxy::threads(case);
+    let external_cpu = Arc::new(std::sync::Mutex::new(None));
+    let dir = env.peer_dir(case, repeat);
+    let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
+        let (proxy, placed, external) = match params.server {
+            Server::Microsocks | Server::Dante => {
+                let kind = if params.server == Server::Dante {
+                    peers::Kind::Dante
+                } else {
+                    peers::Kind::Microsocks
+                };
+                let up = userpass.as_ref().map(|(u, p)| (u.as_slice(), p.as_slice()));
+                let e = peers::start(kind, lab, &dir, origin, up)?;
+                (e.addr, Vec::new(), Some(e))
+            }
+            Server::Ours => {
+                let cfg = Arc::new(server::Config {
+                    userpass: userpass.clone(),
+                    allow: server::Allow::Only(vec![origin]),
+                    log: false,
+                    cap: None,
+                });
+                let p = wirebench_connect::place_proxy(lab, "socks5", false, threads, {
+                    move |l, c| server::serve(l, c, cfg.clone())
+                })?;
+                (p.addr, vec![p], None)
+            }
         };
-        let why = format!("{}={}", SERVER.name, server.word());
-        vec![kind.requirement().because(why)]
+        let d = Socks5Dial {
+            proxy,
+            userpass,
+            pipeline,
+            _external: external,
+            external_cpu: external_cpu.clone(),
+        };
+        Ok((d, placed))
+    })?;
+    // A third-party proxy's CPU per connection, as ours is recorded.
+    let ok = out.value(CONNECTS_OK).unwrap_or(0.0);
+    let cpu = *external_cpu.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(cpu) = cpu.filter(|c| *c > 0.0 && ok > 0.0) {
+        out.put(PROXY_CPU_PER_CONNECTION, cpu / ok);
     }
-
-    fn uses_reference_server(&self) -> bool {
-        false
-    }
-
-    fn connect_round_trips(&self, case: &Case) -> f64 {
-        2.0 + f64::from(handshake_round_trips(Params::from_case(case)))
-    }
-
-    fn serve_alone_help(&self) -> Option<&'static str> {
-        Some("(a SOCKS5 proxy to loopback destinations)")
-    }
-
-    fn serve_alone_per_core(&self) -> bool {
-        true
-    }
-
-    fn serve_alone_limited(
-        &self,
-        listener: std::net::TcpListener,
-        limits: &wirebench_protocol::AloneLimits,
-    ) -> Option<Result<(), String>> {
-        let cfg = Arc::new(server::Config {
-            userpass: None,
-            allow: server::Allow::loopback(),
-            log: limits.log,
-            cap: Some(limits.connections.clone()),
-        });
-        Some(wirebench_rpc::server::serve_alone(
-            listener,
-            "socks5",
-            limits,
-            move |l, c, _| server::serve(l, c, cfg),
-        ))
-    }
-
-    fn check(&self, case: &Case, at: &wirebench_protocol::Placement) -> Result<(), WorkloadError> {
-        wirebench_connect::check(case, at)?;
-        check_params(Params::from_case(case))
-    }
-
-    fn run(
-        &self,
-        env: &Env,
-        case: &Case,
-        repeat: u32,
-        _link: Option<&CaseLink>,
-        ctx: &Ctx,
-    ) -> Result<Outcome, WorkloadError> {
-        let params = Params::from_case(case);
-        check_params(params)?;
-        let userpass = (params.auth == Auth::UserPass).then(|| (USER.to_vec(), PASS.to_vec()));
-        let pipeline = params.pipeline;
-        let lab = env.lab;
-        let threads = wirebench_connect::proxy::threads(case);
-        let external_cpu = Arc::new(std::sync::Mutex::new(None));
-        let dir = env.peer_dir(case, repeat);
-        let mut out = wirebench_connect::run_case(env, case, ctx, |origin| {
-            let (proxy, placed, external) = match params.server {
-                Server::Microsocks | Server::Dante => {
-                    let kind = if params.server == Server::Dante {
-                        peers::Kind::Dante
-                    } else {
-                        peers::Kind::Microsocks
-                    };
-                    let up = userpass.as_ref().map(|(u, p)| (u.as_slice(), p.as_slice()));
-                    let e = peers::start(kind, lab, &dir, origin, up)?;
-                    (e.addr, Vec::new(), Some(e))
-                }
-                Server::Ours => {
-                    let cfg = Arc::new(server::Config {
-                        userpass: userpass.clone(),
-                        allow: server::Allow::Only(vec![origin]),
-                        log: false,
-                        cap: None,
-                    });
-                    let p = wirebench_connect::place_proxy(lab, "socks5", false, threads, {
-                        move |l, c| server::serve(l, c, cfg.clone())
-                    })?;
-                    (p.addr, vec![p], None)
-                }
-            };
-            let d = Socks5Dial {
-                proxy,
-                userpass,
-                pipeline,
-                _external: external,
-                external_cpu: external_cpu.clone(),
-            };
-            Ok((d, placed))
-        })?;
-        // A third-party proxy's CPU per connection, as ours is recorded.
-        let ok = out.value(CONNECTS_OK).unwrap_or(0.0);
-        let cpu = *external_cpu.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(cpu) = cpu.filter(|c| *c > 0.0 && ok > 0.0) {
-            out.put(PROXY_CPU_PER_CONNECTION, cpu / ok);
-        }
-        out.notes.push(format!(
-            "SOCKS5 handshake: {} round trip(s) before the client's first byte",
-            handshake_round_trips(params)
-        ));
-        Ok(out)
-    }
+    out.notes.push(format!(
+        "SOCKS5 handshake: {} round trip(s) before the client's first byte",
+        handshake_round_trips(params)
+    ));
+    Ok(out)
 }
 
 #[cfg(test)]
