@@ -33,6 +33,9 @@
 //! - [`blocking`]: the one blocking driver (a socket, read-timeout ticks, the engine's
 //!   timer served between reads), for the client drivers on the measurement path, and
 //!   [`blocking::datagram`], its twin for datagram engines.
+//! - [`edge`]: the one non-blocking driver, an engine's socket in an edge-triggered
+//!   readiness loop that holds many sessions per thread (the load generators, the XMPP
+//!   server's workers).
 //! - [`harness`]: two engines against each other over [`wirebench_link::Link`] in virtual
 //!   time, where a round trip can be checked against the link's arithmetic to the
 //!   nanosecond.
@@ -40,6 +43,7 @@
 use std::net::SocketAddr;
 
 pub mod blocking;
+pub mod edge;
 pub mod harness;
 
 /// A sans-IO session engine: no sockets, clocks or threads.

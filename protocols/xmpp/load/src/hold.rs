@@ -10,10 +10,11 @@
 
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 use wirebench_engine::Engine as _;
+use wirebench_engine::edge;
 use wirebench_xmpp::{Client, ClientConfig, Event, Mechanism, TlsMode};
 
 /// Logins in progress at once: enough to keep both cores busy, few enough that the
@@ -369,26 +370,8 @@ pub(crate) fn connect(
 /// A short read ends the reading unless the server closed (`drain`), as in open_loop.
 fn pump(s: &mut Session, buf: &mut [u8], readable: bool, drain: bool) -> Vec<Event> {
     if readable {
-        loop {
-            match s.stream.read(buf) {
-                Ok(0) => {
-                    let _ = s.client.handle_eof();
-                    break;
-                }
-                Ok(k) => {
-                    let _ = s.client.handle_input(0, &buf[..k]);
-                    if k < buf.len() && !drain {
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    let _ = s.client.handle_eof();
-                    break;
-                }
-            }
-        }
+        // What ended a session shows in its events (Closed); nothing else is counted here.
+        let _ = edge::read_ready(&mut s.stream, &mut s.client, buf, drain, 0);
     }
     flush(s);
     std::iter::from_fn(|| s.client.poll_event()).collect()
@@ -397,16 +380,7 @@ fn pump(s: &mut Session, buf: &mut [u8], readable: bool, drain: bool) -> Vec<Eve
 /// Writes what the session has queued. `pending` is the session's one output buffer: the
 /// engine swaps its queue into it when it is empty (no copy) and takes back its capacity.
 fn flush(s: &mut Session) {
-    s.client.poll_transmit(0, &mut s.pending);
-    while !s.pending.is_empty() {
-        match s.stream.write(&s.pending) {
-            Ok(0) => break,
-            Ok(k) => {
-                s.pending.drain(..k);
-            }
-            Err(_) => break,
-        }
-    }
+    edge::flush(&mut s.stream, &mut s.client, &mut s.pending, 0);
 }
 
 /// `o.pingpong` round trips between the two sessions: session 0 sends, session 1 echoes

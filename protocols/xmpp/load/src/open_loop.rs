@@ -22,12 +22,13 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use wirebench_engine::Engine as _;
+use wirebench_engine::edge;
 use wirebench_load::{Cause, Dist, Interval, Latency, Recorder, Schedule};
 use wirebench_xmpp::{Client, ClientConfig, Event, Mechanism, TlsMode, XmppError};
 
@@ -676,10 +677,9 @@ fn drop_session(slots: &mut [Option<Session>], free: &mut Vec<usize>, slot: usiz
 }
 
 /// Reads what arrived and writes what the engine has to say; returns its events, the
-/// error that ended the session if one did, and whether the server closed the connection.
-/// A read that does not fill `buf` took all there was: no `WouldBlock` read follows (a
-/// system call a message saved; epoll reports the next arrival as a new edge), unless
-/// the server has closed (`drain`), when it reads on to see the end.
+/// error that ended the session if one did, and whether the server closed the connection
+/// ([`wirebench_engine::edge`]: an edge is read until a short read, unless the server has
+/// closed, `drain`). A reset is a reset, not the stream error the engine makes of it.
 fn pump(
     s: &mut Session,
     buf: &mut [u8],
@@ -687,36 +687,11 @@ fn pump(
     drain: bool,
     now: u64,
 ) -> (Vec<Event>, Option<XmppError>, bool) {
-    let mut error = None;
-    let mut eof = false;
+    let (mut error, mut eof) = (None, false);
     if readable {
-        loop {
-            match s.stream.read(buf) {
-                Ok(0) => {
-                    eof = true;
-                    if let Err(e) = s.client.handle_eof() {
-                        error.get_or_insert(e);
-                    }
-                    break;
-                }
-                Ok(k) => {
-                    if let Err(e) = s.client.handle_input(now, &buf[..k]) {
-                        error.get_or_insert(e);
-                        break;
-                    }
-                    if k < buf.len() && !drain {
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    eof = true;
-                    let _ = s.client.handle_eof();
-                    break;
-                }
-            }
-        }
+        let input = edge::read_ready(&mut s.stream, &mut s.client, buf, drain, now);
+        eof = input.ended();
+        error = input.error();
     }
     flush(s, now);
     (
@@ -729,20 +704,8 @@ fn pump(
 /// Writes what the session has queued at `now`. The engine swaps its queue into the
 /// empty `pending` (no copy); only what the socket does not take stays there.
 fn flush(s: &mut Session, now: u64) {
-    s.client.poll_transmit(now, &mut s.pending);
-    while !s.pending.is_empty() {
-        match s.stream.write(&s.pending) {
-            Ok(0) => break,
-            Ok(k) => {
-                s.pending.drain(..k);
-            }
-            Err(_) => break,
-        }
-    }
-    if s.pending.is_empty() {
-        // An idle session keeps no buffer capacity: at a million sessions every byte
-        // kept per session is a megabyte.
-        s.pending = Vec::new();
+    edge::flush(&mut s.stream, &mut s.client, &mut s.pending, now);
+    if edge::release_idle(&mut s.pending) {
         s.client.shrink();
     }
 }

@@ -16,11 +16,12 @@ use crate::stats::ServerStats;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use wirebench_engine::Engine as _;
+use wirebench_engine::edge::{self, Output, Step};
 use wirebench_xmpp::{Directory, ServerConfig, ServerEngine, ServerEvent, ServerSession};
 
 const LISTENER: Token = Token(usize::MAX);
@@ -279,11 +280,10 @@ impl<'a> Loop<'a> {
         true
     }
 
-    /// Reads what the connection has. A read that does not fill the buffer took all the
-    /// socket held, so the loop stops there rather than spend a system call on the
-    /// `WouldBlock` that would follow (one per message on the relay path): epoll reports
-    /// the next arrival as a new edge, as tokio also relies on. When the peer has closed
-    /// (`closing`), it reads on to the end so the close is seen.
+    /// Reads what the connection has, routing what each read completed before the next
+    /// ([`wirebench_engine::edge`]: an edge is read until a short read, unless the peer has
+    /// closed, `closing`, when it reads on so the close is seen). A paused worker leaves
+    /// the rest for [`Loop::resume`].
     fn read(&mut self, i: usize, poll: &Poll, closing: bool) {
         let dir = self.dir();
         loop {
@@ -294,24 +294,20 @@ impl<'a> Loop<'a> {
             let Some(c) = self.conns[i].as_mut() else {
                 return;
             };
-            match c.stream.read(&mut self.buf) {
-                Ok(0) => {
-                    let Ok(()) = engine(&mut c.session, dir).handle_eof();
-                    break;
-                }
-                Ok(n) => {
-                    let Ok(()) = engine(&mut c.session, dir).handle_input(0, &self.buf[..n]);
+            match edge::read_once(
+                &mut c.stream,
+                &mut engine(&mut c.session, dir),
+                &mut self.buf,
+                0,
+            ) {
+                Step::Read(n, Ok(())) => {
                     self.after_input(i, poll);
                     if n < self.buf.len() && !closing {
                         return;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    let Ok(()) = engine(&mut c.session, dir).handle_eof();
-                    break;
-                }
+                Step::Ended { said: Ok(()), .. } => break,
+                Step::Blocked => return,
             }
         }
         self.after_input(i, poll);
@@ -678,24 +674,8 @@ impl<'a> Loop<'a> {
         };
         // Into an empty `pending` the session's queue is swapped, not copied.
         engine(&mut c.session, dir).poll_transmit(0, &mut c.pending);
-        let mut broken = false;
-        while !c.pending.is_empty() && c.held == 0 {
-            match c.stream.write(&c.pending) {
-                Ok(0) => {
-                    broken = true;
-                    break;
-                }
-                Ok(n) => {
-                    c.pending.drain(..n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    broken = true;
-                    break;
-                }
-            }
-        }
+        let broken =
+            c.held == 0 && edge::write_pending(&mut c.stream, &mut c.pending) == Output::Broken;
         if c.pending.len() > self.ctx.cfg.max_queued {
             self.ctx.stats.closed_slow.fetch_add(1, Ordering::Relaxed);
             return self.drop_conn(i, poll);
@@ -712,9 +692,7 @@ impl<'a> Loop<'a> {
                 .reregister(&mut c.stream, Token(i), interest);
             c.writable = want_write;
         }
-        if c.pending.is_empty() {
-            // An idle session keeps no buffer capacity.
-            c.pending = Vec::new();
+        if edge::release_idle(&mut c.pending) {
             c.session.shrink();
         }
         if broken || (c.closing && c.pending.is_empty()) {

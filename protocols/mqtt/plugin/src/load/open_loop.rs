@@ -24,11 +24,11 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use wirebench_engine::Engine as _;
+use wirebench_engine::edge;
 use wirebench_load::{Cause, Dist, Interval, Latency, Recorder, Schedule};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_mqtt::{Client, Config, Event, MqttError, QoS, Version};
@@ -797,8 +797,8 @@ fn cause_of(e: &MqttError) -> Cause {
 
 /// Reads what arrived and writes what the engine has to say; returns its events, the
 /// error that ended the session if one did, and whether the broker closed the
-/// connection. A read that does not fill `buf` took all there was (epoll reports the next
-/// arrival as a new edge), unless the broker has closed (`drain`).
+/// connection ([`wirebench_engine::edge`]: an edge is read until a short read, unless the
+/// broker has closed, `drain`).
 fn pump(
     s: &mut Session,
     buf: &mut [u8],
@@ -806,38 +806,12 @@ fn pump(
     drain: bool,
     now: u64,
 ) -> (Vec<Event>, Option<MqttError>, bool) {
-    let mut error = None;
-    let mut eof = false;
+    let (mut error, mut eof) = (None, false);
     if readable || drain {
-        loop {
-            match s.stream.read(buf) {
-                Ok(0) => {
-                    eof = true;
-                    if let Err(e) = s.client.handle_eof() {
-                        error.get_or_insert(e);
-                    }
-                    break;
-                }
-                Ok(k) => {
-                    if let Err(e) = s.client.handle_input(now, &buf[..k]) {
-                        error.get_or_insert(e);
-                        break;
-                    }
-                    if k < buf.len() && !drain {
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    eof = true;
-                    if let Err(e) = s.client.handle_eof() {
-                        error.get_or_insert(e);
-                    }
-                    break;
-                }
-            }
-        }
+        let input = edge::read_ready(&mut s.stream, &mut s.client, buf, drain, now);
+        eof = input.ended();
+        // A reset's end of stream is the engine's Eof error: a reset (cause_of) either way.
+        error = input.any_error();
     }
     flush(s, now);
     (
@@ -848,22 +822,10 @@ fn pump(
 }
 
 /// Writes what the session has queued; what the socket does not take waits for its next
-/// writable edge.
+/// writable edge. A broken connection is seen by the next read.
 fn flush(s: &mut Session, now: u64) {
-    s.client.poll_transmit(now, &mut s.pending);
-    while !s.pending.is_empty() {
-        match s.stream.write(&s.pending) {
-            Ok(0) => break,
-            Ok(k) => {
-                s.pending.drain(..k);
-            }
-            Err(_) => break,
-        }
-    }
-    if s.pending.is_empty() {
-        // An idle session keeps no buffer: at many sessions every byte kept is kilobytes.
-        s.pending = Vec::new();
-    }
+    edge::flush(&mut s.stream, &mut s.client, &mut s.pending, now);
+    edge::release_idle(&mut s.pending);
 }
 
 #[cfg(test)]
