@@ -14,13 +14,12 @@
 //! link's connection uses TCP Fast Open (RFC 7413) so a re-connection's first bytes ride
 //! in the SYN ([`wirebench_net::sock`]).
 //!
-//! Layers: [`component`] is the sans-IO XEP-0114 component session; [`gateway`] drives
-//! it and the link engine ([`wirebench_x2x::Engine`]) with blocking std threads (one
+//! Layers: [`gateway`] drives the sans-IO XEP-0114 component session
+//! ([`wirebench_x2x::component`]) and the link engine ([`wirebench_x2x::Engine`]) with blocking std threads (one
 //! concurrency model: threads, one mutex + condvar); [`config`] reads the TOML
 //! configuration. Entry points: [`Config`] and [`run`] (or [`Gateway::start`] for a
 //! handle with statistics and test hooks).
 
-pub mod component;
 pub mod config;
 pub mod gateway;
 

@@ -20,10 +20,12 @@
 //!   (re)connection, so nothing is lost or duplicated when the link breaks ([`engine`]).
 //!
 //! Everything here is a state machine without I/O, clock or thread (bytes and time in,
-//! bytes and events out): [`engine`] is the link, [`xml`] the stanza normalisation and
-//! the link's own elements.
+//! bytes and events out): [`engine`] is the link, [`component`] the gateway's XEP-0114
+//! session with its local server, [`xml`] the stanza normalisation and the link's own
+//! elements.
 
 pub mod codec;
+pub mod component;
 pub mod dict;
 pub mod engine;
 pub mod xml;

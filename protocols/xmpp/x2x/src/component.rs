@@ -26,7 +26,7 @@ use sha1::{Digest, Sha1};
 use wirebench_xmpp::framer::{Frame, Framer};
 use wirebench_xmpp::stanza::{NS_STREAM, escape_into};
 
-use wirebench_x2x::xml::{self, Element, NS_COMPONENT};
+use crate::xml::{self, Element, NS_COMPONENT};
 
 /// Why a component connection ended.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
