@@ -499,3 +499,175 @@ impl ServeFlags {
         Ok(Some(cfg))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `wirebench serve`'s XMPP flags parsed from `args`, as serve parses them.
+    fn flags(args: &[&str]) -> ServeFlags {
+        let cmd = serve_flags(clap::Command::new("serve"));
+        let m = cmd
+            .try_get_matches_from(std::iter::once("serve").chain(args.iter().copied()))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        ServeFlags::from_arg_matches(&m).unwrap()
+    }
+
+    fn plan_error(args: &[&str]) -> String {
+        let cmd = serve_flags(clap::Command::new("serve"));
+        let m = cmd
+            .try_get_matches_from(std::iter::once("serve").chain(args.iter().copied()))
+            .unwrap();
+        match serve_plan(&m, true) {
+            Ok(p) => panic!("{args:?} was accepted (plan: {})", p.is_some()),
+            Err(e) => format!("{e:#}"),
+        }
+    }
+
+    #[test]
+    fn no_xmpp_flag_plans_nothing() {
+        let m = serve_flags(clap::Command::new("serve")).get_matches_from(["serve"]);
+        assert!(serve_plan(&m, true).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_server_takes_the_flags_as_given() {
+        let f = flags(&[
+            "--xmpp",
+            " 127.0.0.1:5222",
+            "--xmpp-users",
+            "7",
+            "--xmpp-workers",
+            "3",
+            "--xmpp-max-stanza",
+            "2KiB",
+        ]);
+        let cfg = f.xmpp_config().unwrap().expect("--xmpp plans a server");
+        assert_eq!(cfg.listen, "127.0.0.1:5222".parse().unwrap());
+        assert_eq!((cfg.workers, cfg.max_stanza), (3, 2048));
+        assert_eq!(cfg.accounts.count(), 7);
+    }
+
+    #[test]
+    fn every_bad_flag_is_refused_by_name_before_anything_listens() {
+        for (args, says) in [
+            (
+                &["--xmpp", "localhost"][..],
+                "--xmpp localhost: expected IP:PORT",
+            ),
+            (
+                &["--xmpp", "127.0.0.1:0", "--xmpp-max-stanza", "512"],
+                "--xmpp-max-stanza 512: give at least 1KiB",
+            ),
+            (
+                &["--xmpp", "127.0.0.1:0", "--xmpp-handshake-timeout", "0s"],
+                "--xmpp-handshake-timeout must be more than 0",
+            ),
+            (
+                &["--xmpp-websocket", "127.0.0.1:0"],
+                "give --xmpp ADDR (the built-in one) or --xmpp-upstream ADDR",
+            ),
+            (
+                &[
+                    "--xmpp-bosh",
+                    "127.0.0.1:0",
+                    "--xmpp-upstream",
+                    "127.0.0.1:5222",
+                    "--xmpp-bosh-wait",
+                    "500ms",
+                ],
+                "--xmpp-bosh-wait must be at least 1s",
+            ),
+            (
+                &[
+                    "--xmpp-websocket",
+                    "127.0.0.1:0",
+                    "--xmpp-upstream",
+                    "prosody",
+                ],
+                "--xmpp-upstream prosody: expected IP:PORT",
+            ),
+            (
+                &["--xmpp", "127.0.0.1:0", "--xmpp-web-opening-timeout", "0s"],
+                "--xmpp-web-opening-timeout must be more than 0",
+            ),
+            (
+                &[
+                    "--xmpp",
+                    "127.0.0.1:0",
+                    "--xmpp-users-file",
+                    "/nonexistent/users",
+                ],
+                "--xmpp-users-file",
+            ),
+        ] {
+            let e = plan_error(args);
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_gateways_front_the_upstream_with_the_shared_stanza_limit() {
+        let f = flags(&[
+            "--xmpp-upstream",
+            "127.0.0.1:5222",
+            "--xmpp-websocket",
+            "127.0.0.1:5280",
+            "--xmpp-bosh",
+            "127.0.0.1:5281",
+            "--xmpp-websocket-max-rate",
+            "0",
+            "--xmpp-max-stanza",
+            "4KiB",
+        ]);
+        let web = f.web_endpoints().unwrap();
+        assert_eq!(web.len(), 2);
+        match &web[0] {
+            (
+                wirebench_xmpp_gateway::Kind::WebSocket {
+                    max_stanza,
+                    max_rate,
+                },
+                a,
+            ) => {
+                assert_eq!(
+                    (*max_stanza, *max_rate, a.as_str()),
+                    (4096, None, "127.0.0.1:5280")
+                );
+            }
+            (_, a) => panic!("the first endpoint, on {a}, is not the WebSocket one"),
+        }
+        assert!(
+            matches!(&web[1].0, wirebench_xmpp_gateway::Kind::Bosh(c) if c.max_stanza == 4096 && c.max_wait == 60)
+        );
+    }
+
+    #[test]
+    fn the_load_server_is_sized_by_the_case() {
+        let sizing = wirebench_protocol::LoadSizing {
+            users: 300,
+            sessions: 200,
+            contacts: 4,
+        };
+        let args = (LOAD_SERVER.serve_args)("0.0.0.0:5222", &sizing);
+        assert_eq!(
+            args,
+            [
+                "--xmpp",
+                "0.0.0.0:5222",
+                "--xmpp-users",
+                "300",
+                "--xmpp-sessions",
+                "200",
+                "--xmpp-contacts",
+                "4"
+            ]
+        );
+        // What serve is given, serve takes.
+        let f = flags(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(
+            (f.xmpp_users, f.xmpp_sessions, f.xmpp_contacts),
+            (300, 200, 4)
+        );
+    }
+}

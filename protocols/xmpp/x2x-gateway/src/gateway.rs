@@ -24,10 +24,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use wirebench_x2x::component::{ComponentConn, ComponentEvent};
 use crate::config::{Config, ConfigError, Dial, LogLevel};
 use wirebench_engine::Engine as _;
 use wirebench_net::sock;
+use wirebench_x2x::component::{ComponentConn, ComponentEvent};
 use wirebench_x2x::engine::{Engine, EngineConfig, EngineStats, Event};
 
 /// How often blocked threads look at the shutdown flag.
