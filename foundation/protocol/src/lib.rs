@@ -40,6 +40,7 @@ pub use surface::{LoadServer, LoadSizing, MainServer, PluginCommand, ServePlan, 
 pub use wirebench_link::Transport;
 /// Message accounting by sequence number (lost, duplicated, reordered), shared by every
 /// protocol's drivers; it lives with raw's engine, whose frames carry the sequence.
+pub use wirebench_payload::seeded;
 pub use wirebench_payload::tally;
 
 use hdrhistogram::Histogram;

@@ -37,7 +37,8 @@ pub trait Chat: Send + 'static {
     /// Whether received payloads are checked against the sender's (else never corrupt).
     const VERIFIES: bool = true;
 
-    /// The next payload of `len` bytes from a seeded generator ([`xorshift`]).
+    /// The next payload of `len` bytes from a seeded generator
+    /// ([`wirebench_protocol::seeded`]).
     fn body(state: &mut u64, len: usize) -> Self::Body;
 
     /// Sends `body` to the other client; `tag` names the message where the protocol
@@ -83,14 +84,6 @@ pub struct Incoming<B> {
     pub body: B,
     /// Its id, where the protocol carries one.
     pub tag: Option<String>,
-}
-
-/// One step of the xorshift generator both clients derive payloads from.
-pub fn xorshift(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
 }
 
 /// Client1's generator state for `seed`.
@@ -513,6 +506,7 @@ pub fn stream<C: Chat>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wirebench_protocol::seeded::xorshift;
 
     #[test]
     fn the_generators_are_reproducible_and_distinct() {

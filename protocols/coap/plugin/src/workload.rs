@@ -29,6 +29,7 @@ use wirebench_model::clock::monotonic_ns;
 use wirebench_model::metric::THROUGHPUT_BITS_PER_S;
 use wirebench_model::metric::THROUGHPUT_DURATION;
 use wirebench_model::metric::THROUGHPUT_MESSAGES_PER_S;
+use wirebench_protocol::seeded::random_bytes;
 use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
 use wirebench_protocol::{Ctx, Outcome, TICK, Transport, WorkloadError};
@@ -54,18 +55,6 @@ pub struct CoapRun {
     /// The stream's Block1 size (RFC 7959 §2.2: 16 to 1024 bytes).
     pub block: Szx,
     pub seed: u64,
-}
-
-/// Seeded random bytes (xorshift64): the same run sends the same bodies.
-pub fn random_bytes(state: &mut u64, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|_| {
-            *state ^= *state << 13;
-            *state ^= *state >> 7;
-            *state ^= *state << 17;
-            (*state >> 24) as u8
-        })
-        .collect()
 }
 
 impl CoapRun {
@@ -350,17 +339,4 @@ fn push_stats(conn: &Conn, out: &mut Outcome) {
         (conn.driver.datagrams_out + conn.driver.datagrams_in) as f64,
         "count",
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bodies_are_reproducible() {
-        let (mut a, mut b) = (7u64, 7u64);
-        let x = random_bytes(&mut a, 100);
-        assert_eq!(x, random_bytes(&mut b, 100));
-        assert_ne!(x, random_bytes(&mut a, 100));
-    }
 }

@@ -32,9 +32,10 @@ use crate::conn::{IrcConn, err, lines_for};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
-use wirebench_chat::{self as chat, Chat, Client2, Incoming, Plan, Style, xorshift};
+use wirebench_chat::{self as chat, Chat, Client2, Incoming, Plan, Style};
 use wirebench_irc::{Config, Event, Reassembler};
 use wirebench_protocol::Fault;
+use wirebench_protocol::seeded::xorshift;
 use wirebench_protocol::{Case, Ctx, Outcome, WorkloadError};
 
 /// Where the two clients register.

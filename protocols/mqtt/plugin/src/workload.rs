@@ -26,8 +26,9 @@ use crate::MQTT_SUBSCRIBE;
 use crate::conn::MqttConn;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use wirebench_chat::{self as chat, Chat, Client2, Incoming, Plan, Style, xorshift};
+use wirebench_chat::{self as chat, Chat, Client2, Incoming, Plan, Style};
 use wirebench_mqtt::{Config, Event, QoS, Version};
+use wirebench_protocol::seeded::random_bytes;
 use wirebench_protocol::tcpinfo;
 use wirebench_protocol::{Case, Ctx, Outcome, WorkloadError};
 
@@ -130,11 +131,6 @@ impl MqttRun {
         cfg.keep_alive_s = (2 * self.think.as_secs()).clamp(60, u64::from(u16::MAX)) as u16;
         cfg
     }
-}
-
-/// Random bytes from a seeded xorshift generator: both ends derive the same sequence.
-pub fn random_bytes(state: &mut u64, len: usize) -> Vec<u8> {
-    (0..len).map(|_| (xorshift(state) >> 24) as u8).collect()
 }
 
 impl MqttRun {

@@ -29,6 +29,7 @@ use wirebench_model::clock::monotonic_ns;
 use wirebench_model::metric::THROUGHPUT_BITS_PER_S;
 use wirebench_model::metric::THROUGHPUT_DURATION;
 use wirebench_model::metric::THROUGHPUT_MESSAGES_PER_S;
+use wirebench_protocol::seeded::random_bytes;
 use wirebench_protocol::stats::{interrupted, push_counts, push_rtts, secs};
 use wirebench_protocol::tally::Tally;
 use wirebench_protocol::{Ctx, Outcome, TICK, Transport, WorkloadError};
@@ -55,18 +56,6 @@ pub struct QuicRun {
     pub kind: crate::peers::Kind,
     /// `quic.app=h3`: the workload in HTTP/3 ([`crate::download`]).
     pub h3: bool,
-}
-
-/// Seeded random bytes (xorshift64): the same run sends the same bodies.
-pub fn random_bytes(state: &mut u64, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|_| {
-            *state ^= *state << 13;
-            *state ^= *state >> 7;
-            *state ^= *state << 17;
-            (*state >> 24) as u8
-        })
-        .collect()
 }
 
 /// Tracks progress so that a connection that stops moving fails the case.
@@ -432,17 +421,4 @@ fn push_stats(conn: &Conn, out: &mut Outcome) {
     out.push(crate::CWND.name, p.cwnd as f64, "B");
     out.push(crate::PATH_RTT.name, p.rtt.as_secs_f64(), "s");
     out.push(crate::MIN_RTT.name, p.min_rtt.as_secs_f64(), "s");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bodies_are_reproducible() {
-        let (mut a, mut b) = (7u64, 7u64);
-        let x = random_bytes(&mut a, 100);
-        assert_eq!(x, random_bytes(&mut b, 100));
-        assert_ne!(x, random_bytes(&mut a, 100));
-    }
 }
