@@ -1082,6 +1082,11 @@ pub fn report_declared() -> wirebench_report::Declared {
             .iter()
             .filter_map(|m| m.words.map(|w| (m.name.to_string(), w.to_string())))
             .collect(),
+        session_words: registry::REGISTRY
+            .iter()
+            .filter(|p| p.workloads().contains(&"load"))
+            .map(|p| (p.name().to_string(), p.session_words()))
+            .collect(),
     }
 }
 

@@ -214,9 +214,13 @@ pub fn doctor(needs: &[Need], scope: &str, named: bool, install: &str) {
 pub fn run_summary(summary: &RunSummary, json: bool, study: &[String]) {
     if !json {
         let width = wirebench_report::summary::terminal_width();
+        let words = wirebench_report::summary::session_words_of(
+            &summary.records,
+            &wirebench_runner::report_declared().session_words,
+        );
         println!(
             "{}",
-            wirebench_report::summary::summary_table_with(&summary.records, width, study)
+            wirebench_report::summary::summary_table_with(&summary.records, width, study, words)
         );
         print!(
             "{}",

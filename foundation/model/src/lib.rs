@@ -7,6 +7,7 @@ pub mod located;
 pub mod metric;
 pub mod param;
 pub mod results;
+pub mod session_words;
 pub mod shutdown;
 pub mod units;
 

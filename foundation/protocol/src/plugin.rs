@@ -106,6 +106,11 @@ pub trait Protocol: Sync {
     fn prerequisites(&self, _case: &Case) -> Vec<crate::Prerequisite> {
         Vec::new()
     }
+    /// What its load sessions' being up is called in the load charts and table
+    /// (`load.logged_in`, `load.login`): logged in, unless the protocol says otherwise.
+    fn session_words(&self) -> wirebench_model::session_words::SessionWords {
+        wirebench_model::session_words::SessionWords::LOGIN
+    }
     /// Who a case talks to, in words, when not the reference server (for the run's first
     /// line): "Prosody servers started in the lab".
     fn servers(&self, _case: &Case) -> Option<&'static str> {

@@ -24,6 +24,7 @@ use wirebench_model::metric::{
     CONNECT_TIME, LINK_UTILIZATION, LOAD_PEAK_ACTIVE, ROUNDS_HISTOGRAM, RTT, RTT_FIRST, RTT_STABLE,
     THROUGHPUT_BITS_PER_S, THROUGHPUT_MESSAGES_PER_S, WIRE_STABLE_OVERHEAD_PER_MESSAGE, named,
 };
+use wirebench_model::session_words::SessionWords;
 use wirebench_model::{Record, Status};
 
 /// The shared headline delays worth a chart, in order, with their names in words; the
@@ -758,9 +759,10 @@ fn load_series(dir: &Path, r: &Record) -> Option<Columns> {
 struct LoadDef {
     key: &'static str,
     stem: &'static str,
-    title: &'static str,
+    /// The title and the y axis, in the words of the cases' sessions.
+    title: fn(&SessionWords) -> String,
     kind: Kind,
-    y: &'static str,
+    y: fn(&SessionWords) -> String,
     unit: Unit,
     column: &'static str,
     value: fn(&[f64], &[f64], usize) -> f64,
@@ -770,9 +772,9 @@ const LOAD_DEFS: [LoadDef; 4] = [
     LoadDef {
         key: "active",
         stem: "load-active",
-        title: "Sessions logged in over time",
+        title: |w| format!("Sessions {} over time", w.up),
         kind: Kind::Steps,
-        y: "Sessions",
+        y: |_| "Sessions".into(),
         unit: Unit::Count,
         column: "active",
         value: |v, _, i| v[i],
@@ -780,9 +782,9 @@ const LOAD_DEFS: [LoadDef; 4] = [
     LoadDef {
         key: "logins",
         stem: "load-logins",
-        title: "Logins per second over time",
+        title: |w| format!("{} per second over time", w.events_title()),
         kind: Kind::Lines,
-        y: "Logins per second",
+        y: |w| format!("{} per second", w.events_title()),
         unit: Unit::Count,
         column: "logins",
         value: |v, t, i| {
@@ -793,9 +795,14 @@ const LOAD_DEFS: [LoadDef; 4] = [
     LoadDef {
         key: "login_p99",
         stem: "load-login-p99",
-        title: "Login time p99 over time (from the intended start)",
+        title: |w| {
+            format!(
+                "{} time p99 over time (from the intended start)",
+                w.event_title()
+            )
+        },
         kind: Kind::Lines,
-        y: "Login time, p99",
+        y: |w| format!("{} time, p99", w.event_title()),
         unit: Unit::Seconds,
         column: "login_p99_ms",
         value: |v, _, i| v[i] / 1e3,
@@ -803,14 +810,27 @@ const LOAD_DEFS: [LoadDef; 4] = [
     LoadDef {
         key: "message_p99",
         stem: "load-message-p99",
-        title: "Message latency p99 over time (from the intended send)",
+        title: |_| "Message latency p99 over time (from the intended send)".into(),
         kind: Kind::Lines,
-        y: "Message latency, p99",
+        y: |_| "Message latency, p99".into(),
         unit: Unit::Seconds,
         column: "message_p99_ms",
         value: |v, _, i| v[i] / 1e3,
     },
 ];
+
+/// What the sessions of `cases` call being up: their protocols' words if they agree
+/// ([`crate::info::Declared::session_words`]).
+fn session_words(cases: &[&Case], info: &RunInfo) -> SessionWords {
+    SessionWords::common(cases.iter().map(|c| {
+        c.first
+            .params
+            .get("protocol")
+            .and_then(|p| p.as_str())
+            .and_then(|p| info.declared.session_words.get(p).copied())
+            .unwrap_or_default()
+    }))
+}
 
 /// One case's series of `def`, if it has two points.
 fn load_series_of(def: &LoadDef, cols: &[(String, Vec<f64>)], name: String) -> Option<Series> {
@@ -842,11 +862,12 @@ fn load_column_chart(cs: &[&Case], dir: &Path, info: &RunInfo, spec: &ChartSpec)
     let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
     let varying = params_varying(&cases);
     let names = case_names(&cases, info);
+    let words = session_words(&cases, info);
     let mut chart = Chart::new(
-        def.title,
+        (def.title)(&words),
         def.kind.clone(),
         Axis::new("Time", Unit::Seconds),
-        Axis::new(def.y, def.unit.clone()),
+        Axis::new((def.y)(&words), def.unit.clone()),
     );
     let sub = constants(&cases, &varying, info);
     if !sub.is_empty() {
@@ -930,12 +951,13 @@ fn load_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planned>
             .unwrap_or_default()
     };
     let sub = constants(&cases, &varying, info);
+    let words = session_words(&cases, info);
     for def in &LOAD_DEFS {
         let mut chart = Chart::new(
-            def.title,
+            (def.title)(&words),
             def.kind.clone(),
             Axis::new("Time", Unit::Seconds),
-            Axis::new(def.y, def.unit.clone()),
+            Axis::new((def.y)(&words), def.unit.clone()),
         );
         if !sub.is_empty() {
             chart = chart.subtitle(sub.clone());

@@ -43,6 +43,8 @@ pub struct Declared {
     /// The protocols' metrics with names in words for a study's lead figures and tables
     /// (`MetricSpec::words`), charted only when a scenario asks.
     pub words: Vec<(String, String)>,
+    /// Per protocol with a load workload, what its sessions' being up is called.
+    pub session_words: BTreeMap<String, wirebench_model::session_words::SessionWords>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

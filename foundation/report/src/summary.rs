@@ -17,6 +17,7 @@ use wirebench_model::metric::{
     LOAD_PEAK_ACTIVE, MESSAGES_CORRUPT, MESSAGES_LOST, RTT, RTT_FIRST, RTT_STABLE,
     THROUGHPUT_BITS_PER_S, THROUGHPUT_MESSAGES_PER_S, named,
 };
+use wirebench_model::session_words::SessionWords;
 use wirebench_model::{Record, Status};
 
 pub use crate::numbers::human;
@@ -230,12 +231,51 @@ fn stacked_tables(cols: &[&Column], width: usize) -> Vec<Vec<usize>> {
 /// Cells are never wrapped, so no word is ever split; only a single value wider than the
 /// whole terminal can make a line longer than `width`.
 pub fn summary_table(records: &[Record], width: usize) -> String {
-    summary_table_with(records, width, &[])
+    summary_table_with(records, width, &[], SessionWords::LOGIN)
 }
 
 /// [`summary_table`] with the study's own metrics (`s2.total`, `ttfb.p85`) as its first
 /// metric columns, kept whatever the width (see [`study_metrics`]).
-pub fn summary_table_with(records: &[Record], width: usize, study: &[String]) -> String {
+/// What the sessions of `records` call being up: their protocols' words
+/// ([`crate::info::Declared::session_words`]) if they agree.
+pub fn session_words_of(
+    records: &[Record],
+    declared: &std::collections::BTreeMap<String, SessionWords>,
+) -> SessionWords {
+    let mut protocols: Vec<&str> = records
+        .iter()
+        .filter(|r| r.params.get("workload").and_then(|w| w.as_str()) == Some("load"))
+        .filter_map(|r| r.params.get("protocol").and_then(|p| p.as_str()))
+        .collect();
+    protocols.dedup();
+    SessionWords::common(
+        protocols
+            .into_iter()
+            .map(|p| declared.get(p).copied().unwrap_or_default()),
+    )
+}
+
+/// A headline column's title in the words of the cases' sessions.
+fn worded(metric: &str, title: &str, w: SessionWords) -> String {
+    if LOAD_LOGGED_IN.key().is(metric) {
+        w.up.to_string()
+    } else if LOAD_LOGINS_PER_S_MAX.key().is(metric) {
+        format!("{}/s", w.events)
+    } else if LOAD_LOGIN.at("p99").is(metric) {
+        format!("{} p99", w.event)
+    } else {
+        title.to_string()
+    }
+}
+
+/// The load columns say what the cases' sessions call being up (`words`, from
+/// [`session_words_of`]).
+pub fn summary_table_with(
+    records: &[Record],
+    width: usize,
+    study: &[String],
+    words: SessionWords,
+) -> String {
     let params: Vec<String> = {
         let mut seen: Vec<String> = Vec::new();
         for k in records.iter().flat_map(|r| r.params.keys()) {
@@ -279,7 +319,7 @@ pub fn summary_table_with(records: &[Record], width: usize, study: &[String]) ->
         HEADLINE
             .iter()
             .filter(|(m, _)| !study.iter().any(|s| s == m))
-            .map(|(m, title)| column(title, true, Some(m.to_string()))),
+            .map(|(m, title)| column(&worded(m, title, words), true, Some(m.to_string()))),
     );
     let mut status_col = column("status", false, None);
     for &case in &cases {

@@ -89,6 +89,22 @@ fn pairs_at_qos_0_and_1_agree_with_themselves() {
         assert_eq!(cell(csv.lines().last().unwrap(), "active"), 0.0, "{csv}");
         assert!(header.contains(&"server_rss_mib"), "{csv}");
     }
+    // An MQTT session is up at its SUBACK: the table and the charts say subscribed, and
+    // nowhere that it logged in.
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("subscribed") && table.contains("subscription p99"),
+        "{table}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Sessions subscribed over time"), "{html}");
+    assert!(html.contains("Subscription time p99"), "charts' titles");
+    for logged in [table.as_ref(), html.as_str()] {
+        assert!(
+            !logged.contains("logged in") && !logged.contains("Login"),
+            "{logged}"
+        );
+    }
 }
 
 /// A schedule that would hold more sessions at once than one process may open files for

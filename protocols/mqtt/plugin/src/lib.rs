@@ -193,6 +193,15 @@ impl Protocol for Mqtt {
         WORKLOADS
     }
 
+    /// A load session is up at its SUBACK (docs/load.md): subscribed, not logged in.
+    fn session_words(&self) -> wirebench_model::session_words::SessionWords {
+        wirebench_model::session_words::SessionWords {
+            up: "subscribed",
+            events: "subscriptions",
+            event: "subscription",
+        }
+    }
+
     fn estimate_secs(&self, case: &Case) -> Option<f64> {
         (case.workload() == "load")
             .then(|| load::estimate_secs(case))
