@@ -74,35 +74,10 @@ STAY=$((RAMP + HOLD))
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 TAG=wbmqtt$$
 
-PIDS=()
-cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    # Tsung's VMs (detached by its controller) and anything else of this run that
-    # outlived its parent: found by the tag this script put in their environment.
-    for p in /proc/[0-9]*; do
-        if { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "WB_BENCH_TAG=$TAG.*"; then
-            kill "${p#/proc/}" 2>/dev/null || true
-        fi
-    done
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib/tsung.sh
+source "$REPO/bench/lib/tsung.sh"
+trap tsung_cleanup EXIT
 trap 'exit 130' INT TERM
-
-# Runs "$@" as generator TAG.NAME while proc-usage.py samples it (leaving out processes
-# named SKIP, when given); usage in $OUT/NAME.usage.json.
-measured() {
-    local name=$1 skip=$2
-    shift 2
-    python3 "$REPO/bench/lib/proc-usage.py" "$TAG.$name" "$OUT/$name.usage.json" ${skip:+"$skip"} &
-    local sampler=$!
-    PIDS+=("$sampler")
-    local rc=0
-    WB_BENCH_TAG=$TAG.$name "$@" || rc=$?
-    kill -TERM "$sampler"
-    wait "$sampler" || true
-    return $rc
-}
 
 echo "== $SESSIONS sessions at $RATE/s (ramp ${RAMP}s), each held ${STAY}s; results in $OUT"
 
@@ -188,22 +163,12 @@ REC=$OUT/wirebench/results.jsonl
 [[ -s $REC ]] || die "wirebench wrote no record (see $OUT/wirebench.out)"
 
 # --- figures --------------------------------------------------------------------------
-m() { jq -r --arg k "$1" 'select(.metrics) | .metrics[$k].value // empty' "$REC" | tail -n 1; }
-# Tsung's stats lines: NAME count mean stddev max min global_mean global_count.
-ts() {
-    awk -v n="$1" -v want="$2" '$1 == "stats:" && $2 == n { last = $0 }
-        END {
-            if (last == "") { print 0; exit }
-            split(last, f, " ")
-            if (want == "max2") print f[4] + 0
-            else if (want == "count") print f[3] + f[9]
-            else if (want == "mean") print (f[3] + f[9] > 0) ? (f[3] * f[4] + f[9] * f[8]) / (f[3] + f[9]) : 0
-        }' "$TLOG"
-}
-terrors=$(awk '$1 == "stats:" && $2 ~ /^error_/ { last[$2] = $4 } END { s = 0; for (k in last) s += last[k]; print s }' "$TLOG")
-u() { jq -r ".$2" "$OUT/$1.usage.json"; }
+terrors=$(tsung_errors)
 
-python3 - <<EOF
+python3 - "$REPO/bench/lib" <<EOF
+import sys
+sys.path.insert(0, sys.argv[1])
+from versus import costs, header, per_session, row
 t = dict(
     started=$(ts users_count max2), subscribed=$(ts tr_suback count), held=$(ts users max2),
     failed=$terrors, rss_kib=$(u tsung peak_rss_kib), cpu=$(u tsung cpu_s), procs=$(u tsung processes),
@@ -218,27 +183,14 @@ w = dict(
     connack_p99_ms=float("$(m load.connect.p99)" or 0) * 1e3,
 )
 for g in (t, w):
-    g["kib_per_session"] = g["rss_kib"] / g["held"] if g["held"] else float("nan")
-    g["per_gib"] = g["held"] / (g["rss_kib"] / 1048576) if g["rss_kib"] else 0
-    g["us_per_session"] = g["cpu"] / g["subscribed"] * 1e6 if g["subscribed"] else float("nan")
+    per_session(g, "subscribed")
 
-def row(name, a, b, fmt, ratio=None):
-    r = "" if ratio is None else f"{ratio:.2f}x"
-    print(f"  {name:<38} {fmt.format(a):>14} {fmt.format(b):>14} {r:>8}")
-
-def div(a, b):
-    return a / b if b else float("nan")
-
-print(f"  {'':<38} {'Tsung':>14} {'wirebench':>14} {'ratio':>8}")
+header()
 row("sessions started", t["started"], w["started"], "{:,.0f}")
 row("subscribed (SUBACK)", t["subscribed"], w["subscribed"], "{:,.0f}")
 row("held at once", t["held"], w["held"], "{:,.0f}")
 row("failures", t["failed"], w["failed"], "{:,.0f}")
-row("generator processes", t["procs"], w["procs"], "{:,.0f}")
-row("generator memory at peak (MiB)", t["rss_kib"] / 1024, w["rss_kib"] / 1024, "{:,.1f}")
-row("  per session held (KiB)", t["kib_per_session"], w["kib_per_session"], "{:,.2f}", div(t["kib_per_session"], w["kib_per_session"]))
-row("  sessions per GiB", t["per_gib"], w["per_gib"], "{:,.0f}", div(w["per_gib"], t["per_gib"]))
-row("generator CPU per session (us)", t["us_per_session"], w["us_per_session"], "{:,.0f}", div(t["us_per_session"], w["us_per_session"]))
+costs(t, w)
 row("CONNACK mean (ms)", t["connack_mean_ms"], w["connack_mean_ms"], "{:,.2f}")
 print(f"  wirebench CONNACK p50 {w['connack_p50_ms']:.2f} ms, p99 {w['connack_p99_ms']:.2f} ms (from intended start; Tsung has no percentiles)")
 print("  ratios: Tsung / wirebench for costs, wirebench / Tsung for sessions per GiB")

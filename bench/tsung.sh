@@ -75,19 +75,9 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 PORT=$(free_port)
 TAG=wbtsung$$
 
-PIDS=()
-cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    # Tsung's VMs (started detached by its controller) and anything else of this run that
-    # outlived its parent: found by the tag this script put in their environment.
-    for p in /proc/[0-9]*; do
-        if { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "WB_BENCH_TAG=$TAG.*"; then
-            kill "${p#/proc/}" 2>/dev/null || true
-        fi
-    done
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib/tsung.sh
+source "$REPO/bench/lib/tsung.sh"
+trap tsung_cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== $SESSIONS sessions at $RATE/s (ramp ${RAMP}s), a message at ${THINK}s, leaving at ${STAY}s; results in $OUT"
@@ -100,20 +90,6 @@ for _ in $(seq 100); do
 done
 (: </dev/tcp/127.0.0.1/"$PORT") 2>/dev/null || die "the server did not start: $(cat "$OUT/serve.log")"
 grep "layout" "$OUT/serve.log" | sed 's/^wirebench serve: /   server: /'
-
-# Runs "$@" as generator TAG.NAME while proc-usage.py samples it; usage in $OUT/NAME.usage.json.
-measured() {
-    local name=$1
-    shift
-    python3 "$REPO/bench/lib/proc-usage.py" "$TAG.$name" "$OUT/$name.usage.json" &
-    local sampler=$!
-    PIDS+=("$sampler")
-    local rc=0
-    WB_BENCH_TAG=$TAG.$name "$@" || rc=$?
-    kill -TERM "$sampler"
-    wait "$sampler" || true
-    return $rc
-}
 
 # --- Tsung ----------------------------------------------------------------------------
 # Its VMs find each other through epmd: one of ours on a free port, stopped on exit
@@ -175,7 +151,7 @@ $(for ((k = 1; k <= SESSIONS / 20000 + 1; k++)); do echo "      <ip value=\"127.
 </tsung>
 EOF
 echo "== Tsung ($(dpkg-query -W -f='${Version}' tsung 2>/dev/null || echo '?'), VMs of $PER_VM sessions)"
-measured tsung env HOME="$OUT/tsung" ERL_EPMD_PORT="$EPMD_PORT" \
+measured tsung "" env HOME="$OUT/tsung" ERL_EPMD_PORT="$EPMD_PORT" \
     tsung -n -f "$OUT/tsung/tsung.xml" -l "$OUT/tsung/log" start >"$OUT/tsung/tsung.out" 2>&1 ||
     echo "tsung.sh: Tsung ended with an error (see $OUT/tsung/tsung.out)" >&2
 # Tsung names its log directory by the start time: the last in glob order is this run's.
@@ -185,7 +161,7 @@ TLOG=${tlogs[-1]}tsung.log
 
 # --- wirebench ------------------------------------------------------------------------
 echo "== wirebench"
-measured wirebench "$WB" run --protocol xmpp --workload load --payload 32 \
+measured wirebench "" "$WB" run --protocol xmpp --workload load --payload 32 \
     --load-target "127.0.0.1:$PORT" \
     --load-phases "$((RAMP + 20))s@${RATE}/s:max=${SESSIONS}" --load-arrivals poisson \
     --load-stay "${STAY}s" --load-think "${THINK}s" --load-every "$((STAY + 1))s" \
@@ -195,26 +171,13 @@ REC=$OUT/wirebench/results.jsonl
 [[ -s $REC ]] || die "wirebench wrote no record (see $OUT/wirebench.out)"
 
 # --- figures --------------------------------------------------------------------------
-m() { jq -r --arg k "$1" 'select(.metrics) | .metrics[$k].value // empty' "$REC" | tail -n 1; }
-# Tsung's stats lines: NAME count mean stddev max min global_mean global_count (the last
-# dump's interval figures plus everything before it) or NAME value max.
-ts() {
-    awk -v n="$1" -v want="$2" '$1 == "stats:" && $2 == n { last = $0 }
-        END {
-            if (last == "") { print 0; exit }
-            split(last, f, " ")
-            if (want == "max2") print f[4] + 0
-            else if (want == "count") print f[3] + f[9]
-            else if (want == "mean") print (f[3] + f[9] > 0) ? (f[3] * f[4] + f[9] * f[8]) / (f[3] + f[9]) : 0
-            else if (want == "max") print f[6] + 0
-        }' "$TLOG"
-}
-terrors=$(awk '$1 == "stats:" && $2 ~ /^error_/ { last[$2] = $4 } END { s = 0; for (k in last) s += last[k]; print s }' "$TLOG")
-u() { jq -r ".$2" "$OUT/$1.usage.json"; }
+terrors=$(tsung_errors)
 
-python3 - "$SESSIONS" <<EOF
+python3 - "$SESSIONS" "$REPO/bench/lib" <<EOF
 import sys
 sessions = int(sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+from versus import costs, header, per_session, row
 t = dict(
     started=$(ts users_count max2), logged=$(ts tr_authenticate count), held=$(ts users max2),
     failed=$terrors, rss_kib=$(u tsung peak_rss_kib), cpu=$(u tsung cpu_s), procs=$(u tsung processes),
@@ -229,27 +192,14 @@ w = dict(
     login_p99_ms=float("$(m load.login.p99)" or 0) * 1e3, login_max_ms=float("$(m load.login.max)" or 0) * 1e3,
 )
 for g in (t, w):
-    g["kib_per_session"] = g["rss_kib"] / g["held"] if g["held"] else float("nan")
-    g["per_gib"] = g["held"] / (g["rss_kib"] / 1048576) if g["rss_kib"] else 0
-    g["us_per_session"] = g["cpu"] / g["logged"] * 1e6 if g["logged"] else float("nan")
+    per_session(g, "logged")
 
-def row(name, a, b, fmt, ratio=None):
-    r = "" if ratio is None else f"{ratio:.2f}x"
-    print(f"  {name:<38} {fmt.format(a):>14} {fmt.format(b):>14} {r:>8}")
-
-def div(a, b):
-    return a / b if b else float("nan")
-
-print(f"  {'':<38} {'Tsung':>14} {'wirebench':>14} {'ratio':>8}")
+header()
 row("sessions started", t["started"], w["started"], "{:,.0f}")
 row("logged in", t["logged"], w["logged"], "{:,.0f}")
 row("held at once", t["held"], w["held"], "{:,.0f}")
 row("failures", t["failed"], w["failed"], "{:,.0f}")
-row("generator processes", t["procs"], w["procs"], "{:,.0f}")
-row("generator memory at peak (MiB)", t["rss_kib"] / 1024, w["rss_kib"] / 1024, "{:,.1f}")
-row("  per session held (KiB)", t["kib_per_session"], w["kib_per_session"], "{:,.2f}", div(t["kib_per_session"], w["kib_per_session"]))
-row("  sessions per GiB (target: >= 5x)", t["per_gib"], w["per_gib"], "{:,.0f}", div(w["per_gib"], t["per_gib"]))
-row("generator CPU per session (us)", t["us_per_session"], w["us_per_session"], "{:,.0f}", div(t["us_per_session"], w["us_per_session"]))
+costs(t, w, "  sessions per GiB (target: >= 5x)")
 row("login mean (ms)", t["login_mean_ms"], w["login_mean_ms"], "{:,.2f}")
 row("login max (ms)", t["login_max_ms"], w["login_max_ms"], "{:,.1f}")
 print(f"  wirebench login p50 {w['login_p50_ms']:.2f} ms, p99 {w['login_p99_ms']:.2f} ms (from intended start; Tsung has no percentiles)")
