@@ -12,6 +12,7 @@
 //!   callbacks, its metrics, and its errors typed by who is at fault ([`Fault`]);
 //! - [`surface`]: a protocol's own commands and `wirebench serve` endpoints;
 //! - [`stats`] (the one RTT-metrics function), [`params`] (parameter specs);
+//! - [`udp_server`]: a datagram protocol's own server on a thread of its own, in a host;
 //!   starting and stopping third-party servers is the process toolkit's
 //!   (`foundation/peer`), for the plugins that start them.
 //!
@@ -28,6 +29,7 @@ pub mod shard;
 pub mod stats;
 pub mod surface;
 pub mod tcpinfo;
+pub mod udp_server;
 
 pub use case::{Case, CaseLink, Workload};
 pub use hosts::{Host, Hosts};

@@ -19,13 +19,12 @@
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use wirebench_coap_engine::{Message, Server, ServerConfig, ServerStats, Szx, Type};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_peer::{self as peer, PeerError, PeerProcess, command_in, tail_lines};
+use wirebench_protocol::udp_server::UdpServerThread;
 use wirebench_protocol::{Install, Lookup, Requirement, WorkloadError};
 
 /// libcoap's server, as cases check for it and `wirebench doctor` lists it.
@@ -127,23 +126,10 @@ pub struct Peer {
     running: Running,
 }
 
+/// What stops it when dropped: the process toolkit's handle, or the thread's.
 enum Running {
     Process(PeerProcess),
-    Thread {
-        stop: Arc<AtomicBool>,
-        handle: Option<JoinHandle<ServerStats>>,
-    },
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        if let Running::Thread { stop, handle } = &mut self.running {
-            stop.store(true, Ordering::Relaxed);
-            if let Some(h) = handle.take() {
-                let _ = h.join();
-            }
-        }
-    }
+    Thread(UdpServerThread<ServerStats>),
 }
 
 fn io(what: String) -> impl FnOnce(std::io::Error) -> PeerError {
@@ -179,7 +165,7 @@ impl Peer {
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         match &mut self.running {
             Running::Process(p) => p.exited(),
-            Running::Thread { .. } => None,
+            Running::Thread(_) => None,
         }
     }
 
@@ -187,17 +173,14 @@ impl Peer {
     pub fn usage(&self) -> Option<peer::Usage> {
         match &self.running {
             Running::Process(p) => p.usage(),
-            Running::Thread { .. } => None,
+            Running::Thread(_) => None,
         }
     }
 
     /// The builtin server's counts, once stopped (`None` for a real peer).
-    pub fn finish(mut self) -> Option<ServerStats> {
-        match &mut self.running {
-            Running::Thread { stop, handle } => {
-                stop.store(true, Ordering::Relaxed);
-                handle.take()?.join().ok()
-            }
+    pub fn finish(self) -> Option<ServerStats> {
+        match self.running {
+            Running::Thread(server) => server.finish(),
             Running::Process(_) => None,
         }
     }
@@ -351,49 +334,22 @@ fn builtin(
     ip: IpAddr,
     max_upload: usize,
 ) -> Result<Peer, PeerError> {
-    let t = Instant::now();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let netns = netns.map(str::to_owned);
-    let stop2 = stop.clone();
-    let handle = std::thread::Builder::new()
-        .name("wb-coap-server".into())
-        .spawn(move || {
-            let socket = netns
-                .as_deref()
-                .map_or(Ok(()), |ns| {
-                    wirebench_protocol::hosts::enter(ns).map_err(|e| e.to_string())
-                })
-                .and_then(|()| UdpSocket::bind((ip, 0)).map_err(|e| e.to_string()));
-            match socket {
-                Ok(s) => {
-                    let _ = tx.send(s.local_addr().map_err(|e| e.to_string()));
-                    serve(&s, max_upload, &stop2)
-                }
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    ServerStats::default()
-                }
-            }
-        })
-        .map_err(io("cannot start the builtin server's thread".into()))?;
-    let addr = rx
-        .recv_timeout(Duration::from_secs(10))
-        .map_err(|e| e.to_string())
-        .and_then(|r| r)
-        .map_err(|e| PeerError::Failed {
-            what: format!("the builtin CoAP server could not bind {ip}"),
-            detail: e,
-        })?;
+    let server = UdpServerThread::spawn(
+        "wb-coap-server",
+        netns,
+        SocketAddr::new(ip, 0),
+        move |s, stop| serve(&s, max_upload, stop),
+    )
+    .map_err(|detail| PeerError::Failed {
+        what: "the builtin CoAP server could not start".into(),
+        detail,
+    })?;
     Ok(Peer {
         kind: Kind::Builtin,
-        addr,
-        start_time: t.elapsed(),
+        addr: server.addr,
+        start_time: server.start_time,
         dir,
-        running: Running::Thread {
-            stop,
-            handle: Some(handle),
-        },
+        running: Running::Thread(server),
     })
 }
 

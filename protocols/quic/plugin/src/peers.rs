@@ -182,7 +182,8 @@ impl Peer {
             seed,
         } = *at;
         if kind == Kind::Builtin {
-            let server = Server::start(netns, SocketAddr::new(ip, 0), identity, transport, seed)?;
+            let server =
+                crate::server::start(netns, SocketAddr::new(ip, 0), identity, transport, seed)?;
             return Ok(Peer {
                 kind,
                 addr: SocketAddr::new(ip, server.addr.port()),

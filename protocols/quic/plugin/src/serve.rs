@@ -62,9 +62,8 @@ impl ServePlan for Plan {
             std::fs::write(path, &identity.cert_pem)
                 .with_context(|| format!("--quic-cert {}", path.display()))?;
         }
-        let server =
-            crate::server::Server::start(None, self.at, &identity, &Transport::default(), 0)
-                .map_err(|e| anyhow::anyhow!("--quic {}: {e}", self.at))?;
+        let server = crate::server::start(None, self.at, &identity, &Transport::default(), 0)
+            .map_err(|e| anyhow::anyhow!("--quic {}: {e}", self.at))?;
         eprintln!(
             "wirebench serve: QUIC on udp {}: HTTP/3 GET /N (ALPN h3), wirebench-echo, wirebench-sink; certificate for {}{}",
             server.addr,
