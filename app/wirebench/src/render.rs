@@ -214,10 +214,7 @@ pub fn doctor(needs: &[Need], scope: &str, named: bool, install: &str) {
 pub fn run_summary(summary: &RunSummary, json: bool, study: &[String]) {
     if !json {
         let width = wirebench_report::summary::terminal_width();
-        let words = wirebench_report::summary::session_words_of(
-            &summary.records,
-            &wirebench_runner::report_declared().session_words,
-        );
+        let words = wirebench_runner::report_declared().session_words_of(&summary.records);
         println!(
             "{}",
             wirebench_report::summary::summary_table_with(&summary.records, width, study, words)
@@ -244,7 +241,11 @@ pub fn run_summary(summary: &RunSummary, json: bool, study: &[String]) {
 /// started each.
 pub fn merged(m: &wirebench_runner::merge::Merged) {
     let width = wirebench_report::summary::terminal_width();
-    println!("{}", wirebench_report::summary_table(&m.records, width));
+    let words = wirebench_runner::report_declared().session_words_of(&m.records);
+    println!(
+        "{}",
+        wirebench_report::summary::summary_table_with(&m.records, width, &[], words)
+    );
     eprintln!("merged {} shards", m.shards);
     for s in &m.starts {
         eprintln!("  {s}");

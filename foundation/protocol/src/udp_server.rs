@@ -64,7 +64,12 @@ impl<T: Default + Send + 'static> UdpServerThread<T> {
             .recv_timeout(BIND_WAIT)
             .map_err(|e| e.to_string())
             .and_then(|r| r)
-            .map_err(|e| format!("could not bind {at}: {e}"))?;
+            .map_err(|e| {
+                // A thread that binds after the wait stops at once instead of serving
+                // for nobody until the process ends.
+                stop.store(true, Ordering::Relaxed);
+                format!("could not bind {at}: {e}")
+            })?;
         Ok(UdpServerThread {
             addr,
             start_time: t.elapsed(),

@@ -819,19 +819,6 @@ const LOAD_DEFS: [LoadDef; 4] = [
     },
 ];
 
-/// What the sessions of `cases` call being up: their protocols' words if they agree
-/// ([`crate::info::Declared::session_words`]).
-fn session_words(cases: &[&Case], info: &RunInfo) -> SessionWords {
-    SessionWords::common(cases.iter().map(|c| {
-        c.first
-            .params
-            .get("protocol")
-            .and_then(|p| p.as_str())
-            .and_then(|p| info.declared.session_words.get(p).copied())
-            .unwrap_or_default()
-    }))
-}
-
 /// One case's series of `def`, if it has two points.
 fn load_series_of(def: &LoadDef, cols: &[(String, Vec<f64>)], name: String) -> Option<Series> {
     let col = |n: &str| -> Vec<f64> {
@@ -862,7 +849,9 @@ fn load_column_chart(cs: &[&Case], dir: &Path, info: &RunInfo, spec: &ChartSpec)
     let cases: Vec<&Case> = with.iter().map(|(c, _)| *c).collect();
     let varying = params_varying(&cases);
     let names = case_names(&cases, info);
-    let words = session_words(&cases, info);
+    let words = info
+        .declared
+        .session_words_of(cases.iter().map(|c| c.first));
     let mut chart = Chart::new(
         (def.title)(&words),
         def.kind.clone(),
@@ -951,7 +940,9 @@ fn load_charts(all: &[&Case], dir: &Path, info: &RunInfo, out: &mut Vec<Planned>
             .unwrap_or_default()
     };
     let sub = constants(&cases, &varying, info);
-    let words = session_words(&cases, info);
+    let words = info
+        .declared
+        .session_words_of(cases.iter().map(|c| c.first));
     for def in &LOAD_DEFS {
         let mut chart = Chart::new(
             (def.title)(&words),

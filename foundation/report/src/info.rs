@@ -47,6 +47,28 @@ pub struct Declared {
     pub session_words: BTreeMap<String, wirebench_model::session_words::SessionWords>,
 }
 
+impl Declared {
+    /// What the load sessions of `records` call being up: their protocols' words
+    /// ([`Declared::session_words`]) if they agree, neutral ones if not.
+    pub fn session_words_of<'a>(
+        &self,
+        records: impl IntoIterator<Item = &'a wirebench_model::Record>,
+    ) -> wirebench_model::session_words::SessionWords {
+        wirebench_model::session_words::SessionWords::common(
+            records
+                .into_iter()
+                .filter(|r| r.params.get("workload").and_then(|w| w.as_str()) == Some("load"))
+                .map(|r| {
+                    r.params
+                        .get("protocol")
+                        .and_then(|p| p.as_str())
+                        .and_then(|p| self.session_words.get(p).copied())
+                        .unwrap_or_default()
+                }),
+        )
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ParamInfo {
     /// Unit of the canonical value in records: `B`, `s`, `bit/s`, `count`, or empty for

@@ -236,25 +236,6 @@ pub fn summary_table(records: &[Record], width: usize) -> String {
 
 /// [`summary_table`] with the study's own metrics (`s2.total`, `ttfb.p85`) as its first
 /// metric columns, kept whatever the width (see [`study_metrics`]).
-/// What the sessions of `records` call being up: their protocols' words
-/// ([`crate::info::Declared::session_words`]) if they agree.
-pub fn session_words_of(
-    records: &[Record],
-    declared: &std::collections::BTreeMap<String, SessionWords>,
-) -> SessionWords {
-    let mut protocols: Vec<&str> = records
-        .iter()
-        .filter(|r| r.params.get("workload").and_then(|w| w.as_str()) == Some("load"))
-        .filter_map(|r| r.params.get("protocol").and_then(|p| p.as_str()))
-        .collect();
-    protocols.dedup();
-    SessionWords::common(
-        protocols
-            .into_iter()
-            .map(|p| declared.get(p).copied().unwrap_or_default()),
-    )
-}
-
 /// A headline column's title in the words of the cases' sessions.
 fn worded(metric: &str, title: &str, w: SessionWords) -> String {
     if LOAD_LOGGED_IN.key().is(metric) {
@@ -269,7 +250,7 @@ fn worded(metric: &str, title: &str, w: SessionWords) -> String {
 }
 
 /// The load columns say what the cases' sessions call being up (`words`, from
-/// [`session_words_of`]).
+/// [`crate::info::Declared::session_words_of`]).
 pub fn summary_table_with(
     records: &[Record],
     width: usize,
