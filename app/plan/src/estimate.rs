@@ -410,7 +410,8 @@ fn estimate_workload(case: &Case, link: Option<&CaseLink>) -> CaseEstimate {
     if let Some(model) = crate::registry::of(case).peer_model(case) {
         // Real peers cost their start-up and processing on loopback too: an ideal link.
         let ideal = CaseLink::default();
-        let mut e = peer_estimate(case, &model, link.unwrap_or(&ideal), e);
+        let setup = link.and_then(|l| crate::registry::of(case).setup_over(case, l));
+        let mut e = peer_estimate(case, &model, link.unwrap_or(&ideal), setup, e);
         if link.is_none() {
             e.packets.clear();
         }
@@ -463,6 +464,7 @@ fn peer_estimate(
     case: &Case,
     model: &PeerModel,
     link: &CaseLink,
+    setup_over: Option<f64>,
     mut e: CaseEstimate,
 ) -> CaseEstimate {
     let payload = case.payload() as f64;
@@ -471,8 +473,10 @@ fn peer_estimate(
         .unwrap_or_default()
         .as_secs_f64();
     let (up, down, rtt0) = dirs(link, crate::registry::of(case).transport());
-    let setup = up.ser(model.setup_bytes).max(down.ser(model.setup_bytes))
-        + model.setup_delays * up.delay.max(down.delay);
+    let setup = setup_over.unwrap_or_else(|| {
+        up.ser(model.setup_bytes).max(down.ser(model.setup_bytes))
+            + model.setup_delays * up.delay.max(down.delay)
+    });
     e.fixed = model.start_s + model.start_delays * up.delay.max(down.delay) + setup;
     let msg = payload + model.per_message;
     // `per_message` holds one segment's headers; a payload above the MSS adds its other

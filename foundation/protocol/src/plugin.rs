@@ -145,6 +145,13 @@ pub trait Protocol: Sync {
     fn peer_model(&self, _case: &Case) -> Option<PeerModel> {
         None
     }
+    /// Seconds the connection's set-up adds to the first exchange over `link` (the case's
+    /// emulated link), for estimates, when the protocol can work them out better than
+    /// [`PeerModel`]'s bytes and round trips; `None`: the model's. QUIC runs its own
+    /// handshake over the link model, since its probe timeouts' bytes depend on the link.
+    fn setup_over(&self, _case: &Case, _link: &CaseLink) -> Option<f64> {
+        None
+    }
     /// Seconds a case spends starting what it talks to beyond what the estimator models
     /// (a JVM per case; javac once, at the run's first case of this protocol).
     fn start_up(&self, _case: &Case) -> StartUp {

@@ -13,6 +13,8 @@
 //! - [`config`]: the transport knobs a case sets (congestion controller, initial RTT,
 //!   datagram size, idle timeout), checked before use.
 //! - [`tls`]: rustls with the ring provider, a self-signed certificate made per run.
+//! - [`sim`]: a connection's first exchanges over the link model in virtual time, what
+//!   the handshake costs on a slow link (its probe timeouts' bytes), for estimates.
 //!
 //! Nothing here reads a clock: an endpoint maps the driver's nanoseconds onto quinn's
 //! `Instant`s from an epoch it is given, so the virtual-time harness
@@ -26,6 +28,7 @@ pub mod config;
 pub mod endpoint;
 pub mod h3;
 pub mod service;
+pub mod sim;
 pub mod tls;
 
 pub use config::{Cc, ConfigError, INITIAL_RTT, MAX_DATAGRAM, MIN_DATAGRAM, Transport};
