@@ -57,6 +57,11 @@ pub struct Transport {
     pub max_datagram: u16,
     /// The idle timeout each endpoint advertises (RFC 9000 §10.1); `None`: none.
     pub idle_timeout: Option<Duration>,
+    /// 0-RTT (RFC 9001 §4.6): a server accepts early data on a resumed connection, and a
+    /// client holding a ticket from an earlier connection to the same server may send it.
+    /// Resumption itself (RFC 8446 §2.2) needs no knob: a client endpoint keeps its
+    /// tickets across its connections.
+    pub zero_rtt: bool,
 }
 
 impl Default for Transport {
@@ -66,6 +71,7 @@ impl Default for Transport {
             initial_rtt: INITIAL_RTT,
             max_datagram: MIN_DATAGRAM,
             idle_timeout: Some(Duration::from_secs(30)),
+            zero_rtt: false,
         }
     }
 }

@@ -16,11 +16,12 @@
 use crate::config::{ConfigError, Transport};
 use crate::tls::{self, Identity, TlsError};
 use bytes::BytesMut;
-use quinn_proto::crypto::rustls::HandshakeData;
+use quinn_proto::crypto::rustls::{HandshakeData, QuicClientConfig};
 use quinn_proto::{
     ClientConfig, Connection, ConnectionHandle, DatagramEvent, EcnCodepoint, EndpointConfig,
     QlogConfig, ServerConfig,
 };
+use rustls::pki_types::CertificateDer;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -83,6 +84,10 @@ pub struct Endpoint {
     /// Where a datagram comes from when the driver names no source (the harness).
     peer: Option<SocketAddr>,
     scratch: Vec<u8>,
+    /// The TLS configurations of this endpoint's connections by certificate and ALPN,
+    /// made once: each keeps its session tickets, and a ticket resumes a session only
+    /// through the configuration that verified its server (rustls checks).
+    clients: Vec<(CertificateDer<'static>, Vec<u8>, Arc<QuicClientConfig>)>,
 }
 
 fn ecn_in(e: Option<Ecn>) -> Option<EcnCodepoint> {
@@ -125,7 +130,7 @@ impl Endpoint {
         epoch: Instant,
         seed: u64,
     ) -> Result<Self, EndpointError> {
-        let crypto = tls::server(identity, alpns)?;
+        let crypto = tls::server(identity, alpns, transport.zero_rtt)?;
         let mut server = ServerConfig::with_crypto(Arc::new(crypto));
         server.transport_config(Arc::new(transport.config()?));
         Self::new(transport, Some(Arc::new(server)), epoch, seed)
@@ -156,6 +161,7 @@ impl Endpoint {
             turn: 0,
             peer: None,
             scratch: Vec::new(),
+            clients: Vec::new(),
         })
     }
 
@@ -184,7 +190,20 @@ impl Endpoint {
         alpn: &[u8],
         qlog: Option<Box<dyn Write + Send + Sync>>,
     ) -> Result<ConnectionHandle, EndpointError> {
-        let mut config = ClientConfig::new(Arc::new(tls::client(cert, alpn)?));
+        let known = self
+            .clients
+            .iter()
+            .find(|(c, a, _)| c == cert && a == alpn)
+            .map(|(_, _, t)| t.clone());
+        let crypto = match known {
+            Some(t) => t,
+            None => {
+                let t = Arc::new(tls::client(cert, alpn, self.transport.zero_rtt)?);
+                self.clients.push((cert.clone(), alpn.to_vec(), t.clone()));
+                t
+            }
+        };
+        let mut config = ClientConfig::new(crypto);
         let mut t = self.transport.config()?;
         if let Some(w) = qlog {
             let mut q = QlogConfig::default();

@@ -58,8 +58,16 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// A client configuration that trusts `cert` alone and offers `alpn`.
-pub fn client(cert: &CertificateDer<'static>, alpn: &[u8]) -> Result<QuicClientConfig, TlsError> {
+/// A client configuration that trusts `cert` alone and offers `alpn`, and with
+/// `early_data` sends 0-RTT data on a resumed connection (RFC 9001 §4.6). It keeps the
+/// session tickets servers give it (rustls's in-memory store), and a ticket resumes a
+/// session (RFC 8446 §2.2) only through the configuration that verified its server: a
+/// client reuses one configuration for its connections.
+pub fn client(
+    cert: &CertificateDer<'static>,
+    alpn: &[u8],
+    early_data: bool,
+) -> Result<QuicClientConfig, TlsError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(cert.clone())?;
     let mut c = rustls::ClientConfig::builder_with_provider(provider())
@@ -67,18 +75,24 @@ pub fn client(cert: &CertificateDer<'static>, alpn: &[u8]) -> Result<QuicClientC
         .with_root_certificates(roots)
         .with_no_client_auth();
     c.alpn_protocols = vec![alpn.to_vec()];
+    c.enable_early_data = early_data;
     QuicClientConfig::try_from(c).map_err(|_| TlsError::NoInitialSuite)
 }
 
-/// A server configuration for `identity` that accepts every ALPN of `alpns`.
-pub fn server(identity: &Identity, alpns: &[&[u8]]) -> Result<QuicServerConfig, TlsError> {
+/// A server configuration for `identity` that accepts every ALPN of `alpns`, resumes
+/// sessions from its tickets, and with `early_data` accepts 0-RTT data on them.
+pub fn server(
+    identity: &Identity,
+    alpns: &[&[u8]],
+    early_data: bool,
+) -> Result<QuicServerConfig, TlsError> {
     let mut c = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_no_client_auth()
         .with_single_cert(vec![identity.cert.clone()], identity.key())?;
     c.alpn_protocols = alpns.iter().map(|a| a.to_vec()).collect();
-    // 0-RTT is not offered: no workload asks for it yet, and it would change what the
-    // first flight carries.
-    c.max_early_data_size = 0;
+    // QUIC takes no other early data size (RFC 9001 §4.6.1: the limit is the transport's
+    // flow control); 0 refuses 0-RTT, so the first flight is the same as without tickets.
+    c.max_early_data_size = if early_data { u32::MAX } else { 0 };
     QuicServerConfig::try_from(c).map_err(|_| TlsError::NoInitialSuite)
 }

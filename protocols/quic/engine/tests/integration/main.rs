@@ -19,6 +19,8 @@ use wirebench_quic_engine::{
     ALPN_ECHO, ALPN_H3, ALPN_SINK, Endpoint, Event, Identity, Service, Transport,
 };
 
+mod resumption;
+
 const MS: u64 = 1_000_000;
 
 fn server_addr() -> SocketAddr {
