@@ -721,7 +721,8 @@ async fn exchange<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + ?Siz
 }
 
 /// `name.min`, `.mean`, `.p50`, `.p90`, `.p99`, `.max` of dimensionless values.
-fn push_ratios(out: &mut Outcome, dist: MetricSpec, mut v: Vec<f64>) {
+/// `dist`'s mean and nearest-rank percentiles of `v`, ratios (round trips) not times.
+pub fn push_ratios(out: &mut Outcome, dist: MetricSpec, mut v: Vec<f64>) {
     if v.is_empty() {
         return;
     }

@@ -318,3 +318,59 @@ fn quic_retry_from_ngtcp2_is_followed() {
         "a connection without Retry"
     );
 }
+
+#[test]
+fn quic_connect_resumes_with_0rtt_after_the_first_connection() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    run_ok(&[
+        "run",
+        "--protocol",
+        "quic",
+        "--workload",
+        "connect",
+        "--payload",
+        "100",
+        "--connects",
+        "10",
+        "--quic-0rtt",
+        "off,on",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let recs = records(&out);
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(m(r, "connects.ok"), 10.0, "{r}");
+        assert!(m(r, "ttfb.p50") > 0.0, "{r}");
+    }
+    // Every connection but the first had a ticket (the one before it waited for its
+    // own before closing), and the server took the 0-RTT data.
+    assert_eq!(m(&recs[0], "quic.0rtt_accepted"), 0.0);
+    assert_eq!(m(&recs[1], "quic.0rtt_accepted"), 9.0);
+}
+
+#[test]
+fn quic_connect_refuses_http3_before_starting() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = common::wirebench()
+        .current_dir(tmp.path())
+        .args([
+            "run",
+            "--protocol",
+            "quic",
+            "--workload",
+            "connect",
+            "--quic-app",
+            "h3",
+            "--connects",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{e}");
+    assert!(e.contains("quic.server=builtin, quic.app=raw"), "{e}");
+}

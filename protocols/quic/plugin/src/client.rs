@@ -64,6 +64,30 @@ impl Conn {
         })
     }
 
+    /// Opens the endpoint's next connection to `server` on the same socket, which the
+    /// methods then act on (the one before should be closed). A ticket from an earlier
+    /// connection resumes it (RFC 8446 §2.2); true if it may send 0-RTT data at once
+    /// (RFC 9001 §4.6).
+    pub fn reconnect(
+        &mut self,
+        identity: &Identity,
+        alpn: &[u8],
+        server: SocketAddr,
+    ) -> Result<bool, WorkloadError> {
+        self.handle = self
+            .engine
+            .connect(
+                monotonic_ns(),
+                server,
+                &identity.name,
+                &identity.cert,
+                alpn,
+                None,
+            )
+            .map_err(|e| WorkloadError::Input(format!("QUIC client: {e}")))?;
+        Ok(self.quic()?.has_0rtt())
+    }
+
     /// The connection's quinn-proto state, to open, write and read streams.
     pub fn quic(&mut self) -> Result<&mut wirebench_quic_engine::proto::Connection, WorkloadError> {
         self.engine

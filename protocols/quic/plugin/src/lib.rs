@@ -28,6 +28,7 @@
 //! ([`workload`], [`download`]), the servers of a case ([`peers`]) and the plugin.
 
 pub mod client;
+pub mod connect;
 pub mod download;
 pub mod peers;
 pub mod serve;
@@ -46,7 +47,7 @@ use wirebench_protocol::{
 use wirebench_quic_engine::{Cc, Identity, Transport, sim};
 use workload::QuicRun;
 
-const WORKLOADS: &[&str] = &["pingpong", "stream"];
+const WORKLOADS: &[&str] = &["pingpong", "stream", "connect"];
 
 pub const CC: ParamSpec = ParamSpec {
     name: "quic.cc",
@@ -102,6 +103,15 @@ pub const QLOG: ParamSpec = ParamSpec {
     words: "qlog",
 };
 
+pub const ZERO_RTT: ParamSpec = ParamSpec {
+    name: "quic.0rtt",
+    kind: ParamKind::Choice(ON_OFF),
+    default: "off",
+    workloads: &["connect"],
+    help: "connect: every connection after the first resumes from a session ticket and sends its message as 0-RTT data with its first Initial (RFC 9001 §4.6), one round trip to the first byte instead of two",
+    words: "QUIC 0-RTT",
+};
+
 pub const SERVER: ParamSpec = ParamSpec {
     name: "quic.server",
     kind: ParamKind::Choice(&["builtin", "quic-go", "ngtcp2"]),
@@ -130,6 +140,8 @@ pub const RETRY: ParamSpec = ParamSpec {
 };
 
 const PARAMS: &[ParamSpec] = &[
+    wirebench_connect::params::CONNECTS,
+    ZERO_RTT,
     SERVER,
     APP,
     RETRY,
@@ -197,7 +209,14 @@ pub const DATAGRAMS: MetricSpec = MetricSpec::new(
     "UDP datagrams our client sent and received",
 );
 
+pub const ZERO_RTT_ACCEPTED: MetricSpec = MetricSpec::new(
+    "quic.0rtt_accepted",
+    "count",
+    "connect: connections whose message went as 0-RTT data and the server accepted it (RFC 9001 §4.6)",
+);
+
 static METRICS: &[MetricSpec] = &[
+    ZERO_RTT_ACCEPTED,
     SERVER_START,
     HANDSHAKE,
     HANDSHAKE_COMPLETE,
@@ -290,6 +309,7 @@ pub fn transport_of(case: &Case) -> Result<Transport, WorkloadError> {
     if let Some(d) = case.duration(&IDLE_TIMEOUT) {
         t.idle_timeout = (!d.is_zero()).then_some(d);
     }
+    t.zero_rtt = case.workload() == "connect" && case.is_on(&ZERO_RTT);
     t.validate()
         .map_err(|e| WorkloadError::Input(format!("quic transport parameters: {e}")))?;
     Ok(t)
@@ -375,6 +395,12 @@ impl Protocol for Quic {
         })
     }
 
+    fn connect_round_trips(&self, case: &Case) -> f64 {
+        // The handshake's, the echo riding with the Finished; with 0-RTT, the echo's
+        // alone (the first connection's two aside).
+        if case.is_on(&ZERO_RTT) { 1.0 } else { 2.0 }
+    }
+
     fn setup_over(&self, case: &Case, link: &CaseLink) -> Option<f64> {
         let retry = if case.is_on(&RETRY) {
             // Retry costs one round trip more (RFC 9000 §8.1.2), which our server does not
@@ -393,6 +419,17 @@ impl Protocol for Quic {
                 "quic.server={} speaks HTTP/3 only (ALPN h3), not our echo and sink: add --quic-app h3",
                 kind.name()
             )));
+        }
+        if case.workload() == "connect" && (kind != Kind::Builtin || case.choice(&APP) == "h3") {
+            return Err(WorkloadError::Input(
+                "the QUIC connect workload runs against our server's echo (quic.server=builtin, quic.app=raw); HTTP/3 and the real servers are not wired into it yet".into(),
+            ));
+        }
+        if case.workload() == "connect" && case.payload() == 0 {
+            return Err(WorkloadError::Input(
+                "the connect workload times the first byte of the echo: give --payload 1 or more"
+                    .into(),
+            ));
         }
         if case.is_on(&RETRY) && kind != Kind::Ngtcp2 {
             return Err(WorkloadError::Input(format!(
@@ -472,6 +509,10 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
         qlog,
         kind,
         h3: case.choice(&APP) == "h3",
+        connects: (case.workload() == "connect").then(|| {
+            case.count(&wirebench_connect::params::CONNECTS)
+                .unwrap_or(200)
+        }),
     };
     let mut out = Outcome::default();
     out.push(SERVER_START.name, peer.start_time.as_secs_f64(), "s");

@@ -56,6 +56,8 @@ pub struct QuicRun {
     pub kind: crate::peers::Kind,
     /// `quic.app=h3`: the workload in HTTP/3 ([`crate::download`]).
     pub h3: bool,
+    /// `--workload connect`: this many fresh connections ([`crate::connect`]).
+    pub connects: Option<u64>,
 }
 
 /// Tracks progress so that a connection that stops moving fails the case.
@@ -107,7 +109,7 @@ pub(crate) fn step(
 
 /// Writes all of `data` on `id`, serving the connection while flow or congestion
 /// control holds it back.
-fn write_all(
+pub(crate) fn write_all(
     conn: &mut Conn,
     id: StreamId,
     data: &[u8],
@@ -158,7 +160,7 @@ fn read_some(conn: &mut Conn, id: StreamId, into: &mut Vec<u8>) -> Result<bool, 
 
 /// Reads `id` until `want` bytes came back (and its FIN, if `fin`); returns the bytes
 /// and the time the datagram that completed them was read.
-fn read_echo(
+pub(crate) fn read_echo(
     conn: &mut Conn,
     id: StreamId,
     want: usize,
@@ -220,7 +222,9 @@ pub fn run(run: &QuicRun, ctx: &Ctx, out: &mut Outcome) -> Result<(), WorkloadEr
     )?;
     out.local_port = Some(conn.local_port);
     out.transport = Transport::Udp;
-    let r = if run.h3 {
+    let r = if let Some(n) = run.connects {
+        crate::connect::run(run, n, ctx, &mut conn, out)
+    } else if run.h3 {
         crate::download::run(run, ctx, &mut conn, out)
     } else if run.stream {
         stream(run, ctx, &mut conn, out)
