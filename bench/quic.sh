@@ -18,6 +18,11 @@
 #      --workload stream`, its `throughput.bits_per_s`: request to FIN, no start-up)
 #      against quic-go's and ngtcp2's servers, beside their own clients' goodput there.
 #      ratio = our client's goodput / the best peer client's      target >= 1.0
+#   3. handshakes, our client: the connect workload (`--workload connect --quic-app h3`,
+#      CONNECTS fresh connections one after another, each a `GET /100` and closed once
+#      its handshake is confirmed) against our server, quic-go's and ngtcp2's: connections
+#      per second (`connects.per_s`) and the time to the response (`ttfb.p50`).
+#      ratio = connections/s against our server / against the best peer server
 #
 # Each endpoint runs at its own defaults: ours with 1200-byte datagrams and no path MTU
 # discovery (quic.max-datagram), ngtcp2's started as our cases start it (1200 bytes, no
@@ -33,6 +38,7 @@
 #   SIZE      bytes per download (default 20000000, the most ngtcp2's server generates;
 #             --quick 8388608)
 #   REPEATS   downloads per pair (default 5; --quick 1)
+#   CONNECTS  connections per handshake run (default 500; --quick 50)
 #   LOG_DIR   where outputs are kept (default a new /tmp/wirebench-quic.XXXXXX)
 #
 # Exit status 0 when everything ran, even if a target is missed.
@@ -51,11 +57,13 @@ done
 if ((QUICK)); then
     SIZE=${SIZE:-8388608}
     REPEATS=${REPEATS:-1}
+    CONNECTS=${CONNECTS:-50}
 else
     SIZE=${SIZE:-20000000}
     REPEATS=${REPEATS:-5}
+    CONNECTS=${CONNECTS:-500}
 fi
-for v in SIZE REPEATS; do
+for v in SIZE REPEATS CONNECTS; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "quic.sh: $v must be a positive integer (got '${!v}')" >&2; exit 2; }
 done
 
@@ -194,6 +202,18 @@ for server in quic-go ngtcp2; do
     printf '  %-8s client, %-8s server: %s\n' ours "$server" "$(mbit "${GOODPUT[ours,$server]}")"
 done
 
+declare -A CPS TTFB
+for server in builtin quic-go ngtcp2; do
+    out=$LOG_DIR/connect-$server
+    "$WB" run --protocol quic --quic-app h3 --quic-server "$server" --workload connect \
+        --payload 100 --connects "$CONNECTS" --out "$out" -q >"$out.log" 2>&1 ||
+        die "the connect workload against $server failed: $(tail -3 "$out.log")"
+    CPS[$server]=$(jq -r 'select(.status == "ok") | .metrics["connects.per_s"].value' "$out/results.jsonl")
+    TTFB[$server]=$(jq -r 'select(.status == "ok") | .metrics["ttfb.p50"].value' "$out/results.jsonl")
+    awk -v c="${CPS[$server]}" -v t="${TTFB[$server]}" -v s="$server" \
+        'BEGIN { printf "  ours     client, %-8s server: %.0f handshakes/s, time to the response p50 %.2f ms\n", s, c, t * 1000 }'
+done
+
 echo
 echo "ratios (>= 1.0: ours is at least the best peer's):"
 mib=$(awk -v s="$SIZE" -v r="$REPEATS" 'BEGIN { print s * r / 1048576 }')
@@ -213,3 +233,7 @@ for server in quic-go ngtcp2; do
     awk -v o="${GOODPUT[ours,$server]}" -v p="${GOODPUT[$best,$server]}" -v s="$server" -v b="$best" \
         'BEGIN { printf "  client goodput, %s server: ours / %s client = %.2f\n", s, b, o / p }'
 done
+best=quic-go
+awk -v a="${CPS[ngtcp2]}" -v b="${CPS[quic-go]}" 'BEGIN { exit !(a > b) }' && best=ngtcp2
+awk -v o="${CPS[builtin]}" -v p="${CPS[$best]}" -v b="$best" \
+    'BEGIN { printf "  handshakes/s, our client: our server / %s = %.2f\n", b, o / p }'

@@ -1,8 +1,9 @@
 //! `--workload connect` in QUIC (study S3's question: the time to the first byte of a
 //! fresh connection): `connects` connections one after another from one client
-//! endpoint to our echo server, each sending one message of `payload` bytes on a stream
-//! of its own and timed from its first Initial to the first byte of the echo, then
-//! closed (RFC 9000 §10.2).
+//! endpoint, each sending one message of `payload` bytes to our echo server on a stream
+//! of its own and timed from its first Initial to the first byte of the echo, or in
+//! HTTP/3 (RFC 9114, any server) one `GET /payload` timed to the response's end (its
+//! FIN: a small body comes in the packet that starts it), then closed (RFC 9000 §10.2).
 //!
 //! 1-RTT: the message can only go once the handshake completes (RFC 9000 §4.6), with
 //! the client's Finished, so the first byte comes after two round trips. With
@@ -13,6 +14,7 @@
 //! times in round trips too (`ttfb.round_trips`), as the TCP connect workload reads them.
 
 use crate::client::Conn;
+use crate::download::{H3, get, status_ok};
 use crate::workload::{QuicRun, Watch, read_echo, step, write_all};
 use wirebench_connect::metrics::{CONNECTS_OK, CONNECTS_PER_S, PATH_RTT, TTFB, TTFB_ROUND_TRIPS};
 use wirebench_connect::push_distribution;
@@ -20,8 +22,8 @@ use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::seeded::random_bytes;
 use wirebench_protocol::stats::secs;
 use wirebench_protocol::{Ctx, Outcome, WorkloadError};
-use wirebench_quic_engine::ALPN_ECHO;
 use wirebench_quic_engine::proto::Dir;
+use wirebench_quic_engine::{ALPN_ECHO, ALPN_H3};
 
 /// One connection's figures, ns.
 struct Timed {
@@ -45,14 +47,23 @@ pub fn run(
     let mut early = conn.quic()?.has_0rtt();
     for i in 0..connects {
         if i > 0 {
-            early = conn.reconnect(&run.identity, ALPN_ECHO, run.server)?;
+            let alpn = if run.h3 { ALPN_H3 } else { ALPN_ECHO };
+            early = conn.reconnect(&run.identity, alpn, run.server)?;
         }
         if i == 1 {
             (ctx.mark_stable)();
         }
         let body = random_bytes(&mut rng, run.payload);
-        let t = one(run, ctx, conn, &body, early)?;
-        conn.close();
+        let t = if run.h3 {
+            one_h3(run, ctx, conn, early)?
+        } else {
+            one(run, ctx, conn, &body, early)?
+        };
+        if run.h3 {
+            conn.close_h3();
+        } else {
+            conn.close();
+        }
         all.push(t);
     }
     let elapsed = monotonic_ns() - started;
@@ -114,12 +125,23 @@ fn one(
             "the echo differs from the message".into(),
         ));
     }
-    // Closed only once the handshake is confirmed (RFC 9001 §4.1.2): the server sends
-    // its session tickets when it has the client's Finished, and HANDSHAKE_DONE with
-    // them. A 0-RTT connection's echo comes a round trip earlier, and closing then would
-    // leave it without a ticket to give the next connection (two in three would resume).
+    finish(conn, ctx, &mut watch, t0, first_at, early)
+}
+
+/// The connection's figures once its handshake is confirmed (RFC 9001 §4.1.2): the server
+/// sends its session tickets when it has the client's Finished, and HANDSHAKE_DONE with
+/// them. A 0-RTT connection's answer comes a round trip earlier, and closing then would
+/// leave it without a ticket to give the next connection (two in three would resume).
+fn finish(
+    conn: &mut Conn,
+    ctx: &Ctx,
+    watch: &mut Watch,
+    t0: u64,
+    first_at: u64,
+    early: bool,
+) -> Result<Timed, WorkloadError> {
     while conn.handshake().confirmed.is_none() {
-        step(conn, ctx, &mut watch, "the QUIC handshake")?;
+        step(conn, ctx, watch, "the QUIC handshake")?;
     }
     let accepted = early && conn.quic()?.accepted_0rtt();
     let path_rtt = conn
@@ -131,4 +153,35 @@ fn one(
         path_rtt,
         early: accepted,
     })
+}
+
+/// One connection in HTTP/3: the control stream and the request (at once in 0-RTT, or
+/// once the handshake completes), the response read whole and checked.
+fn one_h3(run: &QuicRun, ctx: &Ctx, conn: &mut Conn, early: bool) -> Result<Timed, WorkloadError> {
+    let mut watch = Watch::new(ctx, &run.transport);
+    let t0 = conn.handshake().started;
+    if !early {
+        crate::workload::wait_handshake(conn, ctx, &mut watch)?;
+    }
+    let mut h3c = H3::open(conn)?;
+    let path = format!("/{}", run.payload);
+    let r = get(
+        conn,
+        &mut h3c,
+        &path,
+        run.kind.body(),
+        ctx,
+        &mut watch,
+        &mut |_| {},
+    )?;
+    status_ok(&r, &path, run.kind)?;
+    if r.bytes != run.payload as u64 || !r.intact {
+        return Err(WorkloadError::Peer(format!(
+            "{} answered GET {path} with {} bytes{}",
+            run.kind.name(),
+            r.bytes,
+            if r.intact { "" } else { " not its generator's" }
+        )));
+    }
+    finish(conn, ctx, &mut watch, t0, r.at, early)
 }

@@ -30,12 +30,12 @@ use wirebench_quic_engine::h3::{self, Body, FrameReader, Part};
 use wirebench_quic_engine::proto::{Dir, ReadError, StreamId};
 
 /// A response as it was read.
-struct Response {
-    status: Option<u16>,
-    bytes: u64,
-    intact: bool,
+pub(crate) struct Response {
+    pub(crate) status: Option<u16>,
+    pub(crate) bytes: u64,
+    pub(crate) intact: bool,
     /// When the datagram with its FIN was read.
-    at: u64,
+    pub(crate) at: u64,
 }
 
 /// The connection's HTTP/3 side: our control stream, the server's uni streams.
@@ -84,7 +84,7 @@ impl H3 {
 }
 
 /// One `GET path` on a new stream, read to its FIN; `progress` is told the body bytes.
-fn get(
+pub(crate) fn get(
     conn: &mut Conn,
     h3c: &mut H3,
     path: &str,
@@ -182,7 +182,7 @@ fn read(
     error.map_or(Ok(ended), Err)
 }
 
-fn status_ok(r: &Response, path: &str, kind: Kind) -> Result<(), WorkloadError> {
+pub(crate) fn status_ok(r: &Response, path: &str, kind: Kind) -> Result<(), WorkloadError> {
     match r.status {
         Some(200) => Ok(()),
         Some(s) => Err(WorkloadError::Peer(format!(

@@ -420,11 +420,6 @@ impl Protocol for Quic {
                 kind.name()
             )));
         }
-        if case.workload() == "connect" && (kind != Kind::Builtin || case.choice(&APP) == "h3") {
-            return Err(WorkloadError::Input(
-                "the QUIC connect workload runs against our server's echo (quic.server=builtin, quic.app=raw); HTTP/3 and the real servers are not wired into it yet".into(),
-            ));
-        }
         if case.workload() == "connect" && case.payload() == 0 {
             return Err(WorkloadError::Input(
                 "the connect workload times the first byte of the echo: give --payload 1 or more"
