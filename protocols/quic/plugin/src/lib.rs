@@ -321,7 +321,7 @@ impl Protocol for Quic {
     }
 
     fn summary(&self) -> &'static str {
-        "QUIC (RFC 9000/9001/9002, quinn-proto) over UDP: our client against our echo and sink server started per case (loopback; with a link: the server in the lab's server host)"
+        "QUIC (RFC 9000/9001/9002, quinn-proto) and HTTP/3 over UDP: our client against a server started per case, our echo and sink or quic-go's and ngtcp2's HTTP/3 servers (loopback; with a link: the server in the lab's server host)"
     }
 
     fn workloads(&self) -> &'static [&'static str] {
