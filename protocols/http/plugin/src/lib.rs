@@ -201,7 +201,11 @@ mod tests {
     #[test]
     fn every_choice_parses() {
         for w in VERSION.choices() {
-            assert!(Version::from_word(w).is_some(), "http.version={w}");
+            // 3 is not hyper's: its cases run over QUIC (`run_h3`).
+            assert!(
+                Version::from_word(w).is_some() || *w == "3",
+                "http.version={w}"
+            );
         }
     }
 }

@@ -548,3 +548,21 @@ impl DatagramEngine for Service {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::echo_post;
+
+    #[test]
+    fn the_default_post_echoes_and_sinks() {
+        assert_eq!(
+            echo_post(b"/echo?seq=3", b"abc".to_vec()),
+            (200, b"abc".to_vec())
+        );
+        assert_eq!(
+            echo_post(b"/sink?seq=3", b"abc".to_vec()),
+            (200, Vec::new())
+        );
+        assert_eq!(echo_post(b"/other", b"abc".to_vec()).0, 404);
+    }
+}
