@@ -77,6 +77,26 @@ fn http_both_versions() {
     each_protocol("http", &["--http-version", "1.1,2"]);
 }
 
+/// `http.version=3`: the echoed POSTs of a ping-pong in HTTP/3 over our QUIC engine.
+#[test]
+fn http3_pingpong() {
+    let recs = run(&[
+        "--protocol",
+        "http",
+        "--http-version",
+        "3",
+        "--workload",
+        "pingpong",
+        "--payload",
+        "1000",
+        "--rounds",
+        "50",
+    ]);
+    assert_eq!(recs.len(), 1);
+    all_delivered(&recs[0]);
+    assert_eq!(recs[0]["params"]["http.version"], "3", "{}", recs[0]);
+}
+
 #[test]
 fn grpc_unary_and_streaming() {
     each_protocol("grpc", &["--grpc-call", "unary,stream"]);

@@ -11,8 +11,12 @@
 //! - [`ALPN_H3`]: HTTP/3 (RFC 9114, [`crate::h3`]): a request `GET /N` is answered with
 //!   status 200 and N bytes of quic-go's example server's generator ([`Body::Lehmer`]),
 //!   N up to [`h3::MAX_BODY`]; any other request with 400. The body is made as flow
-//!   control takes it, never held whole. Each connection gets our control stream with
-//!   SETTINGS; the client's control and QPACK streams are read and discarded.
+//!   control takes it, never held whole. A `POST` (RFC 9114 §4.1: HEADERS, DATA, FIN) is
+//!   read to its FIN, its body kept (up to [`MAX_POST`] bytes, 413 beyond), and answered
+//!   as the service's [`PostHandler`] says: by default `/echo` returns the body and
+//!   `/sink` an empty 200 ([`echo_post`]), the `http` protocol's requests. Each
+//!   connection gets our control stream with SETTINGS; the client's control and QPACK
+//!   streams are read and discarded.
 //!
 //! The service emits no events: it consumes its endpoint's, and counts in
 //! [`ServiceStats`].
@@ -49,10 +53,42 @@ enum App {
     H3,
 }
 
+/// The largest POST body the service keeps (a request above it is answered 413).
+pub const MAX_POST: usize = 64 << 20;
+
+/// What the service answers to an HTTP/3 POST, from its `:path` and its body: the
+/// status and the response body.
+pub type PostHandler = Box<dyn FnMut(&[u8], Vec<u8>) -> (u16, Vec<u8>) + Send>;
+
+/// The default [`PostHandler`]: `/echo...` returns the body, `/sink...` an empty 200,
+/// any other path 404 (a query after the path is ignored).
+pub fn echo_post(path: &[u8], body: Vec<u8>) -> (u16, Vec<u8>) {
+    let p = path.split(|b| *b == b'?').next().unwrap_or_default();
+    match p {
+        b"/echo" | b"/" => (200, body),
+        b"/sink" => (200, Vec::new()),
+        _ => (404, Vec::new()),
+    }
+}
+
+/// A request's method and path, once its HEADERS arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Head {
+    /// `GET`, or any method we do not serve (with an empty path, so answered 400).
+    Get(Vec<u8>),
+    Post(Vec<u8>),
+}
+
 /// An HTTP/3 request stream's state.
 #[derive(Debug, Default)]
 struct Request {
     reader: FrameReader,
+    head: Option<Head>,
+    /// A POST's body as far as it came, and whether it outgrew [`MAX_POST`].
+    posted: Vec<u8>,
+    too_long: bool,
+    /// The request's FIN was read.
+    fin: bool,
     /// The response's body still to make, once the request was read.
     body: Option<(Body, u64)>,
 }
@@ -78,16 +114,24 @@ pub struct Service {
     /// The client's unidirectional streams (HTTP/3 control and QPACK), drained.
     uni: BTreeSet<(ConnectionHandle, StreamId)>,
     stats: ServiceStats,
+    post: PostHandler,
 }
 
 impl Service {
     pub fn new(endpoint: Endpoint) -> Self {
+        Self::with_post(endpoint, Box::new(echo_post))
+    }
+
+    /// A service whose HTTP/3 POSTs `post` answers (the `http` protocol's, which
+    /// verifies each body against its case's pattern).
+    pub fn with_post(endpoint: Endpoint, post: PostHandler) -> Self {
         Service {
             endpoint,
             streams: BTreeMap::new(),
             apps: BTreeMap::new(),
             uni: BTreeSet::new(),
             stats: ServiceStats::default(),
+            post,
         }
     }
 
@@ -175,7 +219,7 @@ impl Service {
             return;
         };
         if s.app == App::H3 {
-            if !serve_h3(conn, id, s, &mut self.stats) {
+            if !serve_h3(conn, id, s, &mut self.stats, &mut self.post) {
                 self.streams.remove(&(h, id));
             }
             return;
@@ -238,46 +282,30 @@ impl Service {
 /// How much body is made at a time: what one write usually takes.
 const BODY_CHUNK: u64 = 16 * 1024;
 
-/// Serves one HTTP/3 request stream: reads the request until its HEADERS, then writes
-/// the response as flow control allows. False: the stream is done or gone.
+/// Serves one HTTP/3 request stream: reads the request (a GET until its HEADERS, a POST
+/// to its FIN), then writes the response as flow control allows. False: the stream is
+/// done or gone.
 fn serve_h3(
     conn: &mut quinn_proto::Connection,
     id: StreamId,
     s: &mut Stream,
     stats: &mut ServiceStats,
+    post: &mut PostHandler,
 ) -> bool {
+    let read = read_request(conn, id, s, stats);
     if s.h3.body.is_none() {
-        match read_request(conn, id, s, stats) {
-            Ok(Some(path)) => {
-                let n = path
-                    .strip_prefix(b"/")
-                    .and_then(|p| std::str::from_utf8(p).ok())
-                    .and_then(|p| p.parse::<u64>().ok())
-                    .filter(|n| (1..=h3::MAX_BODY).contains(n));
-                match n {
-                    Some(n) => {
-                        stats.requests += 1;
-                        s.pending = h3::response(200, Some(n));
-                        s.pending.extend(h3::data_header(n));
-                        s.h3.body = Some((Body::lehmer(), n));
-                    }
-                    None => {
-                        stats.bad_requests += 1;
-                        s.pending = h3::response(400, Some(0));
-                        s.h3.body = Some((Body::lehmer(), 0));
-                    }
-                }
-            }
-            Ok(None) => return true,
-            Err(()) => {
-                stats.bad_requests += 1;
-                return false;
+        if read.is_err() {
+            stats.bad_requests += 1;
+            return false;
+        }
+        match s.h3.head.take() {
+            Some(Head::Get(path)) => answer_get(s, &path, stats),
+            Some(Head::Post(path)) if s.h3.fin => answer_post(s, &path, stats, post),
+            head => {
+                s.h3.head = head;
+                return true;
             }
         }
-    } else {
-        // The request's FIN, if it came after its HEADERS: read so quinn can free the
-        // stream's receive side.
-        let _ = read_request(conn, id, s, stats);
     }
     loop {
         if !flush(conn, id, s, stats) {
@@ -300,38 +328,99 @@ fn serve_h3(
     }
 }
 
-/// Reads a request stream's frames; the `:path` of a GET once its HEADERS arrived,
-/// `None` while they have not. Err: the request is malformed, ended without HEADERS or
-/// was reset, and the stream is abandoned.
+/// `GET /N`: status 200 and N generated bytes, or 400.
+fn answer_get(s: &mut Stream, path: &[u8], stats: &mut ServiceStats) {
+    let n = path
+        .strip_prefix(b"/")
+        .and_then(|p| std::str::from_utf8(p).ok())
+        .and_then(|p| p.parse::<u64>().ok())
+        .filter(|n| (1..=h3::MAX_BODY).contains(n));
+    match n {
+        Some(n) => {
+            stats.requests += 1;
+            s.pending = h3::response(200, Some(n));
+            s.pending.extend(h3::data_header(n));
+            s.h3.body = Some((Body::lehmer(), n));
+        }
+        None => {
+            stats.bad_requests += 1;
+            s.pending = h3::response(400, Some(0));
+            s.h3.body = Some((Body::lehmer(), 0));
+        }
+    }
+}
+
+/// A POST read to its FIN: the handler's answer in one HEADERS and one DATA frame.
+fn answer_post(s: &mut Stream, path: &[u8], stats: &mut ServiceStats, post: &mut PostHandler) {
+    let (status, body) = if s.h3.too_long {
+        (413, Vec::new())
+    } else {
+        post(path, std::mem::take(&mut s.h3.posted))
+    };
+    if status == 200 {
+        stats.requests += 1;
+    } else {
+        stats.bad_requests += 1;
+    }
+    let n = body.len() as u64;
+    s.pending = h3::response(status, Some(n));
+    if n > 0 {
+        s.pending.extend(h3::data_header(n));
+        s.pending.extend(body);
+    }
+    s.h3.body = Some((Body::lehmer(), 0));
+}
+
+/// Reads what a request stream has: its HEADERS into `s.h3.head`, a POST's DATA into
+/// `s.h3.posted`, its FIN into `s.h3.fin`. Err: the request is malformed (DATA before
+/// HEADERS, RFC 9114 §4.1.2), ended without HEADERS or was reset, and the stream is
+/// abandoned.
 fn read_request(
     conn: &mut quinn_proto::Connection,
     id: StreamId,
     s: &mut Stream,
     stats: &mut ServiceStats,
-) -> Result<Option<Vec<u8>>, ()> {
+) -> Result<(), ()> {
     let mut recv = conn.recv_stream(id);
     let mut chunks = recv.read(true).map_err(|_| ())?;
-    let mut path = None;
     let mut bad = false;
+    let r = &mut s.h3;
     loop {
         match chunks.next(usize::MAX) {
             Ok(Some(c)) => {
                 stats.bytes_in += c.bytes.len() as u64;
-                let r = s.h3.reader.push(&c.bytes, &mut |p| {
-                    if let Part::Headers(f) = p {
-                        if path.is_none() {
-                            path = Some(match h3::field(&f, ":method") {
-                                Some(b"GET") => h3::field(&f, ":path").unwrap_or(b"").to_vec(),
-                                _ => Vec::new(),
+                let (head, posted, too_long) = (&mut r.head, &mut r.posted, &mut r.too_long);
+                let pushed = r.reader.push(&c.bytes, &mut |p| {
+                    match p {
+                        Part::Headers(f) if head.is_none() => {
+                            let path = h3::field(&f, ":path").unwrap_or(b"").to_vec();
+                            *head = Some(match h3::field(&f, ":method") {
+                                Some(b"GET") => Head::Get(path),
+                                Some(b"POST") => Head::Post(path),
+                                _ => Head::Get(Vec::new()),
                             });
+                        }
+                        // Trailers (RFC 9114 §4.1) carry nothing we need.
+                        Part::Headers(_) => {}
+                        Part::Data(_) if head.is_none() => {
+                            return Err(h3::H3Error::Frame("DATA before HEADERS"));
+                        }
+                        Part::Data(d) => {
+                            if posted.len() + d.len() > MAX_POST {
+                                *too_long = true;
+                                posted.clear();
+                            } else if !*too_long {
+                                posted.extend_from_slice(d);
+                            }
                         }
                     }
                     Ok(())
                 });
-                bad |= r.is_err();
+                bad |= pushed.is_err();
             }
             Ok(None) => {
-                bad |= path.is_none();
+                r.fin = true;
+                bad |= r.head.is_none() || r.reader.finish().is_err();
                 break;
             }
             Err(ReadError::Blocked) => break,
@@ -342,7 +431,7 @@ fn read_request(
         }
     }
     let _ = chunks.finalize();
-    if bad { Err(()) } else { Ok(path) }
+    if bad { Err(()) } else { Ok(()) }
 }
 
 enum Read {
@@ -457,5 +546,23 @@ impl DatagramEngine for Service {
 
     fn poll_event(&mut self) -> Option<()> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::echo_post;
+
+    #[test]
+    fn the_default_post_echoes_and_sinks() {
+        assert_eq!(
+            echo_post(b"/echo?seq=3", b"abc".to_vec()),
+            (200, b"abc".to_vec())
+        );
+        assert_eq!(
+            echo_post(b"/sink?seq=3", b"abc".to_vec()),
+            (200, Vec::new())
+        );
+        assert_eq!(echo_post(b"/other", b"abc".to_vec()).0, 404);
     }
 }
