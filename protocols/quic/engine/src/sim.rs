@@ -14,8 +14,8 @@ use crate::{ALPN_ECHO, ALPN_H3, Endpoint, Event, Identity, Service, Transport};
 use quinn_proto::{ConnectionHandle, Dir, StreamEvent, StreamId};
 use std::net::SocketAddr;
 use std::time::Instant;
+use wirebench_engine::DatagramEngine;
 use wirebench_engine::harness::{Datagrams, Pair, Stopped};
-use wirebench_engine::{DatagramEngine, Received, Transmit};
 use wirebench_link::LinkParams;
 
 /// What the streams carry in a simulation.
@@ -90,24 +90,22 @@ pub fn first_exchanges(
         App::Echo => vec![0x5a; payload],
         App::H3 => h3::request(NAME, &format!("/{payload}")),
     };
-    let client = Client {
-        ep,
+    let mut c = Client {
         h,
         message,
         stream: None,
         written_at: 0,
         ended: Vec::new(),
     };
-    let mut pair = Pair::new(Datagrams(client), Datagrams(Service::new(server)), up, down);
-    pair.try_run_until(deadline_ns, false, |now, c, _| {
-        c.pump(now);
+    let mut pair = Pair::new(Datagrams(ep), Datagrams(Service::new(server)), up, down);
+    pair.try_run_until(deadline_ns, false, |now, ep, _| {
+        c.pump(ep, now);
         c.ended.len() >= 2
     })?;
-    let c = &pair.a;
-    let completed_ns =
-        c.ep.conn(c.h)
-            .and_then(|k| k.handshake.completed)
-            .unwrap_or(c.ended[0].1);
+    let completed_ns = (pair.a)
+        .conn(c.h)
+        .and_then(|k| k.handshake.completed)
+        .unwrap_or(c.ended[0].1);
     Ok(FirstExchanges {
         completed_ns,
         first_ns: c.ended[0].1,
@@ -117,10 +115,9 @@ pub fn first_exchanges(
     })
 }
 
-/// The simulated client: one stream at a time, each finished after its message; the
-/// next opens when the answer has ended.
+/// The simulated client's script over its endpoint: one stream at a time, each finished
+/// after its message; the next opens when the answer has ended.
 struct Client {
-    ep: Endpoint,
     h: ConnectionHandle,
     message: Vec<u8>,
     stream: Option<StreamId>,
@@ -130,8 +127,8 @@ struct Client {
 }
 
 impl Client {
-    fn write(&mut self, now: u64) {
-        let Some(c) = self.ep.connection(self.h) else {
+    fn write(&mut self, ep: &mut Endpoint, now: u64) {
+        let Some(c) = ep.connection(self.h) else {
             return;
         };
         let Some(id) = c.streams().open(Dir::Bi) else {
@@ -146,19 +143,19 @@ impl Client {
         self.written_at = now;
     }
 
-    fn pump(&mut self, now: u64) {
-        while let Some(e) = self.ep.poll_event() {
+    fn pump(&mut self, ep: &mut Endpoint, now: u64) {
+        while let Some(e) = ep.poll_event() {
             let Event::Conn(_, e) = e else { continue };
             match e {
-                quinn_proto::Event::Connected => self.write(now),
+                quinn_proto::Event::Connected => self.write(ep, now),
                 // Reading happens in the guard: a stream not yet ended is read all the same.
                 quinn_proto::Event::Stream(StreamEvent::Readable { id })
-                    if self.stream == Some(id) && self.read_to_end(id) =>
+                    if self.stream == Some(id) && self.read_to_end(ep, id) =>
                 {
                     self.ended.push((self.written_at, now));
                     self.stream = None;
                     if self.ended.len() < 2 {
-                        self.write(now);
+                        self.write(ep, now);
                     }
                 }
                 _ => {}
@@ -167,8 +164,8 @@ impl Client {
     }
 
     /// Reads what `id` has; true once its FIN came.
-    fn read_to_end(&mut self, id: StreamId) -> bool {
-        let Some(c) = self.ep.connection(self.h) else {
+    fn read_to_end(&self, ep: &mut Endpoint, id: StreamId) -> bool {
+        let Some(c) = ep.connection(self.h) else {
             return false;
         };
         let mut recv = c.recv_stream(id);
@@ -188,31 +185,6 @@ impl Client {
         }
         let _ = chunks.finalize();
         end
-    }
-}
-
-impl DatagramEngine for Client {
-    type Event = ();
-    type Error = std::convert::Infallible;
-
-    fn handle_datagram(&mut self, now: u64, d: Received<'_>) -> Result<(), Self::Error> {
-        self.ep.handle_datagram(now, d)
-    }
-
-    fn poll_transmit(&mut self, now: u64, max: usize, buf: &mut Vec<u8>) -> Option<Transmit> {
-        self.ep.poll_transmit(now, max, buf)
-    }
-
-    fn poll_timeout(&self) -> Option<u64> {
-        self.ep.poll_timeout()
-    }
-
-    fn handle_timeout(&mut self, now: u64) -> Result<(), Self::Error> {
-        self.ep.handle_timeout(now)
-    }
-
-    fn poll_event(&mut self) -> Option<()> {
-        None
     }
 }
 

@@ -119,7 +119,14 @@ fn one(
         .finish()
         .map_err(|e| WorkloadError::Peer(format!("finishing the stream: {e}")))?;
     let (first, first_at) = read_echo(conn, id, 1, false, ctx, &mut watch)?;
-    let (rest, _) = read_echo(conn, id, body.len() - first.len(), true, ctx, &mut watch)?;
+    let (rest, _) = read_echo(
+        conn,
+        id,
+        body.len().saturating_sub(first.len()),
+        true,
+        ctx,
+        &mut watch,
+    )?;
     if first.iter().chain(&rest).ne(body.iter()) {
         return Err(WorkloadError::Peer(
             "the echo differs from the message".into(),
