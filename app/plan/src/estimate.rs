@@ -483,13 +483,23 @@ fn peer_estimate(
         let n = case
             .count(&params::COUNT)
             .unwrap_or(crate::params::PEER_STREAM_COUNT);
-        let each = up.ser(wire(&up)) + model.processing_s;
-        e.fixed += up.one_way(msg) + rtt0;
-        e.payload_share = up.ser(payload) / each.max(1e-12);
+        // A download (QUIC's HTTP/3 GET) crosses the downlink, its ACKs the uplink.
+        let (tx, rx) = if crate::registry::of(case).stream_downloads(case) {
+            (&down, &up)
+        } else {
+            (&up, &down)
+        };
+        let each = tx.ser(wire(tx)) + model.processing_s;
+        let segs = (n + 1) as f64 * (msg / tx.mss).ceil().max(1.0);
+        // Slow start: doubling from 10 segments up to the path's bandwidth-delay product
+        // or the whole transfer, whichever is less (RFC 9002 §7.3.1, RFC 5681 §3.1).
+        let bdp_segments = tx.rate.unwrap_or(EMULATOR_BPS) / 8.0 * (rtt0 + 0.001) / tx.mtu;
+        let slow_start = (bdp_segments.min(segs) / 10.0).max(1.0).log2().ceil() * rtt0;
+        e.fixed += up.one_way(msg) + rtt0 + slow_start;
+        e.payload_share = tx.ser(payload) / each.max(1e-12);
         e.knob = Knob::Count { n, each };
-        let segs = (n + 1) as f64 * (msg / up.mss).ceil().max(1.0);
-        e.packets = vec![(segs, (msg.min(up.mss) + up.header()) as u64)];
-        e.packets.extend(down.acks(segs));
+        e.packets = vec![(segs, (msg.min(tx.mss) + tx.header()) as u64)];
+        e.packets.extend(rx.acks(segs));
     } else {
         let rounds = case.rounds();
         let rt = up.ser(wire(&up)) + down.ser(wire(&down)) + rtt0 + 2.0 * model.processing_s;
