@@ -73,7 +73,15 @@ pub fn add_wire_metrics(
     let mut m = Vec::new();
     let sent = out.value(MESSAGES_SENT).unwrap_or(0.0);
     let workload = case.workload();
-    let echoed = workload == "pingpong" || crate::registry::of(case).stream_echoes(case);
+    let protocol = crate::registry::of(case);
+    let echoed = workload == "pingpong" || protocol.stream_echoes(case);
+    // The direction a stream's payload crosses: the client's uplink, or a download's
+    // downlink.
+    let rate = if protocol.stream_downloads(case) {
+        link.down.rate_bps
+    } else {
+        link.up.rate_bps
+    };
     let crossings = if echoed { 2.0 * sent } else { sent };
     let payload = case.payload();
     match out.local_port {
@@ -89,11 +97,12 @@ pub fn add_wire_metrics(
             let bytes = up.delivered_bytes + down.delivered_bytes;
             m.push(metric(WIRE_BYTES, bytes as f64));
             per_message(&mut m, WIRE_PER_MESSAGE, bytes, crossings, payload);
-            m.extend(utilization(out, link, payload, sent));
+            m.extend(utilization(out, rate, payload, sent));
         }
         Some(port) => {
             let bytes = flow_metrics(&mut m, after, port, out.transport);
             per_message(&mut m, WIRE_PER_MESSAGE, bytes, crossings, payload);
+            m.extend(utilization(out, rate, payload, sent));
         }
     }
     if let Some(mark) = stable {
@@ -146,16 +155,17 @@ fn per_message(
     }
 }
 
-/// `link.utilization`: payload bits delivered in the timed interval over what the
-/// uplink's rate could carry in it.
+/// `link.utilization`: payload bits delivered in the timed interval over what `rate` (the
+/// payload's direction) could carry in it: a download's efficiency, goodput over the
+/// link's rate.
 fn utilization(
     out: &Outcome,
-    link: &CaseLink,
+    rate: Option<u64>,
     payload: u64,
     sent: f64,
 ) -> Option<(String, Metric)> {
     let t = out.value(THROUGHPUT_DURATION)?;
-    let rate = link.up.rate_bps?;
+    let rate = rate?;
     // Messages delivered in the timed interval.
     let timed = out.value(THROUGHPUT_MESSAGES_PER_S).map(|v| v * t);
     let bits = payload as f64 * 8.0 * timed.unwrap_or(sent);

@@ -162,6 +162,12 @@ pub trait Protocol: Sync {
     fn stream_echoes(&self, _case: &Case) -> bool {
         false
     }
+    /// Whether a stream case's payload travels from the server to the client (QUIC's
+    /// HTTP/3 `GET /N`), so `link.utilization` is over the downlink's rate; otherwise the
+    /// client sends it, over the uplink.
+    fn stream_downloads(&self, _case: &Case) -> bool {
+        false
+    }
     /// Bytes each message adds to its payload on the wire above TCP, when fixed: the
     /// runner then records the link model's round trip (`rtt.model`) beside the measured.
     fn message_overhead(&self) -> Option<u64> {

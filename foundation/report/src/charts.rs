@@ -22,7 +22,8 @@ use wirebench_chart::{Axis, Chart, Guide, Kind, Marker, Point, Series, Unit};
 use wirebench_model::metric::connect::{TTFB, TTFB_ROUND_TRIPS};
 use wirebench_model::metric::{
     CONNECT_TIME, LINK_UTILIZATION, LOAD_PEAK_ACTIVE, ROUNDS_HISTOGRAM, RTT, RTT_FIRST, RTT_STABLE,
-    THROUGHPUT_BITS_PER_S, THROUGHPUT_MESSAGES_PER_S, WIRE_STABLE_OVERHEAD_PER_MESSAGE, named,
+    THROUGHPUT_BITS_PER_S, THROUGHPUT_DURATION, THROUGHPUT_MESSAGES_PER_S,
+    WIRE_STABLE_OVERHEAD_PER_MESSAGE, named,
 };
 use wirebench_model::session_words::SessionWords;
 use wirebench_model::{Record, Status};
@@ -76,6 +77,7 @@ static STUDY_METRICS: LazyLock<Vec<(String, &str)>> = LazyLock::new(|| {
         (TTFB.at("p95"), "Time to first byte, p95"),
         (TTFB_ROUND_TRIPS.at("p50"), "Round trips to the first byte"),
         (LOAD_PEAK_ACTIVE.key(), "Peak sessions logged in"),
+        (THROUGHPUT_DURATION.key(), "Transfer time"),
     ])
 });
 

@@ -376,6 +376,10 @@ impl Protocol for Quic {
         Some(PEER_STREAM_COUNT)
     }
 
+    fn stream_downloads(&self, case: &Case) -> bool {
+        case.choice(&APP) == "h3"
+    }
+
     fn peer_model(&self, case: &Case) -> Option<PeerModel> {
         let per_stream = case.workload() == "pingpong" && case.choice(&STREAMS) == "per-message";
         Some(PeerModel {
