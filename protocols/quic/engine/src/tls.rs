@@ -94,5 +94,14 @@ pub fn server(
     // QUIC takes no other early data size (RFC 9001 §4.6.1: the limit is the transport's
     // flow control); 0 refuses 0-RTT, so the first flight is the same as without tickets.
     c.max_early_data_size = if early_data { u32::MAX } else { 0 };
+    // Resumption is stateful here (rustls keeps what each ticket resumes, and a 0-RTT
+    // ticket is used once: RFC 8446 §8.1), and its default 256 entries are too few for
+    // concurrent clients: at a thousand connections a second, two tickets each, a client
+    // on a slow path comes back after its ticket was evicted and its 0-RTT is refused.
+    c.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSIONS);
     QuicServerConfig::try_from(c).map_err(|_| TlsError::NoInitialSuite)
 }
+
+/// Sessions a server keeps to resume: tickets of some 30 s of connections at 500 a
+/// second, a few MB.
+const SESSIONS: usize = 32_768;

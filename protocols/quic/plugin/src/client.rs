@@ -35,15 +35,7 @@ impl Conn {
         seed: u64,
         qlog: Option<Box<dyn std::io::Write + Send + Sync>>,
     ) -> Result<Conn, WorkloadError> {
-        let any: IpAddr = match server {
-            SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
-            SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
-        };
-        let socket = UdpSocket::bind((any, 0)).map_err(|error| WorkloadError::Io {
-            during: "binding the client's UDP socket",
-            error,
-        })?;
-        let local_port = socket.local_addr().map(|a| a.port()).unwrap_or(0);
+        let (socket, local_port) = bind(server)?;
         let mut engine = Endpoint::client(transport, Instant::now(), seed)
             .map_err(|e| WorkloadError::Input(format!("QUIC client: {e}")))?;
         let handle = engine
@@ -64,16 +56,23 @@ impl Conn {
         })
     }
 
-    /// Opens the endpoint's next connection to `server` on the same socket, which the
-    /// methods then act on (the one before should be closed). A ticket from an earlier
-    /// connection resumes it (RFC 8446 §2.2); true if it may send 0-RTT data at once
-    /// (RFC 9001 §4.6).
+    /// Opens the endpoint's next connection to `server`, which the methods then act on
+    /// (the one before should be closed). A ticket from an earlier connection resumes it
+    /// (RFC 8446 §2.2); true if it may send 0-RTT data at once (RFC 9001 §4.6).
+    ///
+    /// Each connection gets a socket (a client port) of its own, as a TCP connection
+    /// does: the emulated link draws a path per client port (`link.paths`), and a
+    /// datagram of the closed connection still on its way cannot reach this one. The
+    /// endpoint, and with it the session tickets, stays.
     pub fn reconnect(
         &mut self,
         identity: &Identity,
         alpn: &[u8],
         server: SocketAddr,
     ) -> Result<bool, WorkloadError> {
+        let (socket, local_port) = bind(server)?;
+        self.driver.io = Udp::new(socket);
+        self.local_port = local_port;
         self.handle = self
             .engine
             .connect(
@@ -158,6 +157,21 @@ impl Conn {
         // The close may be paced behind data still queued: a short linger sends it.
         let _ = self.poll(Instant::now() + Duration::from_millis(5));
     }
+}
+
+/// A UDP socket on an ephemeral port of the family of `server` (the case's thread is in
+/// the client host already), and its port.
+fn bind(server: SocketAddr) -> Result<(UdpSocket, u16), WorkloadError> {
+    let any: IpAddr = match server {
+        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let socket = UdpSocket::bind((any, 0)).map_err(|error| WorkloadError::Io {
+        during: "binding the client's UDP socket",
+        error,
+    })?;
+    let port = socket.local_addr().map(|a| a.port()).unwrap_or(0);
+    Ok((socket, port))
 }
 
 /// A lost connection as a case's error: the peer's close or a protocol error is the

@@ -1,13 +1,14 @@
 //! `--workload connect` in QUIC (study S3's question: the time to the first byte of a
-//! fresh connection): `connects` connections one after another from one client
-//! endpoint, each sending one message of `payload` bytes to our echo server on a stream
+//! fresh connection): `connects` connections, `concurrency` at a time (a client
+//! endpoint each, opening its share one after another, every connection from a client
+//! port of its own), each sending one message of `payload` bytes to our echo server on a stream
 //! of its own and timed from its first Initial to the first byte of the echo, or in
 //! HTTP/3 (RFC 9114, any server) one `GET /payload` timed to the response's end (its
 //! FIN: a small body comes in the packet that starts it), then closed (RFC 9000 §10.2).
 //!
 //! 1-RTT: the message can only go once the handshake completes (RFC 9000 §4.6), with
 //! the client's Finished, so the first byte comes after two round trips. With
-//! `quic.0rtt=on` every connection after the first resumes from a session ticket the
+//! `quic.0rtt=on` every connection after each client's first resumes from a session ticket the
 //! server gave an earlier one (RFC 8446 §2.2) and sends the message as 0-RTT data with
 //! its first Initial (RFC 9001 §4.6): one round trip.
 //! Each connection's smoothed RTT (RFC 9002 §5.3; an idle path's round trip) gives its
@@ -16,13 +17,15 @@
 use crate::client::Conn;
 use crate::download::{H3, get, status_ok};
 use crate::workload::{QuicRun, Watch, read_echo, step, write_all};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use wirebench_connect::metrics::{CONNECTS_OK, CONNECTS_PER_S, PATH_RTT, TTFB, TTFB_ROUND_TRIPS};
 use wirebench_connect::push_distribution;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::seeded::random_bytes;
 use wirebench_protocol::stats::secs;
 use wirebench_protocol::{Ctx, Outcome, WorkloadError};
-use wirebench_quic_engine::proto::Dir;
+use wirebench_quic_engine::proto::{Dir, StreamId};
 use wirebench_quic_engine::{ALPN_ECHO, ALPN_H3};
 
 /// One connection's figures, ns.
@@ -33,40 +36,163 @@ struct Timed {
     early: bool,
 }
 
-/// Runs the connections; the first uses `conn` as opened.
+/// What the clients share: the count of finished connections and the word to stop.
+struct Shared<'a> {
+    ctx: &'a Ctx<'a>,
+    connects: u64,
+    done: AtomicU64,
+    /// Set by a client that failed, so that the others stop at their next connection.
+    failed: AtomicBool,
+}
+
+/// Runs the connections: `concurrency` clients, each an endpoint of its own (its own
+/// session tickets) opening its share one after another; the first client uses `conn`
+/// as opened. The case thread's network namespace is the clients' too (a thread starts
+/// in its parent's).
 pub fn run(
     run: &QuicRun,
     connects: u64,
+    concurrency: u64,
     ctx: &Ctx,
     conn: &mut Conn,
     out: &mut Outcome,
 ) -> Result<(), WorkloadError> {
-    let mut rng = run.seed | 1;
+    let clients = concurrency.clamp(1, connects);
+    let shared = Shared {
+        ctx,
+        connects,
+        done: AtomicU64::new(0),
+        failed: AtomicBool::new(false),
+    };
     let started = monotonic_ns();
+    let results: Vec<(Vec<Timed>, Result<(), WorkloadError>)> = std::thread::scope(|s| {
+        let shared = &shared;
+        let others: Vec<_> = (1..clients)
+            .map(|w| {
+                s.spawn(move || {
+                    let alpn = if run.h3 { ALPN_H3 } else { ALPN_ECHO };
+                    let mut all = Vec::new();
+                    let r = Conn::open(
+                        run.transport.clone(),
+                        &run.identity,
+                        alpn,
+                        run.server,
+                        run.seed ^ w.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                        None,
+                    )
+                    .and_then(|mut conn| client(run, shared, w, clients, &mut conn, &mut all));
+                    (all, r)
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        let first = client(run, shared, 0, clients, conn, &mut all);
+        std::iter::once((all, first))
+            .chain(others.into_iter().map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    (
+                        Vec::new(),
+                        Err(WorkloadError::Environment(
+                            "a QUIC connect client panicked".into(),
+                        )),
+                    )
+                })
+            }))
+            .collect()
+    });
+    let elapsed = monotonic_ns() - started;
     let mut all = Vec::with_capacity(connects as usize);
+    let mut error = None;
+    for (timed, r) in results {
+        all.extend(timed);
+        match r {
+            Ok(()) => {}
+            // A client's own failure says more than the others' stopping after it.
+            Err(WorkloadError::Interrupted) => {
+                error.get_or_insert(WorkloadError::Interrupted);
+            }
+            Err(e) => {
+                if matches!(error, None | Some(WorkloadError::Interrupted)) {
+                    error = Some(e);
+                }
+            }
+        }
+    }
+    match error {
+        None => {
+            record(run, &all, elapsed, out);
+            Ok(())
+        }
+        Some(WorkloadError::Interrupted) if !all.is_empty() && !shared.failed.load(Relaxed) => {
+            let mut partial = Outcome::default();
+            record(run, &all, elapsed, &mut partial);
+            partial.notes.push(format!(
+                "interrupted after {} of {connects} connections: the metrics cover the finished ones",
+                all.len()
+            ));
+            Err(WorkloadError::InterruptedAfter(Box::new(partial)))
+        }
+        Some(e) => Err(e),
+    }
+}
+
+/// One client's share: connections `w`, `w + clients`, ... on one endpoint, the first
+/// as `conn` was opened, each later one resuming from a ticket of an earlier one.
+fn client(
+    run: &QuicRun,
+    shared: &Shared,
+    w: u64,
+    clients: u64,
+    conn: &mut Conn,
+    all: &mut Vec<Timed>,
+) -> Result<(), WorkloadError> {
+    let ctx = shared.ctx;
+    let mut rng = (run.seed ^ w) | 1;
     let mut early = conn.quic()?.has_0rtt();
-    for i in 0..connects {
-        if i > 0 {
+    let mut i = w;
+    while i < shared.connects {
+        if shared.failed.load(Relaxed) {
+            return Err(WorkloadError::Interrupted);
+        }
+        if i >= clients {
             let alpn = if run.h3 { ALPN_H3 } else { ALPN_ECHO };
             early = conn.reconnect(&run.identity, alpn, run.server)?;
         }
-        if i == 1 {
-            (ctx.mark_stable)();
-        }
         let body = random_bytes(&mut rng, run.payload);
         let t = if run.h3 {
-            one_h3(run, ctx, conn, early)?
+            one_h3(run, ctx, conn, early)
         } else {
-            one(run, ctx, conn, &body, early)?
+            one(run, ctx, conn, &body, early)
         };
         if run.h3 {
             conn.close_h3();
         } else {
             conn.close();
         }
-        all.push(t);
+        match t {
+            Ok(t) => all.push(t),
+            Err(e) => {
+                if !matches!(e, WorkloadError::Interrupted) {
+                    shared.failed.store(true, Relaxed);
+                }
+                return Err(e);
+            }
+        }
+        let done = shared.done.fetch_add(1, Relaxed) + 1;
+        if done == 1 {
+            // Later connections may resume: the set-up traffic before is the first's.
+            (ctx.mark_stable)();
+        }
+        if done % 64 == 0 || done == shared.connects {
+            (ctx.progress)(done, shared.connects);
+        }
+        i += clients;
     }
-    let elapsed = monotonic_ns() - started;
+    Ok(())
+}
+
+/// The connections' figures into the record.
+fn record(run: &QuicRun, all: &[Timed], elapsed: u64, out: &mut Outcome) {
     let n = all.len() as u64;
     out.put(CONNECTS_OK, n as f64);
     if elapsed > 0 {
@@ -86,12 +212,11 @@ pub fn run(
     let accepted = all.iter().filter(|t| t.early).count();
     out.put(crate::ZERO_RTT_ACCEPTED, accepted as f64);
     out.notes.push(if run.transport.zero_rtt {
-        format!("0-RTT: {accepted} of {n} connections sent their message with the first Initial and the server accepted it (the first has no ticket yet)")
+        format!("0-RTT: {accepted} of {n} connections sent their message with the first Initial and the server accepted it (each client's first has no ticket yet)")
     } else {
         format!("{n} connections, each 1-RTT: the message after the handshake")
     });
     out.rounds = Some(ttfb);
-    Ok(())
 }
 
 /// One connection: the message (at once in 0-RTT, or once the handshake completes), the
@@ -108,16 +233,17 @@ fn one(
     if !early {
         crate::workload::wait_handshake(conn, ctx, &mut watch)?;
     }
-    let id = conn
-        .quic()?
-        .streams()
-        .open(Dir::Bi)
-        .ok_or_else(|| WorkloadError::Peer("the server allows no stream".into()))?;
-    write_all(conn, id, body, ctx, &mut watch)?;
-    conn.quic()?
-        .send_stream(id)
-        .finish()
-        .map_err(|e| WorkloadError::Peer(format!("finishing the stream: {e}")))?;
+    let mut id = send(conn, body, ctx, &mut watch)?;
+    if early {
+        // The echo is 1-RTT data, readable only once the handshake completes, which is
+        // also when the client learns whether the server took its 0-RTT data. A server
+        // may refuse it (an unknown or used ticket, RFC 9001 §4.6.2), and quinn-proto then
+        // drops the streams it carried: the message goes again, as a client's must.
+        crate::workload::wait_handshake(conn, ctx, &mut watch)?;
+        if !conn.quic()?.accepted_0rtt() {
+            id = send(conn, body, ctx, &mut watch)?;
+        }
+    }
     let (first, first_at) = read_echo(conn, id, 1, false, ctx, &mut watch)?;
     let (rest, _) = read_echo(
         conn,
@@ -133,6 +259,26 @@ fn one(
         ));
     }
     finish(conn, ctx, &mut watch, t0, first_at, early)
+}
+
+/// Opens a stream and writes `body` on it, finished.
+fn send(
+    conn: &mut Conn,
+    body: &[u8],
+    ctx: &Ctx,
+    watch: &mut Watch,
+) -> Result<StreamId, WorkloadError> {
+    let id = conn
+        .quic()?
+        .streams()
+        .open(Dir::Bi)
+        .ok_or_else(|| WorkloadError::Peer("the server allows no stream".into()))?;
+    write_all(conn, id, body, ctx, watch)?;
+    conn.quic()?
+        .send_stream(id)
+        .finish()
+        .map_err(|e| WorkloadError::Peer(format!("finishing the stream: {e}")))?;
+    Ok(id)
 }
 
 /// The connection's figures once its handshake is confirmed (RFC 9001 §4.1.2): the server
@@ -170,9 +316,9 @@ fn one_h3(run: &QuicRun, ctx: &Ctx, conn: &mut Conn, early: bool) -> Result<Time
     if !early {
         crate::workload::wait_handshake(conn, ctx, &mut watch)?;
     }
-    let mut h3c = H3::open(conn)?;
     let path = format!("/{}", run.payload);
-    let r = get(
+    let mut h3c = H3::open(conn)?;
+    let mut r = get(
         conn,
         &mut h3c,
         &path,
@@ -180,7 +326,23 @@ fn one_h3(run: &QuicRun, ctx: &Ctx, conn: &mut Conn, early: bool) -> Result<Time
         ctx,
         &mut watch,
         &mut |_| {},
-    )?;
+    );
+    if early && r.is_err() && conn.handshake().completed.is_some() && !conn.quic()?.accepted_0rtt()
+    {
+        // The server refused the 0-RTT data and quinn-proto dropped its streams (see
+        // `one`): the control stream and the request go again in 1-RTT.
+        h3c = H3::open(conn)?;
+        r = get(
+            conn,
+            &mut h3c,
+            &path,
+            run.kind.body(),
+            ctx,
+            &mut watch,
+            &mut |_| {},
+        );
+    }
+    let r = r?;
     status_ok(&r, &path, run.kind)?;
     if r.bytes != run.payload as u64 || !r.intact {
         return Err(WorkloadError::Peer(format!(

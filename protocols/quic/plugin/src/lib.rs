@@ -108,7 +108,7 @@ pub const ZERO_RTT: ParamSpec = ParamSpec {
     kind: ParamKind::Choice(ON_OFF),
     default: "off",
     workloads: &["connect"],
-    help: "connect: every connection after the first resumes from a session ticket and sends its message as 0-RTT data with its first Initial (RFC 9001 §4.6), one round trip to the first byte instead of two",
+    help: "connect: every connection after its client's first resumes from a session ticket and sends its message as 0-RTT data with its first Initial (RFC 9001 §4.6), one round trip to the first byte instead of two",
     words: "QUIC 0-RTT",
 };
 
@@ -141,6 +141,7 @@ pub const RETRY: ParamSpec = ParamSpec {
 
 const PARAMS: &[ParamSpec] = &[
     wirebench_connect::params::CONNECTS,
+    wirebench_connect::params::CONCURRENCY,
     ZERO_RTT,
     SERVER,
     APP,
@@ -399,10 +400,11 @@ impl Protocol for Quic {
         })
     }
 
-    fn connect_round_trips(&self, case: &Case) -> f64 {
-        // The handshake's, the echo riding with the Finished; with 0-RTT, the echo's
-        // alone (the first connection's two aside).
-        if case.is_on(&ZERO_RTT) { 1.0 } else { 2.0 }
+    fn connect_round_trips(&self, _case: &Case) -> f64 {
+        // A connection lasts until its handshake is confirmed (HANDSHAKE_DONE, RFC 9001
+        // §4.1.2), two round trips, which is when its echo comes in 1-RTT; the 0-RTT echo
+        // comes a round trip earlier but the connection waits for its ticket.
+        2.0
     }
 
     fn setup_over(&self, case: &Case, link: &CaseLink) -> Option<f64> {
@@ -430,6 +432,7 @@ impl Protocol for Quic {
                     .into(),
             ));
         }
+        concurrency_of(case)?;
         if case.is_on(&RETRY) && kind != Kind::Ngtcp2 {
             return Err(WorkloadError::Input(format!(
                 "quic.retry=on: only ngtcp2's server can be asked for a Retry (gtlsserver -V), not quic.server={}",
@@ -512,6 +515,7 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
             case.count(&wirebench_connect::params::CONNECTS)
                 .unwrap_or(200)
         }),
+        concurrency: concurrency_of(case)?,
     };
     let mut out = Outcome::default();
     out.push(SERVER_START.name, peer.start_time.as_secs_f64(), "s");
@@ -543,6 +547,22 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
         ));
     }
     Ok(out)
+}
+
+/// The connect workload's clients at once (`concurrency`, unset 1): a thread each.
+fn concurrency_of(case: &Case) -> Result<u64, WorkloadError> {
+    let Some(c) = case.count(&wirebench_connect::params::CONCURRENCY) else {
+        return Ok(1);
+    };
+    let connects = case
+        .count(&wirebench_connect::params::CONNECTS)
+        .unwrap_or(200);
+    if !(1..=1000).contains(&c) || c > connects {
+        return Err(WorkloadError::Input(format!(
+            "concurrency={c}: QUIC's connect runs a client thread per connection at once; use 1 to 1000, at most connects={connects}"
+        )));
+    }
+    Ok(c)
 }
 
 /// The record's note: who was talked to, where, with which settings.

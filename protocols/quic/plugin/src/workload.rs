@@ -58,6 +58,8 @@ pub struct QuicRun {
     pub h3: bool,
     /// `--workload connect`: this many fresh connections ([`crate::connect`]).
     pub connects: Option<u64>,
+    /// Connect: the clients opening them at once.
+    pub concurrency: u64,
 }
 
 /// Tracks progress so that a connection that stops moving fails the case.
@@ -220,10 +222,12 @@ pub fn run(run: &QuicRun, ctx: &Ctx, out: &mut Outcome) -> Result<(), WorkloadEr
         run.seed,
         qlog,
     )?;
-    out.local_port = Some(conn.local_port);
+    // Connect opens many connections, each from a port of its own: the link's traffic
+    // is theirs alone, so the wire figures count all of it.
+    out.local_port = run.connects.is_none().then_some(conn.local_port);
     out.transport = Transport::Udp;
     let r = if let Some(n) = run.connects {
-        crate::connect::run(run, n, ctx, &mut conn, out)
+        crate::connect::run(run, n, run.concurrency, ctx, &mut conn, out)
     } else if run.h3 {
         crate::download::run(run, ctx, &mut conn, out)
     } else if run.stream {
