@@ -87,8 +87,14 @@ pub struct Endpoint {
     /// The TLS configurations of this endpoint's connections by certificate and ALPN,
     /// made once: each keeps its session tickets, and a ticket resumes a session only
     /// through the configuration that verified its server (rustls checks).
-    clients: Vec<(CertificateDer<'static>, Vec<u8>, Arc<QuicClientConfig>)>,
+    clients: ClientTls,
 }
+
+/// An endpoint's TLS client configurations, each with its session-ticket store, to hand
+/// to other endpoints (on other threads): their connections then resume from tickets
+/// any of them received, as the connections of one browser do.
+#[derive(Clone, Default)]
+pub struct ClientTls(Vec<(CertificateDer<'static>, Vec<u8>, Arc<QuicClientConfig>)>);
 
 fn ecn_in(e: Option<Ecn>) -> Option<EcnCodepoint> {
     e.map(|e| match e {
@@ -161,8 +167,19 @@ impl Endpoint {
             turn: 0,
             peer: None,
             scratch: Vec::new(),
-            clients: Vec::new(),
+            clients: ClientTls::default(),
         })
+    }
+
+    /// This endpoint's TLS client configurations, to share with others.
+    pub fn client_tls(&self) -> ClientTls {
+        self.clients.clone()
+    }
+
+    /// Makes this endpoint's connections use `tls`'s configurations, and with them its
+    /// session tickets, where it has one for the certificate and ALPN.
+    pub fn share_client_tls(&mut self, tls: ClientTls) {
+        self.clients = tls;
     }
 
     /// Takes datagrams without a source (the harness's) as coming from `addr`.
@@ -192,6 +209,7 @@ impl Endpoint {
     ) -> Result<ConnectionHandle, EndpointError> {
         let known = self
             .clients
+            .0
             .iter()
             .find(|(c, a, _)| c == cert && a == alpn)
             .map(|(_, _, t)| t.clone());
@@ -199,7 +217,9 @@ impl Endpoint {
             Some(t) => t,
             None => {
                 let t = Arc::new(tls::client(cert, alpn, self.transport.zero_rtt)?);
-                self.clients.push((cert.clone(), alpn.to_vec(), t.clone()));
+                self.clients
+                    .0
+                    .push((cert.clone(), alpn.to_vec(), t.clone()));
                 t
             }
         };

@@ -32,7 +32,7 @@ pub mod sim;
 pub mod tls;
 
 pub use config::{Cc, ConfigError, INITIAL_RTT, MAX_DATAGRAM, MIN_DATAGRAM, Transport};
-pub use endpoint::{Conn, Endpoint, EndpointError, Event, Handshake};
+pub use endpoint::{ClientTls, Conn, Endpoint, EndpointError, Event, Handshake};
 pub use h3::ALPN_H3;
 pub use service::{Service, ServiceStats};
 pub use tls::{ALPN_ECHO, ALPN_SINK, Identity, TlsError};

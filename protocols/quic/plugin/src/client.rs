@@ -14,7 +14,9 @@ use wirebench_engine::blocking::datagram::{DatagramDriver, Udp};
 use wirebench_model::clock::monotonic_ns;
 use wirebench_protocol::WorkloadError;
 use wirebench_quic_engine::proto::{ConnectionError, ConnectionHandle, ConnectionStats};
-use wirebench_quic_engine::{Endpoint, Event, Handshake, Identity, MAX_DATAGRAM, Transport};
+use wirebench_quic_engine::{
+    ClientTls, Endpoint, Event, Handshake, Identity, MAX_DATAGRAM, Transport,
+};
 
 /// The engine on a UDP socket of its own, and the one connection.
 pub struct Conn {
@@ -35,9 +37,26 @@ impl Conn {
         seed: u64,
         qlog: Option<Box<dyn std::io::Write + Send + Sync>>,
     ) -> Result<Conn, WorkloadError> {
+        Self::open_sharing(transport, identity, alpn, server, seed, qlog, None)
+    }
+
+    /// [`Conn::open`] with `tls`'s configurations, if given, and so their session
+    /// tickets: the connection may resume from a ticket another endpoint received.
+    pub fn open_sharing(
+        transport: Transport,
+        identity: &Identity,
+        alpn: &[u8],
+        server: SocketAddr,
+        seed: u64,
+        qlog: Option<Box<dyn std::io::Write + Send + Sync>>,
+        tls: Option<ClientTls>,
+    ) -> Result<Conn, WorkloadError> {
         let (socket, local_port) = bind(server)?;
         let mut engine = Endpoint::client(transport, Instant::now(), seed)
             .map_err(|e| WorkloadError::Input(format!("QUIC client: {e}")))?;
+        if let Some(tls) = tls {
+            engine.share_client_tls(tls);
+        }
         let handle = engine
             .connect(
                 monotonic_ns(),

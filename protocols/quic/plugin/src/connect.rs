@@ -1,16 +1,18 @@
 //! `--workload connect` in QUIC (study S3's question: the time to the first byte of a
-//! fresh connection): `connects` connections, `concurrency` at a time (a client
-//! endpoint each, opening its share one after another, every connection from a client
-//! port of its own), each sending one message of `payload` bytes to our echo server on a stream
-//! of its own and timed from its first Initial to the first byte of the echo, or in
-//! HTTP/3 (RFC 9114, any server) one `GET /payload` timed to the response's end (its
-//! FIN: a small body comes in the packet that starts it), then closed (RFC 9000 §10.2).
+//! fresh connection): `connects` connections, by `concurrency` clients at once (a thread
+//! and an endpoint each, every connection from a client port of its own) taking the
+//! next when their last is done, or when it is due in the open loop (`rate`). Each sends
+//! one message of `payload` bytes to our echo server on a stream of its own and is timed
+//! from its first Initial to the first byte of the echo, or in HTTP/3 (RFC 9114, any
+//! server) one `GET /payload` timed to the response's end (its FIN: a small body comes
+//! in the packet that starts it), then closed (RFC 9000 §10.2).
 //!
 //! 1-RTT: the message can only go once the handshake completes (RFC 9000 §4.6), with
 //! the client's Finished, so the first byte comes after two round trips. With
-//! `quic.0rtt=on` every connection after each client's first resumes from a session ticket the
-//! server gave an earlier one (RFC 8446 §2.2) and sends the message as 0-RTT data with
-//! its first Initial (RFC 9001 §4.6): one round trip.
+//! `quic.0rtt=on` a connection resumes from a session ticket the server gave an earlier
+//! one (RFC 8446 §2.2; the clients share one store, as a browser's connections do) and
+//! sends the message as 0-RTT data with its first Initial (RFC 9001 §4.6): one round
+//! trip. Only the connections that start before any ticket came have none.
 //! Each connection's smoothed RTT (RFC 9002 §5.3; an idle path's round trip) gives its
 //! times in round trips too (`ttfb.round_trips`), as the TCP connect workload reads them.
 
@@ -19,14 +21,17 @@ use crate::download::{H3, get, status_ok};
 use crate::workload::{QuicRun, Watch, read_echo, step, write_all};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Duration;
 use wirebench_connect::metrics::{CONNECTS_OK, CONNECTS_PER_S, PATH_RTT, TTFB, TTFB_ROUND_TRIPS};
 use wirebench_connect::push_distribution;
 use wirebench_model::clock::monotonic_ns;
+use wirebench_model::metric::{RATE_ACHIEVED, RATE_OFFERED, RATE_SEND_LAG};
 use wirebench_protocol::seeded::random_bytes;
+use wirebench_protocol::stats::percentile;
 use wirebench_protocol::stats::secs;
-use wirebench_protocol::{Ctx, Outcome, WorkloadError};
+use wirebench_protocol::{Ctx, Outcome, TICK, WorkloadError};
 use wirebench_quic_engine::proto::{Dir, StreamId};
-use wirebench_quic_engine::{ALPN_ECHO, ALPN_H3};
+use wirebench_quic_engine::{ALPN_ECHO, ALPN_H3, ClientTls};
 
 /// One connection's figures, ns.
 struct Timed {
@@ -36,75 +41,107 @@ struct Timed {
     early: bool,
 }
 
-/// What the clients share: the count of finished connections and the word to stop.
+/// What the clients share: the next connection to open, the finished ones, the word
+/// to stop.
 struct Shared<'a> {
     ctx: &'a Ctx<'a>,
     connects: u64,
+    /// Open loop: connection k is due at `t0 + k / rate`.
+    rate: Option<f64>,
+    t0: u64,
+    next: AtomicU64,
     done: AtomicU64,
     /// Set by a client that failed, so that the others stop at their next connection.
     failed: AtomicBool,
+    /// The first client's TLS configuration: every client keeps its session tickets in
+    /// it, and resumes from any.
+    tls: ClientTls,
 }
 
-/// Runs the connections: `concurrency` clients, each an endpoint of its own (its own
-/// session tickets) opening its share one after another; the first client uses `conn`
-/// as opened. The case thread's network namespace is the clients' too (a thread starts
-/// in its parent's).
+impl Shared<'_> {
+    /// The next connection's index, or `None` when all are taken.
+    fn take(&self) -> Option<u64> {
+        let k = self.next.fetch_add(1, Relaxed);
+        (k < self.connects).then_some(k)
+    }
+
+    /// Open loop: sleeps until connection `k` is due; how late it then is, ns.
+    fn wait_due(&self, k: u64) -> Result<u64, WorkloadError> {
+        let Some(rate) = self.rate else {
+            return Ok(0);
+        };
+        let due = self.t0 + (k as f64 / rate * 1e9) as u64;
+        loop {
+            if self.ctx.shutdown.load(Relaxed) {
+                return Err(WorkloadError::Interrupted);
+            }
+            let now = monotonic_ns();
+            if now >= due {
+                return Ok(now - due);
+            }
+            std::thread::sleep(Duration::from_nanos(due - now).min(TICK));
+        }
+    }
+}
+
+/// One client's connections and how late each started (open loop).
+#[derive(Default)]
+struct Share {
+    timed: Vec<Timed>,
+    lag: Vec<u64>,
+}
+
+/// Runs the connections: `clients` client threads, each an endpoint of its own (one
+/// TLS configuration, so one store of session tickets, shared by all) taking the next connection when its last is done (closed loop) or
+/// when the next is due (open loop, `rate`: at most `clients` in flight); the first
+/// client uses `conn` as opened. The case thread's network namespace is the clients' too
+/// (a thread starts in its parent's).
 pub fn run(
     run: &QuicRun,
     connects: u64,
-    concurrency: u64,
     ctx: &Ctx,
     conn: &mut Conn,
     out: &mut Outcome,
 ) -> Result<(), WorkloadError> {
-    let clients = concurrency.clamp(1, connects);
+    let clients = run.concurrency.clamp(1, connects);
     let shared = Shared {
         ctx,
         connects,
+        rate: run.rate,
+        t0: monotonic_ns(),
+        next: AtomicU64::new(0),
         done: AtomicU64::new(0),
         failed: AtomicBool::new(false),
+        tls: conn.engine.client_tls(),
     };
-    let started = monotonic_ns();
-    let results: Vec<(Vec<Timed>, Result<(), WorkloadError>)> = std::thread::scope(|s| {
+    let results: Vec<(Share, Result<(), WorkloadError>)> = std::thread::scope(|s| {
         let shared = &shared;
         let others: Vec<_> = (1..clients)
             .map(|w| {
                 s.spawn(move || {
-                    let alpn = if run.h3 { ALPN_H3 } else { ALPN_ECHO };
-                    let mut all = Vec::new();
-                    let r = Conn::open(
-                        run.transport.clone(),
-                        &run.identity,
-                        alpn,
-                        run.server,
-                        run.seed ^ w.wrapping_mul(0x9e37_79b9_7f4a_7c15),
-                        None,
-                    )
-                    .and_then(|mut conn| client(run, shared, w, clients, &mut conn, &mut all));
-                    (all, r)
+                    let mut share = Share::default();
+                    let r = client(run, shared, w, None, &mut share);
+                    (share, r)
                 })
             })
             .collect();
-        let mut all = Vec::new();
-        let first = client(run, shared, 0, clients, conn, &mut all);
-        std::iter::once((all, first))
+        let mut share = Share::default();
+        let first = client(run, shared, 0, Some(conn), &mut share);
+        std::iter::once((share, first))
             .chain(others.into_iter().map(|h| {
                 h.join().unwrap_or_else(|_| {
-                    (
-                        Vec::new(),
-                        Err(WorkloadError::Environment(
-                            "a QUIC connect client panicked".into(),
-                        )),
-                    )
+                    let panicked = "a QUIC connect client panicked".to_string();
+                    (Share::default(), Err(WorkloadError::Environment(panicked)))
                 })
             }))
             .collect()
     });
-    let elapsed = monotonic_ns() - started;
-    let mut all = Vec::with_capacity(connects as usize);
+    let elapsed = monotonic_ns() - shared.t0;
+    let mut all = Share::default();
     let mut error = None;
-    for (timed, r) in results {
-        all.extend(timed);
+    for (share, r) in results {
+        all.timed.extend(share.timed);
+        all.lag.extend(share.lag);
         match r {
             Ok(()) => {}
             // A client's own failure says more than the others' stopping after it.
@@ -120,15 +157,17 @@ pub fn run(
     }
     match error {
         None => {
-            record(run, &all, elapsed, out);
+            record(run, &all, clients, elapsed, out);
             Ok(())
         }
-        Some(WorkloadError::Interrupted) if !all.is_empty() && !shared.failed.load(Relaxed) => {
+        Some(WorkloadError::Interrupted)
+            if !all.timed.is_empty() && !shared.failed.load(Relaxed) =>
+        {
             let mut partial = Outcome::default();
-            record(run, &all, elapsed, &mut partial);
+            record(run, &all, clients, elapsed, &mut partial);
             partial.notes.push(format!(
                 "interrupted after {} of {connects} connections: the metrics cover the finished ones",
-                all.len()
+                all.timed.len()
             ));
             Err(WorkloadError::InterruptedAfter(Box::new(partial)))
         }
@@ -136,28 +175,53 @@ pub fn run(
     }
 }
 
-/// One client's share: connections `w`, `w + clients`, ... on one endpoint, the first
-/// as `conn` was opened, each later one resuming from a ticket of an earlier one.
+/// One client's connections on one endpoint, each resuming from a ticket of an earlier
+/// connection of any client, when one has come: the first on `first` as it was opened, if given, or on an endpoint
+/// opened when it is due.
 fn client(
     run: &QuicRun,
     shared: &Shared,
     w: u64,
-    clients: u64,
-    conn: &mut Conn,
-    all: &mut Vec<Timed>,
+    mut first: Option<&mut Conn>,
+    share: &mut Share,
 ) -> Result<(), WorkloadError> {
     let ctx = shared.ctx;
+    let alpn = if run.h3 { ALPN_H3 } else { ALPN_ECHO };
     let mut rng = (run.seed ^ w) | 1;
-    let mut early = conn.quic()?.has_0rtt();
-    let mut i = w;
-    while i < shared.connects {
+    let mut own: Option<Conn> = None;
+    // Whether the endpoint's current connection is still unused (the first, as opened).
+    let mut fresh = first.is_some();
+    while let Some(k) = shared.take() {
         if shared.failed.load(Relaxed) {
             return Err(WorkloadError::Interrupted);
         }
-        if i >= clients {
-            let alpn = if run.h3 { ALPN_H3 } else { ALPN_ECHO };
-            early = conn.reconnect(&run.identity, alpn, run.server)?;
+        let lag = shared.wait_due(k)?;
+        if shared.rate.is_some() {
+            share.lag.push(lag);
         }
+        let conn = match (first.as_deref_mut(), &mut own) {
+            (Some(c), _) | (None, Some(c)) => c,
+            (None, slot @ None) => {
+                fresh = true;
+                let seed = run.seed ^ w.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let c = Conn::open_sharing(
+                    run.transport.clone(),
+                    &run.identity,
+                    alpn,
+                    run.server,
+                    seed,
+                    None,
+                    Some(shared.tls.clone()),
+                )?;
+                slot.insert(c)
+            }
+        };
+        let early = if fresh {
+            fresh = false;
+            conn.quic()?.has_0rtt()
+        } else {
+            conn.reconnect(&run.identity, alpn, run.server)?
+        };
         let body = random_bytes(&mut rng, run.payload);
         let t = if run.h3 {
             one_h3(run, ctx, conn, early)
@@ -170,7 +234,7 @@ fn client(
             conn.close();
         }
         match t {
-            Ok(t) => all.push(t),
+            Ok(t) => share.timed.push(t),
             Err(e) => {
                 if !matches!(e, WorkloadError::Interrupted) {
                     shared.failed.store(true, Relaxed);
@@ -186,33 +250,50 @@ fn client(
         if done % 64 == 0 || done == shared.connects {
             (ctx.progress)(done, shared.connects);
         }
-        i += clients;
     }
     Ok(())
 }
 
 /// The connections' figures into the record.
-fn record(run: &QuicRun, all: &[Timed], elapsed: u64, out: &mut Outcome) {
-    let n = all.len() as u64;
+fn record(run: &QuicRun, all: &Share, clients: u64, elapsed: u64, out: &mut Outcome) {
+    let timed = &all.timed;
+    let n = timed.len() as u64;
     out.put(CONNECTS_OK, n as f64);
     if elapsed > 0 {
         out.put(CONNECTS_PER_S, n as f64 / secs(elapsed));
     }
-    let ttfb: Vec<u64> = all.iter().map(|t| t.ttfb).collect();
+    let ttfb: Vec<u64> = timed.iter().map(|t| t.ttfb).collect();
     push_distribution(out, TTFB, &ttfb);
-    if all.iter().all(|t| t.path_rtt > 0) {
-        let paths: Vec<u64> = all.iter().map(|t| t.path_rtt).collect();
+    if timed.iter().all(|t| t.path_rtt > 0) {
+        let paths: Vec<u64> = timed.iter().map(|t| t.path_rtt).collect();
         push_distribution(out, PATH_RTT, &paths);
-        let trips: Vec<f64> = all
+        let trips: Vec<f64> = timed
             .iter()
             .map(|t| t.ttfb as f64 / t.path_rtt as f64)
             .collect();
         wirebench_connect::push_ratios(out, TTFB_ROUND_TRIPS, trips);
     }
-    let accepted = all.iter().filter(|t| t.early).count();
+    if let Some(rate) = run.rate {
+        out.put_in(RATE_OFFERED, rate, "conn/s");
+        if elapsed > 0 {
+            out.put_in(RATE_ACHIEVED, n as f64 / secs(elapsed), "conn/s");
+        }
+        let mut lag = all.lag.clone();
+        lag.sort_unstable();
+        for (q_name, q) in [("p50", 50.0), ("p99", 99.0), ("max", 100.0)] {
+            if let Some(v) = percentile(&lag, q) {
+                out.put(RATE_SEND_LAG.at(q_name), secs(v));
+            }
+        }
+        out.notes.push(format!(
+            "open loop: a connection every {:.3} ms, at most {clients} in flight (a client each)",
+            1e3 / rate
+        ));
+    }
+    let accepted = timed.iter().filter(|t| t.early).count();
     out.put(crate::ZERO_RTT_ACCEPTED, accepted as f64);
     out.notes.push(if run.transport.zero_rtt {
-        format!("0-RTT: {accepted} of {n} connections sent their message with the first Initial and the server accepted it (each client's first has no ticket yet)")
+        format!("0-RTT: {accepted} of {n} connections sent their message with the first Initial and the server accepted it (those started before any ticket came had none)")
     } else {
         format!("{n} connections, each 1-RTT: the message after the handshake")
     });

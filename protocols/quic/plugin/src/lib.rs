@@ -45,6 +45,7 @@ use wirebench_protocol::{
     Case, CaseLink, Ctx, Env, Outcome, PeerModel, Placement, Protocol, WorkloadError,
 };
 use wirebench_quic_engine::{Cc, Identity, Transport, sim};
+use wirebench_rpc::params::RATE;
 use workload::QuicRun;
 
 const WORKLOADS: &[&str] = &["pingpong", "stream", "connect"];
@@ -108,7 +109,7 @@ pub const ZERO_RTT: ParamSpec = ParamSpec {
     kind: ParamKind::Choice(ON_OFF),
     default: "off",
     workloads: &["connect"],
-    help: "connect: every connection after its client's first resumes from a session ticket and sends its message as 0-RTT data with its first Initial (RFC 9001 §4.6), one round trip to the first byte instead of two",
+    help: "connect: a connection started after a session ticket came (the clients share them) resumes from it and sends its message as 0-RTT data with its first Initial (RFC 9001 §4.6), one round trip to the first byte instead of two",
     words: "QUIC 0-RTT",
 };
 
@@ -142,6 +143,7 @@ pub const RETRY: ParamSpec = ParamSpec {
 const PARAMS: &[ParamSpec] = &[
     wirebench_connect::params::CONNECTS,
     wirebench_connect::params::CONCURRENCY,
+    wirebench_rpc::params::RATE,
     ZERO_RTT,
     SERVER,
     APP,
@@ -433,6 +435,7 @@ impl Protocol for Quic {
             ));
         }
         concurrency_of(case)?;
+        rate_of(case)?;
         if case.is_on(&RETRY) && kind != Kind::Ngtcp2 {
             return Err(WorkloadError::Input(format!(
                 "quic.retry=on: only ngtcp2's server can be asked for a Retry (gtlsserver -V), not quic.server={}",
@@ -516,6 +519,7 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
                 .unwrap_or(200)
         }),
         concurrency: concurrency_of(case)?,
+        rate: rate_of(case)?,
     };
     let mut out = Outcome::default();
     out.push(SERVER_START.name, peer.start_time.as_secs_f64(), "s");
@@ -549,20 +553,47 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
     Ok(out)
 }
 
-/// The connect workload's clients at once (`concurrency`, unset 1): a thread each.
+/// The connect workload's clients at once (`concurrency`, a thread each): unset, 1 in
+/// the closed loop and as many as the schedule may need, up to 200, in the open loop.
 fn concurrency_of(case: &Case) -> Result<u64, WorkloadError> {
-    let Some(c) = case.count(&wirebench_connect::params::CONCURRENCY) else {
-        return Ok(1);
-    };
     let connects = case
         .count(&wirebench_connect::params::CONNECTS)
         .unwrap_or(200);
+    let Some(c) = case.count(&wirebench_connect::params::CONCURRENCY) else {
+        return Ok(if case.text(&RATE).is_some() {
+            connects.min(200)
+        } else {
+            1
+        });
+    };
     if !(1..=1000).contains(&c) || c > connects {
         return Err(WorkloadError::Input(format!(
             "concurrency={c}: QUIC's connect runs a client thread per connection at once; use 1 to 1000, at most connects={connects}"
         )));
     }
     Ok(c)
+}
+
+/// The open loop's connections per second (`rate`), connect only.
+fn rate_of(case: &Case) -> Result<Option<f64>, WorkloadError> {
+    let Some(text) = case.text(&RATE) else {
+        return Ok(None);
+    };
+    if case.workload() != "connect" {
+        return Err(WorkloadError::Input(format!(
+            "rate={text}: QUIC's {} runs a closed loop only; the open loop is the connect workload's (--workload connect --rate {text})",
+            case.workload()
+        )));
+    }
+    wirebench_rpc::params::parse_rate(text)
+        .ok()
+        .filter(|r| *r > 0.0 && r.is_finite())
+        .map(Some)
+        .ok_or_else(|| {
+            WorkloadError::Input(format!(
+                "rate={text}: connections per second above 0, e.g. 500/s"
+            ))
+        })
 }
 
 /// The record's note: who was talked to, where, with which settings.

@@ -60,6 +60,8 @@ pub struct QuicRun {
     pub connects: Option<u64>,
     /// Connect: the clients opening them at once.
     pub concurrency: u64,
+    /// Connect, open loop: connections started per second.
+    pub rate: Option<f64>,
 }
 
 /// Tracks progress so that a connection that stops moving fails the case.
@@ -227,7 +229,7 @@ pub fn run(run: &QuicRun, ctx: &Ctx, out: &mut Outcome) -> Result<(), WorkloadEr
     out.local_port = run.connects.is_none().then_some(conn.local_port);
     out.transport = Transport::Udp;
     let r = if let Some(n) = run.connects {
-        crate::connect::run(run, n, run.concurrency, ctx, &mut conn, out)
+        crate::connect::run(run, n, ctx, &mut conn, out)
     } else if run.h3 {
         crate::download::run(run, ctx, &mut conn, out)
     } else if run.stream {
