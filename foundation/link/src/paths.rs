@@ -297,7 +297,13 @@ fn parse_cdf(file: &str, text: &str) -> Result<Vec<(f64, u64)>, PathsError> {
 /// The key of a flow from its client-side endpoint `(IPv4 address, port)`; `proto` is
 /// the IP protocol number. The emulator takes the source of client-to-server packets and
 /// the destination of the others, so both directions of a connection get one path.
+/// TCP and UDP from the same endpoint get the same key: a QUIC connection from port p
+/// crosses the path a TCP connection from p would, so transports compare over the same
+/// paths connection by connection.
 pub fn path_key(proto: u8, client: ([u8; 4], u16)) -> u64 {
+    const TCP: u8 = 6;
+    const UDP: u8 = 17;
+    let proto = if proto == UDP { TCP } else { proto };
     let (ip, port) = client;
     let word = (u64::from(u32::from_be_bytes(ip)) << 16) | u64::from(port);
     // SplitMix64's finalizer, twice: every bit of the endpoint moves the whole draw.
@@ -452,7 +458,9 @@ mod tests {
     #[test]
     fn keys_spread() {
         let a = ([198, 18, 0, 1], 40000);
-        assert_ne!(path_key(6, a), path_key(17, a));
+        // TCP and UDP from one endpoint share its path; other protocols do not.
+        assert_eq!(path_key(6, a), path_key(17, a));
+        assert_ne!(path_key(6, a), path_key(1, a));
         assert_ne!(path_key(6, a), path_key(6, ([198, 18, 0, 1], 40001)));
         // Successive ports give draws that follow the distribution.
         let p = PathRtts::parse_with("uniform:0ms..1000ms", no_file).unwrap();

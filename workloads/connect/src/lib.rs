@@ -136,8 +136,9 @@ tokio::task_local! {
 
 /// Connection `k`'s source port over per-connection paths: the same `k` of every case
 /// leaves from the same port and so crosses the same path (`link.paths` draws from the
-/// client-side endpoint). 40,000 ports, clear of the well-known ones.
-fn source_port(k: u64) -> u16 {
+/// client-side endpoint, TCP's and UDP's alike). 40,000 ports, clear of the well-known
+/// ones.
+pub fn source_port(k: u64) -> u16 {
     20_000 + (k % 40_000) as u16
 }
 
@@ -763,6 +764,19 @@ pub fn push_distribution(out: &mut Outcome, dist: MetricSpec, samples: &[u64]) {
     out.histograms.push((dist.name.into(), histogram(samples)));
 }
 
+/// `ttfb.*`: [`push_distribution`] and study S3's own reading points, the slowest 15%
+/// and 5% of connections (p85, p95).
+pub fn push_ttfb(out: &mut Outcome, samples: &[u64]) {
+    push_distribution(out, TTFB, samples);
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    for (q_name, q) in [("p85", 85.0), ("p95", 95.0)] {
+        if let Some(v) = percentile(&sorted, q) {
+            out.put(TTFB.at(q_name), secs(v));
+        }
+    }
+}
+
 fn outcome(plan: &Plan, s: Samples, lag: &[u64], elapsed: u64) -> Outcome {
     let mut out = Outcome::default();
     let n = s.ttfb.len() as u64;
@@ -815,15 +829,7 @@ fn outcome(plan: &Plan, s: Samples, lag: &[u64], elapsed: u64) -> Outcome {
     }
     push_distribution(&mut out, CONNECT_TCP, &s.tcp);
     push_distribution(&mut out, CONNECT_PROXY, &s.proxy);
-    push_distribution(&mut out, TTFB, &s.ttfb);
-    // Study S3's own reading points: the slowest 15% and 5% of connections.
-    let mut sorted = s.ttfb.clone();
-    sorted.sort_unstable();
-    for (q_name, q) in [("p85", 85.0), ("p95", 95.0)] {
-        if let Some(v) = percentile(&sorted, q) {
-            out.put(TTFB.at(q_name), secs(v));
-        }
-    }
+    push_ttfb(&mut out, &s.ttfb);
     // Over a link: each connection's times in round trips of its own path, the cost of
     // each handshake read off the measurement (a path without delay has no round trip
     // to count in).

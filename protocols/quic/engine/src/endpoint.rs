@@ -96,6 +96,19 @@ pub struct Endpoint {
 #[derive(Clone, Default)]
 pub struct ClientTls(Vec<(CertificateDer<'static>, Vec<u8>, Arc<QuicClientConfig>)>);
 
+impl ClientTls {
+    /// A configuration for servers of `cert` offering `alpn`, with 0-RTT if
+    /// `early_data`, made before any endpoint so that every endpoint given it shares it.
+    pub fn new(
+        cert: &CertificateDer<'static>,
+        alpn: &[u8],
+        early_data: bool,
+    ) -> Result<Self, EndpointError> {
+        let t = Arc::new(tls::client(cert, alpn, early_data)?);
+        Ok(ClientTls(vec![(cert.clone(), alpn.to_vec(), t)]))
+    }
+}
+
 fn ecn_in(e: Option<Ecn>) -> Option<EcnCodepoint> {
     e.map(|e| match e {
         Ecn::Ect0 => EcnCodepoint::Ect0,

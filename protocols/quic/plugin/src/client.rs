@@ -37,24 +37,26 @@ impl Conn {
         seed: u64,
         qlog: Option<Box<dyn std::io::Write + Send + Sync>>,
     ) -> Result<Conn, WorkloadError> {
-        Self::open_sharing(transport, identity, alpn, server, seed, qlog, None)
+        let any = Source { port: 0, tls: None };
+        Self::open_from(transport, identity, alpn, server, seed, qlog, any)
     }
 
-    /// [`Conn::open`] with `tls`'s configurations, if given, and so their session
-    /// tickets: the connection may resume from a ticket another endpoint received.
-    pub fn open_sharing(
+    /// [`Conn::open`] from `from.port` (0: any) with `from.tls`'s configurations, if
+    /// given, and so their session tickets: the connection may resume from a ticket
+    /// another endpoint received.
+    pub fn open_from(
         transport: Transport,
         identity: &Identity,
         alpn: &[u8],
         server: SocketAddr,
         seed: u64,
         qlog: Option<Box<dyn std::io::Write + Send + Sync>>,
-        tls: Option<ClientTls>,
+        from: Source,
     ) -> Result<Conn, WorkloadError> {
-        let (socket, local_port) = bind(server)?;
+        let (socket, local_port) = bind(server, from.port)?;
         let mut engine = Endpoint::client(transport, Instant::now(), seed)
             .map_err(|e| WorkloadError::Input(format!("QUIC client: {e}")))?;
-        if let Some(tls) = tls {
+        if let Some(tls) = from.tls {
             engine.share_client_tls(tls);
         }
         let handle = engine
@@ -83,13 +85,15 @@ impl Conn {
     /// does: the emulated link draws a path per client port (`link.paths`), and a
     /// datagram of the closed connection still on its way cannot reach this one. The
     /// endpoint, and with it the session tickets, stays.
+    /// `port`: the client port to send from (0: any).
     pub fn reconnect(
         &mut self,
         identity: &Identity,
         alpn: &[u8],
         server: SocketAddr,
+        port: u16,
     ) -> Result<bool, WorkloadError> {
-        let (socket, local_port) = bind(server)?;
+        let (socket, local_port) = bind(server, port)?;
         self.driver.io = Udp::new(socket);
         self.local_port = local_port;
         self.handle = self
@@ -178,14 +182,21 @@ impl Conn {
     }
 }
 
-/// A UDP socket on an ephemeral port of the family of `server` (the case's thread is in
-/// the client host already), and its port.
-fn bind(server: SocketAddr) -> Result<(UdpSocket, u16), WorkloadError> {
+/// Where a connection leaves from: a client port, and TLS configurations to share.
+pub struct Source {
+    /// 0: one the kernel picks.
+    pub port: u16,
+    pub tls: Option<ClientTls>,
+}
+
+/// A UDP socket on `port` (0: an ephemeral one) of the family of `server` (the case's
+/// thread is in the client host already), and its port.
+fn bind(server: SocketAddr, port: u16) -> Result<(UdpSocket, u16), WorkloadError> {
     let any: IpAddr = match server {
         SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
         SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
     };
-    let socket = UdpSocket::bind((any, 0)).map_err(|error| WorkloadError::Io {
+    let socket = UdpSocket::bind((any, port)).map_err(|error| WorkloadError::Io {
         during: "binding the client's UDP socket",
         error,
     })?;

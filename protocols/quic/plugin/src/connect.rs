@@ -16,13 +16,14 @@
 //! Each connection's smoothed RTT (RFC 9002 §5.3; an idle path's round trip) gives its
 //! times in round trips too (`ttfb.round_trips`), as the TCP connect workload reads them.
 
-use crate::client::Conn;
+use crate::client::{Conn, Source};
 use crate::download::{H3, get, status_ok};
+use crate::workload::Qlog;
 use crate::workload::{QuicRun, Watch, read_echo, step, write_all};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
-use wirebench_connect::metrics::{CONNECTS_OK, CONNECTS_PER_S, PATH_RTT, TTFB, TTFB_ROUND_TRIPS};
+use wirebench_connect::metrics::{CONNECTS_OK, CONNECTS_PER_S, PATH_RTT, TTFB_ROUND_TRIPS};
 use wirebench_connect::push_distribution;
 use wirebench_model::clock::monotonic_ns;
 use wirebench_model::metric::{RATE_ACHIEVED, RATE_OFFERED, RATE_SEND_LAG};
@@ -53,9 +54,11 @@ struct Shared<'a> {
     done: AtomicU64,
     /// Set by a client that failed, so that the others stop at their next connection.
     failed: AtomicBool,
-    /// The first client's TLS configuration: every client keeps its session tickets in
+    /// The clients' one TLS configuration: every client keeps its session tickets in
     /// it, and resumes from any.
     tls: ClientTls,
+    /// Connection 0's qlog, taken by the client that opens it.
+    qlog: std::sync::Mutex<Option<Qlog>>,
 }
 
 impl Shared<'_> {
@@ -84,26 +87,32 @@ impl Shared<'_> {
     }
 }
 
-/// One client's connections and how late each started (open loop).
+/// One client's connections, how late each started (open loop), and (client 0) its
+/// last connection's engine statistics.
 #[derive(Default)]
 struct Share {
     timed: Vec<Timed>,
     lag: Vec<u64>,
+    stats: Outcome,
 }
 
 /// Runs the connections: `clients` client threads, each an endpoint of its own (one
-/// TLS configuration, so one store of session tickets, shared by all) taking the next connection when its last is done (closed loop) or
-/// when the next is due (open loop, `rate`: at most `clients` in flight); the first
-/// client uses `conn` as opened. The case thread's network namespace is the clients' too
-/// (a thread starts in its parent's).
+/// TLS configuration, so one store of session tickets, shared by all) taking the next
+/// connection when its last is done (closed loop) or when the next is due (open loop,
+/// `rate`: at most `clients` in flight). Connection 0 writes the qlog, if asked for;
+/// the last connection of client 0 gives the engine's statistics. The case thread's
+/// network namespace is the clients' too (a thread starts in its parent's).
 pub fn run(
     run: &QuicRun,
     connects: u64,
     ctx: &Ctx,
-    conn: &mut Conn,
+    qlog: Option<Qlog>,
     out: &mut Outcome,
 ) -> Result<(), WorkloadError> {
     let clients = run.concurrency.clamp(1, connects);
+    let alpn = if run.h3 { ALPN_H3 } else { ALPN_ECHO };
+    let tls = ClientTls::new(&run.identity.cert, alpn, run.transport.zero_rtt)
+        .map_err(|e| WorkloadError::Input(format!("QUIC client: {e}")))?;
     let shared = Shared {
         ctx,
         connects,
@@ -112,7 +121,8 @@ pub fn run(
         next: AtomicU64::new(0),
         done: AtomicU64::new(0),
         failed: AtomicBool::new(false),
-        tls: conn.engine.client_tls(),
+        tls,
+        qlog: std::sync::Mutex::new(qlog),
     };
     let results: Vec<(Share, Result<(), WorkloadError>)> = std::thread::scope(|s| {
         let shared = &shared;
@@ -120,13 +130,13 @@ pub fn run(
             .map(|w| {
                 s.spawn(move || {
                     let mut share = Share::default();
-                    let r = client(run, shared, w, None, &mut share);
+                    let r = client(run, shared, w, &mut share);
                     (share, r)
                 })
             })
             .collect();
         let mut share = Share::default();
-        let first = client(run, shared, 0, Some(conn), &mut share);
+        let first = client(run, shared, 0, &mut share);
         std::iter::once((share, first))
             .chain(others.into_iter().map(|h| {
                 h.join().unwrap_or_else(|_| {
@@ -142,6 +152,7 @@ pub fn run(
     for (share, r) in results {
         all.timed.extend(share.timed);
         all.lag.extend(share.lag);
+        out.metrics.extend(share.stats.metrics);
         match r {
             Ok(()) => {}
             // A client's own failure says more than the others' stopping after it.
@@ -175,22 +186,15 @@ pub fn run(
     }
 }
 
-/// One client's connections on one endpoint, each resuming from a ticket of an earlier
-/// connection of any client, when one has come: the first on `first` as it was opened, if given, or on an endpoint
-/// opened when it is due.
-fn client(
-    run: &QuicRun,
-    shared: &Shared,
-    w: u64,
-    mut first: Option<&mut Conn>,
-    share: &mut Share,
-) -> Result<(), WorkloadError> {
+/// One client's connections on one endpoint, opened at its first, each resuming from a
+/// ticket of an earlier connection of any client when one has come. Over per-connection
+/// paths connection k leaves from TCP's port for k, and so crosses the path TCP's
+/// connection k of another case crosses.
+fn client(run: &QuicRun, shared: &Shared, w: u64, share: &mut Share) -> Result<(), WorkloadError> {
     let ctx = shared.ctx;
     let alpn = if run.h3 { ALPN_H3 } else { ALPN_ECHO };
     let mut rng = (run.seed ^ w) | 1;
-    let mut own: Option<Conn> = None;
-    // Whether the endpoint's current connection is still unused (the first, as opened).
-    let mut fresh = first.is_some();
+    let mut conn: Option<Conn> = None;
     while let Some(k) = shared.take() {
         if shared.failed.load(Relaxed) {
             return Err(WorkloadError::Interrupted);
@@ -199,28 +203,40 @@ fn client(
         if shared.rate.is_some() {
             share.lag.push(lag);
         }
-        let conn = match (first.as_deref_mut(), &mut own) {
-            (Some(c), _) | (None, Some(c)) => c,
-            (None, slot @ None) => {
-                fresh = true;
+        let port = if run.common_paths {
+            wirebench_connect::source_port(k)
+        } else {
+            0
+        };
+        let (conn, early) = match &mut conn {
+            Some(c) => {
+                let early = c.reconnect(&run.identity, alpn, run.server, port)?;
+                (c, early)
+            }
+            slot @ None => {
+                let qlog = if k == 0 {
+                    shared.qlog.lock().ok().and_then(|mut q| q.take())
+                } else {
+                    None
+                };
+                let from = Source {
+                    port,
+                    tls: Some(shared.tls.clone()),
+                };
                 let seed = run.seed ^ w.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                let c = Conn::open_sharing(
+                let c = Conn::open_from(
                     run.transport.clone(),
                     &run.identity,
                     alpn,
                     run.server,
                     seed,
-                    None,
-                    Some(shared.tls.clone()),
+                    qlog,
+                    from,
                 )?;
-                slot.insert(c)
+                let c = slot.insert(c);
+                let early = c.quic()?.has_0rtt();
+                (c, early)
             }
-        };
-        let early = if fresh {
-            fresh = false;
-            conn.quic()?.has_0rtt()
-        } else {
-            conn.reconnect(&run.identity, alpn, run.server)?
         };
         let body = random_bytes(&mut rng, run.payload);
         let t = if run.h3 {
@@ -228,6 +244,10 @@ fn client(
         } else {
             one(run, ctx, conn, &body, early)
         };
+        if w == 0 {
+            share.stats = Outcome::default();
+            crate::workload::push_stats(conn, &mut share.stats);
+        }
         if run.h3 {
             conn.close_h3();
         } else {
@@ -263,7 +283,7 @@ fn record(run: &QuicRun, all: &Share, clients: u64, elapsed: u64, out: &mut Outc
         out.put(CONNECTS_PER_S, n as f64 / secs(elapsed));
     }
     let ttfb: Vec<u64> = timed.iter().map(|t| t.ttfb).collect();
-    push_distribution(out, TTFB, &ttfb);
+    wirebench_connect::push_ttfb(out, &ttfb);
     if timed.iter().all(|t| t.path_rtt > 0) {
         let paths: Vec<u64> = timed.iter().map(|t| t.path_rtt).collect();
         push_distribution(out, PATH_RTT, &paths);

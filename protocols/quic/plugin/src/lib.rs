@@ -520,6 +520,7 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
         }),
         concurrency: concurrency_of(case)?,
         rate: rate_of(case)?,
+        common_paths: env.lab.is_some_and(|l| l.has_paths()),
     };
     let mut out = Outcome::default();
     out.push(SERVER_START.name, peer.start_time.as_secs_f64(), "s");

@@ -62,7 +62,13 @@ pub struct QuicRun {
     pub concurrency: u64,
     /// Connect, open loop: connections started per second.
     pub rate: Option<f64>,
+    /// Connect over per-connection paths (`link.paths`): connection k leaves from the
+    /// port TCP's connection k does, to cross the same path.
+    pub common_paths: bool,
 }
+
+/// Where a connection's qlog goes.
+pub type Qlog = Box<dyn std::io::Write + Send + Sync>;
 
 /// Tracks progress so that a connection that stops moving fails the case.
 pub(crate) struct Watch {
@@ -202,7 +208,7 @@ pub(crate) fn wait_handshake(
 
 /// Runs one case's workload against the server at `run.server`.
 pub fn run(run: &QuicRun, ctx: &Ctx, out: &mut Outcome) -> Result<(), WorkloadError> {
-    let qlog: Option<Box<dyn std::io::Write + Send + Sync>> = match &run.qlog {
+    let qlog: Option<Qlog> = match &run.qlog {
         Some(path) => Some(Box::new(std::io::BufWriter::new(
             std::fs::File::create(path).map_err(|error| WorkloadError::Io {
                 during: "creating the qlog file",
@@ -216,6 +222,12 @@ pub fn run(run: &QuicRun, ctx: &Ctx, out: &mut Outcome) -> Result<(), WorkloadEr
         (false, true) => ALPN_SINK,
         (false, false) => ALPN_ECHO,
     };
+    out.transport = Transport::Udp;
+    if let Some(n) = run.connects {
+        // Many connections, each from a port of its own: the link's traffic is theirs
+        // alone, so the wire figures count all of it (no `local_port`).
+        return crate::connect::run(run, n, ctx, qlog, out);
+    }
     let mut conn = Conn::open(
         run.transport.clone(),
         &run.identity,
@@ -224,13 +236,8 @@ pub fn run(run: &QuicRun, ctx: &Ctx, out: &mut Outcome) -> Result<(), WorkloadEr
         run.seed,
         qlog,
     )?;
-    // Connect opens many connections, each from a port of its own: the link's traffic
-    // is theirs alone, so the wire figures count all of it.
-    out.local_port = run.connects.is_none().then_some(conn.local_port);
-    out.transport = Transport::Udp;
-    let r = if let Some(n) = run.connects {
-        crate::connect::run(run, n, ctx, &mut conn, out)
-    } else if run.h3 {
+    out.local_port = Some(conn.local_port);
+    let r = if run.h3 {
         crate::download::run(run, ctx, &mut conn, out)
     } else if run.stream {
         stream(run, ctx, &mut conn, out)
@@ -410,7 +417,7 @@ pub(crate) fn push_handshake(conn: &Conn, out: &mut Outcome) {
     }
 }
 
-fn push_stats(conn: &Conn, out: &mut Outcome) {
+pub(crate) fn push_stats(conn: &Conn, out: &mut Outcome) {
     out.push(
         crate::DATAGRAMS.name,
         (conn.driver.datagrams_out + conn.driver.datagrams_in) as f64,
