@@ -652,6 +652,11 @@ fn paths_mean_s(link: &CaseLink) -> f64 {
     link.paths.as_ref().map_or(0.0, |p| p.mean_ns() / 1e9)
 }
 
+/// The cores a CPU-bound estimate shares out: those of the 2-core machines the
+/// recorded times come from (app/plan/tests/data/recorded), so estimates do not move
+/// with the machine they are printed on.
+const ESTIMATE_CORES: f64 = 2.0;
+
 /// A connect case: its connections one after another on each of `concurrency` lanes,
 /// each the protocol's round trips to the first byte plus the payload's time each way.
 fn connect_estimate(case: &Case, link: Option<&CaseLink>, mut e: CaseEstimate) -> CaseEstimate {
@@ -669,6 +674,10 @@ fn connect_estimate(case: &Case, link: Option<&CaseLink>, mut e: CaseEstimate) -
                 + down.ser(down.wire(payload))
         }
     };
+    // With `lanes` connections at once on the machine's cores, each takes at least its
+    // share of their CPU.
+    let cpu = crate::registry::of(case).connect_cpu_s(case);
+    let each = each.max(lanes as f64 * cpu / ESTIMATE_CORES);
     e.fixed = LOOPBACK_CASE_S;
     e.knob = match case.text(&wirebench_rpc::params::RATE) {
         // Open loop: the schedule sets the pace, plus the last connection's own time.

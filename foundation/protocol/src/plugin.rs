@@ -178,6 +178,12 @@ pub trait Protocol: Sync {
     fn connect_round_trips(&self, _case: &Case) -> f64 {
         2.0
     }
+    /// CPU seconds of the whole machine (both ends, the kernel, the link emulator) one
+    /// connect case's connection costs, for estimates: with many at once the cores, not
+    /// the path, set the pace. 0: the path always does (TCP's handshake is cheap).
+    fn connect_cpu_s(&self, _case: &Case) -> f64 {
+        0.0
+    }
     /// Starts this protocol's own server on `listener`, alone, for `wirebench serve
     /// --also NAME=ADDR` (so wrk, h2load, ghz or a remote wirebench can reach it), serving
     /// payloads up to `max_payload` until the process ends. `None`: its cases use the
