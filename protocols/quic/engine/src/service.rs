@@ -42,6 +42,8 @@ pub struct ServiceStats {
     /// HTTP/3 requests answered, and those refused (400) or malformed.
     pub requests: u64,
     pub bad_requests: u64,
+    /// Connections whose handshake accepted 0-RTT data (RFC 9001 §4.6).
+    pub zero_rtt: u64,
 }
 
 /// The service a connection's ALPN chose.
@@ -153,6 +155,11 @@ impl Service {
                     self.apps.insert(h, app);
                 }
                 Event::Conn(h, quinn_proto::Event::Connected) => {
+                    // A server's connection has 0-RTT keys only when its TLS took the
+                    // early data (quinn-proto's `accepted_0rtt` is the client's view).
+                    if self.endpoint.connection(h).is_some_and(|c| c.has_0rtt()) {
+                        self.stats.zero_rtt += 1;
+                    }
                     if self.apps.get(&h) == Some(&App::H3) {
                         self.open_control(h);
                     }

@@ -542,8 +542,9 @@ fn run_case(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, W
     out.notes.push(note(&run, env.lab.is_some()));
     if let Some(s) = peer.finish() {
         out.notes.push(format!(
-            "the builtin server saw {} connection(s), {} stream(s), {} B in and {} B out{}{}",
+            "the builtin server saw {} connection(s) ({} with 0-RTT data), {} stream(s), {} B in and {} B out{}{}",
             s.connections,
+            s.zero_rtt,
             s.streams,
             s.bytes_in,
             s.bytes_out,

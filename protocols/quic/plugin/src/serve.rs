@@ -2,7 +2,8 @@
 //! clients (quic-go's and ngtcp2's example clients, a browser forced onto QUIC): the
 //! builtin service of the cases ([`crate::server`]), HTTP/3 `GET /N` (ALPN h3) beside our
 //! echo and sink ALPNs, with a self-signed certificate for `quic.wirebench.test` made at
-//! start (clients skip its verification, or trust the file `--quic-cert` writes).
+//! start (clients skip its verification, or trust the file `--quic-cert` writes), taking
+//! 0-RTT data on resumed sessions.
 //! Stopped with the process (Ctrl-C or SIGTERM), saying what it served.
 
 use anyhow::{Context, Result, bail};
@@ -62,10 +63,17 @@ impl ServePlan for Plan {
             std::fs::write(path, &identity.cert_pem)
                 .with_context(|| format!("--quic-cert {}", path.display()))?;
         }
-        let server = crate::server::start(None, self.at, &identity, &Transport::default(), 0)
+        // 0-RTT on: a client resuming a session may send its request with its first
+        // Initial (RFC 9001 §4.6; the interop runner's zerortt). What this server
+        // answers has no effect a replay could repeat (RFC 9001 §9.2).
+        let transport = Transport {
+            zero_rtt: true,
+            ..Transport::default()
+        };
+        let server = crate::server::start(None, self.at, &identity, &transport, 0)
             .map_err(|e| anyhow::anyhow!("--quic {}: {e}", self.at))?;
         eprintln!(
-            "wirebench serve: QUIC on udp {}: HTTP/3 GET /N (ALPN h3), wirebench-echo, wirebench-sink; certificate for {}{}",
+            "wirebench serve: QUIC on udp {}: HTTP/3 GET /N (ALPN h3), wirebench-echo, wirebench-sink, 0-RTT accepted on resumed sessions; certificate for {}{}",
             server.addr,
             crate::SERVER_NAME,
             self.cert
@@ -82,8 +90,8 @@ impl Serving for Running {
             bail!("the QUIC server's thread panicked");
         };
         eprintln!(
-            "wirebench serve: QUIC totals: {} connection(s), {} HTTP/3 request(s) answered, {} refused, {} B out, {} failed",
-            s.connections, s.requests, s.bad_requests, s.bytes_out, s.failed
+            "wirebench serve: QUIC totals: {} connection(s) ({} with 0-RTT data), {} HTTP/3 request(s) answered, {} refused, {} B out, {} failed",
+            s.connections, s.zero_rtt, s.requests, s.bad_requests, s.bytes_out, s.failed
         );
         Ok(())
     }
