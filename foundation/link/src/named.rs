@@ -117,6 +117,20 @@ pub static NAMED_LINKS: &[NamedLink] = &[
         source: "BBR's netdev cover letter (100 ms RTT, 1% loss: CUBIC 3.27 Mbit/s, BBR 9,150 Mbit/s on 10 Gbit/s), at a rate this machine emulates",
     },
     NamedLink {
+        name: "leo",
+        summary: "LEO satellite access (Starlink): 116.77 Mbit/s down, 18.17 Mbit/s up, 47 ms round trip",
+        up: "18.17Mbit/23500us",
+        down: "116.77Mbit/23500us",
+        source: "Ookla Speedtest medians of Starlink users in Maine, 1 Oct-15 Dec 2024 (Ookla, Above Maine, Starlink Twinkles, 2024-12-18): 116.77/18.17 Mbit/s, 47 ms latency; a fixed path, without a real constellation's hand-offs",
+    },
+    NamedLink {
+        name: "interop-goodput",
+        summary: "the QUIC interop runner's goodput case: 10 Mbit/s, 15 ms one way, 25-packet queues",
+        up: "10Mbit/15ms,queue_packets=25",
+        down: "10Mbit/15ms,queue_packets=25",
+        source: "quic-interop-runner, test case goodput: ns-3 simple-p2p --delay=15ms --bandwidth=10Mbps --queue=25, a 10 MB download, 5 runs",
+    },
+    NamedLink {
         name: "lan",
         summary: "a gigabit LAN: 1 Gbit/s, 50 us one way",
         up: "1Gbit/50us",
