@@ -527,7 +527,11 @@ fn peer_estimate(
         } else {
             (&up, &down)
         };
-        let each = tx.ser(wire(tx)) + model.processing_s;
+        // Flow control lets a window's bytes cross per round trip, whatever the rate.
+        let windowed = crate::registry::of(case)
+            .stream_window(case)
+            .map_or(0.0, |w| msg * (rtt0 + 0.001) / w.max(1.0));
+        let each = (tx.ser(wire(tx)) + model.processing_s).max(windowed);
         let segs = (n + 1) as f64 * (msg / tx.mss).ceil().max(1.0);
         // Slow start: doubling from 10 segments up to the path's bandwidth-delay product
         // or the whole transfer, whichever is less (RFC 9002 §7.3.1, RFC 5681 §3.1).

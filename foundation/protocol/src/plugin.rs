@@ -178,6 +178,12 @@ pub trait Protocol: Sync {
     fn connect_round_trips(&self, _case: &Case) -> f64 {
         2.0
     }
+    /// The bytes a stream case may have unacknowledged by flow control (a QUIC stream's
+    /// window), for estimates: a transfer moves at most this per round trip. `None`: the
+    /// kernel's TCP windows, which grow with the path.
+    fn stream_window(&self, _case: &Case) -> Option<f64> {
+        None
+    }
     /// CPU seconds of the whole machine (both ends, the kernel, the link emulator) one
     /// connect case's connection costs, for estimates: with many at once the cores, not
     /// the path, set the pace. 0: the path always does (TCP's handshake is cheap).

@@ -62,6 +62,11 @@ pub struct Transport {
     /// Resumption itself (RFC 8446 §2.2) needs no knob: a client endpoint keeps its
     /// tickets across its connections.
     pub zero_rtt: bool,
+    /// Flow control (RFC 9000 §4): the window each endpoint grants a peer's stream
+    /// (initial_max_stream_data_*, §18.2) and the most it sends unacknowledged; `None`:
+    /// quinn's, 1.25 MB per stream (a download then moves at most that per round trip)
+    /// and 10 MB in flight.
+    pub window: Option<u64>,
 }
 
 impl Default for Transport {
@@ -72,6 +77,7 @@ impl Default for Transport {
             max_datagram: MIN_DATAGRAM,
             idle_timeout: Some(Duration::from_secs(30)),
             zero_rtt: false,
+            window: None,
         }
     }
 }
@@ -87,7 +93,16 @@ pub enum ConfigError {
     IdleTimeout(Duration),
     #[error("an initial RTT of zero: RFC 9002 §6.2.2 needs a positive one")]
     InitialRtt,
+    #[error(
+        "a flow-control window of {0} bytes: give {MIN_WINDOW} to {MAX_WINDOW} (less than a datagram stalls every stream)"
+    )]
+    Window(u64),
 }
+
+/// The flow-control windows a case may set: a datagram's payload at least, and 1 GiB
+/// at most (what an endpoint may have to buffer per stream).
+pub const MIN_WINDOW: u64 = 1200;
+pub const MAX_WINDOW: u64 = 1 << 30;
 
 impl Transport {
     /// Checks what [`Transport::config`] would refuse or silently change.
@@ -100,6 +115,11 @@ impl Transport {
         }
         if let Some(t) = self.idle_timeout {
             IdleTimeout::try_from(t).map_err(|_| ConfigError::IdleTimeout(t))?;
+        }
+        if let Some(w) = self.window
+            && !(MIN_WINDOW..=MAX_WINDOW).contains(&w)
+        {
+            return Err(ConfigError::Window(w));
         }
         Ok(())
     }
@@ -121,6 +141,12 @@ impl Transport {
             // A case opens one stream per message at most; the default 100 would make a
             // fast ping-pong wait for MAX_STREAMS credit (RFC 9000 §4.6) now and then.
             .max_concurrent_bidi_streams(VarInt::from_u32(1024));
+        if let Some(w) = self.window {
+            // The connection-wide receive window stays quinn's (unlimited): one stream's
+            // is the bound a download meets.
+            c.stream_receive_window(VarInt::from_u64(w).map_err(|_| ConfigError::Window(w))?)
+                .send_window(w);
+        }
         match self.cc {
             Cc::Cubic => c.congestion_controller_factory(Arc::new(CubicConfig::default())),
             Cc::NewReno => c.congestion_controller_factory(Arc::new(NewRenoConfig::default())),
@@ -150,5 +176,19 @@ mod tests {
         };
         assert_eq!(t.validate(), Err(ConfigError::Datagram(1000)));
         assert!(Transport::default().config().is_ok());
+    }
+
+    #[test]
+    fn a_window_outside_its_range_is_refused() {
+        let with = |w| Transport {
+            window: Some(w),
+            ..Transport::default()
+        };
+        assert_eq!(with(100).validate(), Err(ConfigError::Window(100)));
+        assert_eq!(
+            with(MAX_WINDOW + 1).config().err(),
+            Some(ConfigError::Window(MAX_WINDOW + 1))
+        );
+        assert!(with(32 << 20).config().is_ok());
     }
 }

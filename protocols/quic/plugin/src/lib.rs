@@ -86,6 +86,15 @@ pub const IDLE_TIMEOUT: ParamSpec = ParamSpec {
     words: "QUIC idle timeout",
 };
 
+pub const WINDOW: ParamSpec = ParamSpec {
+    name: "quic.window",
+    kind: ParamKind::Bytes,
+    default: "",
+    workloads: WORKLOADS,
+    help: "flow-control window our endpoints grant each stream (RFC 9000 §4, initial_max_stream_data) and send unacknowledged, 1200 B to 1 GiB; unset: quinn's 1.25 MB, which holds a download to 1.25 MB per round trip (15 Mbit/s at 650 ms)",
+    words: "QUIC flow-control window",
+};
+
 pub const STREAMS: ParamSpec = ParamSpec {
     name: "quic.streams",
     kind: ParamKind::Choice(&["one", "per-message"]),
@@ -152,6 +161,7 @@ const PARAMS: &[ParamSpec] = &[
     INITIAL_RTT,
     MAX_DATAGRAM,
     IDLE_TIMEOUT,
+    WINDOW,
     STREAMS,
     QLOG,
 ];
@@ -312,6 +322,7 @@ pub fn transport_of(case: &Case) -> Result<Transport, WorkloadError> {
     if let Some(d) = case.duration(&IDLE_TIMEOUT) {
         t.idle_timeout = (!d.is_zero()).then_some(d);
     }
+    t.window = case.bytes(&WINDOW);
     t.zero_rtt = case.workload() == "connect" && case.is_on(&ZERO_RTT);
     t.validate()
         .map_err(|e| WorkloadError::Input(format!("quic transport parameters: {e}")))?;
@@ -407,6 +418,11 @@ impl Protocol for Quic {
         // §4.1.2), two round trips, which is when its echo comes in 1-RTT; the 0-RTT echo
         // comes a round trip earlier but the connection waits for its ticket.
         2.0
+    }
+
+    fn stream_window(&self, case: &Case) -> Option<f64> {
+        // quinn-proto 0.11's stream receive window unless `quic.window` sets one.
+        Some(case.bytes(&WINDOW).map_or(1_250_000.0, |w| w as f64))
     }
 
     fn connect_cpu_s(&self, case: &Case) -> f64 {
@@ -626,7 +642,7 @@ fn note(run: &QuicRun, lab: bool) -> String {
         (false, false) => "; one stream".to_string(),
     };
     format!(
-        "QUIC v1 to {} at {} ({}); our client: {}, initial RTT {:?}, {}-byte datagrams, idle timeout {}{}{}",
+        "QUIC v1 to {} at {} ({}); our client: {}, initial RTT {:?}, {}-byte datagrams, idle timeout {}, stream window {}{}{}",
         run.kind.name(),
         run.server,
         if lab {
@@ -639,6 +655,8 @@ fn note(run: &QuicRun, lab: bool) -> String {
         t.max_datagram,
         t.idle_timeout
             .map_or_else(|| "none".to_string(), |d| format!("{d:?}")),
+        t.window
+            .map_or_else(|| "quinn's 1.25 MB".to_string(), |w| format!("{w} B")),
         what,
         match run.kind {
             Kind::Builtin => "",
