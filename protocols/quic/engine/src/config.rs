@@ -3,7 +3,7 @@
 //! cannot take is an error and not a silent default.
 
 use quinn_proto::congestion::{BbrConfig, CubicConfig, NewRenoConfig};
-use quinn_proto::{IdleTimeout, TransportConfig, VarInt};
+use quinn_proto::{AckFrequencyConfig, IdleTimeout, TransportConfig, VarInt};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,6 +67,10 @@ pub struct Transport {
     /// quinn's, 1.25 MB per stream (a download then moves at most that per round trip)
     /// and 10 MB in flight.
     pub window: Option<u64>,
+    /// ACK frequency (draft-ietf-quic-ack-frequency-04, quinn-proto's): the ack-eliciting
+    /// packets each endpoint asks its peer to receive before acknowledging (or its
+    /// max_ack_delay to pass); `None`: not asked, RFC 9000 §13.2.2's every second one.
+    pub ack_threshold: Option<u64>,
 }
 
 impl Default for Transport {
@@ -78,6 +82,7 @@ impl Default for Transport {
             idle_timeout: Some(Duration::from_secs(30)),
             zero_rtt: false,
             window: None,
+            ack_threshold: None,
         }
     }
 }
@@ -97,7 +102,13 @@ pub enum ConfigError {
         "a flow-control window of {0} bytes: give {MIN_WINDOW} to {MAX_WINDOW} (less than a datagram stalls every stream)"
     )]
     Window(u64),
+    #[error("an ACK threshold of {0} packets: give 0 to {MAX_ACK_THRESHOLD}")]
+    AckThreshold(u64),
 }
+
+/// The most ack-eliciting packets a case may ask a peer to take before acknowledging:
+/// far beyond any congestion window of 1200-byte datagrams on the links emulated here.
+pub const MAX_ACK_THRESHOLD: u64 = 10_000;
 
 /// The flow-control windows a case may set: a datagram's payload at least, and 1 GiB
 /// at most (what an endpoint may have to buffer per stream).
@@ -120,6 +131,11 @@ impl Transport {
             && !(MIN_WINDOW..=MAX_WINDOW).contains(&w)
         {
             return Err(ConfigError::Window(w));
+        }
+        if let Some(n) = self.ack_threshold
+            && n > MAX_ACK_THRESHOLD
+        {
+            return Err(ConfigError::AckThreshold(n));
         }
         Ok(())
     }
@@ -146,6 +162,13 @@ impl Transport {
             // is the bound a download meets.
             c.stream_receive_window(VarInt::from_u64(w).map_err(|_| ConfigError::Window(w))?)
                 .send_window(w);
+        }
+        if let Some(n) = self.ack_threshold {
+            let mut a = AckFrequencyConfig::default();
+            a.ack_eliciting_threshold(
+                VarInt::from_u64(n).map_err(|_| ConfigError::AckThreshold(n))?,
+            );
+            c.ack_frequency_config(Some(a));
         }
         match self.cc {
             Cc::Cubic => c.congestion_controller_factory(Arc::new(CubicConfig::default())),
@@ -190,5 +213,14 @@ mod tests {
             Some(ConfigError::Window(MAX_WINDOW + 1))
         );
         assert!(with(32 << 20).config().is_ok());
+        let acks = |n| Transport {
+            ack_threshold: Some(n),
+            ..Transport::default()
+        };
+        assert_eq!(
+            acks(MAX_ACK_THRESHOLD + 1).validate(),
+            Err(ConfigError::AckThreshold(MAX_ACK_THRESHOLD + 1))
+        );
+        assert!(acks(10).config().is_ok());
     }
 }

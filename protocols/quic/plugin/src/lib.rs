@@ -95,6 +95,15 @@ pub const WINDOW: ParamSpec = ParamSpec {
     words: "QUIC flow-control window",
 };
 
+pub const ACK_THRESHOLD: ParamSpec = ParamSpec {
+    name: "quic.ack-threshold",
+    kind: ParamKind::Count,
+    default: "",
+    workloads: WORKLOADS,
+    help: "ACK frequency (draft-ietf-quic-ack-frequency, builtin server and our client): each endpoint asks its peer to acknowledge after this many ack-eliciting packets (or its max_ack_delay), 0 to 10000; unset: not asked, every second packet (RFC 9000 §13.2.2). A slow return link carries fewer ACKs",
+    words: "QUIC ACK threshold",
+};
+
 pub const STREAMS: ParamSpec = ParamSpec {
     name: "quic.streams",
     kind: ParamKind::Choice(&["one", "per-message"]),
@@ -162,6 +171,7 @@ const PARAMS: &[ParamSpec] = &[
     MAX_DATAGRAM,
     IDLE_TIMEOUT,
     WINDOW,
+    ACK_THRESHOLD,
     STREAMS,
     QLOG,
 ];
@@ -323,6 +333,7 @@ pub fn transport_of(case: &Case) -> Result<Transport, WorkloadError> {
         t.idle_timeout = (!d.is_zero()).then_some(d);
     }
     t.window = case.bytes(&WINDOW);
+    t.ack_threshold = case.count(&ACK_THRESHOLD);
     t.zero_rtt = case.workload() == "connect" && case.is_on(&ZERO_RTT);
     t.validate()
         .map_err(|e| WorkloadError::Input(format!("quic transport parameters: {e}")))?;
@@ -642,7 +653,7 @@ fn note(run: &QuicRun, lab: bool) -> String {
         (false, false) => "; one stream".to_string(),
     };
     format!(
-        "QUIC v1 to {} at {} ({}); our client: {}, initial RTT {:?}, {}-byte datagrams, idle timeout {}, stream window {}{}{}",
+        "QUIC v1 to {} at {} ({}); our client: {}, initial RTT {:?}, {}-byte datagrams, idle timeout {}, stream window {}, ACK threshold {}{}{}",
         run.kind.name(),
         run.server,
         if lab {
@@ -657,6 +668,10 @@ fn note(run: &QuicRun, lab: bool) -> String {
             .map_or_else(|| "none".to_string(), |d| format!("{d:?}")),
         t.window
             .map_or_else(|| "quinn's 1.25 MB".to_string(), |w| format!("{w} B")),
+        t.ack_threshold.map_or_else(
+            || "not asked (every second packet)".to_string(),
+            |n| format!("{n} packets")
+        ),
         what,
         match run.kind {
             Kind::Builtin => "",
