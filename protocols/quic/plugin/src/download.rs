@@ -9,6 +9,9 @@
 //!   HEADERS frame of ~30 bytes, its answer `payload` bytes plus ~10 of frames.
 //! - stream: one `GET /N` with N = `count` × `payload`, timed from the request's write to
 //!   the response's FIN: the goodput of a download, the interop runner's `transfer`.
+//!   With `quic.streams=per-message`, `count` requests `GET /payload` at once instead,
+//!   each on a stream of its own as the server's stream credit allows (RFC 9000 §4.6),
+//!   timed to the last response's FIN: the interop runner's `multiplexing`.
 //!
 //! On the connection our client opens its control stream with SETTINGS (§6.2.1) once the
 //! handshake completes, and reads and discards the server's control and QPACK streams.
@@ -93,18 +96,8 @@ pub(crate) fn get(
     watch: &mut Watch,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Response, WorkloadError> {
-    let q = conn.quic()?;
-    let id = q
-        .streams()
-        .open(Dir::Bi)
+    let id = request(conn, path)?
         .ok_or_else(|| WorkloadError::Peer("the server allows no more streams".into()))?;
-    // A request is ~30 bytes: a new stream's credit always takes it.
-    q.send_stream(id)
-        .write(&h3::request(crate::SERVER_NAME, path))
-        .map_err(|e| WorkloadError::Peer(format!("the server refused the request: {e}")))?;
-    q.send_stream(id)
-        .finish()
-        .map_err(|e| WorkloadError::Peer(format!("cannot finish the request: {e}")))?;
     let mut reader = FrameReader::default();
     let mut r = Response {
         status: None,
@@ -124,6 +117,88 @@ pub(crate) fn get(
         step(conn, ctx, watch, "waiting for the HTTP/3 response")?;
         h3c.drain(conn)?;
     }
+}
+
+/// `GET path` on a new stream, finished; `None` while the server grants no stream
+/// (RFC 9000 §4.6: its MAX_STREAMS lifts that).
+fn request(conn: &mut Conn, path: &str) -> Result<Option<StreamId>, WorkloadError> {
+    let q = conn.quic()?;
+    let Some(id) = q.streams().open(Dir::Bi) else {
+        return Ok(None);
+    };
+    // A request is ~30 bytes: a new stream's credit always takes it.
+    q.send_stream(id)
+        .write(&h3::request(crate::SERVER_NAME, path))
+        .map_err(|e| WorkloadError::Peer(format!("the server refused the request: {e}")))?;
+    q.send_stream(id)
+        .finish()
+        .map_err(|e| WorkloadError::Peer(format!("cannot finish the request: {e}")))?;
+    Ok(Some(id))
+}
+
+/// One response being read.
+struct Pending {
+    id: StreamId,
+    reader: FrameReader,
+    body: Body,
+    r: Response,
+}
+
+/// `run.count` requests `GET /payload` at once on one connection (the interop runner's
+/// multiplexing), each on a stream of its own as the server's stream credit allows,
+/// every response read whole; `progress` is told the responses complete.
+fn get_many(
+    conn: &mut Conn,
+    h3c: &mut H3,
+    run: &QuicRun,
+    ctx: &Ctx,
+    watch: &mut Watch,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Vec<Response>, WorkloadError> {
+    let (n, kind) = (run.count, run.kind);
+    let path = &format!("/{}", run.payload);
+    let mut sent = 0;
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut done = Vec::with_capacity(n as usize);
+    while (done.len() as u64) < n {
+        while sent < n {
+            let Some(id) = request(conn, path)? else {
+                break;
+            };
+            sent += 1;
+            pending.push(Pending {
+                id,
+                reader: FrameReader::default(),
+                body: kind.body(),
+                r: Response {
+                    status: None,
+                    bytes: 0,
+                    intact: true,
+                    at: 0,
+                },
+            });
+        }
+        let mut i = 0;
+        while i < pending.len() {
+            let p = &mut pending[i];
+            if read(conn, p.id, &mut p.reader, &mut p.r, &mut p.body)? {
+                let mut p = pending.swap_remove(i);
+                p.reader
+                    .finish()
+                    .map_err(|e| WorkloadError::Peer(format!("the response to GET {path}: {e}")))?;
+                p.r.at = conn.driver.read_ns();
+                done.push(p.r);
+                progress(done.len() as u64);
+            } else {
+                i += 1;
+            }
+        }
+        if (done.len() as u64) < n {
+            step(conn, ctx, watch, "waiting for the HTTP/3 responses")?;
+            h3c.drain(conn)?;
+        }
+    }
+    Ok(done)
 }
 
 /// Reads what the response stream has; true once its FIN was read.
@@ -206,7 +281,9 @@ pub fn run(
     let mut watch = Watch::new(ctx, &run.transport);
     wait_handshake(conn, ctx, &mut watch)?;
     let mut h3c = H3::open(conn)?;
-    if run.stream {
+    if run.stream && run.per_message {
+        multiplexed(run, ctx, conn, &mut h3c, &mut watch, out)
+    } else if run.stream {
         download(run, ctx, conn, &mut h3c, &mut watch, out)
     } else {
         requests(run, ctx, conn, &mut h3c, &mut watch, out)
@@ -255,6 +332,47 @@ fn download(
         out.put(THROUGHPUT_BITS_PER_S, (want * 8) as f64 / t);
         out.put(THROUGHPUT_MESSAGES_PER_S, run.count as f64 / t);
     }
+    Ok(())
+}
+
+/// `count` downloads of `GET /payload` at once on the one connection, timed from the
+/// first request's write to the last response's FIN.
+fn multiplexed(
+    run: &QuicRun,
+    ctx: &Ctx,
+    conn: &mut Conn,
+    h3c: &mut H3,
+    watch: &mut Watch,
+    out: &mut Outcome,
+) -> Result<(), WorkloadError> {
+    (ctx.mark_stable)();
+    let path = format!("/{}", run.payload);
+    let start = monotonic_ns();
+    let all = get_many(conn, h3c, run, ctx, watch, &mut |k| {
+        (ctx.progress)(k, run.count)
+    })?;
+    crate::workload::push_handshake(conn, out);
+    let mut tally = Tally::new();
+    for (i, r) in all.iter().enumerate() {
+        status_ok(r, &path, run.kind)?;
+        tally.observe(i as u64, r.bytes != run.payload as u64 || !r.intact);
+    }
+    tally.finish(run.count);
+    push_counts(out, run.count, &tally);
+    let last = all.iter().map(|r| r.at).max().unwrap_or(start);
+    if last > start {
+        let t = secs(last - start);
+        out.put(THROUGHPUT_DURATION, t);
+        out.put(
+            THROUGHPUT_BITS_PER_S,
+            (run.count * run.payload as u64 * 8) as f64 / t,
+        );
+        out.put(THROUGHPUT_MESSAGES_PER_S, run.count as f64 / t);
+    }
+    out.notes.push(format!(
+        "{} requests GET {path} at once on one connection, a stream each as the server's stream credit allowed (RFC 9000 §4.6)",
+        run.count
+    ));
     Ok(())
 }
 

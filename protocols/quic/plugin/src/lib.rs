@@ -108,8 +108,8 @@ pub const STREAMS: ParamSpec = ParamSpec {
     name: "quic.streams",
     kind: ParamKind::Choice(&["one", "per-message"]),
     default: "one",
-    workloads: &["pingpong"],
-    help: "ping-pong streams: one (every message on one bidirectional stream) or per-message (a new stream per message, finished after it; RFC 9000 §2)",
+    workloads: &["pingpong", "stream"],
+    help: "ping-pong: one (every message on one bidirectional stream) or per-message (a new stream per message, finished after it; RFC 9000 §2); stream in HTTP/3: one (one GET of count x payload) or per-message (count GETs of payload at once on one connection, the interop runner's multiplexing)",
     words: "QUIC streams",
 };
 
@@ -474,6 +474,14 @@ impl Protocol for Quic {
         }
         concurrency_of(case)?;
         rate_of(case)?;
+        if case.workload() == "stream"
+            && case.choice(&STREAMS) == "per-message"
+            && case.choice(&APP) != "h3"
+        {
+            return Err(WorkloadError::Input(
+                "quic.streams=per-message in the stream workload is HTTP/3's multiplexing (requests at once): add --quic-app h3".into(),
+            ));
+        }
         if case.is_on(&RETRY) && kind != Kind::Ngtcp2 {
             return Err(WorkloadError::Input(format!(
                 "quic.retry=on: only ngtcp2's server can be asked for a Retry (gtlsserver -V), not quic.server={}",
