@@ -409,6 +409,7 @@ struct ChartFile {
     quantiles: Option<Spanned<Vec<f64>>>,
     column: Option<Spanned<String>>,
     claims: Option<Vec<Spanned<ClaimFile>>>,
+    x_metric: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -683,7 +684,7 @@ fn reference(cx: &Ctx, r: &ReferenceFile) -> Result<Reference, ScenarioError> {
     Ok(out)
 }
 
-const CHART_KINDS: &[&str] = &["lines", "bars", "rounds", "cdf", "load"];
+const CHART_KINDS: &[&str] = &["lines", "bars", "rounds", "cdf", "load", "tradeoff"];
 /// The series a `load` chart can draw: `wirebench_report::charts::LOAD_COLUMNS`.
 use wirebench_report::charts::LOAD_COLUMNS;
 
@@ -794,6 +795,7 @@ fn chart(cx: &Ctx, file: &Spanned<ChartFile>) -> Result<ChartSpec, ScenarioError
         log_x: t.log_x,
         log_y: t.log_y,
         lead: t.lead.unwrap_or(false),
+        x_metric: t.x_metric.clone(),
         ..ChartSpec::default()
     };
     if let Some(q) = &t.quantiles {
@@ -878,6 +880,13 @@ fn chart(cx: &Ctx, file: &Spanned<ChartFile>) -> Result<ChartSpec, ScenarioError
             span_of(file),
             "chart.metric",
             "missing: the metric to chart, e.g. metric = \"rtt.stable\"",
+        ));
+    }
+    if kind == "tradeoff" && c.x_metric.is_none() {
+        return Err(cx.err(
+            span_of(file),
+            "chart.x_metric",
+            "missing: a tradeoff chart puts a metric on each axis, e.g. metric = \"throughput.bits_per_s\" and x_metric = \"link.one_way.p95\"",
         ));
     }
     if kind == "lines" && c.x.is_none() {

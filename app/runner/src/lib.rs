@@ -870,6 +870,9 @@ fn link_metrics(
     }
     let tun = lab.tun_drops().saturating_sub(before.tun_drops);
     outcome.put(LINK_DROPPED_TUN, tun as f64);
+    if let Some(times) = lab.link_times() {
+        link::add_link_times(outcome, &times);
+    }
     if let (Some(c0), Some(c1)) = (before.emulator_cpu_ns, lab.emulator_cpu_ns()) {
         let share = c1.saturating_sub(c0) as f64 / elapsed.as_nanos().max(1) as f64;
         outcome.put(LINK_EMULATOR_CPU, share);

@@ -295,6 +295,41 @@ fn rtt_model(
     }
 }
 
+/// The series' name in the record (`series.link`: `<case>.link.csv`).
+pub const LINK_SERIES: &str = "link";
+
+/// The case's per-packet one-way delays (`link.one_way*`) and its queue series
+/// (docs/links.md, "What a case records of the link").
+pub fn add_link_times(out: &mut Outcome, times: &wirebench_lab::LinkTimes) {
+    use wirebench_model::metric::{LINK_ONE_WAY, LINK_ONE_WAY_DOWN, LINK_ONE_WAY_UP};
+    let data = times.data_direction();
+    for (spec, dir) in [
+        (LINK_ONE_WAY, data),
+        (LINK_ONE_WAY_UP, 0),
+        (LINK_ONE_WAY_DOWN, 1),
+    ] {
+        let Some(h) = times.one_way[dir].as_ref().filter(|h| !h.is_empty()) else {
+            continue;
+        };
+        out.put(spec.at("mean"), h.mean() / 1e9);
+        for (stat, q) in [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)] {
+            out.put(spec.at(stat), h.value_at_quantile(q) as f64 / 1e9);
+        }
+        out.put(spec.at("max"), h.max() as f64 / 1e9);
+    }
+    if times.truncated {
+        out.notes.push(format!(
+            "link series: it stops after {} samples ({} s)",
+            wirebench_lab::times::MAX_SAMPLES,
+            wirebench_lab::times::MAX_SAMPLES as u64 * wirebench_lab::times::SAMPLE_NS
+                / 1_000_000_000
+        ));
+    }
+    if !times.samples.is_empty() {
+        out.series.push((LINK_SERIES.into(), times.csv()));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,8 @@ pub(crate) struct Prepared {
     /// For bars: the category labels (possibly synthesised).
     pub categories: Vec<String>,
     pub x_log: bool,
+    /// The x axis runs from its largest value ([`crate::Axis::reversed`]).
+    pub x_reversed: bool,
     pub y_log: bool,
     /// Log byte axes get power-of-two ticks.
     pub x_pow2: bool,
@@ -139,6 +141,7 @@ pub(crate) fn prepare(chart: &Chart) -> Prepared {
         categories,
         x_log: admit.x_log,
         y_log: admit.y_log,
+        x_reversed: chart.x.reversed && !is_bars && !is_cdf,
         x_pow2,
         y_pow2,
         notes: skipped.notes(),

@@ -216,6 +216,8 @@ pub(crate) struct AxisLayout {
     pub lo: f64,
     pub hi: f64,
     pub log: bool,
+    /// Larger values nearer the origin ([`crate::Axis::reversed`]).
+    pub reversed: bool,
     pub ticks: Vec<Tick>,
     pub title_unit: Option<String>,
 }
@@ -228,7 +230,11 @@ impl AxisLayout {
         } else {
             (v - self.lo) / (self.hi - self.lo)
         };
-        if t.is_finite() { t } else { 0.5 }
+        match (t.is_finite(), self.reversed) {
+            (false, _) => 0.5,
+            (true, false) => t,
+            (true, true) => 1.0 - t,
+        }
     }
 
     fn from_set(set: TickSet, log: bool) -> Self {
@@ -236,6 +242,7 @@ impl AxisLayout {
             lo: set.lo,
             hi: set.hi,
             log,
+            reversed: false,
             ticks: set.ticks,
             title_unit: set.title_unit,
         }
@@ -384,7 +391,8 @@ fn pick_y(cands: Vec<TickSet>, log: bool, plot_h: f32) -> AxisLayout {
 
 /// X tick label items for `axis` over the span x0..x1, baseline `y`.
 fn x_tick_items(axis: &AxisLayout, x0: f32, x1: f32, y: f32) -> Vec<TextItem> {
-    axis.ticks
+    let mut items: Vec<TextItem> = axis
+        .ticks
         .iter()
         .filter_map(|t| {
             let label = t.label.as_ref()?;
@@ -394,7 +402,10 @@ fn x_tick_items(axis: &AxisLayout, x0: f32, x1: f32, y: f32) -> Vec<TextItem> {
                     .anchor(Anchor::Middle),
             )
         })
-        .collect()
+        .collect();
+    // Left to right, whichever way the axis runs (spacing is checked in that order).
+    items.sort_by(|a, b| a.x.total_cmp(&b.x));
+    items
 }
 
 fn x_fits(items: &[TextItem]) -> bool {
@@ -635,7 +646,13 @@ fn fit_clear_of_marks(
         } else {
             fit_axes(frame, &cands.y, cands.y_log, |x0, x1, _, tick_baseline| {
                 (
-                    numeric_x_axis(&cands.x, prep.x_log, x0, x1, tick_baseline),
+                    numeric_x_axis(
+                        &cands.x,
+                        (prep.x_log, prep.x_reversed),
+                        x0,
+                        x1,
+                        tick_baseline,
+                    ),
                     false,
                 )
             })
@@ -743,6 +760,7 @@ fn empty_layout(
         lo: 0.0,
         hi: 1.0,
         log: false,
+        reversed: false,
         ticks: Vec::new(),
         title_unit: None,
     };
@@ -894,6 +912,7 @@ fn category_axis(
         lo: -0.5,
         hi: n as f64 - 0.5,
         log: false,
+        reversed: false,
         ticks: text::fit_distinct(&prep.categories, TICK_SIZE, false, MAX_CATEGORY_LABEL)
             .into_iter()
             .enumerate()
@@ -922,14 +941,17 @@ fn category_axis(
 /// The first numeric x axis whose labels fit over x0..x1, else the last candidate.
 fn numeric_x_axis(
     x_cands: &[TickSet],
-    x_log: bool,
+    (x_log, reversed): (bool, bool),
     x0: f32,
     x1: f32,
     tick_baseline: f32,
 ) -> (AxisLayout, Vec<TextItem>) {
     let n = x_cands.len();
     for (i, set) in x_cands.iter().enumerate() {
-        let axis = AxisLayout::from_set(set.clone(), x_log);
+        let axis = AxisLayout {
+            reversed,
+            ..AxisLayout::from_set(set.clone(), x_log)
+        };
         let items = x_tick_items(&axis, x0, x1, tick_baseline);
         if x_fits(&items) || i + 1 == n {
             return (axis, items);

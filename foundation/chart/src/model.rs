@@ -38,6 +38,10 @@ pub struct Axis {
     pub label: String,
     pub unit: Unit,
     pub scale: Scale,
+    /// Values grow towards the origin: an x axis whose larger values are worse (a
+    /// delay), so that "better" is up and right, as Pantheon draws throughput against
+    /// delay. Only the x axis of lines and scatter charts honours it.
+    pub reversed: bool,
 }
 
 impl Axis {
@@ -47,7 +51,14 @@ impl Axis {
             label: label.into(),
             unit,
             scale: Scale::Linear,
+            reversed: false,
         }
+    }
+
+    /// The same axis running from its largest value to its smallest.
+    pub fn reversed(mut self) -> Self {
+        self.reversed = true;
+        self
     }
 
     /// The same axis with a logarithmic scale.

@@ -5,8 +5,13 @@
 //! until [`SPIN_NS`] before the next packet is due, then spins, so packets leave within
 //! microseconds of their due time instead of a timer tick later. Every packet's release
 //! error (actual minus due time) is recorded, so the claim can be checked per run.
+//!
+//! Each case also gets its packets' one-way delays and a queue series ([`LinkTimes`]);
+//! `WIREBENCH_LINK_TIMES=0` in the environment turns that accounting off, so a bench
+//! can show what it costs (bench/link.sh).
 
 use crate::pcap::{PcapStats, PcapWriter};
+use crate::times::{LinkTimes, SAMPLE_NS};
 use crate::tun::Tun;
 use hdrhistogram::Histogram;
 use std::io;
@@ -77,6 +82,13 @@ struct Shared {
     error: Mutex<Option<String>>,
     /// The capture's progress, published whenever it flushes or stops.
     pcap: Mutex<Option<PcapStats>>,
+    /// The case's packet times; `None` when the accounting is off.
+    times: Option<Mutex<LinkTimes>>,
+}
+
+/// Whether the per-packet time accounting is on (`WIREBENCH_LINK_TIMES` unset or not 0).
+fn times_on() -> bool {
+    std::env::var_os("WIREBENCH_LINK_TIMES").is_none_or(|v| v != "0")
 }
 
 pub struct Emulator {
@@ -104,6 +116,7 @@ impl Emulator {
             }),
             error: Mutex::new(None),
             pcap: Mutex::new(pcap.as_ref().map(|p| p.stats().clone())),
+            times: times_on().then(|| Mutex::new(LinkTimes::default())),
         });
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
@@ -171,6 +184,13 @@ impl Emulator {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .release_error = new_hist();
+    }
+
+    /// The packet times of the case so far (since the last [`Emulator::configure`]);
+    /// `None` when the accounting is off.
+    pub fn times(&self) -> Option<LinkTimes> {
+        let t = self.shared.times.as_ref()?;
+        Some(t.lock().unwrap_or_else(|p| p.into_inner()).clone())
     }
 
     /// CPU time the emulator thread has used, from the kernel's scheduler statistics.
@@ -246,6 +266,10 @@ struct Worker {
     shared: Arc<Shared>,
     /// Unix time minus CLOCK_MONOTONIC, for pcap timestamps.
     unix_offset_ns: u64,
+    /// When the case's models took over (time zero of its queue series), and the next
+    /// sample's time.
+    case_origin_ns: u64,
+    next_sample_ns: u64,
 }
 
 impl Worker {
@@ -274,6 +298,8 @@ impl Worker {
             pcap_stop_seen: false,
             shared,
             unix_offset_ns: unix.saturating_sub(monotonic_ns()),
+            case_origin_ns: origin,
+            next_sample_ns: origin + SAMPLE_NS,
         }
     }
 
@@ -289,6 +315,9 @@ impl Worker {
             let now = monotonic_ns();
             if moved > 0 {
                 last_activity = now;
+            }
+            if now >= self.next_sample_ns {
+                self.sample(now);
             }
             if now.saturating_sub(last_activity) < BUSY_NS {
                 // Yield, not spin: a host thread woken by the packet we just delivered
@@ -315,12 +344,40 @@ impl Worker {
                 Some(t) => t - now - SPIN_NS,
                 None => IDLE_NS,
             };
+            // Woken for the queue's samples too, on their clock.
+            let wait = match &self.shared.times {
+                Some(_) => wait.min(self.next_sample_ns.saturating_sub(now).max(1)),
+                None => wait,
+            };
             // About to sleep: a good moment to make the capture durable.
             self.flush_pcap();
             self.wait(wait)?;
         }
         self.flush_pcap();
         Ok(())
+    }
+
+    /// Closes the current interval of the queue series.
+    fn sample(&mut self, now: u64) {
+        self.next_sample_ns = now - (now - self.case_origin_ns) % SAMPLE_NS + SAMPLE_NS;
+        let Some(times) = &self.shared.times else {
+            return;
+        };
+        let queue = [0, 1].map(|i| {
+            let l = &self.links[i];
+            (l.queued_packets(now), l.queued_bytes(now))
+        });
+        times
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .sample(now - self.case_origin_ns, queue);
+    }
+
+    /// Records in the case's times what happened to a packet.
+    fn time(&self, what: impl FnOnce(&mut LinkTimes)) {
+        if let Some(t) = &self.shared.times {
+            what(&mut t.lock().unwrap_or_else(|p| p.into_inner()));
+        }
     }
 
     fn flush_pcap(&mut self) {
@@ -353,6 +410,12 @@ impl Worker {
             dir.dropped_reset += self.links[i].held_packets() as u64;
             self.links[i] = Link::new(params, dir_seed(seed, i)).with_origin(origin);
             self.outage_seen[i] = 0;
+        }
+        drop(c);
+        self.case_origin_ns = origin;
+        self.next_sample_ns = origin + SAMPLE_NS;
+        if let Some(t) = &self.shared.times {
+            *t.lock().unwrap_or_else(|p| p.into_inner()) = LinkTimes::default();
         }
     }
 
@@ -387,11 +450,21 @@ impl Worker {
                     // Counted from the model's stats, with the losses in flight.
                     Err(DropCause::Outage) => {}
                 }
+                let outage = dir.dropped_outage;
                 sync_outage(&self.links[i], &mut self.outage_seen[i], dir);
+                let dropped = u64::from(matches!(
+                    verdict,
+                    Err(DropCause::Queue | DropCause::Loss | DropCause::Mtu)
+                )) + dir.dropped_outage
+                    - outage;
                 if dir.flows.len() < MAX_FLOWS || dir.flows.contains_key(&key) {
                     let f = dir.flows.entry(key).or_default();
                     f.0 += 1;
                     f.1 += n as u64;
+                }
+                drop(c);
+                if dropped > 0 {
+                    self.time(|t| t.dropped(i, dropped));
                 }
             }
         }
@@ -428,13 +501,21 @@ impl Worker {
                     let _ = h.record(late.max(1));
                 }
                 let dir = if i == 0 { &mut c.up } else { &mut c.down };
-                match sent {
-                    Ok(()) => {
-                        dir.delivered_packets += 1;
-                        dir.delivered_bytes += r.packet.len() as u64;
-                    }
-                    Err(_) => dir.dropped_tx += 1,
+                let len = r.packet.len() as u64;
+                let ok = sent.is_ok();
+                if ok {
+                    dir.delivered_packets += 1;
+                    dir.delivered_bytes += len;
+                } else {
+                    dir.dropped_tx += 1;
                 }
+                drop(c);
+                // From the TUN read to the TUN write: what the packet's receiver saw.
+                let delay = at.saturating_sub(r.arrived_ns);
+                self.time(|t| match ok {
+                    true => t.delivered(i, len, delay),
+                    false => t.dropped(i, 1),
+                });
             }
             // An outage that began may have taken packets without releasing any.
             if self.links[i].stats().dropped_outage.packets != self.outage_seen[i] {
@@ -444,7 +525,11 @@ impl Worker {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner());
                 let dir = if i == 0 { &mut c.up } else { &mut c.down };
+                let before = dir.dropped_outage;
                 sync_outage(&self.links[i], &mut self.outage_seen[i], dir);
+                let lost = dir.dropped_outage - before;
+                drop(c);
+                self.time(|t| t.dropped(i, lost));
             }
         }
         Ok(moved)

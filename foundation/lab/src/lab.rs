@@ -361,6 +361,12 @@ impl Lab {
         self.emulator.counters()
     }
 
+    /// The case's packet times: one-way delays and the queue series since the link was
+    /// last configured; `None` when the accounting is off (`WIREBENCH_LINK_TIMES=0`).
+    pub fn link_times(&self) -> Option<crate::LinkTimes> {
+        self.emulator.times()
+    }
+
     pub fn reset_release_error(&self) {
         self.emulator.reset_release_error();
     }

@@ -329,6 +329,10 @@ pub struct Released<P> {
     /// When the model says it arrives; a real-time driver compares this with its clock
     /// to measure its own release error.
     pub due_ns: u64,
+    /// When it was accepted (the time passed to `enqueue`, raised to the latest time
+    /// seen): `due_ns - arrived_ns` is the packet's one-way delay through the link,
+    /// queueing included.
+    pub arrived_ns: u64,
 }
 
 /// One direction of an emulated link; see the crate docs for the model.
@@ -388,6 +392,7 @@ enum Server {
 struct Held<P> {
     due_ns: u64,
     seq: u64,
+    arrived_ns: u64,
     packet: P,
 }
 
@@ -585,6 +590,7 @@ impl<P: AsRef<[u8]>> Link<P> {
         self.held.push(Reverse(Held {
             due_ns: due,
             seq: self.seq,
+            arrived_ns: now,
             packet: pkt,
         }));
         self.seq += 1;
@@ -609,6 +615,7 @@ impl<P: AsRef<[u8]>> Link<P> {
         Some(Released {
             packet: h.packet,
             due_ns: h.due_ns,
+            arrived_ns: h.arrived_ns,
         })
     }
 

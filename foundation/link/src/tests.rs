@@ -182,6 +182,20 @@ fn delay_is_added_after_serialization_and_an_idle_link_starts_at_arrival() {
 }
 
 #[test]
+fn a_released_packet_carries_its_arrival_so_its_one_way_delay_includes_the_queue() {
+    let mut p = rate(2400);
+    p.delay_ns = 500 * MS;
+    let mut link = Link::new(p, 1);
+    link.enqueue(pkt(0, 300), 0).unwrap();
+    link.enqueue(pkt(1, 300), 200 * MS).unwrap();
+    let out = drain(&mut link);
+    let delays: Vec<u64> = out.iter().map(|r| r.due_ns - r.arrived_ns).collect();
+    // The second waited 800 ms for the first's serialization, then took its own 1 s.
+    assert_eq!(delays, [S + 500 * MS, 800 * MS + S + 500 * MS]);
+    assert_eq!(out[1].arrived_ns, 200 * MS);
+}
+
+#[test]
 fn unlimited_rate_only_delays() {
     let p = LinkParams {
         delay_ns: 10 * MS,

@@ -369,6 +369,26 @@ pub const LINK_RELEASE_ERROR: MetricSpec = MetricSpec::dist(
     "s",
     "how late the emulator released packets against their schedule",
 );
+/// Quantiles of the per-packet one-way delays ([`LINK_ONE_WAY`]).
+const ONE_WAY_STATS: &[&str] = &["mean", "p50", "p95", "p99", "max"];
+pub const LINK_ONE_WAY: MetricSpec = MetricSpec::dist(
+    "link.one_way",
+    ONE_WAY_STATS,
+    "s",
+    "one-way delay of the packets delivered in the data's direction (the one that carried more bytes), queueing included, from the emulator's own timestamps (Pantheon's delay)",
+);
+pub const LINK_ONE_WAY_UP: MetricSpec = MetricSpec::dist(
+    "link.one_way.up",
+    ONE_WAY_STATS,
+    "s",
+    "one-way delay of the packets delivered client to server, queueing included",
+);
+pub const LINK_ONE_WAY_DOWN: MetricSpec = MetricSpec::dist(
+    "link.one_way.down",
+    ONE_WAY_STATS,
+    "s",
+    "one-way delay of the packets delivered server to client, queueing included",
+);
 pub const LINK2_PACKETS: MetricSpec = m(
     "link2.packets",
     "count",
@@ -586,6 +606,9 @@ pub static SHARED: &[MetricSpec] = &[
     LINK_DROPPED_OTHER,
     LINK_DROPPED_TUN,
     LINK_RELEASE_ERROR,
+    LINK_ONE_WAY,
+    LINK_ONE_WAY_UP,
+    LINK_ONE_WAY_DOWN,
     LINK2_PACKETS,
     LINK2_BYTES,
     WIRE_PACKETS,

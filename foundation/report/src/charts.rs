@@ -13,6 +13,7 @@
 //! Repeats of a case are averaged; their min and max become error bars.
 
 mod tcp_info;
+mod tradeoff;
 
 use crate::info::{ChartSpec, RunInfo};
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,8 +22,8 @@ use std::sync::LazyLock;
 use wirebench_chart::{Axis, Chart, Guide, Kind, Marker, Point, Series, Unit};
 use wirebench_model::metric::connect::{TTFB, TTFB_ROUND_TRIPS};
 use wirebench_model::metric::{
-    CONNECT_TIME, LINK_UTILIZATION, LOAD_PEAK_ACTIVE, ROUNDS_HISTOGRAM, RTT, RTT_FIRST, RTT_STABLE,
-    THROUGHPUT_BITS_PER_S, THROUGHPUT_DURATION, THROUGHPUT_MESSAGES_PER_S,
+    CONNECT_TIME, LINK_ONE_WAY, LINK_UTILIZATION, LOAD_PEAK_ACTIVE, ROUNDS_HISTOGRAM, RTT,
+    RTT_FIRST, RTT_STABLE, THROUGHPUT_BITS_PER_S, THROUGHPUT_DURATION, THROUGHPUT_MESSAGES_PER_S,
     WIRE_STABLE_OVERHEAD_PER_MESSAGE, named,
 };
 use wirebench_model::session_words::SessionWords;
@@ -78,6 +79,8 @@ static STUDY_METRICS: LazyLock<Vec<(String, &str)>> = LazyLock::new(|| {
         (TTFB_ROUND_TRIPS.at("p50"), "Round trips to the first byte"),
         (LOAD_PEAK_ACTIVE.key(), "Peak sessions logged in"),
         (THROUGHPUT_DURATION.key(), "Transfer time"),
+        (LINK_ONE_WAY.at("p95"), "One-way delay of the data, p95"),
+        (LINK_ONE_WAY.at("mean"), "One-way delay of the data, mean"),
     ])
 });
 
@@ -168,6 +171,8 @@ fn push_unless_duplicate(
 /// One case with its repeats folded: mean, min and max per metric.
 struct Case<'a> {
     first: &'a Record,
+    /// Every run of the case that succeeded (`first` among them).
+    runs: Vec<&'a Record>,
     metrics: BTreeMap<String, (f64, f64, f64, String)>,
 }
 
@@ -179,12 +184,14 @@ fn cases(records: &[Record]) -> Vec<Case<'_>> {
             None => {
                 out.push(Case {
                     first: r,
+                    runs: Vec::new(),
                     metrics: BTreeMap::new(),
                 });
                 out.len() - 1
             }
         };
         let c = &mut out[idx];
+        c.runs.push(r);
         for name in r.metrics.keys() {
             let Some(m) = r.metric(name) else { continue };
             if !m.value.is_finite() {
@@ -1053,6 +1060,7 @@ pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
     rounds_charts(&all, dir, info, &mut extra);
     load_charts(&all, dir, info, &mut extra);
     tcp_info::charts(&all, dir, info, &mut extra);
+    tcp_info::link_charts(&all, dir, info, &mut extra);
     let own = |kind: &str| info.charts.iter().any(|c| c.kind.as_deref() == Some(kind));
     for p in extra {
         // The scenario's own per-round, CDF or load charts already drew these cases.
@@ -1062,6 +1070,8 @@ pub fn plan(records: &[Record], info: &RunInfo, dir: &Path) -> Vec<Planned> {
             "cdf"
         } else if p.stem.starts_with("tcp-") {
             "tcp_info"
+        } else if p.stem.starts_with("link-") {
+            "link"
         } else {
             "load"
         };
@@ -1112,6 +1122,14 @@ fn spec_charts(spec: &ChartSpec, cs: &[&Case], dir: &Path, info: &RunInfo, out: 
                 let mut p = Planned::new(stem, titled(chart));
                 p.notes = notes;
                 out.push(p);
+            }
+        }
+        "tradeoff" => {
+            if let Some(chart) = tradeoff::chart(cs, spec, info) {
+                // One such chart per filtered group (a link each): stems apart.
+                let tail: Vec<&str> = spec.filter.values().map(String::as_str).collect();
+                let stem = slug(&format!("{stem}-{}", tail.join("-")));
+                out.push(Planned::new(stem, chart));
             }
         }
         "bars" => {

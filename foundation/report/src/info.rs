@@ -84,7 +84,9 @@ pub struct ChartSpec {
     /// Metric on the y axis (`rtt.stable`).
     pub metric: String,
     /// Kind: `lines` (metric against `x`), `bars` (metric per category), `rounds` (value
-    /// per round of each case) or `cdf` (distribution of the per-round values).
+    /// per round of each case), `cdf` (distribution of the per-round values), `load` (a
+    /// column of the load series) or `tradeoff` (metric against `x_metric`, a marker per
+    /// run and the mean of each series: Pantheon's throughput against delay).
     #[serde(default)]
     pub kind: Option<String>,
     /// Parameter on the x axis (lines); categories for bars are the other parameters.
@@ -119,6 +121,11 @@ pub struct ChartSpec {
     /// marker at the baseline's quantile plus the claimed amount.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claims: Vec<Claim>,
+    /// A `tradeoff` chart's x axis: a metric (`link.one_way.p95`); a delay or any
+    /// other "less is better" metric in seconds runs from right to left, so that better
+    /// is up and right.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x_metric: Option<String>,
 }
 
 /// "For the slowest 15% of paths SOCKS5 adds at least 150 ms" (S3): at quantile 0.85 of

@@ -45,6 +45,7 @@ fn axis() -> impl Strategy<Value = Axis> {
         label,
         unit,
         scale: if log { Scale::Log } else { Scale::Linear },
+        reversed: false,
     })
 }
 
