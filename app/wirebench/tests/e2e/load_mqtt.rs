@@ -139,3 +139,95 @@ fn a_peak_beyond_one_process_files_is_refused_before_it_starts() {
         assert!(stderr.contains(needle), "{needle:?} missing: {stderr}");
     }
 }
+
+/// mochi-mqtt and rumqttd carry the same load as Mosquitto (`mqtt.broker`): 100 MQTT
+/// 3.1.1 sessions at QoS 1, every one subscribed, a PUBACK for every message, nothing
+/// delivered that was not expected, the broker's memory sampled; and a ping-pong through
+/// each. A broker not built here is skipped, naming its script (scripts/test.sh runs
+/// them through the install plan of the `mqtt-brokers` scenario).
+#[test]
+fn every_broker_carries_a_load_and_a_ping_pong() {
+    let peers = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers");
+    let mut brokers = Vec::new();
+    for (name, bin, script) in [
+        (
+            "mochi",
+            "mochi-mqtt-2.7.9/bin/mochi-mqtt",
+            "install-mochi.sh",
+        ),
+        (
+            "rumqttd",
+            "rumqttd-0.20.0/bin/rumqttd",
+            "install-rumqttd.sh",
+        ),
+    ] {
+        if peers.join(bin).is_file() {
+            brokers.push(name);
+        } else {
+            eprintln!("skipping mqtt.broker={name}: not built (bash scripts/{script})");
+        }
+    }
+    if brokers.is_empty() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let list = brokers.join(",");
+    run_ok(&[
+        "run",
+        "--protocol",
+        "mqtt",
+        "--workload",
+        "load",
+        "--mqtt-broker",
+        &list,
+        "--mqtt-qos",
+        "1",
+        "--payload",
+        "32",
+        "--load-phases",
+        "1s@100/s",
+        "--load-arrivals",
+        "uniform",
+        "--load-stay",
+        "3s",
+        "--load-think",
+        "1s",
+        "--load-every",
+        "500ms",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let rs = records(&out);
+    assert_eq!(rs.len(), brokers.len());
+    for r in &rs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(m(r, "load.logged_in"), 100.0, "{r}");
+        let (expected, delivered) = (m(r, "mqtt.load.expected"), m(r, "mqtt.load.delivered"));
+        assert!(delivered > 0.0 && delivered <= expected, "{r}");
+        assert_eq!(m(r, "mqtt.load.acked"), m(r, "messages.sent"), "{r}");
+        assert!(m(r, "server.rss") > 0.0, "{r}");
+    }
+    let pp = dir.path().join("pp");
+    run_ok(&[
+        "run",
+        "--protocol",
+        "mqtt",
+        "--workload",
+        "pingpong",
+        "--mqtt-broker",
+        &list,
+        "--mqtt-version",
+        "3.1.1,5",
+        "--rounds",
+        "20",
+        "--quiet",
+        "--out",
+        pp.to_str().unwrap(),
+    ]);
+    for r in &records(&pp) {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert!(m(r, "rtt.stable") > 0.0, "{r}");
+    }
+}

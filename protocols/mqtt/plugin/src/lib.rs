@@ -1,5 +1,5 @@
-//! MQTT cases: two clients through one Mosquitto broker started per case, or a session load
-//! against one ([`load`]).
+//! MQTT cases: two clients through one broker started per case (Mosquitto, mochi-mqtt or
+//! rumqttd: [`broker`]), or a session load against one ([`load`]).
 //!
 //! ```text
 //!   loopback:   client1 ── mosquitto (127.0.0.1) ── client2
@@ -15,15 +15,16 @@
 //! publishing to a broker on the ground, a backend subscribed beside the broker.
 //!
 //! The folder: the sans-IO client engine in `protocols/mqtt/engine` (`wirebench-mqtt`);
-//! here the Mosquitto peer ([`mosquitto`]), the blocking driver ([`conn`]), the workloads
+//! here the brokers ([`broker`], [`mosquitto`]), the blocking driver ([`conn`]), the workloads
 //! ([`workload`]), the session load on a mio event loop ([`load`]) and the plugin.
 
+pub mod broker;
 pub mod conn;
 pub mod load;
 pub mod mosquitto;
 pub mod workload;
 
-use mosquitto::{MOSQUITTO, Mosquitto};
+use broker::{Broker, BrokerKind, BrokerOptions};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 use wirebench_link::{LinkSpec, Transport, serialization_ns};
@@ -57,9 +58,23 @@ pub const QOS: ParamSpec = ParamSpec {
     words: "QoS",
 };
 
-/// The plugin's parameters: version and QoS, then the load workload's.
+pub const BROKER: ParamSpec = ParamSpec {
+    name: "mqtt.broker",
+    kind: Kind::Choice(&["mosquitto", "mochi", "rumqttd"]),
+    default: "mosquitto",
+    workloads: WORKLOADS,
+    help: "the broker started per case: mosquitto (Debian's, C, one thread), mochi (mochi-mqtt 2.7.9, Go; bash scripts/install-mochi.sh) or rumqttd (0.20.0, Rust on tokio; bash scripts/install-rumqttd.sh)",
+    words: "broker",
+};
+
+/// The case's `mqtt.broker`.
+pub fn broker_of(case: &Case) -> BrokerKind {
+    BrokerKind::from_word(case.choice(&BROKER)).unwrap_or(BrokerKind::Mosquitto)
+}
+
+/// The plugin's parameters: broker, version and QoS, then the load workload's.
 static ALL_PARAMS: std::sync::LazyLock<Vec<ParamSpec>> = std::sync::LazyLock::new(|| {
-    [VERSION, QOS, wirebench_protocol::params::TCP_INFO]
+    [BROKER, VERSION, QOS, wirebench_protocol::params::TCP_INFO]
         .iter()
         .chain(load::PARAMS)
         .copied()
@@ -182,7 +197,7 @@ impl Protocol for Mqtt {
     }
 
     fn summary(&self) -> &'static str {
-        "MQTT 3.1.1 / 5.0 between two clients through a Mosquitto broker started per case (loopback; with a link: the broker and client2 in the lab's server host), or thousands of sessions against it (load)"
+        "MQTT 3.1.1 / 5.0 between two clients through a broker started per case (Mosquitto, mochi-mqtt or rumqttd; loopback, or with a link the broker and client2 in the lab's server host), or thousands of sessions against it (load)"
     }
 
     fn params(&self) -> &'static [ParamSpec] {
@@ -215,12 +230,22 @@ impl Protocol for Mqtt {
         Ok(())
     }
 
-    fn prerequisites(&self, _case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
-        vec![MOSQUITTO.because("protocol=mqtt")]
+    fn prerequisites(&self, case: &Case) -> Vec<wirebench_protocol::Prerequisite> {
+        let kind = broker_of(case);
+        let why = match kind {
+            BrokerKind::Mosquitto => "protocol=mqtt",
+            BrokerKind::Mochi => "mqtt.broker=mochi",
+            BrokerKind::Rumqttd => "mqtt.broker=rumqttd",
+        };
+        vec![kind.requirement().because(why)]
     }
 
-    fn servers(&self, _case: &Case) -> Option<&'static str> {
-        Some("a Mosquitto broker started per case")
+    fn servers(&self, case: &Case) -> Option<&'static str> {
+        Some(match broker_of(case) {
+            BrokerKind::Mosquitto => "a Mosquitto broker started per case",
+            BrokerKind::Mochi => "a mochi-mqtt broker started per case",
+            BrokerKind::Rumqttd => "a rumqttd broker started per case",
+        })
     }
 
     fn stream_count(&self) -> Option<u64> {
@@ -265,7 +290,19 @@ fn run_case(
         Some(_) => SERVER_ADDR.into(),
         None => Ipv4Addr::LOCALHOST.into(),
     };
-    let mut broker = Mosquitto::start(netns.as_deref(), &env.peer_dir(case, repeat), ip, true)?;
+    let opts = BrokerOptions {
+        nodelay: true,
+        load: false,
+        v5: workload::version_of(case) == wirebench_mqtt::Version::V5,
+    };
+    let kind = broker_of(case);
+    let mut broker = Broker::start(
+        kind,
+        netns.as_deref(),
+        &env.peer_dir(case, repeat),
+        ip,
+        opts,
+    )?;
     let mut run = MqttRun::from_case(
         case,
         Topology {
@@ -297,10 +334,11 @@ fn run_case(
         push_model(&mut out, link, run.qos);
     }
     out.notes.push(format!(
-        "MQTT {} at QoS {} through Mosquitto at {} ({}); client1 publishes on `{}`, client2 \
-         answers on `{}`; TCP_NODELAY on the clients and the broker (set_tcp_nodelay)",
+        "MQTT {} at QoS {} through {} at {} ({}); client1 publishes on `{}`, client2 \
+         answers on `{}`; TCP_NODELAY on the clients{}",
         run.version.name(),
         run.qos.bits(),
+        kind.words(),
         broker.addr,
         if env.lab.is_some() {
             "the broker and client2 in the lab's server host, client1 across the link: each message crosses it once"
@@ -309,16 +347,22 @@ fn run_case(
         },
         workload::PING,
         workload::PONG,
+        match kind {
+            BrokerKind::Mosquitto => " and the broker (set_tcp_nodelay)",
+            BrokerKind::Mochi => " and the broker (Go's default)",
+            BrokerKind::Rumqttd => "",
+        },
     ));
     Ok(out)
 }
 
 /// Names the broker's log in a failed case's error (and its last lines if it died).
-fn with_log(e: WorkloadError, broker: &mut Mosquitto) -> WorkloadError {
+fn with_log(e: WorkloadError, broker: &mut Broker) -> WorkloadError {
     let log = broker.log();
+    let name = broker.kind.name();
     match e {
         WorkloadError::Peer(m) => WorkloadError::Peer(match broker.exited() {
-            Some(status) => format!("{m}\nmosquitto exited ({status}):\n{}", broker.log_tail(10)),
+            Some(status) => format!("{m}\n{name} exited ({status}):\n{}", broker.log_tail(10)),
             None => format!("{m} (the broker's log: {})", log.display()),
         }),
         WorkloadError::Link(m) => {

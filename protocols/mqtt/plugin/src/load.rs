@@ -18,7 +18,7 @@ use crate::MQTT_LOAD_DUPLICATES;
 use crate::MQTT_LOAD_EXPECTED;
 use crate::MQTT_LOAD_MISSING;
 use crate::MQTT_LOAD_UNSENT;
-use crate::mosquitto::Mosquitto;
+use crate::broker::{Broker, BrokerOptions};
 use open_loop::{HEADER, Script, Summary};
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -202,7 +202,7 @@ pub fn check(case: &Case, at: &Placement) -> Result<(), WorkloadError> {
     let cap = hard.saturating_sub(FILES_SLACK);
     if peak > cap {
         return Err(WorkloadError::Input(format!(
-            "this case holds up to {peak} MQTT sessions at once, but Mosquitto runs as one \
+            "this case holds up to {peak} MQTT sessions at once, but the broker runs as one \
              process and the generator as one thread, and a process may open {hard} files \
              here (the hard limit, ulimit -Hn): at most {cap} sessions at once; lower \
              load.phases' rate or load.stay (peak = arrivals within any load.stay)"
@@ -320,7 +320,13 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
         )));
     }
     let dir = env.peer_dir(case, repeat);
-    let mut broker = Mosquitto::start_for_load(&dir, Ipv4Addr::LOCALHOST.into())?;
+    let opts = BrokerOptions {
+        nodelay: true,
+        load: true,
+        v5: spec.script.version == wirebench_mqtt::Version::V5,
+    };
+    let kind = crate::broker_of(case);
+    let mut broker = Broker::start(kind, None, &dir, Ipv4Addr::LOCALHOST.into(), opts)?;
     spec.script.broker = broker.addr;
     let total = schedule.len() as u64;
     let mut series = Series::new();
@@ -368,10 +374,11 @@ pub fn run(env: &Env, case: &Case, repeat: u32, ctx: &Ctx) -> Result<Outcome, Wo
     write_result(env, &name, sampler.append_to(&series.csv(spec.width)))?;
     out.notes.push(format!(
         "load: {total} sessions, peak {peak_active} at once, MQTT {} at QoS {}, topology \
-         pairs, 1 generator thread; broker: Mosquitto at {} (its files in {}); time series \
+         pairs, 1 generator thread; broker: {} at {} (its files in {}); time series \
          in {name}",
         spec.script.version.name(),
         spec.script.qos.bits(),
+        kind.words(),
         broker.addr,
         broker.dir.display()
     ));
@@ -469,7 +476,7 @@ fn push_usage(out: &mut Outcome, sampler: &Sampler, peak_active: i64, held: u64)
 fn broker_gone(
     series: &Series,
     width: Duration,
-    broker: &mut Mosquitto,
+    broker: &mut Broker,
     exited: Option<std::process::ExitStatus>,
 ) -> Option<WorkloadError> {
     let refused = series.counts().failures_of(Cause::Refused);
@@ -481,7 +488,11 @@ fn broker_gone(
         .find(|i| i.counts.failures_of(Cause::Refused) > 0)
         .map_or(0.0, |i| i.index as f64 * width.as_secs_f64());
     let how = match exited {
-        Some(status) => format!("mosquitto exited ({status}):\n{}", broker.log_tail(10)),
+        Some(status) => format!(
+            "{} exited ({status}):\n{}",
+            broker.kind.name(),
+            broker.log_tail(10)
+        ),
         None => format!("its log: {}", broker.log().display()),
     };
     Some(WorkloadError::Peer(format!(

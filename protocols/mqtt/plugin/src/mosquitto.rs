@@ -1,7 +1,6 @@
-//! Mosquitto (Debian's `mosquitto`, 2.0) as the broker of a case: a private
-//! configuration, started in the foreground (`mosquitto -c FILE`) on loopback or inside
-//! the lab's server host, ready when its port accepts connections, stopped by its PID
-//! when dropped (on every path: a failed case, an interrupt, a panic).
+//! Mosquitto (Debian's `mosquitto`, 2.0) as the broker of a case: its private
+//! configuration, for `mosquitto -c FILE` in the foreground ([`crate::broker`] starts
+//! and stops it).
 //!
 //! The configuration's choices (mosquitto 2.0 on Debian, tried in the lab):
 //! - `listener PORT ADDR`: mosquitto 2.x refuses remote clients unless a listener is
@@ -21,17 +20,14 @@
 //!   with mosquitto's default (Nagle on) a QoS 1 answer written right after the broker's
 //!   PUBACK waits for the PUBACK to be acknowledged: a whole extra round trip on a slow
 //!   link (see docs/protocols/mqtt.md).
-//! - For a load (`Mosquitto::start_for_load`): `log_type error` and `log_type warning`
+//! - For a load (`BrokerOptions::load`): `log_type error` and `log_type warning`
 //!   only, and `connection_messages false`, so that thousands of connects a second do not
 //!   write a log line each; the open-file limit is the one it inherits from wirebench,
 //!   which the load raises to its hard limit first.
 
 use std::fmt::Write as _;
-use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
-use wirebench_peer::{self as peer, PeerError, PeerProcess, command_in, tail_lines};
+use std::net::IpAddr;
+use std::path::Path;
 use wirebench_protocol::{Install, Lookup, Requirement};
 
 /// mosquitto, as cases check for it and `wirebench doctor` lists it.
@@ -76,127 +72,6 @@ impl MosquittoConfig {
             let _ = writeln!(s, "user root");
         }
         s
-    }
-}
-
-/// A running broker; stopped (SIGTERM, then SIGKILL) when dropped.
-///
-/// The parent-death signal is tied to the *thread* that called [`Mosquitto::start`]:
-/// keep that thread alive as long as the broker should run.
-pub struct Mosquitto {
-    process: PeerProcess,
-    pub addr: SocketAddr,
-    pub dir: PathBuf,
-    /// From spawning to the port accepting connections.
-    pub start_time: Duration,
-}
-
-/// A free port on `ip` inside `netns` (bound and released: the broker binds it next).
-fn free_port(netns: Option<&str>, ip: IpAddr) -> Result<u16, PeerError> {
-    peer::free_port(netns, ip).ok_or_else(|| PeerError::Failed {
-        what: format!("no free port on {ip} for mosquitto"),
-        detail: String::new(),
-    })
-}
-
-impl Mosquitto {
-    /// Writes the configuration into `dir`, starts the broker on `ip` in network
-    /// namespace `netns` (or here) and waits until its port accepts connections.
-    pub fn start(
-        netns: Option<&str>,
-        dir: &Path,
-        ip: IpAddr,
-        nodelay: bool,
-    ) -> Result<Mosquitto, PeerError> {
-        Self::start_as(netns, dir, ip, nodelay, false)
-    }
-
-    /// A broker here on `ip`, set up for a load (its log quiet; Nagle off).
-    pub fn start_for_load(dir: &Path, ip: IpAddr) -> Result<Mosquitto, PeerError> {
-        Self::start_as(None, dir, ip, true, true)
-    }
-
-    fn start_as(
-        netns: Option<&str>,
-        dir: &Path,
-        ip: IpAddr,
-        nodelay: bool,
-        load: bool,
-    ) -> Result<Mosquitto, PeerError> {
-        let program = MOSQUITTO.require()?;
-        let io = |what: String| move |error| PeerError::Io { what, error };
-        std::fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
-        let dir = dir
-            .canonicalize()
-            .map_err(io(format!("cannot resolve {}", dir.display())))?;
-        let cfg = MosquittoConfig {
-            addr: ip,
-            port: free_port(netns, ip)?,
-            nodelay,
-            load,
-        };
-        let conf = dir.join("mosquitto.conf");
-        let log = dir.join("mosquitto.log");
-        // SAFETY: geteuid has no preconditions.
-        let as_root = unsafe { libc::geteuid() } == 0;
-        std::fs::write(&conf, cfg.render(&log, as_root))
-            .map_err(io(format!("cannot write {}", conf.display())))?;
-        let out = std::fs::File::create(dir.join("mosquitto.out"))
-            .map_err(io("cannot create mosquitto.out".into()))?;
-        let err = out
-            .try_clone()
-            .map_err(io("cannot create mosquitto.out".into()))?;
-        let mut cmd = command_in(netns, &program.to_string_lossy());
-        cmd.arg("-c")
-            .arg(&conf)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err));
-        let t = Instant::now();
-        let child = cmd
-            .spawn()
-            .map_err(io(format!("cannot start {}", program.display())))?;
-        let files = vec![dir.join("mosquitto.out"), log.clone()];
-        let process = PeerProcess::ready(
-            child,
-            Duration::from_secs(2),
-            "mosquitto",
-            ip,
-            &[cfg.port],
-            netns,
-            Duration::from_secs(10),
-            || tail_lines(&files, 20),
-        )?;
-        Ok(Mosquitto {
-            process,
-            addr: SocketAddr::new(ip, cfg.port),
-            dir,
-            start_time: t.elapsed(),
-        })
-    }
-
-    /// Its PID: it runs until dropped, so there always is one.
-    pub fn pid(&self) -> u32 {
-        self.process.pid().unwrap_or_default()
-    }
-
-    pub fn log(&self) -> PathBuf {
-        self.dir.join("mosquitto.log")
-    }
-
-    /// Its memory and CPU time so far, while it runs.
-    pub fn usage(&self) -> Option<wirebench_peer::Usage> {
-        self.process.usage()
-    }
-
-    /// Whether it has exited (and how).
-    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.process.exited()
-    }
-
-    /// The log's last lines, for errors.
-    pub fn log_tail(&self, n: usize) -> String {
-        tail_lines(&[self.dir.join("mosquitto.out"), self.log()], n)
     }
 }
 

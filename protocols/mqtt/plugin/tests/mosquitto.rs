@@ -8,8 +8,15 @@ use std::net::Ipv4Addr;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use wirebench_mqtt::{QoS, Version};
+use wirebench_plugin_mqtt::broker::{Broker, BrokerKind, BrokerOptions};
 use wirebench_plugin_mqtt::conn::MqttConn;
-use wirebench_plugin_mqtt::mosquitto::{MOSQUITTO, Mosquitto};
+use wirebench_plugin_mqtt::mosquitto::MOSQUITTO;
+
+const OPTS: BrokerOptions = BrokerOptions {
+    nodelay: true,
+    load: false,
+    v5: false,
+};
 use wirebench_plugin_mqtt::workload::{self, MqttRun, STREAM_WINDOW_BYTES, Topology};
 use wirebench_protocol::{Ctx, Outcome, WorkloadError};
 
@@ -43,7 +50,7 @@ fn metric(o: &Outcome, name: &str) -> f64 {
 }
 
 fn run(
-    broker: &Mosquitto,
+    broker: &Broker,
     version: Version,
     qos: QoS,
     stream: bool,
@@ -83,7 +90,14 @@ fn ping_pong_and_stream_through_mosquitto_on_loopback() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let broker = Mosquitto::start(None, dir.path(), Ipv4Addr::LOCALHOST.into(), true).unwrap();
+    let broker = Broker::start(
+        BrokerKind::Mosquitto,
+        None,
+        dir.path(),
+        Ipv4Addr::LOCALHOST.into(),
+        OPTS,
+    )
+    .unwrap();
     for version in [Version::V311, Version::V5] {
         for qos in [QoS::AtMostOnce, QoS::AtLeastOnce] {
             let o = run(&broker, version, qos, false, 50, 100);
@@ -133,7 +147,14 @@ fn bad_filters_and_a_stopped_broker_fail_with_their_fault() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let broker = Mosquitto::start(None, dir.path(), Ipv4Addr::LOCALHOST.into(), true).unwrap();
+    let broker = Broker::start(
+        BrokerKind::Mosquitto,
+        None,
+        dir.path(),
+        Ipv4Addr::LOCALHOST.into(),
+        OPTS,
+    )
+    .unwrap();
     // A subscription with a wildcard where a level may not hold one is refused before
     // sending; a well-formed filter gets its SUBACK.
     let flag = AtomicBool::new(false);
