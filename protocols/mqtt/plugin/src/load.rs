@@ -138,15 +138,20 @@ impl LoadSpec {
     }
 }
 
-/// Seconds a load case takes: the last arrival, its longest stay, the broker's start and
-/// a leaving margin.
+/// Seconds a load case takes: the last arrival (or, at a broker that accepts fewer
+/// connections a second than arrive, its last accept), its longest stay, the broker's
+/// start and a leaving margin.
 pub fn estimate_secs(case: &Case) -> Option<f64> {
     let spec = LoadSpec::from_case(case, 0).ok()?;
     let schedule = spec.schedule().ok()?;
     let last = schedule
         .start(schedule.len().saturating_sub(1))
         .as_secs_f64();
-    Some(last + spec.script.stay.max().as_secs_f64() + 2.0)
+    let accepted = match crate::broker_of(case).accepts_per_s() {
+        Some(rate) => last.max(schedule.len() as f64 / rate),
+        None => last,
+    };
+    Some(accepted + spec.script.stay.max().as_secs_f64() + 2.0)
 }
 
 /// This process's open-file limit, soft and hard (the broker inherits it).
