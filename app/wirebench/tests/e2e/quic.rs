@@ -219,7 +219,68 @@ fn quic_real_clients_against_serve_quic() {
     let log = server.stop();
     assert!(
         log.contains(&format!(
-            "({early} with 0-RTT data), {answered} HTTP/3 request(s) answered, 0 refused"
+            "({early} with 0-RTT data), 0 Retry packet(s) sent, {answered} HTTP/3 request(s) answered, 0 refused"
+        )),
+        "{log}"
+    );
+}
+
+/// The interop runner's retry against our server: `serve --quic --quic-retry` answers
+/// each client's first Initial with a Retry (RFC 9000 §8.1.2), and quic-go's and ngtcp2's
+/// clients follow it to a whole answer.
+#[test]
+fn quic_real_clients_follow_a_retry_from_serve_quic() {
+    let port = common::free_port();
+    let at = format!("127.0.0.1:{port}");
+    let server = common::Serve::start(
+        ["--listen", "127.0.0.1:0", "--quic", &at, "--quic-retry"],
+        "validated with a Retry first",
+    );
+    let mut clients = 0;
+    if let Some(client) = quic_go("quic-go-client") {
+        let o = std::process::Command::new(client)
+            .args(["-insecure", "-q", &format!("https://{at}/1000")])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            o.status.success() && err.contains("Response Body: 1000 bytes"),
+            "{err}"
+        );
+        clients += 1;
+    }
+    if have("gtlsclient", "ngtcp2-client") {
+        let dir = tempfile::tempdir().unwrap();
+        let o = std::process::Command::new("gtlsclient")
+            .args(["-q", "--exit-on-all-streams-close", "--download"])
+            .arg(dir.path())
+            .args([
+                "127.0.0.1",
+                &port.to_string(),
+                &format!("https://{at}/1000"),
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            std::fs::read(dir.path().join("1000")).unwrap(),
+            lehmer(1000)
+        );
+        clients += 1;
+    }
+    let log = server.stop();
+    // At least one Retry per connection: an Initial sent again before the Retry came
+    // back gets one too.
+    let retries: u64 = log
+        .split(" Retry packet(s) sent")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(retries >= clients, "{log}");
+    assert!(
+        log.contains(&format!(
+            "{clients} connection(s) (0 with 0-RTT data), {retries} Retry packet(s) sent, {clients} HTTP/3 request(s) answered"
         )),
         "{log}"
     );

@@ -71,6 +71,10 @@ pub struct Transport {
     /// packets each endpoint asks its peer to receive before acknowledging (or its
     /// max_ack_delay to pass); `None`: not asked, RFC 9000 §13.2.2's every second one.
     pub ack_threshold: Option<u64>,
+    /// A server validates each client's address with a Retry before its handshake
+    /// (RFC 9000 §8.1.2): one round trip more, and the client's Initial then carries the
+    /// token. A client ignores it (it follows any Retry it gets).
+    pub retry: bool,
 }
 
 impl Default for Transport {
@@ -83,6 +87,7 @@ impl Default for Transport {
             zero_rtt: false,
             window: None,
             ack_threshold: None,
+            retry: false,
         }
     }
 }

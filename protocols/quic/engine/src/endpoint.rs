@@ -45,6 +45,9 @@ pub enum EndpointError {
 pub enum Event {
     /// A server accepted a connection from a client's first Initial.
     Accepted(ConnectionHandle),
+    /// A server answered a client's first Initial with a Retry (RFC 9000 §8.1.2): the
+    /// client comes back with the token, and its connection is accepted then.
+    Retried,
     /// One of quinn's connection events (connected, stream readable, lost, ...).
     Conn(ConnectionHandle, quinn_proto::Event),
 }
@@ -350,6 +353,15 @@ impl Endpoint {
 
     fn accept(&mut self, now: u64, incoming: quinn_proto::Incoming) {
         self.scratch.clear();
+        if self.transport.retry && !incoming.remote_address_validated() {
+            // Not validated: quinn guarantees a Retry is allowed (`may_retry`).
+            if let Ok(t) = self.inner.retry(incoming, &mut self.scratch) {
+                let bytes = self.scratch[..t.size].to_vec();
+                self.responses.push_back((transmit(&t), bytes));
+                self.events.push_back(Event::Retried);
+            }
+            return;
+        }
         let at = self.at(now);
         match self.inner.accept(incoming, at, &mut self.scratch, None) {
             Ok((h, conn)) => {

@@ -44,6 +44,8 @@ pub struct ServiceStats {
     pub bad_requests: u64,
     /// Connections whose handshake accepted 0-RTT data (RFC 9001 §4.6).
     pub zero_rtt: u64,
+    /// Retry packets sent (RFC 9000 §8.1.2, [`crate::Transport::retry`]).
+    pub retries: u64,
 }
 
 /// The service a connection's ALPN chose.
@@ -146,6 +148,7 @@ impl Service {
         while let Some(e) = self.endpoint.poll_event() {
             match e {
                 Event::Accepted(_) => self.stats.connections += 1,
+                Event::Retried => self.stats.retries += 1,
                 Event::Conn(h, quinn_proto::Event::HandshakeDataReady) => {
                     let app = match self.endpoint.alpn(h).as_deref() {
                         Some(ALPN_SINK) => App::Sink,

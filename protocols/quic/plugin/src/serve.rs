@@ -24,6 +24,10 @@ pub struct ServeFlags {
     /// Write the QUIC server's certificate (PEM) to this file, for clients that verify it.
     #[arg(long, value_name = "FILE", requires = "quic")]
     pub quic_cert: Option<PathBuf>,
+    /// Validate each client's address with a Retry packet before its handshake (RFC 9000
+    /// §8.1.2): one round trip more, the interop runner's retry case.
+    #[arg(long, requires = "quic")]
+    pub quic_retry: bool,
 }
 
 /// Adds the QUIC flags to `wirebench serve`, under their own heading.
@@ -44,12 +48,14 @@ pub fn serve_plan(m: &clap::ArgMatches, _quiet: bool) -> Result<Option<Box<dyn S
     Ok(Some(Box::new(Plan {
         at,
         cert: flags.quic_cert,
+        retry: flags.quic_retry,
     })))
 }
 
 struct Plan {
     at: SocketAddr,
     cert: Option<PathBuf>,
+    retry: bool,
 }
 
 struct Running {
@@ -68,13 +74,19 @@ impl ServePlan for Plan {
         // answers has no effect a replay could repeat (RFC 9001 §9.2).
         let transport = Transport {
             zero_rtt: true,
+            retry: self.retry,
             ..Transport::default()
         };
         let server = crate::server::start(None, self.at, &identity, &transport, 0)
             .map_err(|e| anyhow::anyhow!("--quic {}: {e}", self.at))?;
         eprintln!(
-            "wirebench serve: QUIC on udp {}: HTTP/3 GET /N (ALPN h3), wirebench-echo, wirebench-sink, 0-RTT accepted on resumed sessions; certificate for {}{}",
+            "wirebench serve: QUIC on udp {}: HTTP/3 GET /N (ALPN h3), wirebench-echo, wirebench-sink, 0-RTT accepted on resumed sessions{}; certificate for {}{}",
             server.addr,
+            if self.retry {
+                ", every client's address validated with a Retry first"
+            } else {
+                ""
+            },
             crate::SERVER_NAME,
             self.cert
                 .as_ref()
@@ -90,8 +102,8 @@ impl Serving for Running {
             bail!("the QUIC server's thread panicked");
         };
         eprintln!(
-            "wirebench serve: QUIC totals: {} connection(s) ({} with 0-RTT data), {} HTTP/3 request(s) answered, {} refused, {} B out, {} failed",
-            s.connections, s.zero_rtt, s.requests, s.bad_requests, s.bytes_out, s.failed
+            "wirebench serve: QUIC totals: {} connection(s) ({} with 0-RTT data), {} Retry packet(s) sent, {} HTTP/3 request(s) answered, {} refused, {} B out, {} failed",
+            s.connections, s.zero_rtt, s.retries, s.requests, s.bad_requests, s.bytes_out, s.failed
         );
         Ok(())
     }
