@@ -11,6 +11,9 @@
 # 2. 1 Gbit/s + 10 ms, queue 4 MiB (> one bandwidth-delay product of 2.5 MB): one TCP
 #    flow's rate on the wire and its goodput; the emulator's release error and CPU.
 #    Targets: wire rate >= 95% of 1 Gbit/s; release error p99 <= 50 us; CPU <= 1 core.
+# 2c. The per-packet time accounting (docs/links.md: one-way delays and the queue
+#    series) on and off, the 1 Gbit/s case alternately: wire rate and emulator CPU as
+#    ratios. Target: wire rate ratio >= 0.99.
 # 3. Long-run rate: 20 s saturating 10 Mbit/s; IP bits delivered / time vs the rate.
 #    Target: error < 0.1%.
 #
@@ -89,6 +92,26 @@ if command -v iperf3 >/dev/null; then
 else
     echo "  iperf3 is missing (apt-get install -y iperf3): skipped"
 fi
+
+echo "-- 2c. the per-packet time accounting (one-way delays, queue series) on and off"
+# The same 1 Gbit/s case, alternately with the accounting (the default) and without it
+# (WIREBENCH_LINK_TIMES=0), so drift on this machine falls on both alike.
+for i in $(seq "$REPEAT"); do
+    run "times-on-$i" --workload stream --payload 128KiB --count "$COUNT_G" --link "rate=1Gbit,delay=10ms,queue=4MiB"
+    WIREBENCH_LINK_TIMES=0 run "times-off-$i" --workload stream --payload 128KiB --count "$COUNT_G" --link "rate=1Gbit,delay=10ms,queue=4MiB"
+done
+summary() { # summary GLOB: mean wire rate (Mbit/s), release error p99 (us), emulator cores
+    cat "$OUT"/$1.jsonl | jq -s '[
+        (map(.metrics["wire.up.bytes"].value*8/.metrics["throughput.duration"].value) | add/length/1e6),
+        (map(.metrics["link.release_error.p99"].value) | add/length*1e6),
+        (map(.metrics["link.emulator_cpu"].value) | add/length)] | map(.*100|round/100) | @tsv' -r
+}
+read -r on_rate on_err on_cpu <<<"$(summary 'times-on-*')"
+read -r off_rate off_err off_cpu <<<"$(summary 'times-off-*')"
+echo "  on:  wire $on_rate Mbit/s, release error p99 $on_err us, emulator $on_cpu cores"
+echo "  off: wire $off_rate Mbit/s, release error p99 $off_err us, emulator $off_cpu cores"
+echo "  ratio on/off: wire rate $(jq -n "$on_rate/$off_rate*1000|round/1000") (target >= 0.99), emulator CPU $(jq -n "$on_cpu/$off_cpu*100|round/100")"
+jq -r '"  one-way delay (on): p50 \(.metrics["link.one_way.p50"].value*1e3|.*100|round/100) ms, p95 \(.metrics["link.one_way.p95"].value*1e3|.*100|round/100) ms, max \(.metrics["link.one_way.max"].value*1e3|.*100|round/100) ms (10 ms of delay plus the queue)"' "$OUT/times-on-1.jsonl"
 
 echo "-- 3. long-run rate: 10 Mbit/s saturated"
 run rate --workload stream --payload 128KiB --count "$COUNT_R" --link 10Mbit
