@@ -53,6 +53,10 @@ fn fake_run(scenario: &Scenario, dir: &std::path::Path) -> Vec<Record> {
             if r.metric(&c.metric).is_none() {
                 r.set_metric(&c.metric, Metric::new(value(i, 1.0), "count"));
             }
+            // A tradeoff chart's x axis (Pantheon's delay, `link.one_way.p95`).
+            if let Some(x) = c.x_metric.as_deref().filter(|x| r.metric(x).is_none()) {
+                r.set_metric(x, Metric::new(value(i, 0.1), "s"));
+            }
         }
         let stem = format!("case-{i:04}-r1");
         let mut rounds = String::from("round,rtt_s\n");
