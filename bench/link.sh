@@ -100,14 +100,14 @@ for i in $(seq "$REPEAT"); do
     run "times-on-$i" --workload stream --payload 128KiB --count "$COUNT_G" --link "rate=1Gbit,delay=10ms,queue=4MiB"
     WIREBENCH_LINK_TIMES=0 run "times-off-$i" --workload stream --payload 128KiB --count "$COUNT_G" --link "rate=1Gbit,delay=10ms,queue=4MiB"
 done
-summary() { # summary GLOB: mean wire rate (Mbit/s), release error p99 (us), emulator cores
-    cat "$OUT"/$1.jsonl | jq -s '[
+summary() { # summary NAME: over NAME-*.jsonl, mean wire rate (Mbit/s), release error p99 (us), emulator cores
+    cat "$OUT/$1"-*.jsonl | jq -s '[
         (map(.metrics["wire.up.bytes"].value*8/.metrics["throughput.duration"].value) | add/length/1e6),
         (map(.metrics["link.release_error.p99"].value) | add/length*1e6),
         (map(.metrics["link.emulator_cpu"].value) | add/length)] | map(.*100|round/100) | @tsv' -r
 }
-read -r on_rate on_err on_cpu <<<"$(summary 'times-on-*')"
-read -r off_rate off_err off_cpu <<<"$(summary 'times-off-*')"
+read -r on_rate on_err on_cpu <<<"$(summary times-on)"
+read -r off_rate off_err off_cpu <<<"$(summary times-off)"
 echo "  on:  wire $on_rate Mbit/s, release error p99 $on_err us, emulator $on_cpu cores"
 echo "  off: wire $off_rate Mbit/s, release error p99 $off_err us, emulator $off_cpu cores"
 echo "  ratio on/off: wire rate $(jq -n "$on_rate/$off_rate*1000|round/1000") (target >= 0.99), emulator CPU $(jq -n "$on_cpu/$off_cpu*100|round/100")"
