@@ -5,7 +5,7 @@
 //! (the lab).
 
 use crate::common;
-use common::{lab_run_ok, records, wirebench};
+use common::{lab_run_ok, m, records, wirebench};
 
 fn machine_default() -> String {
     std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
@@ -67,8 +67,15 @@ fn each_record_reports_the_congestion_control_asked_for() {
         if from == "socket" {
             tcp_info_series_shows_the_link(&out, r);
         } else {
-            assert!(r.get("series").is_none(), "{r}");
+            // No socket of ours to read TCP_INFO from (HTTP's is the library's)...
+            assert!(r["series"].get("tcp_info").is_none(), "{r}");
         }
+        // ... but the link's own series and one-way delays, whatever the protocol.
+        assert!(r["series"]["link"].is_string(), "{r}");
+        assert!(
+            m(r, "link.one_way.p50") >= 0.005,
+            "at least the 5 ms delay: {r}"
+        );
     }
 }
 
