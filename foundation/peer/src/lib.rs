@@ -193,6 +193,20 @@ pub fn free_port(netns: Option<&str>, ip: IpAddr) -> Option<u16> {
     .and_then(Result::ok)
 }
 
+/// A peer the repository's install scripts built (`scripts/install-*.sh`), at `rel`
+/// under this checkout's `target/peers` (where they link the per-machine build):
+/// its path, or `no target/peers/REL` when it is not there.
+pub fn built_peer(rel: &str) -> Result<std::path::PathBuf, String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/peers")
+        .join(rel);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!("no target/peers/{rel}"))
+    }
+}
+
 /// The last `n` lines of each of these log files that exist, each under a line naming
 /// its file (so an operator knows where to read on), for error messages.
 pub fn tail_lines(files: &[std::path::PathBuf], n: usize) -> String {

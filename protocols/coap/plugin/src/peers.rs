@@ -51,17 +51,7 @@ pub const AIOCOAP: Requirement = Requirement {
 const AIOCOAP_SERVER: &str = include_str!("../aiocoap_server.py");
 
 fn find_aiocoap() -> Result<PathBuf, String> {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../target/peers")
-        .join(format!("aiocoap-{AIOCOAP_VERSION}"))
-        .join("bin/python");
-    if python.is_file() {
-        Ok(python)
-    } else {
-        Err(format!(
-            "no target/peers/aiocoap-{AIOCOAP_VERSION}/bin/python"
-        ))
-    }
+    wirebench_peer::built_peer(&format!("aiocoap-{AIOCOAP_VERSION}/bin/python"))
 }
 
 /// Which server a case talks to (`coap.server`).

@@ -47,28 +47,12 @@ pub const RUMQTTD: Requirement = Requirement {
     },
 };
 
-/// A peer binary in this checkout's target/peers (where the install scripts link it).
-fn peer_bin(rel: &str) -> Result<PathBuf, String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../..")
-        .join(rel);
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(format!("no {rel}"))
-    }
-}
-
 fn find_mochi() -> Result<PathBuf, String> {
-    peer_bin(&format!(
-        "target/peers/mochi-mqtt-{MOCHI_VERSION}/bin/mochi-mqtt"
-    ))
+    peer::built_peer(&format!("mochi-mqtt-{MOCHI_VERSION}/bin/mochi-mqtt"))
 }
 
 fn find_rumqttd() -> Result<PathBuf, String> {
-    peer_bin(&format!(
-        "target/peers/rumqttd-{RUMQTTD_VERSION}/bin/rumqttd"
-    ))
+    peer::built_peer(&format!("rumqttd-{RUMQTTD_VERSION}/bin/rumqttd"))
 }
 
 /// Which broker a case starts.

@@ -74,15 +74,7 @@ pub const NGTCP2_CLIENT: Requirement = Requirement {
 };
 
 fn quic_go_bin(name: &str) -> Result<PathBuf, String> {
-    let rel = format!("target/peers/quic-go-{QUIC_GO_VERSION}/bin/{name}");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../..")
-        .join(&rel);
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(format!("no {rel}"))
-    }
+    peer::built_peer(&format!("quic-go-{QUIC_GO_VERSION}/bin/{name}"))
 }
 
 fn find_quic_go_server() -> Result<PathBuf, String> {

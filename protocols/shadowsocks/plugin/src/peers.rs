@@ -52,13 +52,9 @@ pub fn rust_program(name: &str) -> Result<PathBuf, WorkloadError> {
 }
 
 fn find_rust(name: &str) -> Result<PathBuf, String> {
-    let pinned = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../target/peers")
-        .join(format!("shadowsocks-rust-{RUST_VERSION}"))
-        .join("bin")
-        .join(name);
-    if pinned.is_file() {
-        return Ok(pinned);
+    let pinned = format!("shadowsocks-rust-{RUST_VERSION}/bin/{name}");
+    if let Ok(path) = wirebench_peer::built_peer(&pinned) {
+        return Ok(path);
     }
     on_path(name)
         .map_err(|e| format!("no target/peers/shadowsocks-rust-{RUST_VERSION}/bin/{name}; {e}"))
